@@ -1,0 +1,33 @@
+# Two entry points: `make demo` and `make test`. Both build .venv inside the repo.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DATA_DIR ?= $(if $(UQX_DATA_DIR),$(UQX_DATA_DIR),$(wildcard ../shared/datasets))
+
+.PHONY: demo test test-slow bench lint clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/uqx demo
+
+test: $(STAMP)
+	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)
+	UQX_DATA_DIR=$(DATA_DIR) UQX_SLOW=1 $(BIN)/python -m pytest -q -m slow
+
+bench: $(STAMP)
+	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_kernels.py
+	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_bootstrap.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check uqx tests benchmarks
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache
