@@ -1,0 +1,439 @@
+"""Bootstrap engine: shared resamples, exact jackknife, BCa / percentile / basic intervals.
+
+Conventions follow ``nptest::np.boot`` as used for the papers' numbers (METHODS.md §5.1):
+
+* the bootstrap distribution is :math:`T = [t_0; t^*_1; \\dots; t^*_R]` (R+1 values);
+* standard error :math:`\\mathrm{sd}(T)` (n−1); bias :math:`b_{BS} = \\bar T - t_0`;
+* :math:`z_0 = \\Phi^{-1}(\\#\\{T < t_0\\}/(R+1))` (strict <, t0 counted);
+* acceleration from the exact leave-one-out values :math:`t_{(i)}`:
+  :math:`a = \\sum (\\bar t - t_{(i)})^3 / (6 (\\sum (\\bar t - t_{(i)})^2)^{3/2})`;
+* :math:`\\alpha_k = \\Phi(z_0 + (z_0+z_k)/(1 - a(z_0+z_k)))`, CI = type-7 quantiles of T.
+
+Work is cut into (set, replicate-block) tasks scheduled by dask; each block draws from a
+generator keyed by (seed, set name, block), so results are bitwise identical for any
+scheduler or number of workers.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import dask
+import numpy as np
+import xarray as xr
+from scipy.special import ndtr, ndtri
+
+from uqx.data import InputError, as_stacked, iter_sets
+from uqx.resample import REPLICATE_BLOCK, BootstrapPlan, resolve_seed
+from uqx.statistic import STAT_INFO, BinningConfig, SetEvaluator, parse_stat
+
+__all__ = [
+    "bootstrap",
+    "bootstrap_set",
+    "bca_interval",
+    "percentile_interval",
+    "basic_interval",
+    "jackknife_acceleration",
+    "BootstrapResult",
+    "METHODS",
+]
+
+METHODS = ("bca", "percentile", "basic")
+
+
+def _quantile7(T, p):
+    """Type-7 quantiles of each column of T (NaN dropped) at per-column probabilities p."""
+    T = np.asarray(T, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    for k in range(T.shape[1]):
+        col = T[:, k]
+        col = col[~np.isnan(col)]
+        ok = np.isfinite(p[..., k]) & (col.size > 0)
+        if np.any(ok):
+            out[..., k][ok] = np.quantile(col, p[..., k][ok], method="linear")
+    return out
+
+
+def jackknife_acceleration(jack):
+    r"""BCa acceleration from leave-one-out values (Efron 1987; nptest).
+
+    .. math:: a = \frac{\sum_i (\bar t - t_{(i)})^3}{6\left(\sum_i (\bar t - t_{(i)})^2
+              \right)^{3/2}}
+
+    Parameters
+    ----------
+    jack : array_like, shape (M, K)
+
+    Returns
+    -------
+    numpy.ndarray, shape (K,)
+        NaN where the jackknife values are constant (0/0).
+    """
+    jack = np.asarray(jack, dtype=np.float64)
+    d = np.nanmean(jack, axis=0) - jack
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nansum(d**3, axis=0) / (6.0 * np.nansum(d**2, axis=0) ** 1.5)
+
+
+def bca_interval(T, t0, jack, *, level=0.95):
+    r"""BCa interval with the conventions of ``nptest::np.boot`` (METHODS §5.1).
+
+    Parameters
+    ----------
+    T : array_like, shape (R+1, K)
+        Bootstrap distribution **including** t0 (row 0 or anywhere).
+    t0 : array_like, shape (K,)
+    jack : array_like, shape (M, K)
+        Leave-one-out values.
+    level : float
+
+    Returns
+    -------
+    lo, hi, z0, a : numpy.ndarray, shape (K,)
+        Degenerate cases (all T on one side of t0, constant jackknife) give NaN limits.
+    """
+    T = np.atleast_2d(np.asarray(T, dtype=np.float64))
+    t0 = np.atleast_1d(np.asarray(t0, dtype=np.float64))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.sum(T < t0, axis=0) / T.shape[0]
+        z0 = ndtri(frac)
+        a = jackknife_acceleration(jack)
+        z = ndtri(np.array([(1 - level) / 2, (1 + level) / 2]))[:, None]
+        alpha = ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
+    alpha = np.where(np.isfinite(z0) & np.isfinite(a), alpha, np.nan)
+    q = _quantile7(T, alpha)
+    return q[0], q[1], z0, a
+
+
+def percentile_interval(T, *, level=0.95):
+    """Percentile interval: type-7 quantiles of T at ``(1 ± level)/2``."""
+    T = np.atleast_2d(np.asarray(T, dtype=np.float64))
+    p = np.broadcast_to(np.array([(1 - level) / 2, (1 + level) / 2])[:, None], (2, T.shape[1]))
+    q = _quantile7(T, p)
+    return q[0], q[1]
+
+
+def basic_interval(T, t0, *, level=0.95):
+    r"""Basic (reverse percentile) interval :math:`[2t_0 - q_{hi}, 2t_0 - q_{lo}]`."""
+    lo, hi = percentile_interval(T, level=level)
+    t0 = np.asarray(t0, dtype=np.float64)
+    return 2 * t0 - hi, 2 * t0 - lo
+
+
+class BootstrapResult(dict):
+    """Per-statistic results of :func:`bootstrap_set` (a dict of name -> dict of arrays)."""
+
+
+def _interval(method, T, t0, jack, level):
+    if method == "bca":
+        lo, hi, z0, a = bca_interval(T, t0, jack, level=level)
+    elif method == "percentile":
+        (lo, hi), z0, a = percentile_interval(T, level=level), np.nan, np.nan
+    elif method == "basic":
+        (lo, hi), z0, a = basic_interval(T, t0, level=level), np.nan, np.nan
+    else:
+        raise InputError(f"unknown bootstrap method {method!r}; choose one of {', '.join(METHODS)}")
+    K = T.shape[1]
+    return lo, hi, np.broadcast_to(z0, (K,)), np.broadcast_to(a, (K,))
+
+
+def _summarise(T, t0, jack, method, level):
+    n_nan = np.sum(np.isnan(T), axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        bias = np.mean(T, axis=0) - t0  # NaN replicates propagate, as in nptest
+        se = np.std(T, axis=0, ddof=1)
+    lo, hi, z0, a = _interval(method, T, t0, jack, level)
+    return {
+        "estimate": t0,
+        "bias": bias,
+        "se": se,
+        "ci_low": lo,
+        "ci_high": hi,
+        "z0": z0,
+        "acceleration": a,
+        "n_nan": n_nan,
+    }
+
+
+def _check_common(n_boot, level, method):
+    if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 2):
+        raise InputError(f"n_boot must be an integer >= 2, got {n_boot!r}")
+    if not 0 < level < 1:
+        raise InputError(f"level must be in (0, 1), got {level!r}")
+    if method not in METHODS:
+        raise InputError(f"unknown bootstrap method {method!r}; choose one of {', '.join(METHODS)}")
+
+
+def _evaluator(sd, specs, binning):
+    return SetEvaluator(sd.E, sd.uE, specs, binning, cond={"X": sd.X, "V": sd.V})
+
+
+def _run_sets(sets, specs, binning, n_boot, seed, scheduler, num_workers, want_jack=True):
+    """Build and compute the dask graph: per set t0 + jackknife + replicate blocks."""
+    tasks = []
+    for sd in sets:
+        ev = _evaluator(sd, specs, binning)
+        plan = BootstrapPlan(M=sd.M, n_boot=n_boot, seed=seed, key=sd.name)
+        est = dask.delayed(ev.estimate)()
+        jack = dask.delayed(ev.jackknife)() if want_jack else None
+        blocks = [dask.delayed(ev.replicates)(plan, b) for b in range(plan.n_blocks)]
+        tasks.append((est, jack, blocks))
+    kw = {"scheduler": scheduler or "threads"}
+    if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
+        kw["num_workers"] = num_workers
+    (computed,) = dask.compute(tasks, **kw)
+    return computed
+
+
+def bootstrap_set(
+    E,
+    uE,
+    stats: Sequence[str] = ("zms", "rce"),
+    *,
+    X=None,
+    V=None,
+    n_boot: int = 10_000,
+    method: str = "bca",
+    level: float = 0.95,
+    seed: int | None = None,
+    name: str = "data",
+    bins: int = 20,
+    binning: str = "equal-count",
+    pop_min: int = 30,
+    keep_replicates: bool = False,
+    scheduler=None,
+    num_workers: int | None = None,
+) -> BootstrapResult:
+    """Bootstrap one data set given as arrays; see :func:`bootstrap` for the parameters.
+
+    Returns
+    -------
+    BootstrapResult
+        ``{stat: {"estimate", "bias", "se", "ci_low", "ci_high", "z0", "acceleration",
+        "n_nan"[, "replicates"]}}``, arrays of shape (K,) (K = 1 for scalar statistics,
+        the number of bins for per-bin statistics); replicates have shape (R+1, K) with
+        t0 first.
+    """
+    from uqx.data import SetData
+
+    _check_common(n_boot, level, method)
+    specs = [parse_stat(s) for s in stats]
+    seed = resolve_seed(seed)
+    sd = SetData(name, np.asarray(E, float), np.asarray(uE, float), X, V)
+    cfg = BinningConfig(bins, binning, pop_min)
+    ((t0, jack, blocks),) = _run_sets([sd], specs, cfg, n_boot, seed, scheduler, num_workers,
+                                      want_jack=method == "bca")
+    res = BootstrapResult()
+    for s in specs:
+        T = np.concatenate([t0[s.name][None, :]] + [b[s.name] for b in blocks])
+        out = _summarise(T, t0[s.name], None if jack is None else jack[s.name], method, level)
+        if keep_replicates:
+            out["replicates"] = T
+        res[s.name] = out
+    res.seed = seed
+    return res
+
+
+def bootstrap(
+    ds,
+    stats: Sequence[str] = ("zms", "rce"),
+    *,
+    n_boot: int = 10_000,
+    method: str = "bca",
+    level: float = 0.95,
+    seed: int | None = None,
+    bins: int = 20,
+    binning: str = "equal-count",
+    pop_min: int = 30,
+    keep_replicates: bool = False,
+    scheduler=None,
+    num_workers: int | None = None,
+) -> xr.Dataset:
+    r"""Bootstrap statistics of one or several data sets with shared resamples.
+
+    For every set, all requested statistics are evaluated on the same ``n_boot``
+    resamples (drawn as counts, METHODS.md §5.1), binned statistics re-sort each
+    replicate by the binning variable and cut it with the index intervals of the original
+    sample (§5.3), and BCa intervals use the exact jackknife acceleration.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input data (:func:`uqx.from_arrays`, :func:`uqx.stack`, loaders).
+    stats : sequence of str
+        Statistic names: ``zms, rce, mv, mse, rmv, rmse, mean_z, var_z, nll, nll_ref, cc,
+        ence, ence_sd, uce, zmse, zve`` (binned ones on uE; suffix ``_X``/``_V`` bins on
+        the feature or prediction, e.g. ``zmse_X``).
+    n_boot : int, default 10000
+        Number of bootstrap replicates R.
+    method : {"bca", "percentile", "basic"}
+    level : float, default 0.95
+    seed : int, optional
+        Root seed; drawn from OS entropy and recorded in ``attrs["seed"]`` if omitted.
+    bins, binning, pop_min : int, str, int
+        Binning of binned statistics (:func:`uqx.binning.make_bins`).
+    keep_replicates : bool
+        Keep T (t0 first) on a ``replicate`` dimension.
+    scheduler, num_workers :
+        Passed to :func:`dask.compute` (default: threads). Results do not depend on them.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over (``set``, ``stat``): ``estimate``, ``bias``, ``se``, ``ci_low``, ``ci_high``,
+        ``z0``, ``acceleration``, ``n_nan`` [, ``replicates``]; attrs record the method,
+        n_boot, level, seed and binning.
+
+    Examples
+    --------
+    >>> import numpy as np, uqx
+    >>> rng = np.random.default_rng(1)
+    >>> u = rng.uniform(0.5, 2, 500)
+    >>> ds = uqx.from_arrays(u * rng.standard_normal(500), u)
+    >>> r = uqx.bootstrap(ds, ["zms"], n_boot=500, seed=1)
+    >>> bool(r.ci_low.item() < 1 < r.ci_high.item())
+    True
+    """
+    _check_common(n_boot, level, method)
+    specs = [parse_stat(s) for s in stats]
+    if any(s.vector for s in specs):
+        raise InputError("per-bin statistics (lzisd, lzms) go through uqx.bootstrap_per_bin")
+    seed = resolve_seed(seed)
+    ds = as_stacked(ds)
+    sets = list(iter_sets(ds))
+    cfg = BinningConfig(bins, binning, pop_min)
+    computed = _run_sets(sets, specs, cfg, n_boot, seed, scheduler, num_workers,
+                         want_jack=method == "bca")
+    names = [s.name for s in specs]
+    fields = ["estimate", "bias", "se", "ci_low", "ci_high", "z0", "acceleration", "n_nan"]
+    arr = {f: np.full((len(sets), len(names)), np.nan) for f in fields}
+    reps = np.full((len(sets), len(names), n_boot + 1), np.nan) if keep_replicates else None
+    for i, (t0, jack, blocks) in enumerate(computed):
+        for j, s in enumerate(specs):
+            T = np.concatenate([t0[s.name][None, :]] + [b[s.name] for b in blocks])
+            out = _summarise(T, t0[s.name], None if jack is None else jack[s.name], method, level)
+            for f in fields:
+                arr[f][i, j] = out[f][0]
+            if reps is not None:
+                reps[i, j] = T[:, 0]
+    data_vars = {f: (("set", "stat"), arr[f]) for f in fields}
+    data_vars["n_nan"] = (("set", "stat"), arr["n_nan"].astype(np.int64))
+    if reps is not None:
+        data_vars["replicates"] = (("set", "stat", "replicate"), reps)
+    out = xr.Dataset(
+        data_vars,
+        coords={
+            "set": ds["set"].values,
+            "stat": names,
+            "M": ("set", np.array([s.M for s in sets])),
+            **({"replicate": np.arange(n_boot + 1)} if reps is not None else {}),
+        },
+        attrs=_attrs(method, n_boot, level, seed, cfg),
+    )
+    _annotate(out)
+    return out
+
+
+def _attrs(method, n_boot, level, seed, cfg):
+    return {
+        "bootstrap_method": method,
+        "n_boot": int(n_boot),
+        "level": float(level),
+        "seed": int(seed),
+        "replicate_block": REPLICATE_BLOCK,
+        "binning_scheme": cfg.scheme,
+        "n_bins": int(cfg.n_bins),
+        "pop_min": int(cfg.pop_min),
+        "conventions": "nptest np.boot: T includes t0, bias = mean(T) - t0, "
+        "z0 from #{T < t0}/(R+1), exact jackknife acceleration, type-7 quantiles",
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+_LONG = {
+    "estimate": "point estimate t0",
+    "bias": "bootstrap bias mean(T) - t0",
+    "se": "bootstrap standard error sd(T)",
+    "ci_low": "lower confidence limit",
+    "ci_high": "upper confidence limit",
+    "z0": "BCa bias-correction z0",
+    "acceleration": "BCa acceleration (exact jackknife)",
+    "n_nan": "number of NaN bootstrap replicates",
+    "replicates": "bootstrap distribution T (t0 first)",
+}
+
+
+def _annotate(out):
+    for k, v in _LONG.items():
+        if k in out:
+            out[k].attrs["long_name"] = v
+    if "stat" in out.coords:
+        out["stat"].attrs["long_name"] = "statistic"
+        out.coords["stat_long_name"] = (
+            "stat",
+            [STAT_INFO.get(str(s).split("_X")[0].split("_V")[0], ("",))[0] for s in out["stat"].values],
+        )
+
+
+def bootstrap_per_bin(
+    ds,
+    stat: str = "lzisd",
+    *,
+    n_boot: int = 5000,
+    method: str = "bca",
+    level: float = 0.95,
+    seed: int | None = None,
+    bins: int = 20,
+    binning: str = "equal-count",
+    pop_min: int = 30,
+    scheduler=None,
+    num_workers: int | None = None,
+) -> xr.Dataset:
+    """Bootstrap a per-bin statistic (``lzisd`` or ``lzms``, suffix ``_X``/``_V``).
+
+    Each bin's value gets its own BCa interval from the shared resamples (nptest vector
+    statistics, METHODS §5.1 item 5). Sets may have different numbers of bins; the ``bin``
+    dimension is padded with NaN.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over (``set``, ``bin``): ``estimate``, ``bias``, ``se``, ``ci_low``, ``ci_high``,
+        ``n`` (bin counts), ``x_mid`` (mid-range of the conditioning variable in the bin).
+    """
+    _check_common(n_boot, level, method)
+    spec = parse_stat(stat)
+    if not spec.vector:
+        raise InputError(f"{stat!r} is not a per-bin statistic (lzisd, lzms)")
+    seed = resolve_seed(seed)
+    ds = as_stacked(ds)
+    sets = list(iter_sets(ds))
+    cfg = BinningConfig(bins, binning, pop_min)
+    computed = _run_sets(sets, [spec], cfg, n_boot, seed, scheduler, num_workers,
+                         want_jack=method == "bca")
+    nb = [t0[spec.name].size for t0, _, _ in computed]
+    fields = ["estimate", "bias", "se", "ci_low", "ci_high"]
+    arr = {f: np.full((len(sets), max(nb)), np.nan) for f in fields + ["n", "x_mid"]}
+    for i, ((t0, jack, blocks), sd) in enumerate(zip(computed, sets)):
+        T = np.concatenate([t0[spec.name][None, :]] + [b[spec.name] for b in blocks])
+        out = _summarise(T, t0[spec.name], None if jack is None else jack[spec.name], method, level)
+        for f in fields:
+            arr[f][i, : nb[i]] = out[f]
+        ev = _evaluator(sd, [spec], cfg)
+        b = ev._bins(spec.cond)
+        xs = ev.cond[spec.cond][b.order]
+        arr["n"][i, : nb[i]] = b.counts
+        arr["x_mid"][i, : nb[i]] = (xs[b.edges[:-1]] + xs[b.edges[1:] - 1]) / 2
+    res = xr.Dataset(
+        {f: (("set", "bin"), arr[f]) for f in arr},
+        coords={"set": ds["set"].values, "bin": np.arange(max(nb))},
+        attrs={**_attrs(method, n_boot, level, seed, cfg), "stat": spec.name, "cond": spec.cond},
+    )
+    _annotate(res)
+    res["n"].attrs["long_name"] = "bin population"
+    res["x_mid"].attrs["long_name"] = f"mid-range of {spec.cond} in the bin"
+    return res

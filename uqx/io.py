@@ -1,0 +1,368 @@
+"""Reading user CSV files and writing/reading result archives in NetCDF.
+
+* :func:`read_csv` maps named columns of a CSV file onto the canonical input record
+  (``E``, ``uE`` and optional ``X``, ``V`` over ``sample``; METHODS.md §1.1) through
+  :func:`uqx.data.from_arrays`, with error messages that name the file and the column.
+* :func:`to_netcdf` writes any :class:`xarray.Dataset` atomically (temporary file in the
+  target directory, then :func:`os.replace`), compressed, with a provenance block
+  (``uqx_version``, ``created_at``, ``parameters``, ``seed``, ``Conventions``).
+  Types that netCDF cannot hold natively are encoded reversibly: boolean variables are
+  stored as ``int8``, attributes that are dicts, lists, tuples, ``None`` or booleans are
+  stored as JSON strings with the prefix :data:`JSON_PREFIX`.
+* :func:`read_netcdf` loads a file into memory (the file is closed on return) and undoes
+  those encodings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from uqx.data import InputError, from_arrays
+
+__all__ = ["read_csv", "to_netcdf", "read_netcdf", "JSON_PREFIX", "DTYPE_ATTR"]
+
+#: Prefix marking a string attribute that holds a JSON-encoded Python value.
+JSON_PREFIX = "uqx-json:"
+#: Variable attribute recording the in-memory dtype of a variable that netCDF stores
+#: differently (``bool`` stored as ``int8``; ``object``/``<U..`` strings).
+DTYPE_ATTR = "uqx_dtype"
+
+_COMPRESSION = {"zlib": True, "complevel": 4, "shuffle": True}
+
+
+# ----------------------------------------------------------------------------- CSV
+
+
+def _read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs) -> pd.DataFrame:
+    """Read a CSV file with pandas, turning I/O and parse failures into InputError."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a CSV file")
+    try:
+        return pd.read_csv(path, comment=comment, **kwargs)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: file is empty (no header, no data)") from None
+    except pd.errors.ParserError as exc:
+        raise InputError(f"{path}: cannot parse as CSV ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a text CSV file ({exc})") from None
+
+
+def _numeric_column(df: pd.DataFrame, column: str, path: str | os.PathLike) -> np.ndarray:
+    """Return ``df[column]`` as float64, with InputError for unknown/non-numeric columns."""
+    if column not in df.columns:
+        available = ", ".join(repr(str(c)) for c in df.columns)
+        raise InputError(f"{path}: no column {column!r}; available columns: {available}")
+    col = df[column]
+    if isinstance(col, pd.DataFrame):
+        raise InputError(f"{path}: column name {column!r} appears more than once")
+    if pd.api.types.is_bool_dtype(col.dtype):
+        raise InputError(f"{path}: column {column!r} is boolean, expected numbers")
+    if not pd.api.types.is_numeric_dtype(col.dtype):
+        coerced = pd.to_numeric(col, errors="coerce")
+        bad = coerced.isna() & col.notna()
+        if bad.any():
+            rows = np.flatnonzero(bad.to_numpy())
+            first = col.iloc[rows[0]]
+            raise InputError(
+                f"{path}: column {column!r} is not numeric: {rows.size} non-numeric value(s), "
+                f"first {first!r} in data row {rows[0] + 1}"
+            )
+        col = coerced
+    return col.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def read_csv(
+    path: str | os.PathLike,
+    *,
+    E: str = "E",
+    uE: str = "uE",
+    X: str | None = None,
+    V: str | None = None,
+    name: str | None = None,
+    uE_is_variance: bool = False,
+    drop_nonfinite: bool = False,
+    min_uE_rel_sd: float | None = None,
+    comment: str | None = None,
+) -> xr.Dataset:
+    """Read errors and uncertainties from named columns of a CSV file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        CSV file with a header line.
+    E, uE : str
+        Names of the error (reference - prediction) and uncertainty columns.
+    X, V : str, optional
+        Names of the input-feature and predicted-value columns.
+    name : str, optional
+        Data set name; defaults to the file stem.
+    uE_is_variance : bool, default False
+        The ``uE`` column holds variances: ``uE = sign(v) * sqrt(|v|)`` is used, so that
+        negative variances stay negative and are rejected (or removed by
+        ``min_uE_rel_sd``) like non-positive uncertainties.
+    drop_nonfinite : bool, default False
+        Drop (and count in ``attrs["n_dropped"]``) rows with empty/NaN/inf values instead
+        of raising.
+    min_uE_rel_sd : float, optional
+        Keep rows with ``uE > min_uE_rel_sd * sd(E)`` (see :func:`uqx.data.from_arrays`).
+    comment : str, optional
+        Comment character; disabled by default (SMILES strings contain ``#``).
+
+    Returns
+    -------
+    xarray.Dataset
+        Canonical input data set; attrs ``name``, ``units`` (empty), ``source`` (the path),
+        ``n_dropped``, ``filters`` and ``columns`` (the column mapping).
+
+    Raises
+    ------
+    InputError
+        Missing or empty file, unknown column (the message lists the available columns),
+        non-numeric column, and everything :func:`uqx.data.from_arrays` rejects.
+
+    Examples
+    --------
+    >>> ds = read_csv("preds.csv", E="err", uE="unc", X="mass")  # doctest: +SKIP
+    """
+    path = Path(path)
+    df = _read_frame(path, comment=comment)
+    if df.shape[0] == 0:
+        raise InputError(f"{path}: no data rows (header only)")
+    mapping = {"E": E, "uE": uE, "X": X, "V": V}
+    cols = {
+        key: _numeric_column(df, col, path) for key, col in mapping.items() if col is not None
+    }
+    if uE_is_variance:
+        var = cols["uE"]
+        with np.errstate(invalid="ignore"):
+            cols["uE"] = np.sign(var) * np.sqrt(np.abs(var))
+    ds = from_arrays(
+        cols["E"],
+        cols["uE"],
+        cols.get("X"),
+        cols.get("V"),
+        name=str(name) if name is not None else path.stem,
+        units="",
+        source=str(path),
+        drop_nonfinite=drop_nonfinite,
+        min_uE_rel_sd=min_uE_rel_sd,
+    )
+    desc = ", ".join(f"{k}={c}" for k, c in mapping.items() if c is not None)
+    ds.attrs["columns"] = desc + (" (variance, square-rooted)" if uE_is_variance else "")
+    return ds
+
+
+# -------------------------------------------------------------------------- NetCDF
+
+
+def _json_default(obj):
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot JSON-encode {type(obj).__name__}")
+
+
+def _encode_attr(key: str, value, where: str):
+    """Return a netCDF-storable version of an attribute value."""
+    if isinstance(value, bool | np.bool_ | dict | list | tuple) or value is None:
+        try:
+            return JSON_PREFIX + json.dumps(value, default=_json_default, allow_nan=True)
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"to_netcdf: attribute {key!r} of {where} cannot be stored ({exc})"
+            ) from None
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, np.ndarray) and value.dtype == bool:
+        return value.astype(np.int8)
+    return value
+
+
+def _encode_attrs(attrs: dict, where: str) -> dict:
+    return {str(k): _encode_attr(str(k), v, where) for k, v in attrs.items()}
+
+
+def _decode_attrs(attrs: dict) -> dict:
+    out = {}
+    for key, value in attrs.items():
+        if isinstance(value, str) and value.startswith(JSON_PREFIX):
+            value = json.loads(value[len(JSON_PREFIX) :])
+        out[key] = value
+    return out
+
+
+def _encode_variable(name, var: xr.Variable) -> tuple[xr.Variable, dict]:
+    """Return (storable variable without encoding, netCDF encoding dict)."""
+    attrs = _encode_attrs(dict(var.attrs), f"variable {name!r}")
+    if DTYPE_ATTR in attrs:
+        raise InputError(f"to_netcdf: attribute {DTYPE_ATTR!r} of {name!r} is reserved by uqx")
+    data = var.values
+    kind = data.dtype.kind
+    encoding: dict = {}
+    if kind == "b":
+        data = data.astype(np.int8)
+        attrs[DTYPE_ATTR] = "bool"
+    elif kind in "OU":
+        if kind == "O":
+            flat = data.ravel()
+            bad = [v for v in flat if not isinstance(v, str)]
+            if bad:
+                raise InputError(
+                    f"to_netcdf: object variable {name!r} holds non-string values "
+                    f"(first {bad[0]!r}); convert it to str or a numeric dtype"
+                )
+        attrs[DTYPE_ATTR] = data.dtype.str
+        data = data.astype(str)
+    elif kind == "f":
+        encoding = dict(_COMPRESSION)
+    return xr.Variable(var.dims, data, attrs=attrs), encoding
+
+
+def _decode_variable(var: xr.Variable) -> xr.Variable:
+    attrs = _decode_attrs(dict(var.attrs))
+    dtype = attrs.pop(DTYPE_ATTR, None)
+    data = var.values
+    if dtype == "bool":
+        data = data.astype(bool)
+    elif dtype is not None:
+        data = data.astype(np.dtype(dtype))
+    return xr.Variable(var.dims, data, attrs=attrs)
+
+
+def to_netcdf(
+    ds: xr.Dataset,
+    path: str | os.PathLike,
+    *,
+    parameters: dict | None = None,
+    seed: int | None = None,
+) -> Path:
+    """Write a data set to NetCDF atomically, with provenance attributes.
+
+    The file is first written to a hidden temporary file in the target directory and
+    then moved into place with :func:`os.replace`, so that a reader never sees a partial
+    file and a failure leaves any previous file untouched (the temporary is removed).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Data to write; not modified. Boolean variables are stored as ``int8`` and
+        string/object variables as netCDF strings, each with a ``uqx_dtype`` attribute;
+        attributes that are dicts, lists, tuples, ``None`` or booleans are stored as
+        JSON strings prefixed with :data:`JSON_PREFIX`. :func:`read_netcdf` restores all
+        of them.
+    path : str or path-like
+        Target file (parent directories are created).
+    parameters : dict, optional
+        Run parameters, stored as the JSON string attribute ``parameters`` (when not
+        given, an existing ``parameters`` string attribute of ``ds`` is kept, else ``{}``).
+    seed : int, optional
+        Root random seed, stored as the attribute ``seed`` (when not given, an existing
+        ``seed`` attribute of ``ds`` is kept).
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Notes
+    -----
+    Engine ``netcdf4``; float variables are zlib-compressed (level 4, shuffle). Global
+    attributes added: ``uqx_version``, ``created_at`` (ISO-8601, UTC), ``parameters``,
+    ``seed`` (when given) and ``Conventions = "CF-1.8"``.
+
+    Examples
+    --------
+    >>> to_netcdf(result, "results.nc", parameters={"n_boot": 1000}, seed=1)  # doctest: +SKIP
+    """
+    from uqx import __version__
+
+    if not isinstance(ds, xr.Dataset):
+        raise InputError(f"to_netcdf: expected an xarray.Dataset, got {type(ds).__name__}")
+    path = Path(path)
+    variables = {}
+    encoding = {}
+    for name, var in ds.variables.items():
+        variables[name], enc = _encode_variable(name, var)
+        if enc and name not in ds.coords:
+            encoding[name] = enc
+    coord_names = [n for n in ds.coords]
+    out = xr.Dataset(
+        {n: v for n, v in variables.items() if n not in ds.coords},
+        coords={n: variables[n] for n in coord_names},
+    )
+    attrs = _encode_attrs(dict(ds.attrs), "the data set")
+    if parameters is not None or not isinstance(attrs.get("parameters"), str):
+        try:
+            attrs["parameters"] = json.dumps(
+                parameters or {}, default=_json_default, sort_keys=True
+            )
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"to_netcdf: parameters cannot be JSON-encoded ({exc})") from None
+    if seed is not None:
+        attrs["seed"] = int(seed) if -(2**63) <= int(seed) < 2**63 else str(seed)
+    attrs.update(
+        uqx_version=__version__,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        Conventions="CF-1.8",
+    )
+    out.attrs = attrs
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    try:
+        out.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
+    """Read a NetCDF file written by :func:`to_netcdf` into memory.
+
+    Parameters
+    ----------
+    path : str or path-like
+        NetCDF file.
+
+    Returns
+    -------
+    xarray.Dataset
+        Fully loaded (the file is closed); booleans, string dtypes and JSON-encoded
+        attributes are restored.
+
+    Raises
+    ------
+    InputError
+        Missing or unreadable file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: file not found")
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as raw:
+            raw = raw.load()
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot read as NetCDF ({exc})") from None
+    variables = {name: _decode_variable(var) for name, var in raw.variables.items()}
+    out = xr.Dataset(
+        {n: v for n, v in variables.items() if n not in raw.coords},
+        coords={n: variables[n] for n in raw.coords},
+        attrs=_decode_attrs(dict(raw.attrs)),
+    )
+    return out

@@ -1,0 +1,229 @@
+"""The one random-number policy of uqx and the bootstrap resampling kernels.
+
+Randomness is keyed by coordinates: every independent block of work (a data set, a
+replicate block, a sample block, a Monte-Carlo cell) gets its own
+:class:`numpy.random.SeedSequence` with ``spawn_key`` built from those coordinates, so a
+result never depends on chunking, scheduler or worker count.
+
+Bootstrap resamples are drawn as **counts**: replicate ``r`` is the vector ``c_r`` of how
+many times each of the M samples was drawn (``sum(c_r) = M``). Statistics read the
+counts (binned and rank statistics) or weighted sums of per-sample features (moment
+statistics), so all statistics of a call share the same resamples. For cache locality on
+large M the M positions are cut into fixed sample blocks of :data:`SAMPLE_BLOCK`: the
+number of draws falling into each block is multinomial, then draws are uniform within a
+block — the same distribution as M uniform draws over all positions.
+
+Uniform integers come from xoshiro256** (Blackman & Vigna 2018) with Lemire's unbiased
+bounded-integer method, in numba, seeded from the SeedSequence: ~1 ns per draw, against
+~60 ns for a numba call into a numpy Generator.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+__all__ = [
+    "SAMPLE_BLOCK",
+    "REPLICATE_BLOCK",
+    "coord_key",
+    "seed_sequence",
+    "resolve_seed",
+    "BootstrapPlan",
+]
+
+#: Positions per sample block (fixed: part of the definition of a resample stream).
+SAMPLE_BLOCK = 1 << 16
+#: Replicates per block (fixed: results do not depend on how blocks are scheduled).
+REPLICATE_BLOCK = 250
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+def coord_key(value) -> int:
+    """Stable 32-bit key of a coordinate value (CRC-32 of its string form)."""
+    if isinstance(value, (int, np.integer)) and 0 <= int(value) < 2**32:
+        return int(value)
+    return zlib.crc32(str(value).encode("utf-8")) & 0xFFFFFFFF
+
+
+def seed_sequence(seed: int, *coords) -> np.random.SeedSequence:
+    """SeedSequence of the root ``seed`` keyed by coordinates (``spawn_key``)."""
+    return np.random.SeedSequence(int(seed), spawn_key=tuple(coord_key(c) for c in coords))
+
+
+def resolve_seed(seed) -> int:
+    """Return ``seed`` as an int, drawing (and returning, to be recorded) fresh entropy if None."""
+    if seed is None:
+        return int(np.random.SeedSequence().entropy % (2**63))
+    try:
+        return int(seed)
+    except (TypeError, ValueError):
+        raise ValueError(f"seed must be an integer, got {seed!r}") from None
+
+
+def _xoshiro_state(ss: np.random.SeedSequence) -> np.ndarray:
+    st = ss.generate_state(4, np.uint64)
+    if not st.any():  # the all-zero state is the one forbidden state
+        st[0] = np.uint64(1)
+    return st
+
+
+@numba.njit(inline="always")
+def _rotl(x, k):
+    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
+
+
+@numba.njit(inline="always")
+def _bounded(s0, s1, s2, s3, n, thresh):
+    """One xoshiro256** step + Lemire's unbiased integer in [0, n), n <= 2**32.
+
+    The state travels in scalars (registers), not memory; ``thresh = 2**32 mod n``.
+    """
+    while True:
+        x = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
+        t = s1 << np.uint64(17)
+        s2 ^= s0
+        s3 ^= s1
+        s1 ^= s2
+        s0 ^= s3
+        s2 ^= t
+        s3 = _rotl(s3, 45)
+        m = (x >> np.uint64(32)) * n
+        if (m & np.uint64(0xFFFFFFFF)) >= thresh:
+            return m >> np.uint64(32), s0, s1, s2, s3
+
+
+@numba.njit(inline="always")
+def _thresh(n):
+    return (np.uint64(0x100000000) - n) % n
+
+
+@numba.njit(nogil=True, cache=True)
+def _draw_counts(state, size, n_draws, out):
+    """Add ``n_draws[r]`` uniform draws in [0, size) to ``out[r]`` (int32 counts)."""
+    n = np.uint64(size)
+    th = _thresh(n)
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    for r in range(n_draws.shape[0]):
+        row = out[r]
+        for _ in range(n_draws[r]):
+            j, s0, s1, s2, s3 = _bounded(s0, s1, s2, s3, n, th)
+            row[j] += 1
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
+@numba.njit(nogil=True, cache=True)
+def _draw_sums(state, F, n_draws, out):
+    """Add to ``out[r]`` the sum of feature rows ``F[j]`` over ``n_draws[r]`` uniform draws."""
+    n = np.uint64(F.shape[0])
+    th = _thresh(n)
+    k = F.shape[1]
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    acc = np.zeros(k)
+    for r in range(n_draws.shape[0]):
+        acc[:] = 0.0
+        for _ in range(n_draws[r]):
+            j, s0, s1, s2, s3 = _bounded(s0, s1, s2, s3, n, th)
+            for c in range(k):
+                acc[c] += F[j, c]
+        for c in range(k):
+            out[r, c] += acc[c]
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
+@numba.njit(nogil=True, cache=True)
+def _draw_uniform(state, size, out):
+    n = np.uint64(size)
+    th = _thresh(n)
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    for i in range(out.shape[0]):
+        j, s0, s1, s2, s3 = _bounded(s0, s1, s2, s3, n, th)
+        out[i] = j
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
+def uniform_integers(ss: np.random.SeedSequence, size: int, n: int) -> np.ndarray:
+    """``n`` uniform integers in [0, size) from the xoshiro stream of ``ss``."""
+    out = np.empty(n, np.int64)
+    _draw_uniform(_xoshiro_state(ss), size, out)
+    return out
+
+
+@dataclass(frozen=True)
+class BootstrapPlan:
+    """Resampling plan of one data set: M samples, ``n_boot`` replicates, keyed seed.
+
+    Replicates are cut into blocks of :data:`REPLICATE_BLOCK`; block ``b`` draws from
+    ``seed_sequence(seed, key, b)`` (sample-block split) and
+    ``seed_sequence(seed, key, b, k)`` (draws inside sample block ``k``).
+    """
+
+    M: int
+    n_boot: int
+    seed: int
+    key: object
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of replicate blocks."""
+        return -(-self.n_boot // REPLICATE_BLOCK)
+
+    @property
+    def sample_blocks(self) -> list[tuple[int, int]]:
+        """(start, stop) of each sample block."""
+        starts = range(0, self.M, SAMPLE_BLOCK)
+        return [(s, min(s + SAMPLE_BLOCK, self.M)) for s in starts]
+
+    def block_size(self, b: int) -> int:
+        """Replicates in block ``b``."""
+        return min(REPLICATE_BLOCK, self.n_boot - b * REPLICATE_BLOCK)
+
+    def _draws_per_sample_block(self, b: int) -> np.ndarray:
+        nb = self.block_size(b)
+        blocks = self.sample_blocks
+        if len(blocks) == 1:
+            return np.full((nb, 1), self.M, dtype=np.int64)
+        sizes = np.array([e - s for s, e in blocks], dtype=np.float64)
+        rng = np.random.Generator(np.random.PCG64(seed_sequence(self.seed, self.key, b)))
+        return rng.multinomial(self.M, sizes / self.M, size=nb).astype(np.int64)
+
+    def iter_counts(self, b: int, batch: int | None = None):
+        """Yield the counts of replicate block ``b`` in batches of ``batch`` replicates.
+
+        Each batch is an int32 array (n, M) whose rows sum to M. The draws are the same
+        whatever ``batch`` is (the per-sample-block streams simply continue).
+        """
+        draws = self._draws_per_sample_block(b)
+        nb = draws.shape[0]
+        batch = nb if batch is None else max(1, int(batch))
+        states = [
+            _xoshiro_state(seed_sequence(self.seed, self.key, b, k))
+            for k in range(len(self.sample_blocks))
+        ]
+        for lo in range(0, nb, batch):
+            hi = min(lo + batch, nb)
+            out = np.zeros((hi - lo, self.M), dtype=np.int32)
+            for k, (s, e) in enumerate(self.sample_blocks):
+                _draw_counts(states[k], e - s, draws[lo:hi, k], out[:, s:e])
+            yield out
+
+    def counts(self, b: int) -> np.ndarray:
+        """Counts of replicate block ``b``: int32 array (n_b, M), each row summing to M."""
+        return next(self.iter_counts(b))
+
+    def sums(self, b: int, F: np.ndarray) -> np.ndarray:
+        """Feature sums of replicate block ``b``: ``sum_i c_ri F[i]``, shape (n_b, k).
+
+        Uses the same draws as :meth:`counts` without materialising them (memory O(k)).
+        """
+        F = np.ascontiguousarray(F, dtype=np.float64)
+        draws = self._draws_per_sample_block(b)
+        out = np.zeros((draws.shape[0], F.shape[1]))
+        for k, (s, e) in enumerate(self.sample_blocks):
+            st = _xoshiro_state(seed_sequence(self.seed, self.key, b, k))
+            _draw_sums(st, F[s:e], draws[:, k], out)
+        return out

@@ -1,0 +1,528 @@
+"""Statistics as evaluable objects: one definition serves point estimate, bootstrap
+replicates and leave-one-out (jackknife) values.
+
+Every statistic of the papers belongs to one of three families, each with a fast exact
+route for the three evaluations (METHODS.md §5.1, §5.3):
+
+``moment``
+    functions of sample means of per-sample features (ZMS, RCE, MV, MSE, Var(Z), NLL...).
+    Replicates are feature sums over the resample; the jackknife is analytic,
+    ``(S - F_i)/(M-1)``, O(M).
+``binned``
+    functions of per-bin sums over index intervals of the data sorted by a conditioning
+    variable (ENCE, UCE, ZMSE, ZVE, per-bin LZISD). A replicate is re-sorted by the
+    binning variable and cut with the same intervals: with counts over the sorted
+    positions the per-bin sums come from one O(M + N) pass (numba). Leave-one-out sums use
+    the prefix-sum index shift of METHODS §5.3 (O(M·N)) with R's ``intrvJack`` intervals.
+``rank``
+    Spearman CC of (|E|, u): average ranks of a resample follow from the counts per tie
+    group; the jackknife re-ranks by the ±1, ±½ shift rule (O(M²) in parallel numba).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numba
+import numpy as np
+
+from uqx.binning import equal_count_edges, make_bins
+from uqx.data import InputError
+from uqx.resample import SAMPLE_BLOCK
+from uqx.stats.calibration import LN_2PI
+
+__all__ = [
+    "MOMENT_STATS",
+    "BINNED_STATS",
+    "RANK_STATS",
+    "STAT_INFO",
+    "StatSpec",
+    "parse_stat",
+    "SetEvaluator",
+    "BinningConfig",
+]
+
+# ---------------------------------------------------------------- moment statistics
+# features: 0 z^2, 1 u^2, 2 E^2, 3 z, 4 ln u^2
+_F_Z2, _F_U2, _F_E2, _F_Z, _F_LNU2 = range(5)
+
+
+def _moment_features(E, u):
+    z = E / u
+    return np.column_stack([z * z, u * u, E * E, z, np.log(u * u)])
+
+
+def _m_rce(S, n):
+    rmv = np.sqrt(S[..., _F_U2] / n)
+    return (rmv - np.sqrt(S[..., _F_E2] / n)) / rmv
+
+
+def _m_var_z(S, n):
+    return (S[..., _F_Z2] - S[..., _F_Z] ** 2 / n) / (n - 1)
+
+
+MOMENT_STATS = {
+    "zms": lambda S, n: S[..., _F_Z2] / n,
+    "rce": _m_rce,
+    "mv": lambda S, n: S[..., _F_U2] / n,
+    "mse": lambda S, n: S[..., _F_E2] / n,
+    "rmv": lambda S, n: np.sqrt(S[..., _F_U2] / n),
+    "rmse": lambda S, n: np.sqrt(S[..., _F_E2] / n),
+    "mean_z": lambda S, n: S[..., _F_Z] / n,
+    "var_z": _m_var_z,
+    "nll": lambda S, n: 0.5 * (S[..., _F_Z2] / n + S[..., _F_LNU2] / n + LN_2PI),
+    "nll_ref": lambda S, n: 0.5 * (1.0 + S[..., _F_LNU2] / n + LN_2PI),
+}
+
+# ---------------------------------------------------------------- binned statistics
+# bin features: 0 u^2, 1 E^2, 2 z^2, 3 Ec (E - mean E), 4 Ec^2, 5 z
+_B_U2, _B_E2, _B_Z2, _B_EC, _B_EC2, _B_Z = range(6)
+
+
+def _bin_features(E, u):
+    z = E / u
+    ec = E - E.mean()  # centring keeps the one-pass per-bin variance accurate
+    return np.column_stack([u * u, E * E, z * z, ec, ec * ec, z])
+
+
+def _b_parts(S, n):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mv = S[..., _B_U2] / n
+        mse = S[..., _B_E2] / n
+        var_e = (S[..., _B_EC2] - S[..., _B_EC] ** 2 / n) / (n - 1)
+        var_z = (S[..., _B_Z2] - S[..., _B_Z] ** 2 / n) / (n - 1)
+    return mv, mse, np.maximum(var_e, 0.0), np.maximum(var_z, 0.0), S[..., _B_Z2] / n
+
+
+def _b_ence(S, n):
+    mv, mse, _, _, _ = _b_parts(S, n)
+    rmv = np.sqrt(mv)
+    return np.mean(np.abs(rmv - np.sqrt(mse)) / rmv, axis=-1)
+
+
+def _b_ence_sd(S, n):
+    mv, _, var_e, _, _ = _b_parts(S, n)
+    rmv = np.sqrt(mv)
+    return np.mean(np.abs(rmv - np.sqrt(var_e)) / rmv, axis=-1)
+
+
+def _b_uce(S, n):
+    mv, mse, _, _, _ = _b_parts(S, n)
+    return np.mean(np.abs(mv - mse), axis=-1)
+
+
+def _b_zmse(S, n):
+    zms_j = _b_parts(S, n)[4]
+    with np.errstate(divide="ignore"):
+        return np.mean(np.abs(np.log(zms_j)), axis=-1)
+
+
+def _b_zve(S, n):
+    var_z = _b_parts(S, n)[3]
+    with np.errstate(divide="ignore"):
+        return np.exp(np.mean(np.abs(np.log(var_z)), axis=-1))
+
+
+def _b_lzisd(S, n):
+    var_z = _b_parts(S, n)[3]
+    with np.errstate(divide="ignore"):
+        return 1.0 / np.sqrt(var_z)
+
+
+def _b_lzms(S, n):
+    return _b_parts(S, n)[4]
+
+
+BINNED_STATS = {
+    "ence": (_b_ence, False),
+    "ence_sd": (_b_ence_sd, False),
+    "uce": (_b_uce, False),
+    "zmse": (_b_zmse, False),
+    "zve": (_b_zve, False),
+    "lzisd": (_b_lzisd, True),  # per-bin vector statistic
+    "lzms": (_b_lzms, True),
+}
+
+RANK_STATS = ("cc",)
+
+#: long names and predefined reference values (None: must be simulated).
+STAT_INFO = {
+    "zms": ("mean squared z-score <Z^2>", 1.0),
+    "rce": ("relative calibration error (RMV-RMSE)/RMV", 0.0),
+    "mv": ("mean variance <u^2>", None),
+    "mse": ("mean squared error <E^2>", None),
+    "rmv": ("root mean variance", None),
+    "rmse": ("root mean squared error", None),
+    "mean_z": ("mean z-score", 0.0),
+    "var_z": ("variance of z-scores (n-1)", 1.0),
+    "nll": ("mean negative log-likelihood (normal)", "nll_ref"),
+    "nll_ref": ("reference NLL for calibrated normal errors", None),
+    "cc": ("Spearman rank correlation of |E| and uE", None),
+    "ence": ("expected normalised calibration error (RMSE per bin)", None),
+    "ence_sd": ("expected normalised calibration error (sd(E) per bin)", None),
+    "uce": ("uncertainty calibration error", None),
+    "zmse": ("mean |ln ZMS| over bins", None),
+    "zve": ("z-variance error exp(mean |ln Var(Z)|)", None),
+    "lzisd": ("local z inverse standard deviation per bin", 1.0),
+    "lzms": ("local ZMS per bin", 1.0),
+}
+
+_COND_RE = re.compile(r"^(?P<base>[a-z_]+?)(?:_(?P<cond>uE|X|V))?$")
+
+
+@dataclass(frozen=True)
+class BinningConfig:
+    """How binned statistics cut the data (METHODS §3)."""
+
+    n_bins: int = 20
+    scheme: str = "equal-count"
+    pop_min: int = 30
+    log: bool = True
+
+
+@dataclass(frozen=True)
+class StatSpec:
+    """A parsed statistic name: ``base`` family member and conditioning variable."""
+
+    name: str
+    base: str
+    family: str
+    cond: str = "uE"
+
+    @property
+    def vector(self) -> bool:
+        """True for per-bin (vector) statistics."""
+        return self.family == "binned" and BINNED_STATS[self.base][1]
+
+
+def parse_stat(name: str) -> StatSpec:
+    """Parse a statistic name such as ``"zms"``, ``"ence"``, ``"zmse_X"``, ``"lzisd_V"``."""
+    key = str(name).strip()
+    low = key.lower()
+    if low in MOMENT_STATS:
+        return StatSpec(low, low, "moment")
+    if low in RANK_STATS:
+        return StatSpec(low, low, "rank")
+    m = _COND_RE.match(key if key[-2:] in ("_X", "_V") or key.endswith("_uE") else low)
+    if m and m.group("base") in BINNED_STATS:
+        cond = m.group("cond") or "uE"
+        base = m.group("base")
+        return StatSpec(base if cond == "uE" else f"{base}_{cond}", base, "binned", cond)
+    known = sorted(MOMENT_STATS) + list(RANK_STATS) + sorted(BINNED_STATS)
+    raise InputError(
+        f"unknown statistic {name!r}; known: {', '.join(known)} "
+        "(binned ones take a conditioning suffix _X or _V, e.g. zmse_X)"
+    )
+
+
+# ---------------------------------------------------------------- numba kernels
+@numba.njit(nogil=True, cache=True)
+def _weighted_bin_sums(counts, order, F, edges, out):
+    """Per-bin feature sums of a count-weighted sample re-sorted by the binning variable.
+
+    ``counts`` (b, M) in file order, ``order`` (M,) stable sort order of the binning
+    variable, ``F`` (M, k) features in sorted order, ``edges`` (N+1,) rank boundaries
+    (edges[-1] == counts[r].sum()); ``out`` (b, N, k) receives the sums. Copies of a
+    sample that straddle a bin boundary are split between the two bins, exactly as in
+    the sorted resample.
+    """
+    b, M = counts.shape
+    N = edges.shape[0] - 1
+    k = F.shape[1]
+    acc = np.zeros(k)
+    for r in range(b):
+        j = 0
+        while j < N and edges[j + 1] == edges[j]:
+            j += 1
+        if j == N:
+            continue
+        room = edges[j + 1] - edges[j]
+        acc[:] = 0.0
+        for p in range(M):
+            c = counts[r, order[p]]
+            if c == 0:
+                continue
+            while c >= room:  # this sample closes bin j
+                for q in range(k):
+                    out[r, j, q] = acc[q] + room * F[p, q]
+                    acc[q] = 0.0
+                c -= room
+                j += 1
+                while j < N and edges[j + 1] == edges[j]:
+                    j += 1
+                if j == N:
+                    break
+                room = edges[j + 1] - edges[j]
+            if j == N:
+                break
+            if c > 0:
+                for q in range(k):
+                    acc[q] += c * F[p, q]
+                room -= c
+
+
+@numba.njit(nogil=True, cache=True)
+def _count_dot(counts, F, out):
+    """``out[r] = sum_p counts[r, p] * F[p]`` (moment sums of count-weighted resamples)."""
+    b, M = counts.shape
+    k = F.shape[1]
+    for r in range(b):
+        for p in range(M):
+            c = counts[r, p]
+            if c != 0:
+                for q in range(k):
+                    out[r, q] += c * F[p, q]
+
+
+@numba.njit(nogil=True, cache=True)
+def _spearman_from_counts(counts, ou, gu, oe, ge, out):
+    """Spearman CC of count-weighted resamples (average ranks per tie group).
+
+    ``ou``/``oe`` stable sort orders of u and |E|; ``gu``/``ge`` tie-group boundaries in
+    those orders (length G+1). A group holding W drawn copies after ``cum`` smaller ones
+    gets the average rank cum + (W+1)/2; mean rank is (M+1)/2.
+    """
+    b, M = counts.shape
+    m = (M + 1) / 2.0
+    ru = np.empty(M)
+    for r in range(b):
+        cum = 0.0
+        sxx = 0.0
+        for g in range(gu.shape[0] - 1):
+            W = 0.0
+            for p in range(gu[g], gu[g + 1]):
+                W += counts[r, ou[p]]
+            rank = cum + (W + 1.0) / 2.0 - m
+            cum += W
+            sxx += W * rank * rank
+            for p in range(gu[g], gu[g + 1]):
+                ru[ou[p]] = rank
+        cum = 0.0
+        syy = 0.0
+        sxy = 0.0
+        for g in range(ge.shape[0] - 1):
+            W = 0.0
+            for p in range(ge[g], ge[g + 1]):
+                W += counts[r, oe[p]]
+            rank = cum + (W + 1.0) / 2.0 - m
+            cum += W
+            syy += W * rank * rank
+            for p in range(ge[g], ge[g + 1]):
+                i = oe[p]
+                sxy += counts[r, i] * ru[i] * rank
+        out[r] = sxy / np.sqrt(sxx * syy)
+
+
+@numba.njit(nogil=True, cache=True, parallel=True, fastmath=True)
+def _spearman_jackknife(ru, re_, u, ae):
+    """Leave-one-out Spearman correlations from full-sample average ranks (O(M^2)).
+
+    Removing sample i lowers the rank of every larger value by 1 and of every tied value
+    by 1/2; the M-1 remaining ranks have mean M/2. Branch-free inner loop (SIMD).
+    """
+    M = ru.shape[0]
+    out = np.empty(M)
+    m = M / 2.0
+    for i in numba.prange(M):
+        sxy = 0.0
+        sxx = 0.0
+        syy = 0.0
+        ui = u[i]
+        ei = ae[i]
+        for j in range(M):
+            a = ru[j] - m - 0.5 * ((u[j] > ui) + (u[j] >= ui))
+            c = re_[j] - m - 0.5 * ((ae[j] > ei) + (ae[j] >= ei))
+            sxy += a * c
+            sxx += a * a
+            syy += c * c
+        # remove the j == i term (it entered with a = ru[i] - m - 0.5, c likewise)
+        a = ru[i] - m - 0.5
+        c = re_[i] - m - 0.5
+        sxy -= a * c
+        sxx -= a * a
+        syy -= c * c
+        out[i] = sxy / np.sqrt(sxx * syy)
+    return out
+
+
+# ---------------------------------------------------------------- per-set evaluator
+def _tie_bounds(sorted_values):
+    """Boundaries (G+1,) of runs of equal values in a sorted array."""
+    change = np.flatnonzero(sorted_values[1:] != sorted_values[:-1]) + 1
+    return np.r_[0, change, sorted_values.size].astype(np.int64)
+
+
+def _avg_ranks(bounds):
+    """Average ranks (1-based) of sorted positions given tie-group boundaries."""
+    W = np.diff(bounds)
+    return np.repeat(bounds[:-1] + (W + 1.0) / 2.0, W)
+
+
+@dataclass
+class SetEvaluator:
+    """Evaluate a list of statistics on one data set: estimate, replicates, jackknife.
+
+    Parameters
+    ----------
+    E, u : numpy.ndarray
+        Valid errors and uncertainties in file order.
+    cond : dict
+        Conditioning variables by name (``"uE"`` always; ``"X"``, ``"V"`` when present).
+    specs : list of StatSpec
+    binning : BinningConfig
+    """
+
+    E: np.ndarray
+    u: np.ndarray
+    specs: list
+    binning: BinningConfig = field(default_factory=BinningConfig)
+    cond: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.E = np.asarray(self.E, dtype=np.float64)
+        self.u = np.asarray(self.u, dtype=np.float64)
+        self.M = self.E.size
+        self.cond = {"uE": self.u, **{k: v for k, v in self.cond.items() if v is not None}}
+        for s in self.specs:
+            if s.family == "binned" and s.cond not in self.cond:
+                raise InputError(f"statistic {s.name!r} needs variable {s.cond!r}, absent here")
+
+    # -- shared preparations
+    @cached_property
+    def _moment(self):
+        return [s for s in self.specs if s.family == "moment"]
+
+    @cached_property
+    def _binned_conds(self):
+        return sorted({s.cond for s in self.specs if s.family == "binned"})
+
+    @cached_property
+    def _features(self):
+        return _moment_features(self.E, self.u)
+
+    def _bins(self, cond):
+        return self._bin_prep[cond][0]
+
+    @cached_property
+    def _bin_prep(self):
+        out = {}
+        cfg = self.binning
+        for c in self._binned_conds:
+            bins = make_bins(
+                self.cond[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min, log=cfg.log
+            )
+            order = bins.order
+            F = np.ascontiguousarray(_bin_features(self.E[order], self.u[order]))
+            out[c] = (bins, order, F)
+        return out
+
+    @cached_property
+    def _rank_prep(self):
+        ou = np.argsort(self.u, kind="stable")
+        ae = np.abs(self.E)
+        oe = np.argsort(ae, kind="stable")
+        return ou, _tie_bounds(self.u[ou]), oe, _tie_bounds(ae[oe])
+
+    def n_components(self, spec) -> int:
+        """Number of components of a statistic (bins for vector statistics)."""
+        return self._bins(spec.cond).n_bins if spec.vector else 1
+
+    # -- evaluation from counts / sums
+    def _from_counts(self, counts):
+        """Statistics for count rows (b, M) in file order -> {name: (b, K)}."""
+        counts = np.ascontiguousarray(np.atleast_2d(counts))
+        b = counts.shape[0]
+        out = {}
+        if self._moment:
+            S = np.zeros((b, self._features.shape[1]))
+            _count_dot(counts, self._features, S)
+            for s in self._moment:
+                out[s.name] = MOMENT_STATS[s.base](S, self.M)[:, None]
+        for c in self._binned_conds:
+            bins, order, F = self._bin_prep[c]
+            S = np.zeros((b, bins.n_bins, F.shape[1]))
+            _weighted_bin_sums(counts, order, F, np.ascontiguousarray(bins.edges), S)
+            n = np.diff(bins.edges).astype(np.float64)
+            for s in self.specs:
+                if s.family == "binned" and s.cond == c:
+                    v = BINNED_STATS[s.base][0](S, n)
+                    out[s.name] = v if s.vector else v[:, None]
+        if any(s.family == "rank" for s in self.specs):
+            ou, gu, oe, ge = self._rank_prep
+            cc = np.empty(b)
+            _spearman_from_counts(counts, ou, gu, oe, ge, cc)
+            out["cc"] = cc[:, None]
+        return out
+
+    @property
+    def needs_counts(self) -> bool:
+        """True when some statistic needs full per-replicate counts (not only sums)."""
+        return any(s.family != "moment" for s in self.specs)
+
+    def estimate(self) -> dict:
+        """Point estimates t0: {name: (K,)}."""
+        ones = np.ones((1, self.M), dtype=np.int32)
+        return {k: v[0] for k, v in self._from_counts(ones).items()}
+
+    def replicates(self, plan, block: int, batch_elems: int = 20_000_000) -> dict:
+        """Statistics of replicate block ``block`` of a :class:`~uqx.resample.BootstrapPlan`."""
+        if not self.needs_counts and self.M > 4 * SAMPLE_BLOCK:
+            # large data, moments only: stream the draws (memory O(features))
+            S = plan.sums(block, self._features)
+            return {s.name: MOMENT_STATS[s.base](S, self.M)[:, None] for s in self._moment}
+        batch = max(1, batch_elems // max(self.M, 1))
+        parts = [self._from_counts(c) for c in plan.iter_counts(block, batch)]
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+    def jackknife(self, chunk_elems: int = 4_000_000) -> dict:
+        """Leave-one-out values (M, K) of every statistic (exact, fast routes)."""
+        M = self.M
+        out = {}
+        if self._moment:
+            F = self._features
+            S = F.sum(axis=0)[None, :] - F
+            for s in self._moment:
+                out[s.name] = MOMENT_STATS[s.base](S, M - 1)[:, None]
+        for c in self._binned_conds:
+            bins, order, F = self._bin_prep[c]
+            P = np.zeros((M + 1, F.shape[1]))
+            np.cumsum(F, axis=0, out=P[1:])
+            edges = bins.edges
+            jack_edges = None
+            if bins.scheme == "equal-count":
+                try:
+                    ej = equal_count_edges(M - 1, bins.n_requested, pop_min=bins.pop_min)
+                    if ej.size == edges.size:
+                        jack_edges = ej  # R's intrvJack
+                except InputError:
+                    jack_edges = None
+            specs = [s for s in self.specs if s.family == "binned" and s.cond == c]
+            res = {s.name: [] for s in specs}
+            step = max(1, chunk_elems // (edges.size * F.shape[1]))
+            for lo in range(0, M, step):
+                i = np.arange(lo, min(lo + step, M))[:, None]
+                if jack_edges is not None:
+                    EJ = np.broadcast_to(jack_edges, (i.shape[0], edges.size))
+                else:  # other schemes: same intervals, shifted past the removed point
+                    EJ = edges[None, :] - (edges[None, :] > i)
+                keep = (EJ <= i)[..., None]
+                Sat = np.where(keep, P[EJ], P[np.minimum(EJ + 1, M)] - F[i[:, 0]][:, None, :])
+                Sb = np.diff(Sat, axis=1)
+                n = np.diff(EJ, axis=1).astype(np.float64)
+                for s in specs:
+                    v = BINNED_STATS[s.base][0](Sb, n)
+                    res[s.name].append(v if s.vector else v[:, None])
+            inv = np.empty(M, dtype=np.int64)
+            inv[order] = np.arange(M)  # back to file order
+            for s in specs:
+                out[s.name] = np.concatenate(res[s.name])[inv]
+        if any(s.family == "rank" for s in self.specs):
+            ou, gu, oe, ge = self._rank_prep
+            ru = np.empty(M)
+            re_ = np.empty(M)
+            ru[ou] = _avg_ranks(gu)
+            re_[oe] = _avg_ranks(ge)
+            out["cc"] = _spearman_jackknife(ru, re_, self.u, np.abs(self.E))[:, None]
+        return out

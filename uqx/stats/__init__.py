@@ -1,0 +1,1 @@
+"""Numpy kernels over the last axis (no xarray inside)."""
