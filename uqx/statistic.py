@@ -42,6 +42,8 @@ __all__ = [
     "parse_stat",
     "SetEvaluator",
     "BinningConfig",
+    "moment_sums",
+    "bin_feature_sums",
 ]
 
 # ---------------------------------------------------------------- moment statistics
@@ -215,6 +217,65 @@ def parse_stat(name: str) -> StatSpec:
         f"unknown statistic {name!r}; known: {', '.join(known)} "
         "(binned ones take a conditioning suffix _X or _V, e.g. zmse_X)"
     )
+
+
+def moment_sums(E, u):
+    """Sums over the last axis of the moment features (z², u², E², z, ln u²): (..., 5).
+
+    Batch route for simulated data sets; ``MOMENT_STATS[name](S, M)`` gives the statistic.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    u = np.broadcast_to(np.asarray(u, dtype=np.float64), E.shape)
+    z = E / u
+    return np.stack(
+        [np.sum(z * z, -1), np.sum(u * u, -1), np.sum(E * E, -1), np.sum(z, -1),
+         np.sum(np.log(u * u), -1)],
+        axis=-1,
+    )
+
+
+def bin_feature_sums(E_sorted, u_sorted, edges):
+    """Per-bin sums of the bin features for data already sorted by the binning variable.
+
+    Batch route (rows = simulated data sets, E_sorted (b, M), u_sorted (M,)): returns
+    (b, N, 6) for ``BINNED_STATS[name][0](S, n)`` with ``n = diff(edges)``.
+    """
+    E = np.ascontiguousarray(np.atleast_2d(np.asarray(E_sorted, dtype=np.float64)))
+    u = np.ascontiguousarray(np.asarray(u_sorted, dtype=np.float64))
+    edges = np.ascontiguousarray(np.asarray(edges, dtype=np.int64))
+    out = np.zeros((E.shape[0], edges.size - 1, 6))
+    _sorted_bin_sums(E, u, edges, out)
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _sorted_bin_sums(E, u, edges, out):
+    b, M = E.shape
+    N = edges.shape[0] - 1
+    for r in range(b):
+        mean = 0.0
+        for p in range(M):
+            mean += E[r, p]
+        mean /= M
+        for j in range(N):
+            s0 = s1 = s2 = s3 = s4 = s5 = 0.0
+            for p in range(edges[j], edges[j + 1]):
+                e = E[r, p]
+                uu = u[p]
+                z = e / uu
+                ec = e - mean
+                s0 += uu * uu
+                s1 += e * e
+                s2 += z * z
+                s3 += ec
+                s4 += ec * ec
+                s5 += z
+            out[r, j, 0] = s0
+            out[r, j, 1] = s1
+            out[r, j, 2] = s2
+            out[r, j, 3] = s3
+            out[r, j, 4] = s4
+            out[r, j, 5] = s5
 
 
 # ---------------------------------------------------------------- numba kernels

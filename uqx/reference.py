@@ -1,0 +1,314 @@
+"""Reference values: ζ-scores, simulated references (Sim, Sim2), binomial intervals.
+
+Paper 000 (Sect. II D, Eqs. 20–24, Appendix A) and METHODS.md §5.4–5.6, §6:
+
+* ζ-score of a statistic θ with interval [lo, up] against a reference θ_ref;
+* simulated reference of a statistic without predefined reference: draw
+  :math:`E^{(k)}_i = u_i\\,\\epsilon^{(k)}_i` with ε ~ D(0, 1) (D = N(0,1) or the
+  unit-variance Student :math:`t_s(\\nu)`) using the data's own uncertainties, compute
+  the statistic with the same binning, and summarise over :math:`N_{MC}` draws:
+  ``Sim`` = mean and its standard error, ``Sim2`` = the type-7 2.5/97.5 % quantiles;
+* D-sensitivity: a reference that changes with D beyond its Monte-Carlo uncertainty
+  (uqx rule, METHODS §15.3: :math:`|\\tilde\\theta_N - \\tilde\\theta_T| >
+  2\\sqrt{u_N^2 + u_T^2}`) means the statistic cannot be validated without knowing D.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import dask
+import numpy as np
+import xarray as xr
+from scipy.special import ndtri
+
+from uqx.data import InputError, as_stacked, iter_sets
+from uqx.resample import REPLICATE_BLOCK, resolve_seed, seed_sequence
+from uqx.statistic import (
+    BINNED_STATS,
+    MOMENT_STATS,
+    BinningConfig,
+    bin_feature_sums,
+    moment_sums,
+    parse_stat,
+)
+from uqx.stats.correlation import spearman_cc
+
+__all__ = [
+    "zeta_score",
+    "zeta_sim2",
+    "binomial_ci",
+    "draw_unit",
+    "simulate_reference",
+    "d_sensitive",
+    "DISTRIBUTIONS",
+]
+
+#: Generative distributions: label -> (kind, nu).
+DISTRIBUTIONS = {"N": ("normal", None), "T6": ("t", 6.0)}
+
+
+def zeta_score(estimate, reference, ci_low, ci_high, *, target_u=0.0):
+    r"""ζ-score of paper 000 Eq. 20 (ErrViewLib ``fZetaBS``; METHODS §5.4).
+
+    .. math:: \zeta = \frac{\theta - \theta_{ref}}{\sqrt{(\theta - \ell)^2 + U_t^2}},
+              \quad \ell = \begin{cases} lo & \theta \ge \theta_{ref} \\ up & \text{else}
+              \end{cases}
+
+    i.e. the signed distance to the reference over the half-interval on the reference's
+    side; :math:`|\zeta| \le 1` iff the reference lies in the interval (when
+    :math:`U_t = 0`). ``target_u`` is the optional target uncertainty (000 uses
+    :math:`U_t = 2u(\tilde\theta_{ref})` for simulated references).
+
+    Examples
+    --------
+    >>> float(zeta_score(1.2, 1.0, 1.1, 1.3))
+    2.0
+    """
+    est = np.asarray(estimate, dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+    d = est - ref
+    lim = np.where(d >= 0, ci_low, ci_high)
+    width = np.sqrt((est - lim) ** 2 + np.asarray(target_u, dtype=np.float64) ** 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(d == 0, 0.0, d / width)
+    return z
+
+
+def zeta_sim2(estimate, reference, q_low, q_high):
+    r"""ζ_Sim2 of paper 000 Eq. 24 as coded (METHODS §5.4, §13.4).
+
+    .. math:: \zeta_{Sim2} = \begin{cases} (\theta - \tilde\theta)/(\tilde\theta - q_{2.5})
+              & \theta \le \tilde\theta \\ (\theta - \tilde\theta)/(q_{97.5} - \tilde\theta)
+              & \text{else} \end{cases}
+
+    Kept for comparison only: the paper advises against using it for decisions.
+    """
+    est = np.asarray(estimate, dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+    d = est - ref
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(d <= 0, d / (ref - np.asarray(q_low)), d / (np.asarray(q_high) - ref))
+
+
+def binomial_ci(x, n, *, method="wilsoncc", level=0.95):
+    r"""Binomial proportion interval (DescTools ``BinomCI``; METHODS §5.6).
+
+    ``method="wilson"``: :math:`c \pm h` with :math:`c = (x + \kappa^2/2)/(n+\kappa^2)`,
+    :math:`h = \kappa\sqrt n/(n+\kappa^2)\sqrt{\hat p\hat q + \kappa^2/(4n)}`;
+    ``method="wilsoncc"``: Newcombe (1998) method 4 with continuity correction.
+    ``x`` and ``n`` may be non-integer.
+
+    Examples
+    --------
+    >>> [round(float(v), 5) for v in binomial_ci(81, 263)]
+    [0.25351, 0.36818]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    k = ndtri((1 + level) / 2)
+    p = x / n
+    q = 1 - p
+    k2 = k * k
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if method == "wilson":
+            c = (x + k2 / 2) / (n + k2)
+            h = k * np.sqrt(n) / (n + k2) * np.sqrt(p * q + k2 / (4 * n))
+            lo, hi = c - h, c + h
+        elif method == "wilsoncc":
+            lo = (2 * x + k2 - 1 - k * np.sqrt(k2 - 2 - 1 / n + 4 * p * (n * q + 1))) / (2 * (n + k2))
+            hi = (2 * x + k2 + 1 + k * np.sqrt(k2 + 2 - 1 / n + 4 * p * (n * q - 1))) / (2 * (n + k2))
+            lo = np.where(x <= 0, 0.0, lo)
+            hi = np.where(x >= n, 1.0, hi)
+        else:
+            raise InputError(f"binomial_ci: method must be 'wilson' or 'wilsoncc', got {method!r}")
+    return np.clip(lo, 0, 1), np.clip(hi, 0, 1)
+
+
+def draw_unit(rng: np.random.Generator, size, *, dist="normal", nu=None):
+    r"""Draw from a unit-variance generative distribution D (000 Sect. II D 2).
+
+    ``"normal"``: N(0, 1); ``"t"``: :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, ν > 2.
+    """
+    if dist == "normal":
+        return rng.standard_normal(size)
+    if dist == "t":
+        if nu is None or not nu > 2:
+            raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
+        return rng.standard_t(nu, size) / np.sqrt(nu / (nu - 2.0))
+    raise InputError(f"unknown generative distribution {dist!r} (normal, t)")
+
+
+def d_sensitive(ref_a, se_a, ref_b, se_b, *, k=2.0):
+    r"""D-sensitivity rule: :math:`|\tilde\theta_a - \tilde\theta_b| > k\sqrt{u_a^2 + u_b^2}`."""
+    return np.abs(np.asarray(ref_a) - ref_b) > k * np.sqrt(np.asarray(se_a) ** 2 + np.asarray(se_b) ** 2)
+
+
+def _sim_block(sd, specs, cfg, dist, nu, seed, dlabel, block, nb):
+    """Statistics of ``nb`` simulated data sets (one keyed block) -> {name: (nb,)}."""
+    rng = np.random.Generator(np.random.PCG64(seed_sequence(seed, "sim", sd.name, dlabel, block)))
+    u = sd.uE
+    E = u * draw_unit(rng, (nb, u.size), dist=dist, nu=nu)
+    out = {}
+    moment = [s for s in specs if s.family == "moment"]
+    if moment:
+        S = moment_sums(E, u)
+        for s in moment:
+            out[s.name] = MOMENT_STATS[s.base](S, u.size)
+    for c in sorted({s.cond for s in specs if s.family == "binned"}):
+        bins = sd.bins[c]
+        S = bin_feature_sums(E[:, bins.order], u[bins.order], bins.edges)
+        n = np.diff(bins.edges).astype(np.float64)
+        for s in specs:
+            if s.family == "binned" and s.cond == c:
+                out[s.name] = BINNED_STATS[s.base][0](S, n)
+    if any(s.family == "rank" for s in specs):
+        out["cc"] = _cc_fixed_u(np.abs(E), sd.ru)
+    return out
+
+
+def _cc_fixed_u(ae, ru):
+    """Spearman CC of rows of |E| against fixed centred average ranks ``ru`` of u.
+
+    Continuous simulated errors have no ties (checked): ranks are the inverse of one
+    argsort per row, and the rank variance is M(M²-1)/12.
+    """
+    M = ae.shape[-1]
+    order = np.argsort(ae, axis=-1)
+    srt = np.take_along_axis(ae, order, axis=-1)
+    if np.any(srt[:, 1:] == srt[:, :-1]):
+        return spearman_cc(ae, np.broadcast_to(ru, ae.shape))
+    re_ = np.empty_like(ae)
+    np.put_along_axis(re_, order, np.arange(M, dtype=np.float64) - (M - 1) / 2.0, axis=-1)
+    return (re_ @ ru) / np.sqrt(np.dot(ru, ru) * M * (M * M - 1.0) / 12.0)
+
+
+class _SimSet:
+    def __init__(self, sd, specs, cfg):
+        from uqx.binning import make_bins
+
+        from scipy.stats import rankdata
+
+        self.name, self.uE = sd.name, sd.uE
+        self.ru = rankdata(sd.uE) - (sd.uE.size + 1) / 2.0
+        conds = {"uE": sd.uE, "X": sd.X, "V": sd.V}
+        self.bins = {}
+        for c in {s.cond for s in specs if s.family == "binned"}:
+            if conds.get(c) is None:
+                raise InputError(f"{sd.name}: statistic needs variable {c!r}, absent here")
+            self.bins[c] = make_bins(conds[c], cfg.n_bins, scheme=cfg.scheme,
+                                     pop_min=cfg.pop_min, log=cfg.log)
+
+
+def simulate_reference(
+    ds,
+    stats: Sequence[str] = ("cc", "ence", "zmse"),
+    *,
+    dist: str = "normal",
+    nu: float = 6.0,
+    n_mc: int = 10_000,
+    seed: int | None = None,
+    bins: int = 20,
+    binning: str = "equal-count",
+    pop_min: int = 30,
+    level: float = 0.95,
+    keep_draws: bool = False,
+    scheduler=None,
+    num_workers: int | None = None,
+) -> xr.Dataset:
+    r"""Simulated reference values of statistics (paper 000 Sect. II D 2, METHODS §6).
+
+    For k = 1..N_MC: :math:`E^{(k)} = u \odot \epsilon^{(k)}`, ε ~ D, statistic
+    :math:`\tilde\theta_k` with the same binning as the data;
+    :math:`\tilde\theta_{ref} = \overline{\tilde\theta_k}`,
+    :math:`u(\tilde\theta_{ref}) = \mathrm{sd}(\tilde\theta_k)/\sqrt{N_{MC}}`, and the
+    ``Sim2`` interval = type-7 quantiles at :math:`(1 \mp level)/2`.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input data set(s); only ``uE`` (and X/V for binning) are used.
+    stats : sequence of str
+        Statistic names (as for :func:`uqx.bootstrap`).
+    dist : {"normal", "t"}
+        Generative distribution; ``"t"`` is the unit-variance Student :math:`t_s(\nu)`.
+    nu : float, default 6
+        Degrees of freedom of ``"t"`` (must be > 2).
+    n_mc : int, default 10000
+        Number of simulated data sets.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over (``set``, ``stat``): ``reference``, ``reference_se``, ``sim2_low``,
+        ``sim2_high``, ``n_nan`` [, ``draws`` over ``mc``].
+    """
+    if not (isinstance(n_mc, (int, np.integer)) and n_mc >= 2):
+        raise InputError(f"n_mc must be an integer >= 2, got {n_mc!r}")
+    specs = [parse_stat(s) for s in stats]
+    if any(s.vector for s in specs):
+        raise InputError("per-bin statistics have no scalar simulated reference")
+    seed = resolve_seed(seed)
+    dlabel = "N" if dist == "normal" else f"T{nu:g}"
+    if dist == "t" and not nu > 2:
+        raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
+    ds = as_stacked(ds)
+    sets = list(iter_sets(ds))
+    cfg = BinningConfig(bins, binning, pop_min)
+    n_blocks = -(-n_mc // REPLICATE_BLOCK)
+    tasks = []
+    for sd in sets:
+        ss = _SimSet(sd, specs, cfg)
+        ss.X, ss.V = sd.X, sd.V
+        blocks = [
+            dask.delayed(_sim_block)(ss, specs, cfg, dist, nu, seed, dlabel, b,
+                                     min(REPLICATE_BLOCK, n_mc - b * REPLICATE_BLOCK))
+            for b in range(n_blocks)
+        ]
+        tasks.append(blocks)
+    kw = {"scheduler": scheduler or "threads"}
+    if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
+        kw["num_workers"] = num_workers
+    (computed,) = dask.compute(tasks, **kw)
+    names = [s.name for s in specs]
+    shape = (len(sets), len(names))
+    res = {k: np.full(shape, np.nan) for k in ("reference", "reference_se", "sim2_low", "sim2_high")}
+    n_nan = np.zeros(shape, dtype=np.int64)
+    draws = np.full(shape + (n_mc,), np.nan) if keep_draws else None
+    for i, blocks in enumerate(computed):
+        for j, name in enumerate(names):
+            v = np.concatenate([b[name] for b in blocks])
+            ok = v[~np.isnan(v)]
+            n_nan[i, j] = v.size - ok.size
+            if ok.size:
+                res["reference"][i, j] = ok.mean()
+                res["reference_se"][i, j] = ok.std(ddof=1) / np.sqrt(ok.size)
+                res["sim2_low"][i, j], res["sim2_high"][i, j] = np.quantile(
+                    ok, [(1 - level) / 2, (1 + level) / 2], method="linear"
+                )
+            if draws is not None:
+                draws[i, j] = v
+    data = {k: (("set", "stat"), v) for k, v in res.items()}
+    data["n_nan"] = (("set", "stat"), n_nan)
+    if draws is not None:
+        data["draws"] = (("set", "stat", "mc"), draws)
+    out = xr.Dataset(
+        data,
+        coords={"set": ds["set"].values, "stat": names},
+        attrs={
+            "dist": dist,
+            "dist_label": dlabel,
+            "nu": float(nu) if dist == "t" else np.nan,
+            "n_mc": int(n_mc),
+            "seed": int(seed),
+            "level": float(level),
+            "binning_scheme": binning,
+            "n_bins": int(bins),
+            "pop_min": int(pop_min),
+        },
+    )
+    out["reference"].attrs["long_name"] = "simulated reference (mean over N_MC draws)"
+    out["reference_se"].attrs["long_name"] = "Monte-Carlo standard error of the reference"
+    out["sim2_low"].attrs["long_name"] = "lower quantile of simulated values (Sim2)"
+    out["sim2_high"].attrs["long_name"] = "upper quantile of simulated values (Sim2)"
+    return out
