@@ -551,30 +551,39 @@ class SetEvaluator:
             P = np.zeros((M + 1, F.shape[1]))
             np.cumsum(F, axis=0, out=P[1:])
             edges = bins.edges
-            jack_edges = None
+            ej = None
             if bins.scheme == "equal-count":
                 try:
                     ej = equal_count_edges(M - 1, bins.n_requested, pop_min=bins.pop_min)
-                    if ej.size == edges.size:
-                        jack_edges = ej  # R's intrvJack
                 except InputError:
-                    jack_edges = None
+                    ej = None
             specs = [s for s in self.specs if s.family == "binned" and s.cond == c]
             res = {s.name: [] for s in specs}
-            step = max(1, chunk_elems // (edges.size * F.shape[1]))
-            for lo in range(0, M, step):
-                i = np.arange(lo, min(lo + step, M))[:, None]
-                if jack_edges is not None:
-                    EJ = np.broadcast_to(jack_edges, (i.shape[0], edges.size))
-                else:  # other schemes: same intervals, shifted past the removed point
-                    EJ = edges[None, :] - (edges[None, :] > i)
-                keep = (EJ <= i)[..., None]
-                Sat = np.where(keep, P[EJ], P[np.minimum(EJ + 1, M)] - F[i[:, 0]][:, None, :])
-                Sb = np.diff(Sat, axis=1)
-                n = np.diff(EJ, axis=1).astype(np.float64)
-                for s in specs:
-                    v = BINNED_STATS[s.base][0](Sb, n)
-                    res[s.name].append(v if s.vector else v[:, None])
+            # R's intrvJack (equal-count; it may hold one bin less when the popMin reduction
+            # bites at M - 1); per-bin (vector) statistics keep their N components and, like
+            # the other schemes, use the same intervals shifted past the removed point.
+            groups = {}
+            for s in specs:
+                use_ej = ej is not None and (ej.size == edges.size or not s.vector)
+                groups.setdefault(use_ej, []).append(s)
+            for use_ej, group in groups.items():
+                ne = ej.size if use_ej else edges.size
+                step = max(1, chunk_elems // (ne * F.shape[1]))
+                for lo in range(0, M, step):
+                    i = np.arange(lo, min(lo + step, M))[:, None]
+                    if use_ej:
+                        EJ = np.broadcast_to(ej, (i.shape[0], ne))
+                    else:
+                        EJ = edges[None, :] - (edges[None, :] > i)
+                    keep = (EJ <= i)[..., None]
+                    Sat = np.where(
+                        keep, P[EJ], P[np.minimum(EJ + 1, M)] - F[i[:, 0]][:, None, :]
+                    )
+                    Sb = np.diff(Sat, axis=1)
+                    n = np.diff(EJ, axis=1).astype(np.float64)
+                    for s in group:
+                        v = BINNED_STATS[s.base][0](Sb, n)
+                        res[s.name].append(v if s.vector else v[:, None])
             inv = np.empty(M, dtype=np.int64)
             inv[order] = np.arange(M)  # back to file order
             for s in specs:

@@ -42,7 +42,15 @@ from uqx.resample import resolve_seed
 from uqx.statistic import STAT_INFO, parse_stat
 from uqx.stats.tailedness import SAFETY_LIMITS, STATISTIC_DEPENDENCIES, tailedness
 
-__all__ = ["validate", "result_table", "result_records", "DEFAULT_STATS", "TAILEDNESS_VARS"]
+__all__ = [
+    "validate",
+    "result_table",
+    "result_records",
+    "paper_table_iv",
+    "paper_table_a",
+    "DEFAULT_STATS",
+    "TAILEDNESS_VARS",
+]
 
 DEFAULT_STATS = ("zms", "rce", "cc", "ence", "zmse", "zve")
 TAILEDNESS_VARS = (
@@ -55,6 +63,13 @@ TAILEDNESS_VARS = (
     "kappa_cs_z2",
 )
 _NOMINAL_FVAL = 0.95
+#: Separator of several warnings in the string variables ``warnings``/``set_warnings``.
+WARN_SEP = "\n"
+
+
+def split_warnings(text) -> list[str]:
+    """Split a ``warnings`` string variable into its messages."""
+    return [w for w in str(text).split(WARN_SEP) if w]
 
 
 def _predefined(base, estimates):
@@ -194,6 +209,17 @@ def validate(
     valid = np.full((S, K), np.nan)
     verdict = np.full((S, K), "", dtype=object)
     kind = np.full((S, K), "", dtype=object)
+    for i in range(S):
+        for j in range(K):
+            lo, hi, e = out["ci_low"][i, j], out["ci_high"][i, j], out["estimate"][i, j]
+            if np.isnan(lo) or np.isnan(hi):
+                stat_warn[i][j].append("degenerate BCa interval (all replicates on one side "
+                                       "of the estimate, or constant jackknife)")
+            elif not lo <= e <= hi:
+                stat_warn[i][j].append(
+                    f"BCa interval excludes the estimate: bootstrap bias {out['bias'][i, j]:.3g} "
+                    "is large against the interval (typical of binned statistics of "
+                    "well-calibrated data, 000 App. A), so the interval is unreliable")
     for j, s in enumerate(specs):
         if int(bs["n_nan"].values[:, j].sum()):
             for i in range(S):
@@ -236,12 +262,6 @@ def validate(
         sens = d_sensitive(sim["ref"][..., 0], sim["se"][..., 0], sim["ref"][..., 1], sim["se"][..., 1])
         for j in sim_idx:
             for i in range(S):
-                half = (out["ci_high"][i, j] - out["ci_low"][i, j]) / 2
-                if 2 * sim["se"][i, j, 0] > 0.1 * half:
-                    stat_warn[i][j].append(
-                        f"Monte-Carlo uncertainty of the reference is not negligible "
-                        f"(2u={2 * sim['se'][i, j, 0]:.2g}); increase n_mc"
-                    )
                 if kind[i, j]:
                     continue
                 reference[i, j] = sim["ref"][i, j, 0]
@@ -249,13 +269,18 @@ def validate(
                 if sens[i, j]:
                     kind[i, j] = "D-sensitive"
                     stat_warn[i][j].append(
-                        f"reference depends on D: N {sim['ref'][i, j, 0]:.4g} vs "
-                        f"{dists[1]} {sim['ref'][i, j, 1]:.4g}; cannot be validated without "
-                        "knowing D (consider extrapolation to zero bins or CC > 0 only)"
+                        f"reference depends on D (N {sim['ref'][i, j, 0]:.4g} vs "
+                        f"{dists[1]} {sim['ref'][i, j, 1]:.4g}): not validated"
                     )
                 else:
                     kind[i, j] = "simulated-N"
                     zeta[i, j] = sim["zs"][i, j, 0]
+                    half = (out["ci_high"][i, j] - out["ci_low"][i, j]) / 2
+                    if 2 * sim["se"][i, j, 0] > 0.1 * half:
+                        stat_warn[i][j].append(
+                            f"Monte-Carlo uncertainty of the reference is not negligible "
+                            f"(2u = {2 * sim['se'][i, j, 0]:.2g}), increase n_mc"
+                        )
 
     with np.errstate(invalid="ignore"):
         valid = np.where(np.isnan(zeta), np.nan, (np.abs(zeta) <= 1).astype(float))
@@ -282,9 +307,9 @@ def validate(
         "verdict": (("set", "stat"), verdict.astype(str), {"long_name": "validation verdict"}),
         "reference_kind": (("set", "stat"), kind.astype(str),
                            {"long_name": "predefined / simulated-N / D-sensitive"}),
-        "warnings": (("set", "stat"), np.array([["; ".join(w) for w in row] for row in stat_warn], dtype=str),
+        "warnings": (("set", "stat"), np.array([[WARN_SEP.join(w) for w in row] for row in stat_warn], dtype=str),
                      {"long_name": "warnings"}),
-        "set_warnings": ("set", np.array(["; ".join(w) for w in set_warn], dtype=str),
+        "set_warnings": ("set", np.array([WARN_SEP.join(w) for w in set_warn], dtype=str),
                          {"long_name": "data-set level warnings"}),
         "sim_reference": (("set", "stat", "dist"), sim["ref"], {"long_name": "simulated reference (Sim)"}),
         "sim_reference_se": (("set", "stat", "dist"), sim["se"], {"long_name": "MC standard error of Sim"}),
@@ -391,7 +416,7 @@ def result_records(res: xr.Dataset) -> list[dict]:
     for s in res["set"].values:
         r = res.sel(set=s)
         stats = {}
-        warns = [w for w in str(r["set_warnings"].item()).split("; ") if w]
+        warns = split_warnings(r["set_warnings"].item())
         for st in r["stat"].values:
             x = r.sel(stat=st)
             v = x["valid"].item()
@@ -406,7 +431,7 @@ def result_records(res: xr.Dataset) -> list[dict]:
                 "valid": None if not np.isfinite(v) else bool(v),
                 "reference_kind": str(x["reference_kind"].item()),
             }
-            warns += [f"{st}: {w}" for w in str(x["warnings"].item()).split("; ") if w]
+            warns += [f"{st}: {w}" for w in split_warnings(x["warnings"].item())]
         rec = {"dataset": str(s), "M": int(r["M"].item()), "stats": stats, "warnings": warns}
         if "fval" in res:
             rec["conditional"] = {
@@ -420,3 +445,45 @@ def result_records(res: xr.Dataset) -> list[dict]:
             }
         recs.append(rec)
     return recs
+
+
+def paper_table_iv(res: xr.Dataset) -> pd.DataFrame:
+    """Equivalent of 001 Table IV (004 Table 2): RCE and ZMS with b_BS, BCa I_BS and ζ."""
+    cols = {}
+    for st in ("rce", "zms"):
+        if st not in res["stat"].values:
+            continue
+        r = res.sel(stat=st)
+        cols[(st.upper(), "estimate")] = r["estimate"].values
+        cols[(st.upper(), "b_BS")] = r["bias"].values
+        cols[(st.upper(), "ci_low")] = r["ci_low"].values
+        cols[(st.upper(), "ci_high")] = r["ci_high"].values
+        cols[(st.upper(), "zeta")] = r["zeta"].values
+    df = pd.DataFrame(cols, index=pd.Index(res["set"].values, name="set"))
+    return df.round(5)
+
+
+def paper_table_a(res: xr.Dataset, stat: str) -> pd.DataFrame:
+    """Equivalent of 000 Tables A1–A4 for one statistic: θ_est, θ_ref, b_BS, I_BS, ζ_BS,
+    then for each generative distribution θ̃_ref, u(θ̃_ref), ζ_Sim, I_Sim2, ζ_Sim2."""
+    r = res.sel(stat=stat)
+    cols = {
+        ("BS", "estimate"): r["estimate"].values,
+        ("BS", "reference"): np.where(r["reference_kind"].values == "predefined",
+                                      r["reference"].values, np.nan),
+        ("BS", "b_BS"): r["bias"].values,
+        ("BS", "ci_low"): r["ci_low"].values,
+        ("BS", "ci_high"): r["ci_high"].values,
+        ("BS", "zeta_BS"): np.where(r["reference_kind"].values == "predefined",
+                                    r["zeta"].values, np.nan),
+    }
+    for d in res["dist"].values:
+        x = r.sel(dist=d)
+        cols[(str(d), "ref")] = x["sim_reference"].values
+        cols[(str(d), "u")] = x["sim_reference_se"].values
+        cols[(str(d), "zeta_Sim")] = x["zeta_sim"].values
+        cols[(str(d), "sim2_low")] = x["sim2_low"].values
+        cols[(str(d), "sim2_high")] = x["sim2_high"].values
+        cols[(str(d), "zeta_Sim2")] = x["zeta_sim2"].values
+    df = pd.DataFrame(cols, index=pd.Index(res["set"].values, name="set"))
+    return df.round(5)
