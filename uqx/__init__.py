@@ -14,12 +14,12 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+local"
 
+from uqx.bootstrap import bootstrap, bootstrap_per_bin, bootstrap_set  # noqa: E402
 from uqx.data import InputError, as_stacked, from_arrays, iter_sets, stack  # noqa: E402
 from uqx.datasets import list_datasets, load_dataset, load_paper_sets  # noqa: E402
-from uqx.io import read_csv, read_netcdf, to_netcdf  # noqa: E402
-from uqx.bootstrap import bootstrap, bootstrap_per_bin, bootstrap_set  # noqa: E402
-from uqx.reference import binomial_ci, simulate_reference, zeta_score  # noqa: E402
 from uqx.describe import compute, describe  # noqa: E402
+from uqx.io import read_csv, read_netcdf, to_netcdf  # noqa: E402
+from uqx.reference import binomial_ci, simulate_reference, zeta_score  # noqa: E402
 from uqx.validate import result_records, result_table, validate  # noqa: E402
 
 __all__ = [

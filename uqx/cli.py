@@ -25,20 +25,40 @@ def _cols(args):
     return {"E": args.E, "uE": args.uE, "X": args.X, "V": args.V}
 
 
-def load_inputs(inputs, *, E="E", uE="uE", X=None, V=None, data_dir=None, uE_is_variance=False,
-                drop_nonfinite=False):
+def load_inputs(
+    inputs,
+    *,
+    E="E",
+    uE="uE",
+    X=None,
+    V=None,
+    data_dir=None,
+    uE_is_variance=False,
+    drop_nonfinite=False,
+):
     """Resolve CLI inputs: each is a CSV path or a registered dataset name -> stacked Dataset."""
     from uqx.datasets import get_spec, load_dataset
     from uqx.io import read_csv
 
     if not inputs:
-        raise InputError("no input given: pass CSV files or dataset names (see 'uqx datasets list')")
+        raise InputError(
+            "no input given: pass CSV files or dataset names (see 'uqx datasets list')"
+        )
     out = []
     for item in inputs:
         p = Path(item)
         if p.suffix.lower() in (".csv", ".txt", ".tsv") or p.exists():
-            out.append(read_csv(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
-                                drop_nonfinite=drop_nonfinite))
+            out.append(
+                read_csv(
+                    p,
+                    E=E,
+                    uE=uE,
+                    X=X,
+                    V=V,
+                    uE_is_variance=uE_is_variance,
+                    drop_nonfinite=drop_nonfinite,
+                )
+            )
         else:
             get_spec(item)  # clear error for unknown names
             out.append(load_dataset(item, data_dir))
@@ -51,7 +71,9 @@ def load_inputs(inputs, *, E="E", uE="uE", X=None, V=None, data_dir=None, uE_is_
 
 
 def _print_df(df: pd.DataFrame):
-    with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 160):
+    with pd.option_context(
+        "display.max_rows", 500, "display.max_columns", 50, "display.width", 160
+    ):
         print(df.to_string())
 
 
@@ -70,8 +92,10 @@ def _cmd_datasets(args):
     _print_df(df.set_index("name"))
     bad = df[~(df["present"] & df["checksum_ok"].fillna(False).astype(bool))]
     if len(bad):
-        print(f"\n{len(bad)} of {len(df)} dataset file(s) missing or with a wrong checksum",
-              file=sys.stderr)
+        print(
+            f"\n{len(bad)} of {len(df)} dataset file(s) missing or with a wrong checksum",
+            file=sys.stderr,
+        )
         return 1
     print(f"\nall {len(df)} dataset files present, checksums OK")
     return 0
@@ -85,13 +109,15 @@ def stats_records(desc):
     recs = []
     for s in desc["set"].values:
         d = desc.sel(set=s)
-        recs.append({
-            "dataset": str(s),
-            "M": int(d["M"].item()),
-            "dropped": int(d["n_dropped"].item()),
-            "stats": {str(k): _num(d["estimate"].sel(stat=k)) for k in desc["stat"].values},
-            "tailedness": {k: _num(d[k]) for k in TAILEDNESS_VARS},
-        })
+        recs.append(
+            {
+                "dataset": str(s),
+                "M": int(d["M"].item()),
+                "dropped": int(d["n_dropped"].item()),
+                "stats": {str(k): _num(d["estimate"].sel(stat=k)) for k in desc["stat"].values},
+                "tailedness": {k: _num(d[k]) for k in TAILEDNESS_VARS},
+            }
+        )
     return recs
 
 
@@ -103,8 +129,13 @@ def _num(v):
 def _cmd_stats(args):
     from uqx.describe import describe
 
-    ds = load_inputs(args.inputs, **_cols(args), data_dir=args.data_dir,
-                     uE_is_variance=args.uE_is_variance, drop_nonfinite=args.drop_nonfinite)
+    ds = load_inputs(
+        args.inputs,
+        **_cols(args),
+        data_dir=args.data_dir,
+        uE_is_variance=args.uE_is_variance,
+        drop_nonfinite=args.drop_nonfinite,
+    )
     desc = describe(ds, bins=args.bins, binning=args.binning)
     if args.format == "json":
         print(json.dumps(stats_records(desc), indent=1))
@@ -133,7 +164,7 @@ def _normalise_stat(s):
     low = s.lower()
     for suffix in ("_x", "_v"):
         if low.endswith(suffix):
-            return low[: -2] + suffix.upper()
+            return low[:-2] + suffix.upper()
     return low
 
 
@@ -146,19 +177,44 @@ def _cmd_validate(args):
 
         ds = load_paper_sets(args.data_dir)
         if args.inputs:
-            ds = stack([*_unstack(ds), *_unstack(load_inputs(args.inputs, **_cols(args), data_dir=args.data_dir))])
+            ds = stack(
+                [
+                    *_unstack(ds),
+                    *_unstack(load_inputs(args.inputs, **_cols(args), data_dir=args.data_dir)),
+                ]
+            )
         stats = _stat_list(args.stats) if args.stats else ["zms", "rce", "cc", "ence", "zmse"]
     else:
-        ds = load_inputs(args.inputs, **_cols(args), data_dir=args.data_dir,
-                         uE_is_variance=args.uE_is_variance, drop_nonfinite=args.drop_nonfinite)
-        stats = _stat_list(args.stats) if args.stats else ["zms", "rce", "cc", "ence", "zmse", "zve"]
+        ds = load_inputs(
+            args.inputs,
+            **_cols(args),
+            data_dir=args.data_dir,
+            uE_is_variance=args.uE_is_variance,
+            drop_nonfinite=args.drop_nonfinite,
+        )
+        stats = (
+            _stat_list(args.stats) if args.stats else ["zms", "rce", "cc", "ence", "zmse", "zve"]
+        )
     stats = [_normalise_stat(s) for s in stats]
-    res = validate(ds, stats, n_boot=args.n_boot, n_mc=args.n_mc, seed=args.seed, bins=args.bins,
-                   binning=args.binning, nu=args.nu, simulate_all=args.paper_sets,
-                   conditional=not args.no_conditional)
+    res = validate(
+        ds,
+        stats,
+        n_boot=args.n_boot,
+        n_mc=args.n_mc,
+        seed=args.seed,
+        bins=args.bins,
+        binning=args.binning,
+        nu=args.nu,
+        simulate_all=args.paper_sets,
+        conditional=not args.no_conditional,
+    )
     if args.output:
-        to_netcdf(res, args.output, parameters={"command": "validate", "inputs": list(args.inputs),
-                                                "stats": stats}, seed=int(res.attrs["seed"]))
+        to_netcdf(
+            res,
+            args.output,
+            parameters={"command": "validate", "inputs": list(args.inputs), "stats": stats},
+            seed=int(res.attrs["seed"]),
+        )
     if args.format == "json":
         print(json.dumps(result_records(res), indent=1))
     else:
@@ -166,15 +222,22 @@ def _cmd_validate(args):
             print("# 001 Table IV: RCE and ZMS, bootstrap bias, BCa interval, zeta")
             _print_df(paper_table_iv(res))
             for st in [s for s in ("zms", "cc", "ence", "zmse") if s in res["stat"].values]:
-                print(f"\n# 000 Table A ({st.upper()}): BS then simulated references N and "
-                      f"T{res.attrs['nu']:g}")
+                print(
+                    f"\n# 000 Table A ({st.upper()}): BS then simulated references N and "
+                    f"T{res.attrs['nu']:g}"
+                )
                 _print_df(paper_table_a(res, st))
         else:
-            print(f"# uqx validate: BCa {res.attrs['level']:.0%} intervals, n_boot={res.attrs['n_boot']}, "
-                  f"n_mc={res.attrs['n_mc']}, seed={res.attrs['seed']}")
+            print(
+                f"# uqx validate: BCa {res.attrs['level']:.0%} intervals, "
+                f"n_boot={res.attrs['n_boot']}, "
+                f"n_mc={res.attrs['n_mc']}, seed={res.attrs['seed']}"
+            )
             _print_df(result_table(res))
             if "fval" in res:
-                print("\n# conditional calibration: fraction of bins whose LZISD interval contains 1")
+                print(
+                    "\n# conditional calibration: fraction of bins whose LZISD interval contains 1"
+                )
                 fv = res["fval"].to_pandas().map(_fmt)
                 _print_df(fv)
         _print_warnings(res)
@@ -186,10 +249,17 @@ def _cmd_validate(args):
 def _print_warnings(res):
     from uqx.validate import split_warnings
 
-    warn = [(str(s), w) for s in res["set"].values
-            for w in split_warnings(res["set_warnings"].sel(set=s).item())]
-    warn += [(str(s), f"{st}: {w}") for s in res["set"].values for st in res["stat"].values
-             for w in split_warnings(res["warnings"].sel(set=s, stat=st).item())]
+    warn = [
+        (str(s), w)
+        for s in res["set"].values
+        for w in split_warnings(res["set_warnings"].sel(set=s).item())
+    ]
+    warn += [
+        (str(s), f"{st}: {w}")
+        for s in res["set"].values
+        for st in res["stat"].values
+        for w in split_warnings(res["warnings"].sel(set=s, stat=st).item())
+    ]
     if warn:
         print("\n# warnings")
         for s, w in warn:
@@ -197,8 +267,7 @@ def _print_warnings(res):
 
 
 def _unstack(ds):
-    from uqx.data import iter_sets
-    from uqx.data import from_arrays
+    from uqx.data import from_arrays, iter_sets
 
     return [from_arrays(sd.E, sd.uE, X=sd.X, V=sd.V, name=sd.name) for sd in iter_sets(ds)]
 
@@ -216,8 +285,9 @@ def _cmd_demo(args):
     print("# uqx demo: synthetic data sets generated by uqx.synth.demo_sets (M = 5000 each)")
     desc = describe(ds)
     _print_df(desc["estimate"].to_pandas().T.map(_fmt))
-    res = validate(ds, ["zms", "rce", "cc", "ence", "zmse"], n_boot=args.n_boot, n_mc=args.n_mc,
-                   seed=args.seed)
+    res = validate(
+        ds, ["zms", "rce", "cc", "ence", "zmse"], n_boot=args.n_boot, n_mc=args.n_mc, seed=args.seed
+    )
     print(f"\n# validation (n_boot={args.n_boot}, n_mc={args.n_mc}, seed={args.seed})")
     _print_df(result_table(res))
     print("\n# fraction of valid LZISD bins (consistency on uE, adaptivity on X)")
@@ -229,7 +299,9 @@ def _cmd_demo(args):
     try:
         root = find_data_dir(args.data_dir)
     except InputError:
-        print("\n(no literature data directory: set UQX_DATA_DIR to also cover the nine paper sets)")
+        print(
+            "\n(no literature data directory: set UQX_DATA_DIR to also cover the nine paper sets)"
+        )
         return 0
     print(f"\n# the nine literature sets of papers 000/001/004 ({root})")
     paper = load_paper_sets(root)
@@ -244,24 +316,34 @@ def _cmd_demo(args):
 
 # ---------------------------------------------------------------- parser
 def _add_inputs(p, *, required=True):
-    p.add_argument("inputs", nargs="+" if required else "*", metavar="INPUT",
-                   help="CSV file or registered dataset name (e.g. QM9_E, Set7)")
+    p.add_argument(
+        "inputs",
+        nargs="+" if required else "*",
+        metavar="INPUT",
+        help="CSV file or registered dataset name (e.g. QM9_E, Set7)",
+    )
     p.add_argument("--E", default="E", help="column of errors (default E)")
     p.add_argument("--uE", default="uE", help="column of uncertainties (default uE)")
     p.add_argument("--X", default=None, help="column of the input feature (adaptivity)")
     p.add_argument("--V", default=None, help="column of the predicted value")
     p.add_argument("--uE-is-variance", action="store_true", help="the uE column holds variances")
-    p.add_argument("--drop-nonfinite", action="store_true",
-                   help="drop (and count) rows with NaN/inf instead of failing")
-    p.add_argument("--data-dir", default=None, help="literature data directory (else $UQX_DATA_DIR)")
+    p.add_argument(
+        "--drop-nonfinite",
+        action="store_true",
+        help="drop (and count) rows with NaN/inf instead of failing",
+    )
+    p.add_argument(
+        "--data-dir", default=None, help="literature data directory (else $UQX_DATA_DIR)"
+    )
     p.add_argument("--bins", type=int, default=20, help="bins of binned statistics (default 20)")
-    p.add_argument("--binning", default="equal-count",
-                   choices=["equal-count", "equal-width", "adaptive"])
+    p.add_argument(
+        "--binning", default="equal-count", choices=["equal-count", "equal-width", "adaptive"]
+    )
     p.add_argument("--format", default="table", choices=["table", "json"])
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``uqx``."""
+    """Build the argument parser of ``uqx``."""
     parser = argparse.ArgumentParser(
         prog="uqx",
         description="Validate prediction uncertainties of ML regression models "
@@ -282,8 +364,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="bootstrap/zeta-score validation workflow (000 Fig. 1)")
     _add_inputs(p, required=False)
-    p.add_argument("--paper-sets", action="store_true",
-                   help="the nine sets of papers 000/001/004; prints 001 Table IV and 000 Tables A1-A4")
+    p.add_argument(
+        "--paper-sets",
+        action="store_true",
+        help="the nine sets of papers 000/001/004; prints 001 Table IV and 000 Tables A1-A4",
+    )
     p.add_argument("--stats", default=None, help="comma-separated, e.g. ZMS,RCE,CC,ENCE,ZMSE,ZVE")
     p.add_argument("--n-boot", type=int, default=10_000)
     p.add_argument("--n-mc", type=int, default=10_000)
@@ -293,7 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, help="write the result to this NetCDF file")
     p.set_defaults(func=_cmd_validate)
 
-    p = sub.add_parser("demo", help="run on embedded synthetic data (and the paper sets if present)")
+    p = sub.add_parser(
+        "demo", help="run on embedded synthetic data (and the paper sets if present)"
+    )
     p.add_argument("-o", "--output", default="uqx_demo.nc")
     p.add_argument("--n-boot", type=int, default=2000)
     p.add_argument("--n-mc", type=int, default=1000)

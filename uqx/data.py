@@ -191,9 +191,15 @@ def stack(datasets: Sequence[xr.Dataset], *, dim: str = "set") -> xr.Dataset:
         for i, d in enumerate(datasets):
             if key in d:
                 arr[i, : d.sizes["sample"]] = d[key].values
-        attrs = dict(datasets[0][key].attrs) if key in datasets[0] else {"long_name": VARIABLES[key]}
+        attrs = (
+            dict(datasets[0][key].attrs) if key in datasets[0] else {"long_name": VARIABLES[key]}
+        )
         out[key] = (("set", "sample"), arr, attrs)
-    out["M"] = ("set", np.array([d.sizes["sample"] for d in datasets]), {"long_name": "sample size"})
+    out["M"] = (
+        "set",
+        np.array([d.sizes["sample"] for d in datasets]),
+        {"long_name": "sample size"},
+    )
     out["n_dropped"] = (
         "set",
         np.array([int(d.attrs.get("n_dropped", 0)) for d in datasets]),
@@ -207,7 +213,9 @@ def stack(datasets: Sequence[xr.Dataset], *, dim: str = "set") -> xr.Dataset:
             "units": units.pop() if len(units) == 1 else "mixed",
             "sources": "; ".join(str(d.attrs.get("source", "")) for d in datasets),
             "filters": "; ".join(
-                f"{n}: {d.attrs['filters']}" for n, d in zip(names, datasets) if d.attrs.get("filters")
+                f"{n}: {d.attrs['filters']}"
+                for n, d in zip(names, datasets, strict=False)
+                if d.attrs.get("filters")
             ),
         },
     )

@@ -24,8 +24,22 @@ __all__ = ["apply_kernel", "compute", "describe", "DESCRIBE_STATS", "KERNELS"]
 
 #: Statistics reported by :func:`describe` (and ``uqx stats``), in order.
 DESCRIBE_STATS = (
-    "mv", "mse", "rmv", "rmse", "rce", "mean_z", "var_z", "zms", "nll", "nll_ref",
-    "cc", "uce", "ence", "ence_sd", "zmse", "zve",
+    "mv",
+    "mse",
+    "rmv",
+    "rmse",
+    "rce",
+    "mean_z",
+    "var_z",
+    "zms",
+    "nll",
+    "nll_ref",
+    "cc",
+    "uce",
+    "ence",
+    "ence_sd",
+    "zmse",
+    "zve",
 )
 
 #: Unbinned kernels usable with :func:`apply_kernel` (name -> (function, needs E, needs u)).
@@ -124,7 +138,10 @@ def describe(ds, *, bins: int = 20, binning: str = "equal-count", pop_min: int =
     for k, v in tails.items():
         out[k] = ("set", np.array(v), {"safety_limit": SAFETY_LIMITS.get(k, np.nan)})
     out = out.assign_coords(M=("set", ds["M"].values))
-    out["n_dropped"] = ("set", ds["n_dropped"].values if "n_dropped" in ds else np.zeros(ds.sizes["set"], int))
+    out["n_dropped"] = (
+        "set",
+        ds["n_dropped"].values if "n_dropped" in ds else np.zeros(ds.sizes["set"], int),
+    )
     out["stat_long_name"] = ("stat", [STAT_INFO[s][0] for s in DESCRIBE_STATS])
     out.attrs.update(est.attrs)
     return out

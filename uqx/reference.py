@@ -1,4 +1,4 @@
-"""Reference values: ζ-scores, simulated references (Sim, Sim2), binomial intervals.
+r"""Reference values: ζ-scores, simulated references (Sim, Sim2), binomial intervals.
 
 Paper 000 (Sect. II D, Eqs. 20–24, Appendix A) and METHODS.md §5.4–5.6, §6:
 
@@ -116,8 +116,12 @@ def binomial_ci(x, n, *, method="wilsoncc", level=0.95):
             h = k * np.sqrt(n) / (n + k2) * np.sqrt(p * q + k2 / (4 * n))
             lo, hi = c - h, c + h
         elif method == "wilsoncc":
-            lo = (2 * x + k2 - 1 - k * np.sqrt(k2 - 2 - 1 / n + 4 * p * (n * q + 1))) / (2 * (n + k2))
-            hi = (2 * x + k2 + 1 + k * np.sqrt(k2 + 2 - 1 / n + 4 * p * (n * q - 1))) / (2 * (n + k2))
+            lo = (2 * x + k2 - 1 - k * np.sqrt(k2 - 2 - 1 / n + 4 * p * (n * q + 1))) / (
+                2 * (n + k2)
+            )
+            hi = (2 * x + k2 + 1 + k * np.sqrt(k2 + 2 - 1 / n + 4 * p * (n * q - 1))) / (
+                2 * (n + k2)
+            )
             lo = np.where(x <= 0, 0.0, lo)
             hi = np.where(x >= n, 1.0, hi)
         else:
@@ -141,7 +145,9 @@ def draw_unit(rng: np.random.Generator, size, *, dist="normal", nu=None):
 
 def d_sensitive(ref_a, se_a, ref_b, se_b, *, k=2.0):
     r"""D-sensitivity rule: :math:`|\tilde\theta_a - \tilde\theta_b| > k\sqrt{u_a^2 + u_b^2}`."""
-    return np.abs(np.asarray(ref_a) - ref_b) > k * np.sqrt(np.asarray(se_a) ** 2 + np.asarray(se_b) ** 2)
+    return np.abs(np.asarray(ref_a) - ref_b) > k * np.sqrt(
+        np.asarray(se_a) ** 2 + np.asarray(se_b) ** 2
+    )
 
 
 def _sim_block(sd, specs, cfg, dist, nu, seed, dlabel, block, nb):
@@ -185,9 +191,9 @@ def _cc_fixed_u(ae, ru):
 
 class _SimSet:
     def __init__(self, sd, specs, cfg):
-        from uqx.binning import make_bins
-
         from scipy.stats import rankdata
+
+        from uqx.binning import make_bins
 
         self.name, self.uE = sd.name, sd.uE
         self.ru = rankdata(sd.uE) - (sd.uE.size + 1) / 2.0
@@ -196,8 +202,9 @@ class _SimSet:
         for c in {s.cond for s in specs if s.family == "binned"}:
             if conds.get(c) is None:
                 raise InputError(f"{sd.name}: statistic needs variable {c!r}, absent here")
-            self.bins[c] = make_bins(conds[c], cfg.n_bins, scheme=cfg.scheme,
-                                     pop_min=cfg.pop_min, log=cfg.log)
+            self.bins[c] = make_bins(
+                conds[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min, log=cfg.log
+            )
 
 
 def simulate_reference(
@@ -216,7 +223,7 @@ def simulate_reference(
     scheduler=None,
     num_workers: int | None = None,
 ) -> xr.Dataset:
-    r"""Simulated reference values of statistics (paper 000 Sect. II D 2, METHODS §6).
+    r"""Simulate reference values of statistics (paper 000 Sect. II D 2, METHODS §6).
 
     For k = 1..N_MC: :math:`E^{(k)} = u \odot \epsilon^{(k)}`, ε ~ D, statistic
     :math:`\tilde\theta_k` with the same binning as the data;
@@ -261,8 +268,17 @@ def simulate_reference(
         ss = _SimSet(sd, specs, cfg)
         ss.X, ss.V = sd.X, sd.V
         blocks = [
-            dask.delayed(_sim_block)(ss, specs, cfg, dist, nu, seed, dlabel, b,
-                                     min(REPLICATE_BLOCK, n_mc - b * REPLICATE_BLOCK))
+            dask.delayed(_sim_block)(
+                ss,
+                specs,
+                cfg,
+                dist,
+                nu,
+                seed,
+                dlabel,
+                b,
+                min(REPLICATE_BLOCK, n_mc - b * REPLICATE_BLOCK),
+            )
             for b in range(n_blocks)
         ]
         tasks.append(blocks)
@@ -272,7 +288,9 @@ def simulate_reference(
     (computed,) = dask.compute(tasks, **kw)
     names = [s.name for s in specs]
     shape = (len(sets), len(names))
-    res = {k: np.full(shape, np.nan) for k in ("reference", "reference_se", "sim2_low", "sim2_high")}
+    res = {
+        k: np.full(shape, np.nan) for k in ("reference", "reference_se", "sim2_low", "sim2_high")
+    }
     n_nan = np.zeros(shape, dtype=np.int64)
     draws = np.full(shape + (n_mc,), np.nan) if keep_draws else None
     for i, blocks in enumerate(computed):

@@ -1,4 +1,4 @@
-"""Synthetic data generators (METHODS.md §8) and the embedded demo collection.
+r"""Synthetic data generators (METHODS.md §8) and the embedded demo collection.
 
 * NIG: :math:`u^2 \\sim \\Gamma^{-1}(\\nu/2, \\nu/2)`, :math:`E = u\\,\\epsilon`,
   ε ~ N(0,1) — calibrated, marginal E ~ t(ν) (001/004 p_val studies);
@@ -41,8 +41,10 @@ def nig(M: int, nu: float, *, seed: int = 0, key=("nig",), ig_shape=None, ig_sca
 
 
 def tig(M: int, nu_d: float, *, nu_ig: float = 6.0, seed: int = 0, key=("tig",)):
-    r"""TIG sample: :math:`u^2 \sim \Gamma^{-1}(\nu_{IG}/2, \nu_{IG}/2)`,
-    :math:`E = u\,t_s(\nu_D)` (unit-variance Student errors, calibrated but heavy-tailed).
+    r"""Draw a calibrated heavy-tailed TIG sample.
+
+    :math:`u^2 \sim \Gamma^{-1}(\nu_{IG}/2, \nu_{IG}/2)`, :math:`E = u\,t_s(\nu_D)`
+    (unit-variance Student errors, calibrated but heavy-tailed).
     """
     rng = _rng(seed, *key, M, float(nu_d), float(nu_ig))
     u = np.sqrt(1.0 / rng.gamma(nu_ig / 2, 2.0 / nu_ig, M))
@@ -50,7 +52,7 @@ def tig(M: int, nu_d: float, *, nu_ig: float = 6.0, seed: int = 0, key=("tig",))
 
 
 def demo_sets(M: int = 5000, *, seed: int = 20240101):
-    """The embedded demo collection (no data directory needed), stacked on ``set``.
+    """Build the embedded demo collection (no data directory needed), stacked on ``set``.
 
     * ``calibrated``: NIG ν = 6 with a feature X unrelated to the errors (valid everywhere);
     * ``overconfident``: same errors, uncertainties × 0.8 (ZMS ≈ 1.56);
@@ -71,8 +73,9 @@ def demo_sets(M: int = 5000, *, seed: int = 20240101):
         from_arrays(E, rng.permutation(u), X=X, name="inconsistent", source="NIG, u shuffled"),
     ]
     scale = np.sqrt(3.0) * 2 * X  # mean of scale^2 over X ~ U(0,1) is 4 → rescale to 1
-    sets.append(from_arrays(E * scale / 2, u, X=X, name="nonadaptive",
-                            source="NIG, E scaled by sqrt(3) X"))
+    sets.append(
+        from_arrays(E * scale / 2, u, X=X, name="nonadaptive", source="NIG, E scaled by sqrt(3) X")
+    )
     Et, ut = tig(M, 3.0, seed=seed, key=("demo-tig",))
     sets.append(from_arrays(Et, ut, X=X, name="heavy_tailed", source="TIG nu_D=3"))
     ds = stack(sets)

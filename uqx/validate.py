@@ -176,8 +176,9 @@ def validate(
     sets = list(iter_sets(ds))
     set_names = ds["set"].values
     S, K = len(sets), len(names)
-    common = dict(bins=bins, binning=binning, pop_min=pop_min, scheduler=scheduler,
-                  num_workers=num_workers)
+    common = dict(
+        bins=bins, binning=binning, pop_min=pop_min, scheduler=scheduler, num_workers=num_workers
+    )
 
     # 1. tailedness screening
     tails = {k: np.full(S, np.nan) for k in TAILEDNESS_VARS}
@@ -213,14 +214,17 @@ def validate(
         for j in range(K):
             lo, hi, e = out["ci_low"][i, j], out["ci_high"][i, j], out["estimate"][i, j]
             if np.isnan(lo) or np.isnan(hi):
-                stat_warn[i][j].append("degenerate BCa interval (all replicates on one side "
-                                       "of the estimate, or constant jackknife)")
+                stat_warn[i][j].append(
+                    "degenerate BCa interval (all replicates on one side "
+                    "of the estimate, or constant jackknife)"
+                )
             elif not lo <= e <= hi:
                 stat_warn[i][j].append(
                     f"BCa interval excludes the estimate: bootstrap bias {out['bias'][i, j]:.3g} "
                     "is large against the interval (typical of binned statistics of "
-                    "well-calibrated data, 000 App. A), so the interval is unreliable")
-    for j, s in enumerate(specs):
+                    "well-calibrated data, 000 App. A), so the interval is unreliable"
+                )
+    for j in range(K):
         if int(bs["n_nan"].values[:, j].sum()):
             for i in range(S):
                 n = int(bs["n_nan"].values[i, j])
@@ -229,7 +233,7 @@ def validate(
 
     # 3a. predefined references
     for i in range(S):
-        est_i = dict(zip(boot_names, est[i]))
+        est_i = dict(zip(boot_names, est[i], strict=False))
         for j, s in enumerate(specs):
             ref = _predefined(s.base, est_i)
             if ref is None:
@@ -248,18 +252,26 @@ def validate(
     if sim_idx:
         sim_names = [names[j] for j in sim_idx]
         for d, (dist, dnu) in enumerate([("normal", None), ("t", nu)]):
-            r = simulate_reference(ds, sim_names, dist=dist, nu=dnu or 6.0, n_mc=n_mc,
-                                   seed=seed, level=level, **common)
+            r = simulate_reference(
+                ds, sim_names, dist=dist, nu=dnu or 6.0, n_mc=n_mc, seed=seed, level=level, **common
+            )
             for jj, j in enumerate(sim_idx):
                 sim["ref"][:, j, d] = r["reference"].values[:, jj]
                 sim["se"][:, j, d] = r["reference_se"].values[:, jj]
                 sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
                 sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
         e3 = out["estimate"][:, :, None]
-        sim["zs"] = zeta_score(e3, sim["ref"], out["ci_low"][:, :, None],
-                               out["ci_high"][:, :, None], target_u=2 * sim["se"])
+        sim["zs"] = zeta_score(
+            e3,
+            sim["ref"],
+            out["ci_low"][:, :, None],
+            out["ci_high"][:, :, None],
+            target_u=2 * sim["se"],
+        )
         sim["zs2"] = zeta_sim2(e3, sim["ref"], sim["lo"], sim["hi"])
-        sens = d_sensitive(sim["ref"][..., 0], sim["se"][..., 0], sim["ref"][..., 1], sim["se"][..., 1])
+        sens = d_sensitive(
+            sim["ref"][..., 0], sim["se"][..., 0], sim["ref"][..., 1], sim["se"][..., 1]
+        )
         for j in sim_idx:
             for i in range(S):
                 if kind[i, j]:
@@ -300,31 +312,74 @@ def validate(
         "ci_low": (("set", "stat"), out["ci_low"], {"long_name": f"BCa {level:.0%} lower limit"}),
         "ci_high": (("set", "stat"), out["ci_high"], {"long_name": f"BCa {level:.0%} upper limit"}),
         "reference": (("set", "stat"), reference, {"long_name": "reference value"}),
-        "reference_se": (("set", "stat"), reference_se,
-                         {"long_name": "standard uncertainty of the reference (Monte-Carlo)"}),
+        "reference_se": (
+            ("set", "stat"),
+            reference_se,
+            {"long_name": "standard uncertainty of the reference (Monte-Carlo)"},
+        ),
         "zeta": (("set", "stat"), zeta, {"long_name": "zeta-score (000 Eq. 20)"}),
-        "valid": (("set", "stat"), valid, {"long_name": "|zeta| <= 1 (1 valid, 0 invalid, NaN undetermined)"}),
+        "valid": (
+            ("set", "stat"),
+            valid,
+            {"long_name": "|zeta| <= 1 (1 valid, 0 invalid, NaN undetermined)"},
+        ),
         "verdict": (("set", "stat"), verdict.astype(str), {"long_name": "validation verdict"}),
-        "reference_kind": (("set", "stat"), kind.astype(str),
-                           {"long_name": "predefined / simulated-N / D-sensitive"}),
-        "warnings": (("set", "stat"), np.array([[WARN_SEP.join(w) for w in row] for row in stat_warn], dtype=str),
-                     {"long_name": "warnings"}),
-        "set_warnings": ("set", np.array([WARN_SEP.join(w) for w in set_warn], dtype=str),
-                         {"long_name": "data-set level warnings"}),
-        "sim_reference": (("set", "stat", "dist"), sim["ref"], {"long_name": "simulated reference (Sim)"}),
-        "sim_reference_se": (("set", "stat", "dist"), sim["se"], {"long_name": "MC standard error of Sim"}),
-        "sim2_low": (("set", "stat", "dist"), sim["lo"], {"long_name": "Sim2 interval lower limit"}),
-        "sim2_high": (("set", "stat", "dist"), sim["hi"], {"long_name": "Sim2 interval upper limit"}),
+        "reference_kind": (
+            ("set", "stat"),
+            kind.astype(str),
+            {"long_name": "predefined / simulated-N / D-sensitive"},
+        ),
+        "warnings": (
+            ("set", "stat"),
+            np.array([[WARN_SEP.join(w) for w in row] for row in stat_warn], dtype=str),
+            {"long_name": "warnings"},
+        ),
+        "set_warnings": (
+            "set",
+            np.array([WARN_SEP.join(w) for w in set_warn], dtype=str),
+            {"long_name": "data-set level warnings"},
+        ),
+        "sim_reference": (
+            ("set", "stat", "dist"),
+            sim["ref"],
+            {"long_name": "simulated reference (Sim)"},
+        ),
+        "sim_reference_se": (
+            ("set", "stat", "dist"),
+            sim["se"],
+            {"long_name": "MC standard error of Sim"},
+        ),
+        "sim2_low": (
+            ("set", "stat", "dist"),
+            sim["lo"],
+            {"long_name": "Sim2 interval lower limit"},
+        ),
+        "sim2_high": (
+            ("set", "stat", "dist"),
+            sim["hi"],
+            {"long_name": "Sim2 interval upper limit"},
+        ),
         "zeta_sim": (("set", "stat", "dist"), sim["zs"], {"long_name": "zeta_Sim (U_t = 2u)"}),
-        "zeta_sim2": (("set", "stat", "dist"), sim["zs2"], {"long_name": "zeta_Sim2 (comparison only)"}),
+        "zeta_sim2": (
+            ("set", "stat", "dist"),
+            sim["zs2"],
+            {"long_name": "zeta_Sim2 (comparison only)"},
+        ),
     }
     for k in TAILEDNESS_VARS:
-        data[k] = ("set", tails[k], {"long_name": k.replace("_", " "),
-                                     "safety_limit": SAFETY_LIMITS.get(k, np.nan)})
+        data[k] = (
+            "set",
+            tails[k],
+            {"long_name": k.replace("_", " "), "safety_limit": SAFETY_LIMITS.get(k, np.nan)},
+        )
     res = xr.Dataset(
         data,
-        coords={"set": set_names, "stat": names, "dist": dists,
-                "M": ("set", np.array([sd.M for sd in sets]))},
+        coords={
+            "set": set_names,
+            "stat": names,
+            "dist": dists,
+            "M": ("set", np.array([sd.M for sd in sets])),
+        },
         attrs={
             "title": "uqx validation of prediction uncertainties",
             "workflow": "Pernot 2024 (000) Fig. 1 / (001) Sect. V",
@@ -342,9 +397,19 @@ def validate(
         },
     )
     if conditional:
-        res = res.merge(_conditional(ds, sets, seed, level, cond_bins, min(n_boot, 5000)
-                                     if cond_n_boot is None else cond_n_boot, pop_min,
-                                     scheduler, num_workers))
+        res = res.merge(
+            _conditional(
+                ds,
+                sets,
+                seed,
+                level,
+                cond_bins,
+                min(n_boot, 5000) if cond_n_boot is None else cond_n_boot,
+                pop_min,
+                scheduler,
+                num_workers,
+            )
+        )
     return res
 
 
@@ -362,8 +427,17 @@ def _conditional(ds, sets, seed, level, cond_bins, n_boot, pop_min, scheduler, n
         have = [i for i, sd in enumerate(sets) if c == "uE" or getattr(sd, c) is not None]
         sub = ds.isel(set=have)
         stat = "lzisd" if c == "uE" else f"lzisd_{c}"
-        r = bootstrap_per_bin(sub, stat, n_boot=n_boot, level=level, seed=seed, bins=nbins,
-                              pop_min=pop_min, scheduler=scheduler, num_workers=num_workers)
+        r = bootstrap_per_bin(
+            sub,
+            stat,
+            n_boot=n_boot,
+            level=level,
+            seed=seed,
+            bins=nbins,
+            pop_min=pop_min,
+            scheduler=scheduler,
+            num_workers=num_workers,
+        )
         r = r.reindex(set=ds["set"].values)
         per.append(r[["estimate", "ci_low", "ci_high", "n", "x_mid"]].expand_dims(cond=[c]))
     lz = xr.concat(per, dim="cond", join="outer")
@@ -380,15 +454,27 @@ def _conditional(ds, sets, seed, level, cond_bins, n_boot, pop_min, scheduler, n
             "lzisd_ci_low": lz["ci_low"].assign_attrs(long_name="LZISD BCa lower limit"),
             "lzisd_ci_high": lz["ci_high"].assign_attrs(long_name="LZISD BCa upper limit"),
             "bin_n": lz["n"].assign_attrs(long_name="bin population"),
-            "bin_x_mid": lz["x_mid"].assign_attrs(long_name="bin mid-range of the conditioning variable"),
+            "bin_x_mid": lz["x_mid"].assign_attrs(
+                long_name="bin mid-range of the conditioning variable"
+            ),
             "fval": fval.assign_attrs(long_name="fraction of bins whose LZISD interval contains 1"),
-            "fval_ci_low": (fval.dims, np.where(nb > 0, lo, np.nan), {"long_name": "Wilson-cc lower limit"}),
-            "fval_ci_high": (fval.dims, np.where(nb > 0, hi, np.nan), {"long_name": "Wilson-cc upper limit"}),
+            "fval_ci_low": (
+                fval.dims,
+                np.where(nb > 0, lo, np.nan),
+                {"long_name": "Wilson-cc lower limit"},
+            ),
+            "fval_ci_high": (
+                fval.dims,
+                np.where(nb > 0, hi, np.nan),
+                {"long_name": "Wilson-cc upper limit"},
+            ),
         }
     )
     out["conditional_valid"] = (
         fval.dims,
-        np.where(nb.values > 0, (out["fval_ci_high"].values >= _NOMINAL_FVAL).astype(float), np.nan),
+        np.where(
+            nb.values > 0, (out["fval_ci_high"].values >= _NOMINAL_FVAL).astype(float), np.nan
+        ),
         {"long_name": f"fraction of valid bins compatible with {_NOMINAL_FVAL:.0%} (Wilson-cc)"},
     )
     out = out.transpose("set", "cond", ...)
@@ -464,18 +550,23 @@ def paper_table_iv(res: xr.Dataset) -> pd.DataFrame:
 
 
 def paper_table_a(res: xr.Dataset, stat: str) -> pd.DataFrame:
-    """Equivalent of 000 Tables A1–A4 for one statistic: θ_est, θ_ref, b_BS, I_BS, ζ_BS,
-    then for each generative distribution θ̃_ref, u(θ̃_ref), ζ_Sim, I_Sim2, ζ_Sim2."""
+    """Tabulate the equivalent of 000 Tables A1–A4 for one statistic.
+
+    Columns: θ_est, θ_ref, b_BS, I_BS, ζ_BS, then for each generative distribution
+    θ̃_ref, u(θ̃_ref), ζ_Sim, I_Sim2, ζ_Sim2.
+    """
     r = res.sel(stat=stat)
     cols = {
         ("BS", "estimate"): r["estimate"].values,
-        ("BS", "reference"): np.where(r["reference_kind"].values == "predefined",
-                                      r["reference"].values, np.nan),
+        ("BS", "reference"): np.where(
+            r["reference_kind"].values == "predefined", r["reference"].values, np.nan
+        ),
         ("BS", "b_BS"): r["bias"].values,
         ("BS", "ci_low"): r["ci_low"].values,
         ("BS", "ci_high"): r["ci_high"].values,
-        ("BS", "zeta_BS"): np.where(r["reference_kind"].values == "predefined",
-                                    r["zeta"].values, np.nan),
+        ("BS", "zeta_BS"): np.where(
+            r["reference_kind"].values == "predefined", r["zeta"].values, np.nan
+        ),
     }
     for d in res["dist"].values:
         x = r.sel(dist=d)
