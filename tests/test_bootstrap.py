@@ -57,19 +57,30 @@ def kernel_binned(base, Es, us, edges):
 
 
 def brute_all(names, E, u, cond, edges_of):
-    """All statistics of a sample; binned ones sorted stably by their variable.
+    """All statistics of a batch of samples (rows), with the kernels' batch axis.
 
-    ``edges_of(cond_name)`` gives the intervals to apply.
+    Binned statistics sort every row stably by its conditioning variable and cut it with
+    ``edges_of(cond_name, vector)``: edges (N+1,) shared by the rows or (rows, N+1).
+    Returns {name: (rows, K)}.
     """
     out = {}
     for name in names:
         s = parse_stat(name)
         if s.family != "binned":
-            out[name] = np.atleast_1d(kernel_scalar(s.base, E, u))
+            out[name] = np.asarray(kernel_scalar(s.base, E, u))[:, None]
         else:
-            o = np.argsort(cond[s.cond], kind="stable")
-            out[name] = np.atleast_1d(kernel_binned(s.base, E[o], u[o], edges_of(s.cond)))
+            o = np.argsort(cond[s.cond], axis=-1, kind="stable")
+            Es, us = np.take_along_axis(E, o, -1), np.take_along_axis(u, o, -1)
+            v = kernel_binned(s.base, Es, us, edges_of(s.cond, s.vector))
+            out[name] = v if s.vector else v[:, None]
     return out
+
+
+def leave_one_out_rows(x):
+    """(M, M-1) array whose row i is x without element i."""
+    M = x.size
+    keep = ~np.eye(M, dtype=bool)
+    return np.broadcast_to(x, (M, M))[keep].reshape(M, M - 1)
 
 
 def tied_sample(rng, M):
@@ -87,57 +98,39 @@ ALL_STATS = MOMENT + ("cc",) + BINNED_UE + ("zmse_X", "ence_X")
 
 
 @pytest.mark.parametrize(
-    "M,n_bins,scheme,every",
+    "M,n_bins,scheme",
     [
-        (480, 8, "equal-count", True),
-        (600, 20, "equal-count", False),  # intrvJack has 19 bins: popMin reduction at M - 1
-        (450, 6, "adaptive", False),
+        (480, 8, "equal-count"),
+        (600, 20, "equal-count"),  # intrvJack has 19 bins: popMin reduction at M - 1
+        (450, 6, "adaptive"),
     ],
 )
-def test_jackknife_equals_brute_force_leave_one_out(M, n_bins, scheme, every):
+def test_jackknife_equals_brute_force_leave_one_out(M, n_bins, scheme):
     rng = np.random.default_rng(M + n_bins)
     E, u, X = tied_sample(rng, M)
     specs = [parse_stat(s) for s in ALL_STATS]
     ev = SetEvaluator(E, u, specs, BinningConfig(n_bins=n_bins, scheme=scheme), cond={"X": X})
     jk = ev.jackknife()
-    cond_full = {"uE": u, "X": X}
     for name in ALL_STATS:
         assert jk[name].shape == (M, ev.n_components(parse_stat(name))), name
-    if every:
-        leave_out = range(M)
-    else:  # samples next to every bin edge (both conditioning variables) + a random third
-        near = []
-        for c in ("uE", "X"):
-            b = ev._bins(c)
-            for k in (-1, 0, 1):
-                near.extend(b.order[np.clip(b.edges + k, 0, M - 1)])
-        leave_out = np.unique(np.r_[near, rng.choice(M, M // 3, replace=False)])
-    for i in leave_out:
-        keep = np.arange(M) != i
-        e, w = E[keep], u[keep]
-        cond = {"uE": w, "X": X[keep]}
+    jack_edges = equal_count_edges(M - 1, n_bins)  # R's intrvJack = genIntervals(1:(M-1), nBin)
 
-        def edges_of(c, i=i):
-            if scheme == "equal-count":
-                # R's intrvJack = genIntervals(1:(M-1), nBin)
-                return equal_count_edges(M - 1, n_bins)
-            # other schemes: the original intervals, shortened by one where the point left
-            b = ev._bins(c)
-            pos = int(np.flatnonzero(b.order == i)[0])
-            return b.edges - (b.edges > pos)
+    def edges_of(c, vector):
+        b = ev._bins(c)
+        if scheme == "equal-count" and (jack_edges.size == b.edges.size or not vector):
+            return jack_edges
+        # adaptive scheme (and a per-bin statistic that must keep its N components): the
+        # original intervals, the bin that lost the left-out sample one shorter
+        pos = np.empty(M, dtype=np.int64)
+        pos[b.order] = np.arange(M)  # sorted position of each left-out sample
+        return b.edges[None, :] - (b.edges[None, :] > pos[:, None])
 
-        ref = brute_all(ALL_STATS, e, w, cond, edges_of)
-        for name in ALL_STATS:
-            s = parse_stat(name)
-            if s.vector and equal_count_edges(M - 1, n_bins).size != ev._bins(s.cond).edges.size:
-                # a per-bin statistic keeps its N components: shifted original intervals
-                b = ev._bins(s.cond)
-                pos = int(np.flatnonzero(b.order == i)[0])
-                o = np.argsort(cond[s.cond], kind="stable")
-                ref[name] = kernel_binned(s.base, e[o], w[o], b.edges - (b.edges > pos))
-            np.testing.assert_allclose(jk[name][i], ref[name], rtol=1e-10, atol=1e-13,
-                                       err_msg=f"{name} leave-out {i}")
-    assert cond_full["uE"] is u  # inputs untouched
+    if M == 600:
+        assert jack_edges.size == 20 and ev._bins("uE").edges.size == 21
+    rows = {"uE": leave_one_out_rows(u), "X": leave_one_out_rows(X)}
+    ref = brute_all(ALL_STATS, leave_one_out_rows(E), rows["uE"], rows, edges_of)
+    for name in ALL_STATS:
+        np.testing.assert_allclose(jk[name], ref[name], rtol=1e-10, atol=1e-13, err_msg=name)
 
 
 # ---------------------------------------------------------------- replicates
@@ -149,8 +142,13 @@ def test_replicates_equal_brute_force_on_expanded_resample(scheme):
     M, n_bins = 420, 7
     E, u, X = tied_sample(rng, M)
     names = ALL_STATS
-    ev = SetEvaluator(E, u, [parse_stat(s) for s in names],
-                      BinningConfig(n_bins=n_bins, scheme=scheme), cond={"X": X})
+    ev = SetEvaluator(
+        E,
+        u,
+        [parse_stat(s) for s in names],
+        BinningConfig(n_bins=n_bins, scheme=scheme),
+        cond={"X": X},
+    )
     plan = BootstrapPlan(M=M, n_boot=40, seed=3, key="rep")
     reps = ev.replicates(plan, 0)
     counts = plan.counts(0)
@@ -158,25 +156,25 @@ def test_replicates_equal_brute_force_on_expanded_resample(scheme):
     reps1 = ev.replicates(plan, 0, batch_elems=1)
     for name in names:
         np.testing.assert_array_equal(reps1[name], reps[name])
-    est = ev.estimate()
-    for r in range(8):
-        idx = np.repeat(np.arange(M), counts[r])  # expanded resample, file order
-        e, w = E[idx], u[idx]
-        cond = {"uE": w, "X": X[idx]}
-        # Binned statistics: the engine (_weighted_bin_sums) walks the ORIGINAL stable sort
-        # order of the binning variable and emits all copies of a sample together, so ties
-        # between different samples are broken by their file order. A stable argsort of
-        # this file-order expansion (done in brute_all) gives exactly that sequence, and
-        # the bins are the fixed intervals of the original sample (edges of size M,
-        # equal_count_edges(M, N) for equal-count), as in SimRef calScoresBS2 (§5.3).
-        ref = brute_all(names, e, w, cond, lambda c: ev._bins(c).edges)
-        for name in names:
-            np.testing.assert_allclose(reps[name][r], ref[name], rtol=1e-10, atol=1e-13,
-                                       err_msg=f"{name} replicate {r}")
-    # the estimate is the statistic of the sample itself
-    ref0 = brute_all(names, E, u, {"uE": u, "X": X}, lambda c: ev._bins(c).edges)
+    # expanded resamples in file order, one row per replicate (every row has M values)
+    idx = np.stack([np.repeat(np.arange(M), counts[r]) for r in range(counts.shape[0])])
+    # Binned statistics: the engine (_weighted_bin_sums) walks the ORIGINAL stable sort
+    # order of the binning variable and emits all copies of a sample together, so ties
+    # between different samples are broken by their file order (not by draw order as in
+    # R). A stable argsort of this file-order expansion (done in brute_all) gives exactly
+    # that sequence; the bins are the fixed intervals of the original sample (for
+    # equal-count, equal_count_edges(M, N)), as in SimRef calScoresBS2 (METHODS §5.3).
+    cond = {"uE": u[idx], "X": X[idx]}
+    ref = brute_all(names, E[idx], u[idx], cond, lambda c, vector: ev._bins(c).edges)
     for name in names:
-        np.testing.assert_allclose(est[name], ref0[name], rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(reps[name], ref[name], rtol=1e-10, atol=1e-13, err_msg=name)
+    # the estimate is the statistic of the sample itself
+    est = ev.estimate()
+    ref0 = brute_all(
+        names, E[None], u[None], {"uE": u[None], "X": X[None]}, lambda c, vector: ev._bins(c).edges
+    )
+    for name in names:
+        np.testing.assert_allclose(est[name], ref0[name][0], rtol=1e-10, atol=1e-13)
     if scheme == "equal-count":
         np.testing.assert_array_equal(ev._bins("uE").edges, equal_count_edges(M, n_bins))
 
@@ -197,8 +195,9 @@ def test_replicate_order_ties_straddling_a_bin_boundary():
     idx = np.repeat(np.arange(M), counts[0])
     o = np.argsort(u[idx], kind="stable")
     e, w = E[idx][o], u[idx][o]
-    np.testing.assert_allclose(got, [np.mean((e[:30] / w[:30]) ** 2),
-                                     np.mean((e[30:] / w[30:]) ** 2)], rtol=1e-12)
+    np.testing.assert_allclose(
+        got, [np.mean((e[:30] / w[:30]) ** 2), np.mean((e[30:] / w[30:]) ** 2)], rtol=1e-12
+    )
 
 
 # ---------------------------------------------------------------- BCa interval
@@ -264,8 +263,9 @@ def test_bootstrap_set_summaries_follow_nptest_conventions():
     M = 300
     u = rng.uniform(0.5, 2.0, M)
     E = u * rng.standard_normal(M)
-    res = bootstrap_set(E, u, ["zms", "cc", "ence"], n_boot=600, seed=4, keep_replicates=True,
-                        bins=5)
+    res = bootstrap_set(
+        E, u, ["zms", "cc", "ence"], n_boot=600, seed=4, keep_replicates=True, bins=5
+    )
     assert res.seed == 4
     for name in ("zms", "cc", "ence"):
         r = res[name]
@@ -316,8 +316,15 @@ def test_bca_close_to_scipy_bootstrap():
         "cc": lambda e, w, axis=-1: spearman_cc(e, w, axis=axis),
     }
     for name, f in funcs.items():
-        ref = sps.bootstrap((E, u), f, paired=True, vectorized=True, n_resamples=4000,
-                            method="BCa", rng=np.random.default_rng(7))
+        ref = sps.bootstrap(
+            (E, u),
+            f,
+            paired=True,
+            vectorized=True,
+            n_resamples=4000,
+            method="BCa",
+            rng=np.random.default_rng(7),
+        )
         se = res[name]["se"][0]
         assert res[name]["estimate"][0] == pytest.approx(f(E, u), rel=1e-12)
         assert abs(res[name]["ci_low"][0] - ref.confidence_interval.low) < 0.3 * se, name
@@ -387,16 +394,33 @@ def test_stacked_bootstrap_equals_per_set(two_sets):
     assert list(res["set"].values) == ["alpha", "beta"]
     np.testing.assert_array_equal(res["M"].values, [700, 1100])
     for i, ds in enumerate(two_sets):
-        one = bootstrap_set(ds.E.values, ds.uE.values, stats, X=ds.X.values, n_boot=520,
-                            seed=13, bins=10, name=ds.attrs["name"], keep_replicates=True)
+        one = bootstrap_set(
+            ds.E.values,
+            ds.uE.values,
+            stats,
+            X=ds.X.values,
+            n_boot=520,
+            seed=13,
+            bins=10,
+            name=ds.attrs["name"],
+            keep_replicates=True,
+        )
         for j, s in enumerate(stats):
             for f in FIELDS:
                 assert res[f].values[i, j] == one[s][f][0] or (
-                    np.isnan(res[f].values[i, j]) and np.isnan(one[s][f][0])), (s, f)
+                    np.isnan(res[f].values[i, j]) and np.isnan(one[s][f][0])
+                ), (s, f)
             np.testing.assert_array_equal(res.replicates.values[i, j], one[s]["replicates"][:, 0])
     # the randomness is keyed by the set name: a renamed set gets other resamples
-    other = bootstrap_set(two_sets[0].E.values, two_sets[0].uE.values, ["zms"], n_boot=520,
-                          seed=13, name="gamma", keep_replicates=True)
+    other = bootstrap_set(
+        two_sets[0].E.values,
+        two_sets[0].uE.values,
+        ["zms"],
+        n_boot=520,
+        seed=13,
+        name="gamma",
+        keep_replicates=True,
+    )
     assert not np.array_equal(other["zms"]["replicates"][:, 0], res.replicates.values[0, 0])
     # and not by the position in the stack
     rev = bootstrap(two_sets[::-1], ["zms"], n_boot=520, seed=13, keep_replicates=True)
@@ -424,11 +448,11 @@ def test_bootstrap_per_bin(two_sets):
     for i, ds in enumerate(two_sets):
         e, w = ds.E.values, ds.uE.values
         b = make_bins(w, 8)
-        np.testing.assert_allclose(est[i], B.lzisd(e[b.order], w[b.order], b.edges),
-                                   rtol=1e-10)
+        np.testing.assert_allclose(est[i], B.lzisd(e[b.order], w[b.order], b.edges), rtol=1e-10)
         ws = w[b.order]
-        np.testing.assert_allclose(res.x_mid.values[i],
-                                   (ws[b.edges[:-1]] + ws[b.edges[1:] - 1]) / 2)
+        np.testing.assert_allclose(
+            res.x_mid.values[i], (ws[b.edges[:-1]] + ws[b.edges[1:] - 1]) / 2
+        )
     # conditioning on X; ragged numbers of bins are padded with NaN
     rx = bootstrap_per_bin(two_sets, "lzms_X", n_boot=200, seed=5, bins=30)
     assert rx.sizes["bin"] == 30  # beta: 1100 / 30 >= 30
@@ -463,6 +487,54 @@ def test_bad_input_raises_input_error(two_sets):
         bootstrap_set(E, u, ["zmse_V"], n_boot=10)  # no V variable
     with pytest.raises(uqx.InputError):
         parse_stat("nonsense")
+    with pytest.raises(uqx.InputError):
+        bootstrap_set(E, u, ["zms"], n_boot=10, level="0.9")  # not a number
+    with pytest.raises(uqx.InputError):
+        bootstrap_set(E, u[:-1], ["zms"], n_boot=10)  # length mismatch
+
+
+def test_bootstrap_set_ignores_nan_padding_and_takes_a_single_name(two_sets):
+    E, u, X = (two_sets[0][k].values for k in ("E", "uE", "X"))
+    pad = np.full(7, np.nan)
+    kw = dict(n_boot=200, seed=3, name="alpha", bins=6, keep_replicates=True)
+    ref = bootstrap_set(E, u, ["zms", "ence", "zmse_X"], X=X, **kw)
+    # NaN padding (as in a row of a stacked set) is dropped, as iter_sets does; this used
+    # to crash the interpreter (out-of-bounds read in the numba binning kernel)
+    got = bootstrap_set(
+        np.r_[E, pad], np.r_[u, pad], ["zms", "ence", "zmse_X"], X=np.r_[X, pad], **kw
+    )
+    for s in ref:
+        for f in FIELDS + ["replicates"]:
+            np.testing.assert_array_equal(got[s][f], ref[s][f], err_msg=f"{s} {f}")
+    one = bootstrap_set(E, u, "zms", **kw)  # a str is one statistic name
+    assert list(one) == ["zms"]
+    np.testing.assert_array_equal(one["zms"]["replicates"], ref["zms"]["replicates"])
+
+
+def test_set_evaluator_rejects_non_finite_or_ragged_input():
+    E, u = np.array([0.1, -0.2, 0.3, 0.05]), np.array([0.2, 0.1, 0.3, 0.2])
+    spec = [parse_stat("ence")]
+    for bad in (dict(E=np.r_[E[:3], np.nan]), dict(u=np.r_[u[:3], np.inf]), dict(u=u[:3])):
+        args = {"E": E, "u": u, **bad}
+        with pytest.raises(uqx.InputError):
+            SetEvaluator(args["E"], args["u"], spec)
+    with pytest.raises(uqx.InputError):
+        SetEvaluator(E, u, [parse_stat("zmse_X")], cond={"X": np.r_[1.0, 2.0, np.nan, 3.0]})
+
+
+def test_moment_replicates_streamed_for_large_M_equal_counts_route():
+    # moment-only statistics on M > 4 * SAMPLE_BLOCK stream sums without materialising
+    # counts: same draws as the counts route (up to summation order)
+    M = 4 * 65536 + 1000
+    rng = np.random.default_rng(1)
+    u = rng.uniform(0.5, 2.0, M)
+    E = u * rng.standard_normal(M)
+    ev = SetEvaluator(E, u, [parse_stat(s) for s in ("zms", "rce", "var_z", "nll")])
+    plan = BootstrapPlan(M=M, n_boot=3, seed=1, key="big")
+    streamed = ev.replicates(plan, 0)
+    from_counts = ev._from_counts(plan.counts(0))
+    for k in streamed:
+        np.testing.assert_allclose(streamed[k], from_counts[k], rtol=1e-10)
 
 
 # ---------------------------------------------------------------- coverage (slow)
@@ -489,3 +561,35 @@ def test_zms_bca_coverage_on_calibrated_nig_data():
     assert np.isfinite(lo).all() and np.isfinite(hi).all()
     cover = np.mean((lo <= 1.0) & (1.0 <= hi))
     assert abs(cover - 0.95) <= 0.03, cover
+
+
+def test_rank_statistic_with_constant_variable_is_nan_not_an_error():
+    # homoscedastic UQ (constant uE): Spearman CC is undefined; the numba rank kernels used
+    # to raise ZeroDivisionError instead of returning NaN like the kernel
+    rng = np.random.default_rng(4)
+    M = 120
+    u = np.full(M, 0.5)
+    E = u * rng.standard_normal(M)
+    assert np.isnan(spearman_cc(E, u))
+    r = bootstrap_set(E, u, ["cc", "zms"], n_boot=60, seed=1, keep_replicates=True)
+    assert np.isnan(r["cc"]["replicates"]).all() and r["cc"]["n_nan"][0] == 61
+    assert np.isfinite(r["zms"]["ci_low"][0])
+    # a single distinct u: leaving it out leaves a constant variable
+    u[3] = 0.7
+    ev = SetEvaluator(E, u, [parse_stat("cc")])
+    jk = ev.jackknife()["cc"][:, 0]
+    ref = spearman_cc(leave_one_out_rows(E), leave_one_out_rows(u))
+    np.testing.assert_allclose(jk, ref, rtol=1e-10, equal_nan=True)
+    assert np.isnan(jk[3]) and np.isfinite(np.delete(jk, 3)).all()
+
+
+def test_bootstrap_per_bin_empty_bins_are_nan():
+    rng = np.random.default_rng(0)
+    u = np.r_[rng.uniform(1.0, 1.2, 200), rng.uniform(3.0, 3.2, 200)]  # a gap in u
+    ds = uqx.from_arrays(u * rng.standard_normal(400), u)
+    r = bootstrap_per_bin(ds, "lzms", binning="equal-width", bins=4, n_boot=100, seed=1)
+    np.testing.assert_array_equal(r.n.values[0], [200, 0, 0, 200])
+    for f in ("x_mid", "estimate", "ci_low", "ci_high"):
+        v = r[f].values[0]
+        assert np.isnan(v[1:3]).all() and np.isfinite(v[[0, 3]]).all(), f
+    assert 1.0 <= r.x_mid.values[0, 0] <= 1.2 and 3.0 <= r.x_mid.values[0, 3] <= 3.2

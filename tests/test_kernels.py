@@ -165,21 +165,46 @@ def sorted_batch(rng, sizes, n_bins, *, ties=False):
 
 def twin_per_bin(e, u, edges):
     """Plain loops over the bins of one sorted valid sample."""
-    out = {k: [] for k in ("n", "mean_u", "mv", "mse", "rmv", "rmse", "mean_e", "var_e",
-                           "sd_e", "zms", "mean_z", "var_z", "lzisd")}
+    out = {
+        k: []
+        for k in (
+            "n",
+            "mean_u",
+            "mv",
+            "mse",
+            "rmv",
+            "rmse",
+            "mean_e",
+            "var_e",
+            "sd_e",
+            "zms",
+            "mean_z",
+            "var_z",
+            "lzisd",
+        )
+    }
     for j in range(len(edges) - 1):
-        eb = e[edges[j]:edges[j + 1]].tolist()
-        ub = u[edges[j]:edges[j + 1]].tolist()
+        eb = e[edges[j] : edges[j + 1]].tolist()
+        ub = u[edges[j] : edges[j + 1]].tolist()
         zb = [a / b for a, b in zip(eb, ub, strict=True)]
         mv = loop_mean([b * b for b in ub])
         mse = loop_mean([a * a for a in eb])
         var_e = loop_var(eb)
         var_z = loop_var(zb)
         row = {
-            "n": len(eb), "mean_u": loop_mean(ub), "mv": mv, "mse": mse,
-            "rmv": math.sqrt(mv), "rmse": math.sqrt(mse), "mean_e": loop_mean(eb),
-            "var_e": var_e, "sd_e": math.sqrt(var_e), "zms": loop_mean([x * x for x in zb]),
-            "mean_z": loop_mean(zb), "var_z": var_z, "lzisd": 1.0 / math.sqrt(var_z),
+            "n": len(eb),
+            "mean_u": loop_mean(ub),
+            "mv": mv,
+            "mse": mse,
+            "rmv": math.sqrt(mv),
+            "rmse": math.sqrt(mse),
+            "mean_e": loop_mean(eb),
+            "var_e": var_e,
+            "sd_e": math.sqrt(var_e),
+            "zms": loop_mean([x * x for x in zb]),
+            "mean_z": loop_mean(zb),
+            "var_z": var_z,
+            "lzisd": 1.0 / math.sqrt(var_z),
         }
         for k, v in row.items():
             out[k].append(v)
@@ -257,8 +282,11 @@ def test_picp_vs_loops(rng, dist, nu):
     for i in range(len(SIZES)):
         e, w = valid(E, u, i)
         for k, p in enumerate(probs):
-            q = (sps.norm.ppf((1 + p) / 2) if dist == "normal"
-                 else sps.t.ppf((1 + p) / 2, nu) / math.sqrt(nu / (nu - 2)))
+            q = (
+                sps.norm.ppf((1 + p) / 2)
+                if dist == "normal"
+                else sps.t.ppf((1 + p) / 2, nu) / math.sqrt(nu / (nu - 2))
+            )
             hits = sum(1 for a, b in zip(e, w, strict=True) if abs(a) <= b * q)
             assert got[i, k] == pytest.approx(hits / len(e), abs=1e-15)
     # scalar prob: no trailing axis
@@ -347,8 +375,9 @@ def test_nan_padding_ignored(data, pad, n_bins):
     Es, us = E[o], u[o]
     Esp, usp = np.r_[Es, np.full(pad, np.nan)], np.r_[us, np.full(pad, np.nan)]
     for f in (B.uce, B.zmse, B.zve, lambda a, b, e: B.ence(a, b, e, kind="sd"), B.ence):
-        np.testing.assert_allclose(f(Esp, usp, edges), f(Es, us, edges), rtol=1e-12,
-                                   atol=1e-14, equal_nan=True)
+        np.testing.assert_allclose(
+            f(Esp, usp, edges), f(Es, us, edges), rtol=1e-12, atol=1e-14, equal_nan=True
+        )
     pb, pbp = B.per_bin(Es, us, edges), B.per_bin(Esp, usp, edges)
     for k in pb:
         np.testing.assert_allclose(pbp[k], pb[k], rtol=1e-12, atol=1e-14, equal_nan=True)
@@ -374,47 +403,136 @@ def test_ence_grows_with_number_of_bins():
 # ---------------------------------------------------------------- paper oracles (§14)
 
 # Set | MV | MSE | RCE | ZMS | Var(Z) | mean Z | NLL | NLL_ref | CC  (METHODS.md §14.1)
-ORACLE_14_1 = np.array([
-    [0.1403477, 0.1351886, 0.0185517, 0.9600940, 0.9598451, -0.02682264, 0.2551740,
-     0.2751270, 0.5028936],
-    [0.1320008, 0.1424075, -0.03867108, 0.8845161, 0.8844305, -0.01778282, -0.1038456,
-     -0.04610362, 0.6199822],
-    [0.2279016, 0.2313257, -0.007484305, 1.119099, 1.119644, 0.002148074, 0.6249184,
-     0.5653686, 0.2575537],
-    [0.4538589, 0.4056950, 0.05454818, 1.226135, 1.226024, -0.02076415, 0.7780686,
-     0.6650009, 0.4006499],
-    [0.09057911, 0.0735895, 0.09864907, 0.8464979, 0.8468761, 0.006077194, 0.1287912,
-     0.2055422, 0.03786541],
-    [0.1170098, 0.09639515, 0.09235399, 0.9838740, 0.9841061, -0.005066546, -0.00178445,
-     0.006278565, 0.4036108],
-    [0.0007300685, 0.001167273, -0.2644578, 0.9720056, 0.9717723, 0.01741303, -3.075897,
-     -3.061900, 0.3125928],
-    [0.08539604, 0.07773616, 0.04590263, 0.9256963, 0.9234234, 0.04957372, 0.1395722,
-     0.1767241, -0.02496375],
-    [0.02464157, 0.02529264, -0.0131247, 0.9710800, 0.9036469, -0.2600265, -0.4638509,
-     -0.4493909, 0.2338776],
-])
+ORACLE_14_1 = np.array(
+    [
+        [
+            0.1403477,
+            0.1351886,
+            0.0185517,
+            0.9600940,
+            0.9598451,
+            -0.02682264,
+            0.2551740,
+            0.2751270,
+            0.5028936,
+        ],
+        [
+            0.1320008,
+            0.1424075,
+            -0.03867108,
+            0.8845161,
+            0.8844305,
+            -0.01778282,
+            -0.1038456,
+            -0.04610362,
+            0.6199822,
+        ],
+        [
+            0.2279016,
+            0.2313257,
+            -0.007484305,
+            1.119099,
+            1.119644,
+            0.002148074,
+            0.6249184,
+            0.5653686,
+            0.2575537,
+        ],
+        [
+            0.4538589,
+            0.4056950,
+            0.05454818,
+            1.226135,
+            1.226024,
+            -0.02076415,
+            0.7780686,
+            0.6650009,
+            0.4006499,
+        ],
+        [
+            0.09057911,
+            0.0735895,
+            0.09864907,
+            0.8464979,
+            0.8468761,
+            0.006077194,
+            0.1287912,
+            0.2055422,
+            0.03786541,
+        ],
+        [
+            0.1170098,
+            0.09639515,
+            0.09235399,
+            0.9838740,
+            0.9841061,
+            -0.005066546,
+            -0.00178445,
+            0.006278565,
+            0.4036108,
+        ],
+        [
+            0.0007300685,
+            0.001167273,
+            -0.2644578,
+            0.9720056,
+            0.9717723,
+            0.01741303,
+            -3.075897,
+            -3.061900,
+            0.3125928,
+        ],
+        [
+            0.08539604,
+            0.07773616,
+            0.04590263,
+            0.9256963,
+            0.9234234,
+            0.04957372,
+            0.1395722,
+            0.1767241,
+            -0.02496375,
+        ],
+        [
+            0.02464157,
+            0.02529264,
+            -0.0131247,
+            0.9710800,
+            0.9036469,
+            -0.2600265,
+            -0.4638509,
+            -0.4493909,
+            0.2338776,
+        ],
+    ]
+)
 ORACLE_14_1_COLS = ("mv", "mse", "rce", "zms", "var_z", "mean_z", "nll", "nll_ref", "cc")
 ORACLE_14_1_M = (2040, 3834, 2040, 3836, 2040, 3818, 13885, 5000, 5000)
 
 # Set | ENCE_rmse N=20 | ZMSE N=20 | UCE N=20 | ENCE_rmse N=50 | ZMSE N=50 | ENCE_sd N=20 |
 # ZVE N=20  (METHODS.md §14.2; equal-count bins on stably u-sorted data)
-ORACLE_14_2 = np.array([
-    [0.125110, 0.25544, 0.020483, 0.151440, 0.30984, 0.123498, 1.292631],
-    [0.126420, 0.27341, 0.028410, 0.176520, 0.39980, 0.126607, 1.314827],
-    [0.096897, 0.17295, 0.069583, 0.135670, 0.26356, 0.100065, 1.201512],
-    [0.134770, 0.24729, 0.17548, 0.138500, 0.25367, 0.134723, 1.284709],
-    [0.130540, 0.28283, 0.021949, 0.150630, 0.33146, 0.130876, 1.327126],
-    [0.243790, 0.35614, 0.029302, 0.279690, 1.63120, 0.245451, 1.431140],
-    [0.066247, 0.11813, 0.00046265, 0.072765, 0.14811, 0.066408, 1.127261],
-    [0.108420, 0.22509, 0.019017, 0.124800, 0.26315, 0.105261, 1.246086],
-    [0.120000, 0.25012, 0.0058892, 0.145540, 0.30447, 0.121774, 1.301333],
-])
+ORACLE_14_2 = np.array(
+    [
+        [0.125110, 0.25544, 0.020483, 0.151440, 0.30984, 0.123498, 1.292631],
+        [0.126420, 0.27341, 0.028410, 0.176520, 0.39980, 0.126607, 1.314827],
+        [0.096897, 0.17295, 0.069583, 0.135670, 0.26356, 0.100065, 1.201512],
+        [0.134770, 0.24729, 0.17548, 0.138500, 0.25367, 0.134723, 1.284709],
+        [0.130540, 0.28283, 0.021949, 0.150630, 0.33146, 0.130876, 1.327126],
+        [0.243790, 0.35614, 0.029302, 0.279690, 1.63120, 0.245451, 1.431140],
+        [0.066247, 0.11813, 0.00046265, 0.072765, 0.14811, 0.066408, 1.127261],
+        [0.108420, 0.22509, 0.019017, 0.124800, 0.26315, 0.105261, 1.246086],
+        [0.120000, 0.25012, 0.0058892, 0.145540, 0.30447, 0.121774, 1.301333],
+    ]
+)
 # (statistic name, number of bins, printed precision): the ENCE_rmse, ZMSE and UCE columns
 # carry 5 significant digits (zero padded: 0.125110 is 0.12511), ENCE_sd and ZVE 6 decimals.
 ORACLE_14_2_COLS = (
-    ("ence", 20, ("sig", 5)), ("zmse", 20, ("sig", 5)), ("uce", 20, ("sig", 5)),
-    ("ence", 50, ("sig", 5)), ("zmse", 50, ("sig", 5)), ("ence_sd", 20, ("dec", 6)),
+    ("ence", 20, ("sig", 5)),
+    ("zmse", 20, ("sig", 5)),
+    ("uce", 20, ("sig", 5)),
+    ("ence", 50, ("sig", 5)),
+    ("zmse", 50, ("sig", 5)),
+    ("ence_sd", 20, ("dec", 6)),
     ("zve", 20, ("dec", 6)),
 )
 
@@ -444,10 +562,19 @@ def test_paper_deterministic_statistics_kernels(paper_sets):
     ds, sets = paper_sets
     assert tuple(int(m) for m in ds["M"].values) == ORACLE_14_1_M
     E, u = ds["E"].values, ds["uE"].values  # stacked, NaN-padded: the batch route
-    got = np.column_stack([
-        C.mv(u), C.mse(E), C.rce(E, u), C.zms(E, u), C.var_z(E, u), C.mean_z(E, u),
-        C.nll(E, u), C.nll_ref(u), spearman_cc(E, u),
-    ])
+    got = np.column_stack(
+        [
+            C.mv(u),
+            C.mse(E),
+            C.rce(E, u),
+            C.zms(E, u),
+            C.var_z(E, u),
+            C.mean_z(E, u),
+            C.nll(E, u),
+            C.nll_ref(u),
+            spearman_cc(E, u),
+        ]
+    )
     np.testing.assert_allclose(got, ORACLE_14_1, rtol=1e-6, atol=1e-9)
 
 
@@ -458,8 +585,9 @@ def test_paper_deterministic_statistics_evaluator(paper_sets):
     for i, (e, w) in enumerate(sets):
         est = SetEvaluator(e, w, specs).estimate()
         got = [est[s][0] for s in ORACLE_14_1_COLS]
-        np.testing.assert_allclose(got, ORACLE_14_1[i], rtol=1e-6, atol=1e-9,
-                                   err_msg=f"Set {i + 1}")
+        np.testing.assert_allclose(
+            got, ORACLE_14_1[i], rtol=1e-6, atol=1e-9, err_msg=f"Set {i + 1}"
+        )
 
 
 def _binned_kernel(name, e, w, edges):
@@ -475,8 +603,12 @@ def test_paper_binned_statistics_both_routes(paper_sets):
     _, sets = paper_sets
     for i, (e, w) in enumerate(sets):
         evs = {
-            N: SetEvaluator(e, w, [parse_stat(s) for s in ("ence", "ence_sd", "uce", "zmse",
-                                                           "zve")], BinningConfig(n_bins=N))
+            N: SetEvaluator(
+                e,
+                w,
+                [parse_stat(s) for s in ("ence", "ence_sd", "uce", "zmse", "zve")],
+                BinningConfig(n_bins=N),
+            )
             for N in (20, 50)
         }
         est = {N: ev.estimate() for N, ev in evs.items()}

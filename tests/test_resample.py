@@ -204,8 +204,11 @@ def test_counts_are_multinomial_uniform_small_M():
 def test_multi_sample_block_counts():
     M = 150_000  # three sample blocks: 65536, 65536, 18928
     plan = BootstrapPlan(M=M, n_boot=REPLICATE_BLOCK, seed=8, key="big")
-    assert plan.sample_blocks == [(0, SAMPLE_BLOCK), (SAMPLE_BLOCK, 2 * SAMPLE_BLOCK),
-                                  (2 * SAMPLE_BLOCK, M)]
+    assert plan.sample_blocks == [
+        (0, SAMPLE_BLOCK),
+        (SAMPLE_BLOCK, 2 * SAMPLE_BLOCK),
+        (2 * SAMPLE_BLOCK, M),
+    ]
     sizes = np.array([e - s for s, e in plan.sample_blocks])
     # draws per sample block: multinomial(M, sizes / M) for each replicate
     D = plan._draws_per_sample_block(0)
@@ -222,7 +225,7 @@ def test_multi_sample_block_counts():
     for c in plan.iter_counts(0, batch=10):
         np.testing.assert_array_equal(c.sum(axis=1), M)
         for k, (s, e) in enumerate(plan.sample_blocks):
-            np.testing.assert_array_equal(c[:, s:e].sum(axis=1), D[n_rows:n_rows + len(c), k])
+            np.testing.assert_array_equal(c[:, s:e].sum(axis=1), D[n_rows : n_rows + len(c), k])
         tot += c.sum(axis=0)
         n_rows += len(c)
         if n_rows >= 40:

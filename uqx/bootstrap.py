@@ -1,13 +1,13 @@
-"""Bootstrap engine: shared resamples, exact jackknife, BCa / percentile / basic intervals.
+r"""Bootstrap engine: shared resamples, exact jackknife, BCa / percentile / basic intervals.
 
 Conventions follow ``nptest::np.boot`` as used for the papers' numbers (METHODS.md §5.1):
 
-* the bootstrap distribution is :math:`T = [t_0; t^*_1; \\dots; t^*_R]` (R+1 values);
-* standard error :math:`\\mathrm{sd}(T)` (n−1); bias :math:`b_{BS} = \\bar T - t_0`;
-* :math:`z_0 = \\Phi^{-1}(\\#\\{T < t_0\\}/(R+1))` (strict <, t0 counted);
+* the bootstrap distribution is :math:`T = [t_0; t^*_1; \dots; t^*_R]` (R+1 values);
+* standard error :math:`\mathrm{sd}(T)` (n−1); bias :math:`b_{BS} = \bar T - t_0`;
+* :math:`z_0 = \Phi^{-1}(\#\{T < t_0\}/(R+1))` (strict <, t0 counted);
 * acceleration from the exact leave-one-out values :math:`t_{(i)}`:
-  :math:`a = \\sum (\\bar t - t_{(i)})^3 / (6 (\\sum (\\bar t - t_{(i)})^2)^{3/2})`;
-* :math:`\\alpha_k = \\Phi(z_0 + (z_0+z_k)/(1 - a(z_0+z_k)))`, CI = type-7 quantiles of T.
+  :math:`a = \sum (\bar t - t_{(i)})^3 / (6 (\sum (\bar t - t_{(i)})^2)^{3/2})`;
+* :math:`\alpha_k = \Phi(z_0 + (z_0+z_k)/(1 - a(z_0+z_k)))`, CI = type-7 quantiles of T.
 
 Work is cut into (set, replicate-block) tasks scheduled by dask; each block draws from a
 generator keyed by (seed, set name, block), so results are bitwise identical for any
@@ -16,6 +16,7 @@ scheduler or number of workers.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -25,7 +26,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import ndtr, ndtri
 
-from uqx.data import InputError, as_stacked, iter_sets
+from uqx.data import InputError, SetData, as_stacked, iter_sets
 from uqx.resample import REPLICATE_BLOCK, BootstrapPlan, resolve_seed
 from uqx.statistic import STAT_INFO, BinningConfig, SetEvaluator, parse_stat
 
@@ -73,7 +74,9 @@ def jackknife_acceleration(jack):
         NaN where the jackknife values are constant (0/0).
     """
     jack = np.asarray(jack, dtype=np.float64)
-    d = np.nanmean(jack, axis=0) - jack
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN column: NaN, no warning
+        d = np.nanmean(jack, axis=0) - jack
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.nansum(d**3, axis=0) / (6.0 * np.nansum(d**2, axis=0) ** 1.5)
 
@@ -117,7 +120,7 @@ def percentile_interval(T, *, level=0.95):
 
 
 def basic_interval(T, t0, *, level=0.95):
-    r"""Basic (reverse percentile) interval :math:`[2t_0 - q_{hi}, 2t_0 - q_{lo}]`."""
+    r"""Return the basic (reverse percentile) interval :math:`[2t_0 - q_{hi}, 2t_0 - q_{lo}]`."""
     lo, hi = percentile_interval(T, level=level)
     t0 = np.asarray(t0, dtype=np.float64)
     return 2 * t0 - hi, 2 * t0 - lo
@@ -162,10 +165,36 @@ def _summarise(T, t0, jack, method, level):
 def _check_common(n_boot, level, method):
     if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 2):
         raise InputError(f"n_boot must be an integer >= 2, got {n_boot!r}")
-    if not 0 < level < 1:
+    if not (isinstance(level, numbers.Real) and 0 < level < 1):
         raise InputError(f"level must be in (0, 1), got {level!r}")
     if method not in METHODS:
         raise InputError(f"unknown bootstrap method {method!r}; choose one of {', '.join(METHODS)}")
+
+
+def _parse_stats(stats):
+    if isinstance(stats, str):  # a single name, not a sequence of letters
+        stats = [stats]
+    return [parse_stat(s) for s in stats]
+
+
+def _set_from_arrays(name, E, uE, X, V):
+    """SetData of 1-d arrays; pairs with NaN/inf in E or uE are dropped, as in iter_sets."""
+    arrs = {}
+    for key, v in (("E", E), ("uE", uE), ("X", X), ("V", V)):
+        if v is not None:
+            arrs[key] = np.asarray(v, dtype=np.float64)
+            if arrs[key].ndim != 1:
+                raise InputError(f"{key} must be one-dimensional, got shape {arrs[key].shape}")
+    sizes = {k: a.size for k, a in arrs.items()}
+    if len(set(sizes.values())) != 1:
+        raise InputError(f"length mismatch between arrays: {sizes}")
+    valid = np.isfinite(arrs["E"]) & np.isfinite(arrs["uE"])
+    extra = {}
+    for key in ("X", "V"):
+        if key in arrs:
+            a = arrs[key][valid]
+            extra[key] = a if np.isfinite(a).all() else None
+    return SetData(str(name), arrs["E"][valid], arrs["uE"][valid], **extra)
 
 
 def _evaluator(sd, specs, binning):
@@ -218,12 +247,10 @@ def bootstrap_set(
         the number of bins for per-bin statistics); replicates have shape (R+1, K) with
         t0 first.
     """
-    from uqx.data import SetData
-
     _check_common(n_boot, level, method)
-    specs = [parse_stat(s) for s in stats]
+    specs = _parse_stats(stats)
     seed = resolve_seed(seed)
-    sd = SetData(name, np.asarray(E, float), np.asarray(uE, float), X, V)
+    sd = _set_from_arrays(name, E, uE, X, V)
     cfg = BinningConfig(bins, binning, pop_min)
     ((t0, jack, blocks),) = _run_sets([sd], specs, cfg, n_boot, seed, scheduler, num_workers,
                                       want_jack=method == "bca")
@@ -299,7 +326,7 @@ def bootstrap(
     True
     """
     _check_common(n_boot, level, method)
-    specs = [parse_stat(s) for s in stats]
+    specs = _parse_stats(stats)
     if any(s.vector for s in specs):
         raise InputError("per-bin statistics (lzisd, lzms) go through uqx.bootstrap_per_bin")
     seed = resolve_seed(seed)
@@ -375,7 +402,10 @@ def _annotate(out):
         out["stat"].attrs["long_name"] = "statistic"
         out.coords["stat_long_name"] = (
             "stat",
-            [STAT_INFO.get(str(s).split("_X")[0].split("_V")[0], ("",))[0] for s in out["stat"].values],
+            [
+                STAT_INFO.get(str(s).split("_X")[0].split("_V")[0], ("",))[0]
+                for s in out["stat"].values
+            ],
         )
 
 
@@ -418,7 +448,7 @@ def bootstrap_per_bin(
     nb = [t0[spec.name].size for t0, _, _ in computed]
     fields = ["estimate", "bias", "se", "ci_low", "ci_high"]
     arr = {f: np.full((len(sets), max(nb)), np.nan) for f in fields + ["n", "x_mid"]}
-    for i, ((t0, jack, blocks), sd) in enumerate(zip(computed, sets)):
+    for i, ((t0, jack, blocks), sd) in enumerate(zip(computed, sets, strict=True)):
         T = np.concatenate([t0[spec.name][None, :]] + [b[spec.name] for b in blocks])
         out = _summarise(T, t0[spec.name], None if jack is None else jack[spec.name], method, level)
         for f in fields:
@@ -427,7 +457,10 @@ def bootstrap_per_bin(
         b = ev._bins(spec.cond)
         xs = ev.cond[spec.cond][b.order]
         arr["n"][i, : nb[i]] = b.counts
-        arr["x_mid"][i, : nb[i]] = (xs[b.edges[:-1]] + xs[b.edges[1:] - 1]) / 2
+        first = np.minimum(b.edges[:-1], xs.size - 1)
+        last = np.maximum(b.edges[1:] - 1, 0)
+        # empty bins (equal-width scheme) have no mid-range
+        arr["x_mid"][i, : nb[i]] = np.where(b.counts > 0, (xs[first] + xs[last]) / 2, np.nan)
     res = xr.Dataset(
         {f: (("set", "bin"), arr[f]) for f in arr},
         coords={"set": ds["set"].values, "bin": np.arange(max(nb))},

@@ -49,8 +49,9 @@ def _as_1d(values, label: str, name: str) -> np.ndarray:
     return arr
 
 
-def _describe_bad(mask: np.ndarray, label: str) -> str:
-    idx = np.flatnonzero(mask)
+def _describe_bad(mask: np.ndarray, label: str, rows: np.ndarray | None = None) -> str:
+    # rows: input row numbers of the (possibly filtered) arrays, so messages name input rows
+    idx = np.flatnonzero(mask) if rows is None else rows[mask]
     head = ", ".join(str(i) for i in idx[:5]) + (", ..." if idx.size > 5 else "")
     return f"{idx.size} value(s) of {label} (rows {head})"
 
@@ -109,6 +110,7 @@ def from_arrays(
 
     n_dropped = 0
     filters: list[str] = []
+    rows = np.arange(cols["E"].size)
     bad = np.zeros(cols["E"].size, dtype=bool)
     for key, arr in cols.items():
         nonfinite = ~np.isfinite(arr)
@@ -121,6 +123,7 @@ def from_arrays(
     if bad.any():
         n_bad = int(bad.sum())
         cols = {k: v[~bad] for k, v in cols.items()}
+        rows = rows[~bad]
         n_dropped += n_bad
         filters.append(f"dropped {n_bad} row(s) with non-finite values")
 
@@ -130,6 +133,7 @@ def from_arrays(
         n_small = int(small.sum())
         if n_small:
             cols = {k: v[~small] for k, v in cols.items()}
+            rows = rows[~small]
             n_dropped += n_small
         filters.append(f"uE > {min_uE_rel_sd:g}*sd(E): dropped {n_small} row(s)")
 
@@ -138,7 +142,7 @@ def from_arrays(
     nonpos = ~(cols["uE"] > 0)
     if nonpos.any():
         raise InputError(
-            f"{name}: {_describe_bad(nonpos, 'uE')} are <= 0; uncertainties must be "
+            f"{name}: {_describe_bad(nonpos, 'uE', rows)} are <= 0; uncertainties must be "
             "strictly positive (a documented filter such as min_uE_rel_sd=1e-6 drops them)"
         )
 

@@ -256,9 +256,11 @@ def simulate_reference(
     if any(s.vector for s in specs):
         raise InputError("per-bin statistics have no scalar simulated reference")
     seed = resolve_seed(seed)
+    if dist not in ("normal", "t"):
+        raise InputError(f"unknown generative distribution {dist!r} (normal, t)")
+    if dist == "t" and not (isinstance(nu, (int, float, np.number)) and nu > 2):
+        raise InputError(f"unit-variance Student t needs nu > 2, got {nu!r}")
     dlabel = "N" if dist == "normal" else f"T{nu:g}"
-    if dist == "t" and not nu > 2:
-        raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
     ds = as_stacked(ds)
     sets = list(iter_sets(ds))
     cfg = BinningConfig(bins, binning, pop_min)

@@ -60,9 +60,14 @@ def resolve_seed(seed) -> int:
     if seed is None:
         return int(np.random.SeedSequence().entropy % (2**63))
     try:
-        return int(seed)
+        value = int(seed)
     except (TypeError, ValueError):
-        raise ValueError(f"seed must be an integer, got {seed!r}") from None
+        value = -1
+    if value < 0 or value != seed:
+        from uqx.data import InputError
+
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+    return value
 
 
 def _xoshiro_state(ss: np.random.SeedSequence) -> np.ndarray:
@@ -212,7 +217,7 @@ class BootstrapPlan:
             yield out
 
     def counts(self, b: int) -> np.ndarray:
-        """Counts of replicate block ``b``: int32 array (n_b, M), each row summing to M."""
+        """Return the counts of replicate block ``b``: int32 (n_b, M), each row summing to M."""
         return next(self.iter_counts(b))
 
     def sums(self, b: int, F: np.ndarray) -> np.ndarray:

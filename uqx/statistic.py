@@ -1,5 +1,7 @@
-"""Statistics as evaluable objects: one definition serves point estimate, bootstrap
-replicates and leave-one-out (jackknife) values.
+"""Statistics as evaluable objects for point estimate, replicates and jackknife.
+
+One definition serves the point estimate, the bootstrap replicates and the leave-one-out
+(jackknife) values.
 
 Every statistic of the papers belongs to one of three families, each with a fast exact
 route for the three evaluations (METHODS.md §5.1, §5.3):
@@ -95,7 +97,8 @@ def _b_parts(S, n):
         mse = S[..., _B_E2] / n
         var_e = (S[..., _B_EC2] - S[..., _B_EC] ** 2 / n) / (n - 1)
         var_z = (S[..., _B_Z2] - S[..., _B_Z] ** 2 / n) / (n - 1)
-    return mv, mse, np.maximum(var_e, 0.0), np.maximum(var_z, 0.0), S[..., _B_Z2] / n
+        zms = S[..., _B_Z2] / n
+    return mv, mse, np.maximum(var_e, 0.0), np.maximum(var_z, 0.0), zms
 
 
 def _b_ence(S, n):
@@ -220,7 +223,7 @@ def parse_stat(name: str) -> StatSpec:
 
 
 def moment_sums(E, u):
-    """Sums over the last axis of the moment features (z², u², E², z, ln u²): (..., 5).
+    """Sum the moment features (z², u², E², z, ln u²) over the last axis: (..., 5).
 
     Batch route for simulated data sets; ``MOMENT_STATS[name](S, M)`` gives the statistic.
     """
@@ -373,7 +376,8 @@ def _spearman_from_counts(counts, ou, gu, oe, ge, out):
             for p in range(ge[g], ge[g + 1]):
                 i = oe[p]
                 sxy += counts[r, i] * ru[i] * rank
-        out[r] = sxy / np.sqrt(sxx * syy)
+        den = sxx * syy  # 0 when u or |E| is constant: NaN, not ZeroDivisionError
+        out[r] = sxy / np.sqrt(den) if den > 0.0 else np.nan
 
 
 @numba.njit(nogil=True, cache=True, parallel=True, fastmath=True)
@@ -404,7 +408,8 @@ def _spearman_jackknife(ru, re_, u, ae):
         sxy -= a * c
         sxx -= a * a
         syy -= c * c
-        out[i] = sxy / np.sqrt(sxx * syy)
+        den = sxx * syy  # 0 when u or |E| is constant: NaN, not ZeroDivisionError
+        out[i] = sxy / np.sqrt(den) if den > 0.0 else np.nan
     return out
 
 
@@ -445,7 +450,24 @@ class SetEvaluator:
         self.E = np.asarray(self.E, dtype=np.float64)
         self.u = np.asarray(self.u, dtype=np.float64)
         self.M = self.E.size
-        self.cond = {"uE": self.u, **{k: v for k, v in self.cond.items() if v is not None}}
+        # the numba kernels index without bounds checks: reject what would make the
+        # binning order shorter than M (non-finite values) or mismatched lengths
+        if self.E.ndim != 1 or self.u.shape != self.E.shape:
+            raise InputError(
+                f"E and u must be 1-d of equal length, got shapes {self.E.shape}, {self.u.shape}"
+            )
+        extra = {}
+        for k, v in self.cond.items():
+            if v is not None:
+                extra[k] = np.asarray(v, dtype=np.float64)
+                if extra[k].shape != self.E.shape:
+                    raise InputError(f"variable {k!r} has shape {extra[k].shape}, not ({self.M},)")
+        for k, v in {"E": self.E, "u": self.u, **extra}.items():
+            if not np.isfinite(v).all():
+                raise InputError(
+                    f"variable {k!r} holds NaN/inf: drop incomplete rows first (uqx.iter_sets)"
+                )
+        self.cond = {"uE": self.u, **extra}
         for s in self.specs:
             if s.family == "binned" and s.cond not in self.cond:
                 raise InputError(f"statistic {s.name!r} needs variable {s.cond!r}, absent here")
@@ -487,7 +509,7 @@ class SetEvaluator:
         return ou, _tie_bounds(self.u[ou]), oe, _tie_bounds(ae[oe])
 
     def n_components(self, spec) -> int:
-        """Number of components of a statistic (bins for vector statistics)."""
+        """Return the number of components of a statistic (bins for vector statistics)."""
         return self._bins(spec.cond).n_bins if spec.vector else 1
 
     # -- evaluation from counts / sums

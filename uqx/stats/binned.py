@@ -34,7 +34,7 @@ def _edges(edges, lead_shape):
 
 
 def bin_sums(x, edges):
-    r"""Sums of ``x`` over index intervals: :math:`S_j = \sum_{i=e_j}^{e_{j+1}-1} x_i`.
+    r"""Sum ``x`` over index intervals: :math:`S_j = \sum_{i=e_j}^{e_{j+1}-1} x_i`.
 
     Parameters
     ----------
@@ -120,7 +120,7 @@ def per_bin(E, uE, edges):
 
 
 def ence(E, uE, edges, *, kind="rmse"):
-    r"""Expected normalised calibration error (000 Eq. 15; 002 Eq. 6).
+    r"""Compute the expected normalised calibration error ENCE (000 Eq. 15; 002 Eq. 6).
 
     .. math:: \mathrm{ENCE} = \frac{1}{N}\sum_{j=1}^N \frac{|\mathrm{RMV}_j - S_j|}
               {\mathrm{RMV}_j}

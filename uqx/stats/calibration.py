@@ -137,7 +137,7 @@ def nll(E, uE, *, axis=-1):
 
 
 def nll_ref(uE, *, axis=-1):
-    r"""Reference NLL for calibrated normal errors: NLL with :math:`\langle Z^2\rangle = 1`.
+    r"""Return the reference NLL of calibrated normal errors (:math:`\langle Z^2\rangle = 1`).
 
     .. math:: \mathrm{NLL}_{ref} = \tfrac12\left(1 + \langle \ln u^2\rangle + \ln 2\pi\right)
     """

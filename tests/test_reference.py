@@ -1,0 +1,366 @@
+"""ζ-scores, binomial intervals and simulated references (uqx.reference).
+
+Oracles: METHODS.md §5.4 (ζ, ζ_Sim2 and the 000 Table A3 Set 1 ENCE check), §5.6 (Newcombe
+1998 published Wilson / Wilson-cc intervals, and scipy's independent implementation), §6
+(simulated references: generative model, Sim/Sim2 summaries, keyed reproducibility,
+t_s(ν) with ν > 2), §12 (edge cases). The simulated statistics are recomputed by brute
+force from the very draws the simulator used (captured by wrapping ``draw_unit``).
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+import uqx
+from uqx import reference as R
+from uqx.data import InputError
+from uqx.reference import (
+    binomial_ci,
+    d_sensitive,
+    draw_unit,
+    simulate_reference,
+    zeta_score,
+    zeta_sim2,
+)
+
+# ---------------------------------------------------------------- zeta_score
+
+
+def test_zeta_sign_conventions_both_sides():
+    # estimate above the reference: distance over the LOWER half-interval, ζ > 0
+    assert float(zeta_score(1.2, 1.0, 1.1, 1.3)) == pytest.approx(2.0)
+    assert float(zeta_score(1.05, 1.0, 0.9, 1.3)) == pytest.approx(0.05 / 0.15)
+    # estimate below the reference: distance over the UPPER half-interval, ζ < 0
+    assert float(zeta_score(0.8, 1.0, 0.7, 0.9)) == pytest.approx(-2.0)
+    assert float(zeta_score(0.95, 1.0, 0.7, 1.2)) == pytest.approx(-0.05 / 0.25)
+    # only the half-interval on the reference's side matters
+    assert float(zeta_score(1.2, 1.0, 1.1, 99.0)) == pytest.approx(2.0)
+    assert float(zeta_score(0.8, 1.0, -99.0, 0.9)) == pytest.approx(-2.0)
+    # reference exactly at a limit: |ζ| = 1 (inclusive)
+    assert float(zeta_score(1.2, 1.1, 1.1, 1.3)) == 1.0
+    assert float(zeta_score(1.2, 1.3, 1.1, 1.3)) == -1.0
+
+
+def test_zeta_target_uncertainty():
+    # width = sqrt((θ - lim)² + U_t²) (000 ζ_Sim with U_t = 2u)
+    z = zeta_score(1.2, 1.0, 1.1, 1.3, target_u=0.1)
+    assert float(z) == pytest.approx(0.2 / np.hypot(0.1, 0.1))
+    z = zeta_score(0.8, 1.0, 0.7, 0.9, target_u=0.1)
+    assert float(z) == pytest.approx(-0.2 / np.hypot(0.1, 0.1))
+    # U_t only shrinks |ζ|
+    assert abs(float(zeta_score(1.2, 1.0, 1.1, 1.3, target_u=0.05))) < 2.0
+
+
+def test_zeta_delta_zero_is_zero_even_for_degenerate_interval():
+    assert float(zeta_score(1.0, 1.0, 0.9, 1.1)) == 0.0
+    assert float(zeta_score(1.0, 1.0, 1.0, 1.0)) == 0.0  # 0/0 avoided
+    assert float(zeta_score(0.0, 0.0, np.nan, np.nan)) == 0.0
+
+
+def test_zeta_nan_propagates_and_broadcasts():
+    assert np.isnan(zeta_score(1.2, 1.0, np.nan, np.nan))
+    est = np.array([[1.2, 0.8], [1.0, 1.05]])
+    z = zeta_score(est, 1.0, est - 0.1, est + 0.1)
+    np.testing.assert_allclose(z, [[2.0, -2.0], [0.0, 0.5]])
+    # estimate equal to its limit on the reference side: infinite ζ, invalid
+    assert np.isinf(zeta_score(1.2, 1.0, 1.2, 1.3))
+
+
+# dyadic grid values: differences are exact in binary floating point, so the real-number
+# equivalence is testable without rounding artefacts (1 - 1e-115 == 1 in doubles)
+_grid = st.integers(-(10**9), 10**9).map(lambda i: i / 4096.0)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_grid, _grid, _grid, _grid)
+def test_zeta_property_abs_le_1_iff_reference_in_interval(a, b, c, ref):
+    lo, est, up = sorted([a, b, c])
+    z = float(zeta_score(est, ref, lo, up))
+    assert (abs(z) <= 1) == (lo <= ref <= up)
+    # sign: ζ has the sign of θ - θ_ref
+    assert np.sign(z) == np.sign(est - ref)
+
+
+# ---------------------------------------------------------------- zeta_sim2
+
+
+def test_zeta_sim2_table_a3_set1_ence():
+    # METHODS §5.4: 000 Table A3 Set 1 ENCE, (0.125 - 0.056)/(0.076 - 0.056) ≈ 3.5
+    z = float(zeta_sim2(0.125, 0.056, 0.040, 0.076))
+    assert z == pytest.approx((0.125 - 0.056) / (0.076 - 0.056))
+    assert round(z, 1) == 3.5
+
+
+def test_zeta_sim2_sides():
+    # below the reference: distance over (θ̃ - q_2.5), negative
+    assert float(zeta_sim2(0.04, 0.056, 0.046, 0.076)) == pytest.approx(-0.016 / 0.010)
+    # the other quantile does not matter
+    assert float(zeta_sim2(0.04, 0.056, 0.046, 99.0)) == pytest.approx(-1.6)
+    assert float(zeta_sim2(0.06, 0.056, -99.0, 0.076)) == pytest.approx(0.2)
+    assert float(zeta_sim2(0.056, 0.056, 0.046, 0.076)) == 0.0
+
+
+# ---------------------------------------------------------------- binomial_ci
+
+
+@pytest.mark.parametrize(
+    "x, n, method, expected",
+    [
+        # Newcombe (1998) Table I, methods 3 (Wilson) and 4 (Wilson with cc)
+        (81, 263, "wilsoncc", (0.25351, 0.36818)),
+        (15, 148, "wilsoncc", (0.05978, 0.16445)),
+        (0, 20, "wilsoncc", (0.0, 0.20045)),
+        (1, 29, "wilsoncc", (0.00180, 0.19628)),
+        (81, 263, "wilson", (0.25529, 0.36621)),
+        (15, 148, "wilson", (0.06239, 0.16049)),
+        (0, 20, "wilson", (0.0, 0.16113)),
+        (1, 29, "wilson", (0.00611, 0.17176)),
+    ],
+)
+def test_binomial_ci_newcombe_values(x, n, method, expected):
+    lo, hi = binomial_ci(x, n, method=method)
+    np.testing.assert_allclose([lo, hi], expected, atol=5e-6)
+
+
+def test_binomial_ci_default_is_wilsoncc():
+    np.testing.assert_allclose(binomial_ci(81, 263), binomial_ci(81, 263, method="wilsoncc"))
+
+
+@pytest.mark.parametrize("method", ["wilson", "wilsoncc"])
+def test_binomial_ci_against_scipy(method):
+    for n in (1, 2, 5, 20, 29, 148, 263, 1000):
+        for x in range(0, n + 1, max(1, n // 9)):
+            ci = sps.binomtest(x, n).proportion_ci(method=method)
+            lo, hi = binomial_ci(x, n, method=method)
+            np.testing.assert_allclose([lo, hi], [ci.low, ci.high], atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 7, 20, 1000])
+def test_binomial_ci_edges(n):
+    lo, hi = binomial_ci(0, n)
+    assert lo == 0.0 and 0 < hi < 1
+    lo, hi = binomial_ci(n, n)
+    assert hi == 1.0 and 0 < lo < 1
+    for method in ("wilson", "wilsoncc"):
+        lo, hi = binomial_ci(np.arange(n + 1), n, method=method)
+        assert np.all((lo >= 0) & (lo <= hi) & (hi <= 1))
+        assert np.all(lo <= np.arange(n + 1) / n + 1e-15)
+        assert np.all(np.arange(n + 1) / n <= hi + 1e-15)
+
+
+def test_binomial_ci_noninteger_and_vector():
+    # calibration-curve bands use non-integer x and n (METHODS §5.6)
+    lo, hi = binomial_ci(np.array([9.5, 0.0]), np.array([10.3, 4.0]))
+    assert lo.shape == (2,) and np.all(lo < hi)
+    assert lo[1] == 0.0
+    # wilson-cc is wider than wilson
+    lw, hw = binomial_ci(40, 50, method="wilson")
+    lc, hc = binomial_ci(40, 50, method="wilsoncc")
+    assert lc < lw and hc > hw
+
+
+def test_binomial_ci_bad_method():
+    with pytest.raises(InputError, match="method"):
+        binomial_ci(1, 10, method="exact")
+
+
+# ---------------------------------------------------------------- draw_unit, d_sensitive
+
+
+def test_draw_unit_unit_variance_and_nu_check():
+    rng = np.random.default_rng(5)
+    x = draw_unit(rng, 400_000, dist="t", nu=6.0)
+    assert x.var() == pytest.approx(1.0, abs=0.03)
+    assert sps.kurtosis(draw_unit(rng, 400_000)) == pytest.approx(0.0, abs=0.05)
+    for nu in (2.0, 1.5, 0.5, None):
+        with pytest.raises(InputError, match="nu > 2"):
+            draw_unit(rng, 10, dist="t", nu=nu)
+    with pytest.raises(InputError, match="unknown generative distribution"):
+        draw_unit(rng, 10, dist="laplace")
+
+
+def test_d_sensitive_rule():
+    # |a - b| > 2 sqrt(u_a² + u_b²)
+    # threshold 2 * sqrt(0.003² + 0.004²) = 0.01
+    assert d_sensitive(0.10, 0.003, 0.111, 0.004)
+    assert not d_sensitive(0.10, 0.003, 0.109, 0.004)
+    assert d_sensitive(0.111, 0.004, 0.10, 0.003)  # symmetric
+    assert bool(d_sensitive(0.1, 0.0, 0.2, 0.0))
+    np.testing.assert_array_equal(d_sensitive([0.1, 0.1], [0.01, 0.1], [0.2, 0.2], [0.01, 0.1]),
+                                  [True, False])
+
+
+# ---------------------------------------------------------------- simulate_reference
+
+
+def _set(M=1000, seed=0, name="s", scale=1.0):
+    rng = np.random.default_rng(seed)
+    u = np.sqrt(1.0 / rng.gamma(3.0, 1 / 3.0, M))
+    return uqx.from_arrays(u * rng.standard_normal(M) * scale, u, name=name)
+
+
+def test_simulated_zms_reference_is_one():
+    ds = uqx.stack([_set(800, 1, "a"), _set(1500, 2, "b")])
+    for dist in ("normal", "t"):
+        r = simulate_reference(ds, ["zms", "rce"], dist=dist, nu=6, n_mc=2000, seed=3)
+        ref = r["reference"].sel(stat="zms").values
+        se = r["reference_se"].sel(stat="zms").values
+        assert np.all(se > 0)
+        assert np.all(np.abs(ref - 1) <= 4 * se), (dist, ref, se)
+        # RCE of simulated calibrated data is close to 0 (small negative bias), |.| < 0.01
+        assert np.all(np.abs(r["reference"].sel(stat="rce").values) < 0.01)
+        assert (r["n_nan"].values == 0).all()
+
+
+def test_simulate_reference_structure_and_attrs():
+    ds = uqx.stack([_set(600, 1, "a"), _set(900, 2, "b")])
+    r = simulate_reference(ds, ["cc", "ence", "zmse"], dist="t", nu=5, n_mc=300, seed=11,
+                           keep_draws=True)
+    assert r["reference"].dims == ("set", "stat")
+    assert list(r["set"].values) == ["a", "b"]
+    assert list(r["stat"].values) == ["cc", "ence", "zmse"]
+    assert r["draws"].dims == ("set", "stat", "mc")
+    assert r["draws"].shape == (2, 3, 300)
+    assert r.attrs["dist_label"] == "T5" and r.attrs["nu"] == 5.0
+    assert r.attrs["n_mc"] == 300 and r.attrs["seed"] == 11 and r.attrs["n_bins"] == 20
+    d = r["draws"].values
+    # summaries are those of the draws (mean, sd/sqrt(n), type-7 quantiles)
+    np.testing.assert_allclose(r["reference"].values, d.mean(-1), rtol=1e-12)
+    np.testing.assert_allclose(r["reference_se"].values, d.std(-1, ddof=1) / np.sqrt(300),
+                               rtol=1e-10)
+    np.testing.assert_allclose(r["sim2_low"].values, np.quantile(d, 0.025, axis=-1), rtol=1e-12)
+    np.testing.assert_allclose(r["sim2_high"].values, np.quantile(d, 0.975, axis=-1), rtol=1e-12)
+    # Sim2 quantiles bracket the mean
+    assert np.all(r["sim2_low"] < r["reference"]) and np.all(r["reference"] < r["sim2_high"])
+    rn = simulate_reference(ds, ["cc"], n_mc=10, seed=1)
+    assert rn.attrs["dist_label"] == "N" and np.isnan(rn.attrs["nu"])
+    assert "draws" not in rn
+
+
+def test_simulate_reference_reproducible_and_scheduler_invariant():
+    ds = uqx.stack([_set(700, 1, "a"), _set(500, 2, "b")])
+    kw = dict(n_mc=600, keep_draws=True)  # several replicate blocks
+    stats = ["zms", "cc", "ence", "zmse"]
+    a = simulate_reference(ds, stats, seed=42, **kw)
+    b = simulate_reference(ds, stats, seed=42, **kw)
+    c = simulate_reference(ds, stats, seed=43, **kw)
+    sync = simulate_reference(ds, stats, seed=42, scheduler="synchronous", **kw)
+    one = simulate_reference(ds, stats, seed=42, scheduler="threads", num_workers=1, **kw)
+    for other in (b, sync, one):
+        np.testing.assert_array_equal(a["draws"].values, other["draws"].values)
+        np.testing.assert_array_equal(a["reference"].values, other["reference"].values)
+    assert not np.any(a["draws"].values == c["draws"].values)
+    # keyed by set name: a set gives the same draws alone or stacked with others
+    alone = simulate_reference(ds.isel(set=[1]), stats, seed=42, **kw)
+    np.testing.assert_array_equal(alone["draws"].values[0], a["draws"].values[1])
+    # a drawn seed is recorded and reproduces the run
+    d = simulate_reference(ds, ["zms"], n_mc=20, keep_draws=True)
+    e = simulate_reference(ds, ["zms"], n_mc=20, keep_draws=True, seed=d.attrs["seed"])
+    np.testing.assert_array_equal(d["draws"].values, e["draws"].values)
+
+
+def test_simulate_reference_n_mc_not_multiple_of_block():
+    ds = _set(300, 4, "x")
+    r = simulate_reference(ds, ["zms"], n_mc=R.REPLICATE_BLOCK + 7, seed=1, keep_draws=True)
+    assert r["draws"].shape == (1, 1, R.REPLICATE_BLOCK + 7)
+    assert np.isfinite(r["draws"].values).all()
+
+
+@pytest.mark.parametrize("nu", [2.0, 1.5, 0.0, -3.0])
+def test_simulate_reference_t_nu_le_2_raises(nu):
+    with pytest.raises(InputError, match="nu > 2"):
+        simulate_reference(_set(100), ["zms"], dist="t", nu=nu, n_mc=10, seed=1)
+
+
+@pytest.mark.xfail(reason="BUG: simulate_reference(dist='t', nu=None) raises TypeError "
+                          "(f'T{nu:g}' / 'nu > 2' on None) instead of InputError", strict=True)
+def test_simulate_reference_t_nu_none_raises_inputerror():
+    with pytest.raises(InputError):
+        simulate_reference(_set(100), ["zms"], dist="t", nu=None, n_mc=10, seed=1)
+
+
+def test_simulate_reference_bad_arguments():
+    ds = _set(100)
+    for n_mc in (1, 0, 10.5, "100"):
+        with pytest.raises(InputError, match="n_mc"):
+            simulate_reference(ds, ["zms"], n_mc=n_mc, seed=1)
+    with pytest.raises(InputError, match="per-bin"):
+        simulate_reference(ds, ["lzisd"], n_mc=10, seed=1)
+    with pytest.raises(InputError, match="unknown statistic"):
+        simulate_reference(ds, ["nope"], n_mc=10, seed=1)
+    with pytest.raises(InputError, match="unknown generative distribution"):
+        simulate_reference(ds, ["zms"], dist="laplace", n_mc=10, seed=1)
+    with pytest.raises(InputError, match="'X'"):
+        simulate_reference(ds, ["ence_X"], n_mc=10, seed=1)
+
+
+# ------------------------------------------------- brute force on the simulator's draws
+
+
+def _brute(E, u, n_bins):
+    """ZMS, RCE, CC, ENCE (RMSE per bin), ZMSE of one data set by direct formulas."""
+    Z = E / u
+    zms = np.mean(Z**2)
+    rmv, rmse = np.sqrt(np.mean(u**2)), np.sqrt(np.mean(E**2))
+    cc = sps.spearmanr(np.abs(E), u).statistic
+    o = np.argsort(u, kind="stable")
+    bins = np.array_split(o, n_bins)  # M divisible by n_bins: equal-count bins
+    rmv_j = np.array([np.sqrt(np.mean(u[b] ** 2)) for b in bins])
+    rmse_j = np.array([np.sqrt(np.mean(E[b] ** 2)) for b in bins])
+    zms_j = np.array([np.mean(Z[b] ** 2) for b in bins])
+    ence = np.mean(np.abs(rmv_j - rmse_j) / rmv_j)
+    zmse = np.mean(np.abs(np.log(zms_j)))
+    return {"zms": zms, "rce": (rmv - rmse) / rmv, "cc": cc, "ence": ence, "zmse": zmse}
+
+
+@pytest.mark.parametrize("dist", ["normal", "t"])
+def test_simulated_statistics_equal_brute_force_on_same_draws(monkeypatch, dist):
+    M, n_mc, n_bins = 1000, 40, 20
+    ds = _set(M, 7, "bf")
+    u = ds["uE"].values
+    captured = []
+    real = R.draw_unit
+
+    def spy(rng, size, **kw):
+        eps = real(rng, size, **kw)
+        captured.append(eps.copy())
+        return eps
+
+    monkeypatch.setattr(R, "draw_unit", spy)
+    stats = ["zms", "rce", "cc", "ence", "zmse"]
+    r = simulate_reference(ds, stats, dist=dist, nu=6.0, n_mc=n_mc, seed=9, bins=n_bins,
+                           keep_draws=True, scheduler="synchronous")
+    assert len(captured) == 1 and captured[0].shape == (n_mc, M)
+    eps = captured[0]
+    if dist == "t":  # kurtosis of t_s(6) is 3 (excess); just check it is heavier than N
+        assert sps.kurtosis(eps.ravel()) > 1
+    for k in range(n_mc):
+        want = _brute(u * eps[k], u, n_bins)
+        for j, s in enumerate(stats):
+            assert r["draws"].values[0, j, k] == pytest.approx(want[s], rel=1e-9, abs=1e-12), s
+
+
+def test_cc_fast_path_matches_scipy_spearman():
+    rng = np.random.default_rng(1)
+    for M, tied_u in ((50, False), (400, True), (1001, False)):
+        u = rng.uniform(0.1, 2.0, M)
+        if tied_u:
+            u = np.round(u, 1)  # many ties in u: average ranks
+        ru = sps.rankdata(u) - (M + 1) / 2.0
+        ae = np.abs(rng.standard_normal((6, M)))
+        got = R._cc_fixed_u(ae, ru)
+        want = [sps.spearmanr(row, u).statistic for row in ae]
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
+
+
+def test_cc_fast_path_falls_back_with_ties_in_errors():
+    rng = np.random.default_rng(2)
+    M = 300
+    u = rng.uniform(0.1, 2.0, M)
+    ru = sps.rankdata(u) - (M + 1) / 2.0
+    ae = np.round(np.abs(rng.standard_normal((4, M))), 1)  # ties in |E|
+    got = R._cc_fixed_u(ae, ru)
+    want = [sps.spearmanr(row, u).statistic for row in ae]
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)

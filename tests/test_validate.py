@@ -1,0 +1,400 @@
+"""The validation workflow (uqx.validate): verdicts, result structure, NetCDF, records.
+
+Synthetic data from :mod:`uqx.synth` (METHODS.md §8), small n_boot/n_mc to stay fast.
+Decision rules checked against METHODS.md §5.4 (ζ, ζ_Sim with U_t = 2u, ζ_Sim2), §6
+(D-sensitivity |θ̃_N − θ̃_T| > 2√(u_N² + u_T²)) and §7 (workflow steps).
+"""
+
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import uqx
+from uqx.data import InputError
+from uqx.io import read_netcdf, to_netcdf
+from uqx.reference import d_sensitive, zeta_score, zeta_sim2
+from uqx.synth import demo_sets, nig, tig
+from uqx.validate import (
+    DEFAULT_STATS,
+    TAILEDNESS_VARS,
+    paper_table_a,
+    paper_table_iv,
+    result_records,
+    result_table,
+    split_warnings,
+    validate,
+)
+
+M = 1500
+STATS = ["zms", "rce", "var_z", "mean_z", "nll", "cc", "ence", "zmse", "zve"]
+PREDEFINED = {"zms": 1.0, "rce": 0.0, "var_z": 1.0, "mean_z": 0.0}
+KW = dict(n_boot=300, n_mc=300)
+
+
+def _synthetic():
+    """cal: NIG ν = 20 (calibrated, light tails) with a feature X; over: same errors, u × 0.7
+    (overconfident); tig: TIG ν_D = 3 (calibrated but heavy-tailed errors)."""
+    E, u = nig(M, 20.0, seed=1)
+    Et, ut = tig(M, 3.0, seed=1)
+    X = np.random.default_rng(0).uniform(0, 1, M)
+    return uqx.stack([
+        uqx.from_arrays(E, u, X=X, name="cal"),
+        uqx.from_arrays(E, 0.7 * u, name="over"),
+        uqx.from_arrays(Et, ut, name="tig"),
+    ])
+
+
+@pytest.fixture(scope="module")
+def synth():
+    return _synthetic()
+
+
+@pytest.fixture(scope="module")
+def res(synth):
+    # seed 1: with these data all predefined-reference statistics of "cal" and "tig" are
+    # valid (checked; other seeds can flag the heavy-tailed RCE, which is the point of 001)
+    return validate(synth, STATS, seed=1, **KW)
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+def test_calibrated_sets_valid_for_predefined_references(res):
+    for s in ("cal", "tig"):
+        for st in PREDEFINED:
+            r = res.sel(set=s, stat=st)
+            assert r["verdict"].item() == "valid", (s, st, float(r["zeta"]))
+            assert abs(float(r["zeta"])) <= 1
+    assert res["verdict"].sel(set="cal", stat="nll").item() == "valid"
+
+
+def test_overconfident_set_invalid(res):
+    z = res.sel(set="over")
+    # u × 0.7 → ZMS ≈ 1/0.49: far above 1, ζ > 1 (estimate above the reference)
+    assert float(z["estimate"].sel(stat="zms")) == pytest.approx(
+        float(res["estimate"].sel(set="cal", stat="zms")) / 0.49, rel=1e-12)
+    assert float(z["zeta"].sel(stat="zms")) > 1
+    assert z["verdict"].sel(stat="zms").item() == "invalid"
+    assert float(z["valid"].sel(stat="zms")) == 0.0
+    # RCE = (RMV - RMSE)/RMV < 0: ζ < -1
+    assert float(z["zeta"].sel(stat="rce")) < -1
+    assert z["verdict"].sel(stat="rce").item() == "invalid"
+    assert float(z["zeta"].sel(stat="var_z")) > 1
+    assert float(z["zeta"].sel(stat="nll")) > 1
+    # mean Z is unchanged in sign, still compatible with 0
+    assert z["verdict"].sel(stat="mean_z").item() == "valid"
+
+
+def test_predefined_references_and_kinds(res, synth):
+    for st, ref in PREDEFINED.items():
+        np.testing.assert_array_equal(res["reference"].sel(stat=st).values, ref)
+        np.testing.assert_array_equal(res["reference_se"].sel(stat=st).values, 0.0)
+        assert set(res["reference_kind"].sel(stat=st).values) == {"predefined"}
+    # NLL is compared with NLL_ref of the same data (001/000)
+    nll_ref = uqx.compute(synth, ["nll_ref"]).sel(stat="nll_ref").values
+    np.testing.assert_allclose(res["reference"].sel(stat="nll").values, nll_ref, rtol=1e-12)
+    assert set(res["reference_kind"].sel(stat="nll").values) == {"predefined (NLL_ref)"}
+    # estimates are the deterministic statistics
+    est = uqx.compute(synth, STATS)
+    np.testing.assert_allclose(res["estimate"].values, est.values, rtol=1e-12)
+
+
+def test_zeta_recomputed_from_result(res):
+    pre = [s for s in STATS if s in PREDEFINED or s == "nll"]
+    r = res.sel(stat=pre)
+    z = zeta_score(r["estimate"], r["reference"], r["ci_low"], r["ci_high"])
+    np.testing.assert_allclose(r["zeta"].values, z, rtol=1e-12)
+
+
+def test_valid_consistent_with_zeta(res):
+    z, v = res["zeta"].values, res["valid"].values
+    has = ~np.isnan(z)
+    np.testing.assert_array_equal(np.isnan(v), ~has)
+    np.testing.assert_array_equal(v[has], (np.abs(z[has]) <= 1).astype(float))
+    verdict = res["verdict"].values
+    assert set(verdict[has & (v == 1)]) <= {"valid"}
+    assert set(verdict[has & (v == 0)]) <= {"invalid"}
+    assert set(verdict[~has]) <= {"D-sensitive", "undetermined"}
+
+
+def test_d_sensitive_statistics(res):
+    kind = res["reference_kind"].values
+    sens = kind == "D-sensitive"
+    assert sens.any()  # CC/ENCE/ZMSE/ZVE depend on D for these uncertainties (000)
+    assert np.isnan(res["valid"].values[sens]).all()
+    assert np.isnan(res["zeta"].values[sens]).all()
+    assert set(res["verdict"].values[sens]) == {"D-sensitive"}
+    for s, st in zip(*np.nonzero(sens)):
+        w = split_warnings(res["warnings"].values[s, st])
+        assert any(m.startswith("reference depends on D") for m in w)
+    # the rule of METHODS §6, recomputed from the stored references
+    ref, se = res["sim_reference"].values, res["sim_reference_se"].values
+    rule = d_sensitive(ref[..., 0], se[..., 0], ref[..., 1], se[..., 1])
+    simulated = np.isin(kind, ["D-sensitive", "simulated-N"])
+    np.testing.assert_array_equal(sens, rule & simulated)
+    # the N reference is reported as "reference"
+    np.testing.assert_allclose(res["reference"].values[simulated], ref[..., 0][simulated])
+
+
+def test_simulated_references_used_when_d_insensitive(synth):
+    # ν = 1e6: t_s(ν) ≈ N, so the two references agree within MC noise → ζ_Sim is used.
+    # seed 1: all four statistics pass the D-sensitivity test (checked).
+    r = validate(synth.isel(set=[0]), ["cc", "ence", "zmse", "zve"], nu=1e6, seed=1,
+                 conditional=False, **KW)
+    assert list(r["dist"].values) == ["N", "T1e+06"]
+    assert set(r["reference_kind"].values.ravel()) == {"simulated-N"}
+    zs = zeta_score(r["estimate"], r["sim_reference"].sel(dist="N"), r["ci_low"], r["ci_high"],
+                    target_u=2 * r["sim_reference_se"].sel(dist="N"))
+    np.testing.assert_allclose(r["zeta"].values, zs, rtol=1e-12)
+    np.testing.assert_allclose(r["zeta_sim"].sel(dist="N").values, zs, rtol=1e-12)
+    np.testing.assert_array_equal(r["valid"].values, (np.abs(zs) <= 1).astype(float))
+    z2 = zeta_sim2(r["estimate"].values[..., None], r["sim_reference"].values,
+                   r["sim2_low"].values, r["sim2_high"].values)
+    np.testing.assert_allclose(r["zeta_sim2"].values, z2, rtol=1e-12)
+    # 2u of the reference vs the interval half-width is checked and reported (000 Fig. 1)
+    assert any("Monte-Carlo uncertainty" in w for w in r["warnings"].values.ravel())
+
+
+def test_simulate_all_fills_predefined_statistics(synth):
+    r = validate(synth.isel(set=[0, 1]), ["zms", "cc"], simulate_all=True, seed=2,
+                 conditional=False, **KW)
+    zms = r.sel(stat="zms")
+    assert np.isfinite(zms["sim_reference"].values).all()
+    assert set(zms["reference_kind"].values) == {"predefined"}
+    np.testing.assert_array_equal(zms["reference"].values, 1.0)
+    # the simulated ZMS reference of calibrated errors is 1 within a few MC standard errors
+    assert np.all(np.abs(zms["sim_reference"].values - 1) < 5 * zms["sim_reference_se"].values)
+    off = validate(synth.isel(set=[0]), ["zms"], seed=2, conditional=False, **KW)
+    assert np.isnan(off["sim_reference"].values).all()
+
+
+# ---------------------------------------------------------------- tailedness warnings
+
+
+def test_tailedness_warnings(res):
+    sw = {s: split_warnings(res["set_warnings"].sel(set=s).item()) for s in res["set"].values}
+    assert sw["cal"] == [] and sw["over"] == []
+    assert len(sw["tig"]) == 1 and sw["tig"][0].startswith("tailedness above the 001 safety")
+    for st in ("zms", "rce", "ence", "zmse", "zve", "nll"):
+        w = split_warnings(res["warnings"].sel(set="tig", stat=st).item())
+        assert any(m.startswith("heavy tails") for m in w), st
+        for s in ("cal", "over"):
+            w = split_warnings(res["warnings"].sel(set=s, stat=st).item())
+            assert not any("heavy tails" in m for m in w), (s, st)
+    # CC and mean Z do not depend on the tailedness metrics
+    for st in ("cc", "mean_z"):
+        w = split_warnings(res["warnings"].sel(set="tig", stat=st).item())
+        assert not any("heavy tails" in m for m in w)
+    # the tailedness metrics are stored with their safety limits
+    for k in TAILEDNESS_VARS:
+        assert res[k].dims == ("set",)
+    assert res["kappa_cs_e2"].attrs["safety_limit"] == 5.0
+    assert float(res["kappa_cs_e2"].sel(set="tig")) > 5.0
+    assert float(res["kappa_cs_e2"].sel(set="cal")) < 5.0
+
+
+def test_dropped_rows_warning():
+    E, u = nig(400, 20.0, seed=3)
+    ds = uqx.from_arrays(np.append(E, np.nan), np.append(u, 1.0), drop_nonfinite=True, name="d")
+    r = validate(ds, ["zms"], seed=1, conditional=False, n_boot=100, n_mc=10)
+    assert "1 row(s) dropped by filters" in split_warnings(r["set_warnings"].item())
+
+
+# ---------------------------------------------------------------- structure
+
+
+def test_result_structure(res):
+    assert set(res.dims) == {"set", "stat", "dist", "cond", "bin"}
+    assert list(res["set"].values) == ["cal", "over", "tig"]
+    assert list(res["stat"].values) == STATS
+    assert list(res["dist"].values) == ["N", "T6"]
+    assert list(res["cond"].values) == ["uE", "X"]
+    np.testing.assert_array_equal(res["M"].values, [M, M, M])
+    set_stat = ["estimate", "bias", "se", "ci_low", "ci_high", "reference", "reference_se",
+                "zeta", "valid", "verdict", "reference_kind", "warnings"]
+    for v in set_stat:
+        assert res[v].dims == ("set", "stat"), v
+    for v in ("sim_reference", "sim_reference_se", "sim2_low", "sim2_high", "zeta_sim",
+              "zeta_sim2"):
+        assert res[v].dims == ("set", "stat", "dist"), v
+    assert res["set_warnings"].dims == ("set",)
+    for v in ("lzisd", "lzisd_ci_low", "lzisd_ci_high", "bin_n", "bin_x_mid"):
+        assert res[v].dims == ("set", "cond", "bin"), v
+    for v in ("fval", "fval_ci_low", "fval_ci_high", "conditional_valid"):
+        assert res[v].dims == ("set", "cond"), v
+    for v in ("verdict", "reference_kind", "warnings", "set_warnings"):
+        assert res[v].dtype.kind == "U", v
+    assert set(np.unique(res["verdict"])) <= {"valid", "invalid", "D-sensitive", "undetermined"}
+    assert set(np.unique(res["reference_kind"])) <= {
+        "predefined", "predefined (NLL_ref)", "simulated-N", "D-sensitive"}
+    for a in ("seed", "n_boot", "n_mc", "level", "n_bins", "binning_scheme", "pop_min", "nu",
+              "uqx_version", "d_sensitivity_rule"):
+        assert a in res.attrs, a
+    assert res.attrs["seed"] == 1 and res.attrs["n_boot"] == 300 and res.attrs["n_mc"] == 300
+    # CI ordering and the simulated quantities
+    assert np.all(res["ci_low"].values <= res["ci_high"].values)
+    sim = res["sim_reference"].sel(stat=["cc", "ence", "zmse", "zve"])
+    assert np.isfinite(sim.values).all()
+    assert np.all(res["sim2_low"].sel(stat=sim["stat"]) < sim)
+    assert np.all(sim < res["sim2_high"].sel(stat=sim["stat"]))
+
+
+def test_conditional_analysis(res):
+    # "over" and "tig" have no X: NaN there; fval in [0, 1] with its Wilson-cc interval
+    assert np.isnan(res["fval"].sel(set="over", cond="X"))
+    assert np.isfinite(res["fval"].sel(cond="uE").values).all()
+    f, lo, hi = (res[k].sel(cond="uE").values for k in ("fval", "fval_ci_low", "fval_ci_high"))
+    assert np.all((lo <= f) & (f <= hi) & (lo >= 0) & (hi <= 1))
+    # the overconfident set fails consistency, the calibrated one passes
+    assert float(res["conditional_valid"].sel(set="over", cond="uE")) == 0.0
+    assert float(res["conditional_valid"].sel(set="cal", cond="uE")) == 1.0
+    n = res["bin_n"].sel(set="cal", cond="uE")
+    assert float(n.sum()) == M
+
+
+def test_tables(res):
+    t = result_table(res)
+    assert list(t.columns) == ["estimate", "bias", "ci_low", "ci_high", "reference", "zeta",
+                               "verdict"]
+    assert len(t) == 3 * len(STATS)
+    iv = paper_table_iv(res)
+    assert [c[0] for c in iv.columns] == ["RCE"] * 5 + ["ZMS"] * 5
+    assert list(iv.index) == ["cal", "over", "tig"]
+    a = paper_table_a(res, "ence")
+    assert {c[0] for c in a.columns} == {"BS", "N", "T6"}
+    assert np.isnan(a[("BS", "zeta_BS")]).all()
+    np.testing.assert_allclose(a[("N", "ref")], res["sim_reference"].sel(stat="ence", dist="N"),
+                               atol=5e-6)
+
+
+# ---------------------------------------------------------------- NetCDF round trip
+
+
+def test_netcdf_round_trip_preserves_everything(res, tmp_path):
+    # make sure at least one warning string holds a newline (several warnings)
+    assert any("\n" in w for w in res["warnings"].values.ravel())
+    path = to_netcdf(res, tmp_path / "res.nc", parameters={"stats": STATS}, seed=1)
+    back = read_netcdf(path)
+    assert set(back.variables) == set(res.variables)
+    for k in res.variables:
+        xr.testing.assert_identical(back[k].variable, res[k].variable)
+        assert back[k].dtype == res[k].dtype, k
+    assert list(back["verdict"].sel(set="tig").values) == list(res["verdict"].sel(set="tig").values)
+    for k, v in res.attrs.items():
+        if k == "created_at":  # rewritten by to_netcdf (time of writing)
+            continue
+        assert back.attrs[k] == v, k
+    assert json.loads(back.attrs["parameters"]) == {"stats": STATS}
+    assert back.attrs["Conventions"] == "CF-1.8"
+    # the round-tripped result renders the same records
+    assert result_records(back) == result_records(res)
+
+
+# ---------------------------------------------------------------- records
+
+
+def test_result_records_json(res):
+    recs = result_records(res)
+    text = json.dumps(recs, allow_nan=False)  # NaN must have become null
+    back = json.loads(text)
+    assert [r["dataset"] for r in back] == ["cal", "over", "tig"]
+    for r in back:
+        assert {"dataset", "M", "stats", "warnings"} <= set(r)
+        assert set(r) <= {"dataset", "M", "stats", "warnings", "conditional"}
+        assert r["M"] == M
+        assert list(r["stats"]) == STATS
+        for st, d in r["stats"].items():
+            assert set(d) == {"estimate", "bias", "ci_low", "ci_high", "reference",
+                              "reference_se", "zeta", "valid", "reference_kind"}, st
+            assert d["valid"] in (True, False, None)
+            assert isinstance(d["reference_kind"], str)
+        assert isinstance(r["warnings"], list)
+        assert all(isinstance(w, str) and "\n" not in w for w in r["warnings"])
+    over = back[1]["stats"]["zms"]
+    assert over["valid"] is False and over["zeta"] > 1 and over["reference"] == 1.0
+    cc = back[0]["stats"]["cc"]
+    assert cc["valid"] is None and cc["zeta"] is None and cc["reference_kind"] == "D-sensitive"
+    tigw = back[2]["warnings"]
+    assert any(w.startswith("tailedness above") for w in tigw)
+    assert any(w.startswith("zms: heavy tails") for w in tigw)
+    assert set(back[0]["conditional"]) == {"uE", "X"}
+    assert set(back[0]["conditional"]["uE"]) == {"fval", "fval_ci_low", "fval_ci_high",
+                                                 "n_bins"}
+
+
+def test_records_without_conditional(synth):
+    r = validate(synth.isel(set=[0]), ["zms"], seed=1, conditional=False, n_boot=100, n_mc=10)
+    (rec,) = result_records(r)
+    assert set(rec) == {"dataset", "M", "stats", "warnings"}
+    assert "cond" not in r.dims
+
+
+# ---------------------------------------------------------------- reproducibility, errors
+
+
+def _drop_time(r):
+    r = r.copy()
+    r.attrs.pop("created_at")
+    return r
+
+
+def test_same_seed_identical_results(synth):
+    kw = dict(seed=7, n_boot=150, n_mc=60, cond_n_boot=100)
+    sub = synth.isel(set=[0, 2])
+    a = validate(sub, ["zms", "rce", "cc", "ence"], **kw)
+    b = validate(sub, ["zms", "rce", "cc", "ence"], **kw)
+    xr.testing.assert_identical(_drop_time(a), _drop_time(b))
+    c = validate(sub, ["zms", "rce", "cc", "ence"], **{**kw, "seed": 8})
+    assert not np.array_equal(a["ci_low"].values, c["ci_low"].values)
+    np.testing.assert_array_equal(a["estimate"].values, c["estimate"].values)
+    sync = validate(sub, ["zms", "rce", "cc", "ence"], scheduler="synchronous", **kw)
+    xr.testing.assert_identical(_drop_time(a), _drop_time(sync))
+
+
+def test_drawn_seed_is_recorded(synth):
+    r = validate(synth.isel(set=[0]), ["zms"], conditional=False, n_boot=50, n_mc=10)
+    again = validate(synth.isel(set=[0]), ["zms"], conditional=False, n_boot=50, n_mc=10,
+                     seed=r.attrs["seed"])
+    np.testing.assert_array_equal(r["ci_low"].values, again["ci_low"].values)
+
+
+@pytest.mark.parametrize(
+    "stats, match",
+    [
+        (["zms", "foo"], "unknown statistic 'foo'"),
+        (["ZMS", "zms"], "duplicate statistics"),
+        (["lzisd"], "per-bin statistics"),
+        (["ence_X"], "needs variable 'X'"),
+    ],
+)
+def test_bad_statistics_raise_input_error(synth, stats, match):
+    with pytest.raises(InputError, match=match):
+        validate(synth.isel(set=[1]), stats, seed=1, n_boot=50, n_mc=10, conditional=False)
+
+
+def test_bad_numbers_raise_input_error(synth):
+    one = synth.isel(set=[0])
+    with pytest.raises(InputError, match="n_boot"):
+        validate(one, ["zms"], n_boot=1, n_mc=10, seed=1)
+    with pytest.raises(InputError, match="n_mc"):
+        validate(one, ["cc"], n_boot=50, n_mc=1, seed=1, conditional=False)
+    with pytest.raises(InputError, match="nu > 2"):
+        validate(one, ["cc"], n_boot=50, n_mc=10, seed=1, nu=2.0, conditional=False)
+
+
+def test_default_stats_and_demo_sets():
+    assert DEFAULT_STATS == ("zms", "rce", "cc", "ence", "zmse", "zve")
+    ds = demo_sets(M=1000, seed=3)
+    assert list(ds["set"].values) == ["calibrated", "overconfident", "underconfident",
+                                      "inconsistent", "nonadaptive", "heavy_tailed"]
+    r = validate(ds, ["zms", "rce"], seed=1, n_boot=300, n_mc=10, cond_n_boot=200)
+    zms = r["zeta"].sel(stat="zms")
+    assert float(zms.sel(set="overconfident")) > 1
+    assert float(zms.sel(set="underconfident")) < -1
+    # the non-adaptive set fails adaptivity on X (E grows with X, u does not)
+    assert float(r["conditional_valid"].sel(set="nonadaptive", cond="X")) == 0.0
+    # the inconsistent set (u shuffled) fails consistency on uE
+    assert float(r["conditional_valid"].sel(set="inconsistent", cond="uE")) == 0.0
+    assert "tailedness above" in r["set_warnings"].sel(set="heavy_tailed").item()
