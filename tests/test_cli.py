@@ -154,16 +154,31 @@ def test_stats_several_inputs_json_array(capsys, tmp_path):
 
 
 def test_stats_columns_variance_and_drop(capsys, tmp_path):
+    rng = np.random.default_rng(4)
+    E = rng.standard_normal(40)
+    var = rng.uniform(0.5, 2.0, 40)
+    rows = [f"{e:.17g},{v:.17g}" for e, v in zip(E, var, strict=True)] + ["nan,1.0"]
     p = tmp_path / "v.csv"
-    p.write_text("err,var\n0.1,4\n-0.3,1\nnan,1\n0.2,0.25\n0.5,1\n")
+    p.write_text("err,var\n" + "\n".join(rows) + "\n")
     rc, out, err = run(capsys, "stats", p, "--E", "err", "--uE", "var", "--uE-is-variance",
                        "--drop-nonfinite", "--format", "json", "--bins", "1")
     assert rc == 0, err
     (rec,) = json.loads(out)
-    assert rec["M"] == 4 and rec["dropped"] == 1
-    E = np.array([0.1, -0.3, 0.2, 0.5])
-    u = np.sqrt([4, 1, 0.25, 1])
-    assert rec["stats"]["zms"] == pytest.approx(np.mean((E / u) ** 2))
+    assert rec["M"] == 40 and rec["dropped"] == 1
+    assert rec["stats"]["zms"] == pytest.approx(np.mean(E**2 / var), rel=1e-12)
+
+
+def test_stats_too_small_for_bins(capsys, tmp_path):
+    # fewer points than pop_min = 30: no bin can be formed (METHODS §12); the unbinned
+    # statistics are still reported, binned ones are null with a note on stderr
+    p = tmp_path / "small.csv"
+    p.write_text("E,uE\n0.1,1\n-0.3,1\n0.2,0.5\n0.5,1\n")
+    rc, out, err = run(capsys, "stats", p, "--format", "json")
+    assert rc == 0, err
+    (rec,) = json.loads(out)
+    assert rec["stats"]["ence"] is None and rec["stats"]["zmse"] is None
+    assert rec["stats"]["zms"] == pytest.approx(np.mean(np.array([0.1, -0.3, 0.4, 0.5]) ** 2))
+    assert "binned statistics not computed" in err
 
 
 def test_stats_registered_name(capsys, data_dir):

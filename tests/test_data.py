@@ -102,10 +102,8 @@ def test_drop_nonfinite_counts_rows():
         from_arrays([1.0, np.nan, 3.0, 4.0], [1.0, 1.0, -1.0, 1.0], drop_nonfinite=True)
 
 
-@pytest.mark.xfail(reason="BUG: after drop_nonfinite the u<=0 message reports row numbers of "
-                          "the filtered array (here 'rows 2') instead of the input rows "
-                          "('rows 3')", strict=True)
 def test_nonpositive_rows_reported_in_input_numbering_after_drop():
+    # regression: the message used to number the rows of the filtered array ('rows 2')
     with pytest.raises(InputError, match=r"rows 3\)"):
         from_arrays([1.0, np.nan, 3.0, 4.0, 5.0], [1.0, 2.0, 3.0, -1.0, 5.0],
                     drop_nonfinite=True)

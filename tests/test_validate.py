@@ -126,7 +126,7 @@ def test_d_sensitive_statistics(res):
     assert np.isnan(res["valid"].values[sens]).all()
     assert np.isnan(res["zeta"].values[sens]).all()
     assert set(res["verdict"].values[sens]) == {"D-sensitive"}
-    for s, st in zip(*np.nonzero(sens)):
+    for s, st in zip(*np.nonzero(sens), strict=True):
         w = split_warnings(res["warnings"].values[s, st])
         assert any(m.startswith("reference depends on D") for m in w)
     # the rule of METHODS §6, recomputed from the stored references

@@ -139,6 +139,8 @@ def _cmd_stats(args):
     desc = describe(ds, bins=args.bins, binning=args.binning)
     if args.format == "json":
         print(json.dumps(stats_records(desc), indent=1))
+        for note in filter(None, str(desc.attrs.get("notes", "")).split("\n")):
+            print(f"note: {note}", file=sys.stderr)
         return 0
     from uqx.validate import TAILEDNESS_VARS
 
@@ -147,6 +149,8 @@ def _cmd_stats(args):
     head = pd.DataFrame({"M": desc["M"].to_pandas(), "dropped": desc["n_dropped"].to_pandas()}).T
     print(f"# statistics ({args.bins} {args.binning} bins on uE for binned ones)")
     _print_df(pd.concat([head, table.map(_fmt), tail.map(_fmt)]))
+    for note in filter(None, str(desc.attrs.get("notes", "")).split("\n")):
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 
@@ -408,6 +412,9 @@ def main(argv=None) -> int:
     except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:
         print(f"uqx: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `uqx validate ... | head`
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("uqx: interrupted", file=sys.stderr)
         return 130

@@ -53,7 +53,7 @@ def _describe_bad(mask: np.ndarray, label: str, rows: np.ndarray | None = None) 
     # rows: input row numbers of the (possibly filtered) arrays, so messages name input rows
     idx = np.flatnonzero(mask) if rows is None else rows[mask]
     head = ", ".join(str(i) for i in idx[:5]) + (", ..." if idx.size > 5 else "")
-    return f"{idx.size} value(s) of {label} (rows {head})"
+    return f"{idx.size} value(s) of {label} (0-based rows {head})"
 
 
 def from_arrays(
@@ -117,7 +117,7 @@ def from_arrays(
         if nonfinite.any() and not drop_nonfinite:
             raise InputError(
                 f"{name}: {_describe_bad(nonfinite, key)} are NaN or infinite; clean the "
-                "data or pass drop_nonfinite=True to drop (and count) those rows"
+                "data or drop (and count) those rows with drop_nonfinite=True (CLI: --drop-nonfinite)"
             )
         bad |= nonfinite
     if bad.any():

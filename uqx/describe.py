@@ -105,16 +105,27 @@ def compute(
     ds = as_stacked(ds)
     cfg = BinningConfig(bins, binning, pop_min)
     rows = []
+    notes = []
     for sd in iter_sets(ds):
-        ev = SetEvaluator(sd.E, sd.uE, specs, cfg, cond={"X": sd.X, "V": sd.V})
+        use = specs
+        if sd.M < pop_min and any(s.family == "binned" for s in specs):
+            # too few points for one bin (METHODS §12): binned statistics are NaN, noted
+            use = [s for s in specs if s.family != "binned"]
+            notes.append(f"{sd.name}: M={sd.M} < pop_min={pop_min}, binned statistics not computed")
+        ev = SetEvaluator(sd.E, sd.uE, use, cfg, cond={"X": sd.X, "V": sd.V})
         t0 = ev.estimate()
-        rows.append([float(t0[s.name][0]) for s in specs])
+        rows.append([float(t0[s.name][0]) if s.name in t0 else np.nan for s in specs])
     return xr.DataArray(
         np.array(rows),
         dims=("set", "stat"),
         coords={"set": ds["set"].values, "stat": [s.name for s in specs]},
         name="estimate",
-        attrs={"n_bins": int(bins), "binning_scheme": binning, "pop_min": int(pop_min)},
+        attrs={
+            "n_bins": int(bins),
+            "binning_scheme": binning,
+            "pop_min": int(pop_min),
+            "notes": "\n".join(notes),
+        },
     )
 
 

@@ -1,0 +1,256 @@
+"""Statistical parity with the published tables on the nine literature sets.
+
+* 001 Table IV (= 004 Table 2): ZMS and RCE, BCa intervals (nptest, R = 10⁴) and ζ —
+  point estimates to the printed digits of METHODS.md §14.1, interval limits within
+  ±0.01 (±0.03 for the Set 7 RCE lower limit) and ζ within ±0.1 of §14.7.
+* 000 Tables A1–A4: simulated references θ̃_N and θ̃_T6 of ZMS, CC, ENCE and ZMSE
+  (N = 20 bins) within |Δ| ≤ 4·√(u_ours² + u_pub²) + half a unit of the last published
+  digit (§14.7; = 4·√2·u for N_MC = 10⁴), θ_est of ENCE/ZMSE vs §14.2, and the ζ_Sim2
+  check of Table A3 Set 1 ENCE.
+* ``uqx validate --paper-sets`` smoke test.
+
+Needs the literature data (``UQX_DATA_DIR``); skipped otherwise.
+"""
+
+import numpy as np
+import pytest
+
+from uqx.cli import main
+from uqx.datasets import load_paper_sets
+from uqx.validate import paper_table_a, paper_table_iv, validate
+
+pytestmark = pytest.mark.data
+
+
+def half_unit(text: str) -> float:
+    """Half a unit of the last printed digit of a decimal number given as text."""
+    frac = text.split(".")[1] if "." in text else ""
+    return 0.5 * 10.0 ** (-len(frac))
+
+
+def half_unit_sig(text: str, sig: int) -> float:
+    """Half a unit of the ``sig``-th significant digit of a printed number."""
+    return 0.5 * 10.0 ** (np.floor(np.log10(abs(float(text)))) - sig + 1)
+
+
+def close_to_printed(value: float, text: str, sig: int | None = None) -> bool:
+    tol = half_unit(text) if sig is None else half_unit_sig(text, sig)
+    return abs(value - float(text)) <= tol * (1 + 1e-9)
+
+
+# ------------------------------------------------------------------ oracles (METHODS §14)
+
+# §14.1: ZMS and RCE of Sets 1–9 (R, printed digits)
+ZMS_141 = ["0.9600940", "0.8845161", "1.119099", "1.226135", "0.8464979", "0.9838740",
+           "0.9720056", "0.9256963", "0.9710800"]
+RCE_141 = ["0.0185517", "-0.03867108", "-0.007484305", "0.05454818", "0.09864907",
+           "0.09235399", "-0.2644578", "0.04590263", "-0.0131247"]
+CC_141 = ["0.5028936", "0.6199822", "0.2575537", "0.4006499", "0.03786541", "0.4036108",
+          "0.3125928", "-0.02496375", "0.2338776"]
+
+# §14.7: 2024_RCE scores.Rda — ZMS lo, up, ζ, RCE lo, up, ζ
+TABLE_IV = np.array([
+    [0.8647, 1.1059, -0.274, -0.02135, 0.05506, 0.465],
+    [0.8009, 0.99987, -1.001, -0.10920, 0.01921, -0.668],
+    [1.0490, 1.1988, 1.698, -0.05257, 0.04143, -0.153],
+    [1.1600, 1.3010, 3.417, 0.000706, 0.12534, 1.013],
+    [0.7764, 0.9288, -1.865, 0.05761, 0.13660, 2.404],
+    [0.8499, 1.1433, -0.101, 0.002738, 0.16197, 1.031],
+    [0.9364, 1.0124, -0.694, -0.68769, -0.002810, -1.011],
+    [0.8695, 0.9898, -1.159, 0.008466, 0.07713, 1.226],
+    [0.9032, 1.0802, -0.265, -0.07381, 0.02564, -0.339],
+])
+
+# §14.2: θ_est at N = 20 equal-count bins (= θ_est columns of 000 Tables A3–A4). The
+# ENCE column is printed with 5 significant digits padded with zeros to 6 decimals
+# (0.120000 is 0.12000, 0.125110 is 0.12511): compared at 5 significant digits.
+ENCE_142 = ["0.125110", "0.126420", "0.096897", "0.134770", "0.130540", "0.243790",
+            "0.066247", "0.108420", "0.120000"]
+ZMSE_142 = ["0.25544", "0.27341", "0.17295", "0.24729", "0.28283", "0.35614", "0.11813",
+            "0.22509", "0.25012"]
+
+# §14.7: simulated references of 000 Tables A1–A4 (N_MC = 10⁴), as printed
+SIM_REF = {
+    "zms": {"N": ["1.00"] * 9, "T6": ["1.00"] * 9},
+    "cc": {
+        "N": ["0.40", "0.57", "0.25", "0.42", "0.11", "0.50", "0.37", "0.11", "0.13"],
+        "T6": ["0.38", "0.55", "0.23", "0.40", "0.10", "0.48", "0.35", "0.10", "0.12"],
+    },
+    "ence": {
+        "N": ["0.056", "0.041", "0.058", "0.043", "0.056", "0.045", "0.026", "0.036", "0.036"],
+        "T6": ["0.082", "0.061", "0.083", "0.063", "0.082", "0.066", "0.038", "0.053", "0.054"],
+    },
+    "zmse": {
+        "N": ["0.112", "0.082", "0.112", "0.082", "0.112", "0.082", "0.043", "0.071", "0.071"],
+        "T6": ["0.164", "0.121", "0.163", "0.121", "0.163", "0.121", "0.066", "0.107", "0.107"],
+    },
+}
+
+# N_MC of the paper (10⁴ draws for each of N and T6). The full Table A run (9 sets, 4
+# statistics, the CC simulation — one argsort of 10⁴ × M per set and D — dominating)
+# takes ~95–130 s on the 2-core development machine depending on load, within the ~2 min
+# budget of one test, so the default run uses the paper's N_MC. The tolerance is written
+# for any N_MC: u_ours is this run's Monte-Carlo standard error and the published one is
+# taken as u_ours·√(N_MC/10⁴), so 4·√(u_ours² + u_pub²) is the §14.7 bound 4·√2·u at
+# N_MC = 10⁴. The slow tests repeat the check with other seeds.
+N_MC_PAPER = 10_000
+
+
+@pytest.fixture(scope="module")
+def paper_sets(data_dir):
+    return load_paper_sets(data_dir)
+
+
+# ------------------------------------------------------------------ 001 Table IV
+
+
+@pytest.fixture(scope="module")
+def table_iv(paper_sets):
+    # seed 1: see test_table_iv_zeta for the Monte-Carlo spread of ζ_ZMS of Set 4
+    return validate(paper_sets, ["zms", "rce"], n_boot=10_000, seed=1, conditional=False)
+
+
+def test_table_iv_point_estimates(table_iv):
+    est_zms = table_iv["estimate"].sel(stat="zms").values
+    est_rce = table_iv["estimate"].sel(stat="rce").values
+    for i in range(9):
+        assert close_to_printed(est_zms[i], ZMS_141[i]), (i + 1, est_zms[i], ZMS_141[i])
+        assert close_to_printed(est_rce[i], RCE_141[i]), (i + 1, est_rce[i], RCE_141[i])
+    np.testing.assert_array_equal(table_iv["M"].values,
+                                  [2040, 3834, 2040, 3836, 2040, 3818, 13885, 5000, 5000])
+
+
+def test_table_iv_intervals(table_iv):
+    got = np.column_stack([
+        table_iv["ci_low"].sel(stat="zms"), table_iv["ci_high"].sel(stat="zms"),
+        table_iv["ci_low"].sel(stat="rce"), table_iv["ci_high"].sel(stat="rce"),
+    ])
+    want = TABLE_IV[:, [0, 1, 3, 4]]
+    tol = np.full_like(want, 0.01)
+    tol[6, 2] = 0.03  # Set 7 RCE lower limit (heavy tails: large MC spread)
+    bad = np.argwhere(np.abs(got - want) > tol)
+    assert bad.size == 0, [(int(i) + 1, int(j), got[i, j], want[i, j]) for i, j in bad]
+
+
+def test_table_iv_zeta(table_iv):
+    # ζ within ±0.1. Note: ζ_ZMS of Set 4 (3.417 published) is the most sensitive entry:
+    # ζ = (θ-1)/(θ-lo) with θ-lo ≈ 0.066, so dζ/dlo ≈ 52 and the MC spread of lo
+    # (sd ≈ 0.0012 at R = 10⁴) gives sd(ζ) ≈ 0.066. Over 20 seeds uqx gave a mean of 3.484
+    # (range 3.37–3.61): the published value is one draw about 1 sd below that mean, so
+    # ±0.1 holds for about 2 seeds in 3; seed 1 gives 3.375.
+    z = np.column_stack([table_iv["zeta"].sel(stat="zms"), table_iv["zeta"].sel(stat="rce")])
+    want = TABLE_IV[:, [2, 5]]
+    bad = np.argwhere(np.abs(z - want) > 0.1)
+    assert bad.size == 0, [(int(i) + 1, ("ZMS", "RCE")[j], z[i, j], want[i, j]) for i, j in bad]
+    # validity verdicts as in 001 (|ζ| ≤ 1); Set 2 ZMS (ζ = -1.001) and Sets 4/6/7 RCE
+    # (|ζ| ≈ 1.01–1.03) sit on the boundary and are not asserted
+    v = table_iv["valid"]
+    for s in (1, 6, 7, 9):
+        assert v.sel(stat="zms").values[s - 1] == 1.0, s
+    for s in (3, 4, 5, 8):
+        assert v.sel(stat="zms").values[s - 1] == 0.0, s
+    for s in (1, 2, 3, 9):
+        assert v.sel(stat="rce").values[s - 1] == 1.0, s
+    for s in (5, 8):
+        assert v.sel(stat="rce").values[s - 1] == 0.0, s
+
+
+def test_table_iv_rendering(table_iv):
+    t = paper_table_iv(table_iv)
+    assert list(t.index) == list(table_iv["set"].values)
+    assert t[("ZMS", "estimate")].iloc[0] == pytest.approx(0.96009, abs=1e-5)
+    assert t[("RCE", "zeta")].iloc[4] == pytest.approx(2.404, abs=0.1)
+
+
+# ------------------------------------------------------------------ 000 Tables A1–A4
+
+
+def _run_table_a(paper_sets, n_mc, seed=1):
+    return validate(paper_sets, ["zms", "cc", "ence", "zmse"], n_boot=1000, n_mc=n_mc,
+                    seed=seed, simulate_all=True, bins=20, conditional=False)
+
+
+def _check_references(res, n_mc):
+    bad = []
+    for st, by_dist in SIM_REF.items():
+        for dist, printed in by_dist.items():
+            ref = res["sim_reference"].sel(stat=st, dist=dist).values
+            u = res["sim_reference_se"].sel(stat=st, dist=dist).values
+            u_pub = u * np.sqrt(n_mc / N_MC_PAPER)
+            for i, text in enumerate(printed):
+                tol = 4 * np.hypot(u[i], u_pub[i]) + half_unit(text)
+                if not abs(ref[i] - float(text)) <= tol:
+                    bad.append((st, dist, i + 1, ref[i], text, tol))
+    assert not bad, bad
+
+
+def _check_estimates(res):
+    for st, printed, sig in (("ence", ENCE_142, 5), ("zmse", ZMSE_142, None),
+                             ("zms", ZMS_141, None), ("cc", CC_141, None)):
+        est = res["estimate"].sel(stat=st).values
+        for i, text in enumerate(printed):
+            assert close_to_printed(est[i], text, sig), (st, i + 1, est[i], text)
+
+
+def _check_sim2_set1_ence(res):
+    # 000 Table A3, Set 1 ENCE: q_97.5 ≈ 0.076, ζ_Sim2 = (0.125 - 0.056)/(0.076 - 0.056) ≈ 3.5
+    x = res.sel(stat="ence", dist="N").isel(set=0)
+    assert float(x["sim2_high"]) == pytest.approx(0.076, abs=0.001)
+    assert float(x["zeta_sim2"]) == pytest.approx(3.5, abs=0.15)
+
+
+@pytest.fixture(scope="module")
+def table_a(paper_sets):
+    return _run_table_a(paper_sets, N_MC_PAPER)
+
+
+def test_table_a_simulated_references(table_a):
+    _check_references(table_a, N_MC_PAPER)
+
+
+def test_table_a_estimates(table_a):
+    _check_estimates(table_a)
+
+
+def test_table_a_sim2_set1_ence(table_a):
+    _check_sim2_set1_ence(table_a)
+
+
+def test_table_a_verdicts_and_rendering(table_a):
+    # 000: CC, ENCE and ZMSE references depend on D for all nine sets → not validated
+    for st in ("cc", "ence", "zmse"):
+        assert set(table_a["reference_kind"].sel(stat=st).values) == {"D-sensitive"}, st
+        assert np.isnan(table_a["valid"].sel(stat=st).values).all()
+    # the simulated ZMS reference (Table A1) is compatible with 1 for both D
+    zms = table_a.sel(stat="zms")
+    assert np.all(np.abs(zms["sim_reference"].values - 1) < 4 * zms["sim_reference_se"].values)
+    t = paper_table_a(table_a, "ence")
+    assert t[("N", "ref")].iloc[0] == pytest.approx(0.056, abs=0.001)
+    assert t[("T6", "ref")].iloc[0] == pytest.approx(0.082, abs=0.0015)
+    assert np.isnan(t[("BS", "zeta_BS")]).all()
+    assert (paper_table_a(table_a, "zms")[("BS", "reference")] == 1.0).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [2, 3])
+def test_table_a_other_seeds(paper_sets, seed):
+    # the default test is not a lucky seed: the same bounds hold for other seeds
+    res = _run_table_a(paper_sets, N_MC_PAPER, seed=seed)
+    _check_references(res, N_MC_PAPER)
+    _check_estimates(res)
+    _check_sim2_set1_ence(res)
+
+
+# ------------------------------------------------------------------ CLI smoke
+
+
+def test_cli_paper_sets_smoke(capsys, data_dir):
+    rc = main(["validate", "--paper-sets", "--data-dir", str(data_dir), "--n-boot", "200",
+               "--n-mc", "20", "--seed", "1", "--no-conditional"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "Table IV" in out
+    for st in ("ZMS", "CC", "ENCE", "ZMSE"):
+        assert f"Table A ({st})" in out, st
+    for name in ("Diffusion_RF", "QM9_E", "logP_150k_LS-GCN"):
+        assert name in out
