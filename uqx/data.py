@@ -117,7 +117,8 @@ def from_arrays(
         if nonfinite.any() and not drop_nonfinite:
             raise InputError(
                 f"{name}: {_describe_bad(nonfinite, key)} are NaN or infinite; clean the "
-                "data or drop (and count) those rows with drop_nonfinite=True (CLI: --drop-nonfinite)"
+                "data or drop (and count) those rows with drop_nonfinite=True "
+                "(CLI: --drop-nonfinite)"
             )
         bad |= nonfinite
     if bad.any():
