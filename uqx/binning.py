@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import special
 
 from uqx.data import InputError
+from uqx.stats.tailedness import hd_window
 
 __all__ = [
     "SCHEMES",
@@ -49,9 +49,6 @@ __all__ = [
 #: Binning schemes accepted by :func:`make_bins`.
 SCHEMES = ("equal-count", "equal-width", "adaptive")
 
-# Harrell-Davis weights beyond these Beta tail probabilities are dropped: their total
-# contribution (< 1e-18 * n) is far below the 1e-9 integer snap of §3.2.
-_HD_TAIL = 1e-18
 # Breakpoints closer than this to an integer are taken as that integer (METHODS.md §3.2).
 _SNAP = 1e-9
 
@@ -136,30 +133,9 @@ def reduce_n_bins(n: int, n_bins: int, *, pop_min: int = 30) -> int:
     return n_bins
 
 
-def _hd_window(n: int, q: float) -> tuple[int, np.ndarray]:
-    """Harrell-Davis weights of a sample of size n, restricted to their support.
-
-    Returns ``(start, w)``: ``w[k]`` is the weight of the order statistic of 0-based rank
-    ``start + k``; the weights outside carry less than ``2 * _HD_TAIL`` of the mass. The
-    values inside are bitwise those of the full computation (same ``i / n`` grid).
-    """
-    if q == 0.0:
-        return 0, np.ones(1)
-    a = (n + 1) * q
-    b = (n + 1) * (1 - q)
-    lo = special.betaincinv(a, b, _HD_TAIL)
-    hi = special.betainccinv(a, b, _HD_TAIL)
-    i0, i1 = 1, n  # 1-based ranks kept
-    if np.isfinite(lo) and np.isfinite(hi):
-        i0 = max(math.floor(lo * n) - 1, 1)
-        i1 = min(math.ceil(hi * n) + 1, n)
-    cdf = special.betainc(a, b, np.arange(i0 - 1, i1 + 1) / n)
-    return i0 - 1, np.diff(cdf)
-
-
 def _hd_of_ranks(n: int, p: float) -> float:
     """Harrell-Davis quantile of 1..n, summed exactly and snapped to integers (§3.2)."""
-    start, w = _hd_window(n, p)
+    start, w = hd_window(n, p)
     b = math.fsum((w * np.arange(start + 1, start + 1 + w.size)).tolist())
     r = round(b)
     return float(r) if abs(b - r) < _SNAP else b

@@ -40,7 +40,12 @@ from uqx.reference import (
 )
 from uqx.resample import resolve_seed
 from uqx.statistic import STAT_INFO, parse_stat
-from uqx.stats.tailedness import SAFETY_LIMITS, STATISTIC_DEPENDENCIES, tailedness
+from uqx.stats.tailedness import (
+    SAFETY_LIMITS,
+    STATISTIC_DEPENDENCIES,
+    TAILEDNESS_KEYS,
+    tailedness,
+)
 
 __all__ = [
     "validate",
@@ -53,15 +58,7 @@ __all__ = [
 ]
 
 DEFAULT_STATS = ("zms", "rce", "cc", "ence", "zmse", "zve")
-TAILEDNESS_VARS = (
-    "beta_gm_u",
-    "beta_gm_u2",
-    "beta_gm_e2",
-    "beta_gm_z2",
-    "kappa_cs_u2",
-    "kappa_cs_e2",
-    "kappa_cs_z2",
-)
+TAILEDNESS_VARS = TAILEDNESS_KEYS
 _NOMINAL_FVAL = 0.95
 #: Separator of several warnings in the string variables ``warnings``/``set_warnings``.
 WARN_SEP = "\n"

@@ -76,8 +76,13 @@ def _check_n_q(n, q) -> tuple[int, float]:
 
 
 @lru_cache(maxsize=1024)
-def _hd_window(n: int, q: float) -> tuple[int, np.ndarray]:
-    """Non-negligible Harrell-Davis weights: ``(start, w)``, w[k] for 0-based rank start+k."""
+def hd_window(n: int, q: float) -> tuple[int, np.ndarray]:
+    """Return the non-negligible Harrell-Davis weights ``(start, w)`` of a sample of size n.
+
+    ``w[k]`` weighs the order statistic of 0-based rank ``start + k``; weights outside the
+    window carry less than ``2e-18`` of the mass and the kept ones are bitwise those of the
+    full computation (same ``i / n`` grid). Shared with :mod:`uqx.binning`.
+    """
     if q == 0.0:
         w, start = np.ones(1), 0
     elif q == 1.0:
@@ -101,7 +106,7 @@ def _hd_window(n: int, q: float) -> tuple[int, np.ndarray]:
 
 @lru_cache(maxsize=64)
 def _hd_weights_full(n: int, q: float) -> np.ndarray:
-    start, w = _hd_window(n, q)
+    start, w = hd_window(n, q)
     full = np.zeros(n)
     full[start : start + w.size] = w
     full.setflags(write=False)
@@ -173,7 +178,7 @@ def _hd_sorted(xs: np.ndarray, counts: np.ndarray, qs) -> np.ndarray:
         rows = np.flatnonzero(counts == n)
         whole = rows.size == xs.shape[0]
         for k, q in enumerate(qs):
-            start, w = _hd_window(int(n), float(q))
+            start, w = hd_window(int(n), float(q))
             stop = start + w.size
             # slicing (not fancy indexing) avoids a copy when all rows share n
             block = xs[:, start:stop] if whole else xs[rows, start:stop]
