@@ -143,6 +143,15 @@ def _interval(method, T, t0, jack, level):
     return lo, hi, np.broadcast_to(z0, (K,)), np.broadcast_to(a, (K,))
 
 
+def _summarise_computed(computed_set, name, method, level):
+    """Summary of one statistic of one set from its computed (t0, jackknife, blocks)."""
+    t0, jack, blocks = computed_set
+    T = np.concatenate([t0[name][None, :]] + [b[name] for b in blocks])
+    out = _summarise(T, t0[name], None if jack is None else jack[name], method, level)
+    out["replicates"] = T
+    return out
+
+
 def _summarise(T, t0, jack, method, level):
     n_nan = np.sum(np.isnan(T), axis=0)
     with warnings.catch_warnings():
@@ -252,14 +261,13 @@ def bootstrap_set(
     seed = resolve_seed(seed)
     sd = _set_from_arrays(name, E, uE, X, V)
     cfg = BinningConfig(bins, binning, pop_min)
-    ((t0, jack, blocks),) = _run_sets([sd], specs, cfg, n_boot, seed, scheduler, num_workers,
-                                      want_jack=method == "bca")
+    (computed,) = _run_sets([sd], specs, cfg, n_boot, seed, scheduler, num_workers,
+                            want_jack=method == "bca")
     res = BootstrapResult()
     for s in specs:
-        T = np.concatenate([t0[s.name][None, :]] + [b[s.name] for b in blocks])
-        out = _summarise(T, t0[s.name], None if jack is None else jack[s.name], method, level)
-        if keep_replicates:
-            out["replicates"] = T
+        out = _summarise_computed(computed, s.name, method, level)
+        if not keep_replicates:
+            del out["replicates"]
         res[s.name] = out
     res.seed = seed
     return res
@@ -339,10 +347,10 @@ def bootstrap(
     fields = ["estimate", "bias", "se", "ci_low", "ci_high", "z0", "acceleration", "n_nan"]
     arr = {f: np.full((len(sets), len(names)), np.nan) for f in fields}
     reps = np.full((len(sets), len(names), n_boot + 1), np.nan) if keep_replicates else None
-    for i, (t0, jack, blocks) in enumerate(computed):
+    for i, cs in enumerate(computed):
         for j, s in enumerate(specs):
-            T = np.concatenate([t0[s.name][None, :]] + [b[s.name] for b in blocks])
-            out = _summarise(T, t0[s.name], None if jack is None else jack[s.name], method, level)
+            out = _summarise_computed(cs, s.name, method, level)
+            T = out["replicates"]
             for f in fields:
                 arr[f][i, j] = out[f][0]
             if reps is not None:
@@ -448,9 +456,8 @@ def bootstrap_per_bin(
     nb = [t0[spec.name].size for t0, _, _ in computed]
     fields = ["estimate", "bias", "se", "ci_low", "ci_high"]
     arr = {f: np.full((len(sets), max(nb)), np.nan) for f in fields + ["n", "x_mid"]}
-    for i, ((t0, jack, blocks), sd) in enumerate(zip(computed, sets, strict=True)):
-        T = np.concatenate([t0[spec.name][None, :]] + [b[spec.name] for b in blocks])
-        out = _summarise(T, t0[spec.name], None if jack is None else jack[spec.name], method, level)
+    for i, (cs, sd) in enumerate(zip(computed, sets, strict=True)):
+        out = _summarise_computed(cs, spec.name, method, level)
         for f in fields:
             arr[f][i, : nb[i]] = out[f]
         ev = _evaluator(sd, [spec], cfg)
