@@ -141,6 +141,29 @@ def _draw_sums(state, F, n_draws, out):
 
 
 @numba.njit(nogil=True, cache=True)
+def _draw_sums5(state, F, n_draws, out):
+    """:func:`_draw_sums` for the 5 moment features, accumulators in registers."""
+    n = np.uint64(F.shape[0])
+    th = _thresh(n)
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    for r in range(n_draws.shape[0]):
+        a0 = a1 = a2 = a3 = a4 = 0.0
+        for _ in range(n_draws[r]):
+            j, s0, s1, s2, s3 = _bounded(s0, s1, s2, s3, n, th)
+            a0 += F[j, 0]
+            a1 += F[j, 1]
+            a2 += F[j, 2]
+            a3 += F[j, 3]
+            a4 += F[j, 4]
+        out[r, 0] += a0
+        out[r, 1] += a1
+        out[r, 2] += a2
+        out[r, 3] += a3
+        out[r, 4] += a4
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
+@numba.njit(nogil=True, cache=True)
 def _draw_uniform(state, size, out):
     n = np.uint64(size)
     th = _thresh(n)
@@ -230,5 +253,5 @@ class BootstrapPlan:
         out = np.zeros((draws.shape[0], F.shape[1]))
         for k, (s, e) in enumerate(self.sample_blocks):
             st = _xoshiro_state(seed_sequence(self.seed, self.key, b, k))
-            _draw_sums(st, F[s:e], draws[:, k], out)
+            (_draw_sums5 if F.shape[1] == 5 else _draw_sums)(st, F[s:e], draws[:, k], out)
         return out

@@ -32,7 +32,6 @@ import numpy as np
 
 from uqx.binning import equal_count_edges, make_bins
 from uqx.data import InputError
-from uqx.resample import SAMPLE_BLOCK
 from uqx.stats.calibration import LN_2PI
 
 __all__ = [
@@ -54,8 +53,13 @@ _F_Z2, _F_U2, _F_E2, _F_Z, _F_LNU2 = range(5)
 
 
 def _moment_features(E, u):
-    z = E / u
-    return np.column_stack([z * z, u * u, E * E, z, np.log(u * u)])
+    F = np.empty((E.size, 5))  # written in place: no (M,) temporaries
+    np.divide(E, u, out=F[:, _F_Z])
+    np.multiply(F[:, _F_Z], F[:, _F_Z], out=F[:, _F_Z2])
+    np.multiply(u, u, out=F[:, _F_U2])
+    np.multiply(E, E, out=F[:, _F_E2])
+    np.log(F[:, _F_U2], out=F[:, _F_LNU2])
+    return F
 
 
 def _m_rce(S, n):
@@ -287,15 +291,13 @@ def _weighted_bin_sums(counts, order, F, edges, out):
     """Per-bin feature sums of a count-weighted sample re-sorted by the binning variable.
 
     ``counts`` (b, M) in file order, ``order`` (M,) stable sort order of the binning
-    variable, ``F`` (M, k) features in sorted order, ``edges`` (N+1,) rank boundaries
+    variable, ``F`` (M, 6) bin features in sorted order, ``edges`` (N+1,) rank boundaries
     (edges[-1] == counts[r].sum()); ``out`` (b, N, k) receives the sums. Copies of a
     sample that straddle a bin boundary are split between the two bins, exactly as in
     the sorted resample.
     """
     b, M = counts.shape
     N = edges.shape[0] - 1
-    k = F.shape[1]
-    acc = np.zeros(k)
     for r in range(b):
         j = 0
         while j < N and edges[j + 1] == edges[j]:
@@ -303,41 +305,36 @@ def _weighted_bin_sums(counts, order, F, edges, out):
         if j == N:
             continue
         room = edges[j + 1] - edges[j]
-        acc[:] = 0.0
+        # the 6 bin features accumulate in registers; the rare bin closings write out
+        a0 = a1 = a2 = a3 = a4 = a5 = 0.0
         for p in range(M):
             c = counts[r, order[p]]
-            if c == 0:
-                continue
-            while c >= room:  # this sample closes bin j
-                for q in range(k):
-                    out[r, j, q] = acc[q] + room * F[p, q]
-                    acc[q] = 0.0
-                c -= room
-                j += 1
-                while j < N and edges[j + 1] == edges[j]:
+            if c >= room:
+                while c >= room:  # this sample closes bin j
+                    out[r, j, 0] = a0 + room * F[p, 0]
+                    out[r, j, 1] = a1 + room * F[p, 1]
+                    out[r, j, 2] = a2 + room * F[p, 2]
+                    out[r, j, 3] = a3 + room * F[p, 3]
+                    out[r, j, 4] = a4 + room * F[p, 4]
+                    out[r, j, 5] = a5 + room * F[p, 5]
+                    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+                    c -= room
                     j += 1
+                    while j < N and edges[j + 1] == edges[j]:
+                        j += 1
+                    if j == N:
+                        break
+                    room = edges[j + 1] - edges[j]
                 if j == N:
                     break
-                room = edges[j + 1] - edges[j]
-            if j == N:
-                break
-            if c > 0:
-                for q in range(k):
-                    acc[q] += c * F[p, q]
-                room -= c
-
-
-@numba.njit(nogil=True, cache=True)
-def _count_dot(counts, F, out):
-    """``out[r] = sum_p counts[r, p] * F[p]`` (moment sums of count-weighted resamples)."""
-    b, M = counts.shape
-    k = F.shape[1]
-    for r in range(b):
-        for p in range(M):
-            c = counts[r, p]
-            if c != 0:
-                for q in range(k):
-                    out[r, q] += c * F[p, q]
+            cf = np.float64(c)
+            a0 += cf * F[p, 0]
+            a1 += cf * F[p, 1]
+            a2 += cf * F[p, 2]
+            a3 += cf * F[p, 3]
+            a4 += cf * F[p, 4]
+            a5 += cf * F[p, 5]
+            room -= c
 
 
 @numba.njit(nogil=True, cache=True)
@@ -513,16 +510,14 @@ class SetEvaluator:
         return self._bins(spec.cond).n_bins if spec.vector else 1
 
     # -- evaluation from counts / sums
-    def _from_counts(self, counts):
-        """Statistics for count rows (b, M) in file order -> {name: (b, K)}."""
+    def _from_counts(self, counts, moment_sums=None):
+        """Statistics for count rows (b, M) in file order -> {name: (b, K)}.
+
+        ``moment_sums`` (b, 5): feature sums of the same resamples (moment statistics).
+        """
         counts = np.ascontiguousarray(np.atleast_2d(counts))
         b = counts.shape[0]
-        out = {}
-        if self._moment:
-            S = np.zeros((b, self._features.shape[1]))
-            _count_dot(counts, self._features, S)
-            for s in self._moment:
-                out[s.name] = MOMENT_STATS[s.base](S, self.M)[:, None]
+        out = self._from_moment_sums(moment_sums) if self._moment else {}
         for c in self._binned_conds:
             bins, order, F = self._bin_prep[c]
             S = np.zeros((b, bins.n_bins, F.shape[1]))
@@ -539,6 +534,9 @@ class SetEvaluator:
             out["cc"] = cc[:, None]
         return out
 
+    def _from_moment_sums(self, S):
+        return {s.name: MOMENT_STATS[s.base](S, self.M)[:, None] for s in self._moment}
+
     @property
     def needs_counts(self) -> bool:
         """True when some statistic needs full per-replicate counts (not only sums)."""
@@ -547,16 +545,25 @@ class SetEvaluator:
     def estimate(self) -> dict:
         """Point estimates t0: {name: (K,)}."""
         ones = np.ones((1, self.M), dtype=np.int32)
-        return {k: v[0] for k, v in self._from_counts(ones).items()}
+        sums = self._features.sum(axis=0)[None, :] if self._moment else None
+        return {k: v[0] for k, v in self._from_counts(ones, sums).items()}
 
     def replicates(self, plan, block: int, batch_elems: int = 20_000_000) -> dict:
-        """Statistics of replicate block ``block`` of a :class:`~uqx.resample.BootstrapPlan`."""
-        if not self.needs_counts and self.M > 4 * SAMPLE_BLOCK:
-            # large data, moments only: stream the draws (memory O(features))
-            S = plan.sums(block, self._features)
-            return {s.name: MOMENT_STATS[s.base](S, self.M)[:, None] for s in self._moment}
+        """Statistics of replicate block ``block`` of a :class:`~uqx.resample.BootstrapPlan`.
+
+        Moment statistics always come from the streamed feature sums of the draws (the
+        same draws as the counts), so their values are bitwise the same whichever other
+        statistics share the call.
+        """
+        S = plan.sums(block, self._features) if self._moment else None
+        if not self.needs_counts:  # no count matrix at all (memory O(features))
+            return self._from_moment_sums(S)
         batch = max(1, batch_elems // max(self.M, 1))
-        parts = [self._from_counts(c) for c in plan.iter_counts(block, batch)]
+        parts = []
+        lo = 0
+        for c in plan.iter_counts(block, batch):
+            parts.append(self._from_counts(c, None if S is None else S[lo : lo + c.shape[0]]))
+            lo += c.shape[0]
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
     def jackknife(self, chunk_elems: int = 4_000_000) -> dict:
@@ -565,9 +572,14 @@ class SetEvaluator:
         out = {}
         if self._moment:
             F = self._features
-            S = F.sum(axis=0)[None, :] - F
+            total = F.sum(axis=0)
             for s in self._moment:
-                out[s.name] = MOMENT_STATS[s.base](S, M - 1)[:, None]
+                out[s.name] = np.empty((M, 1))
+            step = max(1, chunk_elems // F.shape[1])
+            for lo in range(0, M, step):  # row chunks: memory O(chunk), not O(5 M)
+                S = total[None, :] - F[lo : lo + step]
+                for s in self._moment:
+                    out[s.name][lo : lo + step, 0] = MOMENT_STATS[s.base](S, M - 1)
         for c in self._binned_conds:
             bins, order, F = self._bin_prep[c]
             P = np.zeros((M + 1, F.shape[1]))
