@@ -267,9 +267,10 @@ def iter_sets(ds: xr.Dataset) -> Iterator[SetData]:
         E = ds["E"].values[i]
         uE = ds["uE"].values[i]
         valid = np.isfinite(E) & np.isfinite(uE)
+        full = bool(valid.all())  # no padding: views, no copies (large M)
         extra = {}
         for key in ("X", "V"):
             if key in ds:
-                arr = ds[key].values[i][valid]
+                arr = ds[key].values[i] if full else ds[key].values[i][valid]
                 extra[key] = arr if np.isfinite(arr).all() else None
-        yield SetData(str(name), E[valid], uE[valid], **extra)
+        yield SetData(str(name), E if full else E[valid], uE if full else uE[valid], **extra)

@@ -483,16 +483,22 @@ class SetEvaluator:
         return _moment_features(self.E, self.u)
 
     def _bins(self, cond):
-        return self._bin_prep[cond][0]
+        return self._binnings[cond]
+
+    @cached_property
+    def _binnings(self):
+        cfg = self.binning
+        return {
+            c: make_bins(self.cond[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
+                         log=cfg.log)
+            for c in self._binned_conds
+        }
 
     @cached_property
     def _bin_prep(self):
+        # sorted bin features: only built for replicates and the jackknife
         out = {}
-        cfg = self.binning
-        for c in self._binned_conds:
-            bins = make_bins(
-                self.cond[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min, log=cfg.log
-            )
+        for c, bins in self._binnings.items():
             order = bins.order
             F = np.ascontiguousarray(_bin_features(self.E[order], self.u[order]))
             out[c] = (bins, order, F)
@@ -500,7 +506,8 @@ class SetEvaluator:
 
     @cached_property
     def _rank_prep(self):
-        ou = np.argsort(self.u, kind="stable")
+        b = self._binnings.get("uE")
+        ou = b.order if b is not None else np.argsort(self.u, kind="stable")
         ae = np.abs(self.E)
         oe = np.argsort(ae, kind="stable")
         return ou, _tie_bounds(self.u[ou]), oe, _tie_bounds(ae[oe])
@@ -543,10 +550,26 @@ class SetEvaluator:
         return any(s.family != "moment" for s in self.specs)
 
     def estimate(self) -> dict:
-        """Point estimates t0: {name: (K,)}."""
-        ones = np.ones((1, self.M), dtype=np.int32)
-        sums = self._features.sum(axis=0)[None, :] if self._moment else None
-        return {k: v[0] for k, v in self._from_counts(ones, sums).items()}
+        """Point estimates t0: {name: (K,)}.
+
+        Same sums as the replicate route (weights all one), computed without the
+        bootstrap feature matrices: memory O(M) in sort orders only.
+        """
+        out = {}
+        if self._moment:
+            out.update(self._from_moment_sums(moment_sums(self.E, self.u)[None, :]))
+        for c, bins in self._binnings.items():
+            S = bin_feature_sums(self.E[bins.order], self.u[bins.order], bins.edges)
+            n = np.diff(bins.edges).astype(np.float64)
+            for s in self.specs:
+                if s.family == "binned" and s.cond == c:
+                    v = BINNED_STATS[s.base][0](S, n)
+                    out[s.name] = v if s.vector else v[:, None]
+        if any(s.family == "rank" for s in self.specs):
+            cc = np.empty(1)
+            _spearman_from_counts(np.ones((1, self.M), dtype=np.int32), *self._rank_prep, cc)
+            out["cc"] = cc[:, None]
+        return {k: v[0] for k, v in out.items()}
 
     def replicates(self, plan, block: int, batch_elems: int = 20_000_000) -> dict:
         """Statistics of replicate block ``block`` of a :class:`~uqx.resample.BootstrapPlan`.
