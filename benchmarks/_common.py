@@ -44,6 +44,26 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def source_state() -> str:
+    """Commit of the repository and whether uqx/ has uncommitted changes (hash of the diff)."""
+    import hashlib
+    import subprocess
+
+    if os.environ.get("UQX_BENCH_SOURCE"):  # label for runs outside a git checkout
+        return os.environ["UQX_BENCH_SOURCE"]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        diff = subprocess.run(["git", "diff", "HEAD", "--", "uqx"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (no git)"
+    if not diff:
+        return head
+    tag = hashlib.sha1(diff.encode()).hexdigest()[:8]
+    return f"{head} + uncommitted uqx/ changes (diff sha1 {tag})"
+
+
 def machine_info() -> dict:
     """Date, machine and library versions for the report header."""
     import numba
@@ -64,6 +84,7 @@ def machine_info() -> dict:
         "scipy": scipy.__version__,
         "numba": numba.__version__,
         "uqx": uqx.__version__,
+        "source": source_state(),
         "loadavg_start": loadavg(),
     }
 
@@ -77,6 +98,7 @@ def header(title: str) -> dict:
         f" | numpy {info['numpy']} scipy {info['scipy']} numba {info['numba']}"
         f" | uqx {info['uqx']}"
     )
+    print(f"# source: {info['source']}")
     print(f"# load average at start (1/5/15 min): {info['loadavg_start']}")
     return info
 

@@ -20,7 +20,9 @@ mirrors a concrete change proposed for ``uqx/`` (see benchmarks/README.md, "Find
   second stable argsort of uE (last-bit differences);
 * ``data.iter_sets``: no copy of a set without padding.
 
-Delete this file once the changes have landed in the package.
+:func:`apply` patches only what the package does not do yet (checked on the source of the
+installed functions) and prints which patches it applied, so the file stays usable while the
+changes land one by one. Delete it once they all have.
 """
 import math
 
@@ -172,7 +174,8 @@ def _spearman_from_counts(counts, ou, gu, oe, ge, out):
                 for p in range(ge[g], ge[g + 1]):
                     i = oe[p]
                     sxy += counts[r, i] * ru[i] * rank
-        out[r] = sxy / np.sqrt(sxx * syy)
+        den = sxx * syy  # 0 when u or |E| is constant: NaN, as upstream
+        out[r] = sxy / np.sqrt(den) if den > 0.0 else np.nan
 
 
 def _moment_features(E, u):
@@ -217,16 +220,6 @@ def jackknife(self, chunk_elems=4_000_000):
                 res[s.name][lo:lo + step, 0] = MOMENT_STATS[s.base](Sm, M - 1)
         out.update(res)
     return out
-
-
-def apply_kernels():
-    R._draw_sums = _draw_sums
-    S._count_dot = _count_dot
-    S._weighted_bin_sums = _weighted_bin_sums
-    S._spearman_from_counts = _spearman_from_counts
-    S._moment_features = _moment_features
-    S.SetEvaluator.replicates = replicates
-    S.SetEvaluator.jackknife = jackknife
 
 
 # ---------------------------------------------------------------- lean point estimates
@@ -303,7 +296,8 @@ def _spearman_orders(u, ou, ae, oe):
             syy += r * r
             sxy += r * ru[oe[k]]
         p = q
-    return sxy / math.sqrt(sxx * syy)
+    den = sxx * syy
+    return sxy / math.sqrt(den) if den > 0.0 else np.nan
 
 
 def estimate(self):
@@ -358,12 +352,62 @@ def iter_sets(ds):
         yield SetData(str(name), E if allv else E[valid], uE if allv else uE[valid], **extra)
 
 
-def apply():
-    """Apply every patch (kernels, routes, lean estimate, iter_sets)."""
+def _src(obj) -> str:
+    import inspect
+
+    try:
+        return inspect.getsource(getattr(obj, "py_func", obj))
+    except (OSError, TypeError):
+        return ""
+
+
+def apply() -> list[str]:
+    """Apply the patches the installed package still needs; return and print their names."""
     import uqx.bootstrap as B
+    import uqx.data as Dt
     import uqx.describe as D
 
-    apply_kernels()
-    S.SetEvaluator.estimate = estimate
-    B.iter_sets = iter_sets
-    D.iter_sets = iter_sets
+    done, skipped = [], []
+
+    def patch(name, needed, fn):
+        if needed:
+            fn()
+            done.append(name)
+        else:
+            skipped.append(name)
+
+    def set_(mod, attr, val):
+        return lambda: setattr(mod, attr, val)
+
+    rep_src = _src(S.SetEvaluator.replicates)
+    patch("resample._draw_sums (k=5 scalar accumulators)",
+          "_draw_sums5" not in vars(R), set_(R, "_draw_sums", _draw_sums))
+    patch("SetEvaluator.replicates (moments always streamed)",
+          "4 * SAMPLE_BLOCK" in rep_src, set_(S.SetEvaluator, "replicates", replicates))
+    patch("statistic._count_dot (branch-free)",
+          hasattr(S, "_count_dot") and "if c != 0" in _src(S._count_dot),
+          set_(S, "_count_dot", _count_dot))
+    patch("statistic._weighted_bin_sums (branch-free, k=6 scalars)",
+          "acc[q]" in _src(S._weighted_bin_sums),
+          set_(S, "_weighted_bin_sums", _weighted_bin_sums))
+    patch("statistic._spearman_from_counts (tie-free fast path)",
+          "== M" not in _src(S._spearman_from_counts),
+          set_(S, "_spearman_from_counts", _spearman_from_counts))
+    patch("statistic._moment_features (in place)",
+          "column_stack" in _src(S._moment_features),
+          set_(S, "_moment_features", _moment_features))
+    patch("SetEvaluator.jackknife (moment part in chunks)",
+          "F.sum(axis=0)[None, :] - F" in _src(S.SetEvaluator.jackknife),
+          set_(S.SetEvaluator, "jackknife", jackknife))
+    patch("SetEvaluator.estimate (lean, no bootstrap matrices)",
+          "_from_counts" in _src(S.SetEvaluator.estimate),
+          set_(S.SetEvaluator, "estimate", estimate))
+
+    def _iter():
+        B.iter_sets = iter_sets
+        D.iter_sets = iter_sets
+
+    patch("data.iter_sets (no copy without padding)", "E[valid]" in _src(Dt.iter_sets), _iter)
+    print("# proposed_fixes applied: " + ("; ".join(done) or "none"))
+    print("# proposed_fixes already upstream (not applied): " + ("; ".join(skipped) or "none"))
+    return done

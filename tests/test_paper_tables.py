@@ -128,6 +128,10 @@ def test_table_iv_intervals(table_iv):
     want = TABLE_IV[:, [0, 1, 3, 4]]
     tol = np.full_like(want, 0.01)
     tol[6, 2] = 0.03  # Set 7 RCE lower limit (heavy tails: large MC spread)
+    # Set 6 ZMS upper limit (kappa_CS(Z^2) = 24): over 12 seeds uqx gives 1.1497 +- 0.0031
+    # and scipy.stats.bootstrap BCa 1.145-1.152 (4 seeds); the published 1.1433 is one R
+    # draw ~2 sd below, so the difference of two runs needs 3*sqrt(2)*0.0031 ~ 0.013
+    tol[5, 1] = 0.015
     bad = np.argwhere(np.abs(got - want) > tol)
     assert bad.size == 0, [(int(i) + 1, int(j), got[i, j], want[i, j]) for i, j in bad]
 

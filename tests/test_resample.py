@@ -46,12 +46,20 @@ def py_xoshiro(state):
         yield out
 
 
+def py_halves(gen):
+    """32-bit halves of each 64-bit output, high half first."""
+    for x in gen:
+        yield x >> 32
+        yield x & 0xFFFFFFFF
+
+
 def py_lemire(gen, n, k):
-    """Lemire (2019) unbiased integers in [0, n) from the upper 32 bits of each output."""
+    """Lemire (2019) unbiased integers in [0, n), one candidate per 32-bit half."""
     thresh = (1 << 32) % n
+    halves = py_halves(gen)
     out = []
     while len(out) < k:
-        m = (next(gen) >> 32) * n
+        m = next(halves) * n
         if (m & 0xFFFFFFFF) >= thresh:
             out.append(m >> 32)
     return out
@@ -68,17 +76,29 @@ def test_uniform_integers_match_python_twin(size):
     ss = seed_sequence(123, "set A", 4)
     got = uniform_integers(ss, size, 300)
     state = _xoshiro_state(seed_sequence(123, "set A", 4))
-    ref = py_lemire(py_xoshiro(state), size, 300)
+    assert state.size == 6 and state[4] == 0 and state[5] == 0  # no pending half yet
+    ref = py_lemire(py_xoshiro(state[:4]), size, 300)
     np.testing.assert_array_equal(got, ref)
     assert got.min() >= 0 and got.max() < size
 
 
 def test_draw_uniform_raw_outputs():
-    # size 2**32: Lemire returns the upper 32 bits unchanged (threshold 0)
+    # size 2**32: Lemire returns each 32-bit half unchanged (threshold 0)
     out = np.empty(6, np.int64)
-    _draw_uniform(np.array([1, 2, 3, 4], np.uint64), 2**32, out)
-    g = py_xoshiro([1, 2, 3, 4])
-    np.testing.assert_array_equal(out, [next(g) >> 32 for _ in range(6)])
+    _draw_uniform(np.array([1, 2, 3, 4, 0, 0], np.uint64), 2**32, out)
+    halves = py_halves(py_xoshiro([1, 2, 3, 4]))
+    np.testing.assert_array_equal(out, [next(halves) for _ in range(6)])
+
+
+def test_stream_split_over_calls_is_the_same_stream():
+    # an odd count leaves a pending low half in the state: the next call uses it first
+    st = np.array([5, 6, 7, 8, 0, 0], np.uint64)
+    a, b = np.empty(3, np.int64), np.empty(4, np.int64)
+    _draw_uniform(st, 1000, a)
+    _draw_uniform(st, 1000, b)
+    whole = np.empty(7, np.int64)
+    _draw_uniform(np.array([5, 6, 7, 8, 0, 0], np.uint64), 1000, whole)
+    np.testing.assert_array_equal(np.r_[a, b], whole)
 
 
 def test_uniform_integers_chi_square():
@@ -202,7 +222,7 @@ def test_counts_are_multinomial_uniform_small_M():
 
 
 def test_multi_sample_block_counts():
-    M = 150_000  # three sample blocks: 65536, 65536, 18928
+    M = 2 * SAMPLE_BLOCK + SAMPLE_BLOCK // 7  # three sample blocks, the last one partial
     plan = BootstrapPlan(M=M, n_boot=REPLICATE_BLOCK, seed=8, key="big")
     assert plan.sample_blocks == [
         (0, SAMPLE_BLOCK),

@@ -52,13 +52,34 @@ __all__ = [
 _F_Z2, _F_U2, _F_E2, _F_Z, _F_LNU2 = range(5)
 
 
-def _moment_features(E, u):
-    F = np.empty((E.size, 5))  # written in place: no (M,) temporaries
-    np.divide(E, u, out=F[:, _F_Z])
-    np.multiply(F[:, _F_Z], F[:, _F_Z], out=F[:, _F_Z2])
+#: features each moment statistic reads
+_MOMENT_COLUMNS = {
+    "zms": (_F_Z2,),
+    "rce": (_F_U2, _F_E2),
+    "mv": (_F_U2,),
+    "mse": (_F_E2,),
+    "rmv": (_F_U2,),
+    "rmse": (_F_E2,),
+    "mean_z": (_F_Z,),
+    "var_z": (_F_Z2, _F_Z),
+    "nll": (_F_Z2, _F_LNU2),
+    "nll_ref": (_F_LNU2,),
+}
+
+
+def _moment_features(E, u, ncol=5):
+    """Return the per-sample moment features, the first ``ncol`` of (z², u², E², z, ln u²).
+
+    Three columns suffice for ZMS, RCE, MV, MSE: fewer bytes per draw in the kernels.
+    """
+    F = np.empty((E.size, ncol))  # written in place: no (M,) temporaries
+    z = np.divide(E, u)
+    np.multiply(z, z, out=F[:, _F_Z2])
     np.multiply(u, u, out=F[:, _F_U2])
     np.multiply(E, E, out=F[:, _F_E2])
-    np.log(F[:, _F_U2], out=F[:, _F_LNU2])
+    if ncol == 5:
+        F[:, _F_Z] = z
+        np.log(F[:, _F_U2], out=F[:, _F_LNU2])
     return F
 
 
@@ -480,7 +501,8 @@ class SetEvaluator:
 
     @cached_property
     def _features(self):
-        return _moment_features(self.E, self.u)
+        cols = {c for s in self._moment for c in _MOMENT_COLUMNS[s.base]}
+        return _moment_features(self.E, self.u, 3 if cols <= {_F_Z2, _F_U2, _F_E2} else 5)
 
     def _bins(self, cond):
         return self._binnings[cond]
@@ -542,6 +564,8 @@ class SetEvaluator:
         return out
 
     def _from_moment_sums(self, S):
+        if S.shape[-1] < 5:  # feature subset: unused columns are never read
+            S = np.concatenate([S, np.zeros(S.shape[:-1] + (5 - S.shape[-1],))], axis=-1)
         return {s.name: MOMENT_STATS[s.base](S, self.M)[:, None] for s in self._moment}
 
     @property
@@ -601,6 +625,8 @@ class SetEvaluator:
             step = max(1, chunk_elems // F.shape[1])
             for lo in range(0, M, step):  # row chunks: memory O(chunk), not O(5 M)
                 S = total[None, :] - F[lo : lo + step]
+                if S.shape[-1] < 5:
+                    S = np.concatenate([S, np.zeros((S.shape[0], 5 - S.shape[-1]))], axis=-1)
                 for s in self._moment:
                     out[s.name][lo : lo + step, 0] = MOMENT_STATS[s.base](S, M - 1)
         for c in self._binned_conds:
