@@ -103,19 +103,6 @@ def header(title: str) -> dict:
     return info
 
 
-def apply_proposed(enabled: bool, info: dict | None = None) -> None:
-    """Apply benchmarks/proposed_fixes.py (monkeypatches) when ``enabled``; say so loudly."""
-    if not enabled:
-        return
-    import proposed_fixes
-
-    proposed_fixes.apply()
-    if info is not None:
-        info["proposed_fixes"] = True
-    print("# !! --proposed: uqx is MONKEYPATCHED with benchmarks/proposed_fixes.py; these are"
-          " NOT the numbers of the package as committed", flush=True)
-
-
 def section(title: str) -> None:
     """Print a section title with the current load average."""
     print(f"\n## {title}    [load {loadavg()}]", flush=True)

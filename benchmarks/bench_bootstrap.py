@@ -41,7 +41,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     Report,
-    apply_proposed,
     best_of,
     fmt_t,
     header,
@@ -236,11 +235,9 @@ def workload_qm9(rep: Report, args):
 
 
 # ----------------------------------------------------------------------- workload 3
-def _child_big(path: str, n_boot: int, proposed: bool) -> int:
+def _child_big(path: str, n_boot: int) -> int:
     """Child process: warm-up, load the data, describe + bootstrap; print JSON."""
     import uqx
-
-    apply_proposed(proposed)
 
     def rss():
         """Peak RSS of this process so far, MiB: VmHWM (this exec's own memory only)."""
@@ -296,8 +293,6 @@ def workload_big(rep: Report, args):
         del E, u
         t_gen = time.perf_counter() - t
         cmd = [sys.executable, os.path.abspath(__file__), "--child-big", tmp, str(n_boot)]
-        if args.proposed:
-            cmd.append("--proposed")
         t = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
         t_child = time.perf_counter() - t
@@ -341,16 +336,13 @@ def main(argv=None):
     ap.add_argument("--only", choices=["1", "2", "3"], action="append",
                     help="run only these workloads (repeatable)")
     ap.add_argument("--json", default=None, help="write all results to this JSON file")
-    ap.add_argument("--proposed", action="store_true",
-                    help="apply benchmarks/proposed_fixes.py (monkeypatches) first")
     ap.add_argument("--child-big", nargs=2, metavar=("DIR", "N_BOOT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child_big:
-        return _child_big(args.child_big[0], int(args.child_big[1]), args.proposed)
+        return _child_big(args.child_big[0], int(args.child_big[1]))
     args.scipy_mode = "subset" if (args.quick and not args.full) else "full"
 
     info = header("uqx bootstrap benchmark (bench_bootstrap.py)")
-    apply_proposed(args.proposed, info)
     rep = Report(info)
     only = set(args.only or ["1", "2", "3"])
     out = {}

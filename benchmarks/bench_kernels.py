@@ -30,7 +30,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     Report,
-    apply_proposed,
     best_of,
     fmt_t,
     header,
@@ -185,12 +184,9 @@ def main(argv=None):
     ap.add_argument("--M", type=int, default=1_000_000, help="synthetic set size (10^6)")
     ap.add_argument("--repeat", type=int, default=5, help="repeats (best is kept)")
     ap.add_argument("--json", default=None, help="write all results to this JSON file")
-    ap.add_argument("--proposed", action="store_true",
-                    help="apply benchmarks/proposed_fixes.py (monkeypatches) first")
     args = ap.parse_args(argv)
 
     info = header("uqx kernel benchmark (bench_kernels.py)")
-    apply_proposed(args.proposed, info)
     rep = Report(info)
 
     # ------------------------------------------------------------------ paper sets

@@ -72,16 +72,10 @@ def resolve_seed(seed) -> int:
 
 
 def _xoshiro_state(ss: np.random.SeedSequence) -> np.ndarray:
-    """Stream state: xoshiro256** words s0..s3, then the pending low half and its flag."""
-    st = np.zeros(6, dtype=np.uint64)
-    st[:4] = ss.generate_state(4, np.uint64)
-    if not st[:4].any():  # the all-zero state is the one forbidden state
+    st = ss.generate_state(4, np.uint64)
+    if not st.any():  # the all-zero state is the one forbidden state
         st[0] = np.uint64(1)
     return st
-
-
-#: Draws generated per refill of the kernels' index buffer (L1-resident).
-_BUF = 512
 
 
 @numba.njit(inline="always")
@@ -95,39 +89,28 @@ def _thresh(n):
 
 
 @numba.njit(inline="always")
-def _fill(st, n, thresh, buf, count):
-    """Fill ``buf[:count]`` with unbiased integers in [0, n), n <= 2**32.
+def _draw2(s0, s1, s2, s3, n, thresh):
+    """One xoshiro256** step, two candidate integers in [0, n) (n <= 2**32).
 
-    Each xoshiro256** output gives two 32-bit halves (high first); each half is one
-    candidate of Lemire's (2019) multiply-shift method, rejected when the low word of
-    the product is below ``thresh = 2**32 mod n``. The state (6 words, see
-    :func:`_xoshiro_state`) travels in registers and is stored back, so a stream split
-    over several calls is the same stream.
+    The 64-bit output is split into its high and low 32-bit halves; each is a candidate
+    of Lemire's (2019) multiply-shift method, accepted when the low word of the product
+    is >= ``thresh = 2**32 mod n`` (unbiased). Returns (j_hi, ok_hi, j_lo, ok_lo, state).
+    The state travels in scalars (registers). A replicate's draws start on a fresh
+    output: a low half left over at its end is discarded.
     """
-    s0, s1, s2, s3, low, has = st[0], st[1], st[2], st[3], st[4], st[5]
+    x = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
+    t = s1 << np.uint64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
     mask = np.uint64(0xFFFFFFFF)
-    i = 0
-    while i < count:
-        if has:
-            h = low
-            has = np.uint64(0)
-        else:
-            x = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
-            t = s1 << np.uint64(17)
-            s2 ^= s0
-            s3 ^= s1
-            s1 ^= s2
-            s0 ^= s3
-            s2 ^= t
-            s3 = _rotl(s3, 45)
-            h = x >> np.uint64(32)
-            low = x & mask
-            has = np.uint64(1)
-        m = h * n
-        if (m & mask) >= thresh:
-            buf[i] = m >> np.uint64(32)
-            i += 1
-    st[0], st[1], st[2], st[3], st[4], st[5] = s0, s1, s2, s3, low, has
+    m1 = (x >> np.uint64(32)) * n
+    m2 = (x & mask) * n
+    return (m1 >> np.uint64(32), (m1 & mask) >= thresh,
+            m2 >> np.uint64(32), (m2 & mask) >= thresh, s0, s1, s2, s3)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -135,16 +118,19 @@ def _draw_counts(state, size, n_draws, out):
     """Add ``n_draws[r]`` uniform draws in [0, size) to ``out[r]`` (int32 counts)."""
     n = np.uint64(size)
     th = _thresh(n)
-    buf = np.empty(_BUF, dtype=np.int64)
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     for r in range(n_draws.shape[0]):
         row = out[r]
         left = n_draws[r]
         while left > 0:
-            c = min(left, _BUF)
-            _fill(state, n, th, buf, c)
-            for t in range(c):
-                row[buf[t]] += 1
-            left -= c
+            j1, ok1, j2, ok2, s0, s1, s2, s3 = _draw2(s0, s1, s2, s3, n, th)
+            if ok1:
+                row[j1] += 1
+                left -= 1
+            if ok2 and left > 0:
+                row[j2] += 1
+                left -= 1
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 
 @numba.njit(nogil=True, cache=True)
@@ -152,22 +138,26 @@ def _draw_sums3(state, F, n_draws, out):
     """Add to ``out[r]`` the sums of the 3 feature columns of ``F`` over the draws."""
     n = np.uint64(F.shape[0])
     th = _thresh(n)
-    buf = np.empty(_BUF, dtype=np.int64)
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     for r in range(n_draws.shape[0]):
         a0 = a1 = a2 = 0.0
         left = n_draws[r]
         while left > 0:
-            c = min(left, _BUF)
-            _fill(state, n, th, buf, c)
-            for t in range(c):
-                j = buf[t]
-                a0 += F[j, 0]
-                a1 += F[j, 1]
-                a2 += F[j, 2]
-            left -= c
+            j1, ok1, j2, ok2, s0, s1, s2, s3 = _draw2(s0, s1, s2, s3, n, th)
+            if ok1:
+                a0 += F[j1, 0]
+                a1 += F[j1, 1]
+                a2 += F[j1, 2]
+                left -= 1
+            if ok2 and left > 0:
+                a0 += F[j2, 0]
+                a1 += F[j2, 1]
+                a2 += F[j2, 2]
+                left -= 1
         out[r, 0] += a0
         out[r, 1] += a1
         out[r, 2] += a2
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 
 @numba.njit(nogil=True, cache=True)
@@ -175,32 +165,50 @@ def _draw_sums5(state, F, n_draws, out):
     """Add to ``out[r]`` the sums of the 5 feature columns of ``F`` over the draws."""
     n = np.uint64(F.shape[0])
     th = _thresh(n)
-    buf = np.empty(_BUF, dtype=np.int64)
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     for r in range(n_draws.shape[0]):
         a0 = a1 = a2 = a3 = a4 = 0.0
         left = n_draws[r]
         while left > 0:
-            c = min(left, _BUF)
-            _fill(state, n, th, buf, c)
-            for t in range(c):
-                j = buf[t]
-                a0 += F[j, 0]
-                a1 += F[j, 1]
-                a2 += F[j, 2]
-                a3 += F[j, 3]
-                a4 += F[j, 4]
-            left -= c
+            j1, ok1, j2, ok2, s0, s1, s2, s3 = _draw2(s0, s1, s2, s3, n, th)
+            if ok1:
+                a0 += F[j1, 0]
+                a1 += F[j1, 1]
+                a2 += F[j1, 2]
+                a3 += F[j1, 3]
+                a4 += F[j1, 4]
+                left -= 1
+            if ok2 and left > 0:
+                a0 += F[j2, 0]
+                a1 += F[j2, 1]
+                a2 += F[j2, 2]
+                a3 += F[j2, 3]
+                a4 += F[j2, 4]
+                left -= 1
         out[r, 0] += a0
         out[r, 1] += a1
         out[r, 2] += a2
         out[r, 3] += a3
         out[r, 4] += a4
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 
 @numba.njit(nogil=True, cache=True)
 def _draw_uniform(state, size, out):
+    """Fill ``out`` with uniform draws in [0, size) (one replicate's stream)."""
     n = np.uint64(size)
-    _fill(state, n, _thresh(n), out, out.shape[0])
+    th = _thresh(n)
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    i = 0
+    while i < out.shape[0]:
+        j1, ok1, j2, ok2, s0, s1, s2, s3 = _draw2(s0, s1, s2, s3, n, th)
+        if ok1:
+            out[i] = j1
+            i += 1
+        if ok2 and i < out.shape[0]:
+            out[i] = j2
+            i += 1
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 
 def uniform_integers(ss: np.random.SeedSequence, size: int, n: int) -> np.ndarray:
