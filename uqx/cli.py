@@ -242,12 +242,26 @@ def _cmd_validate(args):
                 print(
                     "\n# conditional calibration: fraction of bins whose LZISD interval contains 1"
                 )
-                fv = res["fval"].to_pandas().map(_fmt)
-                _print_df(fv)
+                _print_df(_fval_table(res))
         _print_warnings(res)
         if args.output:
             print(f"\nresults written to {args.output}")
     return 0
+
+
+def _fval_table(res):
+    """Fraction of valid LZISD bins per (set, conditioning variable) with its verdict."""
+    df = res[["fval", "fval_ci_low", "fval_ci_high", "conditional_valid"]].to_dataframe()
+    df = df.dropna(subset=["fval"])
+    verdict = df["conditional_valid"].map({1.0: "compatible with 95%", 0.0: "too few valid bins"})
+    out = pd.DataFrame({
+        "n_bins": res["lzisd"].notnull().sum("bin").to_series().loc[df.index],
+        "fval": df["fval"].map(_fmt),
+        "wilson_cc": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(df["fval_ci_low"],
+                                                                 df["fval_ci_high"], strict=True)],
+        "verdict": verdict,
+    })
+    return out
 
 
 def _print_warnings(res):
@@ -295,7 +309,7 @@ def _cmd_demo(args):
     print(f"\n# validation (n_boot={args.n_boot}, n_mc={args.n_mc}, seed={args.seed})")
     _print_df(result_table(res))
     print("\n# fraction of valid LZISD bins (consistency on uE, adaptivity on X)")
-    _print_df(res["fval"].to_pandas().map(_fmt))
+    _print_df(_fval_table(res))
     _print_warnings(res)
     out = Path(args.output)
     to_netcdf(res, out, parameters={"command": "demo"}, seed=args.seed)
