@@ -263,8 +263,8 @@ def test_simulate_reference_reproducible_and_scheduler_invariant():
 
 def test_simulate_reference_n_mc_not_multiple_of_block():
     ds = _set(300, 4, "x")
-    r = simulate_reference(ds, ["zms"], n_mc=R.REPLICATE_BLOCK + 7, seed=1, keep_draws=True)
-    assert r["draws"].shape == (1, 1, R.REPLICATE_BLOCK + 7)
+    r = simulate_reference(ds, ["zms"], n_mc=R.SIM_BLOCK + 7, seed=1, keep_draws=True)
+    assert r["draws"].shape == (1, 1, R.SIM_BLOCK + 7)
     assert np.isfinite(r["draws"].values).all()
 
 

@@ -130,14 +130,17 @@ def test_resolve_seed():
 
 def test_different_keys_and_blocks_give_different_streams():
     M = 300
-    base = BootstrapPlan(M=M, n_boot=600, seed=11, key="A")
+    n = REPLICATE_BLOCK + 600  # two replicate blocks
+    base = BootstrapPlan(M=M, n_boot=n, seed=11, key="A")
     c0 = base.counts(0)
-    np.testing.assert_array_equal(c0, BootstrapPlan(M, 600, 11, "A").counts(0))  # reproducible
+    np.testing.assert_array_equal(c0, BootstrapPlan(M, n, 11, "A").counts(0))  # reproducible
     others = [
         base.counts(1),  # another replicate block
-        BootstrapPlan(M, 600, 11, "B").counts(0),  # another set name
-        BootstrapPlan(M, 600, 12, "A").counts(0),  # another seed
+        BootstrapPlan(M, n, 11, "B").counts(0),  # another set name
+        BootstrapPlan(M, n, 12, "A").counts(0),  # another seed
     ]
+    with pytest.raises(IndexError):
+        base.counts(2)
     for c in others:
         rows = min(c.shape[0], c0.shape[0])
         assert not np.array_equal(c[:rows], c0[:rows])

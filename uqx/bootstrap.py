@@ -218,7 +218,17 @@ def _run_sets(sets, specs, binning, n_boot, seed, scheduler, num_workers, want_j
         plan = BootstrapPlan(M=sd.M, n_boot=n_boot, seed=seed, key=sd.name)
         est = dask.delayed(ev.estimate)()
         jack = dask.delayed(ev.jackknife)() if want_jack else None
-        blocks = [dask.delayed(ev.replicates)(plan, b) for b in range(plan.n_blocks)]
+        if not ev.needs_counts and plan.n_groups > 1:
+            # large data, moments only: one task per (replicate block, sample-block group),
+            # summed in group order (same bits as the single-task route)
+            blocks = [
+                dask.delayed(ev.from_moment_partials)(
+                    [dask.delayed(ev.moment_partial)(plan, b, g) for g in range(plan.n_groups)]
+                )
+                for b in range(plan.n_blocks)
+            ]
+        else:
+            blocks = [dask.delayed(ev.replicates)(plan, b) for b in range(plan.n_blocks)]
         tasks.append((est, jack, blocks))
     kw = {"scheduler": scheduler or "threads"}
     if num_workers is not None and kw["scheduler"] in ("threads", "processes"):

@@ -23,7 +23,7 @@ import xarray as xr
 from scipy.special import ndtri
 
 from uqx.data import InputError, as_stacked, iter_sets
-from uqx.resample import REPLICATE_BLOCK, resolve_seed, seed_sequence
+from uqx.resample import resolve_seed, seed_sequence
 from uqx.statistic import (
     BINNED_STATS,
     MOMENT_STATS,
@@ -43,6 +43,10 @@ __all__ = [
     "d_sensitive",
     "DISTRIBUTIONS",
 ]
+
+#: Simulated data sets per task (fixed: part of the definition of the keyed streams;
+#: memory per task is about 8 arrays of SIM_BLOCK x M floats).
+SIM_BLOCK = 250
 
 #: Generative distributions: label -> (kind, nu).
 DISTRIBUTIONS = {"N": ("normal", None), "T6": ("t", 6.0)}
@@ -264,7 +268,7 @@ def simulate_reference(
     ds = as_stacked(ds)
     sets = list(iter_sets(ds))
     cfg = BinningConfig(bins, binning, pop_min)
-    n_blocks = -(-n_mc // REPLICATE_BLOCK)
+    n_blocks = -(-n_mc // SIM_BLOCK)
     tasks = []
     for sd in sets:
         ss = _SimSet(sd, specs, cfg)
@@ -279,7 +283,7 @@ def simulate_reference(
                 seed,
                 dlabel,
                 b,
-                min(REPLICATE_BLOCK, n_mc - b * REPLICATE_BLOCK),
+                min(SIM_BLOCK, n_mc - b * SIM_BLOCK),
             )
             for b in range(n_blocks)
         ]

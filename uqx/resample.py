@@ -30,6 +30,7 @@ import numpy as np
 __all__ = [
     "SAMPLE_BLOCK",
     "REPLICATE_BLOCK",
+    "SAMPLE_GROUP",
     "coord_key",
     "seed_sequence",
     "resolve_seed",
@@ -39,7 +40,9 @@ __all__ = [
 #: Positions per sample block (fixed: part of the definition of a resample stream).
 SAMPLE_BLOCK = 1 << 14
 #: Replicates per block (fixed: results do not depend on how blocks are scheduled).
-REPLICATE_BLOCK = 250
+REPLICATE_BLOCK = 1000
+#: Sample blocks per group: the unit of work (a dask task) of streamed sums on large data.
+SAMPLE_GROUP = 64
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 
@@ -245,6 +248,8 @@ class BootstrapPlan:
 
     def block_size(self, b: int) -> int:
         """Replicates in block ``b``."""
+        if not 0 <= b < self.n_blocks:
+            raise IndexError(f"replicate block {b} out of range 0..{self.n_blocks - 1}")
         return min(REPLICATE_BLOCK, self.n_boot - b * REPLICATE_BLOCK)
 
     def _draws_per_sample_block(self, b: int) -> np.ndarray:
@@ -280,10 +285,26 @@ class BootstrapPlan:
         """Return the counts of replicate block ``b``: int32 (n_b, M), each row summing to M."""
         return next(self.iter_counts(b))
 
+    @property
+    def n_groups(self) -> int:
+        """Number of groups of :data:`SAMPLE_GROUP` sample blocks."""
+        return -(-len(self.sample_blocks) // SAMPLE_GROUP)
+
     def sums(self, b: int, F: np.ndarray) -> np.ndarray:
         """Feature sums of replicate block ``b``: ``sum_i c_ri F[i]``, shape (n_b, k).
 
         Uses the same draws as :meth:`counts` without materialising them (memory O(k)).
+        Defined as the sum, in group order, of :meth:`sums_group` over all groups, so
+        computing the groups as separate tasks gives the same bits.
+        """
+        out = self.sums_group(b, F, 0)
+        for g in range(1, self.n_groups):
+            out = out + self.sums_group(b, F, g)
+        return out
+
+    def sums_group(self, b: int, F: np.ndarray, g: int) -> np.ndarray:
+        """Feature sums of replicate block ``b`` over the sample blocks of group ``g``.
+
         The kernels take 3 or 5 columns; other widths are zero-padded (k < 5) or summed
         in groups of 5 over the same draws.
         """
@@ -291,17 +312,19 @@ class BootstrapPlan:
         k = F.shape[1]
         if k not in (3, 5):
             width = 3 if k < 3 else 5
-            groups = []
+            parts = []
             for lo in range(0, k, width):
                 part = F[:, lo : lo + width]
                 pad = np.zeros((F.shape[0], width - part.shape[1]))
-                groups.append(self.sums(b, np.hstack([part, pad]))[:, : part.shape[1]])
-            return np.hstack(groups)
+                parts.append(self.sums_group(b, np.hstack([part, pad]), g)[:, : part.shape[1]])
+            return np.hstack(parts)
         F = np.ascontiguousarray(F)
         kernel = _draw_sums3 if k == 3 else _draw_sums5
         draws = self._draws_per_sample_block(b)
         out = np.zeros((draws.shape[0], k))
-        for j, (s, e) in enumerate(self.sample_blocks):
+        blocks = self.sample_blocks
+        for j in range(g * SAMPLE_GROUP, min((g + 1) * SAMPLE_GROUP, len(blocks))):
+            s, e = blocks[j]
             st = _xoshiro_state(seed_sequence(self.seed, self.key, b, j))
             kernel(st, F[s:e], draws[:, j], out)
         return out

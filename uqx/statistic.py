@@ -595,6 +595,17 @@ class SetEvaluator:
             out["cc"] = cc[:, None]
         return {k: v[0] for k, v in out.items()}
 
+    def moment_partial(self, plan, block: int, group: int):
+        """Streamed feature sums of one sample-block group (a task on large data)."""
+        return plan.sums_group(block, self._features, group)
+
+    def from_moment_partials(self, partials) -> dict:
+        """Moment statistics from group partial sums, added in group order (as ``sums``)."""
+        S = partials[0]
+        for p in partials[1:]:
+            S = S + p
+        return self._from_moment_sums(S)
+
     def replicates(self, plan, block: int, batch_elems: int = 20_000_000) -> dict:
         """Statistics of replicate block ``block`` of a :class:`~uqx.resample.BootstrapPlan`.
 
