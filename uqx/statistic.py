@@ -358,6 +358,23 @@ def _weighted_bin_sums(counts, order, F, edges, out):
             room -= c
 
 
+@numba.njit(inline="always")
+def _group_ranks(w, order, bounds, m, rank_out):
+    """Centred average ranks of count-weighted samples per tie group; returns sum w·rank²."""
+    cum = 0.0
+    ss = 0.0
+    for g in range(bounds.shape[0] - 1):
+        W = 0.0
+        for p in range(bounds[g], bounds[g + 1]):
+            W += w[order[p]]
+        rank = cum + (W + 1.0) / 2.0 - m
+        cum += W
+        ss += W * rank * rank
+        for p in range(bounds[g], bounds[g + 1]):
+            rank_out[order[p]] = rank
+    return ss
+
+
 @numba.njit(nogil=True, cache=True)
 def _spearman_from_counts(counts, ou, gu, oe, ge, out):
     """Spearman CC of count-weighted resamples (average ranks per tie group).
@@ -369,31 +386,14 @@ def _spearman_from_counts(counts, ou, gu, oe, ge, out):
     b, M = counts.shape
     m = (M + 1) / 2.0
     ru = np.empty(M)
+    re_ = np.empty(M)
     for r in range(b):
-        cum = 0.0
-        sxx = 0.0
-        for g in range(gu.shape[0] - 1):
-            W = 0.0
-            for p in range(gu[g], gu[g + 1]):
-                W += counts[r, ou[p]]
-            rank = cum + (W + 1.0) / 2.0 - m
-            cum += W
-            sxx += W * rank * rank
-            for p in range(gu[g], gu[g + 1]):
-                ru[ou[p]] = rank
-        cum = 0.0
-        syy = 0.0
+        sxx = _group_ranks(counts[r], ou, gu, m, ru)
+        syy = _group_ranks(counts[r], oe, ge, m, re_)
         sxy = 0.0
-        for g in range(ge.shape[0] - 1):
-            W = 0.0
-            for p in range(ge[g], ge[g + 1]):
-                W += counts[r, oe[p]]
-            rank = cum + (W + 1.0) / 2.0 - m
-            cum += W
-            syy += W * rank * rank
-            for p in range(ge[g], ge[g + 1]):
-                i = oe[p]
-                sxy += counts[r, i] * ru[i] * rank
+        for p in range(M):
+            i = oe[p]
+            sxy += counts[r, i] * ru[i] * re_[i]
         den = sxx * syy  # 0 when u or |E| is constant: NaN, not ZeroDivisionError
         out[r] = sxy / np.sqrt(den) if den > 0.0 else np.nan
 
