@@ -250,38 +250,18 @@ def _cmd_validate(args):
 
 
 def _fval_table(res):
-    """Fraction of valid LZISD bins per (set, conditioning variable) with its verdict."""
-    df = res[["fval", "fval_ci_low", "fval_ci_high", "conditional_valid"]].to_dataframe()
-    df = df.dropna(subset=["fval"])
-    verdict = df["conditional_valid"].map({1.0: "compatible with 95%", 0.0: "too few valid bins"})
-    out = pd.DataFrame({
-        "n_bins": res["lzisd"].notnull().sum("bin").to_series().loc[df.index],
-        "fval": df["fval"].map(_fmt),
-        "wilson_cc": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(df["fval_ci_low"],
-                                                                 df["fval_ci_high"], strict=True)],
-        "verdict": verdict,
-    })
-    return out
+    from uqx.render import fval_table
+
+    return fval_table(res)
 
 
 def _print_warnings(res):
-    from uqx.validate import split_warnings
+    from uqx.render import warning_lines
 
-    warn = [
-        (str(s), w)
-        for s in res["set"].values
-        for w in split_warnings(res["set_warnings"].sel(set=s).item())
-    ]
-    warn += [
-        (str(s), f"{st}: {w}")
-        for s in res["set"].values
-        for st in res["stat"].values
-        for w in split_warnings(res["warnings"].sel(set=s, stat=st).item())
-    ]
-    if warn:
+    lines = warning_lines(res)
+    if lines:
         print("\n# warnings")
-        for s, w in warn:
-            print(f"- {s}: {w}")
+        print("\n".join(lines))
 
 
 def _unstack(ds):
