@@ -16,6 +16,7 @@ from uqx.data import InputError
 from uqx.io import read_netcdf, to_netcdf
 from uqx.reference import d_sensitive, zeta_score, zeta_sim2
 from uqx.synth import demo_sets, nig, tig
+from uqx.verdict import NOT_TESTED, VERDICTS, agreement_verdict, interval_problem
 from uqx.validate import (
     DEFAULT_STATS,
     TAILEDNESS_VARS,
@@ -108,34 +109,50 @@ def test_zeta_recomputed_from_result(res):
     np.testing.assert_allclose(r["zeta"].values, z, rtol=1e-12)
 
 
-def test_valid_consistent_with_zeta(res):
-    z, v = res["zeta"].values, res["valid"].values
-    has = ~np.isnan(z)
-    np.testing.assert_array_equal(np.isnan(v), ~has)
-    np.testing.assert_array_equal(v[has], (np.abs(z[has]) <= 1).astype(float))
-    verdict = res["verdict"].values
-    assert set(verdict[has & (v == 1)]) <= {"valid"}
-    assert set(verdict[has & (v == 0)]) <= {"invalid"}
-    assert set(verdict[~has]) <= {"D-sensitive", "undetermined"}
+def test_verdicts_follow_the_rules(res):
+    """Every verdict recomputed from the stored quantities by the documented rules."""
+    labels = [str(d) for d in res["dist"].values]
+    for s in res["set"].values:
+        for st in res["stat"].values:
+            r = res.sel(set=s, stat=st)
+            kind, v = str(r["reference_kind"].item()), str(r["verdict"].item())
+            problem = interval_problem(float(r["estimate"]), float(r["ci_low"]),
+                                       float(r["ci_high"]))
+            if st in NOT_TESTED or kind == "":
+                expected = "not tested"
+            elif problem:
+                expected = "inconclusive"
+                assert str(r["verdict_reason"].item()) == problem
+            elif kind.startswith("predefined"):
+                expected = "valid" if abs(float(r["zeta"])) <= 1 else "invalid"
+            else:
+                expected = agreement_verdict(r["zeta_sim"].values, labels)[0]
+            assert v == expected, (s, st)
+            valid = float(r["valid"])
+            assert (valid == 1.0) == (v == "valid") and (valid == 0.0) == (v == "invalid")
+            if v != "inconclusive":
+                assert str(r["verdict_reason"].item()) == ""
 
 
 def test_d_sensitive_statistics(res):
     kind = res["reference_kind"].values
-    sens = kind == "D-sensitive"
+    simulated = kind == "simulated"
+    sens = res["d_sensitive"].values
     assert sens.any()  # CC/ENCE/ZMSE/ZVE depend on D for these uncertainties (000)
-    assert np.isnan(res["valid"].values[sens]).all()
-    assert np.isnan(res["zeta"].values[sens]).all()
-    assert set(res["verdict"].values[sens]) == {"D-sensitive"}
-    for s, st in zip(*np.nonzero(sens), strict=True):
-        w = split_warnings(res["warnings"].values[s, st])
-        assert any(m.startswith("reference depends on D") for m in w)
     # the rule of METHODS §6, recomputed from the stored references
     ref, se = res["sim_reference"].values, res["sim_reference_se"].values
     rule = d_sensitive(ref[..., 0], se[..., 0], ref[..., 1], se[..., 1])
-    simulated = np.isin(kind, ["D-sensitive", "simulated-N"])
     np.testing.assert_array_equal(sens, rule & simulated)
-    # the N reference is reported as "reference"
+    # the N reference is reported as "reference", zeta is zeta_Sim with D = N
     np.testing.assert_allclose(res["reference"].values[simulated], ref[..., 0][simulated])
+    np.testing.assert_allclose(res["zeta"].values[simulated],
+                               res["zeta_sim"].values[..., 0][simulated])
+    # D-sensitivity no longer blocks a verdict on which both references agree: the
+    # overconfident set is rejected by both for every binned statistic
+    for st in ("ence", "zmse", "zve"):
+        z = res["zeta_sim"].sel(set="over", stat=st).values
+        assert np.all(z > 1), st
+        assert res["verdict"].sel(set="over", stat=st).item() == "invalid"
 
 
 def test_simulated_references_used_when_d_insensitive(synth):
@@ -144,17 +161,19 @@ def test_simulated_references_used_when_d_insensitive(synth):
     r = validate(synth.isel(set=[0]), ["cc", "ence", "zmse", "zve"], nu=1e6, seed=1,
                  conditional=False, **KW)
     assert list(r["dist"].values) == ["N", "T1e+06"]
-    assert set(r["reference_kind"].values.ravel()) == {"simulated-N"}
+    assert set(r["reference_kind"].values.ravel()) == {"simulated"}
     zs = zeta_score(r["estimate"], r["sim_reference"].sel(dist="N"), r["ci_low"], r["ci_high"],
                     target_u=2 * r["sim_reference_se"].sel(dist="N"))
     np.testing.assert_allclose(r["zeta"].values, zs, rtol=1e-12)
     np.testing.assert_allclose(r["zeta_sim"].sel(dist="N").values, zs, rtol=1e-12)
-    np.testing.assert_array_equal(r["valid"].values, (np.abs(zs) <= 1).astype(float))
+    for j, st in enumerate(r["stat"].values):
+        z = r["zeta_sim"].values[0, j]
+        if not interval_problem(*(float(r[k].values[0, j]) for k in ("estimate", "ci_low",
+                                                                      "ci_high"))):
+            assert r["verdict"].values[0, j] == agreement_verdict(z, ["N", "T"])[0], st
     z2 = zeta_sim2(r["estimate"].values[..., None], r["sim_reference"].values,
                    r["sim2_low"].values, r["sim2_high"].values)
     np.testing.assert_allclose(r["zeta_sim2"].values, z2, rtol=1e-12)
-    # 2u of the reference vs the interval half-width is checked and reported (000 Fig. 1)
-    assert any("Monte-Carlo uncertainty" in w for w in r["warnings"].values.ravel())
 
 
 def test_simulate_all_fills_predefined_statistics(synth):
@@ -176,7 +195,7 @@ def test_simulate_all_fills_predefined_statistics(synth):
 def test_tailedness_warnings(res):
     sw = {s: split_warnings(res["set_warnings"].sel(set=s).item()) for s in res["set"].values}
     assert sw["cal"] == [] and sw["over"] == []
-    assert len(sw["tig"]) == 1 and sw["tig"][0].startswith("tailedness above the 001 safety")
+    assert len(sw["tig"]) == 1 and sw["tig"][0].startswith("tailedness above the safety")
     for st in ("zms", "rce", "ence", "zmse", "zve", "nll"):
         w = split_warnings(res["warnings"].sel(set="tig", stat=st).item())
         assert any(m.startswith("heavy tails") for m in w), st
@@ -206,14 +225,15 @@ def test_dropped_rows_warning():
 
 
 def test_result_structure(res):
-    assert set(res.dims) == {"set", "stat", "dist", "cond", "bin"}
+    assert set(res.dims) == {"set", "stat", "dist", "cond", "bin", "xstat", "sweep"}
     assert list(res["set"].values) == ["cal", "over", "tig"]
     assert list(res["stat"].values) == STATS
     assert list(res["dist"].values) == ["N", "T6"]
     assert list(res["cond"].values) == ["uE", "X"]
     np.testing.assert_array_equal(res["M"].values, [M, M, M])
     set_stat = ["estimate", "bias", "se", "ci_low", "ci_high", "reference", "reference_se",
-                "zeta", "valid", "verdict", "reference_kind", "warnings"]
+                "zeta", "valid", "verdict", "verdict_reason", "borderline", "reference_kind",
+                "d_sensitive", "warnings"]
     for v in set_stat:
         assert res[v].dims == ("set", "stat"), v
     for v in ("sim_reference", "sim_reference_se", "sim2_low", "sim2_high", "zeta_sim",
@@ -226,9 +246,14 @@ def test_result_structure(res):
         assert res[v].dims == ("set", "cond"), v
     for v in ("verdict", "reference_kind", "warnings", "set_warnings"):
         assert res[v].dtype.kind == "U", v
-    assert set(np.unique(res["verdict"])) <= {"valid", "invalid", "D-sensitive", "undetermined"}
+    assert set(np.unique(res["verdict"])) <= set(VERDICTS)
     assert set(np.unique(res["reference_kind"])) <= {
-        "predefined", "predefined (NLL_ref)", "simulated-N", "D-sensitive"}
+        "predefined", "predefined (NLL_ref)", "simulated", ""}
+    for v in ("extrap_intercept", "extrap_intercept_se", "extrap_verdict"):
+        assert res[v].dims == ("set", "cond", "xstat"), v
+    assert res["extrap_null_low"].dims == ("set", "cond", "xstat", "dist")
+    assert res["cond_verdict"].dims == ("set", "cond")
+    assert res["n_bins_used"].dims == ("set",)
     for a in ("seed", "n_boot", "n_mc", "level", "n_bins", "binning_scheme", "pop_min", "nu",
               "uqx_version", "d_sensitivity_rule"):
         assert a in res.attrs, a
@@ -257,7 +282,7 @@ def test_conditional_analysis(res):
 def test_tables(res):
     t = result_table(res)
     assert list(t.columns) == ["estimate", "bias", "ci_low", "ci_high", "reference", "zeta",
-                               "verdict"]
+                               "zeta_T6", "verdict"]
     assert len(t) == 3 * len(STATS)
     iv = paper_table_iv(res)
     assert [c[0] for c in iv.columns] == ["RCE"] * 5 + ["ZMS"] * 5
@@ -302,12 +327,17 @@ def test_result_records_json(res):
     assert [r["dataset"] for r in back] == ["cal", "over", "tig"]
     for r in back:
         assert {"dataset", "M", "stats", "warnings"} <= set(r)
-        assert set(r) <= {"dataset", "M", "stats", "warnings", "conditional"}
+        assert set(r) <= {"dataset", "M", "stats", "warnings", "conditional", "n_bins_used"}
         assert r["M"] == M
         assert list(r["stats"]) == STATS
         for st, d in r["stats"].items():
-            assert set(d) == {"estimate", "bias", "ci_low", "ci_high", "reference",
-                              "reference_se", "zeta", "valid", "reference_kind"}, st
+            base = {"estimate", "bias", "ci_low", "ci_high", "reference", "reference_se",
+                    "zeta", "valid", "verdict", "reference_kind", "borderline"}
+            assert base <= set(d), st
+            assert ("verdict_reason" in d) == (d["verdict"] == "inconclusive"), st
+            assert ("zeta_sim" in d) == (d["reference_kind"] == "simulated"), st
+            if "zeta_sim" in d:
+                assert set(d["zeta_sim"]) == {"N", "T6"}
             assert d["valid"] in (True, False, None)
             assert isinstance(d["reference_kind"], str)
         assert isinstance(r["warnings"], list)
@@ -315,13 +345,19 @@ def test_result_records_json(res):
     over = back[1]["stats"]["zms"]
     assert over["valid"] is False and over["zeta"] > 1 and over["reference"] == 1.0
     cc = back[0]["stats"]["cc"]
-    assert cc["valid"] is None and cc["zeta"] is None and cc["reference_kind"] == "D-sensitive"
+    assert cc["reference_kind"] == "simulated" and cc["verdict"] in VERDICTS
     tigw = back[2]["warnings"]
     assert any(w.startswith("tailedness above") for w in tigw)
-    assert any(w.startswith("zms: heavy tails") for w in tigw)
+    # one line per cause: the statistics sharing it are grouped on that line
+    heavy = [w for w in tigw if "heavy tails" in w]
+    assert len(heavy) >= 1 and all(w.split(":")[0].isupper() for w in heavy)
     assert set(back[0]["conditional"]) == {"uE", "X"}
-    assert set(back[0]["conditional"]["uE"]) == {"fval", "fval_ci_low", "fval_ci_high",
-                                                 "n_bins"}
+    cu = back[0]["conditional"]["uE"]
+    assert {"fval", "fval_ci_low", "fval_ci_high", "n_bins", "extrapolation", "verdict"} <= set(cu)
+    for k in ("ence", "zmse", "zve"):
+        assert {"intercept", "verdict", "intercept_se", "null_interval"} <= set(
+            cu["extrapolation"][k])
+        assert cu["extrapolation"][k]["verdict"] in VERDICTS
 
 
 def test_records_without_conditional(synth):

@@ -10,7 +10,7 @@ Conventions follow ``nptest::np.boot`` as used for the papers' numbers (METHODS.
 * :math:`\alpha_k = \Phi(z_0 + (z_0+z_k)/(1 - a(z_0+z_k)))`, CI = type-7 quantiles of T.
 
 Work is cut into (set, replicate-block) tasks scheduled by dask; each block draws from a
-generator keyed by (seed, set name, block), so results are bitwise identical for any
+generator keyed by (seed, data content digest, block), so results are bitwise identical for any
 scheduler or number of workers.
 """
 
@@ -27,7 +27,7 @@ import xarray as xr
 from scipy.special import ndtr, ndtri
 
 from uqx.data import InputError, SetData, as_stacked, iter_sets
-from uqx.resample import REPLICATE_BLOCK, BootstrapPlan, resolve_seed
+from uqx.resample import MEMORY_BUDGET, REPLICATE_BLOCK, BootstrapPlan, content_key, resolve_seed
 from uqx.statistic import STAT_INFO, BinningConfig, SetEvaluator, parse_stat
 
 __all__ = [
@@ -215,7 +215,7 @@ def _run_sets(sets, specs, binning, n_boot, seed, scheduler, num_workers, want_j
     tasks = []
     for sd in sets:
         ev = _evaluator(sd, specs, binning)
-        plan = BootstrapPlan(M=sd.M, n_boot=n_boot, seed=seed, key=sd.name)
+        plan = BootstrapPlan(M=sd.M, n_boot=n_boot, seed=seed, key=content_key(sd.E, sd.uE))
         est = dask.delayed(ev.estimate)()
         jack = dask.delayed(ev.jackknife)() if want_jack else None
         if not ev.needs_counts and plan.n_groups > 1:
@@ -228,7 +228,8 @@ def _run_sets(sets, specs, binning, n_boot, seed, scheduler, num_workers, want_j
                 for b in range(plan.n_blocks)
             ]
         else:
-            blocks = [dask.delayed(ev.replicates)(plan, b) for b in range(plan.n_blocks)]
+            blocks = [dask.delayed(ev.replicates)(plan, b, batch_elems=MEMORY_BUDGET // 4)
+                      for b in range(plan.n_blocks)]
         tasks.append((est, jack, blocks))
     kw = {"scheduler": scheduler or "threads"}
     if num_workers is not None and kw["scheduler"] in ("threads", "processes"):

@@ -23,7 +23,7 @@ import xarray as xr
 from scipy.special import ndtri
 
 from uqx.data import InputError, as_stacked, iter_sets
-from uqx.resample import resolve_seed, seed_sequence
+from uqx.resample import content_key, resolve_seed, rows_for_budget, seed_sequence
 from uqx.statistic import (
     BINNED_STATS,
     MOMENT_STATS,
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: Simulated data sets per task (fixed: part of the definition of the keyed streams;
-#: memory per task is about 8 arrays of SIM_BLOCK x M floats).
+#: inside a task rows are batched to the memory budget).
 SIM_BLOCK = 250
 
 #: Generative distributions: label -> (kind, nu).
@@ -155,10 +155,25 @@ def d_sensitive(ref_a, se_a, ref_b, se_b, *, k=2.0):
 
 
 def _sim_block(sd, specs, cfg, dist, nu, seed, dlabel, block, nb):
-    """Statistics of ``nb`` simulated data sets (one keyed block) -> {name: (nb,)}."""
-    rng = np.random.Generator(np.random.PCG64(seed_sequence(seed, "sim", sd.name, dlabel, block)))
+    """Statistics of ``nb`` simulated data sets (one keyed block) -> {name: (nb,)}.
+
+    The block's draws come from one keyed stream consumed in row order; rows are
+    simulated in batches sized to :data:`uqx.resample.MEMORY_BUDGET` (about 12 float64
+    temporaries per simulated value), so memory is bounded for any M and the numbers do
+    not depend on the batch size.
+    """
+    rng = np.random.Generator(np.random.PCG64(seed_sequence(seed, "sim", sd.key, dlabel, block)))
     u = sd.uE
-    E = u * draw_unit(rng, (nb, u.size), dist=dist, nu=nu)
+    rows = rows_for_budget(12 * 8 * u.size)
+    parts = []
+    for lo in range(0, nb, rows):
+        E = u * draw_unit(rng, (min(rows, nb - lo), u.size), dist=dist, nu=nu)
+        parts.append(_sim_stats(E, u, sd, specs))
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _sim_stats(E, u, sd, specs):
+    """Statistics of simulated data sets E (b, M) with the set's binnings."""
     out = {}
     moment = [s for s in specs if s.family == "moment"]
     if moment:
@@ -200,6 +215,7 @@ class _SimSet:
         from uqx.binning import make_bins
 
         self.name, self.uE = sd.name, sd.uE
+        self.key = content_key(sd.E, sd.uE)
         self.ru = rankdata(sd.uE) - (sd.uE.size + 1) / 2.0
         conds = {"uE": sd.uE, "X": sd.X, "V": sd.V}
         self.bins = {}

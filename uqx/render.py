@@ -18,6 +18,9 @@ __all__ = [
     "paper_table_iv",
     "paper_table_a",
     "fval_table",
+    "conditional_table",
+    "grouped_warnings",
+    "format_validation",
     "warning_lines",
     "format_df",
 ]
@@ -31,13 +34,76 @@ def split_warnings(text) -> list[str]:
     return [w for w in str(text).split(WARN_SEP) if w]
 
 
+def _verdict_label(v, borderline) -> str:
+    return f"{v} (borderline)" if bool(borderline) and v in ("valid", "invalid") else str(v)
+
+
 def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
-    """Render a validation result as a (set, stat) table (pandas)."""
-    cols = ["estimate", "bias", "ci_low", "ci_high", "reference", "zeta", "verdict"]
-    df = res[cols].to_dataframe()[cols]
-    num = ["estimate", "bias", "ci_low", "ci_high", "reference", "zeta"]
-    df[num] = df[num].astype(float).round(digits)
+    """Render a validation result as a (set, stat) table (pandas).
+
+    Columns: estimate, bias, BCa interval, reference (predefined, or simulated with
+    D = N), ζ (ζ_BS or ζ_Sim with D = N), ζ_Sim for every other distribution, verdict
+    (with "(borderline)" when |ζ| is within its Monte-Carlo noise of 1).
+    """
+    cols = ["estimate", "bias", "ci_low", "ci_high", "reference", "zeta"]
+    df = res[cols].to_dataframe()[cols].astype(float)
+    if "zeta_sim" in res and "dist" in res.dims:
+        for d in list(res["dist"].values)[1:]:
+            z = res["zeta_sim"].sel(dist=d).to_series()
+            df[f"zeta_{d}"] = z.where(res["reference_kind"].to_series() == "simulated")
+    df = df.round(digits)
+    bl = res["borderline"].to_series() if "borderline" in res else False
+    verdict = res["verdict"].to_series()
+    df["verdict"] = [
+        _verdict_label(v, b) for v, b in zip(verdict, bl if not isinstance(bl, bool) else
+                                             [False] * len(verdict), strict=True)
+    ]
     return df
+
+
+def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
+    """Conditional calibration per (set, cond): the routes and the headline verdict.
+
+    Rows: the fraction of valid LZISD bins (with its Wilson-cc interval) and the zero-bin
+    extrapolation of each statistic (intercept ± 2 SE as in the papers, the central 95 %
+    of its simulated null for each distribution, and the verdict), then the headline.
+    """
+    rows = []
+    dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
+    for s in res["set"].values:
+        for c in res["cond"].values:
+            r = res.sel(set=s, cond=c)
+            name = {"uE": "consistency (uE)"}.get(str(c), f"adaptivity ({c})")
+            if "fval" in res and np.isfinite(float(r["fval"])):
+                rows.append({
+                    "set": s, "cond": name, "route": "fraction of valid bins",
+                    "value": f"{float(r['fval']):.3f} of {int(r['cond_n_bins'])}",
+                    "interval": f"[{float(r['fval_ci_low']):.3f}, {float(r['fval_ci_high']):.3f}]",
+                    "verdict": str(r["fval_verdict"].item()),
+                })
+            if "extrap_intercept" in res:
+                for k in res["xstat"].values:
+                    x = r.sel(xstat=k)
+                    a, se = float(x["extrap_intercept"]), float(x["extrap_intercept_se"])
+                    if not np.isfinite(a):
+                        continue
+                    null = "; ".join(
+                        f"{d} [{float(x['extrap_null_low'].sel(dist=d)):.{digits}f}, "
+                        f"{float(x['extrap_null_high'].sel(dist=d)):.{digits}f}]"
+                        for d in dists
+                    )
+                    rows.append({
+                        "set": s, "cond": name, "route": f"{str(k).upper()} at zero bins",
+                        "value": f"{a:.{digits}f} ± {2 * se:.{digits}f}",
+                        "interval": f"null {null}" if null else "",
+                        "verdict": str(x["extrap_verdict"].item()),
+                    })
+            if "cond_verdict" in res:
+                rows.append({"set": s, "cond": name, "route": "headline", "value": "",
+                             "interval": "", "verdict": str(r["cond_verdict"].item())})
+    if not rows:
+        return pd.DataFrame(columns=["set", "cond", "route", "value", "interval", "verdict"])
+    return pd.DataFrame(rows).set_index(["set", "cond", "route"])
 
 
 def _num(v):
@@ -45,41 +111,119 @@ def _num(v):
     return None if not np.isfinite(v) else v
 
 
+def _stat_record(x, dists) -> dict:
+    v = x["valid"].item()
+    rec = {
+        "estimate": _num(x["estimate"]),
+        "bias": _num(x["bias"]),
+        "ci_low": _num(x["ci_low"]),
+        "ci_high": _num(x["ci_high"]),
+        "reference": _num(x["reference"]),
+        "reference_se": _num(x["reference_se"]),
+        "zeta": _num(x["zeta"]),
+        "valid": None if not np.isfinite(v) else bool(v),
+        "verdict": str(x["verdict"].item()),
+        "reference_kind": str(x["reference_kind"].item()),
+    }
+    if "borderline" in x:
+        rec["borderline"] = bool(x["borderline"].item())
+    if rec["verdict"] == "inconclusive" and "verdict_reason" in x:
+        rec["verdict_reason"] = str(x["verdict_reason"].item())
+    if rec["reference_kind"] == "simulated" and "zeta_sim" in x:
+        rec["zeta_sim"] = {d: _num(x["zeta_sim"].sel(dist=d)) for d in dists}
+        rec["sim_reference"] = {d: _num(x["sim_reference"].sel(dist=d)) for d in dists}
+        rec["d_sensitive"] = bool(x["d_sensitive"].item())
+    return rec
+
+
+def _conditional_record(r, c, dists) -> dict:
+    rc = r.sel(cond=c)
+    out = {}
+    if "fval" in r:
+        out.update({
+            "fval": _num(rc["fval"]),
+            "fval_ci_low": _num(rc["fval_ci_low"]),
+            "fval_ci_high": _num(rc["fval_ci_high"]),
+            "fval_verdict": str(rc["fval_verdict"].item()),
+            "n_bins": int(rc["cond_n_bins"].item()),
+        })
+    if "extrap_intercept" in r:
+        ex = {}
+        for k in r["xstat"].values:
+            x = rc.sel(xstat=k)
+            e = {
+                "intercept": _num(x["extrap_intercept"]),
+                "intercept_se": _num(x["extrap_intercept_se"]),
+                "slope": _num(x["extrap_slope"]),
+                "slope_se": _num(x["extrap_slope_se"]),
+                "papers_valid": bool(x["extrap_papers_valid"].item()),
+                "null_interval": {d: [_num(x["extrap_null_low"].sel(dist=d)),
+                                      _num(x["extrap_null_high"].sel(dist=d))] for d in dists},
+                "verdict": str(x["extrap_verdict"].item()),
+            }
+            if e["verdict"] != "valid":
+                e["verdict_reason"] = str(x["extrap_verdict_reason"].item())
+            ex[str(k)] = e
+        out["extrapolation"] = ex
+    if "cond_verdict" in r:
+        out["verdict"] = str(rc["cond_verdict"].item())
+        if out["verdict"] == "inconclusive":
+            out["verdict_reason"] = str(rc["cond_verdict_reason"].item())
+    return out
+
+
 def result_records(res: xr.Dataset) -> list[dict]:
-    """JSON-ready records: one object per data set (see ``uqx validate --format json``)."""
+    """JSON-ready records: one object per data set (see ``uqx validate --format json``).
+
+    Keys: ``dataset``, ``M``, ``stats.<name>`` (estimate, interval, reference, ζ,
+    ``verdict`` and, when inconclusive, ``verdict_reason``; ``zeta_sim`` per distribution
+    for simulated references), ``conditional.<uE|X|V>`` (fraction of valid bins,
+    ``extrapolation.<ence|zmse|zve>`` with ``intercept`` and ``verdict``, headline
+    ``verdict``) and ``warnings`` (one line per cause).
+    """
+    dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
     recs = []
     for s in res["set"].values:
         r = res.sel(set=s)
-        stats = {}
-        warns = split_warnings(r["set_warnings"].item())
-        for st in r["stat"].values:
-            x = r.sel(stat=st)
-            v = x["valid"].item()
-            stats[str(st).lower()] = {
-                "estimate": _num(x["estimate"]),
-                "bias": _num(x["bias"]),
-                "ci_low": _num(x["ci_low"]),
-                "ci_high": _num(x["ci_high"]),
-                "reference": _num(x["reference"]),
-                "reference_se": _num(x["reference_se"]),
-                "zeta": _num(x["zeta"]),
-                "valid": None if not np.isfinite(v) else bool(v),
-                "reference_kind": str(x["reference_kind"].item()),
-            }
-            warns += [f"{st}: {w}" for w in split_warnings(x["warnings"].item())]
-        rec = {"dataset": str(s), "M": int(r["M"].item()), "stats": stats, "warnings": warns}
-        if "fval" in res:
-            rec["conditional"] = {
-                str(c): {
-                    "fval": _num(r["fval"].sel(cond=c)),
-                    "fval_ci_low": _num(r["fval_ci_low"].sel(cond=c)),
-                    "fval_ci_high": _num(r["fval_ci_high"].sel(cond=c)),
-                    "n_bins": int(r["lzisd"].sel(cond=c).notnull().sum()),
-                }
-                for c in res["cond"].values
-            }
+        stats = {str(st).lower(): _stat_record(r.sel(stat=st), dists) for st in r["stat"].values}
+        rec = {"dataset": str(s), "M": int(r["M"].item()), "stats": stats,
+               "warnings": grouped_warnings(res, s)}
+        if "n_bins_used" in r and int(r["n_bins_used"]) >= 0:
+            rec["n_bins_used"] = int(r["n_bins_used"])
+        if "cond" in res.dims:
+            rec["conditional"] = {str(c): _conditional_record(r, c, dists)
+                                  for c in res["cond"].values}
         recs.append(rec)
     return recs
+
+
+def grouped_warnings(res: xr.Dataset, s) -> list[str]:
+    """Warnings of one set, one line per cause: statistics sharing a message are grouped."""
+    r = res.sel(set=s)
+    lines = list(split_warnings(r["set_warnings"].item()))
+    by_text: dict[str, list[str]] = {}
+    for st in r["stat"].values:
+        for w in split_warnings(r["warnings"].sel(stat=st).item()):
+            by_text.setdefault(w, []).append(str(st).upper())
+    lines += [f"{', '.join(names)}: {w}" for w, names in by_text.items()]
+    return lines
+
+
+def format_validation(res: xr.Dataset) -> str:
+    """Return the text printed by ``uqx validate`` and ``uqx show`` for a validation result."""
+    a = res.attrs
+    parts = [
+        f"# uqx validate: BCa {float(a.get('level', 0.95)):.0%} intervals, "
+        f"n_boot={a.get('n_boot')}, n_mc={a.get('n_mc')}, seed={a.get('seed')}",
+        format_df(result_table(res)),
+    ]
+    if "cond" in res.dims:
+        parts += ["\n# conditional calibration: consistency (bins on uE) and adaptivity "
+                  "(bins on X/V)", format_df(conditional_table(res))]
+    lines = warning_lines(res)
+    if lines:
+        parts += ["\n# warnings", "\n".join(lines)]
+    return "\n".join(parts)
 
 
 def paper_table_iv(res: xr.Dataset) -> pd.DataFrame:
@@ -145,19 +289,8 @@ def fval_table(res):
 
 
 def warning_lines(res) -> list[str]:
-    """One line per (set, warning) of a validation result."""
-    warn = [
-        (str(s), w)
-        for s in res["set"].values
-        for w in split_warnings(res["set_warnings"].sel(set=s).item())
-    ]
-    warn += [
-        (str(s), f"{st}: {w}")
-        for s in res["set"].values
-        for st in res["stat"].values
-        for w in split_warnings(res["warnings"].sel(set=s, stat=st).item())
-    ]
-    return [f"- {s}: {w}" for s, w in warn]
+    """One line per (set, cause) of a validation result, in plain words."""
+    return [f"- {s}: {w}" for s in res["set"].values for w in grouped_warnings(res, s)]
 
 
 def _fmt(v):

@@ -21,6 +21,7 @@ Sample blocks of 2**14 positions keep the feature rows of a block in L2 cache.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from dataclasses import dataclass
 
@@ -31,7 +32,10 @@ __all__ = [
     "SAMPLE_BLOCK",
     "REPLICATE_BLOCK",
     "SAMPLE_GROUP",
+    "MEMORY_BUDGET",
+    "rows_for_budget",
     "coord_key",
+    "content_key",
     "seed_sequence",
     "resolve_seed",
     "BootstrapPlan",
@@ -41,10 +45,19 @@ __all__ = [
 SAMPLE_BLOCK = 1 << 14
 #: Replicates per block (fixed: results do not depend on how blocks are scheduled).
 REPLICATE_BLOCK = 1000
+#: Memory budget (bytes) of one task's working arrays: count batches, simulated data sets.
+#: Blocks size themselves to it; the numbers never depend on it (streams are keyed by
+#: fixed blocks and consumed sequentially).
+MEMORY_BUDGET = 256 * 2**20
 #: Sample blocks per group: the unit of work (a dask task) of streamed sums on large data.
 SAMPLE_GROUP = 64
 
 _MASK32 = np.uint64(0xFFFFFFFF)
+
+
+def rows_for_budget(row_bytes: int, budget: int = MEMORY_BUDGET) -> int:
+    """Rows of ``row_bytes`` bytes that fit in ``budget`` (at least one)."""
+    return max(1, int(budget) // max(int(row_bytes), 1))
 
 
 def coord_key(value) -> int:
@@ -54,9 +67,35 @@ def coord_key(value) -> int:
     return zlib.crc32(str(value).encode("utf-8")) & 0xFFFFFFFF
 
 
+def content_key(*arrays) -> tuple[int, int, int, int]:
+    """Key of a data set by its content: four 32-bit words of the SHA-256 of the arrays.
+
+    The bytes hashed are the float64 values in file order, so the same data gives the same
+    random streams whatever the set is called or whatever runs beside it, and two sets
+    share a stream only when their data are identical.
+    """
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        h.update(b"|")  # (E, uE) and (E', uE') with the same concatenation differ
+    d = h.digest()
+    return tuple(int.from_bytes(d[4 * i : 4 * i + 4], "little") for i in range(4))
+
+
+def _flat_keys(coords):
+    for c in coords:
+        if isinstance(c, tuple):
+            yield from _flat_keys(c)
+        else:
+            yield coord_key(c)
+
+
 def seed_sequence(seed: int, *coords) -> np.random.SeedSequence:
-    """SeedSequence of the root ``seed`` keyed by coordinates (``spawn_key``)."""
-    return np.random.SeedSequence(int(seed), spawn_key=tuple(coord_key(c) for c in coords))
+    """SeedSequence of the root ``seed`` keyed by coordinates (``spawn_key``).
+
+    A tuple coordinate (e.g. a :func:`content_key`) contributes all its words.
+    """
+    return np.random.SeedSequence(int(seed), spawn_key=tuple(_flat_keys(coords)))
 
 
 def resolve_seed(seed) -> int:

@@ -44,6 +44,7 @@ __all__ = [
     "SetEvaluator",
     "BinningConfig",
     "moment_sums",
+    "bin_features",
     "bin_feature_sums",
 ]
 
@@ -110,10 +111,22 @@ MOMENT_STATS = {
 _B_U2, _B_E2, _B_Z2, _B_EC, _B_EC2, _B_Z = range(6)
 
 
-def _bin_features(E, u):
+def bin_features(E, u):
+    """Per-sample bin features (u², E², z², E − Ē, (E − Ē)², z) over the last axis.
+
+    ``E`` (..., M), ``u`` (M,) or (..., M) -> (..., M, 6). Centring E on its (row) mean
+    keeps the one-pass per-bin variance accurate. ``BINNED_STATS[name][0](S, n)`` turns
+    per-bin sums of these features into a statistic.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    u = np.broadcast_to(np.asarray(u, dtype=np.float64), E.shape)
     z = E / u
-    ec = E - E.mean()  # centring keeps the one-pass per-bin variance accurate
-    return np.column_stack([u * u, E * E, z * z, ec, ec * ec, z])
+    ec = E - E.mean(axis=-1, keepdims=True)
+    return np.stack([u * u, E * E, z * z, ec, ec * ec, z], axis=-1)
+
+
+def _bin_features(E, u):
+    return bin_features(E, u)
 
 
 def _b_parts(S, n):
@@ -398,17 +411,25 @@ def _spearman_from_counts(counts, ou, gu, oe, ge, out):
         out[r] = sxy / np.sqrt(den) if den > 0.0 else np.nan
 
 
+#: Work bound (pairs) of the exact CC jackknife; beyond it a systematic subsample of
+#: leave-one-out values is used (each repeated to length M, so the sums of the BCa
+#: acceleration keep their scale).
+RANK_JACK_PAIRS = 4_000_000_000
+
+
 @numba.njit(nogil=True, cache=True, parallel=True, fastmath=True)
-def _spearman_jackknife(ru, re_, u, ae):
-    """Leave-one-out Spearman correlations from full-sample average ranks (O(M^2)).
+def _spearman_jackknife(ru, re_, u, ae, idx):
+    """Leave-one-out Spearman correlations from full-sample average ranks (O(M·len(idx))).
 
     Removing sample i lowers the rank of every larger value by 1 and of every tied value
     by 1/2; the M-1 remaining ranks have mean M/2. Branch-free inner loop (SIMD).
+    ``idx`` lists the samples to leave out.
     """
     M = ru.shape[0]
-    out = np.empty(M)
+    out = np.empty(idx.shape[0])
     m = M / 2.0
-    for i in numba.prange(M):
+    for t in numba.prange(idx.shape[0]):
+        i = idx[t]
         sxy = 0.0
         sxx = 0.0
         syy = 0.0
@@ -427,8 +448,17 @@ def _spearman_jackknife(ru, re_, u, ae):
         sxx -= a * a
         syy -= c * c
         den = sxx * syy  # 0 when u or |E| is constant: NaN, not ZeroDivisionError
-        out[i] = sxy / np.sqrt(den) if den > 0.0 else np.nan
+        out[t] = sxy / np.sqrt(den) if den > 0.0 else np.nan
     return out
+
+
+def spearman_jackknife(ru, re_, u, ae, *, max_pairs: int = RANK_JACK_PAIRS) -> np.ndarray:
+    """Leave-one-out CC values (M,); a systematic subsample when M² > ``max_pairs``."""
+    M = ru.shape[0]
+    step = max(1, -(-M * M // max_pairs))
+    idx = np.arange(0, M, step, dtype=np.int64)
+    vals = _spearman_jackknife(ru, re_, u, ae, idx)
+    return vals if step == 1 else np.repeat(vals, step)[:M]
 
 
 # ---------------------------------------------------------------- per-set evaluator
@@ -688,5 +718,5 @@ class SetEvaluator:
             re_ = np.empty(M)
             ru[ou] = _avg_ranks(gu)
             re_[oe] = _avg_ranks(ge)
-            out["cc"] = _spearman_jackknife(ru, re_, self.u, np.abs(self.E))[:, None]
+            out["cc"] = spearman_jackknife(ru, re_, self.u, np.abs(self.E))[:, None]
         return out

@@ -1,21 +1,29 @@
-"""The recommended validation workflow (paper 000 Fig. 1, paper 001 Sect. V).
+"""The recommended validation workflow (paper 000 Fig. 1, paper 001 Sect. V), extended.
 
-For every data set:
+For every data set, named steps each return a fragment of the result, merged at the end:
 
-1. **Fit for purpose?** Tailedness of u², E², Z² (β_GM, κ_CS) against the safety limits
-   of 001 Table II; statistics depending on an exceeded metric get a warning.
-2. **Statistics with a predefined reference** (ZMS → 1, RCE → 0, Var(Z) → 1, mean Z → 0,
-   NLL → NLL_ref): BCa bootstrap interval and ζ_BS; validated iff |ζ| ≤ 1.
-3. **Statistics without** (CC, ENCE, UCE, ZMSE, ZVE): simulated references for D = N(0,1)
-   and D = t_s(ν) (default ν = 6); if they differ beyond their Monte-Carlo uncertainty the
-   statistic is *D-sensitive* and cannot be validated; otherwise ζ_Sim with the normal
-   reference and target uncertainty 2u(θ̃). ζ_Sim2 is reported for comparison only.
-4. **Conditional calibration**: LZISD per bin with bootstrap intervals on uE (consistency)
-   and on X / V (adaptivity) when present; fraction of valid bins (1 ∈ CI) with a
-   Wilson-cc interval, compatible with the nominal 95 %?
+1. :func:`_tailedness_step` — **fit for purpose?** β_GM, κ_CS of u², E², Z² against the
+   safety limits of 001 Table II; statistics that depend on an exceeded metric get a
+   warning.
+2. :func:`_bootstrap_step` — BCa intervals of every statistic from shared resamples.
+3. :func:`_reference_step` — predefined references (ZMS → 1, RCE → 0, Var(Z) → 1, mean Z
+   → 0, NLL → NLL_ref) give ζ_BS; the others get simulated references for every
+   generative distribution D (N(0,1) and t_s(ν), ν = 6) and one ζ_Sim per D (target
+   uncertainty 2u(θ̃)); ζ_Sim2 is kept for comparison only.
+4. :func:`_verdict_step` — one verdict per statistic by the rules of :mod:`uqx.verdict`:
+   unsound interval → inconclusive; predefined reference → |ζ_BS| ≤ 1; simulated
+   references → valid / invalid only when every D agrees; |ζ| within its Monte-Carlo
+   noise of 1 → ``borderline``.
+5. :func:`_conditional_step` — consistency (bins on uE) and adaptivity (bins on X, V):
+   LZISD per bin with BCa intervals (each set with its own number of bins), the fraction
+   of valid bins with its Wilson-cc interval, compatible with 95 %?
+6. :func:`_extrapolation_step` — ENCE, ZMSE and ZVE extrapolated to zero bins
+   (:mod:`uqx.extrapolation`), judged against their simulated null distributions.
 
-The result is one :class:`xarray.Dataset` over (``set``, ``stat``) that round-trips
-through NetCDF (:func:`uqx.io.to_netcdf`) and renders with :func:`result_table`.
+The headline verdict of consistency (cond = uE) and adaptivity (X, V) combines the
+conditional routes (fraction of valid bins, the three extrapolations): ``valid`` when
+every conclusive route says valid, ``invalid`` when every conclusive route says invalid,
+``inconclusive`` when they disagree or none is conclusive.
 """
 
 from __future__ import annotations
@@ -26,17 +34,10 @@ from datetime import UTC, datetime
 import numpy as np
 import xarray as xr
 
-from uqx import __version__
-from uqx.bootstrap import bootstrap, bootstrap_per_bin
+from uqx._version import __version__
+from uqx.bootstrap import bootstrap
 from uqx.data import InputError, as_stacked, iter_sets
-from uqx.reference import (
-    DISTRIBUTIONS,
-    binomial_ci,
-    d_sensitive,
-    simulate_reference,
-    zeta_score,
-    zeta_sim2,
-)
+from uqx.reference import d_sensitive, simulate_reference, zeta_score, zeta_sim2
 from uqx.render import (  # noqa: F401  (re-exported for compatibility)
     WARN_SEP,
     paper_table_a,
@@ -45,7 +46,7 @@ from uqx.render import (  # noqa: F401  (re-exported for compatibility)
     result_table,
     split_warnings,
 )
-from uqx.resample import resolve_seed
+from uqx.resample import content_key, resolve_seed
 from uqx.statistic import STAT_INFO, parse_stat
 from uqx.stats.tailedness import (
     SAFETY_LIMITS,
@@ -53,20 +54,53 @@ from uqx.stats.tailedness import (
     TAILEDNESS_KEYS,
     tailedness,
 )
+from uqx.verdict import (
+    NOT_TESTED,
+    agreement_verdict,
+    bca_alphas,
+    interval_problem,
+    limit_se,
+    zeta_se,
+    zeta_verdict,
+)
 
-__all__ = [
-    "validate",
-    "result_table",
-    "result_records",
-    "paper_table_iv",
-    "paper_table_a",
-    "DEFAULT_STATS",
-    "TAILEDNESS_VARS",
-]
+__all__ = ["validate", "default_cond_bins", "DEFAULT_STATS", "TAILEDNESS_VARS"]
+
+from uqx.conditional import default_cond_bins  # noqa: E402  (re-exported)
 
 DEFAULT_STATS = ("zms", "rce", "cc", "ence", "zmse", "zve")
 TAILEDNESS_VARS = TAILEDNESS_KEYS
-_NOMINAL_FVAL = 0.95
+_EXTRAP_STATS = ("ence", "zmse", "zve")
+
+
+class _Notes:
+    """Warnings collected by the steps: per (set, stat) and per set."""
+
+    def __init__(self, n_sets, n_stats):
+        self.by_stat = [[[] for _ in range(n_stats)] for _ in range(n_sets)]
+        self.by_set = [[] for _ in range(n_sets)]
+
+    def stat(self, i, j, text):
+        if text not in self.by_stat[i][j]:
+            self.by_stat[i][j].append(text)
+
+    def set(self, i, text):
+        if text not in self.by_set[i]:
+            self.by_set[i].append(text)
+
+    def variables(self):
+        return {
+            "warnings": (
+                ("set", "stat"),
+                np.array([[WARN_SEP.join(w) for w in row] for row in self.by_stat], dtype=str),
+                {"long_name": "warnings"},
+            ),
+            "set_warnings": (
+                "set",
+                np.array([WARN_SEP.join(w) for w in self.by_set], dtype=str),
+                {"long_name": "data-set level warnings"},
+            ),
+        }
 
 
 def _predefined(base, estimates):
@@ -77,23 +111,207 @@ def _predefined(base, estimates):
     return ref
 
 
-def _tail_warnings(t):
-    """{stat: [messages]} for statistics whose tailedness metrics exceed the limits."""
-    out = {}
-    for stat, metrics in STATISTIC_DEPENDENCIES.items():
-        msgs = [
-            f"{m}={float(t[m]):.3g} > {SAFETY_LIMITS[m]:g}"
-            for m in metrics
+def _tailedness_step(sets, specs, notes) -> xr.Dataset:
+    """Step 1: tailedness metrics per set; warnings for the statistics that depend on them."""
+    tails = {k: np.full(len(sets), np.nan) for k in TAILEDNESS_VARS}
+    for i, sd in enumerate(sets):
+        t = tailedness(sd.E, sd.uE)
+        for k in TAILEDNESS_VARS:
+            tails[k][i] = float(t[k])
+        exceeded = [
+            m for m in sorted({m for ms in STATISTIC_DEPENDENCIES.values() for m in ms})
             if np.isfinite(t[m]) and t[m] > SAFETY_LIMITS[m]
         ]
-        if msgs:
-            out[stat] = msgs
-    return out
+        for j, s in enumerate(specs):
+            dep = [m for m in STATISTIC_DEPENDENCIES.get(s.base, ()) if m in exceeded]
+            if dep:
+                notes.stat(i, j, "heavy tails make this statistic unreliable "
+                           f"({', '.join(dep)} above the safety limits; 001 Table II)")
+        if exceeded:
+            vals = ", ".join(f"{m} = {float(t[m]):.3g} > {SAFETY_LIMITS[m]:g}" for m in exceeded)
+            notes.set(i, f"tailedness above the safety limits: {vals} (001 Table II)")
+    return xr.Dataset({
+        k: ("set", tails[k], {"long_name": k.replace("_", " "),
+                              "safety_limit": SAFETY_LIMITS.get(k, np.nan)})
+        for k in TAILEDNESS_VARS
+    })
+
+
+def _bootstrap_step(ds, specs, notes, *, n_boot, level, seed, common) -> xr.Dataset:
+    """Step 2: BCa bootstrap of every statistic with shared resamples, limit MC errors."""
+    names = [s.name for s in specs]
+    need_ref = any(s.base == "nll" for s in specs) and "nll_ref" not in names
+    boot_names = names + (["nll_ref"] if need_ref else [])
+    bs = bootstrap(ds, boot_names, n_boot=n_boot, method="bca", level=level, seed=seed,
+                   keep_replicates=True, **common)
+    T = bs["replicates"].values  # (set, stat, R+1)
+    alpha = bca_alphas(bs["z0"].values.ravel(), bs["acceleration"].values.ravel(), level)
+    S, K = T.shape[:2]
+    se_lo = np.full((S, K), np.nan)
+    se_hi = np.full((S, K), np.nan)
+    for i in range(S):
+        se_lo[i] = limit_se(T[i].T, alpha[0].reshape(S, K)[i])
+        se_hi[i] = limit_se(T[i].T, alpha[1].reshape(S, K)[i])
+    for i in range(S):
+        for j in range(len(names)):
+            n = int(bs["n_nan"].values[i, j])
+            if n:
+                notes.stat(i, j, f"{n} NaN bootstrap replicate(s) (statistic undefined on "
+                           "some resamples)")
+    out = bs[["estimate", "bias", "se", "ci_low", "ci_high", "z0", "acceleration"]]
+    out = out.assign(ci_low_se=(("set", "stat"), se_lo), ci_high_se=(("set", "stat"), se_hi))
+    out["ci_low"].attrs["long_name"] = f"BCa {level:.0%} lower limit"
+    out["ci_high"].attrs["long_name"] = f"BCa {level:.0%} upper limit"
+    out["ci_low_se"].attrs["long_name"] = "Monte-Carlo standard error of ci_low"
+    out["ci_high_se"].attrs["long_name"] = "Monte-Carlo standard error of ci_high"
+    return out.drop_vars(["M"], errors="ignore")
+
+
+def _dists(nu):
+    return [("normal", None, "N"), ("t", float(nu), f"T{nu:g}")]
+
+
+def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_all, common):
+    """Step 3: predefined references and ζ_BS; simulated references and ζ_Sim per D."""
+    S, K = boot.sizes["set"], len(specs)
+    est_all = boot["estimate"].values  # may hold nll_ref after the requested statistics
+    est = est_all[:, :K]
+    lo, hi = boot["ci_low"].values[:, :K], boot["ci_high"].values[:, :K]
+    ref = np.full((S, K), np.nan)
+    kind = np.full((S, K), "", dtype=object)
+    zeta = np.full((S, K), np.nan)
+    names = list(boot["stat"].values)
+    for i in range(S):
+        est_i = dict(zip(names, est_all[i], strict=True))
+        for j, s in enumerate(specs):
+            r = _predefined(s.base, est_i)
+            if r is not None:
+                ref[i, j] = r
+                kind[i, j] = "predefined" if s.base != "nll" else "predefined (NLL_ref)"
+                zeta[i, j] = zeta_score(est[i, j], r, lo[i, j], hi[i, j])
+    dists = _dists(nu)
+    D = len(dists)
+    sim = {k: np.full((S, K, D), np.nan) for k in ("ref", "se", "lo", "hi")}
+    sim_idx = [j for j, s in enumerate(specs)
+               if (simulate_all or np.all(kind[:, j] == "")) and s.base not in NOT_TESTED]
+    if sim_idx:
+        for d, (dist, dnu, _) in enumerate(dists):
+            r = simulate_reference(ds, [specs[j].name for j in sim_idx], dist=dist,
+                                   nu=dnu or 6.0, n_mc=n_mc, seed=seed, level=level, **common)
+            for jj, j in enumerate(sim_idx):
+                sim["ref"][:, j, d] = r["reference"].values[:, jj]
+                sim["se"][:, j, d] = r["reference_se"].values[:, jj]
+                sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
+                sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
+    e3 = est[..., None]
+    zs = zeta_score(e3, sim["ref"], lo[..., None], hi[..., None], target_u=2 * sim["se"])
+    zs2 = zeta_sim2(e3, sim["ref"], sim["lo"], sim["hi"])
+    sens = d_sensitive(sim["ref"][..., 0], sim["se"][..., 0], sim["ref"][..., 1], sim["se"][..., 1])
+    for j in sim_idx:
+        for i in range(S):
+            if kind[i, j]:
+                continue
+            kind[i, j] = "simulated"
+            ref[i, j] = sim["ref"][i, j, 0]
+            zeta[i, j] = zs[i, j, 0]
+            half = (hi[i, j] - lo[i, j]) / 2
+            sound = not interval_problem(est[i, j], lo[i, j], hi[i, j])
+            if sound and 2 * sim["se"][i, j, 0] > 0.1 * half:
+                notes.stat(i, j, "the Monte-Carlo uncertainty of the simulated reference is not "
+                           "negligible against the interval: increase --n-mc")
+    ref_se = np.where(kind == "simulated", sim["se"][..., 0], np.where(kind != "", 0.0, np.nan))
+    sdims = ("set", "stat", "dist")
+    return xr.Dataset(
+        {
+            "reference": (("set", "stat"), ref, {"long_name": "reference value (N for simulated)"}),
+            "reference_se": (("set", "stat"), ref_se,
+                             {"long_name": "standard uncertainty of the reference (Monte-Carlo)"}),
+            "zeta": (("set", "stat"), zeta, {"long_name": "zeta-score (000 Eq. 20): zeta_BS or "
+                                             "zeta_Sim with D = N"}),
+            "reference_kind": (("set", "stat"), kind.astype(str),
+                               {"long_name": "predefined / simulated / none"}),
+            "d_sensitive": (("set", "stat"), sens & (kind == "simulated"),
+                            {"long_name": "references of the distributions differ beyond "
+                             "2 sqrt(u_N^2 + u_T^2)"}),
+            "sim_reference": (sdims, sim["ref"], {"long_name": "simulated reference (Sim)"}),
+            "sim_reference_se": (sdims, sim["se"], {"long_name": "MC standard error of Sim"}),
+            "sim2_low": (sdims, sim["lo"], {"long_name": "Sim2 interval lower limit"}),
+            "sim2_high": (sdims, sim["hi"], {"long_name": "Sim2 interval upper limit"}),
+            "zeta_sim": (sdims, zs, {"long_name": "zeta_Sim (U_t = 2u) per distribution"}),
+            "zeta_sim2": (sdims, zs2, {"long_name": "zeta_Sim2 (comparison only)"}),
+        },
+        coords={"dist": [lab for *_, lab in dists]},
+    )
+
+
+def _verdict_step(res, specs, notes) -> xr.Dataset:
+    """Step 4: one verdict (and reason, borderline flag) per (set, stat)."""
+    S, K = res.sizes["set"], len(specs)
+    verdict = np.full((S, K), "", dtype=object)
+    reason = np.full((S, K), "", dtype=object)
+    borderline = np.zeros((S, K), dtype=bool)
+    labels = [str(d) for d in res["dist"].values]
+    g = {k: res[k].values for k in ("estimate", "ci_low", "ci_high", "ci_low_se", "ci_high_se",
+                                     "zeta", "reference", "reference_kind")}
+    for i in range(S):
+        for j, s in enumerate(specs):
+            e, lo, hi = g["estimate"][i, j], g["ci_low"][i, j], g["ci_high"][i, j]
+            kind = g["reference_kind"][i, j]
+            if s.base in NOT_TESTED or kind == "":
+                verdict[i, j] = "not tested"
+                continue
+            problem = interval_problem(e, lo, hi)
+            if problem:
+                verdict[i, j], reason[i, j] = "inconclusive", problem
+                notes.stat(i, j, problem)
+                continue
+            if kind.startswith("predefined"):
+                zetas = [g["zeta"][i, j]]
+                refs, ut, rse = [g["reference"][i, j]], [0.0], [0.0]
+                verdict[i, j] = zeta_verdict(zetas[0])
+            else:
+                zetas = list(res["zeta_sim"].values[i, j])
+                refs = list(res["sim_reference"].values[i, j])
+                rse = list(res["sim_reference_se"].values[i, j])
+                ut = [2 * x for x in rse]
+                verdict[i, j], reason[i, j] = agreement_verdict(zetas, labels)
+            sz = zeta_se(e, np.array(refs), lo, hi, g["ci_low_se"][i, j], g["ci_high_se"][i, j],
+                         target_u=np.array(ut), reference_se=np.array(rse))
+            with np.errstate(invalid="ignore"):
+                borderline[i, j] = bool(np.any(np.abs(np.abs(zetas) - 1) < 2 * sz))
+    valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
+    return xr.Dataset({
+        "verdict": (("set", "stat"), verdict.astype(str),
+                    {"long_name": "verdict: valid / invalid / inconclusive / not tested"}),
+        "verdict_reason": (("set", "stat"), reason.astype(str),
+                           {"long_name": "why the verdict is inconclusive"}),
+        "borderline": (("set", "stat"), borderline,
+                       {"long_name": "|zeta| within 2 Monte-Carlo sd of 1"}),
+        "valid": (("set", "stat"), valid, {"long_name": "1 valid, 0 invalid, NaN otherwise"}),
+    })
+
+
+def _binning_used(sets, specs, *, bins, binning, pop_min, notes):
+    """Bins actually used per set by the binned statistics on uE (with a note if capped)."""
+    from uqx.binning import make_bins
+
+    used = np.full(len(sets), -1, dtype=np.int64)
+    if not any(s.family == "binned" for s in specs):
+        return used
+    for i, sd in enumerate(sets):
+        try:
+            used[i] = make_bins(sd.uE, bins, scheme=binning, pop_min=pop_min).n_bins
+        except InputError as exc:
+            raise InputError(f"{sd.name}: {exc}") from None
+        if used[i] < bins and binning != "equal-width":
+            notes.set(i, f"{bins} bins requested, {used[i]} used: at least {pop_min} points per "
+                      f"bin (M = {sd.M}; lower --pop-min or --bins)")
+    return used
 
 
 def validate(
     ds,
-    stats: Sequence[str] = DEFAULT_STATS,
+    stats: Sequence[str] | str = DEFAULT_STATS,
     *,
     n_boot: int = 10_000,
     n_mc: int = 10_000,
@@ -107,28 +325,34 @@ def validate(
     conditional: bool = True,
     cond_bins: int | None = None,
     cond_n_boot: int | None = None,
+    extrapolation_n_mc: int | None = None,
+    drop_nonfinite: bool = False,
     scheduler=None,
     num_workers: int | None = None,
 ) -> xr.Dataset:
     r"""Validate average calibration, consistency and adaptivity of uncertainties.
 
-    Implements the decision tree of paper 000 Fig. 1 (METHODS.md §7); see the module
-    docstring for the steps.
+    Implements the decision tree of paper 000 Fig. 1 (METHODS.md §7) with the verdict
+    rules of :mod:`uqx.verdict` and the conditional routes of :mod:`uqx.conditional`;
+    see the module docstring for the steps.
 
     Parameters
     ----------
     ds : xarray.Dataset
-        One data set or several stacked on ``set`` (:func:`uqx.stack`).
-    stats : sequence of str
+        One data set or several stacked on ``set`` (:func:`uqx.stack`); checked like
+        :func:`uqx.from_arrays` input.
+    stats : str or sequence of str
         Statistics (default ZMS, RCE, CC, ENCE, ZMSE, ZVE).
     n_boot : int, default 10000
         Bootstrap replicates for the BCa intervals (shared by all statistics).
     n_mc : int, default 10000
         Simulated data sets per generative distribution for the references.
     seed : int, optional
-        Root seed (recorded in ``attrs["seed"]``; drawn if omitted).
+        Root seed (recorded in ``attrs["seed"]``; drawn if omitted). Random streams are
+        keyed by the data's content, not by the set's name.
     bins, binning, pop_min : int, str, int
-        Binning of the binned statistics (default 20 equal-count bins on uE).
+        Binning of the binned statistics (default 20 equal-count bins on uE, at least 30
+        points per bin; the bins actually used are in ``n_bins_used``).
     level : float, default 0.95
         Confidence level of the intervals.
     nu : float, default 6
@@ -136,21 +360,28 @@ def validate(
     simulate_all : bool
         Also simulate references of statistics with a predefined one (000 Table A1).
     conditional : bool
-        Compute LZISD per bin and the fraction of valid bins on uE and X/V.
+        Run the conditional routes: LZISD per bin with the fraction of valid bins, and
+        the zero-bin extrapolation of ENCE, ZMSE, ZVE, on uE and on X / V when present.
     cond_bins, cond_n_boot : int, optional
-        Bins and replicates for the conditional analysis (default: ErrViewLib's
+        Bins and replicates of the LZISD analysis (default per set: ErrViewLib's
         max(min(floor(M/150), 15), 2) bins and ``min(n_boot, 5000)`` replicates).
+    extrapolation_n_mc : int, optional
+        Calibrated copies per distribution for the extrapolation null (default
+        ``min(n_mc, 200)``).
+    drop_nonfinite : bool
+        Drop (and count) rows with NaN/inf instead of raising :class:`InputError`.
 
     Returns
     -------
     xarray.Dataset
-        Over (``set``, ``stat``): ``estimate``, ``bias``, ``se``, ``ci_low``,
-        ``ci_high``, ``reference``, ``reference_se``, ``zeta``, ``valid`` (1/0, NaN when
-        undetermined), ``verdict``, ``reference_kind``, ``warnings``; over (``set``,
-        ``stat``, ``dist``): ``sim_reference``, ``sim_reference_se``, ``sim2_low``,
-        ``sim2_high``, ``zeta_sim``, ``zeta_sim2``; over ``set``: tailedness metrics,
-        ``set_warnings``; conditional analysis over (``set``, ``cond``, ``bin``) and
-        (``set``, ``cond``).
+        Over (``set``, ``stat``): ``estimate``, ``bias``, ``se``, ``ci_low``, ``ci_high``
+        (and their Monte-Carlo errors), ``reference``, ``reference_se``, ``zeta``,
+        ``verdict``, ``verdict_reason``, ``borderline``, ``valid``, ``reference_kind``,
+        ``d_sensitive``, ``warnings``; over (``set``, ``stat``, ``dist``):
+        ``sim_reference``, ``sim_reference_se``, ``sim2_low``, ``sim2_high``,
+        ``zeta_sim``, ``zeta_sim2``; over ``set``: tailedness, ``n_bins_used``,
+        ``set_warnings``; conditional routes over (``set``, ``cond``[, ``bin``,
+        ``xstat``, ``sweep``]) with ``cond_verdict``.
 
     Examples
     --------
@@ -158,322 +389,85 @@ def validate(
     >>> rng = np.random.default_rng(0)
     >>> u = rng.uniform(0.5, 2.0, 1000)
     >>> ds = uqx.from_arrays(u * rng.standard_normal(1000), u, name="toy")
-    >>> res = uqx.validate(ds, ["zms", "rce"], n_boot=500, seed=1, conditional=False)
+    >>> res = uqx.validate(ds, "zms", n_boot=500, seed=1, conditional=False)
     >>> res.verdict.sel(stat="zms").item()
     'valid'
     """
+    from uqx.conditional import extrapolation_step, headline_step, lzisd_step
+
+    if isinstance(stats, str):
+        stats = [stats]
     specs = [parse_stat(s) for s in stats]
     if any(s.vector for s in specs):
         raise InputError("per-bin statistics are part of the conditional analysis, not 'stats'")
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise InputError(f"duplicate statistics in {list(stats)}")
+    if not (isinstance(n_mc, (int, np.integer)) and n_mc >= 2):
+        raise InputError(f"n_mc must be an integer >= 2, got {n_mc!r}")
     seed = resolve_seed(seed)
-    ds = as_stacked(ds)
+    try:  # TEMP until data.as_stacked grows drop_nonfinite
+        ds = as_stacked(ds, drop_nonfinite=drop_nonfinite)
+    except TypeError:
+        ds = as_stacked(ds)
     sets = list(iter_sets(ds))
-    set_names = ds["set"].values
-    S, K = len(sets), len(names)
-    common = dict(
-        bins=bins, binning=binning, pop_min=pop_min, scheduler=scheduler, num_workers=num_workers
-    )
-
-    # 1. tailedness screening
-    tails = {k: np.full(S, np.nan) for k in TAILEDNESS_VARS}
-    stat_warn = [[[] for _ in range(K)] for _ in range(S)]
-    set_warn = [[] for _ in range(S)]
-    for i, sd in enumerate(sets):
-        t = tailedness(sd.E, sd.uE)
-        for k in TAILEDNESS_VARS:
-            tails[k][i] = float(t[k])
-        tw = _tail_warnings(t)
-        for j, s in enumerate(specs):
-            if s.base in tw:
-                stat_warn[i][j].append("heavy tails, may be unreliable: " + ", ".join(tw[s.base]))
-        if tw:
-            exceeded = sorted({m.split("=")[0] for v in tw.values() for m in v})
-            set_warn[i].append(f"tailedness above the 001 safety limits: {', '.join(exceeded)}")
-        if int(ds["n_dropped"].values[i]) if "n_dropped" in ds else 0:
-            set_warn[i].append(f"{int(ds['n_dropped'].values[i])} row(s) dropped by filters")
-
-    # 2. bootstrap of everything, shared resamples
-    need_nll_ref = any(s.base == "nll" for s in specs) and "nll_ref" not in names
-    boot_names = names + (["nll_ref"] if need_nll_ref else [])
-    bs = bootstrap(ds, boot_names, n_boot=n_boot, method="bca", level=level, seed=seed, **common)
-    est = bs["estimate"].values
-    out = {k: bs[k].values[:, :K].copy() for k in ("estimate", "bias", "se", "ci_low", "ci_high")}
-    reference = np.full((S, K), np.nan)
-    reference_se = np.full((S, K), np.nan)
-    zeta = np.full((S, K), np.nan)
-    valid = np.full((S, K), np.nan)
-    verdict = np.full((S, K), "", dtype=object)
-    kind = np.full((S, K), "", dtype=object)
-    for i in range(S):
-        for j in range(K):
-            lo, hi, e = out["ci_low"][i, j], out["ci_high"][i, j], out["estimate"][i, j]
-            if np.isnan(lo) or np.isnan(hi):
-                stat_warn[i][j].append(
-                    "degenerate BCa interval (all replicates on one side "
-                    "of the estimate, or constant jackknife)"
-                )
-            elif not lo <= e <= hi:
-                stat_warn[i][j].append(
-                    f"BCa interval excludes the estimate: bootstrap bias {out['bias'][i, j]:.3g} "
-                    "is large against the interval (typical of binned statistics of "
-                    "well-calibrated data, 000 App. A), so the interval is unreliable"
-                )
-    for j in range(K):
-        if int(bs["n_nan"].values[:, j].sum()):
-            for i in range(S):
-                n = int(bs["n_nan"].values[i, j])
-                if n:
-                    stat_warn[i][j].append(f"{n} NaN bootstrap replicate(s)")
-
-    # 3a. predefined references
-    for i in range(S):
-        est_i = dict(zip(boot_names, est[i], strict=False))
-        for j, s in enumerate(specs):
-            ref = _predefined(s.base, est_i)
-            if ref is None:
-                continue
-            reference[i, j] = ref
-            reference_se[i, j] = 0.0
-            kind[i, j] = "predefined" if s.base != "nll" else "predefined (NLL_ref)"
-            zeta[i, j] = zeta_score(est[i, j], ref, out["ci_low"][i, j], out["ci_high"][i, j])
-
-    # 3b. simulated references for D = N and t_s(nu)
-    sim_idx = [j for j, s in enumerate(specs) if simulate_all or np.all(kind[:, j] == "")]
-    dists = list(DISTRIBUTIONS)
-    dists[1] = f"T{nu:g}"
-    D = len(dists)
-    sim = {k: np.full((S, K, D), np.nan) for k in ("ref", "se", "lo", "hi", "zs", "zs2")}
-    if sim_idx:
-        sim_names = [names[j] for j in sim_idx]
-        for d, (dist, dnu) in enumerate([("normal", None), ("t", nu)]):
-            r = simulate_reference(
-                ds, sim_names, dist=dist, nu=dnu or 6.0, n_mc=n_mc, seed=seed, level=level, **common
-            )
-            for jj, j in enumerate(sim_idx):
-                sim["ref"][:, j, d] = r["reference"].values[:, jj]
-                sim["se"][:, j, d] = r["reference_se"].values[:, jj]
-                sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
-                sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
-        e3 = out["estimate"][:, :, None]
-        sim["zs"] = zeta_score(
-            e3,
-            sim["ref"],
-            out["ci_low"][:, :, None],
-            out["ci_high"][:, :, None],
-            target_u=2 * sim["se"],
-        )
-        sim["zs2"] = zeta_sim2(e3, sim["ref"], sim["lo"], sim["hi"])
-        sens = d_sensitive(
-            sim["ref"][..., 0], sim["se"][..., 0], sim["ref"][..., 1], sim["se"][..., 1]
-        )
-        for j in sim_idx:
-            for i in range(S):
-                if kind[i, j]:
-                    continue
-                reference[i, j] = sim["ref"][i, j, 0]
-                reference_se[i, j] = sim["se"][i, j, 0]
-                if sens[i, j]:
-                    kind[i, j] = "D-sensitive"
-                    stat_warn[i][j].append(
-                        f"reference depends on D (N {sim['ref'][i, j, 0]:.4g} vs "
-                        f"{dists[1]} {sim['ref'][i, j, 1]:.4g}): not validated"
-                    )
-                else:
-                    kind[i, j] = "simulated-N"
-                    zeta[i, j] = sim["zs"][i, j, 0]
-                    half = (out["ci_high"][i, j] - out["ci_low"][i, j]) / 2
-                    if 2 * sim["se"][i, j, 0] > 0.1 * half:
-                        stat_warn[i][j].append(
-                            f"Monte-Carlo uncertainty of the reference is not negligible "
-                            f"(2u = {2 * sim['se'][i, j, 0]:.2g}), increase n_mc"
-                        )
-
-    with np.errstate(invalid="ignore"):
-        valid = np.where(np.isnan(zeta), np.nan, (np.abs(zeta) <= 1).astype(float))
-    for i in range(S):
-        for j in range(K):
-            if kind[i, j] == "D-sensitive":
-                verdict[i, j] = "D-sensitive"
-            elif np.isnan(valid[i, j]):
-                verdict[i, j] = "undetermined"
-            else:
-                verdict[i, j] = "valid" if valid[i, j] else "invalid"
-
-    data = {
-        "estimate": (("set", "stat"), out["estimate"], {"long_name": "point estimate"}),
-        "bias": (("set", "stat"), out["bias"], {"long_name": "bootstrap bias mean(T) - t0"}),
-        "se": (("set", "stat"), out["se"], {"long_name": "bootstrap standard error"}),
-        "ci_low": (("set", "stat"), out["ci_low"], {"long_name": f"BCa {level:.0%} lower limit"}),
-        "ci_high": (("set", "stat"), out["ci_high"], {"long_name": f"BCa {level:.0%} upper limit"}),
-        "reference": (("set", "stat"), reference, {"long_name": "reference value"}),
-        "reference_se": (
-            ("set", "stat"),
-            reference_se,
-            {"long_name": "standard uncertainty of the reference (Monte-Carlo)"},
-        ),
-        "zeta": (("set", "stat"), zeta, {"long_name": "zeta-score (000 Eq. 20)"}),
-        "valid": (
-            ("set", "stat"),
-            valid,
-            {"long_name": "|zeta| <= 1 (1 valid, 0 invalid, NaN undetermined)"},
-        ),
-        "verdict": (("set", "stat"), verdict.astype(str), {"long_name": "validation verdict"}),
-        "reference_kind": (
-            ("set", "stat"),
-            kind.astype(str),
-            {"long_name": "predefined / simulated-N / D-sensitive"},
-        ),
-        "warnings": (
-            ("set", "stat"),
-            np.array([[WARN_SEP.join(w) for w in row] for row in stat_warn], dtype=str),
-            {"long_name": "warnings"},
-        ),
-        "set_warnings": (
-            "set",
-            np.array([WARN_SEP.join(w) for w in set_warn], dtype=str),
-            {"long_name": "data-set level warnings"},
-        ),
-        "sim_reference": (
-            ("set", "stat", "dist"),
-            sim["ref"],
-            {"long_name": "simulated reference (Sim)"},
-        ),
-        "sim_reference_se": (
-            ("set", "stat", "dist"),
-            sim["se"],
-            {"long_name": "MC standard error of Sim"},
-        ),
-        "sim2_low": (
-            ("set", "stat", "dist"),
-            sim["lo"],
-            {"long_name": "Sim2 interval lower limit"},
-        ),
-        "sim2_high": (
-            ("set", "stat", "dist"),
-            sim["hi"],
-            {"long_name": "Sim2 interval upper limit"},
-        ),
-        "zeta_sim": (("set", "stat", "dist"), sim["zs"], {"long_name": "zeta_Sim (U_t = 2u)"}),
-        "zeta_sim2": (
-            ("set", "stat", "dist"),
-            sim["zs2"],
-            {"long_name": "zeta_Sim2 (comparison only)"},
-        ),
-    }
-    for k in TAILEDNESS_VARS:
-        data[k] = (
-            "set",
-            tails[k],
-            {"long_name": k.replace("_", " "), "safety_limit": SAFETY_LIMITS.get(k, np.nan)},
-        )
-    res = xr.Dataset(
-        data,
-        coords={
-            "set": set_names,
-            "stat": names,
-            "dist": dists,
-            "M": ("set", np.array([sd.M for sd in sets])),
-        },
-        attrs={
-            "title": "uqx validation of prediction uncertainties",
-            "workflow": "Pernot 2024 (000) Fig. 1 / (001) Sect. V",
-            "uqx_version": __version__,
-            "seed": int(seed),
-            "n_boot": int(n_boot),
-            "n_mc": int(n_mc),
-            "level": float(level),
-            "n_bins": int(bins),
-            "binning_scheme": binning,
-            "pop_min": int(pop_min),
-            "nu": float(nu),
-            "d_sensitivity_rule": "|ref_N - ref_T| > 2 sqrt(u_N^2 + u_T^2)",
-            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        },
-    )
+    notes = _Notes(len(sets), len(specs))
+    common = dict(bins=bins, binning=binning, pop_min=pop_min, scheduler=scheduler,
+                  num_workers=num_workers)
+    used = _binning_used(sets, specs, bins=bins, binning=binning, pop_min=pop_min, notes=notes)
+    for i in range(len(sets)):
+        n = int(ds["n_dropped"].values[i]) if "n_dropped" in ds else 0
+        if n:
+            notes.set(i, f"{n} row(s) dropped by filters")
+    tails = _tailedness_step(sets, specs, notes)
+    boot = _bootstrap_step(ds, specs, notes, n_boot=n_boot, level=level, seed=seed,
+                           common=common)
+    refs = _reference_step(ds, specs, boot, notes, n_mc=n_mc, seed=seed, level=level, nu=nu,
+                           simulate_all=simulate_all, common=common)
+    boot = boot.isel(stat=slice(0, len(specs)))
+    res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
+    res = res.merge(_verdict_step(res, specs, notes))
     if conditional:
-        res = res.merge(
-            _conditional(
-                ds,
-                sets,
-                seed,
-                level,
-                cond_bins,
-                min(n_boot, 5000) if cond_n_boot is None else cond_n_boot,
-                pop_min,
-                scheduler,
-                num_workers,
-            )
-        )
+        lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cond_bins,
+                        n_boot=min(n_boot, 5000) if cond_n_boot is None else cond_n_boot,
+                        pop_min=pop_min, common=dict(scheduler=scheduler,
+                                                     num_workers=num_workers))
+        ex = extrapolation_step(sets, notes, seed=seed, level=level, nu=nu,
+                                n_mc=min(n_mc, 200) if extrapolation_n_mc is None
+                                else extrapolation_n_mc)
+        res = res.merge(lz).merge(ex, combine_attrs="override")
+        res = res.merge(headline_step(res))
+    res = res.merge(xr.Dataset(notes.variables()))
+    res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
+    res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
+                                        "(-1: none requested)"})
+    res.attrs = _result_attrs(ds, sets, seed=seed, n_boot=n_boot, n_mc=n_mc, level=level,
+                              bins=bins, binning=binning, pop_min=pop_min, nu=nu,
+                              extra=res.attrs)
     return res
 
 
-def default_cond_bins(M: int) -> int:
-    """ErrViewLib default bins for local analyses: max(min(floor(M/150), 15), 2)."""
-    return max(min(M // 150, 15), 2)
-
-
-def _conditional(ds, sets, seed, level, cond_bins, n_boot, pop_min, scheduler, num_workers):
-    conds = ["uE"] + [c for c in ("X", "V") if any(getattr(sd, c) is not None for sd in sets)]
-    S = len(sets)
-    per = []
-    for c in conds:
-        nbins = cond_bins or default_cond_bins(min(sd.M for sd in sets))
-        have = [i for i, sd in enumerate(sets) if c == "uE" or getattr(sd, c) is not None]
-        sub = ds.isel(set=have)
-        stat = "lzisd" if c == "uE" else f"lzisd_{c}"
-        r = bootstrap_per_bin(
-            sub,
-            stat,
-            n_boot=n_boot,
-            level=level,
-            seed=seed,
-            bins=nbins,
-            pop_min=pop_min,
-            scheduler=scheduler,
-            num_workers=num_workers,
-        )
-        r = r.reindex(set=ds["set"].values)
-        per.append(r[["estimate", "ci_low", "ci_high", "n", "x_mid"]].expand_dims(cond=[c]))
-    lz = xr.concat(per, dim="cond", join="outer")
-    with np.errstate(invalid="ignore"):
-        ok = (lz["ci_low"] - 1) * (lz["ci_high"] - 1) <= 0
-    nb = lz["estimate"].notnull().sum("bin")
-    nv = (ok & lz["estimate"].notnull()).sum("bin")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fval = (nv / nb).where(nb > 0)
-        lo, hi = binomial_ci(nv.values, nb.values, method="wilsoncc")
-    out = xr.Dataset(
-        {
-            "lzisd": lz["estimate"].assign_attrs(long_name="LZISD per bin, Var(Z)^-1/2"),
-            "lzisd_ci_low": lz["ci_low"].assign_attrs(long_name="LZISD BCa lower limit"),
-            "lzisd_ci_high": lz["ci_high"].assign_attrs(long_name="LZISD BCa upper limit"),
-            "bin_n": lz["n"].assign_attrs(long_name="bin population"),
-            "bin_x_mid": lz["x_mid"].assign_attrs(
-                long_name="bin mid-range of the conditioning variable"
-            ),
-            "fval": fval.assign_attrs(long_name="fraction of bins whose LZISD interval contains 1"),
-            "fval_ci_low": (
-                fval.dims,
-                np.where(nb > 0, lo, np.nan),
-                {"long_name": "Wilson-cc lower limit"},
-            ),
-            "fval_ci_high": (
-                fval.dims,
-                np.where(nb > 0, hi, np.nan),
-                {"long_name": "Wilson-cc upper limit"},
-            ),
-        }
-    )
-    out["conditional_valid"] = (
-        fval.dims,
-        np.where(
-            nb.values > 0, (out["fval_ci_high"].values >= _NOMINAL_FVAL).astype(float), np.nan
-        ),
-        {"long_name": f"fraction of valid bins compatible with {_NOMINAL_FVAL:.0%} (Wilson-cc)"},
-    )
-    out = out.transpose("set", "cond", ...)
-    del S
-    return out
+def _result_attrs(ds, sets, *, seed, n_boot, n_mc, level, bins, binning, pop_min, nu, extra):
+    """Provenance and parameters of a validation result."""
+    digests = [content_key(sd.E, sd.uE) for sd in sets]
+    return {
+        "title": "uqx validation of prediction uncertainties",
+        "workflow": "Pernot 2024 (000) Fig. 1 / (001) Sect. V, uqx verdict rules (uqx.verdict)",
+        "uqx_version": __version__,
+        "seed": int(seed),
+        "n_boot": int(n_boot),
+        "n_mc": int(n_mc),
+        "level": float(level),
+        "n_bins": int(bins),
+        "binning_scheme": binning,
+        "pop_min": int(pop_min),
+        "nu": float(nu),
+        "d_sensitivity_rule": "|ref_N - ref_T| > 2 sqrt(u_N^2 + u_T^2)",
+        "input_names": [sd.name for sd in sets],
+        "input_sizes": [int(sd.M) for sd in sets],
+        "input_digests": ["".join(f"{w:08x}" for w in d) for d in digests],
+        "input_units": str(ds.attrs.get("units", "")),
+        "input_sources": str(ds.attrs.get("sources", "")),
+        **{k: v for k, v in extra.items() if k.startswith("extrapolation")},
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
