@@ -1,6 +1,9 @@
 """Literature dataset registry: names, parsing rules, checksums (METHODS.md §1, §14.1)."""
 
 import dataclasses
+import json
+from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -62,6 +65,10 @@ def test_unknown_name_suggests_close_matches():
 
 def test_missing_data_dir_message(monkeypatch, tmp_path):
     monkeypatch.delenv("UQX_DATA_DIR", raising=False)
+    # default folders without any family folder (as a fresh checkout's data/) do not count
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "README.md").write_text("x")
+    monkeypatch.setattr(D, "default_data_dirs", lambda: [tmp_path / "data", tmp_path / "no"])
     with pytest.raises(InputError) as exc:
         D.data_dir()
     msg = str(exc.value)
@@ -71,6 +78,39 @@ def test_missing_data_dir_message(monkeypatch, tmp_path):
     with pytest.raises(InputError, match="absent"):
         D.load_dataset("Set1")
     assert D.data_dir(tmp_path) == tmp_path  # argument wins over the environment
+
+
+def test_default_data_dirs(monkeypatch, tmp_path):
+    repo = Path(__file__).resolve().parents[1]
+    assert D.default_data_dirs()[0] == repo / "data"  # editable install / source tree
+    monkeypatch.chdir(tmp_path)
+    assert D.default_data_dirs()[1] == tmp_path / "data"
+    monkeypatch.delenv("UQX_DATA_DIR", raising=False)
+    first, second = tmp_path / "a", tmp_path / "b"
+    (second / "PAL2022").mkdir(parents=True)
+    monkeypatch.setattr(D, "default_data_dirs", lambda: [first, second])
+    assert D.data_dir() == second
+    (first / "HU2022").mkdir(parents=True)
+    assert D.data_dir() == first
+    monkeypatch.setenv("UQX_DATA_DIR", str(second))  # the environment wins over defaults
+    assert D.data_dir() == second
+    with pytest.raises(InputError, match="Diffusion_RF_Test_cal.csv not found"):
+        D.load_dataset("Set1")
+
+
+def test_registry_is_package_data():
+    text = resources.files("uqx").joinpath(D.REGISTRY_FILE).read_text("utf-8")
+    doc = json.loads(text)
+    assert [e["name"] for e in doc["datasets"]] == list(D.REGISTRY)
+    assert len(doc["paper_sets"]) == 9 and D.PAPER_SETS[0] == ("Set 1", "Diffusion_RF",
+                                                                "Diffusion_RF_cal")
+    spec = D.REGISTRY["HU2022_feature"]
+    assert spec.option("qhat") == "HU2022/Figure3e_feature/feature_qhat.txt"
+    assert len(spec.files) == 3 and all(len(h) == 64 for _, h in spec.files)
+    assert D.REGISTRY["logP_RF_K500"].option("K") == 500
+    assert D.REGISTRY["QM9_U0"].option("reference") == "U0"
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert D.REGISTRY_FILE in pyproject  # shipped as package data
 
 
 def test_missing_file_in_data_dir(tmp_path):

@@ -1,42 +1,39 @@
 """Registry of the literature ML-UQ data sets used by Pernot's papers.
 
-The files are not shipped with uqx: they are read from a data directory (argument
-``data_dir`` or environment variable ``UQX_DATA_DIR``) holding the folders ``PAL2022/``,
-``BUS2022/``, ``RAS2023/`` and ``HU2022/`` as archived in the Zenodo records
-10.5281/zenodo.10666788 and 10.5281/zenodo.10730985. Every registered file has a SHA-256
-checksum; :func:`load_dataset` verifies it and applies the family's parsing rule
-(METHODS.md §1.2):
+The registry table (name, family, file, reader, M, unit, description, aliases, reader
+options, SHA-256) is the package data file ``uqx/registry.json``. The files are not
+shipped: they are read from a data directory (:func:`data_dir`: argument ``data_dir``,
+else ``UQX_DATA_DIR``, else the repository's ``data/`` or ``./data``) holding
+``PAL2022/``, ``BUS2022/``, ``RAS2023/``, ``HU2022/`` as archived in the Zenodo records
+10.5281/zenodo.10666788 and 10.5281/zenodo.10730985 (``data/README.md``).
+:func:`load_dataset` checks the SHA-256 of every file and applies the family's parsing
+rule (METHODS.md §1.2); all errors follow ``E = reference - prediction``:
 
-========== ==================================================================================
-family     rule
-========== ==================================================================================
-PAL2022    columns ``E``, ``uE`` by name; rows with ``uE <= 1e-6 sd(E)`` dropped (counted in
-           ``attrs["n_dropped"]``); the file's ``X`` is the ``uE`` of the matching cal/uncal
-           file, *not* an input feature: it is kept as ``uE_other``, never as ``X``. Unit eV.
-BUS2022    ``E = E_ - prediction`` (``E`` or ``U0`` instead of ``E_`` in the variants),
-           ``uE = sqrt(uncertainty_total)`` (a variance), ``X`` = molecular mass (Da) from
-           ``formula``, ``V = prediction``. Unit eV (values as given).
-RAS2023    logP: ``E = logP - y_pred``, ``uE = uq``, ``V = y_pred`` (dimensionless; read
-           with the comment character disabled, SMILES contain ``#``). vertIP: ``E = -error``
-           (the files' ``error`` is prediction - reference, checked on the ``_val`` file
-           which has both ``y`` and ``y_preds``), ``uE = uq`` (LS) or
-           ``sqrt(uq_ale^2 + uq_epi^2)`` (evidential), ``V = y_preds``; unit eV.
-HU2022     ``E`` = residual, ``X`` = feature/latent distance, interval half-widths
-           ``U(sample, prob) = qhat_P * X`` for P in (0.68, 0.95), ``uE = U_0.95 / 1.96``
-           (the primer's standard-uncertainty proxy). Unit eV (per system).
-========== ==================================================================================
-
-All errors follow ``E = reference - prediction`` (``attrs["sign_convention"]``).
+* PAL2022: columns ``E``, ``uE`` by name; rows with ``uE <= 1e-6 sd(E)`` dropped (counted
+  in ``attrs["n_dropped"]``); the file's ``X`` is the ``uE`` of the matching cal/uncal
+  file, *not* an input feature: kept as ``uE_other``, never as ``X``. Unit eV.
+* BUS2022: ``E = E_ - prediction`` (``E`` or ``U0`` instead of ``E_`` in variants),
+  ``uE = sqrt(uncertainty_total)`` (a variance), ``X`` = molecular mass (Da) from
+  ``formula``, ``V = prediction``. Unit eV.
+* RAS2023: logP ``E = logP - y_pred``, ``uE = uq``, ``V = y_pred`` (dimensionless; no
+  comment character, SMILES contain ``#``); vertIP ``E = -error`` (the files' ``error``
+  is prediction - reference, checked on the ``_val`` file with ``y`` and ``y_preds``),
+  ``uE = uq`` (LS) or ``sqrt(uq_ale^2 + uq_epi^2)`` (evidential), ``V = y_preds``; eV.
+* HU2022: ``E`` = residual, ``X`` = feature/latent distance, interval half-widths
+  ``U(sample, prob) = qhat_P * X`` for P in (0.68, 0.95), ``uE = U_0.95 / 1.96`` (the
+  primer's standard-uncertainty proxy). Unit eV (per system).
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +49,7 @@ __all__ = [
     "PAPER_SETS",
     "ATOMIC_WEIGHTS",
     "data_dir",
+    "default_data_dirs",
     "get_spec",
     "load_dataset",
     "load_paper_sets",
@@ -63,6 +61,7 @@ __all__ = [
 ENV_VAR = "UQX_DATA_DIR"
 ZENODO = "10.5281/zenodo.10666788 and 10.5281/zenodo.10730985"
 SIGN_CONVENTION = "E = reference - prediction"
+FAMILIES = ("PAL2022", "BUS2022", "RAS2023", "HU2022")
 
 # --------------------------------------------------------------------------- data dir
 
@@ -73,7 +72,10 @@ def data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     Parameters
     ----------
     data_dir : str or path-like, optional
-        Directory to use; defaults to the environment variable ``UQX_DATA_DIR``.
+        Directory to use. Defaults to ``$UQX_DATA_DIR``, then to the first of
+        :func:`default_data_dirs` (the repository's ``data/``, then ``./data``) that
+        holds one of the family folders ``PAL2022/``, ``BUS2022/``, ``RAS2023/``,
+        ``HU2022/``.
 
     Returns
     -------
@@ -83,32 +85,42 @@ def data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     Raises
     ------
     InputError
-        Neither the argument nor ``UQX_DATA_DIR`` names an existing directory; the
-        message says which file is expected where and where the data come from.
+        Nothing found; the message says which file is expected where and where the
+        data come from.
     """
     return _find_data_dir(data_dir)
 
 
+def default_data_dirs() -> list[Path]:
+    """List the default data directories, in order of preference.
+
+    ``data/`` next to the package (a source checkout or an editable install), then
+    ``data/`` in the current directory.
+    """
+    return [Path(__file__).resolve().parents[1] / "data", Path.cwd() / "data"]
+
+
 def _find_data_dir(data_dir: str | os.PathLike | None) -> Path:
-    if data_dir is not None:
-        candidate, origin = Path(data_dir).expanduser(), "data_dir argument"
-    elif os.environ.get(ENV_VAR):
-        candidate, origin = Path(os.environ[ENV_VAR]).expanduser(), f"${ENV_VAR}"
+    if data_dir is not None or os.environ.get(ENV_VAR):
+        arg = data_dir is not None
+        candidate = Path(data_dir if arg else os.environ[ENV_VAR]).expanduser()
+        if candidate.is_dir():
+            return candidate
+        where = f"{'data_dir argument' if arg else '$' + ENV_VAR} = {str(candidate)!r} is "
+        where += "not a directory"
     else:
-        candidate, origin = None, None
-    if candidate is not None and candidate.is_dir():
-        return candidate
-    where = (
-        f"{origin} = {str(candidate)!r} is not a directory"
-        if candidate is not None
-        else f"no data directory given and ${ENV_VAR} is not set"
-    )
+        defaults = default_data_dirs()
+        for path in defaults:  # a default folder counts once it holds a family folder
+            if any((path / family).is_dir() for family in FAMILIES):
+                return path
+        where = (f"no data directory given, ${ENV_VAR} is not set and no default folder "
+                 f"({', '.join(str(p) for p in defaults)}) holds the data")
     example = REGISTRY["Diffusion_RF_cal"].file
     raise InputError(
         f"literature data directory not found: {where}. Expected a directory holding "
-        f"PAL2022/, BUS2022/, RAS2023/ and HU2022/ (e.g. <data dir>/{example}). The files "
-        f"come from the Zenodo records {ZENODO}; download them and set {ENV_VAR}=<data dir> "
-        "(or pass data_dir=...)."
+        f"{', '.join(f + '/' for f in FAMILIES)} (e.g. <data dir>/{example}). The files "
+        f"come from the Zenodo records {ZENODO}; download them into the repository's data/ "
+        f"folder (see data/README.md), or set {ENV_VAR}=<data dir> (or pass data_dir=...)."
     )
 
 
@@ -167,263 +179,34 @@ class DatasetSpec:
         return dict(self.options).get(key, default)
 
 
-_SHA256 = {
-    "BUS2022/Busk2022_QM9_E.csv":
-        "9b2c74e2bfc83c9b29536f38d17abeccecfdf5d13cc67ee5fb4a26d22d7018ea",
-    "BUS2022/qm9_U0_test_Orig.csv":
-        "08a8512998124f1449afc0aed8958d4650b9795e20979e1f8e1fa390374ee83c",
-    "BUS2022/qm9_qm9_E_calibrated_isotonic_test.csv":
-        "c050e501b2c03ab5b42d3c4ea148f6accbe7224efc8c6ac18228ae5e910897e0",
-    "BUS2022/qm9_qm9_E_uncalibrated_test.csv":
-        "e0506cea9dbc7bb40bb3f2c3d0e51f0dc06f7b7c4820e49a2a0c6dc34dc3a2c3",
-    "BUS2022/qm9_qm9_E_uncalibrated_validation.csv":
-        "680d4a56f27af6cdf5aa314dd7325511439afc845989454b26156ceee5f0b8cd",
-    "HU2022/Figure3e_feature/feature_qhat.txt":
-        "9c64fce2cf227634aa8e6b1c8f633b6b71127d9b48991e73295c498d346bcab3",
-    "HU2022/Figure3e_feature/x_feature_distance.csv":
-        "5170292eab004f9cb20bfd77219e7d4481ebc0d8e9c5590c3b8e76653902226a",
-    "HU2022/Figure3e_feature/y_residual.csv":
-        "1fe4634812a37e0c750a5d14df1093d925303da520f014f442c1960a805d68b8",
-    "HU2022/Figure3f_latent/latent_qhat.txt":
-        "f826c127c39c43f42db51015e89b9d450d5b412ca9971f59cce24a227ca10e8d",
-    "HU2022/Figure3f_latent/x_latent_distance.csv":
-        "c7a45353468f54374a4740122e7c16070c48bcd8b3d841ef6b980683b39897af",
-    "HU2022/Figure3f_latent/y_residual.csv":
-        "1fe4634812a37e0c750a5d14df1093d925303da520f014f442c1960a805d68b8",
-    "PAL2022/Diffusion_GPR_Bayesian_Test_cal.csv":
-        "3c48f62b8281120c7b41c3f8dcf5b187b992bcc28c8919e3a0fc65a42c7392a6",
-    "PAL2022/Diffusion_GPR_Bayesian_Test_uncal.csv":
-        "4b5b929d75f957a7b6aa841460d980b65c9b5072b74d3cd36be40774586e4d32",
-    "PAL2022/Diffusion_LR_Test_cal.csv":
-        "7b96939fc43ea4375c534a853fb4ed60a108e98fe5e4b4cc64dcc34cc2d715d4",
-    "PAL2022/Diffusion_LR_Test_uncal.csv":
-        "2a69d96265478b91201b53755b4eef4bc81dc9d38dd94c80f2ebbba28d5d69c3",
-    "PAL2022/Diffusion_RF_Test_cal.csv":
-        "4e509fb619c182fa5388446304b4a646cd722b7fb7bb8f8a6a35e9e8e062f96f",
-    "PAL2022/Diffusion_RF_Test_uncal.csv":
-        "5660a10fcfe91c0d93312a19937bdbce263d88dca3155cce63d01e4a7560bf8b",
-    "PAL2022/Perovskite_GPR_Bayesian_Test_cal.csv":
-        "ff9b829142f3df75e2e9185b4eb7221198609d955f792920a264509d6c7feb27",
-    "PAL2022/Perovskite_GPR_Bayesian_Test_uncal.csv":
-        "e3fd5783d3466e23c5d69087351fa2d3b5ac0d412d3851c5a4a5c38798eba102",
-    "PAL2022/Perovskite_LR_Test_cal.csv":
-        "b4c265b6f603506ff39b1f53b4fba82c1e3ea705fa53cf4e6599f184352d6c64",
-    "PAL2022/Perovskite_LR_Test_uncal.csv":
-        "5ceeb0af363ba126a64dd1600c3fee0c39128fb662458e2af6372863a5a671ad",
-    "PAL2022/Perovskite_RF_Test_cal.csv":
-        "8a03d026179708b00f67b7f9c687c9e4108006ad5e4e52ba977338d97feb16ac",
-    "PAL2022/Perovskite_RF_Test_uncal.csv":
-        "45141bb458114fd848c6f128f316936bb524b2ac088c56eb384099d607201407",
-    "RAS2023/logP_10k_a_LS-GCN_test.csv":
-        "a7d189c28e3cecfc9f6482b1ca85577800b933c34ff0732c8158ecb00b5f0009",
-    "RAS2023/logP_10k_a_LS-NN_test.csv":
-        "3cd1cf9b0cd350e89a2d2107005ae521c899eb1bb0d0694024c94fb5c27e10ab",
-    "RAS2023/logP_10k_b_LS-GCN_test.csv":
-        "e9f63951fe75b711d991a016f3a0a69c59805a02074f2696b97e4004da580921",
-    "RAS2023/logP_10k_b_LS-NN_test.csv":
-        "6879a318400ceff4221ac0afce9361018ac617e4050244603b9c140a63d8a9ff",
-    "RAS2023/logP_10k_c_LS-GCN_test.csv":
-        "b192d887418c0a55e5b73e1c1149efb25403118a0704c967384cf47668266532",
-    "RAS2023/logP_10k_c_LS-NN_test.csv":
-        "7cb48169d33722634e86fa655e0516a31cda4ccc44c033a938df2ba47867fa53",
-    "RAS2023/logP_10k_d_LS-GCN_test.csv":
-        "704433ada897173b74e9ba63067eb9d8a18ac115f89d86e6eaa664075dea3f79",
-    "RAS2023/logP_10k_d_LS-NN_test.csv":
-        "401df7baac8e8b812cbdc3ee15f5c21bd7c17225b32b9070d81a238c68856ee1",
-    "RAS2023/logP_10k_e_LS-GCN_test.csv":
-        "8709ac09540817ae81f3e2130a3730e52bdd0aca00238b7906b8b83b6a9201ba",
-    "RAS2023/logP_10k_e_LS-NN_test.csv":
-        "31b6251c93aae6833dee217a0a42baf6afcfb8414bd7da4e7406c5f4010f14e3",
-    "RAS2023/logP_150k_LS-GCN_test.csv":
-        "a886e2faea70da663057f4f8ee85d3cb44b75f0e8b8bc0a4bd913e80444b6a45",
-    "RAS2023/logP_150k_LS-GCN_test_flex.csv":
-        "a8624047f6b0b2b7dca9db06776b6060120b1d392592168f896f3a75d2dffb81",
-    "RAS2023/logP_RF_UQ_results.csv":
-        "92b7dc3504daab8219f901c50df98b821e1e55356f32f2870e31bc79fcaf54b7",
-    "RAS2023/vertIP_LS_UQ_seed1.csv":
-        "f527aaab654d0d436ec6125fd6697ad923baaf678481093d80a912716f1c0798",
-    "RAS2023/vertIP_LS_UQ_seed19.csv":
-        "f638c8665ba7c3a12ef4d7983c538cc65a1a832621589a0abf16408d73b1e7c7",
-    "RAS2023/vertIP_LS_UQ_seed19_flex.csv":
-        "14c51d5b73c8f54ecf5a1fef171305f23c7332168fdc43976dab8a36da7b3876",
-    "RAS2023/vertIP_LS_UQ_seed1_flex.csv":
-        "2a195f6be25ba2cb6daaec6916944d485f699357bd8cc5344ac3b74f39300373",
-    "RAS2023/vertIP_LS_UQ_seed27.csv":
-        "c13d3bab6e86090831f879b9ede235185574fa1be314373f45c00ab0450b1393",
-    "RAS2023/vertIP_LS_UQ_seed27_flex.csv":
-        "cc60834ad74d570f5a47afb2ae3848db68e56286604310d92f81383b91c73ff1",
-    "RAS2023/vertIP_LS_UQ_seed42.csv":
-        "e58a96d286a11249433444a01e06b482700d8818255c23f2e58ce36a752b2b2d",
-    "RAS2023/vertIP_LS_UQ_seed42_flex.csv":
-        "a7d0127f66d6b1ee0605efb060fa5f92de45cc1cce5b44e8be4778b596d0809f",
-    "RAS2023/vertIP_LS_UQ_seed94.csv":
-        "1c669cc334ca3252b485e5509f1f85123254ceb932b03c7253218628e4d585b8",
-    "RAS2023/vertIP_LS_UQ_seed94_flex.csv":
-        "261439f9123e8047801eae63a7c379668439f0ca33ddfd2ea3a58945669e701f",
-    "RAS2023/vertIP_evidential_UQ_seed1.csv":
-        "add6a253889af252e53d9c04660d1bc69d296d25ad14e042ee742b127a822712",
-    "RAS2023/vertIP_evidential_UQ_seed19.csv":
-        "3162e21bba8dce43d0c5ef9ec0fc8d4f9d477c8903cce677d6a0d0b969d68e2b",
-    "RAS2023/vertIP_evidential_UQ_seed19_lam01.csv":
-        "9948c62467b86e1ba5777db702c5fe7c909d70a8d99588096bb6f0be1ccd53bf",
-    "RAS2023/vertIP_evidential_UQ_seed19_lam01_val.csv":
-        "bf7ef6b0a91eef0a7d0eb2a6ad96eb5aba46d151e0d9448003e742349ccc9ee1",
-    "RAS2023/vertIP_evidential_UQ_seed1_lam01.csv":
-        "53b7adb4d61bdc2e7d0a30f2c3740f07ae88f794e392cc496ec775cf167e4a34",
-    "RAS2023/vertIP_evidential_UQ_seed27.csv":
-        "39fcb3e05f8fd065628b186c0818eeccc53c9097b86f82bccd7223ff50537738",
-    "RAS2023/vertIP_evidential_UQ_seed27_lam01.csv":
-        "402467b9b251e00b91436dded08df6e620a65e8fede3f06b87ec0391af229ac4",
-    "RAS2023/vertIP_evidential_UQ_seed42.csv":
-        "a2295c5dbf11ea78ebcafe8267b3555889b63c315d5adbe90b0ada5d86a13f43",
-    "RAS2023/vertIP_evidential_UQ_seed42_lam01.csv":
-        "ab319415909f9643b8cb1476567cfd4066f36c650755e715faf325548cae7fdb",
-    "RAS2023/vertIP_evidential_UQ_seed94.csv":
-        "080dba22bb6e2a91c63ec347267bcfeccd0ceb223e4ebf76a7aa5f79648504ad",
-    "RAS2023/vertIP_evidential_UQ_seed94_lam01.csv":
-        "3cde30457a395ec4609af35d03e6927f648b2909d833c10de64be36e6c4d64ec",
-}
+#: Registry file shipped with the package (``uqx/registry.json``: one object per data set).
+REGISTRY_FILE = "registry.json"
+_SPEC_FIELDS = ("name", "family", "file", "reader", "sha256", "M", "unit", "description")
 
+
+def _load_registry() -> tuple[dict[str, DatasetSpec], tuple[tuple[str, str, str], ...]]:
+    """Read the registry table and the paper-set list from :data:`REGISTRY_FILE`."""
+    doc = json.loads(resources.files("uqx").joinpath(REGISTRY_FILE).read_text("utf-8"))
+    specs = [
+        DatasetSpec(
+            **{k: e[k] for k in _SPEC_FIELDS},
+            aliases=tuple(e.get("aliases", ())),
+            options=tuple(e.get("options", {}).items()),
+            extra_files=tuple((f["file"], f["sha256"]) for f in e.get("extra_files", ())),
+        )
+        for e in doc["datasets"]
+    ]
+    registry = {s.name: s for s in specs}
+    if len(registry) != len(specs):  # pragma: no cover - registry file bug
+        raise RuntimeError(f"{REGISTRY_FILE}: duplicate dataset names")
+    return registry, tuple((p["label"], p["paper"], p["name"]) for p in doc["paper_sets"])
+
+
+_TABLES = _load_registry()
+#: All registered data sets, by registry name (read from :data:`REGISTRY_FILE`).
+REGISTRY: dict[str, DatasetSpec] = _TABLES[0]
 #: The nine literature sets of papers 000, 001 and 004: (label, paper name, registry name).
-PAPER_SETS: tuple[tuple[str, str, str], ...] = (
-    ("Set 1", "Diffusion_RF", "Diffusion_RF_cal"),
-    ("Set 2", "Perovskite_RF", "Perovskite_RF_cal"),
-    ("Set 3", "Diffusion_LR", "Diffusion_LR_cal"),
-    ("Set 4", "Perovskite_LR", "Perovskite_LR_cal"),
-    ("Set 5", "Diffusion_GPR_Bayesian", "Diffusion_GPR_Bayesian_cal"),
-    ("Set 6", "Perovskite_GPR_Bayesian", "Perovskite_GPR_Bayesian_cal"),
-    ("Set 7", "QM9_E", "QM9_E"),
-    ("Set 8", "logP_10k_a_LS-GCN", "logP_10k_a_LS-GCN"),
-    ("Set 9", "logP_150k_LS-GCN", "logP_150k_LS-GCN"),
-)
-
-_PAL_M = {"Diffusion": {"RF": 2040, "LR": 2040, "GPR_Bayesian": 2040},
-          "Perovskite": {"RF": 3834, "LR": 3836, "GPR_Bayesian": 3818}}
-_RF_K = (100, 500, 1000, 5000, 10000, 20000, 50000, 100000, 150000)
-_VERTIP_SEEDS = (1, 19, 27, 42, 94)
-
-
-def _spec(name, family, file, reader, M, unit, description, aliases=(), options=(),
-          extra=()) -> DatasetSpec:
-    return DatasetSpec(
-        name=name,
-        family=family,
-        file=file,
-        reader=reader,
-        sha256=_SHA256[file],
-        M=M,
-        unit=unit,
-        description=description,
-        aliases=tuple(aliases),
-        options=tuple(options),
-        extra_files=tuple((f, _SHA256[f]) for f in extra),
-    )
-
-
-def _build_registry() -> dict[str, DatasetSpec]:
-    specs: list[DatasetSpec] = []
-    set_alias = {reg: (label.replace(" ", ""), paper) for label, paper, reg in PAPER_SETS}
-    # PAL2022: 2 materials x 3 methods x (cal, uncal)
-    for method in ("RF", "LR", "GPR_Bayesian"):
-        for material in ("Diffusion", "Perovskite"):
-            for cal in ("cal", "uncal"):
-                name = f"{material}_{method}_{cal}"
-                stem = f"{material}_{method}_Test_{cal}"
-                aliases = [stem]
-                if name in set_alias:  # paper name, SetN, R setList key, file stem
-                    aliases = [*set_alias[name][::-1], f"{material}_{method}_Test", *aliases]
-                kind = "recalibrated" if cal == "cal" else "uncalibrated"
-                specs.append(_spec(
-                    name, "PAL2022", f"PAL2022/{stem}.csv", "pal2022",
-                    _PAL_M[material][method], "eV",
-                    f"Palmer et al. 2022, {material} test set, {method}, {kind} uE",
-                    aliases,
-                ))
-    # BUS2022 (QM9, Busk et al. 2022)
-    bus = (
-        ("QM9_E", "qm9_qm9_E_calibrated_isotonic_test", "E_", 13885,
-         "QM9 atomization energy test set, isotonic-recalibrated uE (paper Set 7)",
-         ("Set7", "QM9_E_cal", "QM9_E_Test")),
-        ("QM9_E_uncal", "qm9_qm9_E_uncalibrated_test", "E_", 13885,
-         "QM9 atomization energy test set, uncalibrated uE", ()),
-        ("QM9_U0", "qm9_U0_test_Orig", "U0", 13885,
-         "QM9 U0 test set (papers 002 and primer; X = molecular mass, V = prediction)", ()),
-        ("QM9_E_uncal_val", "qm9_qm9_E_uncalibrated_validation", "E_", 10000,
-         "QM9 atomization energy validation split, uncalibrated uE", ()),
-        ("Busk2022_QM9_E", "Busk2022_QM9_E", "E", 13885,
-         "copy of the calibrated QM9_E test set with column 'E' for the reference", ()),
-    )
-    for name, stem, ref, M, desc, aliases in bus:
-        extra_alias = (stem,) if stem != name else ()
-        specs.append(_spec(
-            name, "BUS2022", f"BUS2022/{stem}.csv", "bus2022", M, "eV",
-            f"Busk et al. 2022, {desc}", (*aliases, *extra_alias), (("reference", ref),),
-        ))
-    # RAS2023 logP (Rasmussen et al. 2023)
-    logp = [f"logP_10k_{s}_LS-{m}" for s in "abcde" for m in ("GCN", "NN")]
-    logp += ["logP_150k_LS-GCN"]
-    for name in logp:
-        aliases = [f"{name}_test"]
-        if name in set_alias:
-            aliases.insert(0, set_alias[name][0])
-        specs.append(_spec(
-            name, "RAS2023", f"RAS2023/{name}_test.csv", "ras2023_logp", 5000, "",
-            f"Rasmussen et al. 2023, logP test set, {name.split('_')[-1]} model, "
-            f"training split {name.split('_', 1)[1].rsplit('_', 1)[0]}",
-            aliases,
-        ))
-    specs.append(_spec(
-        "logP_150k_LS-GCN_flex", "RAS2023", "RAS2023/logP_150k_LS-GCN_test_flex.csv",
-        "ras2023_logp", 5000, "",
-        "Rasmussen et al. 2023, logP test set, LS-GCN 150k, 'flex' uncertainty variant",
-        ["logP_150k_LS-GCN_test_flex"],
-    ))
-    for K in _RF_K:
-        specs.append(_spec(
-            f"logP_RF_K{K}", "RAS2023", "RAS2023/logP_RF_UQ_results.csv", "ras2023_rf",
-            5000, "", f"Rasmussen et al. 2023, logP test set, random forest trained on "
-            f"K = {K} molecules (columns uq_{K}, y_pred_{K})", (), (("K", K),),
-        ))
-    # RAS2023 vertical ionisation potentials of transition-metal complexes
-    for seed in _VERTIP_SEEDS:
-        for suffix in ("", "_flex"):
-            stem = f"vertIP_LS_UQ_seed{seed}{suffix}"
-            specs.append(_spec(
-                stem, "RAS2023", f"RAS2023/{stem}.csv", "ras2023_vertip_ls", 265, "eV",
-                f"Rasmussen et al. 2023, vertical IP, latent-space (LS) UQ, seed {seed}"
-                + (", 'flex' variant" if suffix else ""),
-            ))
-    for seed in _VERTIP_SEEDS:
-        for suffix in ("", "_lam01"):
-            stem = f"vertIP_evidential_UQ_seed{seed}{suffix}"
-            specs.append(_spec(
-                stem, "RAS2023", f"RAS2023/{stem}.csv", "ras2023_vertip_evidential", 265, "eV",
-                f"Rasmussen et al. 2023, vertical IP, evidential UQ, seed {seed}"
-                + (", lambda = 0.1" if suffix else ""),
-            ))
-    specs.append(_spec(
-        "vertIP_evidential_UQ_seed19_lam01_val", "RAS2023",
-        "RAS2023/vertIP_evidential_UQ_seed19_lam01_val.csv", "ras2023_vertip_evidential",
-        229, "eV", "Rasmussen et al. 2023, vertical IP, evidential UQ, seed 19, "
-        "lambda = 0.1, validation split",
-    ))
-    # HU2022 (interval-based UQ, QM9 interatomic potential)
-    for kind, fig in (("feature", "Figure3e"), ("latent", "Figure3f")):
-        folder = f"HU2022/{fig}_{kind}"
-        specs.append(_spec(
-            f"HU2022_{kind}", "HU2022", f"{folder}/y_residual.csv", "hu2022", 9747, "eV",
-            f"Hu et al. 2022, QM9 potential, conformal intervals scaled by the {kind}-space "
-            "distance X; uE = U_95/1.96",
-            (f"HU2022_{fig}",),
-            (("distance", f"{folder}/x_{kind}_distance.csv"),
-             ("qhat", f"{folder}/{kind}_qhat.txt")),
-            (f"{folder}/x_{kind}_distance.csv", f"{folder}/{kind}_qhat.txt"),
-        ))
-    return {s.name: s for s in specs}
-
-
-#: All registered data sets, by registry name.
-REGISTRY: dict[str, DatasetSpec] = _build_registry()
+PAPER_SETS: tuple[tuple[str, str, str], ...] = _TABLES[1]
 
 
 def _normalise(name: str) -> str:
@@ -573,15 +356,9 @@ def _masses(formulas) -> np.ndarray:
 def _read_pal2022(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
     path = paths[spec.file]
     df = _read_frame(path)
-    ds = from_arrays(
-        _numeric_column(df, "E", path),
-        _numeric_column(df, "uE", path),
-        X=_numeric_column(df, "X", path),
-        name=spec.name,
-        units=spec.unit,
-        source=str(path),
-        min_uE_rel_sd=1e-6,
-    )
+    ds = from_arrays(_numeric_column(df, "E", path), _numeric_column(df, "uE", path),
+                     X=_numeric_column(df, "X", path), name=spec.name, units=spec.unit,
+                     source=str(path), min_uE_rel_sd=1e-6)
     ds = ds.rename({"X": "uE_other"})
     ds["uE_other"].attrs = {
         "long_name": "uE of the matching _cal/_uncal file (the file's column 'X'); "
@@ -679,10 +456,8 @@ def _read_hu2022(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
     ds = from_arrays(E, U[:, 1] / 1.96, X=X, name=spec.name, units=spec.unit,
                      source=str(path))
     ds = ds.assign_coords(prob=("prob", probs, {"long_name": "interval coverage probability"}))
-    ds["U"] = (("sample", "prob"), U, {
-        "long_name": "half-width of the conformal prediction interval (qhat_P * X)",
-        "units": spec.unit,
-    })
+    ds["U"] = (("sample", "prob"), U, {"units": spec.unit, "long_name":
+               "half-width of the conformal prediction interval (qhat_P * X)"})
     ds["qhat"] = ("prob", np.array([qhat[p] for p in probs]),
                   {"long_name": "conformal scale factor", "units": spec.unit})
     ds["X"].attrs.update(long_name=f"{spec.name.split('_')[1]}-space distance",
@@ -693,14 +468,11 @@ def _read_hu2022(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
     return ds
 
 
+#: Parsing rule of each ``reader`` key of the registry file.
 _READERS: dict[str, Callable[[DatasetSpec, dict[str, Path]], xr.Dataset]] = {
-    "pal2022": _read_pal2022,
-    "bus2022": _read_bus2022,
-    "ras2023_logp": _read_ras2023_logp,
-    "ras2023_rf": _read_ras2023_logp,
-    "ras2023_vertip_ls": _read_ras2023_vertip,
-    "ras2023_vertip_evidential": _read_ras2023_vertip,
-    "hu2022": _read_hu2022,
+    "pal2022": _read_pal2022, "bus2022": _read_bus2022, "hu2022": _read_hu2022,
+    "ras2023_logp": _read_ras2023_logp, "ras2023_rf": _read_ras2023_logp,
+    "ras2023_vertip_ls": _read_ras2023_vertip, "ras2023_vertip_evidential": _read_ras2023_vertip,
 }
 
 
@@ -718,7 +490,7 @@ def load_dataset(
         Registry name or alias (case-insensitive), e.g. ``"Diffusion_RF_cal"``,
         ``"Diffusion_RF"`` or ``"Set1"``; see :func:`list_datasets`.
     data_dir : str or path-like, optional
-        Data directory; defaults to ``$UQX_DATA_DIR``.
+        Data directory; default as in :func:`data_dir`.
     verify : bool, default True
         Check the SHA-256 of every file read (cached per path, mtime and size).
 
@@ -746,13 +518,8 @@ def load_dataset(
     paths = _resolve_files(spec, root, verify)
     ds = _READERS[spec.reader](spec, paths)
     ds.attrs.setdefault("sign_convention", SIGN_CONVENTION)
-    ds.attrs.update(
-        name=spec.name,
-        family=spec.family,
-        source_file=spec.file,
-        description=spec.description,
-        sha256=spec.sha256,
-    )
+    ds.attrs.update(name=spec.name, family=spec.family, source_file=spec.file,
+                    description=spec.description, sha256=spec.sha256)
     return ds
 
 
@@ -764,7 +531,7 @@ def load_paper_sets(
     Parameters
     ----------
     data_dir : str or path-like, optional
-        Data directory; defaults to ``$UQX_DATA_DIR``.
+        Data directory; default as in :func:`data_dir`.
     verify : bool, default True
         Verify file checksums.
 
@@ -795,19 +562,11 @@ def list_datasets() -> pd.DataFrame:
         Columns ``name``, ``family``, ``M``, ``file``, ``aliases`` (comma-separated),
         ``unit`` and ``description``, one row per registry entry.
     """
-    rows = [
-        {
-            "name": s.name,
-            "family": s.family,
-            "M": s.M,
-            "file": s.file,
-            "aliases": ", ".join(s.aliases),
-            "unit": s.unit,
-            "description": s.description,
-        }
+    cols = ("name", "family", "M", "file", "aliases", "unit", "description")
+    return pd.DataFrame([
+        {k: ", ".join(s.aliases) if k == "aliases" else getattr(s, k) for k in cols}
         for s in REGISTRY.values()
-    ]
-    return pd.DataFrame(rows)
+    ])
 
 
 def check_datasets(data_dir: str | os.PathLike | None = None) -> pd.DataFrame:
@@ -816,7 +575,7 @@ def check_datasets(data_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     Parameters
     ----------
     data_dir : str or path-like, optional
-        Data directory; defaults to ``$UQX_DATA_DIR``.
+        Data directory; default as in :func:`data_dir`.
 
     Returns
     -------
