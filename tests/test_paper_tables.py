@@ -18,6 +18,7 @@ import pytest
 from uqx.cli import main
 from uqx.datasets import load_paper_sets
 from uqx.validate import paper_table_a, paper_table_iv, validate
+from uqx.verdict import zeta_se
 
 pytestmark = pytest.mark.data
 
@@ -106,7 +107,6 @@ def paper_sets(data_dir):
 
 @pytest.fixture(scope="module")
 def table_iv(paper_sets):
-    # seed 1: see test_table_iv_zeta for the Monte-Carlo spread of ζ_ZMS of Set 4
     return validate(paper_sets, ["zms", "rce"], n_boot=10_000, seed=1, conditional=False)
 
 
@@ -137,17 +137,25 @@ def test_table_iv_intervals(table_iv):
 
 
 def test_table_iv_zeta(table_iv):
-    # ζ within ±0.1. Note: ζ_ZMS of Set 4 (3.417 published) is the most sensitive entry:
-    # ζ = (θ-1)/(θ-lo) with θ-lo ≈ 0.066, so dζ/dlo ≈ 52 and the MC spread of lo
-    # (sd ≈ 0.0012 at R = 10⁴) gives sd(ζ) ≈ 0.066. Over 20 seeds uqx gave a mean of 3.484
-    # (range 3.37–3.61): the published value is one draw about 1 sd below that mean, so
-    # ±0.1 holds for about 2 seeds in 3; seed 1 gives 3.375.
+    # ζ within ±0.1, or within 3·√2 of uqx's own Monte-Carlo sd of ζ where that is larger
+    # (two independent runs, R's and ours). ζ_ZMS of Set 4 (3.417 published) is the most
+    # sensitive entry: ζ = (θ-1)/(θ-lo) with θ-lo ≈ 0.066, dζ/dlo ≈ 52, sd(lo) ≈ 0.0012 at
+    # R = 10⁴, so sd(ζ) ≈ 0.066 (over 20 seeds uqx gave 3.37–3.61).
     z = np.column_stack([table_iv["zeta"].sel(stat="zms"), table_iv["zeta"].sel(stat="rce")])
+    sd = np.column_stack([_zeta_sd(table_iv, "zms"), _zeta_sd(table_iv, "rce")])
     want = TABLE_IV[:, [2, 5]]
-    bad = np.argwhere(np.abs(z - want) > 0.1)
-    assert bad.size == 0, [(int(i) + 1, ("ZMS", "RCE")[j], z[i, j], want[i, j]) for i, j in bad]
-    # validity verdicts as in 001 (|ζ| ≤ 1); Set 2 ZMS (ζ = -1.001) and Sets 4/6/7 RCE
-    # (|ζ| ≈ 1.01–1.03) sit on the boundary and are not asserted
+    tol = np.maximum(0.1, 3 * np.sqrt(2) * sd)
+    bad = np.argwhere(np.abs(z - want) > tol)
+    assert bad.size == 0, [(int(i) + 1, ("ZMS", "RCE")[j], z[i, j], want[i, j], tol[i, j])
+                           for i, j in bad]
+    # entries whose published |ζ| is within 0.05 of 1 (Set 2 ZMS, Sets 4/6/7 RCE, Set 8
+    # ZMS at 1.16 is not) are those whose verdict can flip with the seed: uqx must flag
+    # each of them "borderline" rather than give a plain verdict
+    bl = np.column_stack([table_iv["borderline"].sel(stat="zms"),
+                          table_iv["borderline"].sel(stat="rce")])
+    near = np.abs(np.abs(want) - 1) < 0.05
+    assert bl[near].all(), [(int(i) + 1, j) for i, j in np.argwhere(near & ~bl)]
+    # validity verdicts as in 001 (|ζ| ≤ 1) away from the boundary
     v = table_iv["valid"]
     for s in (1, 6, 7, 9):
         assert v.sel(stat="zms").values[s - 1] == 1.0, s
@@ -157,6 +165,12 @@ def test_table_iv_zeta(table_iv):
         assert v.sel(stat="rce").values[s - 1] == 1.0, s
     for s in (5, 8):
         assert v.sel(stat="rce").values[s - 1] == 0.0, s
+
+
+def _zeta_sd(res, st):
+    r = res.sel(stat=st)
+    return zeta_se(r["estimate"].values, r["reference"].values, r["ci_low"].values,
+                   r["ci_high"].values, r["ci_low_se"].values, r["ci_high_se"].values)
 
 
 def test_table_iv_rendering(table_iv):
@@ -221,10 +235,17 @@ def test_table_a_sim2_set1_ence(table_a):
 
 
 def test_table_a_verdicts_and_rendering(table_a):
-    # 000: CC, ENCE and ZMSE references depend on D for all nine sets → not validated
+    # 000: CC, ENCE and ZMSE references depend on D for all nine sets (flag kept); the
+    # verdict is valid / invalid only where both references agree (uqx.verdict)
     for st in ("cc", "ence", "zmse"):
-        assert set(table_a["reference_kind"].sel(stat=st).values) == {"D-sensitive"}, st
-        assert np.isnan(table_a["valid"].sel(stat=st).values).all()
+        assert table_a["d_sensitive"].sel(stat=st).values.all(), st
+        r = table_a.sel(stat=st)
+        z = r["zeta_sim"].values
+        for i, v in enumerate(r["verdict"].values):
+            if v == "valid":
+                assert np.all(np.abs(z[i]) <= 1)
+            elif v == "invalid":
+                assert np.all(z[i] > 1) or np.all(z[i] < -1)
     # the simulated ZMS reference (Table A1) is compatible with 1 for both D
     zms = table_a.sel(stat="zms")
     assert np.all(np.abs(zms["sim_reference"].values - 1) < 4 * zms["sim_reference_se"].values)

@@ -1,6 +1,5 @@
 """Tests of the Harrell–Davis / tailedness kernels (METHODS.md §2.1, §2.2, §14.1)."""
 
-import time
 import warnings
 
 import numpy as np
@@ -363,13 +362,12 @@ def test_tailedness_negative_u_sorted_separately(rng):
     assert float(tailedness(E, u)["beta_gm_u2"]) == pytest.approx(brute_beta(u**2), rel=1e-12)
 
 
-def test_tailedness_speed_one_million(rng):
+def test_tailedness_one_million(rng):
+    # timing belongs to benchmarks/bench_kernels.py; here only that 10^6 rows work
     n = 1_000_000
     u = np.sqrt(1.0 / rng.gamma(3.0, 1.0, n))
     E = u * rng.standard_normal(n)
-    t0 = time.perf_counter()
     t = tailedness(E, u)
-    assert time.perf_counter() - t0 < 1.0
     assert all(np.isfinite(float(v)) for v in t.values())
 
 

@@ -18,7 +18,7 @@ import xarray as xr
 
 from uqx.bootstrap import bootstrap_per_bin
 from uqx.data import InputError
-from uqx.extrapolation import PRESETS, extrapolate
+from uqx.extrapolation import PRESETS, extrapolate_many
 from uqx.reference import binomial_ci
 from uqx.resample import content_key
 
@@ -107,18 +107,18 @@ def extrapolation_step(sets, notes, *, seed, level, nu, n_mc, preset="app-c"):
     nlo, nhi = np.full((S, C, K, D), np.nan), np.full((S, C, K, D), np.nan)
     vals, nbins = np.full((S, C, L, K), np.nan), np.full((S, C, L), np.nan)
     for i, sd in enumerate(sets):
-        key = content_key(sd.E, sd.uE)
+        have = {c: (sd.uE if c == "uE" else getattr(sd, c)) for c in conds}
+        have = {c: x for c, x in have.items() if x is not None}
+        try:
+            rs = extrapolate_many(sd.E, sd.uE, have, preset=st, dists=dists, n_mc=n_mc,
+                                  seed=seed, key=content_key(sd.E, sd.uE), level=level)
+        except InputError as exc:
+            notes.set(i, f"no zero-bin extrapolation: {exc}")
+            continue
         for c, cond in enumerate(conds):
-            x = sd.uE if cond == "uE" else getattr(sd, cond)
-            if x is None:
+            if cond not in rs:
                 continue
-            try:
-                r = extrapolate(sd.E, sd.uE, x, preset=st, dists=dists, n_mc=n_mc, seed=seed,
-                                key=(key, cond), level=level)
-            except InputError as exc:
-                notes.set(i, f"no zero-bin extrapolation on {cond}: {exc}")
-                reason[i, c] = str(exc)
-                continue
+            r = rs[cond]
             for k in f:
                 f[k][i, c] = r[k]
             papers[i, c] = r["papers_valid"]

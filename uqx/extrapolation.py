@@ -32,7 +32,7 @@ import numpy as np
 from uqx.binning import equal_count_edges, reduce_n_bins, stable_order
 from uqx.errors import InputError
 from uqx.resample import seed_sequence
-from uqx.statistic import BINNED_STATS, bin_features
+from uqx.statistic import BINNED_STATS, prefix_bin_features
 
 __all__ = [
     "PRESETS",
@@ -43,6 +43,7 @@ __all__ = [
     "ols_fit",
     "null_intercepts",
     "extrapolate",
+    "extrapolate_many",
     "null_verdict",
 ]
 
@@ -142,7 +143,8 @@ def sweep_statistics(E_sorted, u_sorted, n_bins, stats, *, pop_min: int = 20) ->
     Parameters
     ----------
     E_sorted : array_like, shape (..., M)
-        Errors sorted by the conditioning variable (rows: data sets sharing ``u_sorted``).
+        Errors sorted by the conditioning variable (rows: data sets sharing ``u_sorted``,
+        computed one at a time so that a row's result never depends on the batch).
     u_sorted : array_like, shape (M,)
         Uncertainties in the same order.
     n_bins : sequence of int
@@ -157,18 +159,17 @@ def sweep_statistics(E_sorted, u_sorted, n_bins, stats, *, pop_min: int = 20) ->
     """
     E = np.asarray(E_sorted, dtype=np.float64)
     M = E.shape[-1]
-    F = bin_features(E, u_sorted)  # (..., M, 6)
-    P = np.zeros(E.shape[:-1] + (M + 1, F.shape[-1]))
-    np.cumsum(F, axis=-2, out=P[..., 1:, :])
-    del F
-    out = np.empty(E.shape[:-1] + (len(n_bins), len(stats)))
-    for i, n in enumerate(n_bins):
-        edges = equal_count_edges(M, int(n), pop_min=pop_min)
-        S = np.diff(P[..., edges, :], axis=-2)
-        cnt = np.diff(edges).astype(np.float64)
-        for j, name in enumerate(stats):
-            out[..., i, j] = BINNED_STATS[name][0](S, cnt)
-    return out
+    edges = [equal_count_edges(M, int(n), pop_min=pop_min) for n in n_bins]
+    rows = E.reshape(-1, M)
+    out = np.empty((rows.shape[0], len(n_bins), len(stats)))
+    for r, row in enumerate(rows):
+        P = prefix_bin_features(row, u_sorted)
+        for i, e in enumerate(edges):
+            S = np.diff(P[e], axis=0)
+            cnt = np.diff(e).astype(np.float64)
+            for j, name in enumerate(stats):
+                out[r, i, j] = BINNED_STATS[name][0](S, cnt)
+    return out.reshape(E.shape[:-1] + out.shape[1:])
 
 
 def ols_fit(x, y):
@@ -205,7 +206,7 @@ def _fit_points(n_bins, settings, M):
 
 
 def null_intercepts(
-    u_sorted,
+    u_orders,
     n_bins,
     settings: SweepSettings,
     *,
@@ -218,36 +219,49 @@ def null_intercepts(
 ) -> np.ndarray:
     """Return the intercepts of the sweep fit on ``n_mc`` calibrated copies E = u·ε, ε ~ D.
 
-    The copies are drawn in the sorted order (ε is i.i.d.), in batches sized to
-    ``memory_budget``; batch ``b`` draws from ``seed_sequence(seed, "extrapolation",
-    key, dist label, b)`` with a fixed batch size of 50 copies, so the result does not
-    depend on the budget.
+    Parameters
+    ----------
+    u_orders : array_like (M,) or sequence of them
+        The uncertainties sorted by each conditioning variable. One draw of ε per copy
+        serves every ordering (ε is i.i.d., so ``u_order * ε`` is a calibrated copy
+        sorted by that variable): the draws, the dominant cost, are shared.
+    n_bins : array_like of int
+        Bin numbers of the sweep (:func:`bin_numbers`).
+
+    Batch ``b`` of 50 copies draws from ``seed_sequence(seed, "extrapolation", key,
+    dist label, b)``; rows are drawn in sub-batches sized to ``memory_budget`` from that
+    stream, so the result does not depend on the budget.
 
     Returns
     -------
-    numpy.ndarray, shape (n_mc, len(settings.stats))
+    numpy.ndarray, shape (n_mc, len(settings.stats)) for one ordering, else
+    (n_mc, n_orderings, len(settings.stats)).
     """
     from uqx.reference import draw_unit
 
-    u = np.asarray(u_sorted, dtype=np.float64)
-    M = u.size
+    single = np.ndim(u_orders[0]) == 0
+    orders = [np.asarray(u_orders, dtype=np.float64)] if single else [
+        np.asarray(u, dtype=np.float64) for u in u_orders]
+    M = orders[0].size
     keep, x = _fit_points(np.asarray(n_bins), settings, M)
     label = "N" if dist == "normal" else f"T{nu:g}"
     fixed = 50  # copies per keyed batch: part of the stream definition
-    rows = max(1, min(fixed, memory_budget // (M * 8 * 16)))
-    out = []
+    rows = max(1, min(fixed, memory_budget // (M * 8 * 2)))
+    out = np.empty((n_mc, len(orders), len(settings.stats)))
+    k0 = 0
     for b in range(-(-n_mc // fixed)):
         rng = np.random.Generator(
             np.random.PCG64(seed_sequence(seed, "extrapolation", key, label, b))
         )
         nb = min(fixed, n_mc - b * fixed)
         for lo in range(0, nb, rows):
-            k = min(rows, nb - lo)
-            E = u * draw_unit(rng, (k, M), dist=dist, nu=nu)
-            y = sweep_statistics(E, u, n_bins, settings.stats, pop_min=settings.pop_min)
-            a = ols_fit(x, np.moveaxis(y[:, keep, :], 1, -1))[0]  # (k, n_stats)
-            out.append(a)
-    return np.concatenate(out)
+            eps = draw_unit(rng, (min(rows, nb - lo), M), dist=dist, nu=nu)
+            for c, u in enumerate(orders):
+                y = sweep_statistics(u * eps, u, n_bins, settings.stats,
+                                     pop_min=settings.pop_min)
+                out[k0 : k0 + eps.shape[0], c] = ols_fit(x, np.moveaxis(y[:, keep], 1, -1))[0]
+            k0 += eps.shape[0]
+    return out[:, 0] if single else out
 
 
 def null_verdict(observed, nulls, *, level: float = 0.95):
@@ -286,10 +300,18 @@ def null_verdict(observed, nulls, *, level: float = 0.95):
     )
 
 
-def extrapolate(
+def extrapolate(E, uE, cond=None, **kwargs) -> dict:
+    """Zero-bin extrapolation of binned statistics of one data set on one variable.
+
+    See :func:`extrapolate_many` (``conds={"c": cond}``) for the parameters and result.
+    """
+    return extrapolate_many(E, uE, {"c": uE if cond is None else cond}, **kwargs)["c"]
+
+
+def extrapolate_many(
     E,
     uE,
-    cond=None,
+    conds: dict,
     *,
     preset="app-c",
     dists=(("normal", None), ("t", 6.0)),
@@ -299,70 +321,63 @@ def extrapolate(
     level: float = 0.95,
     memory_budget: int = 128 * 2**20,
 ) -> dict:
-    """Zero-bin extrapolation of binned statistics of one data set, with its verdict.
+    """Zero-bin extrapolation of binned statistics on several variables, with verdicts.
 
     Parameters
     ----------
     E, uE : array_like, shape (M,)
         Errors and uncertainties (finite; uE > 0).
-    cond : array_like, shape (M,), optional
-        Conditioning variable (default uE: consistency; X or V: adaptivity).
+    conds : dict of str -> array_like (M,)
+        Conditioning variables (uE: consistency; X or V: adaptivity). The null copies of
+        all of them share their draws.
     preset : {"app-c", "002"} or SweepSettings
         Sweep settings (METHODS §3.8).
     dists : sequence of (str, float or None)
         Generative distributions of the null (default N(0,1) and t_s(6)).
     n_mc : int
-        Calibrated copies per distribution (0: no null, no verdict).
+        Calibrated copies per distribution (< 2: no null, verdict "not tested").
     seed, key :
         Root seed and data key of the random streams.
 
     Returns
     -------
-    dict
-        ``n_bins`` (K,), ``x`` (K,), ``values`` (K, S) for the S statistics,
-        ``intercept``, ``intercept_se``, ``slope``, ``slope_se`` (S,), ``ideal`` (S,),
-        ``papers_valid`` (S,) (|a − ideal| ≤ 2 SE, reported only), ``null_low``,
-        ``null_high`` (S, D), ``verdict`` and ``verdict_reason`` (S,) lists.
+    dict of str -> dict
+        Per variable: ``stats``, ``n_bins`` (K,), ``x`` (K,), ``fitted`` (K,),
+        ``values`` (K, S), ``intercept``, ``intercept_se``, ``slope``, ``slope_se``,
+        ``ideal``, ``papers_valid`` (|a − ideal| ≤ 2 SE, reported only) (S,),
+        ``null_low``, ``null_high`` (S, D), ``verdict``, ``verdict_reason`` (S lists).
     """
     st = _settings(preset)
     E = np.asarray(E, dtype=np.float64)
     u = np.asarray(uE, dtype=np.float64)
-    c = u if cond is None else np.asarray(cond, dtype=np.float64)
-    order = stable_order(c)
     M = E.size
     n_bins = bin_numbers(M, st)
-    Es, us = E[order], u[order]
-    values = sweep_statistics(Es, us, n_bins, st.stats, pop_min=st.pop_min)
     keep, x = _fit_points(n_bins, st, M)
-    a, a_se, b, b_se = ols_fit(x, values[keep].T)
     ideal = np.array([IDEAL_INTERCEPT[s] for s in st.stats])
-    out = {
-        "stats": list(st.stats),
-        "n_bins": n_bins,
-        "x": st.abscissa_of(n_bins, M),
-        "fitted": keep,
-        "values": values,
-        "intercept": a,
-        "intercept_se": a_se,
-        "slope": b,
-        "slope_se": b_se,
-        "ideal": ideal,
-        "papers_valid": np.abs(a - ideal) <= 2 * a_se,
-        "null_low": np.full((len(st.stats), len(dists)), np.nan),
-        "null_high": np.full((len(st.stats), len(dists)), np.nan),
-        "verdict": ["not tested"] * len(st.stats),
-        "verdict_reason": [""] * len(st.stats),
-    }
+    S, D = len(st.stats), len(dists)
+    out, u_orders = {}, []
+    for name, c in conds.items():
+        order = stable_order(np.asarray(c, dtype=np.float64))
+        u_orders.append(u[order])
+        values = sweep_statistics(E[order], u[order], n_bins, st.stats, pop_min=st.pop_min)
+        a, a_se, b, b_se = ols_fit(x, values[keep].T)
+        out[name] = {
+            "stats": list(st.stats), "n_bins": n_bins, "x": st.abscissa_of(n_bins, M),
+            "fitted": keep, "values": values, "intercept": a, "intercept_se": a_se,
+            "slope": b, "slope_se": b_se, "ideal": ideal,
+            "papers_valid": np.abs(a - ideal) <= 2 * a_se,
+            "null_low": np.full((S, D), np.nan), "null_high": np.full((S, D), np.nan),
+            "verdict": ["not tested"] * S, "verdict_reason": [""] * S,
+        }
     if n_mc < 2:
         return out
-    nulls = [
-        null_intercepts(us, n_bins, st, dist=d, nu=nu, n_mc=n_mc, seed=seed, key=key,
-                        memory_budget=memory_budget)
-        for d, nu in dists
-    ]
-    for j in range(len(st.stats)):
-        v, why, lim = null_verdict(a[j], [n[:, j] for n in nulls], level=level)
-        out["verdict"][j] = v
-        out["verdict_reason"][j] = why
-        out["null_low"][j], out["null_high"][j] = lim[:, 0], lim[:, 1]
+    nulls = [null_intercepts(u_orders, n_bins, st, dist=d, nu=nu, n_mc=n_mc, seed=seed,
+                             key=key, memory_budget=memory_budget) for d, nu in dists]
+    for c, name in enumerate(conds):
+        r = out[name]
+        for j in range(S):
+            v, why, lim = null_verdict(r["intercept"][j], [n[:, c, j] for n in nulls],
+                                       level=level)
+            r["verdict"][j], r["verdict_reason"][j] = v, why
+            r["null_low"][j], r["null_high"][j] = lim[:, 0], lim[:, 1]
     return out

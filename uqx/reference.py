@@ -29,10 +29,8 @@ from uqx.statistic import (
     MOMENT_STATS,
     BinningConfig,
     bin_feature_sums,
-    moment_sums,
     parse_stat,
 )
-from uqx.stats.correlation import spearman_cc
 
 __all__ = [
     "zeta_score",
@@ -100,16 +98,38 @@ def binomial_ci(x, n, *, method="wilsoncc", level=0.95):
 
     ``method="wilson"``: :math:`c \pm h` with :math:`c = (x + \kappa^2/2)/(n+\kappa^2)`,
     :math:`h = \kappa\sqrt n/(n+\kappa^2)\sqrt{\hat p\hat q + \kappa^2/(4n)}`;
-    ``method="wilsoncc"``: Newcombe (1998) method 4 with continuity correction.
-    ``x`` and ``n`` may be non-integer.
+    ``method="wilsoncc"``: Newcombe (1998) method 4 with continuity correction. Integer
+    counts go through :meth:`scipy.stats.binomtest(x, n).proportion_ci
+    <scipy.stats._result_classes.BinomTestResult.proportion_ci>`; non-integer ``x`` and
+    ``n`` (calibration-curve bands, METHODS §10.1), which scipy does not take, use the
+    same closed forms (:func:`_wilson_formula`, checked against scipy on integers).
 
     Examples
     --------
     >>> [round(float(v), 5) for v in binomial_ci(81, 263)]
     [0.25351, 0.36818]
     """
+    if method not in ("wilson", "wilsoncc"):
+        raise InputError(f"binomial_ci: method must be 'wilson' or 'wilsoncc', got {method!r}")
     x = np.asarray(x, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
+    x, n = np.broadcast_arrays(x, n)
+    integer = (np.all(x == np.round(x)) and np.all(n == np.round(n)) and np.all(n >= 1)
+               and np.all((x >= 0) & (x <= n)))
+    if not integer:
+        return _wilson_formula(x, n, method=method, level=level)
+    from scipy.stats import binomtest
+
+    lo, hi = np.empty(x.shape), np.empty(x.shape)
+    for idx in np.ndindex(x.shape):
+        ci = binomtest(int(x[idx]), int(n[idx])).proportion_ci(confidence_level=level,
+                                                                method=method)
+        lo[idx], hi[idx] = ci.low, ci.high
+    return (lo[()], hi[()])
+
+
+def _wilson_formula(x, n, *, method="wilsoncc", level=0.95):
+    """Closed-form Wilson / Wilson-cc limits for any (also non-integer) x and n."""
     k = ndtri((1 + level) / 2)
     p = x / n
     q = 1 - p
@@ -119,7 +139,7 @@ def binomial_ci(x, n, *, method="wilsoncc", level=0.95):
             c = (x + k2 / 2) / (n + k2)
             h = k * np.sqrt(n) / (n + k2) * np.sqrt(p * q + k2 / (4 * n))
             lo, hi = c - h, c + h
-        elif method == "wilsoncc":
+        else:
             lo = (2 * x + k2 - 1 - k * np.sqrt(k2 - 2 - 1 / n + 4 * p * (n * q + 1))) / (
                 2 * (n + k2)
             )
@@ -128,8 +148,6 @@ def binomial_ci(x, n, *, method="wilsoncc", level=0.95):
             )
             lo = np.where(x <= 0, 0.0, lo)
             hi = np.where(x >= n, 1.0, hi)
-        else:
-            raise InputError(f"binomial_ci: method must be 'wilson' or 'wilsoncc', got {method!r}")
     return np.clip(lo, 0, 1), np.clip(hi, 0, 1)
 
 
@@ -154,77 +172,108 @@ def d_sensitive(ref_a, se_a, ref_b, se_b, *, k=2.0):
     )
 
 
-def _sim_block(sd, specs, cfg, dist, nu, seed, dlabel, block, nb):
-    """Statistics of ``nb`` simulated data sets (one keyed block) -> {name: (nb,)}.
+def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb):
+    r"""Statistics of ``nb`` simulated data sets (one keyed block) -> {name: (nb,)}.
 
-    The block's draws come from one keyed stream consumed in row order; rows are
-    simulated in batches sized to :data:`uqx.resample.MEMORY_BUDGET` (about 12 float64
-    temporaries per simulated value), so memory is bounded for any M and the numbers do
-    not depend on the batch size.
+    The draws ε of the block come from one keyed stream consumed in row order and are
+    laid out in the stable uE order (ε is i.i.d., so any fixed layout gives calibrated
+    copies :math:`E = u\,\epsilon`): binned statistics on uE need no gather, and the
+    moment features that depend on u only are computed once. Rows are simulated in
+    batches sized to :data:`uqx.resample.MEMORY_BUDGET` (about 12 float64 temporaries
+    per value), so memory is bounded for any M and the numbers do not depend on it.
     """
-    rng = np.random.Generator(np.random.PCG64(seed_sequence(seed, "sim", sd.key, dlabel, block)))
-    u = sd.uE
-    rows = rows_for_budget(12 * 8 * u.size)
+    rng = np.random.Generator(np.random.PCG64(seed_sequence(seed, "sim", ss.key, dlabel, block)))
+    rows = rows_for_budget(12 * 8 * ss.M)
     parts = []
     for lo in range(0, nb, rows):
-        E = u * draw_unit(rng, (min(rows, nb - lo), u.size), dist=dist, nu=nu)
-        parts.append(_sim_stats(E, u, sd, specs))
+        eps = draw_unit(rng, (min(rows, nb - lo), ss.M), dist=dist, nu=nu)
+        parts.append(_sim_stats(eps, ss, specs))
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _sim_stats(E, u, sd, specs):
-    """Statistics of simulated data sets E (b, M) with the set's binnings."""
+def _sim_stats(eps, ss, specs):
+    """Statistics of calibrated copies ``E = u_sorted * eps`` (rows of eps, uE order)."""
     out = {}
+    us = ss.u_sorted
     moment = [s for s in specs if s.family == "moment"]
     if moment:
-        S = moment_sums(E, u)
+        e2 = eps * eps
+        # features (z², u², E², z, ln u²): z = ε, and the u-only ones are constants
+        S = np.empty((eps.shape[0], 5))
+        S[:, 0] = e2.sum(axis=-1)
+        S[:, 1] = ss.sum_u2
+        S[:, 2] = e2 @ (us * us)
+        S[:, 3] = eps.sum(axis=-1)
+        S[:, 4] = ss.sum_lnu2
         for s in moment:
-            out[s.name] = MOMENT_STATS[s.base](S, u.size)
-    for c in sorted({s.cond for s in specs if s.family == "binned"}):
-        bins = sd.bins[c]
-        S = bin_feature_sums(E[:, bins.order], u[bins.order], bins.edges)
-        n = np.diff(bins.edges).astype(np.float64)
+            out[s.name] = MOMENT_STATS[s.base](S, ss.M)
+    binned = sorted({s.cond for s in specs if s.family == "binned"})
+    rank = any(s.family == "rank" for s in specs)
+    if binned or rank:
+        E = eps * us
+    for c in binned:
+        pos, edges = ss.bins[c]
+        Ec = E if pos is None else E[:, pos]
+        S = bin_feature_sums(Ec, us if pos is None else us[pos], edges)
+        n = np.diff(edges).astype(np.float64)
         for s in specs:
             if s.family == "binned" and s.cond == c:
                 out[s.name] = BINNED_STATS[s.base][0](S, n)
-    if any(s.family == "rank" for s in specs):
-        out["cc"] = _cc_fixed_u(np.abs(E), sd.ru)
+    if rank:
+        out["cc"] = _cc_fixed_u(np.abs(E), ss.ru)
     return out
 
 
 def _cc_fixed_u(ae, ru):
     """Spearman CC of rows of |E| against fixed centred average ranks ``ru`` of u.
 
-    Continuous simulated errors have no ties (checked): ranks are the inverse of one
-    argsort per row, and the rank variance is M(M²-1)/12.
+    Continuous simulated errors have no ties: ranks are the inverse of one argsort per
+    row, and the rank variance is M(M²-1)/12. Rows with ties (possible only with
+    discrete data) fall back to average ranks (:func:`scipy.stats.rankdata`).
     """
     M = ae.shape[-1]
     order = np.argsort(ae, axis=-1)
     srt = np.take_along_axis(ae, order, axis=-1)
     if np.any(srt[:, 1:] == srt[:, :-1]):
-        return spearman_cc(ae, np.broadcast_to(ru, ae.shape))
+        from scipy.stats import rankdata
+
+        re_ = rankdata(ae, axis=-1) - (M + 1) / 2.0
+        return (re_ @ ru) / np.sqrt(np.sum(re_ * re_, axis=-1) * np.dot(ru, ru))
     re_ = np.empty_like(ae)
     np.put_along_axis(re_, order, np.arange(M, dtype=np.float64) - (M - 1) / 2.0, axis=-1)
     return (re_ @ ru) / np.sqrt(np.dot(ru, ru) * M * (M * M - 1.0) / 12.0)
 
 
 class _SimSet:
+    """What the simulation of one data set needs: uE in stable order and the binnings.
+
+    ``bins[c] = (pos, edges)``: ``pos`` maps the bins' sorted order of variable c to
+    positions in the uE order (None for uE itself).
+    """
+
     def __init__(self, sd, specs, cfg):
         from scipy.stats import rankdata
 
-        from uqx.binning import make_bins
+        from uqx.binning import make_bins, stable_order
 
-        self.name, self.uE = sd.name, sd.uE
+        self.name, self.M = sd.name, sd.M
         self.key = content_key(sd.E, sd.uE)
-        self.ru = rankdata(sd.uE) - (sd.uE.size + 1) / 2.0
+        order = stable_order(sd.uE)
+        self.u_sorted = np.ascontiguousarray(sd.uE[order])
+        self.sum_u2 = float(np.sum(self.u_sorted**2))
+        self.sum_lnu2 = float(np.sum(np.log(self.u_sorted**2)))
+        self.ru = rankdata(self.u_sorted) - (sd.M + 1) / 2.0
+        where = np.empty(sd.M, dtype=np.int64)
+        where[order] = np.arange(sd.M)  # file index -> position in uE order
         conds = {"uE": sd.uE, "X": sd.X, "V": sd.V}
         self.bins = {}
         for c in {s.cond for s in specs if s.family == "binned"}:
             if conds.get(c) is None:
                 raise InputError(f"{sd.name}: statistic needs variable {c!r}, absent here")
-            self.bins[c] = make_bins(
-                conds[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min, log=cfg.log
-            )
+            b = make_bins(conds[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
+                          log=cfg.log)
+            pos = None if c == "uE" and np.array_equal(b.order, order) else where[b.order]
+            self.bins[c] = (pos, np.ascontiguousarray(b.edges))
 
 
 def simulate_reference(
@@ -288,12 +337,10 @@ def simulate_reference(
     tasks = []
     for sd in sets:
         ss = _SimSet(sd, specs, cfg)
-        ss.X, ss.V = sd.X, sd.V
         blocks = [
             dask.delayed(_sim_block)(
                 ss,
                 specs,
-                cfg,
                 dist,
                 nu,
                 seed,
