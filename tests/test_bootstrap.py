@@ -22,8 +22,9 @@ from uqx.bootstrap import (
     jackknife_acceleration,
     percentile_interval,
 )
+from uqx.evaluator import SetEvaluator
 from uqx.resample import BootstrapPlan
-from uqx.statistic import BinningConfig, SetEvaluator, parse_stat
+from uqx.statistic import BinningConfig, parse_stat
 from uqx.stats import binned as B
 from uqx.stats import calibration as C
 from uqx.stats.correlation import spearman_cc

@@ -16,7 +16,8 @@ from hypothesis.extra import numpy as hnp
 from scipy import stats as sps
 
 from uqx.binning import equal_count_edges, make_bins
-from uqx.statistic import BinningConfig, SetEvaluator, parse_stat
+from uqx.evaluator import SetEvaluator
+from uqx.statistic import BinningConfig, parse_stat
 from uqx.stats import binned as B
 from uqx.stats import calibration as C
 from uqx.stats.correlation import spearman_cc

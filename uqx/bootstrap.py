@@ -27,8 +27,9 @@ import xarray as xr
 from scipy.special import ndtr, ndtri
 
 from uqx.data import InputError, SetData, as_stacked, iter_sets
+from uqx.evaluator import SetEvaluator
 from uqx.resample import MEMORY_BUDGET, REPLICATE_BLOCK, BootstrapPlan, content_key, resolve_seed
-from uqx.statistic import STAT_INFO, BinningConfig, SetEvaluator, parse_stat
+from uqx.statistic import STAT_INFO, BinningConfig, parse_stat
 
 __all__ = [
     "bootstrap",

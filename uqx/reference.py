@@ -244,6 +244,32 @@ def _cc_fixed_u(ae, ru):
     return (re_ @ ru) / np.sqrt(np.dot(ru, ru) * M * (M * M - 1.0) / 12.0)
 
 
+def _summarise_sims(computed, names, n_mc, level, keep_draws) -> xr.Dataset:
+    """Sim (mean, MC standard error) and Sim2 (quantile interval) of the simulated values."""
+    shape = (len(computed), len(names))
+    res = {k: np.full(shape, np.nan) for k in ("reference", "reference_se", "sim2_low",
+                                                "sim2_high")}
+    n_nan = np.zeros(shape, dtype=np.int64)
+    draws = np.full(shape + (n_mc,), np.nan) if keep_draws else None
+    for i, blocks in enumerate(computed):
+        for j, name in enumerate(names):
+            v = np.concatenate([b[name] for b in blocks])
+            ok = v[~np.isnan(v)]
+            n_nan[i, j] = v.size - ok.size
+            if ok.size:
+                res["reference"][i, j] = ok.mean()
+                res["reference_se"][i, j] = ok.std(ddof=1) / np.sqrt(ok.size)
+                res["sim2_low"][i, j], res["sim2_high"][i, j] = np.quantile(
+                    ok, [(1 - level) / 2, (1 + level) / 2], method="linear")
+            if draws is not None:
+                draws[i, j] = v
+    data = {k: (("set", "stat"), v) for k, v in res.items()}
+    data["n_nan"] = (("set", "stat"), n_nan)
+    if draws is not None:
+        data["draws"] = (("set", "stat", "mc"), draws)
+    return xr.Dataset(data, coords={"stat": names})
+
+
 class _SimSet:
     """What the simulation of one data set needs: uE in stable order and the binnings.
 
@@ -334,66 +360,20 @@ def simulate_reference(
     sets = list(iter_sets(ds))
     cfg = BinningConfig(bins, binning, pop_min)
     n_blocks = -(-n_mc // SIM_BLOCK)
-    tasks = []
-    for sd in sets:
-        ss = _SimSet(sd, specs, cfg)
-        blocks = [
-            dask.delayed(_sim_block)(
-                ss,
-                specs,
-                dist,
-                nu,
-                seed,
-                dlabel,
-                b,
-                min(SIM_BLOCK, n_mc - b * SIM_BLOCK),
-            )
-            for b in range(n_blocks)
-        ]
-        tasks.append(blocks)
+    tasks = [
+        [dask.delayed(_sim_block)(ss, specs, dist, nu, seed, dlabel, b,
+                                  min(SIM_BLOCK, n_mc - b * SIM_BLOCK)) for b in range(n_blocks)]
+        for ss in (_SimSet(sd, specs, cfg) for sd in sets)
+    ]
     kw = {"scheduler": scheduler or "threads"}
     if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
         kw["num_workers"] = num_workers
     (computed,) = dask.compute(tasks, **kw)
-    names = [s.name for s in specs]
-    shape = (len(sets), len(names))
-    res = {
-        k: np.full(shape, np.nan) for k in ("reference", "reference_se", "sim2_low", "sim2_high")
-    }
-    n_nan = np.zeros(shape, dtype=np.int64)
-    draws = np.full(shape + (n_mc,), np.nan) if keep_draws else None
-    for i, blocks in enumerate(computed):
-        for j, name in enumerate(names):
-            v = np.concatenate([b[name] for b in blocks])
-            ok = v[~np.isnan(v)]
-            n_nan[i, j] = v.size - ok.size
-            if ok.size:
-                res["reference"][i, j] = ok.mean()
-                res["reference_se"][i, j] = ok.std(ddof=1) / np.sqrt(ok.size)
-                res["sim2_low"][i, j], res["sim2_high"][i, j] = np.quantile(
-                    ok, [(1 - level) / 2, (1 + level) / 2], method="linear"
-                )
-            if draws is not None:
-                draws[i, j] = v
-    data = {k: (("set", "stat"), v) for k, v in res.items()}
-    data["n_nan"] = (("set", "stat"), n_nan)
-    if draws is not None:
-        data["draws"] = (("set", "stat", "mc"), draws)
-    out = xr.Dataset(
-        data,
-        coords={"set": ds["set"].values, "stat": names},
-        attrs={
-            "dist": dist,
-            "dist_label": dlabel,
-            "nu": float(nu) if dist == "t" else np.nan,
-            "n_mc": int(n_mc),
-            "seed": int(seed),
-            "level": float(level),
-            "binning_scheme": binning,
-            "n_bins": int(bins),
-            "pop_min": int(pop_min),
-        },
-    )
+    out = _summarise_sims(computed, [s.name for s in specs], n_mc, level, keep_draws)
+    out = out.assign_coords(set=ds["set"].values)
+    out.attrs = {"dist": dist, "dist_label": dlabel, "nu": float(nu) if dist == "t" else np.nan,
+                 "n_mc": int(n_mc), "seed": int(seed), "level": float(level),
+                 "binning_scheme": binning, "n_bins": int(bins), "pop_min": int(pop_min)}
     out["reference"].attrs["long_name"] = "simulated reference (mean over N_MC draws)"
     out["reference_se"].attrs["long_name"] = "Monte-Carlo standard error of the reference"
     out["sim2_low"].attrs["long_name"] = "lower quantile of simulated values (Sim2)"

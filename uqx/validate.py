@@ -393,18 +393,7 @@ def validate(
     >>> res.verdict.sel(stat="zms").item()
     'valid'
     """
-    from uqx.conditional import extrapolation_step, headline_step, lzisd_step
-
-    if isinstance(stats, str):
-        stats = [stats]
-    specs = [parse_stat(s) for s in stats]
-    if any(s.vector for s in specs):
-        raise InputError("per-bin statistics are part of the conditional analysis, not 'stats'")
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise InputError(f"duplicate statistics in {list(stats)}")
-    if not (isinstance(n_mc, (int, np.integer)) and n_mc >= 2):
-        raise InputError(f"n_mc must be an integer >= 2, got {n_mc!r}")
+    specs = _check_arguments(stats, n_mc)
     seed = resolve_seed(seed)
     try:  # TEMP until data.as_stacked grows drop_nonfinite
         ds = as_stacked(ds, drop_nonfinite=drop_nonfinite)
@@ -428,15 +417,11 @@ def validate(
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
     res = res.merge(_verdict_step(res, specs, notes))
     if conditional:
-        lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cond_bins,
-                        n_boot=min(n_boot, 5000) if cond_n_boot is None else cond_n_boot,
-                        pop_min=pop_min, common=dict(scheduler=scheduler,
-                                                     num_workers=num_workers))
-        ex = extrapolation_step(sets, notes, seed=seed, level=level, nu=nu,
-                                n_mc=min(n_mc, 200) if extrapolation_n_mc is None
-                                else extrapolation_n_mc)
-        res = res.merge(lz).merge(ex, combine_attrs="override")
-        res = res.merge(headline_step(res))
+        res = _conditional_steps(
+            res, ds, sets, notes, seed=seed, level=level, nu=nu, cond_bins=cond_bins,
+            n_boot=min(n_boot, 5000) if cond_n_boot is None else cond_n_boot, pop_min=pop_min,
+            n_mc=min(n_mc, 200) if extrapolation_n_mc is None else extrapolation_n_mc,
+            common=dict(scheduler=scheduler, num_workers=num_workers))
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
@@ -445,6 +430,33 @@ def validate(
                               bins=bins, binning=binning, pop_min=pop_min, nu=nu,
                               extra=res.attrs)
     return res
+
+
+def _check_arguments(stats, n_mc):
+    """Parse the statistic names (one name or several) and check the counts."""
+    if isinstance(stats, str):
+        stats = [stats]
+    specs = [parse_stat(s) for s in stats]
+    if any(s.vector for s in specs):
+        raise InputError("per-bin statistics are part of the conditional analysis, not 'stats'")
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise InputError(f"duplicate statistics in {list(stats)}")
+    if not (isinstance(n_mc, (int, np.integer)) and n_mc >= 2):
+        raise InputError(f"n_mc must be an integer >= 2, got {n_mc!r}")
+    return specs
+
+
+def _conditional_steps(res, ds, sets, notes, *, seed, level, nu, cond_bins, n_boot, pop_min,
+                       n_mc, common):
+    """Run steps 5–6 and the headline verdict of consistency / adaptivity."""
+    from uqx.conditional import extrapolation_step, headline_step, lzisd_step
+
+    lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cond_bins,
+                    n_boot=n_boot, pop_min=pop_min, common=common)
+    ex = extrapolation_step(sets, notes, seed=seed, level=level, nu=nu, n_mc=n_mc)
+    res = res.merge(lz).merge(ex, combine_attrs="override")
+    return res.merge(headline_step(res))
 
 
 def _result_attrs(ds, sets, *, seed, n_boot, n_mc, level, bins, binning, pop_min, nu, extra):
