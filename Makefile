@@ -28,6 +28,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check uqx tests benchmarks
+	$(BIN)/lint-imports   # layer contracts in pyproject.toml [tool.importlinter]
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

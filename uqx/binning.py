@@ -31,7 +31,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from uqx.data import InputError
+from uqx.errors import InputError
 from uqx.stats.tailedness import hd_window
 
 __all__ = [

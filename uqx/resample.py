@@ -107,7 +107,7 @@ def resolve_seed(seed) -> int:
     except (TypeError, ValueError):
         value = -1
     if value < 0 or value != seed:
-        from uqx.data import InputError
+        from uqx.errors import InputError
 
         raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     return value

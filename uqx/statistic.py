@@ -361,10 +361,3 @@ def prefix_bin_features(E_sorted, u_sorted) -> np.ndarray:
     _prefix_bin_features(E, u, P)
     return P
 
-
-def __getattr__(name):  # SetEvaluator moved to uqx.evaluator (kept importable from here)
-    if name == "SetEvaluator":
-        from uqx.evaluator import SetEvaluator
-
-        return SetEvaluator
-    raise AttributeError(f"module 'uqx.statistic' has no attribute {name!r}")

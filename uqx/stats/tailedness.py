@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
-from uqx.data import InputError
+from uqx.errors import InputError
 
 __all__ = [
     "SAFETY_LIMITS",
