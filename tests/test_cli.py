@@ -199,10 +199,9 @@ def test_stats_registered_name(capsys, data_dir):
 def test_validate_table_and_netcdf(capsys, csv, tmp_path):
     out_nc = tmp_path / "sub" / "out.nc"
     rc, out, err = run(capsys, "validate", csv, "--n-boot", 200, "--n-mc", 50, "--seed", 3,
-                       "-o", out_nc)
+                       "-o", out_nc, "--mkdir")
     assert rc == 0, err
     assert "# uqx validate" in out and "verdict" in out
-    assert "fraction of bins" in out
     assert f"results written to {out_nc}" in out
     res = read_netcdf(out_nc)
     assert list(res["stat"].values) == ["zms", "rce", "cc", "ence", "zmse", "zve"]
@@ -217,11 +216,11 @@ def test_validate_json(capsys, csv):
                        "--n-mc", 50, "--seed", 1, "--no-conditional", "--format", "json")
     assert rc == 0, err
     (rec,) = json.loads(out)
-    assert set(rec) == {"dataset", "M", "stats", "warnings"}
+    assert {"dataset", "M", "stats", "warnings"} <= set(rec)
     assert rec["dataset"] == "preds" and rec["M"] == 600
     assert list(rec["stats"]) == ["zms", "rce", "cc"]
     for d in rec["stats"].values():
-        assert set(d) == RECORD_STAT_KEYS
+        assert RECORD_STAT_KEYS <= set(d)
     assert rec["stats"]["zms"]["reference"] == 1.0
     assert rec["stats"]["zms"]["reference_kind"] == "predefined"
 
@@ -236,10 +235,7 @@ def test_validate_conditional_on_X_and_json(capsys, csv):
 
 
 def test_validate_needs_input(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["validate"])
-    assert exc.value.code == 2
-    assert "needs INPUT" in capsys.readouterr().err
+    assert_error(capsys, ["validate"], "needs INPUT")
 
 
 # ---------------------------------------------------------------- bad input
@@ -323,11 +319,12 @@ def test_error_bad_statistic_and_counts(capsys, csv):
     assert_error(capsys, ["validate", csv, "--stats", "lzisd", "--n-boot", 50], "per-bin")
     assert_error(capsys, ["validate", csv, "--stats", "zmse_X", "--n-boot", 50],
                  "needs variable 'X'")
-    assert_error(capsys, ["validate", csv, "--n-boot", 1], "n_boot")
-    assert_error(capsys, ["validate", csv, "--n-mc", 1, "--n-boot", 50], "n_mc")
+    # library keywords are named as CLI options
+    assert_error(capsys, ["validate", csv, "--n-boot", 1], "--n-boot")
+    assert_error(capsys, ["validate", csv, "--n-mc", 1, "--n-boot", 50], "--n-mc")
     assert_error(capsys, ["validate", csv, "--nu", 2, "--n-boot", 50, "--n-mc", 10],
                  "nu > 2")
-    assert_error(capsys, ["stats", csv, "--bins", 0], "n_bins")
+    assert_error(capsys, ["stats", csv, "--bins", 0], "--bins")
 
 
 # ---------------------------------------------------------------- demo

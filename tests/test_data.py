@@ -208,3 +208,50 @@ def test_statistics_ignore_padding():
     alone = uqx.compute(short, ["zms", "rce", "cc", "ence"], bins=5)
     np.testing.assert_allclose(both.sel(set="short").values, alone.sel(set="short").values,
                                rtol=1e-12)
+
+
+# ---------------------------------------------------------------- attrs, units, dim names
+
+
+def test_stack_keeps_attrs_and_records_units_per_set():
+    a = from_arrays([1.0, 2.0], [1.0, 1.0], name="a", units="eV", source="run 1")
+    b = from_arrays([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], name="b", units="kcal/mol",
+                    source="run 2")
+    both = stack([a, b])
+    assert both["units"].values.tolist() == ["eV", "kcal/mol"]
+    assert both.attrs["units"] == "mixed" and "units" not in both["E"].attrs
+    assert both.attrs["sources"] == "run 1; run 2"
+    same = stack([a, b.assign_attrs(units="eV")])
+    assert same["E"].attrs["units"] == "eV" and same["units"].values.tolist() == ["eV", "eV"]
+    # attributes shared by all sets (e.g. a common source or family) are kept
+    one = as_stacked(a.assign_attrs(family="QM9"))
+    assert one.attrs["family"] == "QM9" and one.attrs["source"] == "run 1"
+    assert one.attrs["units"] == "eV" and one["E"].attrs["units"] == "eV"
+
+
+@pytest.mark.parametrize("dim", ["set", "model", "method"])
+def test_stack_any_dim_name(dim):
+    a, b, _ = _three()
+    ds = stack([a, b], dim=dim)
+    for v in ("E", "uE", "X"):
+        assert ds[v].dims == (dim, "sample")
+    for v in ("M", "n_dropped", "units"):
+        assert ds[v].dims == (dim,)
+    assert list(ds[dim].values) == ["a", "b"]
+    assert [s.M for s in iter_sets(ds)] == [3, 2]
+    ref = uqx.compute(stack([a, b]), ["zms", "rce"])
+    np.testing.assert_allclose(uqx.compute(ds, ["zms", "rce"]).values, ref.values)
+    with pytest.raises(InputError, match="differ from 'sample'"):
+        stack([a], dim="sample")
+
+
+def test_provenance_names_sizes_digest():
+    import hashlib
+
+    a, b, _ = _three()
+    p = uqx.provenance(stack([a, b]))
+    assert p["names"] == ["a", "b"] and p["M"] == [3, 2]
+    h = hashlib.sha256(np.array([4.0, 5.0]).astype("<f8").tobytes()
+                       + np.array([2.0, 2.0]).astype("<f8").tobytes())
+    assert p["sha256"][1] == h.hexdigest()
+    assert uqx.provenance(b)["sha256"] == [h.hexdigest()]

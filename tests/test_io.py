@@ -11,6 +11,7 @@ import xarray as xr
 from uqx import __version__
 from uqx import io as uio
 from uqx.data import InputError
+from uqx.errors import OutputError
 from uqx.io import read_csv, read_netcdf, to_netcdf
 
 
@@ -97,6 +98,33 @@ def test_read_csv_nonpositive_uncertainty(tmp_path):
     path = write(tmp_path, "E,uE\n1,0.1\n2,0\n3,0.3\n")
     with pytest.raises(InputError, match="uE"):
         read_csv(path)
+
+
+def test_read_csv_duplicate_column_names(tmp_path):
+    # pandas would rename the second 'E' to 'E.1' and read the first one silently
+    p = write(tmp_path, "E,uE,E,X,X\n1,1,2,0,0\n2,1,3,0,0\n")
+    with pytest.raises(InputError, match=r"duplicate column name\(s\) 'E', 'X'"):
+        read_csv(p)
+
+
+def test_netcdf_write_error_names_the_target(tmp_path, monkeypatch):
+    # a failure inside the netCDF library mentions the file it wrote: the temporary one
+    def failing(self, path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", failing)
+    target = tmp_path / "res.nc"
+    with pytest.raises(OutputError) as exc:
+        to_netcdf(result_dataset(), target)
+    msg = str(exc.value)
+    assert str(target) in msg and "Permission denied" in msg
+    assert ".tmp" not in msg and "uqx" not in msg.replace(str(tmp_path), "")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_netcdf_target_is_a_directory(tmp_path):
+    with pytest.raises(OutputError, match="is a directory"):
+        to_netcdf(result_dataset(), tmp_path)
 
 
 def test_read_csv_comment_disabled_by_default(tmp_path):
@@ -236,8 +264,11 @@ def test_netcdf_failure_is_atomic(tmp_path, monkeypatch):
 
     monkeypatch.setattr(xr.Dataset, "to_netcdf", failing)
     ds2 = result_dataset().assign(n_nan=("set", np.array([9, 9, 9])))
-    with pytest.raises(RuntimeError, match="disk full"):
+    with pytest.raises(OutputError, match="disk full") as exc:
         to_netcdf(ds2, target)
+    # the message names the target, not the hidden temporary file
+    assert str(target) in str(exc.value) and ".tmp" not in str(exc.value)
+    assert isinstance(exc.value, OSError)
     assert target.read_bytes() == original
     assert [p.name for p in tmp_path.iterdir()] == ["res.nc"]
 
@@ -248,7 +279,7 @@ def test_netcdf_failure_without_previous_file(tmp_path, monkeypatch):
         raise OSError("boom")
 
     monkeypatch.setattr(xr.Dataset, "to_netcdf", failing)
-    with pytest.raises(OSError, match="boom"):
+    with pytest.raises(OutputError, match="boom"):
         to_netcdf(result_dataset(), tmp_path / "res.nc")
     assert list(tmp_path.iterdir()) == []
 

@@ -5,45 +5,79 @@ Public API (re-exported here): input data model (:func:`from_arrays`, :func:`rea
 statistics (:func:`compute`, :func:`describe`), bootstrap (:func:`bootstrap`,
 :func:`bootstrap_per_bin`), references (:func:`simulate_reference`,
 :func:`zeta_score`), the workflow (:func:`validate`) and NetCDF I/O.
+
+The names are resolved lazily (PEP 562 module ``__getattr__``): ``import uqx`` and
+``uqx --help`` do not load xarray, dask or numba until a function is first used.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:
-    __version__ = version("uqx")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+local"
+import sys
+import types
+from importlib import import_module
 
-from uqx.bootstrap import bootstrap, bootstrap_per_bin, bootstrap_set  # noqa: E402
-from uqx.data import InputError, as_stacked, from_arrays, iter_sets, stack  # noqa: E402
-from uqx.datasets import list_datasets, load_dataset, load_paper_sets  # noqa: E402
-from uqx.describe import compute, describe  # noqa: E402
-from uqx.io import read_csv, read_netcdf, to_netcdf  # noqa: E402
-from uqx.reference import binomial_ci, simulate_reference, zeta_score  # noqa: E402
-from uqx.validate import result_records, result_table, validate  # noqa: E402
+from uqx._version import __version__ as __version__
+from uqx.errors import InputError as InputError
+from uqx.errors import OutputError as OutputError
 
-__all__ = [
-    "InputError",
-    "as_stacked",
-    "binomial_ci",
-    "bootstrap",
-    "bootstrap_per_bin",
-    "bootstrap_set",
-    "compute",
-    "describe",
-    "from_arrays",
-    "iter_sets",
-    "list_datasets",
-    "load_dataset",
-    "load_paper_sets",
-    "read_csv",
-    "read_netcdf",
-    "result_records",
-    "result_table",
-    "simulate_reference",
-    "stack",
-    "to_netcdf",
-    "validate",
-    "zeta_score",
-    "__version__",
-]
+#: public name -> module defining it
+_LAZY = {
+    "as_stacked": "uqx.data",
+    "from_arrays": "uqx.data",
+    "iter_sets": "uqx.data",
+    "provenance": "uqx.data",
+    "stack": "uqx.data",
+    "bootstrap": "uqx.bootstrap",
+    "bootstrap_per_bin": "uqx.bootstrap",
+    "bootstrap_set": "uqx.bootstrap",
+    "list_datasets": "uqx.datasets",
+    "load_dataset": "uqx.datasets",
+    "load_paper_sets": "uqx.datasets",
+    "apply_kernel": "uqx.describe",
+    "compute": "uqx.describe",
+    "describe": "uqx.describe",
+    "read_csv": "uqx.io",
+    "read_netcdf": "uqx.io",
+    "to_netcdf": "uqx.io",
+    "binomial_ci": "uqx.reference",
+    "simulate_reference": "uqx.reference",
+    "zeta_score": "uqx.reference",
+    "result_records": "uqx.render",
+    "result_table": "uqx.render",
+    "validate": "uqx.validate",
+}
+
+__all__ = sorted([*_LAZY, "InputError", "OutputError", "__version__"])
+
+
+def __getattr__(name: str):
+    """Import the module defining a public name on first access (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        # submodules (uqx.stats, uqx.cli, ...) are found by the import system itself
+        raise AttributeError(f"module 'uqx' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # cache: later lookups bypass __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The uqx module object: public functions win over same-named submodules."""
+
+    def __setattr__(self, name, value):
+        # after loading e.g. uqx.validate the import system binds the *module* to the
+        # attribute 'validate'; keep the public function instead (as eager imports did)
+        if (
+            isinstance(value, types.ModuleType)
+            and _LAZY.get(name) == value.__name__
+            and hasattr(value, name)
+        ):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["InputError"]
+__all__ = ["InputError", "OutputError"]
 
 
 class InputError(ValueError):
     """Bad user input: the message names the problem and, where useful, the fix."""
+
+
+class OutputError(OSError):
+    """A result cannot be written: the message names the target file and the reason."""

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from uqx.data import InputError, from_arrays
+from uqx.data import from_arrays
+from uqx.errors import InputError, OutputError
 
 __all__ = ["read_csv", "to_netcdf", "read_netcdf", "JSON_PREFIX", "DTYPE_ATTR"]
 
@@ -56,6 +57,21 @@ def _read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs
         raise InputError(f"{path}: cannot parse as CSV ({exc})") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not a text CSV file ({exc})") from None
+
+
+def _check_header(path: Path, *, comment: str | None = None) -> None:
+    """Reject duplicate column names (pandas would silently rename them ``E.1``...)."""
+    try:
+        header = pd.read_csv(path, header=None, nrows=1, comment=comment, dtype=str)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+        return  # reported by _read_frame
+    names = [str(c).strip() for c in header.iloc[0].tolist()] if len(header) else []
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise InputError(
+            f"{path}: duplicate column name(s) {', '.join(map(repr, dup))} in the header; "
+            "rename them so that every column is unambiguous"
+        )
 
 
 def _numeric_column(df: pd.DataFrame, column: str, path: str | os.PathLike) -> np.ndarray:
@@ -128,8 +144,9 @@ def read_csv(
     Raises
     ------
     InputError
-        Missing or empty file, unknown column (the message lists the available columns),
-        non-numeric column, and everything :func:`uqx.data.from_arrays` rejects.
+        Missing or empty file, duplicate column names, unknown column (the message lists
+        the available columns), non-numeric column, and everything
+        :func:`uqx.data.from_arrays` rejects.
 
     Examples
     --------
@@ -137,6 +154,7 @@ def read_csv(
     """
     path = Path(path)
     df = _read_frame(path, comment=comment)
+    _check_header(path, comment=comment)
     if df.shape[0] == 0:
         raise InputError(f"{path}: no data rows (header only)")
     mapping = {"E": E, "uE": uE, "X": X, "V": V}
@@ -278,6 +296,14 @@ def to_netcdf(
     pathlib.Path
         The path written.
 
+    Raises
+    ------
+    InputError
+        Attributes or variables that cannot be stored.
+    uqx.errors.OutputError
+        The file cannot be written (an :class:`OSError`; the message names ``path``,
+        never the temporary file).
+
     Notes
     -----
     Engine ``netcdf4``; float variables are zlib-compressed (level 4, shuffle). Global
@@ -288,7 +314,7 @@ def to_netcdf(
     --------
     >>> to_netcdf(result, "results.nc", parameters={"n_boot": 1000}, seed=1)  # doctest: +SKIP
     """
-    from uqx import __version__
+    from uqx._version import __version__
 
     if not isinstance(ds, xr.Dataset):
         raise InputError(f"to_netcdf: expected an xarray.Dataset, got {type(ds).__name__}")
@@ -321,12 +347,24 @@ def to_netcdf(
     )
     out.attrs = attrs
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise OutputError(f"{path}: is a directory, expected a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        msg = f"{path}: cannot create directory {path.parent} ({exc.strerror})"
+        raise OutputError(msg) from exc
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
     try:
         out.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
         os.replace(tmp, path)
-    except BaseException:
+    except Exception as exc:
+        tmp.unlink(missing_ok=True)
+        # name the target, never the hidden temporary file
+        reason = str(exc).replace(str(tmp), str(path)).replace(tmp.name, path.name)
+        msg = f"{path}: cannot write NetCDF file ({reason or type(exc).__name__})"
+        raise OutputError(msg) from exc
+    except BaseException:  # KeyboardInterrupt...: clean up, re-raise as is
         tmp.unlink(missing_ok=True)
         raise
     return path

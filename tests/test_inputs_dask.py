@@ -1,0 +1,161 @@
+"""Dask-backed inputs stay lazy and give the eager results (uqx.data, uqx.describe).
+
+Moment statistics are streamed over chunks (sums of uqx.statistic.moment_sums per chunk):
+equal to the eager route up to summation order (rtol 1e-12), invariant to the chunking,
+with peak memory well under the data size (slow test on a 5e7-row NetCDF file).
+"""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+
+import uqx
+from uqx.data import as_stacked, provenance
+from uqx.describe import DESCRIBE_STATS, KERNELS, apply_kernel, compute, describe
+
+MOMENTS = ["zms", "rce", "mv", "mse", "rmv", "rmse", "mean_z", "var_z", "nll", "nll_ref"]
+
+
+def _arrays(rng, m):
+    u = rng.gamma(4.0, 0.25, m)
+    return u * rng.standard_normal(m), u, rng.uniform(0, 1, m)
+
+
+@pytest.fixture
+def pair(rng):
+    """The same three ragged sets, eager and dask-backed (uneven chunks)."""
+    eager, lazy = [], []
+    for i, m in enumerate((700, 1000, 1300)):
+        E, u, X = _arrays(rng, m)
+        eager.append(uqx.from_arrays(E, u, X=X, name=f"s{i}"))
+        lazy.append(uqx.from_arrays(da.from_array(E, chunks=170 + 50 * i),
+                                    da.from_array(u, chunks=230), X=da.from_array(X, chunks=300),
+                                    name=f"s{i}"))
+    return uqx.stack(eager), uqx.stack(lazy)
+
+
+def test_from_arrays_and_stack_keep_dask(pair):
+    _, lazy = pair
+    assert isinstance(lazy["E"].data, da.Array) and isinstance(lazy["X"].data, da.Array)
+    assert lazy["M"].values.tolist() == [700, 1000, 1300]
+    one = uqx.from_arrays(da.ones(10, chunks=3), da.ones(10, chunks=3))
+    assert isinstance(one["uE"].data, da.Array)
+    # the checks run on dask data too (counts computed lazily)
+    with pytest.raises(uqx.InputError, match=r"2 value\(s\) of uE \(0-based rows 4, 8\)"):
+        uqx.from_arrays(da.ones(10, chunks=3), da.from_array(
+            np.where(np.isin(np.arange(10), [4, 8]), -1.0, 1.0), chunks=3))
+    dropped = uqx.from_arrays(da.from_array(np.r_[1.0, np.nan, 2.0, 3.0], chunks=2),
+                              da.ones(4, chunks=2), drop_nonfinite=True)
+    assert dropped.attrs["n_dropped"] == 1 and isinstance(dropped["E"].data, da.Array)
+    np.testing.assert_array_equal(dropped["E"].values, [1.0, 2.0, 3.0])
+
+
+def test_compute_and_describe_dask_equal_eager(pair):
+    eager, lazy = pair
+    a = compute(eager, DESCRIBE_STATS, bins=5)
+    b = compute(lazy, DESCRIBE_STATS, bins=5)
+    np.testing.assert_allclose(b.values, a.values, rtol=1e-12)
+    d1, d2 = describe(eager, bins=5), describe(lazy, bins=5)
+    for k in d1.data_vars:
+        if d1[k].dtype.kind == "f":
+            np.testing.assert_allclose(d2[k].values, d1[k].values, rtol=1e-12, err_msg=k)
+
+
+def test_moment_statistics_invariant_to_chunking(rng):
+    E, u, _ = _arrays(rng, 3000)
+    ref = compute(uqx.from_arrays(E, u), MOMENTS).values
+    for ce, cu in ((3000, 3000), (29, 7), (999, 1000), (1234, 17)):
+        lazy = uqx.from_arrays(da.from_array(E, chunks=ce), da.from_array(u, chunks=cu))
+        assert lazy["E"].data.numblocks[0] == -(-3000 // ce)
+        got = compute(lazy, MOMENTS).values
+        np.testing.assert_allclose(got, ref, rtol=1e-12, err_msg=f"chunks {ce}, {cu}")
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_apply_kernel_multichunk(pair, name):
+    eager, lazy = pair
+    out = apply_kernel(lazy, name)
+    assert isinstance(out.data, da.Array)
+    xr.testing.assert_allclose(out.compute(), apply_kernel(eager, name), rtol=1e-12)
+
+
+def test_provenance_digest(pair):
+    eager, lazy = pair
+    p = provenance(eager)
+    assert p["names"] == ["s0", "s1", "s2"] and p["M"] == [700, 1000, 1300]
+    assert provenance(lazy) == p  # same bytes whatever the chunking
+    assert all(len(h) == 64 for h in p["sha256"])
+    changed = eager.copy(deep=True)
+    changed["uE"].values[1, 5] *= 1 + 1e-15
+    q = provenance(changed)
+    assert q["sha256"][0] == p["sha256"][0] and q["sha256"][1] != p["sha256"][1]
+    assert len(set(p["sha256"])) == 3
+
+
+def _write_chunked(path, m, chunk, seed=5):
+    """Write E, uE of m rows chunk by chunk (never the whole arrays in memory)."""
+    import netCDF4
+
+    rng = np.random.default_rng(seed)
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("sample", m)
+        ve = nc.createVariable("E", "f8", ("sample",), chunksizes=(chunk,))
+        vu = nc.createVariable("uE", "f8", ("sample",), chunksizes=(chunk,))
+        nc.setncattr("name", "big")
+        for a in range(0, m, chunk):
+            b = min(m, a + chunk)
+            u = rng.uniform(0.5, 2.0, b - a)
+            vu[a:b] = u
+            ve[a:b] = u * rng.standard_normal(b - a)
+
+
+def test_chunked_netcdf_moments_equal_eager(tmp_path):
+    path = tmp_path / "mid.nc"
+    _write_chunked(path, 2_000_000, 250_000)
+    with xr.open_dataset(path, engine="netcdf4", chunks={"sample": 250_000}) as ds:
+        assert isinstance(ds["E"].data, da.Array)
+        lazy = compute(ds, MOMENTS)
+        eager = compute(uqx.from_arrays(ds["E"].values, ds["uE"].values), MOMENTS)
+    np.testing.assert_allclose(lazy.values, eager.values, rtol=1e-12)
+    assert list(lazy["set"].values) == ["big"]
+
+
+_MEASURE = textwrap.dedent("""
+    import json, resource, sys
+    import xarray as xr
+    import uqx
+    ds = xr.open_dataset(sys.argv[1], engine="netcdf4", chunks={"sample": 500_000})
+    st = uqx.as_stacked(ds)
+    est = uqx.compute(st, %r)
+    print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                      "M": int(st["M"].item()), "zms": float(est.sel(stat="zms").item())}))
+""")
+
+
+@pytest.mark.slow
+def test_moment_statistics_stream_with_bounded_memory(tmp_path):
+    m = 50_000_000
+    path = tmp_path / "big.nc"
+    _write_chunked(path, m, 500_000)
+    data_bytes = 2 * 8 * m  # E and uE: 0.8 GB
+    p = subprocess.run([sys.executable, "-c", _MEASURE % MOMENTS, str(path)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    rec = json.loads(p.stdout.strip().splitlines()[-1])
+    assert rec["M"] == m
+    assert rec["zms"] == pytest.approx(1.0, abs=5e-3)  # calibrated by construction
+    # peak RSS of the whole process (interpreter, numba, dask threads, HDF5 caches
+    # included; ~0.42 GB measured) stays well under the data size
+    assert rec["rss"] < 0.65 * data_bytes, rec
+
+
+def test_as_stacked_dask_single_set_has_no_index(pair):
+    # an int64 index would cost 8 bytes a row on large data
+    _, lazy = pair
+    assert "sample" not in as_stacked(lazy).coords
