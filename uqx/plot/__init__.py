@@ -1,0 +1,34 @@
+"""Diagnostic figures (matplotlib, Agg backend) built on :mod:`uqx.curves` (METHODS §10–11).
+
+Every function takes a data set or a result — in memory or a NetCDF path read with
+:func:`uqx.io.read_netcdf` — and returns a :class:`matplotlib.figure.Figure`; a stacked
+input (``set`` dimension) gives one panel per set with the same binning options. Shared
+options: ``size="single"|"double"`` (column or full width of a two-column paper),
+``font_size``, ``dpi`` and ``title``; colours are the Okabe–Ito palette
+(:mod:`uqx.plot.style`).
+"""
+
+from __future__ import annotations
+
+from uqx.plot.binned import lcp, lzisd, reliability
+from uqx.plot.calibration import calibration, conditional_calibration, confidence
+from uqx.plot.distributions import distributions
+from uqx.plot.scatter import e_vs_u, z_vs_x
+from uqx.plot.studies import study
+from uqx.plot.summary import tailedness_map, zeta_agreement, zeta_bars
+
+__all__ = [
+    "e_vs_u",
+    "z_vs_x",
+    "reliability",
+    "lzisd",
+    "lcp",
+    "calibration",
+    "conditional_calibration",
+    "confidence",
+    "distributions",
+    "tailedness_map",
+    "zeta_agreement",
+    "zeta_bars",
+    "study",
+]

@@ -1,0 +1,242 @@
+"""Bin-based figures: reliability diagram, LZISD/LZV and LCP (METHODS §4.3–4.5).
+
+003 Figs. 4 (reliability diagrams), 5 and 10 (LZISD vs u and X), 6 and 11 (LCP), 19b/e
+(HU2022 conformal intervals). Per-bin values come from :mod:`uqx.curves`; bins whose
+95 % interval misses the target are drawn in vermillion, so that a failing set is seen
+at a glance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from uqx.curves import lcp as _lcp
+from uqx.curves import local_z as _local_z
+from uqx.curves import reliability as _reliability
+from uqx.plot import style as S
+from uqx.plot._input import as_sets, axis_label, load, panel_titles, units_of
+from uqx.plot.scatter import _use_log
+
+__all__ = ["reliability", "lzisd", "lcp"]
+
+_BIN_DOC = """n_bins : int, optional
+        Number of bins (default ErrViewLib's max(min(M // 150, 15), 2)).
+    binning : {"equal-count", "equal-width", "adaptive"}, default "equal-count"
+        Binning scheme (:func:`uqx.binning.make_bins`); ``log_bins`` for the last two."""
+
+
+def _log_x(r, ok, logx, binning, log_bins):
+    """Log x for log-spaced bins, else by the spread of the bin mid-ranges."""
+    x = r["x_mid"].values[ok]
+    if logx == "auto" and binning != "equal-count" and log_bins and np.all(x > 0):
+        return True
+    return _use_log(x, logx)
+
+
+def _engine_lzisd(ds, stat, by, n_bins, binning, n_boot, seed):
+    """LZISD per bin and for the full set from :func:`uqx.bootstrap.bootstrap_per_bin`."""
+    from uqx.bootstrap import bootstrap_per_bin
+    from uqx.curves import default_n_bins
+    from uqx.data import InputError
+
+    if stat != "lzisd":
+        raise InputError("ci='bootstrap-set' is available for LZISD only (use 'cho')")
+    name = "lzisd" if by == "uE" else f"lzisd_{by}"
+    nb = n_bins or default_n_bins(int(ds["M"].min()))
+    res = bootstrap_per_bin(ds, name, n_boot=n_boot, seed=seed, bins=nb, binning=binning)
+    full = bootstrap_per_bin(ds, "lzisd", n_boot=n_boot, seed=seed, bins=1, pop_min=1)
+    out = res[["estimate", "ci_low", "ci_high", "x_mid", "n"]]
+    out["full"] = full["estimate"].isel(bin=0)
+    out["full_low"] = full["ci_low"].isel(bin=0)
+    out["full_high"] = full["ci_high"].isel(bin=0)
+    valid = ((out["ci_low"] - 1) * (out["ci_high"] - 1) <= 0).where(out["x_mid"].notnull())
+    out["frac_valid"] = valid.mean("bin")
+    return out
+
+
+def _sets_of(res):
+    return [res.isel(set=i) for i in range(res.sizes["set"])]
+
+
+def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins=True,
+                ci="cho", n_boot=500, seed=0, log=False, size="double", font_size=None,
+                dpi=None, title=None):
+    r"""Reliability diagram: per-bin SD(E) (or RMSE) against RMV with 95 % intervals.
+
+    Bins on uE (:func:`uqx.curves.reliability`, ErrViewLib ``plotRelDiag``); identity line
+    as reference; bins whose interval misses the identity in vermillion; ENCE of the
+    binning in the corner (003 Fig. 4).
+
+    Parameters
+    ----------
+    data : xarray.Dataset, list of Dataset or path to NetCDF
+        Input data (one panel per set).
+    kind : {"sd", "rmse"}, default "sd"
+        Ordinate: sd(E) per bin (ErrViewLib) or RMSE.
+    {bin_doc}
+    ci : {"cho", "bootstrap"}, default "cho"
+        Interval method; ``n_boot``, ``seed`` for the bootstrap.
+    log : bool, default False
+        Log scale on both axes.
+    size, font_size, dpi, title
+        Figure options (:mod:`uqx.plot.style`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    ds = as_sets(data)
+    res = _reliability(ds, kind=kind, n_bins=n_bins, binning=binning, log=log_bins, ci=ci,
+                       n_boot=n_boot, seed=seed)
+    units = units_of(ds, "E")
+    with S.style(font_size=font_size, dpi=dpi, size=size):
+        fig, axes = S.panel_grid(ds.sizes["set"], size=size, aspect=0.9)
+        for ax, r, name in zip(axes, _sets_of(res), panel_titles(ds), strict=True):
+            ok = np.isfinite(r["rmv"].values)
+            x, y = r["rmv"].values[ok], r["y"].values[ok]
+            lo, hi = r["ci_low"].values[ok], r["ci_high"].values[ok]
+            S.interval_bars(ax, x, y, lo, hi, valid=(lo - x) * (hi - x) <= 0)
+            vals = np.r_[x, lo, hi]
+            vals = vals[np.isfinite(vals) & ((vals > 0) | (not log))]
+            pad = 0.05 * (vals.max() - vals.min())
+            lim = (vals.min() / 1.1, vals.max() * 1.1) if log else (
+                max(vals.min() - pad, 0), vals.max() + pad)
+            ax.plot(lim, lim, color=S.COLORS["reference"], ls="--", lw=0.9, zorder=1,
+                    label="identity")
+            if log:
+                S.log_axis(ax, "both")
+            ax.set_xlim(lim)
+            ax.set_ylim(lim)
+            ax.set_aspect("equal", adjustable="box")
+            ence = float(r["ence"]) if "ence" in r else res.attrs["ence"]
+            S.corner_text(ax, f"ENCE = {ence:.3f}", loc="upper left", headroom=False)
+            ax.set_xlabel(S.label("RMV", units))
+            ax.set_ylabel(S.label("SD(E)" if kind == "sd" else "RMSE", units))
+            S.set_title(ax, name)
+        S.legend(fig, axes)
+    return S.finish(fig, title=title)
+
+
+def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
+          log_bins=True, ci="cho", n_boot=500, seed=0, logx="auto", size="double",
+          font_size=None, dpi=None, title=None):
+    r"""Local z inverse standard deviation (or local Var(Z)) per bin with 95 % intervals.
+
+    Per-bin :math:`1/\mathrm{sd}(Z_j)` (``stat="lzisd"``) or :math:`\mathrm{Var}(Z_j)`
+    (``"lzv"``) at the bin mid-range of ``by`` (:func:`uqx.curves.local_z`), reference line
+    at 1, the full-set value and interval on a right-side marker "all", fraction of valid
+    bins in the corner (003 Figs. 5, 10, A1; 002).
+
+    Parameters
+    ----------
+    data : xarray.Dataset, list of Dataset or path to NetCDF
+        Input data (one panel per set).
+    stat : {"lzisd", "lzv"}, default "lzisd"
+    by : {"uE", "X", "V"}, default "uE"
+        Conditioning variable (consistency: uE; adaptivity: X or V).
+    {bin_doc}
+    ci : {"cho", "bootstrap", "bootstrap-set"}, default "cho"
+        Interval method (003 uses 'cho'): analytic, per-bin BCa, or BCa over whole-set
+        resamples re-binned by rank (:func:`uqx.bootstrap.bootstrap_per_bin`, SimRef
+        scheme; LZISD with equal-count or adaptive bins only); ``n_boot``, ``seed``.
+    logx : bool or "auto"
+        Log x axis.
+    size, font_size, dpi, title
+        Figure options.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    ds = as_sets(data)
+    if ci == "bootstrap-set":
+        res = _engine_lzisd(ds, stat, by, n_bins, binning, n_boot, seed)
+    else:
+        res = _local_z(ds, stat=stat, by=by, n_bins=n_bins, binning=binning, log=log_bins,
+                       ci=ci, n_boot=n_boot, seed=seed)
+    ylab = "LZISD = 1/sd(Z) per bin" if stat == "lzisd" else "LZV = Var(Z) per bin"
+    with S.style(font_size=font_size, dpi=dpi, size=size):
+        fig, axes = S.panel_grid(ds.sizes["set"], size=size)
+        for ax, r, name in zip(axes, _sets_of(res), panel_titles(ds), strict=True):
+            S.reference_line(ax, 1.0, label="target 1")
+            ok = np.isfinite(r["x_mid"].values)
+            S.interval_bars(ax, r["x_mid"].values[ok], r["estimate"].values[ok],
+                            r["ci_low"].values[ok], r["ci_high"].values[ok], target=1.0)
+            if _log_x(r, ok, logx, binning, log_bins):
+                S.log_axis(ax)
+            S.full_set_marker(ax, float(r["full"]), float(r["full_low"]),
+                              float(r["full_high"]), target=1.0)
+            fval = float(r["frac_valid"]) if "frac_valid" in r else res.attrs["frac_valid"]
+            S.corner_text(ax, f"valid bins: {fval:.0%}", loc="upper left")
+            ax.set_xlabel(axis_label(ds, by))
+            ax.set_ylabel(ylab)
+            S.set_title(ax, name)
+        S.legend(fig, axes)
+    return S.finish(fig, title=title)
+
+
+def lcp(data, *, by="uE", prob=(0.25, 0.5, 0.75, 0.95), dist="normal", nu=None,
+        n_bins=None, binning="equal-count", log_bins=True, logx="auto", ylim=None,
+        size="double", font_size=None, dpi=None, title=None):
+    r"""Local coverage probabilities per bin for several interval probabilities P.
+
+    For each P the coverage of the intervals :math:`|E| \le U_P` per bin of ``by`` with
+    Wilson 95 % intervals, a dashed reference line at P and the full-set coverage (PICP)
+    at the right (:func:`uqx.curves.lcp`; 003 Figs. 6, 11, 19b/e). Intervals come from
+    :math:`U_P = u_E\,q_D((1+P)/2)`, or from a ``U(sample, prob)`` variable of a one-set
+    input (HU2022 conformal intervals).
+
+    Parameters
+    ----------
+    data : xarray.Dataset, list of Dataset or path to NetCDF
+        Input data (one panel per set).
+    by : {"uE", "X", "V"}, default "uE"
+    prob : sequence of float, default (0.25, 0.5, 0.75, 0.95)
+    dist, nu : {"normal", "t"}, float
+        Generative distribution of the intervals built from uE.
+    {bin_doc}
+    logx, ylim, size, font_size, dpi, title
+        Axis and figure options (default y range [0, 1.1]).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    raw = load(data)
+    if "U" in raw and "set" not in raw.dims:  # given interval half-ranges
+        res = _lcp(raw, by=by, n_bins=n_bins, binning=binning, log=log_bins)
+        res = res.expand_dims(set=[str(raw.attrs.get("name", "data"))])
+        titles = list(res["set"].values)
+        ds = raw
+    else:
+        ds = as_sets(raw)
+        res = _lcp(ds, by=by, prob=prob, dist=dist, nu=nu, n_bins=n_bins, binning=binning,
+                   log=log_bins)
+        titles = panel_titles(ds)
+    P = res["prob"].values
+    colors = [S.COLORS["series"][k % 8] for k in range(P.size)]
+    with S.style(font_size=font_size, dpi=dpi, size=size):
+        fig, axes = S.panel_grid(res.sizes["set"], size=size)
+        for ax, r, name in zip(axes, _sets_of(res), titles, strict=True):
+            ok = np.isfinite(r["x_mid"].values)
+            x = r["x_mid"].values[ok]
+            for k, p in enumerate(P):
+                c = r["coverage"].values[ok, k]
+                lo, hi = r["ci_low"].values[ok, k], r["ci_high"].values[ok, k]
+                ax.axhline(p, color=colors[k], ls="--", lw=0.8, zorder=1)
+                ax.errorbar(x, c, yerr=np.maximum(np.vstack([c - lo, hi - c]), 0), fmt="o-", ms=3,
+                            lw=0.8, color=colors[k], label=f"P = {p:.0%}", zorder=3)
+            if _log_x(r, ok, logx, binning, log_bins):
+                S.log_axis(ax)
+            ax.set_ylim(*(ylim or (0, 1.1)))
+            S.full_set_marker(ax, r["picp"].values, r["picp_low"].values,
+                              r["picp_high"].values, colors=colors)
+            ax.set_xlabel(axis_label(ds, by))
+            ax.set_ylabel("Local coverage probability")
+            S.set_title(ax, name)
+        S.legend(fig, axes)
+    return S.finish(fig, title=title)
+
+
+for _f in (reliability, lzisd, lcp):
+    _f.__doc__ = _f.__doc__.replace("{bin_doc}", _BIN_DOC)

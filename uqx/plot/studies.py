@@ -1,0 +1,88 @@
+"""Panels of Monte-Carlo study archives written by :mod:`uqx.sweeps` (NetCDF).
+
+:func:`study` dispatches on the archive's ``study`` attribute; available:
+
+* ``appendix-b`` — 000 App. B, Fig. A1/A2 (right panels): cell means of the simulated
+  ENCE and ZMSE of calibrated data against √(N/M), ±2 standard errors, coloured by ν,
+  with the OLS fit of the archive and the paper's published lines for comparison.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from uqx.data import InputError
+from uqx.plot import style as S
+from uqx.plot._input import load
+
+__all__ = ["study", "appendix_b"]
+
+#: Published fits of 000 App. B (intercept, slope) per (model, statistic).
+PAPER_FITS = {("NIG", "ence"): (0.0, 0.56), ("NIG", "zmse"): (0.0, 1.14),
+              ("T6IG", "ence"): (0.004, 0.779), ("T6IG", "zmse"): (0.006, 1.577)}
+
+
+def study(archive, **options):
+    """Draw the figure of a study archive (path or Dataset), chosen by ``attrs["study"]``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    ds = load(archive)
+    name = ds.attrs.get("study")
+    if name == "appendix-b":
+        return appendix_b(ds, **options)
+    raise InputError(f"no figure for study {name!r} (available: appendix-b)")
+
+
+def appendix_b(archive, *, size="double", font_size=None, dpi=None, title=None):
+    r"""000 App. B: simulated ENCE and ZMSE of calibrated data against √(N/M).
+
+    One panel per (model, statistic): cell means ±2 SE coloured by ν, the archive's OLS
+    line :math:`y = a + b\sqrt{N/M}` (printed) and the published line (dashed grey).
+
+    Parameters
+    ----------
+    archive : xarray.Dataset or path to NetCDF
+        :func:`uqx.sweeps.appendix_b.appendix_b` output.
+    size, font_size, dpi, title
+        Figure options (:mod:`uqx.plot.style`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    ds = load(archive)
+    if "ence_mean" not in ds or "slope" not in ds:
+        raise InputError("appendix_b needs the summarised archive (ence_mean, slope, ...)")
+    models, stats = [str(m) for m in ds["model"].values], ("ence", "zmse")
+    x = np.sqrt(ds["N"] / ds["M"])
+    with S.style(font_size=font_size, dpi=dpi, size=size):
+        fig, axes = S.panel_grid(len(models) * 2, size=size, ncols=2, aspect=0.7)
+        for i, model in enumerate(models):
+            for j, st in enumerate(stats):
+                ax = axes[2 * i + j]
+                for k, nu in enumerate(ds["nu"].values):
+                    sel = dict(model=model, nu=nu)
+                    m = ds[f"{st}_mean"].sel(sel).transpose("M", "N")
+                    se = ds[f"{st}_se"].sel(sel).transpose("M", "N")
+                    xx = x.transpose("M", "N").values.ravel()
+                    ax.errorbar(xx, m.values.ravel(), yerr=2 * se.values.ravel(), fmt="o",
+                                ms=2.5, lw=0.8, color=S.COLORS["series"][k % 8],
+                                label=f"ν = {nu:g}")
+                grid = np.linspace(0, float(x.max()) * 1.05, 50)
+                a, b = (float(ds[v].sel(model=model, stat=st)) for v in ("intercept", "slope"))
+                ax.plot(grid, a + b * grid, color="0.15", lw=1, label="OLS fit")
+                pa, pb = PAPER_FITS.get((model, st), (np.nan, np.nan))
+                ax.plot(grid, pa + pb * grid, color=S.COLORS["reference"], ls="--", lw=0.9,
+                        label="000 App. B fit")
+                eq = f"y = {a:.3f} + {b:.3f} x".replace("-0.000", "0.000")
+                S.corner_text(ax, eq, loc="lower right", headroom=False)
+                ax.set_xlim(0, grid[-1])
+                ax.set_ylim(bottom=0)
+                ax.set_xlabel(r"$\sqrt{N/M}$")
+                ax.set_ylabel(f"simulated {st.upper()}")
+                S.set_title(ax, f"{model}: {st.upper()}")
+        S.legend(fig, axes, ncols=min(len(ds["nu"]) + 2, 5))
+    return S.finish(fig, title=title)
