@@ -35,7 +35,7 @@ import numpy as np
 import xarray as xr
 
 from uqx._version import __version__
-from uqx.bootstrap import bootstrap
+from uqx.bootstrap import bca_limits_mc_se, bootstrap
 from uqx.data import InputError, as_stacked, iter_sets
 from uqx.reference import d_sensitive, simulate_reference, zeta_score, zeta_sim2
 from uqx.render import (  # noqa: F401  (re-exported for compatibility)
@@ -57,9 +57,7 @@ from uqx.stats.tailedness import (
 from uqx.verdict import (
     NOT_TESTED,
     agreement_verdict,
-    bca_alphas,
     interval_problem,
-    limit_se,
     zeta_se,
     zeta_verdict,
 )
@@ -144,14 +142,13 @@ def _bootstrap_step(ds, specs, notes, *, n_boot, level, seed, common) -> xr.Data
     boot_names = names + (["nll_ref"] if need_ref else [])
     bs = bootstrap(ds, boot_names, n_boot=n_boot, method="bca", level=level, seed=seed,
                    keep_replicates=True, **common)
-    T = bs["replicates"].values  # (set, stat, R+1)
-    alpha = bca_alphas(bs["z0"].values.ravel(), bs["acceleration"].values.ravel(), level)
+    T = bs["replicates"].values  # (set, stat, R+1), t0 first
     S, K = T.shape[:2]
     se_lo = np.full((S, K), np.nan)
     se_hi = np.full((S, K), np.nan)
     for i in range(S):
-        se_lo[i] = limit_se(T[i].T, alpha[0].reshape(S, K)[i])
-        se_hi[i] = limit_se(T[i].T, alpha[1].reshape(S, K)[i])
+        se_lo[i], se_hi[i] = bca_limits_mc_se(T[i].T, bs["estimate"].values[i],
+                                              bs["acceleration"].values[i], level=level)
     for i in range(S):
         for j in range(len(names)):
             n = int(bs["n_nan"].values[i, j])
@@ -395,10 +392,7 @@ def validate(
     """
     specs = _check_arguments(stats, n_mc)
     seed = resolve_seed(seed)
-    try:  # TEMP until data.as_stacked grows drop_nonfinite
-        ds = as_stacked(ds, drop_nonfinite=drop_nonfinite)
-    except TypeError:
-        ds = as_stacked(ds)
+    ds = as_stacked(ds, drop_nonfinite=drop_nonfinite)
     sets = list(iter_sets(ds))
     notes = _Notes(len(sets), len(specs))
     common = dict(bins=bins, binning=binning, pop_min=pop_min, scheduler=scheduler,

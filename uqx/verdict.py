@@ -24,10 +24,10 @@ and, when inconclusive, a ``verdict_reason``:
 
 **Borderline.** A |ζ| within two of its own Monte-Carlo standard deviations of 1 is
 flagged ``borderline`` (QM9_E RCE is valid at 2000 replicates and invalid at 10 000): the
-bootstrap limit on the reference's side is a sample quantile of R replicates, whose
-standard error is estimated from the order statistics at :math:`\alpha \pm
-\sqrt{\alpha(1-\alpha)/R}`, and the reference's own Monte-Carlo uncertainty is added
-for simulated references; both are propagated to ζ to first order.
+Monte-Carlo error of the bootstrap limit on the reference's side (jackknife over groups
+of replicates, :func:`uqx.bootstrap.bca_limits_mc_se`) and the reference's own
+Monte-Carlo uncertainty (simulated references) are propagated to ζ to first order
+(:func:`zeta_se`).
 """
 
 from __future__ import annotations
