@@ -9,6 +9,8 @@ keys); input errors; and (slow) the coverage of ZMS BCa intervals on calibrated 
 
 import numpy as np
 import pytest
+import twins as B
+import twins as C
 from scipy import stats as sps
 
 import uqx
@@ -25,8 +27,6 @@ from uqx.bootstrap import (
 from uqx.evaluator import SetEvaluator
 from uqx.resample import BootstrapPlan
 from uqx.statistic import BinningConfig, parse_stat
-from uqx.stats import binned as B
-from uqx.stats import calibration as C
 from uqx.stats.correlation import spearman_cc
 
 # ---------------------------------------------------------------- brute-force twins

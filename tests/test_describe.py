@@ -3,12 +3,13 @@
 import dask.array as da
 import numpy as np
 import pytest
+import twins as binned
 import xarray as xr
 
 import uqx
 from uqx.binning import make_bins
 from uqx.describe import DESCRIBE_STATS, KERNELS, apply_kernel, compute, describe
-from uqx.stats import binned, tailedness
+from uqx.stats import tailedness
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 import pytest
+import twins as B
+import twins as C
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -18,8 +20,6 @@ from scipy import stats as sps
 from uqx.binning import equal_count_edges, make_bins
 from uqx.evaluator import SetEvaluator
 from uqx.statistic import BinningConfig, parse_stat
-from uqx.stats import binned as B
-from uqx.stats import calibration as C
 from uqx.stats.correlation import spearman_cc
 
 LN2PI = math.log(2 * math.pi)

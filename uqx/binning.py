@@ -35,6 +35,7 @@ from uqx.errors import InputError
 from uqx.stats.tailedness import hd_window
 
 __all__ = [
+    "bin_sums",
     "SCHEMES",
     "Bins",
     "adaptive_edges",
@@ -517,3 +518,30 @@ def make_bins(
         pop_min=pop_min,
         log=used_log,
     )
+
+
+def _edges(edges, lead_shape):
+    edges = np.asarray(edges, dtype=np.int64)
+    return np.broadcast_to(edges, tuple(lead_shape) + edges.shape[-1:])
+
+
+def bin_sums(x, edges):
+    r"""Sum ``x`` over index intervals: :math:`S_j = \sum_{i=e_j}^{e_{j+1}-1} x_i`.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., M)
+        Values in binning order.
+    edges : array_like of int, shape (N+1,) or (..., N+1)
+        0-based bin boundaries.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., N)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    c = np.zeros(x.shape[:-1] + (x.shape[-1] + 1,))
+    np.cumsum(x, axis=-1, out=c[..., 1:])
+    e = _edges(edges, x.shape[:-1])
+    at = np.take_along_axis(c, e, axis=-1)
+    return np.diff(at, axis=-1)

@@ -25,12 +25,11 @@ import numpy as np
 import xarray as xr
 from scipy.special import ndtri
 
-from uqx.binning import make_bins, sliding_windows
+from uqx.binning import bin_sums, make_bins, sliding_windows
 from uqx.bootstrap import bca_interval
 from uqx.data import InputError, SetData, from_arrays, iter_sets
-from uqx.reference import binomial_ci, draw_unit
+from uqx.reference import binomial_ci, draw_unit, unit_quantile
 from uqx.resample import resolve_seed, seed_sequence
-from uqx.stats.binned import bin_sums, unit_quantile
 from uqx.stats.tailedness import hd_quantile
 
 __all__ = [

@@ -27,10 +27,11 @@ from uqx.statistic import (
     MOMENT_STATS,
     STAT_INFO,
     BinningConfig,
+    moment_statistic,
     moment_sums,
     parse_stat,
 )
-from uqx.stats import calibration, correlation
+from uqx.stats import correlation
 from uqx.stats.tailedness import SAFETY_LIMITS, TAILEDNESS_KEYS, tailedness
 
 TAILEDNESS_VARS = TAILEDNESS_KEYS  # (the same names as uqx.validate.TAILEDNESS_VARS)
@@ -57,18 +58,24 @@ DESCRIBE_STATS = (
     "zve",
 )
 
+_E_ONLY = ("mse", "rmse")
+_U_ONLY = ("mv", "rmv", "nll_ref")
+
+
+def _moment_kernel(name):
+    # the formula of uqx.statistic (one definition), NaN-aware over the last axis
+    if name in _E_ONLY:
+        return lambda E, axis=-1: moment_statistic(name, E, None, axis=axis)
+    if name in _U_ONLY:
+        return lambda u, axis=-1: moment_statistic(name, None, u, axis=axis)
+    return lambda E, u, axis=-1: moment_statistic(name, E, u, axis=axis)
+
+
 #: Unbinned kernels usable with :func:`apply_kernel` (name -> (function, needs E, needs u)).
 KERNELS = {
-    "mv": (calibration.mv, False, True),
-    "mse": (calibration.mse, True, False),
-    "rmv": (calibration.rmv, False, True),
-    "rmse": (calibration.rmse, True, False),
-    "rce": (calibration.rce, True, True),
-    "mean_z": (calibration.mean_z, True, True),
-    "var_z": (calibration.var_z, True, True),
-    "zms": (calibration.zms, True, True),
-    "nll": (calibration.nll, True, True),
-    "nll_ref": (calibration.nll_ref, False, True),
+    **{name: (_moment_kernel(name), name not in _U_ONLY, name not in _E_ONLY)
+       for name in ("mv", "mse", "rmv", "rmse", "rce", "mean_z", "var_z", "zms", "nll",
+                    "nll_ref")},
     "cc": (correlation.spearman_cc, True, True),
 }
 

@@ -37,6 +37,7 @@ __all__ = [
     "zeta_sim2",
     "binomial_ci",
     "draw_unit",
+    "unit_quantile",
     "simulate_reference",
     "d_sensitive",
     "DISTRIBUTIONS",
@@ -163,6 +164,25 @@ def draw_unit(rng: np.random.Generator, size, *, dist="normal", nu=None):
             raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
         return rng.standard_t(nu, size) / np.sqrt(nu / (nu - 2.0))
     raise InputError(f"unknown generative distribution {dist!r} (normal, t)")
+
+
+def unit_quantile(p, *, dist="normal", nu=None):
+    r"""Quantile of a unit-variance generative distribution D (METHODS §6).
+
+    ``dist="normal"``: :math:`\Phi^{-1}(p)`; ``dist="t"``: unit-variance Student
+    :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, requires :math:`\nu > 2`.
+    """
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    p = np.asarray(p, dtype=np.float64)
+    if dist == "normal":
+        return norm.ppf(p)
+    if dist == "t":
+        if nu is None or not nu > 2:
+            raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
+        return student_t.ppf(p, nu) / np.sqrt(nu / (nu - 2.0))
+    raise InputError(f"dist must be 'normal' or 't', got {dist!r}")
 
 
 def d_sensitive(ref_a, se_a, ref_b, se_b, *, k=2.0):

@@ -44,6 +44,7 @@ __all__ = [
     "parse_stat",
     "BinningConfig",
     "moment_sums",
+    "moment_statistic",
     "bin_features",
     "prefix_bin_features",
     "bin_feature_sums",
@@ -259,6 +260,38 @@ def parse_stat(name: str) -> StatSpec:
         f"unknown statistic {name!r}; known: {', '.join(known)} "
         "(binned ones take a conditioning suffix _X or _V, e.g. zmse_X)"
     )
+
+
+def moment_statistic(name: str, E=None, u=None, *, axis: int = -1):
+    r"""Compute a moment statistic of plain arrays, NaN-aware, reduced over ``axis``.
+
+    The same formula as every other route (``MOMENT_STATS[name](S, n)`` on the sums S of
+    the features z², u², E², z, ln u² over the n valid pairs): a pair with a NaN in E or
+    u (padding) is ignored. Statistics of u only (``mv``, ``rmv``, ``nll_ref``) take
+    ``E=None``, those of E only (``mse``, ``rmse``) ``u=None``.
+
+    Examples
+    --------
+    >>> float(moment_statistic("zms", np.array([1.0, -2.0, np.nan]), np.array([1.0, 2.0, 1.0])))
+    1.0
+    """
+    if name not in MOMENT_STATS:
+        raise InputError(f"unknown moment statistic {name!r}; known: {', '.join(MOMENT_STATS)}")
+    Ea = None if E is None else np.moveaxis(np.asarray(E, dtype=np.float64), axis, -1)
+    ua = None if u is None else np.moveaxis(np.asarray(u, dtype=np.float64), axis, -1)
+    if Ea is None:
+        Ea = np.zeros_like(ua)
+    if ua is None:
+        ua = np.ones_like(Ea)
+    Ea, ua = np.broadcast_arrays(Ea, ua)
+    ok = np.isfinite(Ea) & np.isfinite(ua)
+    n = ok.sum(axis=-1).astype(np.float64)
+    E0, u1 = np.where(ok, Ea, 0.0), np.where(ok, ua, 1.0)  # invalid pairs: features 0
+    z = E0 / u1
+    S = np.stack([np.sum(z * z, -1), np.sum(np.where(ok, u1 * u1, 0.0), -1),
+                  np.sum(E0 * E0, -1), np.sum(z, -1), np.sum(np.log(u1 * u1), -1)], axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, MOMENT_STATS[name](S, n), np.nan)
 
 
 def moment_sums(E, u):

@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-from uqx.stats.calibration import paired
+
+def paired(E, uE):
+    """Return float arrays ``(E, u)`` with NaN wherever either member of a pair is NaN."""
+    E = np.asarray(E, dtype=np.float64)
+    u = np.asarray(uE, dtype=np.float64)
+    E, u = np.broadcast_arrays(E, u)
+    bad = np.isnan(E) | np.isnan(u)
+    if bad.any():
+        E = np.where(bad, np.nan, E)
+        u = np.where(bad, np.nan, u)
+    return E, u
 
 __all__ = ["spearman_cc", "pearson"]
 

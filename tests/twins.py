@@ -1,58 +1,158 @@
-"""Bin-based statistics over index intervals (numpy kernels, last axis).
+"""Slow, obvious twins of the package's statistics (test oracles only).
 
-Inputs are **already sorted** by the conditioning variable (uE for consistency, X or V
-for adaptivity; see :mod:`uqx.binning`) with any NaN padding at the end, and ``edges``
-are 0-based bin boundaries: bin ``j`` holds sorted positions ``edges[j] .. edges[j+1]-1``
-(METHODS.md §3–4). Per-bin sums come from one prefix sum per quantity, so every statistic
-costs O(M + N) and is vectorised over leading (set, replicate) axes.
+The package defines every statistic once, from per-sample or per-bin sums
+(:mod:`uqx.statistic`), fed by numba accumulators (:mod:`uqx.evaluator`). These are
+independent plain-numpy versions, written from METHODS.md §2 and §4 formula by formula
+(NaN-aware, over the last axis), against which the fast routes are tested.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats as _sps
+from scipy import stats as _sps  # noqa: F401
 
-from uqx.stats.calibration import paired
+from uqx.binning import bin_sums  # noqa: F401  (re-exported for the tests)
+from uqx.reference import unit_quantile  # noqa: F401
 
-__all__ = [
-    "bin_sums",
-    "bin_index",
-    "per_bin",
-    "ence",
-    "uce",
-    "zmse",
-    "zve",
-    "lzisd",
-    "picp",
-    "unit_quantile",
+_CAL = [
+    "LN_2PI",
+    "paired",
+    "mv",
+    "mse",
+    "rmv",
+    "rmse",
+    "rce",
+    "mean_z",
+    "var_z",
+    "zms",
+    "nll",
+    "nll_ref",
 ]
+
+#: ln(2 pi), exact (ErrViewLib's ``nllFun`` uses the rounded 1.837877).
+LN_2PI = float(np.log(2.0 * np.pi))
+
+
+def paired(E, uE):
+    """Return float arrays ``(E, u)`` with NaN wherever either member of a pair is NaN."""
+    E = np.asarray(E, dtype=np.float64)
+    u = np.asarray(uE, dtype=np.float64)
+    E, u = np.broadcast_arrays(E, u)
+    bad = np.isnan(E) | np.isnan(u)
+    if bad.any():
+        E = np.where(bad, np.nan, E)
+        u = np.where(bad, np.nan, u)
+    return E, u
+
+
+def _nanmean(x, axis):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n = np.sum(~np.isnan(x), axis=axis)
+        s = np.nansum(x, axis=axis)
+        return np.where(n > 0, s / np.maximum(n, 1), np.nan)
+
+
+def mv(uE, *, axis=-1):
+    r"""Mean variance :math:`\mathrm{MV} = \langle u^2 \rangle` (METHODS §2).
+
+    Examples
+    --------
+    >>> float(mv([1.0, 3.0]))
+    5.0
+    """
+    u = np.asarray(uE, dtype=np.float64)
+    return _nanmean(u * u, axis)
+
+
+def mse(E, *, axis=-1):
+    r"""Mean squared error :math:`\mathrm{MSE} = \langle E^2 \rangle` (uncentred)."""
+    E = np.asarray(E, dtype=np.float64)
+    return _nanmean(E * E, axis)
+
+
+def rmv(uE, *, axis=-1):
+    r"""Root mean variance :math:`\mathrm{RMV} = \sqrt{\langle u^2 \rangle}`."""
+    return np.sqrt(mv(uE, axis=axis))
+
+
+def rmse(E, *, axis=-1):
+    r"""Root mean squared error :math:`\mathrm{RMSE} = \sqrt{\langle E^2 \rangle}`."""
+    return np.sqrt(mse(E, axis=axis))
+
+
+def rce(E, uE, *, axis=-1):
+    r"""Relative calibration error (paper 004 Eq. 3, 001 Eq. 9).
+
+    .. math:: \mathrm{RCE} = \frac{\mathrm{RMV} - \mathrm{RMSE}}{\mathrm{RMV}}
+
+    Reference value 0 for calibrated uncertainties.
+
+    Examples
+    --------
+    >>> round(float(rce([1.0, -1.0], [1.0, 1.0])), 12)
+    0.0
+    """
+    E, u = paired(E, uE)
+    a = rmv(u, axis=axis)
+    return (a - rmse(E, axis=axis)) / a
+
+
+def mean_z(E, uE, *, axis=-1):
+    r"""Mean z-score :math:`\langle Z \rangle`, :math:`Z = E/u` (000 Table III)."""
+    E, u = paired(E, uE)
+    return _nanmean(E / u, axis)
+
+
+def var_z(E, uE, *, axis=-1):
+    r"""Sample variance of z-scores, denominator :math:`n-1` (003 Eq. 8, target 1)."""
+    E, u = paired(E, uE)
+    z = E / u
+    n = np.sum(~np.isnan(z), axis=axis)
+    m = _nanmean(z, axis)
+    d = z - np.expand_dims(m, axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 1, np.nansum(d * d, axis=axis) / (n - 1), np.nan)
+
+
+def zms(E, uE, *, axis=-1):
+    r"""Mean squared z-score (001 Eq. 10, 000 Eq. 6).
+
+    .. math:: \mathrm{ZMS} = \langle Z^2 \rangle = \frac{1}{M}\sum_i (E_i/u_i)^2
+
+    Reference value 1 for calibrated uncertainties.
+
+    Examples
+    --------
+    >>> float(zms([2.0, 0.0], [1.0, 1.0]))
+    2.0
+    """
+    E, u = paired(E, uE)
+    z = E / u
+    return _nanmean(z * z, axis)
+
+
+def nll(E, uE, *, axis=-1):
+    r"""Mean negative log-likelihood under a normal model (000 Eq. 9).
+
+    .. math:: \mathrm{NLL} = \tfrac12\left(\langle Z^2\rangle + \langle \ln u^2\rangle
+              + \ln 2\pi\right)
+    """
+    E, u = paired(E, uE)
+    return 0.5 * (zms(E, u, axis=axis) + _nanmean(np.log(u * u), axis) + LN_2PI)
+
+
+def nll_ref(uE, *, axis=-1):
+    r"""Return the reference NLL of calibrated normal errors (:math:`\langle Z^2\rangle = 1`).
+
+    .. math:: \mathrm{NLL}_{ref} = \tfrac12\left(1 + \langle \ln u^2\rangle + \ln 2\pi\right)
+    """
+    u = np.asarray(uE, dtype=np.float64)
+    return 0.5 * (1.0 + _nanmean(np.log(u * u), axis) + LN_2PI)
 
 
 def _edges(edges, lead_shape):
     edges = np.asarray(edges, dtype=np.int64)
     return np.broadcast_to(edges, tuple(lead_shape) + edges.shape[-1:])
-
-
-def bin_sums(x, edges):
-    r"""Sum ``x`` over index intervals: :math:`S_j = \sum_{i=e_j}^{e_{j+1}-1} x_i`.
-
-    Parameters
-    ----------
-    x : array_like, shape (..., M)
-        Values in binning order.
-    edges : array_like of int, shape (N+1,) or (..., N+1)
-        0-based bin boundaries.
-
-    Returns
-    -------
-    numpy.ndarray, shape (..., N)
-    """
-    x = np.asarray(x, dtype=np.float64)
-    c = np.zeros(x.shape[:-1] + (x.shape[-1] + 1,))
-    np.cumsum(x, axis=-1, out=c[..., 1:])
-    e = _edges(edges, x.shape[:-1])
-    at = np.take_along_axis(c, e, axis=-1)
-    return np.diff(at, axis=-1)
 
 
 def bin_index(edges, M):
@@ -186,22 +286,6 @@ def lzisd(E, uE, edges):
     E, u, e, n = _prepared(E, uE, edges)
     with np.errstate(divide="ignore"):
         return 1.0 / np.sqrt(_bin_var(E / u, e, n))
-
-
-def unit_quantile(p, *, dist="normal", nu=None):
-    r"""Quantile of a unit-variance generative distribution D (METHODS §6).
-
-    ``dist="normal"``: :math:`\Phi^{-1}(p)`; ``dist="t"``: unit-variance Student
-    :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, requires :math:`\nu > 2`.
-    """
-    p = np.asarray(p, dtype=np.float64)
-    if dist == "normal":
-        return _sps.norm.ppf(p)
-    if dist == "t":
-        if nu is None or not nu > 2:
-            raise ValueError(f"unit-variance Student t needs nu > 2, got {nu}")
-        return _sps.t.ppf(p, nu) / np.sqrt(nu / (nu - 2.0))
-    raise ValueError(f"dist must be 'normal' or 't', got {dist!r}")
 
 
 def picp(E, uE, prob, *, dist="normal", nu=None, axis=-1):
