@@ -96,7 +96,7 @@ def _five_stats(E, u, axis=-1):
     from scipy.stats import rankdata
 
     from uqx.binning import equal_count_edges
-    from uqx.stats import binned
+    from uqx.statistic import BINNED_STATS, bin_feature_sums
     from uqx.stats.correlation import pearson
 
     E = np.moveaxis(np.asarray(E), axis, -1)
@@ -109,9 +109,10 @@ def _five_stats(E, u, axis=-1):
     Es = np.take_along_axis(E, o, -1)
     us = np.take_along_axis(u, o, -1)
     edges = equal_count_edges(E.shape[-1], 20)
-    S = binned.per_bin(Es, us, edges)
-    ence = np.mean(np.abs(S["rmv"] - S["rmse"]) / S["rmv"], axis=-1)
-    zmse = np.mean(np.abs(np.log(S["zms"])), axis=-1)
+    n = np.diff(edges).astype(float)
+    S = np.stack([bin_feature_sums(Es[r], us[r], edges)[0] for r in range(Es.shape[0])])
+    ence = BINNED_STATS["ence"][0](S, n)
+    zmse = BINNED_STATS["zmse"][0](S, n)
     out = np.stack([zr[0], zr[1], cc, ence, zmse])
     return out[:, 0] if one else out
 

@@ -5,7 +5,7 @@ and on a synthetic set of 10^6 samples (uE^2 ~ InvGamma(3, scale 3), E = uE * N(
 against baselines measured in the same run:
 
 * ``scipy.stats.spearmanr`` vs :func:`uqx.stats.correlation.spearman_cc`;
-* a naive NumPy loop over bins vs the prefix-sum ENCE of :mod:`uqx.stats.binned`
+* a naive NumPy loop over bins vs the numba per-bin sums of :mod:`uqx.statistic`
   (one set, and a batch of rows as in the simulated references);
 * full-weight Harrell-Davis quantiles (``scipy.stats.mstats.hdquantiles``) vs
   :func:`uqx.stats.tailedness.tailedness` (support-restricted cached weights).
@@ -265,7 +265,7 @@ def main(argv=None):
     # baseline of the same pass written with scipy/numpy: the unbinned numpy kernels,
     # scipy spearmanr, naive per-bin loops (ENCE, UCE, ZMSE, ZVE with a stable sort) and
     # full-weight HD tailedness (5 binned stats: ENCE, ENCE_sd, UCE, ZMSE, ZVE)
-    t_base = (sum(tk[f"calibration.{n}"] for n in KERNELS if n != "cc")
+    t_base = (sum(tk[f"describe.KERNELS[{n}]"] for n in KERNELS if n != "cc")
               + tk["scipy.stats.spearmanr (baseline)"]
               + tk["binning.make_bins(uE, 20) [stable sort + HD edges]"]
               + 5 * tk["naive per-bin loop ENCE (baseline)"]
