@@ -74,6 +74,7 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
         for c in res["cond"].values:
             r = res.sel(set=s, cond=c)
             name = {"uE": "consistency (uE)"}.get(str(c), f"adaptivity ({c})")
+            n_rows = len(rows)
             if "fval" in res and np.isfinite(float(r["fval"])):
                 rows.append({
                     "set": s, "cond": name, "route": "fraction of valid bins",
@@ -98,7 +99,7 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                         "interval": f"null {null}" if null else "",
                         "verdict": str(x["extrap_verdict"].item()),
                     })
-            if "cond_verdict" in res:
+            if "cond_verdict" in res and len(rows) > n_rows:  # no route: variable absent
                 rows.append({"set": s, "cond": name, "route": "headline", "value": "",
                              "interval": "", "verdict": str(r["cond_verdict"].item())})
     if not rows:
