@@ -227,6 +227,8 @@ _KEYWORDS = {
     r"\bn_boot\b": "--n-boot",
     r"\bn_mc\b": "--n-mc",
     r"\bn_bins\b": "--bins",
+    r"\bpop_min\b": "--pop-min",
+    r"\bcond_bins\b": "--cond-bins",
 }
 
 
