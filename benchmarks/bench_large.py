@@ -19,7 +19,7 @@ import time
 from _common import ROOT, header, section
 
 CHILD = r"""
-import json, resource, sys, time
+import json, os, resource, sys, time
 import numpy as np
 M, n_boot, n_mc, run = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 rng = np.random.default_rng(7)
@@ -32,9 +32,11 @@ if run:
     ds = uqx.from_arrays(E, u, name="large")
     res = uqx.validate(ds, ["zms", "rce", "ence"], n_boot=n_boot, n_mc=n_mc, seed=1)
     out["verdicts"] = {str(s): str(v) for s, v in zip(res.stat.values, res.verdict.values[0])}
-    out["ence_ci"] = [float(res.ci_low.sel(stat="ence")), float(res.ci_high.sel(stat="ence"))]
+    out["ence_ci"] = [res.ci_low.sel(stat="ence").values.item(),
+                      res.ci_high.sel(stat="ence").values.item()]
     out["cond"] = [str(v) for v in res.cond_verdict.values[0]]
 out["seconds"] = time.perf_counter() - t
+out["load"] = os.getloadavg()[0]
 out["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """
@@ -64,6 +66,7 @@ def main():
           f"peak {run['peak_mib']:.0f} MiB (target < 2048: ratio {run['peak_mib'] / 2048:.2f}), "
           f"{run['peak_mib'] / base['peak_mib']:.1f}x the data alone")
     print(f"verdicts {run['verdicts']}, ENCE interval {run['ence_ci']}, conditional {run['cond']}")
+    print(f"1-minute load average at the end of the run: {run['load']:.2f} (2 cores)")
 
 
 if __name__ == "__main__":

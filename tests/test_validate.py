@@ -16,7 +16,6 @@ from uqx.data import InputError
 from uqx.io import read_netcdf, to_netcdf
 from uqx.reference import d_sensitive, zeta_score, zeta_sim2
 from uqx.synth import demo_sets, nig, tig
-from uqx.verdict import NOT_TESTED, VERDICTS, agreement_verdict, interval_problem
 from uqx.validate import (
     DEFAULT_STATS,
     TAILEDNESS_VARS,
@@ -27,6 +26,7 @@ from uqx.validate import (
     split_warnings,
     validate,
 )
+from uqx.verdict import NOT_TESTED, VERDICTS, interval_problem, simulated_verdict
 
 M = 1500
 STATS = ["zms", "rce", "var_z", "mean_z", "nll", "cc", "ence", "zmse", "zve"]
@@ -126,7 +126,8 @@ def test_verdicts_follow_the_rules(res):
             elif kind.startswith("predefined"):
                 expected = "valid" if abs(float(r["zeta"])) <= 1 else "invalid"
             else:
-                expected = agreement_verdict(r["zeta_sim"].values, labels)[0]
+                expected = simulated_verdict(r["zeta_sim"].values, r["zeta_sim2"].values,
+                                             labels)[0]
             assert v == expected, (s, st)
             valid = float(r["valid"])
             assert (valid == 1.0) == (v == "valid") and (valid == 0.0) == (v == "invalid")
@@ -169,7 +170,8 @@ def test_simulated_references_used_when_d_insensitive(synth):
         z = r["zeta_sim"].values[0, j]
         if not interval_problem(*(float(r[k].values[0, j]) for k in ("estimate", "ci_low",
                                                                       "ci_high"))):
-            assert r["verdict"].values[0, j] == agreement_verdict(z, ["N", "T"])[0], st
+            z2 = r["zeta_sim2"].values[0, j]
+            assert r["verdict"].values[0, j] == simulated_verdict(z, z2, ["N", "T"])[0], st
     z2 = zeta_sim2(r["estimate"].values[..., None], r["sim_reference"].values,
                    r["sim2_low"].values, r["sim2_high"].values)
     np.testing.assert_allclose(r["zeta_sim2"].values, z2, rtol=1e-12)

@@ -56,6 +56,22 @@ def test_agreement_rule(zetas, verdict):
     assert (why != "") == (verdict == "inconclusive")
 
 
+@pytest.mark.parametrize(
+    "zetas, zetas2, verdict",
+    [
+        ([2.0, 3.0], [1.5, 1.2], "invalid"),  # bootstrap and null test agree
+        ([-1.1, -5.0], [-0.3, -1.2], "inconclusive"),  # inside the calibrated range (N)
+        ([0.5, 0.9], [0.2, -0.4], "valid"),
+        ([0.5, 0.9], [1.5, 2.0], "inconclusive"),  # outside the null range under every D
+        ([1.5, -1.5], [1.2, -1.2], "inconclusive"),
+    ],
+)
+def test_simulated_verdict_needs_the_null_test(zetas, zetas2, verdict):
+    from uqx.verdict import simulated_verdict
+
+    assert simulated_verdict(zetas, zetas2, ["N", "T6"])[0] == verdict
+
+
 def test_interval_problem():
     assert interval_problem(1.0, 0.9, 1.1) == ""
     assert "excludes its own estimate" in interval_problem(0.0295, 0.0194, 0.0281)

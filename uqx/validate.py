@@ -56,8 +56,8 @@ from uqx.stats.tailedness import (
 )
 from uqx.verdict import (
     NOT_TESTED,
-    agreement_verdict,
     interval_problem,
+    simulated_verdict,
     zeta_se,
     zeta_verdict,
 )
@@ -271,7 +271,8 @@ def _verdict_step(res, specs, notes) -> xr.Dataset:
                 refs = list(res["sim_reference"].values[i, j])
                 rse = list(res["sim_reference_se"].values[i, j])
                 ut = [2 * x for x in rse]
-                verdict[i, j], reason[i, j] = agreement_verdict(zetas, labels)
+                verdict[i, j], reason[i, j] = simulated_verdict(
+                    zetas, res["zeta_sim2"].values[i, j], labels)
             sz = zeta_se(e, np.array(refs), lo, hi, g["ci_low_se"][i, j], g["ci_high_se"][i, j],
                          target_u=np.array(ut), reference_se=np.array(rse))
             with np.errstate(invalid="ignore"):

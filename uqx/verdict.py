@@ -20,6 +20,9 @@ and, when inconclusive, a ``verdict_reason``:
    opposite sides: that is D deciding, not the data. Whether the references differ beyond
    their Monte-Carlo uncertainty (000's D-sensitivity) is kept as a flag; it only matters
    when it changes the conclusion, and then the rule above says ``inconclusive``.
+   The verdict must also agree with the Monte-Carlo null test (is the estimate within the
+   central 95 % of the simulated calibrated values, ζ_Sim2?): ``invalid`` needs it outside
+   under every D, ``valid`` inside under at least one (:func:`simulated_verdict`).
 4. Statistics that do not involve the errors (MV, RMV, NLL_ref) are ``not tested``.
 
 **Borderline.** A |ζ| within two of its own Monte-Carlo standard deviations of 1 is
@@ -41,6 +44,7 @@ __all__ = [
     "interval_problem",
     "zeta_verdict",
     "agreement_verdict",
+    "simulated_verdict",
     "limit_se",
     "zeta_se",
 ]
@@ -96,6 +100,39 @@ def agreement_verdict(zetas, labels) -> tuple[str, str]:
     else:
         why = "accepted by one reference and rejected by another"
     return "inconclusive", f"{why} ({parts}): the conclusion depends on D"
+
+
+def simulated_verdict(zetas, zetas2, labels) -> tuple[str, str]:
+    """Verdict against simulated references: ζ_Sim agreement, checked by the null test.
+
+    :func:`agreement_verdict` on the ζ_Sim of every distribution decides; the verdict
+    stands only if the Monte-Carlo null test agrees: ``invalid`` needs the estimate to be
+    outside the central 95 % of the simulated calibrated values (|ζ_Sim2| > 1, same side)
+    under every D, ``valid`` needs it inside under at least one D. Otherwise the bootstrap
+    interval and the null distribution contradict each other, which happens to binned
+    statistics near calibration (absolute values of noise: the bootstrap of |x| at 0 is
+    inconsistent; on 2·10^6 calibrated points ENCE's BCa interval contains its estimate
+    yet both ζ_Sim < −1 while the estimate is well inside the calibrated range), and the
+    verdict is ``inconclusive``. ζ_Sim2 alone never decides (000 Sect. II D).
+    """
+    v, why = agreement_verdict(zetas, labels)
+    z2 = np.asarray(zetas2, dtype=np.float64)
+    if v == "invalid" and np.isfinite(z2).all():
+        z = np.asarray(zetas, dtype=np.float64)
+        out_same_side = np.all(np.abs(z2) > 1) and np.all(np.sign(z2) == np.sign(z[0]))
+        if not out_same_side:
+            inside = [lab for lab, q in zip(labels, z2, strict=True) if abs(q) <= 1]
+            return "inconclusive", (
+                "rejected by the bootstrap interval, but the estimate lies within the range "
+                f"of calibrated data simulated under {', '.join(inside) or 'some D'} "
+                "(the bootstrap interval of a binned statistic near calibration is "
+                "unreliable, 000 App. A)")
+    if v == "valid" and np.isfinite(z2).all() and np.all(np.abs(z2) > 1) and (
+            np.all(z2 > 0) or np.all(z2 < 0)):
+        return "inconclusive", (
+            "the references lie in the bootstrap interval, but the estimate is outside the "
+            "range of calibrated data simulated under every D")
+    return v, why
 
 
 def limit_se(T, alpha) -> np.ndarray:
