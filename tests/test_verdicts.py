@@ -322,3 +322,17 @@ def test_simulated_reference_independent_of_memory_budget(monkeypatch):
     b = uqx.simulate_reference(ds, ["zms", "cc", "ence"], n_mc=300, seed=5)
     for k in ("reference", "reference_se", "sim2_low", "sim2_high"):
         np.testing.assert_array_equal(a[k].values, b[k].values)
+
+
+def test_lzisd_interval_method_auto():
+    """Bins of >= 400 points get the analytic 'cho' interval, smaller ones the bootstrap;
+    both give fractions of valid bins compatible with 95 % on calibrated data."""
+    E, u = nig(7000, 6.0, seed=31)
+    big = uqx.validate(uqx.from_arrays(E, u), ["zms"], n_boot=300, n_mc=20, seed=1,
+                       extrapolation_n_mc=20, cond_bins=15)
+    small = uqx.validate(uqx.from_arrays(E[:3000], u[:3000]), ["zms"], n_boot=300, n_mc=20,
+                         seed=1, extrapolation_n_mc=20, cond_bins=15)
+    assert big["lzisd_ci_method"].values.item() == "cho"  # 7000/15 = 466 per bin
+    assert small["lzisd_ci_method"].values.item() == "bootstrap"  # 200 per bin
+    for r in (big, small):
+        assert r["fval_ci_high"].values.item() >= 0.95 or r["fval"].values.item() > 0.6

@@ -60,11 +60,13 @@ def _quantile7(T, p):
     return out
 
 
-def jackknife_acceleration(jack):
+def jackknife_acceleration(jack, *, chunk_rows: int = 262_144):
     r"""BCa acceleration from leave-one-out values (Efron 1987; nptest).
 
     .. math:: a = \frac{\sum_i (\bar t - t_{(i)})^3}{6\left(\sum_i (\bar t - t_{(i)})^2
               \right)^{3/2}}
+
+    Accumulated over row chunks (memory O(chunk · K), not O(M · K)); NaN values ignored.
 
     Parameters
     ----------
@@ -78,9 +80,15 @@ def jackknife_acceleration(jack):
     jack = np.asarray(jack, dtype=np.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN column: NaN, no warning
-        d = np.nanmean(jack, axis=0) - jack
+        mean = np.nanmean(jack, axis=0)
+    s2 = np.zeros(jack.shape[1:])
+    s3 = np.zeros(jack.shape[1:])
+    for lo in range(0, jack.shape[0], chunk_rows):
+        d = mean - jack[lo : lo + chunk_rows]
+        s2 += np.nansum(d * d, axis=0)
+        s3 += np.nansum(d * d * d, axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.nansum(d**3, axis=0) / (6.0 * np.nansum(d**2, axis=0) ** 1.5)
+        return s3 / (6.0 * s2**1.5)
 
 
 def bca_interval(T, t0, jack, *, level=0.95):

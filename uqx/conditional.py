@@ -36,24 +36,52 @@ def _conds(sets):
     return ["uE"] + [c for c in ("X", "V") if any(getattr(sd, c) is not None for sd in sets)]
 
 
-def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, common):
-    """LZISD per bin, fraction of valid bins and its Wilson-cc interval per (set, cond)."""
+#: Bins of at least this many points get the analytic 'cho' LZISD interval under
+#: ``lzisd_ci="auto"`` (ErrViewLib's 'auto' rule of plotLZV, METHODS §4.3).
+CHO_MIN_POP = 400
+
+
+def _lzisd_one(ds, i, sd, cond, *, nb, method, seed, level, n_boot, pop_min, common):
+    """LZISD per bin of one (set, cond): BCa from shared resamples, or 'cho'."""
+    from uqx.binning import equal_count_edges
+
+    if method == "auto":
+        pops = np.diff(equal_count_edges(sd.M, nb, pop_min=pop_min))
+        method = "cho" if pops.min() >= CHO_MIN_POP else "bootstrap"
+    if method == "bootstrap":
+        stat = "lzisd" if cond == "uE" else f"lzisd_{cond}"
+        r = bootstrap_per_bin(ds.isel(set=[i]), stat, n_boot=n_boot, level=level, seed=seed,
+                              bins=nb, pop_min=pop_min, **common).isel(set=0)
+        return r, method
+    from uqx.curves import local_z
+
+    r = local_z(sd, stat="lzisd", by=cond, n_bins=nb, pop_min=pop_min, ci="cho", level=level)
+    return r[["estimate", "ci_low", "ci_high", "n", "x_mid"]], method
+
+
+def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, common,
+               method="auto"):
+    """LZISD per bin, fraction of valid bins and its Wilson-cc interval per (set, cond).
+
+    ``method``: ``"bootstrap"`` (BCa per bin from shared resamples), ``"cho"`` (analytic,
+    METHODS §4.3) or ``"auto"``: 'cho' when every bin has at least :data:`CHO_MIN_POP`
+    points (large data: the bootstrap adds nothing there but cost), else bootstrap.
+    """
     conds = _conds(sets)
     S, C = len(sets), len(conds)
     per = {}
+    used = np.full((S, C), "", dtype=object)
     for i, sd in enumerate(sets):
         nb = cond_bins or default_cond_bins(sd.M)
         for c, cond in enumerate(conds):
             if cond != "uE" and getattr(sd, cond) is None:
                 continue
-            stat = "lzisd" if cond == "uE" else f"lzisd_{cond}"
             try:
-                r = bootstrap_per_bin(ds.isel(set=[i]), stat, n_boot=n_boot, level=level,
-                                      seed=seed, bins=nb, pop_min=pop_min, **common)
+                per[i, c], used[i, c] = _lzisd_one(
+                    ds, i, sd, cond, nb=nb, method=method, seed=seed, level=level,
+                    n_boot=n_boot, pop_min=pop_min, common=common)
             except InputError as exc:
                 notes.set(i, f"no LZISD analysis on {cond}: {exc}")
-                continue
-            per[i, c] = r.isel(set=0)
     B = max([r.sizes["bin"] for r in per.values()], default=1)
     arr = {k: np.full((S, C, B), np.nan) for k in ("estimate", "ci_low", "ci_high", "n", "x_mid")}
     for (i, c), r in per.items():
@@ -79,6 +107,7 @@ def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, comm
             "bin_x_mid": (d3, arr["x_mid"],
                           {"long_name": "bin mid-range of the conditioning variable"}),
             "cond_n_bins": (d2, nb, {"long_name": "number of LZISD bins (real, not padding)"}),
+            "lzisd_ci_method": (d2, used.astype(str), {"long_name": "LZISD interval method"}),
             "fval": (d2, fval, {"long_name": "fraction of bins whose LZISD interval contains 1"}),
             "fval_ci_low": (d2, lo, {"long_name": "Wilson-cc lower limit"}),
             "fval_ci_high": (d2, hi, {"long_name": "Wilson-cc upper limit"}),

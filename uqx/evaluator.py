@@ -406,7 +406,7 @@ class SetEvaluator:
                 except InputError:
                     ej = None
             specs = [s for s in self.specs if s.family == "binned" and s.cond == c]
-            res = {s.name: [] for s in specs}
+            res = {}  # filled in file order chunk by chunk: one (M, K) array per statistic
             # R's intrvJack (equal-count; it may hold one bin less when the popMin reduction
             # bites at M - 1); per-bin (vector) statistics keep their N components and, like
             # the other schemes, use the same intervals shifted past the removed point.
@@ -431,11 +431,11 @@ class SetEvaluator:
                     n = np.diff(EJ, axis=1).astype(np.float64)
                     for s in group:
                         v = BINNED_STATS[s.base][0](Sb, n)
-                        res[s.name].append(v if s.vector else v[:, None])
-            inv = np.empty(M, dtype=np.int64)
-            inv[order] = np.arange(M)  # back to file order
-            for s in specs:
-                out[s.name] = np.concatenate(res[s.name])[inv]
+                        v = v if s.vector else v[:, None]
+                        if s.name not in res:
+                            res[s.name] = np.empty((M, v.shape[1]))
+                        res[s.name][order[lo : lo + v.shape[0]]] = v  # sorted -> file order
+            out.update(res)
         if any(s.family == "rank" for s in self.specs):
             ou, gu, oe, ge = self._rank_prep
             ru = np.empty(M)

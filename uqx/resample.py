@@ -48,7 +48,7 @@ REPLICATE_BLOCK = 1000
 #: Memory budget (bytes) of one task's working arrays: count batches, simulated data sets.
 #: Blocks size themselves to it; the numbers never depend on it (streams are keyed by
 #: fixed blocks and consumed sequentially).
-MEMORY_BUDGET = 256 * 2**20
+MEMORY_BUDGET = 128 * 2**20
 #: Sample blocks per group: the unit of work (a dask task) of streamed sums on large data.
 SAMPLE_GROUP = 64
 

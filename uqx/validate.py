@@ -323,6 +323,7 @@ def validate(
     conditional: bool = True,
     cond_bins: int | None = None,
     cond_n_boot: int | None = None,
+    cond_ci: str = "auto",
     extrapolation_n_mc: int | None = None,
     drop_nonfinite: bool = False,
     scheduler=None,
@@ -363,6 +364,9 @@ def validate(
     cond_bins, cond_n_boot : int, optional
         Bins and replicates of the LZISD analysis (default per set: ErrViewLib's
         max(min(floor(M/150), 15), 2) bins and ``min(n_boot, 5000)`` replicates).
+    cond_ci : {"auto", "bootstrap", "cho"}
+        LZISD per-bin intervals: BCa from shared resamples, the analytic 'cho' interval
+        (METHODS §4.3), or 'cho' when every bin holds at least 400 points (default).
     extrapolation_n_mc : int, optional
         Calibrated copies per distribution for the extrapolation null (default
         ``min(n_mc, 200)``).
@@ -415,6 +419,7 @@ def validate(
         res = _conditional_steps(
             res, ds, sets, notes, seed=seed, level=level, nu=nu, cond_bins=cond_bins,
             n_boot=min(n_boot, 5000) if cond_n_boot is None else cond_n_boot, pop_min=pop_min,
+            method=cond_ci,
             n_mc=min(n_mc, 200) if extrapolation_n_mc is None else extrapolation_n_mc,
             common=dict(scheduler=scheduler, num_workers=num_workers))
     res = res.merge(xr.Dataset(notes.variables()))
@@ -443,12 +448,14 @@ def _check_arguments(stats, n_mc):
 
 
 def _conditional_steps(res, ds, sets, notes, *, seed, level, nu, cond_bins, n_boot, pop_min,
-                       n_mc, common):
+                       n_mc, common, method="auto"):
     """Run steps 5–6 and the headline verdict of consistency / adaptivity."""
     from uqx.conditional import extrapolation_step, headline_step, lzisd_step
 
+    if method not in ("auto", "bootstrap", "cho"):
+        raise InputError(f"cond_ci must be auto, bootstrap or cho, got {method!r}")
     lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cond_bins,
-                    n_boot=n_boot, pop_min=pop_min, common=common)
+                    n_boot=n_boot, pop_min=pop_min, common=common, method=method)
     ex = extrapolation_step(sets, notes, seed=seed, level=level, nu=nu, n_mc=n_mc)
     res = res.merge(lz).merge(ex, combine_attrs="override")
     return res.merge(headline_step(res))

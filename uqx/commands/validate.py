@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import sys
 
 from uqx.commands._common import (
     HelpFormatter,
@@ -31,6 +34,17 @@ def register(subparsers):
         formatter_class=HelpFormatter,
     )
     add_inputs(p, required=False)
+    add_validation_options(p)
+    add_output(p)
+    p.add_argument("--plots", default=None, metavar="DIR",
+                   help="also write the diagnostic figures of every data set as PNG files "
+                   "into DIR (created if needed): E vs uE, reliability, LZISD on uE/X/V, "
+                   "calibration, confidence, distributions, zero-bin extrapolation, zeta bars")
+    return p
+
+
+def add_validation_options(p) -> None:
+    """Add the options of :func:`uqx.validate` shared by ``uqx validate`` and ``uqx report``."""
     p.add_argument(
         "--paper-sets",
         action="store_true",
@@ -52,6 +66,8 @@ def register(subparsers):
                    help="LZISD bins per set; None means max(min(M // 150, 15), 2) per set")
     p.add_argument("--cond-n-boot", type=int, default=None,
                    help="LZISD bootstrap replicates; None means min(n_boot, 5000)")
+    p.add_argument("--cond-ci", default="auto", choices=["auto", "bootstrap", "cho"],
+                   help="LZISD per-bin intervals (auto: 'cho' when every bin has >= 400 points)")
     p.add_argument("--extrapolation-n-mc", type=int, default=None,
                    help="calibrated copies per distribution for the zero-bin extrapolation "
                    "null; None means min(n_mc, 200)")
@@ -59,8 +75,6 @@ def register(subparsers):
         "--no-conditional", action="store_true",
         help="skip the conditional routes (LZISD bins, zero-bin extrapolation)"
     )
-    add_output(p)
-    return p
 
 
 def stat_list(text: str) -> list[str]:
@@ -77,7 +91,8 @@ def stat_list(text: str) -> list[str]:
     return out
 
 
-def _inputs(args):
+def validation_inputs(args):
+    """Input Dataset of ``uqx validate``/``uqx report``: INPUT files/names and --paper-sets."""
     if not args.paper_sets:
         return load_inputs(args.inputs, **input_kwargs(args))
     from uqx.data import from_arrays, iter_sets, stack
@@ -94,17 +109,11 @@ def _inputs(args):
     return ds
 
 
-def run(args) -> int:
-    """Validate the inputs, print the tables (or JSON), then write the NetCDF result."""
-    from uqx.errors import InputError
+def run_validation(args, ds):
+    """Run :func:`uqx.validate` with the parsed options; returns ``(result, stats)``."""
     from uqx.progress import progress_bar
-    from uqx.render import result_records
     from uqx.validate import validate
 
-    if not args.paper_sets and not args.inputs:
-        raise InputError("validate needs INPUT files/names or --paper-sets")
-    out_path = check_output(args.output, mkdir=args.mkdir)
-    ds = _inputs(args)
     stats = stat_list(args.stats or (PAPER_STATS if args.paper_sets else DEFAULT_STATS))
     with progress_bar(quiet=args.quiet):
         res = validate(
@@ -118,21 +127,91 @@ def run(args) -> int:
             pop_min=args.pop_min,
             cond_bins=args.cond_bins,
             cond_n_boot=args.cond_n_boot,
+            cond_ci=args.cond_ci,
             extrapolation_n_mc=args.extrapolation_n_mc,
             nu=args.nu,
             simulate_all=args.paper_sets,
             conditional=not args.no_conditional,
         )
+    return res, stats
+
+
+def check_plots_dir(path):
+    """Create the figure directory of ``--plots`` if needed and check it is writable."""
+    from pathlib import Path
+
+    from uqx.errors import InputError
+
+    if path is None:
+        return None
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"--plots {path}: exists and is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the figure directory {path}: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InputError(f"figure directory {path} is not writable")
+    return path
+
+
+def write_plots(res, ds, directory) -> list:
+    """Write :func:`uqx.report.diagnostic_figures` as ``<set>_<figure>.png`` files.
+
+    The ζ bars of all sets go to ``zeta_bars.png``; a figure that cannot be drawn is
+    reported on stderr. Returns the written paths.
+    """
+    from uqx.report import diagnostic_figures
+
+    written, used = [], set()
+    for name, figs in diagnostic_figures(res, ds).items():
+        stem = "" if name is None else re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+        while stem in used and name is not None:  # distinct names may sanitise alike
+            stem += "_"
+        used.add(stem)
+        for key, _caption, png, why in figs:
+            if png is None:
+                print(f"uqx: note: {name}: figure {key} not drawn: {why}", file=sys.stderr)
+                continue
+            path = directory / (f"{stem}_{key}.png" if stem else f"{key}.png")
+            path.write_bytes(png)
+            written.append(path)
+    return written
+
+
+def run(args) -> int:
+    """Validate the inputs, print the tables (or JSON), then write the NetCDF result."""
+    from uqx.errors import InputError
+    from uqx.render import result_records
+
+    if not args.paper_sets and not args.inputs:
+        raise InputError("validate needs INPUT files/names or --paper-sets")
+    out_path = check_output(args.output, mkdir=args.mkdir)
+    plots = check_plots_dir(args.plots)
+    ds = validation_inputs(args)
+    res, stats = run_validation(args, ds)
     if args.format == "json":
         print(json.dumps(result_records(res), indent=1))
     else:
         print(validation_text(res, paper_sets=args.paper_sets))
+    status = 0
+    if plots is not None:
+        try:
+            files = write_plots(res, ds, plots)
+        except OSError as exc:
+            print(f"uqx: error: figures not written: {exc}", file=sys.stderr)
+            status = 2
+        else:
+            print(f"\n{len(files)} figure(s) written to {plots}",
+                  file=sys.stderr if args.format == "json" else sys.stdout)
     if out_path is None:
-        return 0
+        return status
     params = {
         "command": NAME,
         "inputs": list(args.inputs),
         "stats": stats,
         "paper_sets": bool(args.paper_sets),
     }
-    return write_result(res, out_path, parameters=params, seed=int(res.attrs["seed"]))
+    return max(status, write_result(res, out_path, parameters=params,
+                                    seed=int(res.attrs["seed"])))
