@@ -13,6 +13,7 @@ from scipy import stats as _sps  # noqa: F401
 
 from uqx.binning import bin_sums  # noqa: F401  (re-exported for the tests)
 from uqx.reference import unit_quantile  # noqa: F401
+from uqx.stats.correlation import paired
 
 _CAL = [
     "LN_2PI",
@@ -31,18 +32,6 @@ _CAL = [
 
 #: ln(2 pi), exact (ErrViewLib's ``nllFun`` uses the rounded 1.837877).
 LN_2PI = float(np.log(2.0 * np.pi))
-
-
-def paired(E, uE):
-    """Return float arrays ``(E, u)`` with NaN wherever either member of a pair is NaN."""
-    E = np.asarray(E, dtype=np.float64)
-    u = np.asarray(uE, dtype=np.float64)
-    E, u = np.broadcast_arrays(E, u)
-    bad = np.isnan(E) | np.isnan(u)
-    if bad.any():
-        E = np.where(bad, np.nan, E)
-        u = np.where(bad, np.nan, u)
-    return E, u
 
 
 def _nanmean(x, axis):

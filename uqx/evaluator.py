@@ -305,17 +305,21 @@ class SetEvaluator:
             bins, order, F = self._bin_prep[c]
             S = np.zeros((b, bins.n_bins, F.shape[1]))
             _weighted_bin_sums(counts, order, F, np.ascontiguousarray(bins.edges), S)
-            n = np.diff(bins.edges).astype(np.float64)
-            for s in self.specs:
-                if s.family == "binned" and s.cond == c:
-                    v = BINNED_STATS[s.base][0](S, n)
-                    out[s.name] = v if s.vector else v[:, None]
+            self._binned_from_sums(c, S, bins.edges, out)
         if any(s.family == "rank" for s in self.specs):
             ou, gu, oe, ge = self._rank_prep
             cc = np.empty(b)
             _spearman_from_counts(counts, ou, gu, oe, ge, cc)
             out["cc"] = cc[:, None]
         return out
+
+    def _binned_from_sums(self, cond, S, edges, out):
+        """Binned statistics on ``cond`` from per-bin sums S (b, N, 6) into ``out``."""
+        n = np.diff(edges).astype(np.float64)
+        for s in self.specs:
+            if s.family == "binned" and s.cond == cond:
+                v = BINNED_STATS[s.base][0](S, n)
+                out[s.name] = v if s.vector else v[:, None]
 
     def _from_moment_sums(self, S):
         if S.shape[-1] < 5:  # feature subset: unused columns are never read
@@ -338,11 +342,7 @@ class SetEvaluator:
             out.update(self._from_moment_sums(moment_sums(self.E, self.u)[None, :]))
         for c, bins in self._binnings.items():
             S = bin_feature_sums(self.E[bins.order], self.u[bins.order], bins.edges)
-            n = np.diff(bins.edges).astype(np.float64)
-            for s in self.specs:
-                if s.family == "binned" and s.cond == c:
-                    v = BINNED_STATS[s.base][0](S, n)
-                    out[s.name] = v if s.vector else v[:, None]
+            self._binned_from_sums(c, S, bins.edges, out)
         if any(s.family == "rank" for s in self.specs):
             cc = np.empty(1)
             _spearman_from_counts(np.ones((1, self.M), dtype=np.int32), *self._rank_prep, cc)
