@@ -345,3 +345,6 @@ def test_demo_without_data_dir(capsys, monkeypatch, tmp_path):
     assert res.sizes["set"] == 6 and res.attrs["seed"] == 2
     assert res["verdict"].sel(set="overconfident", stat="zms").item() == "invalid"
     assert not (tmp_path / "demo_paper_sets.nc").exists()
+    # the demo ends by writing the HTML report of the embedded sets
+    html = (tmp_path / "demo.html").read_text()
+    assert html.count('<img src="data:image/png;base64,') > 6 and "heavy_tailed" in html

@@ -26,6 +26,7 @@ COMMANDS = [
     "datasets",
     "stats",
     "validate",
+    "report",
     "show",
     "fit",
     "plot",

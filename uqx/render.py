@@ -70,8 +70,9 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
     """
     rows = []
     dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
+    conds = res["cond"].values if "cond" in res.dims else []
     for s in res["set"].values:
-        for c in res["cond"].values:
+        for c in conds:
             r = res.sel(set=s, cond=c)
             name = {"uE": "consistency (uE)"}.get(str(c), f"adaptivity ({c})")
             n_rows = len(rows)

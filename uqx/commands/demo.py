@@ -31,11 +31,31 @@ def register(subparsers):
     p.add_argument(
         "--data-dir", default=None, help="literature data directory (else $UQX_DATA_DIR)"
     )
+    p.add_argument("--no-report", action="store_true",
+                   help="skip the HTML report (OUTPUT with the suffix .html)")
     return p
 
 
+def _write_report(res, ds, out) -> int:
+    """Write the HTML report of the demo next to its NetCDF result; 2 on failure."""
+    import sys
+
+    from uqx.errors import InputError
+    from uqx.report import write_report
+
+    path = out.with_suffix(".html") if out.suffix != ".html" else out.with_name(
+        out.stem + "_report.html")
+    try:
+        write_report(res, path, ds, title="uqx demo: validation of six synthetic data sets")
+    except (InputError, OSError) as exc:
+        print(f"uqx: error: report not written: {exc}", file=sys.stderr)
+        return 2
+    print(f"report written to {path}")
+    return 0
+
+
 def run(args) -> int:
-    """Run the demonstration; writes ``OUTPUT`` and ``OUTPUT_paper_sets`` results."""
+    """Run the demonstration; writes ``OUTPUT``, its HTML report and ``OUTPUT_paper_sets``."""
     from uqx.datasets import data_dir as find_data_dir
     from uqx.datasets import load_paper_sets
     from uqx.describe import describe
@@ -55,6 +75,8 @@ def run(args) -> int:
     print(f"\n# validation (n_boot={args.n_boot}, n_mc={args.n_mc}, seed={args.seed})")
     print(validation_text(res))
     status = write_result(res, out, parameters={"command": NAME}, seed=args.seed)
+    if not args.no_report:
+        status = max(status, _write_report(res, ds, out))
     try:
         root = find_data_dir(args.data_dir)
     except InputError:

@@ -22,6 +22,13 @@ KINDS = {
     "tailedness": "beta_GM(E2), beta_GM(Z2) vs beta_GM(u2) with unsafe zones",
     "zeta": "|zeta| agreement and grouped zeta bars of a validation result (NetCDF)",
     "study": "panels of a Monte-Carlo study archive of 'uqx sweep' (NetCDF)",
+    "pval": "001 Fig. 4: p_val against nu (archive of 'uqx sweep pval')",
+    "appendix-b": "000 Figs. A1-A2 (archive of 'uqx sweep appendix-b')",
+    "bins": "statistics against the number of bins, zero-bin intercepts ('uqx sweep bins')",
+    "decimation": "001 Fig. 7: Delta RCE/ZMS against k ('uqx sweep decimation')",
+    "binned-tailedness": "001 Fig. 8: per-bin tailedness ('uqx sweep binned-tailedness')",
+    "reference-sensitivity": "000 Fig. 7: references against nu "
+                             "('uqx sweep reference-sensitivity')",
 }
 
 _FORMATS = (".png", ".pdf", ".svg")
@@ -151,8 +158,11 @@ def _figure(args, ds):
         return P.distributions(ds, **common)
     if k == "tailedness":
         return P.tailedness_map(ds, **common)
-    if k == "study":
-        return P.study(ds, **common)
+    studies = {"study": P.study, "pval": P.pval, "appendix-b": P.appendix_b, "bins": P.bins,
+               "decimation": P.decimation, "binned-tailedness": P.binned_tailedness,
+               "reference-sensitivity": P.reference_sensitivity}
+    if k in studies:
+        return studies[k](ds, **common)
     stats = tuple((args.stat or "zms,cc").split(","))
     if "zeta" not in ds:
         raise InputError("'uqx plot zeta' needs a 'uqx validate' result (NetCDF) as input")

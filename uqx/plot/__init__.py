@@ -13,8 +13,16 @@ from __future__ import annotations
 from uqx.plot.binned import lcp, lzisd, reliability
 from uqx.plot.calibration import calibration, conditional_calibration, confidence
 from uqx.plot.distributions import distributions
+from uqx.plot.extrapolation import extrapolation
 from uqx.plot.scatter import e_vs_u, z_vs_x
-from uqx.plot.studies import study
+from uqx.plot.studies import appendix_b, study
+from uqx.plot.study_panels import (
+    binned_tailedness,
+    bins,
+    decimation,
+    pval,
+    reference_sensitivity,
+)
 from uqx.plot.summary import tailedness_map, zeta_agreement, zeta_bars
 
 __all__ = [
@@ -31,4 +39,11 @@ __all__ = [
     "zeta_agreement",
     "zeta_bars",
     "study",
+    "extrapolation",
+    "appendix_b",
+    "pval",
+    "bins",
+    "decimation",
+    "binned_tailedness",
+    "reference_sensitivity",
 ]

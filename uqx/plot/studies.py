@@ -4,7 +4,9 @@
 
 * ``appendix-b`` — 000 App. B, Fig. A1/A2 (right panels): cell means of the simulated
   ENCE and ZMSE of calibrated data against √(N/M), ±2 standard errors, coloured by ν,
-  with the OLS fit of the archive and the paper's published lines for comparison.
+  with the OLS fit of the archive and the paper's published lines for comparison;
+* ``pval``, ``bins``, ``decimation``, ``binned-tailedness``, ``reference-sensitivity``:
+  :mod:`uqx.plot.study_panels`.
 """
 
 from __future__ import annotations
@@ -29,11 +31,16 @@ def study(archive, **options):
     -------
     matplotlib.figure.Figure
     """
+    from uqx.plot import study_panels as P
+
     ds = load(archive)
     name = ds.attrs.get("study")
-    if name == "appendix-b":
-        return appendix_b(ds, **options)
-    raise InputError(f"no figure for study {name!r} (available: appendix-b)")
+    figures = {"appendix-b": appendix_b, "pval": P.pval, "bins": P.bins,
+               "decimation": P.decimation, "binned-tailedness": P.binned_tailedness,
+               "reference-sensitivity": P.reference_sensitivity}
+    if name not in figures:
+        raise InputError(f"no figure for study {name!r} (available: {', '.join(figures)})")
+    return figures[name](ds, **options)
 
 
 def appendix_b(archive, *, size="double", font_size=None, dpi=None, title=None):

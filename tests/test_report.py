@@ -1,0 +1,211 @@
+"""The validation report (uqx.report, ``uqx report``, ``uqx demo``'s page).
+
+The nine literature sets are validated once with small replicate counts (200 / 50); the
+page must hold one verdict row per set, every diagnostic figure as an embedded PNG, parse
+with balanced tags (and as XML), and reference nothing on the network. The Chromium test
+renders the page headless when ``/usr/bin/chromium`` exists (skipped otherwise).
+"""
+
+import base64
+import re
+import subprocess
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from uqx.cli import main
+from uqx.data import InputError, from_arrays, iter_sets, stack
+from uqx.io import read_netcdf
+from uqx.report import VERDICT_STYLE, report, write_report
+from uqx.validate import validate
+
+IMG = '<img src="data:image/png;base64,'
+CHROMIUM = Path("/usr/bin/chromium")
+FAST = ["--n-boot", "200", "--n-mc", "50", "--seed", "1"]
+
+
+class _TagChecker(HTMLParser):
+    """Stack of open elements: every non-void element must be closed in order."""
+
+    VOID = {"meta", "img", "br", "hr", "link", "input"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.errors, self.tags = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):  # <br/>, <img .../>: opens nothing
+        self.tags.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+        else:
+            self.stack.pop()
+
+
+def _check_tags(page):
+    p = _TagChecker()
+    p.feed(page)
+    p.close()
+    assert not p.errors and not p.stack, (p.errors[:5], p.stack)
+    return p.tags
+
+
+def _tables(page):
+    """Every table of the page as a list of rows of (cell text, class)."""
+    root = ET.fromstring(page.split("\n", 1)[1])  # XHTML-compatible after the doctype
+    out = []
+    for t in root.iter("table"):
+        rows = [[("".join(td.itertext()), td.get("class", "")) for td in tr.findall("td")]
+                for tr in t.iter("tr")]
+        out.append([r for r in rows if r])
+    return root, out
+
+
+def _small(M=600, seed=3, name="small", X=True):
+    rng = np.random.default_rng(seed)
+    u = rng.uniform(0.5, 2.0, M)
+    return from_arrays(u * rng.standard_normal(M), u, X=rng.uniform(0, 1, M) if X else None,
+                       name=name)
+
+
+@pytest.fixture(scope="module")
+def paper(data_dir):
+    from uqx.datasets import load_paper_sets
+
+    ds = load_paper_sets(data_dir)
+    res = validate(ds, n_boot=200, n_mc=50, seed=1, cond_n_boot=100, extrapolation_n_mc=20)
+    return ds, res, report(res, ds, dpi=60)  # low resolution: the same figures, faster
+
+
+@pytest.mark.data
+def test_html_report_nine_sets(paper):
+    ds, res, page = paper
+    _check_tags(page)
+    root, tables = _tables(page)
+    names = [str(s) for s in res["set"].values]
+    verdicts = tables[2]  # parameters, inputs, then the verdict table
+    assert [row[0][0] for row in verdicts] == names
+    for row, s in zip(verdicts, names, strict=True):
+        for cell, st in zip(row[2:4], ("zms", "rce"), strict=True):
+            word = str(res["verdict"].sel(set=s, stat=st).item())
+            assert word in cell[0] and cell[1] == VERDICT_STYLE[word][0]
+        word = str(res["cond_verdict"].sel(set=s, cond="uE").item())
+        assert word in row[4][0] and row[4][1] == VERDICT_STYLE[word][0]
+    # figures: zeta bars; per set 6 raw-data figures, LZISD per X / V, extrapolation per cond
+    expected = 1
+    for i, sd in enumerate(iter_sets(ds)):
+        expected += 6 + sum(getattr(sd, k) is not None for k in ("X", "V"))
+        expected += int(np.isfinite(res["extrap_intercept"].isel(set=i)).any("xstat").sum())
+    assert page.count(IMG) == expected
+    for src in re.findall(r'src="data:image/png;base64,([^"]+)"', page):
+        assert base64.b64decode(src)[:8] == b"\x89PNG\r\n\x1a\n"
+    # self-contained: no network reference, no script
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+    assert all(img.get("src").startswith("data:") for img in root.iter("img"))
+    for s in names:
+        assert f'id="set-{names.index(s) + 1}"' in page
+
+
+@pytest.mark.data
+def test_markdown_report_nine_sets(paper):
+    _, res, _ = paper
+    text = report(res, fmt="md", figures=False)
+    lines = text.splitlines()
+    start = lines.index("## Verdicts")
+    rows = [ln for ln in lines[start + 4: start + 4 + res.sizes["set"]] if ln.startswith("| ")]
+    assert len(rows) == res.sizes["set"]
+    assert "<img" not in text and "![" not in text
+    assert "Diffusion\\_RF" in text  # Markdown syntax characters escaped
+
+
+def test_markdown_file_links_png_files(tmp_path):
+    ds = _small(X=False)
+    res = validate(ds, ["zms", "rce"], n_boot=200, n_mc=50, seed=2, conditional=False)
+    path = write_report(res, tmp_path / "r.md", ds)
+    text = path.read_text()
+    links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", text)
+    assert links and all((tmp_path / ln).is_file() for ln in links)
+    assert all((tmp_path / ln).read_bytes()[:4] == b"\x89PNG" for ln in links)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md", "r_figures"]  # no temp
+
+
+def test_text_is_escaped_and_missing_data_noted():
+    ds = stack([_small(name="a<b>&c", X=False), _small(seed=4, name="plain", X=False)])
+    res = validate(ds, ["zms", "rce"], n_boot=200, n_mc=50, seed=2, conditional=False)
+    page = report(res)
+    _check_tags(page)
+    assert "a<b>&c" not in page and "a&lt;b&gt;&amp;c" in page
+    assert "Input data not given" in page
+    assert page.count(IMG) == 1  # the zeta bars only: no data, no conditional routes
+    _, tables = _tables(page)
+    assert len(tables[2]) == 2 and len(tables[2][0]) == 2 + 2 + 1  # no cond columns
+
+
+def test_data_matched_by_content():
+    ds = _small(X=False)
+    res = validate(ds, ["zms"], n_boot=200, n_mc=50, seed=2, conditional=False)
+    other = _small(seed=9, X=False)  # same name, other content
+    page = report(res, other)
+    assert "differ from those of the result" in page and page.count(IMG) == 1
+    renamed = _small(X=False, name="renamed")  # same content, other name: matched
+    assert report(res, renamed).count(IMG) == 1 + 6
+
+
+def test_bad_format_and_input():
+    with pytest.raises(InputError, match="html or .md"):
+        write_report(None, "r.pdf")
+    with pytest.raises(InputError, match="validation result"):
+        report(_small())
+
+
+def test_cli_report_and_saved_result(tmp_path, capsys):
+    csv = tmp_path / "d.csv"
+    sd = next(iter_sets(_small()))
+    np.savetxt(csv, np.column_stack([sd.E, sd.uE, sd.X]), delimiter=",", header="E,uE,X",
+               comments="")
+    out = tmp_path / "r.html"
+    assert main(["report", str(csv), "--X", "X", *FAST, "-o", str(out), "-q"]) == 0
+    page = out.read_text()
+    _check_tags(page)
+    # zeta bars, 6 raw-data figures, LZISD on X; M = 600 is too small for the zero-bin sweep
+    assert page.count(IMG) == 1 + 6 + 1 and "no zero-bin extrapolation" in page
+    nc = tmp_path / "r.nc"
+    assert main(["validate", str(csv), "--X", "X", *FAST, "-o", str(nc)]) == 0
+    assert read_netcdf(nc).attrs["seed"] == 1
+    md = tmp_path / "saved.md"
+    assert main(["report", str(nc), "-o", str(md), "--no-figures"]) == 0
+    assert "d" in md.read_text() and not (tmp_path / "saved_figures").exists()
+    capsys.readouterr()
+    assert main(["report", str(csv), *FAST, "-o", str(tmp_path / "r.pdf")]) == 2
+    assert main(["report", str(nc), "--paper-sets", "-o", str(md)]) == 2
+    assert "--data" in capsys.readouterr().err
+
+
+@pytest.mark.chromium
+def test_chromium_renders_the_page(tmp_path):
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium not installed")
+    ds = stack([_small(M=2000), _small(M=1500, seed=5, name="second", X=False)])
+    res = validate(ds, n_boot=200, n_mc=50, seed=1)
+    page = write_report(res, tmp_path / "report.html", ds)
+    # zeta bars; raw data, LZISD on X, 2 sweeps; raw data, 1 sweep: every figure kind
+    assert page.read_text().count(IMG) == 1 + (6 + 1 + 2) + (6 + 1)
+    shot = tmp_path / "shot.png"
+    cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+           "--enable-logging=stderr", "--v=0", f"--screenshot={shot}",
+           "--window-size=1280,2000", page.as_uri()]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert shot.is_file() and shot.stat().st_size > 10_000, p.stderr[-2000:]
+    bad = [ln for ln in p.stderr.splitlines() if "Uncaught" in ln or "CONSOLE" in ln]
+    assert not bad, bad
