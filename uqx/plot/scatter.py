@@ -18,9 +18,9 @@ __all__ = ["e_vs_u", "z_vs_x"]
 
 
 def _use_log(x, logx):
-    if logx == "auto":  # log when positive and the central 80 % span a decade
+    if logx == "auto":  # log when positive and the central 99 % span more than a decade
         x = x[np.isfinite(x)]
-        return bool(x.size and x.min() > 0 and np.divide(*np.quantile(x, [0.9, 0.1])) > 10)
+        return bool(x.size and x.min() > 0 and np.divide(*np.quantile(x, [0.995, 0.005])) > 10)
     return bool(logx)
 
 
@@ -55,7 +55,8 @@ def e_vs_u(data, *, level=0.95, n_bins=None, logx="auto", ylim=None, size="doubl
     n_bins : int, optional
         Sets the sliding-window width (default :math:`\lceil 2 M^{0.333}\rceil`).
     logx : bool or "auto"
-        Log x axis ("auto": when the 10–90 % quantiles of uE span more than a decade).
+        Log x axis ("auto": when the 0.5–99.5 % quantiles of uE span more than a decade,
+        e.g. the skewed uncertainties of QM9_E).
     ylim : (float, float), optional
         y range (default ±1.15 × the 99.5 % quantile of |E|).
     size, font_size, dpi, title

@@ -287,6 +287,10 @@ def zeta_bars(result, *, stats=("zms", "cc"), size="double", font_size=None, dpi
             for v in (-1, 1):
                 S.reference_line(ax, v)
             ax.set_xticks(np.arange(n_set), labels)
+            if sum(len(str(x)) for x in labels) > 60:  # long names would overlap
+                ax.tick_params(axis="x", labelrotation=30)
+                for t in ax.get_xticklabels():
+                    t.set_horizontalalignment("right")
             ax.set_xlabel("Data set")
             ax.set_ylabel(rf"$\zeta$ ({stat.upper()})")
         S.legend(fig, axes, ncols=n_ser)
