@@ -30,6 +30,7 @@ COMMANDS = [
     "show",
     "fit",
     "plot",
+    "sweep",
     "demo",
 ]
 

@@ -137,21 +137,27 @@ def bin_numbers(M: int, settings: SweepSettings) -> np.ndarray:
     return n
 
 
-def sweep_statistics(E_sorted, u_sorted, n_bins, stats, *, pop_min: int = 20) -> np.ndarray:
+def sweep_statistics(E_sorted, u_sorted, n_bins, stats, *, pop_min: int = 20,
+                     rows: int = 1) -> np.ndarray:
     """Binned statistics for several numbers of equal-count bins, from one prefix sum.
 
     Parameters
     ----------
     E_sorted : array_like, shape (..., M)
-        Errors sorted by the conditioning variable (rows: data sets sharing ``u_sorted``,
-        computed one at a time so that a row's result never depends on the batch).
-    u_sorted : array_like, shape (M,)
-        Uncertainties in the same order.
+        Errors sorted by the conditioning variable (rows: data sets).
+    u_sorted : array_like, shape (M,) or same shape as ``E_sorted``
+        Uncertainties in the same order (shared by every row, or one row per data set).
     n_bins : sequence of int
         Numbers of equal-count bins (:func:`uqx.binning.equal_count_edges`).
     stats : sequence of str
         Names in :data:`uqx.statistic.BINNED_STATS` (scalar ones).
     pop_min : int
+    rows : int, default 1
+        Data sets whose statistics are evaluated together (one prefix sum each,
+        :func:`uqx.statistic.prefix_bin_features`; then the formulas on ``rows`` data sets
+        at once, which pays the Python overhead once per batch). With ``rows=1`` a row's
+        bits never depend on the rows beside it; larger batches may differ by 1 ulp in the
+        mean over bins, so callers keep the batches aligned to fixed blocks.
 
     Returns
     -------
@@ -159,16 +165,22 @@ def sweep_statistics(E_sorted, u_sorted, n_bins, stats, *, pop_min: int = 20) ->
     """
     E = np.asarray(E_sorted, dtype=np.float64)
     M = E.shape[-1]
+    flat = E.reshape(-1, M)
+    U = np.asarray(u_sorted, dtype=np.float64)
+    U = np.broadcast_to(U, E.shape).reshape(-1, M) if U.ndim > 1 else U
     edges = [equal_count_edges(M, int(n), pop_min=pop_min) for n in n_bins]
-    rows = E.reshape(-1, M)
-    out = np.empty((rows.shape[0], len(n_bins), len(stats)))
-    for r, row in enumerate(rows):
-        P = prefix_bin_features(row, u_sorted)
+    out = np.empty((flat.shape[0], len(n_bins), len(stats)))
+    rows = max(1, int(rows))
+    P = np.empty((min(rows, flat.shape[0]), M + 1, 6))
+    for lo in range(0, flat.shape[0], rows):
+        hi = min(lo + rows, flat.shape[0])
+        for r in range(lo, hi):
+            P[r - lo] = prefix_bin_features(flat[r], U[r] if U.ndim > 1 else U)
         for i, e in enumerate(edges):
-            S = np.diff(P[e], axis=0)
+            S = np.diff(P[: hi - lo, e], axis=1)
             cnt = np.diff(e).astype(np.float64)
             for j, name in enumerate(stats):
-                out[r, i, j] = BINNED_STATS[name][0](S, cnt)
+                out[lo:hi, i, j] = BINNED_STATS[name][0](S, cnt)
     return out.reshape(E.shape[:-1] + out.shape[1:])
 
 

@@ -1,0 +1,184 @@
+"""Helpers shared by the studies: input checks, summaries, BCa of ZMS/RCE, execution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from uqx.errors import InputError
+from uqx.sweeps.engine import Study, finish_run, run_dir_for, run_sweep
+
+__all__ = [
+    "check_axis",
+    "check_int",
+    "mean_se",
+    "zms_rce_bca",
+    "execute",
+    "set_arrays",
+]
+
+
+def check_axis(values, name: str, *, kind=float, minimum=None, strict=False) -> list:
+    """Check a grid axis: non-empty, of ``kind``, above ``minimum``; return it as a list."""
+    try:
+        vals = [kind(v) for v in (values if np.ndim(values) else [values])]
+    except (TypeError, ValueError):
+        raise InputError(f"grid axis {name!r}: cannot read {values!r} as numbers") from None
+    if not vals:
+        raise InputError(f"grid axis {name!r} is empty: give at least one value")
+    if kind is float and not all(np.isfinite(vals)):
+        raise InputError(f"grid axis {name!r} holds a non-finite value: {vals}")
+    if kind is int and any(v != float(x) for v, x in zip(vals, values, strict=True)):
+        raise InputError(f"grid axis {name!r} must hold integers, got {list(values)}")
+    if len(set(vals)) != len(vals):
+        raise InputError(f"grid axis {name!r} holds repeated values: {vals}")
+    if minimum is not None:
+        bad = [v for v in vals if (v <= minimum if strict else v < minimum)]
+        if bad:
+            rel = ">" if strict else ">="
+            raise InputError(f"grid axis {name!r}: values must be {rel} {minimum}, got {bad}")
+    return vals
+
+
+def check_int(value, name: str, *, minimum: int) -> int:
+    """Check an integer option (``n_mc``, ``n_boot``...) against its minimum."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def mean_se(da: xr.DataArray, dim: str = "replicate"):
+    r"""Mean and Monte-Carlo standard error :math:`s/\sqrt{n}` over ``dim`` (NaN skipped)."""
+    n = da.notnull().sum(dim)
+    mean = da.mean(dim, skipna=True)
+    sd = da.std(dim, ddof=1, skipna=True)
+    return mean, sd / np.sqrt(n)
+
+
+def zms_rce_bca(E, u, *, n_boot: int, seed: int, key, level: float = 0.95) -> dict:
+    """BCa intervals of ZMS and RCE of one data set (nptest conventions, METHODS §5.1).
+
+    Uses the engine's kernels directly (no dask graph per call):
+    :class:`uqx.evaluator.SetEvaluator` estimate, jackknife and streamed replicate sums
+    over the blocks of a :class:`uqx.resample.BootstrapPlan`, then
+    :func:`uqx.bootstrap.bca_interval` with t0 as row 0 of T.
+
+    Returns
+    -------
+    dict
+        ``estimate``, ``ci_low``, ``ci_high`` (arrays of 2: ZMS, RCE).
+    """
+    from uqx.bootstrap import bca_interval
+    from uqx.evaluator import SetEvaluator
+    from uqx.resample import BootstrapPlan
+    from uqx.statistic import parse_stat
+
+    ev = SetEvaluator(E, u, [parse_stat("zms"), parse_stat("rce")])
+    t0 = ev.estimate()
+    jack = ev.jackknife()
+    plan = BootstrapPlan(M=int(np.size(E)), n_boot=int(n_boot), seed=int(seed), key=key)
+    blocks = [ev.replicates(plan, b) for b in range(plan.n_blocks)]
+    est, lo, hi = np.empty(2), np.empty(2), np.empty(2)
+    for j, name in enumerate(("zms", "rce")):
+        T = np.concatenate([t0[name][None, :]] + [b[name] for b in blocks])
+        lo_j, hi_j, _, _ = bca_interval(T, t0[name], jack[name], level=level)
+        est[j], lo[j], hi[j] = t0[name][0], lo_j[0], hi_j[0]
+    return {"estimate": est, "ci_low": lo, "ci_high": hi}
+
+
+def set_arrays(ds, *, default=None) -> dict:
+    """Return the valid (E, uE) arrays of each set (or of the default sets), by name.
+
+    ``ds`` may be an :class:`xarray.Dataset` (one or stacked sets, see
+    :func:`uqx.data.as_stacked`) or None for ``default()``.
+    """
+    from uqx.data import as_stacked, iter_sets
+
+    if ds is None:
+        if default is None:
+            raise InputError("no data sets given")
+        ds = default()
+    out = {}
+    for sd in iter_sets(as_stacked(ds)):
+        out[str(sd.name)] = (np.asarray(sd.E, dtype=np.float64),
+                             np.asarray(sd.uE, dtype=np.float64))
+    if not out:
+        raise InputError("no data sets given")
+    return out
+
+
+def set_keys(arrays: dict) -> dict:
+    """Content keys of the sets (recorded in the parameters: they identify the data)."""
+    from uqx.resample import content_key
+
+    return {k: list(content_key(E, u)) for k, (E, u) in arrays.items()}
+
+
+def cell_set(cell, data):
+    """Return the arrays of the cell's set (``cell_data`` of the set-based studies)."""
+    return data[cell["set"]]
+
+
+def check_output(path, *, mkdir: bool = False) -> Path:
+    """Check before any computation that the archive can be written to ``path``."""
+    import os
+
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"output {path} is a directory; give a file name such as {path}/a.nc")
+    parent = path.parent
+    if not parent.exists():
+        if not mkdir:
+            raise InputError(f"output directory {parent} does not exist (create it, or "
+                             "pass --mkdir)")
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create output directory {parent}: {exc.strerror}") from None
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"output directory {parent} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InputError(f"output file {path} exists and is not writable")
+    return path
+
+
+def execute(study: Study, summarise, *, output=None, chunk_size=None, scheduler=None,
+            num_workers=None, resume=False, keep_run=False, quiet=True, mkdir=False,
+            attrs=None, _stop_after=None) -> xr.Dataset:
+    """Run a study, add its summaries and attributes, write the archive atomically.
+
+    With ``output``, the output is checked before any computation, finished blocks go
+    to the run directory ``OUT.nc.run`` (resumable with ``resume=True``), the NetCDF is
+    written atomically (:func:`uqx.io.to_netcdf`) and the run directory removed
+    afterwards unless ``keep_run``.
+    """
+    from uqx.io import to_netcdf
+
+    run_dir = None
+    if output is not None:
+        check_output(output, mkdir=mkdir)
+        run_dir = run_dir_for(output)
+    raw = run_sweep(study, chunk_size=chunk_size, scheduler=scheduler,
+                    num_workers=num_workers, run_dir=run_dir, resume=resume, quiet=quiet,
+                    _stop_after=_stop_after)
+    ds = summarise(raw)
+    ds.attrs.update({"study": study.name, "n_rep": int(study.n_rep),
+                     "block": int(study.block), **(attrs or {})})
+    seed = study.params.get("seed")
+    ds.attrs["seed"] = int(seed) if seed is not None else -1
+    ds.attrs["parameters_json"] = _params_json(study.params)
+    if output is not None:
+        to_netcdf(ds, Path(output), parameters=study.params, seed=seed)
+        if not keep_run:
+            finish_run(run_dir)
+    return ds
+
+
+def _params_json(params) -> str:
+    import json
+
+    from uqx.sweeps.engine import _json_default
+
+    return json.dumps(params, default=_json_default, sort_keys=True)
