@@ -336,3 +336,18 @@ def test_lzisd_interval_method_auto():
     assert small["lzisd_ci_method"].values.item() == "bootstrap"  # 200 per bin
     for r in (big, small):
         assert r["fval_ci_high"].values.item() >= 0.95 or r["fval"].values.item() > 0.6
+
+
+def test_workflow_null_from_shared_draws_matches_own_draws():
+    """The workflow computes the extrapolation null on the draws of its simulated
+    references (NullHook); its 95 % range agrees with the one from separate draws."""
+    E, u = nig(3000, 6.0, seed=41)
+    r = uqx.validate(uqx.from_arrays(E, u), ["ence"], n_boot=200, n_mc=400, seed=2,
+                     extrapolation_n_mc=400, cond_ci="cho")
+    own = extrapolate(E, u, n_mc=400, seed=9)
+    lo = r["extrap_null_low"].sel(cond="uE").values[0]   # (xstat, dist)
+    hi = r["extrap_null_high"].sel(cond="uE").values[0]
+    width = own["null_high"] - own["null_low"]
+    # 2.5/97.5 % quantiles of 400 copies: MC sd about 10 % of the width
+    np.testing.assert_array_less(np.abs(lo - own["null_low"]), 0.3 * width)
+    np.testing.assert_array_less(np.abs(hi - own["null_high"]), 0.3 * width)

@@ -22,7 +22,8 @@ from uqx.extrapolation import PRESETS, extrapolate_many
 from uqx.reference import binomial_ci
 from uqx.resample import content_key
 
-__all__ = ["default_cond_bins", "lzisd_step", "extrapolation_step", "headline_step"]
+__all__ = ["default_cond_bins", "lzisd_step", "extrapolation_step", "headline_step",
+           "null_hooks"]
 
 _NOMINAL_FVAL = 0.95
 
@@ -120,8 +121,39 @@ def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, comm
     )
 
 
-def extrapolation_step(sets, notes, *, seed, level, nu, n_mc, preset="app-c"):
-    """Zero-bin extrapolation of ENCE, ZMSE, ZVE per (set, cond) with the null verdict."""
+def _set_conds(sd, conds):
+    """Conditioning variables a set has, in the order of ``conds``."""
+    have = {c: (sd.uE if c == "uE" else getattr(sd, c)) for c in conds}
+    return {c: x for c, x in have.items() if x is not None}
+
+
+def null_hooks(sets, *, n_copies, preset="app-c"):
+    """One :class:`uqx.extrapolation.NullHook` per set (None when the set is too small).
+
+    Handed to :func:`uqx.reference.simulate_reference`, they compute the extrapolation
+    nulls on the draws of the simulated references (no draws of their own).
+    """
+    from uqx.binning import stable_order
+    from uqx.extrapolation import NullHook, bin_numbers
+
+    conds, st, hooks = _conds(sets), PRESETS[preset], []
+    for sd in sets:
+        try:
+            nb = bin_numbers(sd.M, st)
+        except InputError:
+            hooks.append(None)
+            continue
+        orders = [sd.uE[stable_order(x)] for x in _set_conds(sd, conds).values()]
+        hooks.append(NullHook(orders, nb, st, n_copies))
+    return hooks
+
+
+def extrapolation_step(sets, notes, *, seed, level, nu, n_mc, preset="app-c", nulls=None):
+    """Zero-bin extrapolation of ENCE, ZMSE, ZVE per (set, cond) with the null verdict.
+
+    ``nulls``: {set index: [null intercepts per distribution]} computed on the draws of
+    the simulated references (:func:`null_hooks`); other sets draw their own copies.
+    """
     conds = _conds(sets)
     st = PRESETS[preset]
     stats = list(st.stats)
@@ -135,12 +167,13 @@ def extrapolation_step(sets, notes, *, seed, level, nu, n_mc, preset="app-c"):
     reason = np.full((S, C, K), "", dtype=object)
     nlo, nhi = np.full((S, C, K, D), np.nan), np.full((S, C, K, D), np.nan)
     vals, nbins = np.full((S, C, L, K), np.nan), np.full((S, C, L), np.nan)
+    nulls = nulls or {}
     for i, sd in enumerate(sets):
-        have = {c: (sd.uE if c == "uE" else getattr(sd, c)) for c in conds}
-        have = {c: x for c, x in have.items() if x is not None}
+        have = _set_conds(sd, conds)
         try:
             rs = extrapolate_many(sd.E, sd.uE, have, preset=st, dists=dists, n_mc=n_mc,
-                                  seed=seed, key=content_key(sd.E, sd.uE), level=level)
+                                  seed=seed, key=content_key(sd.E, sd.uE), level=level,
+                                  nulls=nulls.get(i))
         except InputError as exc:
             notes.set(i, f"no zero-bin extrapolation: {exc}")
             continue

@@ -42,6 +42,7 @@ __all__ = [
     "sweep_statistics",
     "ols_fit",
     "null_intercepts",
+    "NullHook",
     "extrapolate",
     "extrapolate_many",
     "null_verdict",
@@ -175,7 +176,7 @@ def sweep_statistics(E_sorted, u_sorted, n_bins, stats, *, pop_min: int = 20,
     for lo in range(0, flat.shape[0], rows):
         hi = min(lo + rows, flat.shape[0])
         for r in range(lo, hi):
-            P[r - lo] = prefix_bin_features(flat[r], U[r] if U.ndim > 1 else U)
+            prefix_bin_features(flat[r], U[r] if U.ndim > 1 else U, out=P[r - lo])
         for i, e in enumerate(edges):
             S = np.diff(P[: hi - lo, e], axis=1)
             cnt = np.diff(e).astype(np.float64)
@@ -217,6 +218,34 @@ def _fit_points(n_bins, settings, M):
     return keep, settings.abscissa_of(n_bins[keep], M)
 
 
+class NullHook:
+    """Intercepts of the sweep fit on calibrated copies built from given unit draws ε.
+
+    ``hook(eps)`` with ``eps`` (k, M) i.i.d. unit draws returns (k, C, S): for every
+    ordering c of the uncertainties, the copy ``u_orders[c] * eps`` is a calibrated data
+    set sorted by that conditioning variable, swept over ``n_bins`` and fitted. Used by
+    :func:`null_intercepts` (own draws) and by the validation workflow, which hands it
+    the draws of its simulated references so that the null costs no extra draws.
+    ``n_copies``: how many copies the caller should feed it.
+    """
+
+    def __init__(self, u_orders, n_bins, settings: SweepSettings, n_copies: int = 0):
+        self.u_orders = [np.ascontiguousarray(u, dtype=np.float64) for u in u_orders]
+        self.n_bins = np.asarray(n_bins)
+        self.settings = settings
+        self.n_copies = int(n_copies)
+        self.keep, self.x = _fit_points(self.n_bins, settings, self.u_orders[0].size)
+
+    def __call__(self, eps) -> np.ndarray:
+        """Return the intercepts (k, C, S) of the copies ``u_orders[c] * eps``."""
+        st = self.settings
+        out = np.empty((eps.shape[0], len(self.u_orders), len(st.stats)))
+        for c, u in enumerate(self.u_orders):
+            y = sweep_statistics(u * eps, u, self.n_bins, st.stats, pop_min=st.pop_min)
+            out[:, c] = ols_fit(self.x, np.moveaxis(y[:, self.keep], 1, -1))[0]
+        return out
+
+
 def null_intercepts(
     u_orders,
     n_bins,
@@ -252,14 +281,12 @@ def null_intercepts(
     from uqx.reference import draw_unit
 
     single = np.ndim(u_orders[0]) == 0
-    orders = [np.asarray(u_orders, dtype=np.float64)] if single else [
-        np.asarray(u, dtype=np.float64) for u in u_orders]
-    M = orders[0].size
-    keep, x = _fit_points(np.asarray(n_bins), settings, M)
+    hook = NullHook([u_orders] if single else u_orders, n_bins, settings)
+    M = hook.u_orders[0].size
     label = "N" if dist == "normal" else f"T{nu:g}"
     fixed = 50  # copies per keyed batch: part of the stream definition
     rows = max(1, min(fixed, memory_budget // (M * 8 * 2)))
-    out = np.empty((n_mc, len(orders), len(settings.stats)))
+    out = np.empty((n_mc, len(hook.u_orders), len(settings.stats)))
     k0 = 0
     for b in range(-(-n_mc // fixed)):
         rng = np.random.Generator(
@@ -268,10 +295,7 @@ def null_intercepts(
         nb = min(fixed, n_mc - b * fixed)
         for lo in range(0, nb, rows):
             eps = draw_unit(rng, (min(rows, nb - lo), M), dist=dist, nu=nu)
-            for c, u in enumerate(orders):
-                y = sweep_statistics(u * eps, u, n_bins, settings.stats,
-                                     pop_min=settings.pop_min)
-                out[k0 : k0 + eps.shape[0], c] = ols_fit(x, np.moveaxis(y[:, keep], 1, -1))[0]
+            out[k0 : k0 + eps.shape[0]] = hook(eps)
             k0 += eps.shape[0]
     return out[:, 0] if single else out
 
@@ -332,6 +356,7 @@ def extrapolate_many(
     key=(),
     level: float = 0.95,
     memory_budget: int = 128 * 2**20,
+    nulls=None,
 ) -> dict:
     """Zero-bin extrapolation of binned statistics on several variables, with verdicts.
 
@@ -350,6 +375,9 @@ def extrapolate_many(
         Calibrated copies per distribution (< 2: no null, verdict "not tested").
     seed, key :
         Root seed and data key of the random streams.
+    nulls : sequence of numpy.ndarray, optional
+        Null intercepts (n, len(conds), S) per distribution already computed on shared
+        draws (:class:`NullHook`); then nothing is drawn here.
 
     Returns
     -------
@@ -381,10 +409,11 @@ def extrapolate_many(
             "null_low": np.full((S, D), np.nan), "null_high": np.full((S, D), np.nan),
             "verdict": ["not tested"] * S, "verdict_reason": [""] * S,
         }
-    if n_mc < 2:
+    if nulls is None and n_mc < 2:
         return out
-    nulls = [null_intercepts(u_orders, n_bins, st, dist=d, nu=nu, n_mc=n_mc, seed=seed,
-                             key=key, memory_budget=memory_budget) for d, nu in dists]
+    if nulls is None:
+        nulls = [null_intercepts(u_orders, n_bins, st, dist=d, nu=nu, n_mc=n_mc, seed=seed,
+                                 key=key, memory_budget=memory_budget) for d, nu in dists]
     for c, name in enumerate(conds):
         r = out[name]
         for j in range(S):

@@ -192,7 +192,7 @@ def d_sensitive(ref_a, se_a, ref_b, se_b, *, k=2.0):
     )
 
 
-def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb):
+def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None):
     r"""Statistics of ``nb`` simulated data sets (one keyed block) -> {name: (nb,)}.
 
     The draws ε of the block come from one keyed stream consumed in row order and are
@@ -204,11 +204,17 @@ def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb):
     """
     rng = np.random.Generator(np.random.PCG64(seed_sequence(seed, "sim", ss.key, dlabel, block)))
     rows = rows_for_budget(12 * 8 * ss.M)
-    parts = []
+    parts, hooked = [], []
+    first = block * SIM_BLOCK  # index of the block's first copy in the whole stream
     for lo in range(0, nb, rows):
         eps = draw_unit(rng, (min(rows, nb - lo), ss.M), dist=dist, nu=nu)
         parts.append(_sim_stats(eps, ss, specs))
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        if hook is not None and first + lo < hook.n_copies:  # the same draws, reused
+            hooked.append(hook(eps[: hook.n_copies - first - lo]))
+    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    if hooked:
+        out["_hook"] = np.concatenate(hooked)
+    return out
 
 
 def _sim_stats(eps, ss, specs):
@@ -337,6 +343,7 @@ def simulate_reference(
     keep_draws: bool = False,
     scheduler=None,
     num_workers: int | None = None,
+    hooks=None,
 ) -> xr.Dataset:
     r"""Simulate reference values of statistics (paper 000 Sect. II D 2, METHODS §6).
 
@@ -358,6 +365,11 @@ def simulate_reference(
         Degrees of freedom of ``"t"`` (must be > 2).
     n_mc : int, default 10000
         Number of simulated data sets.
+    hooks : list, optional
+        One callable (or None) per set, applied to the unit draws ε (k, M) of its first
+        ``hook.n_copies`` simulated sets (laid out in the stable uE order); the results
+        come back as a second return value ``{set index: (n_copies, ...)}``
+        (:class:`uqx.extrapolation.NullHook` uses it to share the draws).
 
     Returns
     -------
@@ -380,10 +392,12 @@ def simulate_reference(
     sets = list(iter_sets(ds))
     cfg = BinningConfig(bins, binning, pop_min)
     n_blocks = -(-n_mc // SIM_BLOCK)
+    hooks = hooks or [None] * len(sets)
     tasks = [
         [dask.delayed(_sim_block)(ss, specs, dist, nu, seed, dlabel, b,
-                                  min(SIM_BLOCK, n_mc - b * SIM_BLOCK)) for b in range(n_blocks)]
-        for ss in (_SimSet(sd, specs, cfg) for sd in sets)
+                                  min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook)
+         for b in range(n_blocks)]
+        for ss, hook in zip((_SimSet(sd, specs, cfg) for sd in sets), hooks, strict=True)
     ]
     kw = {"scheduler": scheduler or "threads"}
     if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
@@ -398,4 +412,7 @@ def simulate_reference(
     out["reference_se"].attrs["long_name"] = "Monte-Carlo standard error of the reference"
     out["sim2_low"].attrs["long_name"] = "lower quantile of simulated values (Sim2)"
     out["sim2_high"].attrs["long_name"] = "upper quantile of simulated values (Sim2)"
+    if any(h is not None for h in hooks):
+        return out, {i: np.concatenate([b["_hook"] for b in blocks if "_hook" in b])
+                     for i, blocks in enumerate(computed) if hooks[i] is not None}
     return out

@@ -386,11 +386,14 @@ def _prefix_bin_features(E, u, P):
         P[p + 1, 5] = a5
 
 
-def prefix_bin_features(E_sorted, u_sorted) -> np.ndarray:
-    """Prefix sums (M+1, 6) of the bin features of data sorted by the binning variable."""
+def prefix_bin_features(E_sorted, u_sorted, out=None) -> np.ndarray:
+    """Prefix sums (M+1, 6) of the bin features of data sorted by the binning variable.
+
+    ``out``: a C-contiguous (M+1, 6) float64 array to fill (no allocation).
+    """
     E = np.ascontiguousarray(E_sorted, dtype=np.float64)
     u = np.ascontiguousarray(u_sorted, dtype=np.float64)
-    P = np.empty((E.size + 1, 6))
+    P = np.empty((E.size + 1, 6)) if out is None else out
     _prefix_bin_features(E, u, P)
     return P
 

@@ -168,8 +168,13 @@ def _dists(nu):
     return [("normal", None, "N"), ("t", float(nu), f"T{nu:g}")]
 
 
-def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_all, common):
-    """Step 3: predefined references and ζ_BS; simulated references and ζ_Sim per D."""
+def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_all, common,
+                    hooks=None):
+    """Step 3: predefined references and ζ_BS; simulated references and ζ_Sim per D.
+
+    ``hooks`` (one per set, or None) reuse the simulation draws for the extrapolation
+    nulls. Returns the fragment and those nulls {set index: [one per distribution]}.
+    """
     S, K = boot.sizes["set"], len(specs)
     est_all = boot["estimate"].values  # may hold nll_ref after the requested statistics
     est = est_all[:, :K]
@@ -191,10 +196,16 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
     sim = {k: np.full((S, K, D), np.nan) for k in ("ref", "se", "lo", "hi")}
     sim_idx = [j for j, s in enumerate(specs)
                if (simulate_all or np.all(kind[:, j] == "")) and s.base not in NOT_TESTED]
+    nulls = {}
     if sim_idx:
         for d, (dist, dnu, _) in enumerate(dists):
             r = simulate_reference(ds, [specs[j].name for j in sim_idx], dist=dist,
-                                   nu=dnu or 6.0, n_mc=n_mc, seed=seed, level=level, **common)
+                                   nu=dnu or 6.0, n_mc=n_mc, seed=seed, level=level,
+                                   hooks=hooks, **common)
+            if isinstance(r, tuple):
+                r, hooked = r
+                for i, arr in hooked.items():
+                    nulls.setdefault(i, []).append(arr)
             for jj, j in enumerate(sim_idx):
                 sim["ref"][:, j, d] = r["reference"].values[:, jj]
                 sim["se"][:, j, d] = r["reference_se"].values[:, jj]
@@ -238,7 +249,7 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
             "zeta_sim2": (sdims, zs2, {"long_name": "zeta_Sim2 (comparison only)"}),
         },
         coords={"dist": [lab for *_, lab in dists]},
-    )
+    ), {i: n for i, n in nulls.items() if len(n) == len(dists)}
 
 
 def _verdict_step(res, specs, notes) -> xr.Dataset:
@@ -410,8 +421,15 @@ def validate(
     tails = _tailedness_step(sets, specs, notes)
     boot = _bootstrap_step(ds, specs, notes, n_boot=n_boot, level=level, seed=seed,
                            common=common)
-    refs = _reference_step(ds, specs, boot, notes, n_mc=n_mc, seed=seed, level=level, nu=nu,
-                           simulate_all=simulate_all, common=common)
+    n_extrap = min(n_mc, 200) if extrapolation_n_mc is None else extrapolation_n_mc
+    hooks = None
+    if conditional and n_extrap >= 2:
+        from uqx.conditional import null_hooks
+
+        hooks = null_hooks(sets, n_copies=min(n_extrap, n_mc))
+    refs, nulls = _reference_step(ds, specs, boot, notes, n_mc=n_mc, seed=seed, level=level,
+                                  nu=nu, simulate_all=simulate_all, common=common,
+                                  hooks=hooks)
     boot = boot.isel(stat=slice(0, len(specs)))
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
     res = res.merge(_verdict_step(res, specs, notes))
@@ -420,7 +438,7 @@ def validate(
             res, ds, sets, notes, seed=seed, level=level, nu=nu, cond_bins=cond_bins,
             n_boot=min(n_boot, 5000) if cond_n_boot is None else cond_n_boot, pop_min=pop_min,
             method=cond_ci,
-            n_mc=min(n_mc, 200) if extrapolation_n_mc is None else extrapolation_n_mc,
+            n_mc=n_extrap, nulls=nulls if n_extrap <= n_mc else None,
             common=dict(scheduler=scheduler, num_workers=num_workers))
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
@@ -448,7 +466,7 @@ def _check_arguments(stats, n_mc):
 
 
 def _conditional_steps(res, ds, sets, notes, *, seed, level, nu, cond_bins, n_boot, pop_min,
-                       n_mc, common, method="auto"):
+                       n_mc, common, method="auto", nulls=None):
     """Run steps 5–6 and the headline verdict of consistency / adaptivity."""
     from uqx.conditional import extrapolation_step, headline_step, lzisd_step
 
@@ -456,7 +474,7 @@ def _conditional_steps(res, ds, sets, notes, *, seed, level, nu, cond_bins, n_bo
         raise InputError(f"cond_ci must be auto, bootstrap or cho, got {method!r}")
     lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cond_bins,
                     n_boot=n_boot, pop_min=pop_min, common=common, method=method)
-    ex = extrapolation_step(sets, notes, seed=seed, level=level, nu=nu, n_mc=n_mc)
+    ex = extrapolation_step(sets, notes, seed=seed, level=level, nu=nu, n_mc=n_mc, nulls=nulls)
     res = res.merge(lz).merge(ex, combine_attrs="override")
     return res.merge(headline_step(res))
 
