@@ -25,6 +25,8 @@ test-slow: $(STAMP)
 bench: $(STAMP)
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_kernels.py
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_bootstrap.py
+	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_large.py
+	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_sweeps.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check uqx tests benchmarks
