@@ -32,6 +32,8 @@ KINDS = {
 }
 
 _FORMATS = (".png", ".pdf", ".svg")
+#: study kinds that overlay several archives on one panel (--label names them)
+_MULTI = ("pval", "reference-sensitivity")
 
 
 def register(subparsers):
@@ -99,7 +101,10 @@ def _load(args):
         from uqx.io import read_netcdf
 
         if len(args.inputs) != 1:
-            raise InputError("give a single NetCDF input (it may hold several sets)")
+            if args.kind in _MULTI and len(nc) == len(args.inputs):
+                return [read_netcdf(f) for f in nc]  # archives compared on one panel
+            raise InputError("give a single NetCDF input (it may hold several sets); "
+                             f"several archives only for {', '.join(_MULTI)}")
         return read_netcdf(nc[0])
     if args.kind == "lcp" and len(args.inputs) == 1 and not Path(args.inputs[0]).exists():
         from uqx.datasets import load_dataset
@@ -161,6 +166,11 @@ def _figure(args, ds):
     studies = {"study": P.study, "pval": P.pval, "appendix-b": P.appendix_b, "bins": P.bins,
                "decimation": P.decimation, "binned-tailedness": P.binned_tailedness,
                "reference-sensitivity": P.reference_sensitivity}
+    if isinstance(ds, list):  # several archives: overlaid, named by --label or file stem
+        from pathlib import Path
+
+        labels = args.label or [Path(f).stem for f in args.inputs]
+        return studies[k](ds, labels=labels, **common)
     if k in studies:
         return studies[k](ds, **common)
     stats = tuple((args.stat or "zms,cc").split(","))
@@ -179,7 +189,9 @@ def run(args) -> int:
     if out.suffix.lower() not in _FORMATS:
         raise InputError(f"output {out}: the suffix must be one of {', '.join(_FORMATS)}")
     check_output(out, mkdir=args.mkdir)
-    ds = _relabel(_load(args), args.label)
+    ds = _load(args)
+    if not isinstance(ds, list):
+        ds = _relabel(ds, args.label)
     fig = _figure(args, ds)
     fig.savefig(out)
     print(f"figure written to {out}")

@@ -36,26 +36,54 @@ def _need(ds, study, variables):
         raise InputError(f"the archive lacks {missing} (not a '{study}' archive?)")
 
 
-def pval(archive, *, size="double", font_size=None, dpi=None, title=None):
+def _archives(archive, labels):
+    """One archive or several (for comparison) with their labels."""
+    items = list(archive) if isinstance(archive, (list, tuple)) else [archive]
+    ds = [load(a) for a in items]
+    if labels is None:
+        labels = [str(a) if isinstance(a, (str, bytes)) or hasattr(a, "stem") else f"#{i + 1}"
+                  for i, a in enumerate(items)]
+        labels = [getattr(a, "stem", None) or lab.rsplit("/", 1)[-1].removesuffix(".nc")
+                  for a, lab in zip(items, labels, strict=True)]
+    if len(labels) != len(ds):
+        raise InputError(f"{len(labels)} label(s) for {len(ds)} archive(s)")
+    return ds, list(labels)
+
+
+_MARKERS = ("o", "s", "^", "D", "v")
+
+
+def pval(archive, *, labels=None, size="double", font_size=None, dpi=None, title=None):
     """001 Fig. 4: validation probability against ν, one panel per scenario.
 
     ZMS and RCE with their Wilson-cc intervals (``p_val_low``/``p_val_high``), the
     nominal 0.95 (dashed), log ν axis, and on top the mean β_GM of u² (NIG) or E² (TIG).
+    Several archives (a list, e.g. another n_boot or machine) are drawn on the same
+    panels, one marker per archive, named by ``labels``.
     """
-    ds = load(archive)
-    _need(ds, "pval", ["p_val", "p_val_low", "p_val_high"])
+    archives, labels = _archives(archive, labels)
+    for ds in archives:
+        _need(ds, "pval", ["p_val", "p_val_low", "p_val_high"])
+    ds = archives[0]
     scen = [str(s) for s in ds["scenario"].values]
+    many = len(archives) > 1
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(len(scen), size=size, ncols=len(scen), aspect=0.8)
         for ax, sc in zip(axes, scen, strict=True):
+            for a, (arc, lab) in enumerate(zip(archives, labels, strict=True)):
+                r = arc.sel(scenario=sc)
+                nu = r["nu"].values.astype(float)
+                for k, st in enumerate([str(s) for s in arc["stat"].values]):
+                    p = r["p_val"].sel(stat=st).values
+                    ok = np.isfinite(p)
+                    lo, hi = (r[v].sel(stat=st).values[ok] for v in ("p_val_low", "p_val_high"))
+                    shift = 1 + 0.02 * (k + 2 * a)
+                    ax.errorbar(nu[ok] * shift, p[ok], yerr=[p[ok] - lo, hi - p[ok]],
+                                fmt=_MARKERS[a % len(_MARKERS)] + ("-" if a == 0 else ":"),
+                                ms=3, lw=1, color=_C[k],
+                                label=f"{st.upper()} ({lab})" if many else st.upper())
             r = ds.sel(scenario=sc)
             nu = r["nu"].values.astype(float)
-            for k, st in enumerate([str(s) for s in ds["stat"].values]):
-                p = r["p_val"].sel(stat=st).values
-                ok = np.isfinite(p)
-                lo, hi = (r[v].sel(stat=st).values[ok] for v in ("p_val_low", "p_val_high"))
-                ax.errorbar(nu[ok] * (1 + 0.02 * k), p[ok], yerr=[p[ok] - lo, hi - p[ok]],
-                            fmt="o-", ms=3, lw=1, color=_C[k], label=st.upper())
             S.reference_line(ax, 0.95, kind="h")
             ax.set_xscale("log")
             ax.set_xlabel(r"$\nu_{IG}$" if sc == "NIG" else r"$\nu_D$")
@@ -202,13 +230,17 @@ def binned_tailedness(archive, *, metric="beta_gm", size="double", font_size=Non
     return S.finish(fig, title=title)
 
 
-def reference_sensitivity(archive, *, size="double", font_size=None, dpi=None, title=None):
+def reference_sensitivity(archive, *, labels=None, size="double", font_size=None, dpi=None,
+                          title=None):
     """000 Fig. 7: simulated references ± 2u against ν of t_s, per (set, statistic).
 
-    Log ν axis; dashed line at the value of the largest ν.
+    Log ν axis; dashed line at the value of the largest ν. Several archives (a list) are
+    overlaid, one marker per archive, named by ``labels``.
     """
-    ds = load(archive)
-    _need(ds, "reference-sensitivity", ["reference", "reference_se"])
+    archives, labels = _archives(archive, labels)
+    for ds in archives:
+        _need(ds, "reference-sensitivity", ["reference", "reference_se"])
+    ds = archives[0]
     sets, stats = [str(s) for s in ds["set"].values], [str(s) for s in ds["stat"].values]
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(len(sets) * len(stats), size=size, ncols=len(stats),
@@ -216,13 +248,18 @@ def reference_sensitivity(archive, *, size="double", font_size=None, dpi=None, t
         for i, s in enumerate(sets):
             for j, st in enumerate(stats):
                 ax = axes[i * len(stats) + j]
-                r = ds.sel(set=s, stat=st)
-                nu = r["nu"].values.astype(float)
-                ref, u = r["reference"].values, r["reference_se"].values
-                ax.errorbar(nu, ref, yerr=2 * u, fmt="o", ms=3, color=_C[i % len(_C)])
-                S.reference_line(ax, float(ref[-1]), kind="h", ls="--")
+                for a, (arc, lab) in enumerate(zip(archives, labels, strict=True)):
+                    r = arc.sel(set=s, stat=st)
+                    nu = r["nu"].values.astype(float) * (1 + 0.02 * a)
+                    ax.errorbar(nu, r["reference"].values, yerr=2 * r["reference_se"].values,
+                                fmt=_MARKERS[a % len(_MARKERS)], ms=3, color=_C[a % len(_C)],
+                                label=lab if len(archives) > 1 else None)
+                S.reference_line(ax, float(ds["reference"].sel(set=s, stat=st).values[-1]),
+                                 kind="h", ls="--")
                 ax.set_xscale("log")
                 ax.set_xlabel(r"$\nu$ of $t_s(\nu)$")
                 ax.set_ylabel(f"simulated {st.upper()}")
                 S.set_title(ax, s)
+        if len(archives) > 1:
+            S.legend(fig, axes, ncols=len(archives))
     return S.finish(fig, title=title)
