@@ -73,6 +73,8 @@ def register(subparsers):
                    help="per-bin interval method (reliability, lzisd, lzv): analytic, "
                    "per-bin BCa, or BCa over whole-set resamples (lzisd only)")
     p.add_argument("--n-boot", type=int, default=500, help="bootstrap replicates")
+    p.add_argument("--oracle", action="store_true",
+                   help="confidence: also draw the oracle (errors removed by |E|)")
     p.add_argument("--n-rep", type=int, default=500,
                    help="confidence: replicates of the probabilistic reference")
     p.add_argument("--seed", type=int, default=0, help="root seed of random draws")
@@ -158,7 +160,7 @@ def _figure(args, ds):
         return P.calibration(ds, dist=args.dist, nu=nu, **common)
     if k == "confidence":
         return P.confidence(ds, stat=args.stat or "rmse", dist=args.dist, nu=nu,
-                            n_rep=args.n_rep, seed=args.seed, **common)
+                            n_rep=args.n_rep, seed=args.seed, oracle=args.oracle, **common)
     if k == "distributions":
         return P.distributions(ds, **common)
     if k == "tailedness":

@@ -128,13 +128,13 @@ def conditional_calibration(data, *, by="uE", dist="normal", nu=None, n_bins=15,
     return S.finish(fig, title=title)
 
 
-def confidence(data, *, stat="rmse", dist="normal", nu=None, n_rep=500, oracle=True,
+def confidence(data, *, stat="rmse", dist="normal", nu=None, n_rep=500, oracle=False,
                n_boot=0, normalize=False, show_u=True, seed=0, size="double",
                font_size=None, dpi=None, title=None):
     r"""Confidence curves with the probabilistic reference and its 95 % band.
 
     The statistic (RMSE, MAE, RMSD or Q95) of the errors left after removing the k %
-    largest uncertainties, the oracle (removal by |E|) and the probabilistic reference
+    largest uncertainties, the oracle on request (``oracle=True``: removal by |E|) and the probabilistic reference
     (mean and HD 95 % band of ``n_rep`` simulated error sets :math:`u\,\epsilon`,
     :func:`uqx.curves.confidence_curve`; 003 Fig. 7). A data curve inside the band is
     consistent with D; a monotonic decrease shows that large u flag large errors. The top

@@ -11,6 +11,7 @@ import numpy as np
 
 from uqx.curves import running_quantiles
 from uqx.data import iter_sets
+from uqx.errors import InputError
 from uqx.plot import style as S
 from uqx.plot._input import as_sets, axis_label, panel_titles, units_of
 
@@ -115,10 +116,19 @@ def z_vs_x(data, *, by="X", level=0.95, n_bins=None, logx="auto", ylim=None,
     matplotlib.figure.Figure
     """
     ds = as_sets(data)
+    sets = list(iter_sets(ds))
+    if all(getattr(sd, by, None) is None for sd in sets):
+        raise InputError(f"no data set has the variable {by!r} (give --X / --V columns)")
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(ds.sizes["set"], size=size)
-        for i, (ax, sd, name) in enumerate(zip(axes, iter_sets(ds), panel_titles(ds),
-                                               strict=True)):
+        for i, (ax, sd, name) in enumerate(zip(axes, sets, panel_titles(ds), strict=True)):
+            if getattr(sd, by, None) is None:  # a set without the variable: say so
+                ax.text(0.5, 0.5, f"no {by} in this set", ha="center", va="center",
+                        transform=ax.transAxes, color="0.4")
+                ax.set_xticks([])
+                ax.set_yticks([])
+                S.set_title(ax, name)
+                continue
             x = sd.variable(by)
             z = sd.E / sd.uE
             S.scatter(ax, x, z)
