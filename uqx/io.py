@@ -347,6 +347,12 @@ def to_netcdf(
     )
     out.attrs = attrs
 
+    _write_atomic(out, path, encoding)
+    return path
+
+
+def _write_atomic(out: xr.Dataset, path: Path, encoding: dict) -> None:
+    """Write to a hidden temporary file beside ``path``, then :func:`os.replace` it."""
     if path.is_dir():
         raise OutputError(f"{path}: is a directory, expected a file name")
     try:
@@ -367,7 +373,6 @@ def to_netcdf(
     except BaseException:  # KeyboardInterrupt...: clean up, re-raise as is
         tmp.unlink(missing_ok=True)
         raise
-    return path
 
 
 def read_netcdf(path: str | os.PathLike) -> xr.Dataset:

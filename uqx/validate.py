@@ -387,14 +387,11 @@ def validate(
     Returns
     -------
     xarray.Dataset
-        Over (``set``, ``stat``): ``estimate``, ``bias``, ``se``, ``ci_low``, ``ci_high``
-        (and their Monte-Carlo errors), ``reference``, ``reference_se``, ``zeta``,
-        ``verdict``, ``verdict_reason``, ``borderline``, ``valid``, ``reference_kind``,
-        ``d_sensitive``, ``warnings``; over (``set``, ``stat``, ``dist``):
-        ``sim_reference``, ``sim_reference_se``, ``sim2_low``, ``sim2_high``,
-        ``zeta_sim``, ``zeta_sim2``; over ``set``: tailedness, ``n_bins_used``,
-        ``set_warnings``; conditional routes over (``set``, ``cond``[, ``bin``,
-        ``xstat``, ``sweep``]) with ``cond_verdict``.
+        Over (``set``, ``stat``): estimates, BCa intervals (with MC errors), references,
+        ζ, ``verdict``/``verdict_reason``/``borderline``; over (``set``, ``stat``,
+        ``dist``): simulated references and ζ_Sim, ζ_Sim2; over ``set``: tailedness,
+        ``n_bins_used``, warnings; over (``set``, ``cond``, ...): the conditional routes
+        and ``cond_verdict`` (README, "How to read the verdicts").
 
     Examples
     --------
@@ -407,8 +404,18 @@ def validate(
     'valid'
     """
     specs = _check_arguments(stats, n_mc)
-    seed = resolve_seed(seed)
-    ds = as_stacked(ds, drop_nonfinite=drop_nonfinite)
+    return _workflow(
+        as_stacked(ds, drop_nonfinite=drop_nonfinite), specs, seed=resolve_seed(seed),
+        n_boot=n_boot, n_mc=n_mc, bins=bins, binning=binning, pop_min=pop_min, level=level,
+        nu=nu, simulate_all=simulate_all, conditional=conditional, cond_bins=cond_bins,
+        cond_n_boot=cond_n_boot, cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc,
+        scheduler=scheduler, num_workers=num_workers)
+
+
+def _workflow(ds, specs, *, seed, n_boot, n_mc, bins, binning, pop_min, level, nu,
+              simulate_all, conditional, cond_bins, cond_n_boot, cond_ci,
+              extrapolation_n_mc, scheduler, num_workers) -> xr.Dataset:
+    """Run the steps of :func:`validate` on checked, stacked input."""
     sets = list(iter_sets(ds))
     notes = _Notes(len(sets), len(specs))
     common = dict(bins=bins, binning=binning, pop_min=pop_min, scheduler=scheduler,
@@ -444,10 +451,9 @@ def validate(
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
                                         "(-1: none requested)"})
-    res.attrs = _result_attrs(ds, sets, seed=seed, n_boot=n_boot, n_mc=n_mc, level=level,
-                              bins=bins, binning=binning, pop_min=pop_min, nu=nu,
-                              extra=res.attrs)
-    return res
+    return res.assign_attrs(_result_attrs(
+        ds, sets, seed=seed, n_boot=n_boot, n_mc=n_mc, level=level, bins=bins,
+        binning=binning, pop_min=pop_min, nu=nu, extra=res.attrs))
 
 
 def _check_arguments(stats, n_mc):
