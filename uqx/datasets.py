@@ -41,7 +41,7 @@ import pandas as pd
 import xarray as xr
 
 from uqx.data import InputError, from_arrays, stack
-from uqx.io import _numeric_column, _read_frame
+from uqx.io import numeric_column, read_frame
 
 __all__ = [
     "DatasetSpec",
@@ -355,9 +355,9 @@ def _masses(formulas) -> np.ndarray:
 
 def _read_pal2022(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
     path = paths[spec.file]
-    df = _read_frame(path)
-    ds = from_arrays(_numeric_column(df, "E", path), _numeric_column(df, "uE", path),
-                     X=_numeric_column(df, "X", path), name=spec.name, units=spec.unit,
+    df = read_frame(path)
+    ds = from_arrays(numeric_column(df, "E", path), numeric_column(df, "uE", path),
+                     X=numeric_column(df, "X", path), name=spec.name, units=spec.unit,
                      source=str(path), min_uE_rel_sd=1e-6)
     ds = ds.rename({"X": "uE_other"})
     ds["uE_other"].attrs = {
@@ -372,10 +372,10 @@ def _read_pal2022(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
 def _read_bus2022(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
     path = paths[spec.file]
     ref = spec.option("reference", "E_")
-    df = _read_frame(path)
-    reference = _numeric_column(df, ref, path)
-    prediction = _numeric_column(df, "prediction", path)
-    variance = _numeric_column(df, "uncertainty_total", path)
+    df = read_frame(path)
+    reference = numeric_column(df, ref, path)
+    prediction = numeric_column(df, "prediction", path)
+    variance = numeric_column(df, "uncertainty_total", path)
     if "formula" not in df.columns:
         raise InputError(f"{path}: no column 'formula'")
     with np.errstate(invalid="ignore"):
@@ -396,11 +396,11 @@ def _read_ras2023_logp(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
     path = paths[spec.file]
     K = spec.option("K")
     uq, pred = ("uq", "y_pred") if K is None else (f"uq_{K}", f"y_pred_{K}")
-    df = _read_frame(path, comment=None)
-    logp = _numeric_column(df, "logP", path)
-    y_pred = _numeric_column(df, pred, path)
+    df = read_frame(path, comment=None)
+    logp = numeric_column(df, "logP", path)
+    y_pred = numeric_column(df, pred, path)
     ds = from_arrays(
-        logp - y_pred, _numeric_column(df, uq, path), V=y_pred,
+        logp - y_pred, numeric_column(df, uq, path), V=y_pred,
         name=spec.name, units=spec.unit, source=str(path),
     )
     ds.attrs["sign_convention"] = (
@@ -412,15 +412,15 @@ def _read_ras2023_logp(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
 
 def _read_ras2023_vertip(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
     path = paths[spec.file]
-    df = _read_frame(path, comment=None)
-    error = _numeric_column(df, "error", path)
+    df = read_frame(path, comment=None)
+    error = numeric_column(df, "error", path)
     if spec.reader == "ras2023_vertip_evidential":
-        uE = np.hypot(_numeric_column(df, "uq_ale", path), _numeric_column(df, "uq_epi", path))
+        uE = np.hypot(numeric_column(df, "uq_ale", path), numeric_column(df, "uq_epi", path))
         uE_def = "sqrt(uq_ale^2 + uq_epi^2) (aleatoric and epistemic standard deviations)"
     else:
-        uE = _numeric_column(df, "uq", path)
+        uE = numeric_column(df, "uq", path)
         uE_def = "column uq"
-    y_preds = _numeric_column(df, "y_preds", path)
+    y_preds = numeric_column(df, "y_preds", path)
     ds = from_arrays(-error, uE, V=y_preds, name=spec.name, units=spec.unit,
                      source=str(path))
     ds["V"].attrs["units"] = spec.unit
@@ -446,8 +446,8 @@ def _parse_qhat(path: Path) -> dict[float, float]:
 def _read_hu2022(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
     path = paths[spec.file]
     x_path = paths[spec.option("distance")]
-    E = _numeric_column(_read_frame(path, header=None), 0, path)
-    X = _numeric_column(_read_frame(x_path, header=None), 0, x_path)
+    E = numeric_column(read_frame(path, header=None), 0, path)
+    X = numeric_column(read_frame(x_path, header=None), 0, x_path)
     qhat = _parse_qhat(paths[spec.option("qhat")])
     if E.size != X.size:
         raise InputError(f"{spec.name}: {E.size} residuals but {X.size} distances")

@@ -1,10 +1,15 @@
-"""Reading user CSV files and writing/reading result archives in NetCDF.
+"""Reading user tables (CSV files, pandas DataFrames) and writing/reading NetCDF archives.
 
-* :func:`read_csv` maps named columns of a CSV file onto the canonical input record
-  (``E``, ``uE`` and optional ``X``, ``V`` over ``sample``; METHODS.md §1.1) through
-  :func:`uqx.data.from_arrays`, with error messages that name the file and the column.
-* :func:`to_netcdf` writes any :class:`xarray.Dataset` atomically (temporary file in the
-  target directory, then :func:`os.replace`), compressed, with a provenance block
+* :func:`from_dataframe` and :func:`read_csv` map named columns onto the canonical input
+  record (``E``, ``uE`` and optional ``X``, ``V`` over ``sample``) through
+  :func:`uqx.data.from_arrays`, with error messages that name the table and the column;
+  :func:`read_frame` and :func:`numeric_column` are the two steps they share with the
+  literature loaders of :mod:`uqx.datasets`.
+* :func:`atomic_write` is the one atomic file write of the package (hidden temporary file
+  in the target directory, then :func:`os.replace`), used by :func:`to_netcdf`, the report
+  and the Monte-Carlo studies.
+* :func:`to_netcdf` writes any :class:`xarray.Dataset` atomically, compressed, with a
+  provenance block
   (``uqx_version``, ``created_at``, ``parameters``, ``seed``, ``Conventions``).
   Types that netCDF cannot hold natively are encoded reversibly: boolean variables are
   stored as ``int8``, attributes that are dicts, lists, tuples, ``None`` or booleans are
@@ -18,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,10 +31,20 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from uqx.data import from_arrays
+from uqx.data import from_arrays, stack
 from uqx.errors import InputError, OutputError
 
-__all__ = ["read_csv", "to_netcdf", "read_netcdf", "JSON_PREFIX", "DTYPE_ATTR"]
+__all__ = [
+    "from_dataframe",
+    "read_csv",
+    "read_frame",
+    "numeric_column",
+    "atomic_write",
+    "to_netcdf",
+    "read_netcdf",
+    "JSON_PREFIX",
+    "DTYPE_ATTR",
+]
 
 #: Prefix marking a string attribute that holds a JSON-encoded Python value.
 JSON_PREFIX = "uqx-json:"
@@ -42,8 +58,29 @@ _COMPRESSION = {"zlib": True, "complevel": 4, "shuffle": True}
 # ----------------------------------------------------------------------------- CSV
 
 
-def _read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs) -> pd.DataFrame:
-    """Read a CSV file with pandas, turning I/O and parse failures into InputError."""
+def read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs) -> pd.DataFrame:
+    """Read a CSV file with pandas, turning I/O and parse failures into InputError.
+
+    Parameters
+    ----------
+    path : str or path-like
+        CSV file.
+    comment : str, optional
+        Comment character (disabled by default).
+    **kwargs
+        Passed to :func:`pandas.read_csv` (``header=None`` for files without a header).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table as pandas reads it.
+
+    Raises
+    ------
+    InputError
+        Missing file, a directory, an empty file, a parse error or a binary file; the
+        message names the file.
+    """
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: file not found")
@@ -64,7 +101,7 @@ def _check_header(path: Path, *, comment: str | None = None) -> None:
     try:
         header = pd.read_csv(path, header=None, nrows=1, comment=comment, dtype=str)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
-        return  # reported by _read_frame
+        return  # reported by read_frame
     names = [str(c).strip() for c in header.iloc[0].tolist()] if len(header) else []
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -74,8 +111,29 @@ def _check_header(path: Path, *, comment: str | None = None) -> None:
         )
 
 
-def _numeric_column(df: pd.DataFrame, column: str, path: str | os.PathLike) -> np.ndarray:
-    """Return ``df[column]`` as float64, with InputError for unknown/non-numeric columns."""
+def numeric_column(df: pd.DataFrame, column, path: str | os.PathLike) -> np.ndarray:
+    """Return one column of a table as a float64 array, or say clearly why it cannot be.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table.
+    column : str or int
+        Column label (an integer for a file read with ``header=None``).
+    path : str or path-like
+        What to call the table in messages (a file name, or ``"DataFrame"``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The values as float64; empty cells are NaN.
+
+    Raises
+    ------
+    InputError
+        Unknown column (the message lists the available ones), a duplicated column name,
+        a boolean column, or non-numeric values (the first one and its row are named).
+    """
     if column not in df.columns:
         available = ", ".join(repr(str(c)) for c in df.columns)
         raise InputError(f"{path}: no column {column!r}; available columns: {available}")
@@ -96,6 +154,115 @@ def _numeric_column(df: pd.DataFrame, column: str, path: str | os.PathLike) -> n
             )
         col = coerced
     return col.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _one_frame(df, label, *, E, uE, X, V, name, units, source, uE_is_variance,
+               drop_nonfinite, min_uE_rel_sd) -> xr.Dataset:
+    """Map the named columns of one table onto :func:`uqx.data.from_arrays`."""
+    if df.shape[0] == 0:
+        raise InputError(f"{label}: no data rows")
+    mapping = {"E": E, "uE": uE, "X": X, "V": V}
+    cols = {key: numeric_column(df, col, label) for key, col in mapping.items()
+            if col is not None}
+    if uE_is_variance:
+        var = cols["uE"]
+        with np.errstate(invalid="ignore"):
+            cols["uE"] = np.sign(var) * np.sqrt(np.abs(var))
+    ds = from_arrays(cols["E"], cols["uE"], cols.get("X"), cols.get("V"), name=str(name),
+                     units=units, source=source, drop_nonfinite=drop_nonfinite,
+                     min_uE_rel_sd=min_uE_rel_sd)
+    desc = ", ".join(f"{k}={c}" for k, c in mapping.items() if c is not None)
+    ds.attrs["columns"] = desc + (" (variance, square-rooted)" if uE_is_variance else "")
+    return ds
+
+
+def from_dataframe(
+    df: pd.DataFrame,
+    *,
+    E: str = "E",
+    uE: str = "uE",
+    X: str | None = None,
+    V: str | None = None,
+    by: str | None = None,
+    name: str | None = None,
+    units: str = "",
+    uE_is_variance: bool = False,
+    drop_nonfinite: bool = False,
+    min_uE_rel_sd: float | None = None,
+) -> xr.Dataset:
+    """Build the input data set from named columns of a pandas DataFrame.
+
+    The DataFrame counterpart of :func:`read_csv`: the columns named by ``E``, ``uE`` and
+    optionally ``X``, ``V`` become the canonical variables over ``sample``; with ``by``,
+    each group of rows becomes one data set on the ``set`` dimension (:func:`uqx.stack`).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per prediction. The index is ignored.
+    E, uE : str
+        Columns of the errors (reference - prediction) and of their standard
+        uncertainties.
+    X, V : str, optional
+        Columns of an input feature and of the predicted value (conditioning variables
+        of the adaptivity analysis).
+    by : str, optional
+        Column whose values name the data sets (a long table of several models or UQ
+        methods): one set per distinct value, in order of first appearance.
+    name : str, optional
+        Data set name (one set only; default ``"data"``).
+    units : str, default ""
+        Units of ``E`` and ``uE`` (axis labels).
+    uE_is_variance : bool, default False
+        The ``uE`` column holds variances; ``sign(v) * sqrt(|v|)`` is used.
+    drop_nonfinite : bool, default False
+        Drop (and count in ``attrs["n_dropped"]``) rows with missing or infinite values
+        instead of raising.
+    min_uE_rel_sd : float, optional
+        Keep rows with ``uE > min_uE_rel_sd * sd(E)`` (:func:`uqx.data.from_arrays`).
+
+    Returns
+    -------
+    xarray.Dataset
+        One set (attrs ``name``, ``units``, ``source = "DataFrame"``, ``columns``), or
+        the sets stacked on ``set`` when ``by`` is given.
+
+    Raises
+    ------
+    InputError
+        Not a DataFrame, unknown column (the message lists the available ones),
+        non-numeric values, ``name`` together with ``by``, and everything
+        :func:`uqx.data.from_arrays` rejects.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import uqx
+    >>> df = pd.DataFrame({"err": [0.1, -0.3, 0.2, 0.05], "sigma": [0.2, 0.3, 0.1, 0.1]})
+    >>> ds = uqx.from_dataframe(df, E="err", uE="sigma", name="model A")
+    >>> ds.sizes["sample"], ds.attrs["name"]
+    (4, 'model A')
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise InputError(f"from_dataframe: expected a pandas DataFrame, got {type(df).__name__}")
+    options = dict(E=E, uE=uE, X=X, V=V, units=units, uE_is_variance=uE_is_variance,
+                   drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
+    if by is None:
+        name = "data" if name is None else name
+        return _one_frame(df, f"DataFrame {name!r}", name=name, source="DataFrame",
+                          **options)
+    if name is not None:
+        raise InputError("from_dataframe: give either name= (one set) or by= (one set per "
+                         f"value of column {by!r}), not both")
+    if by not in df.columns:
+        available = ", ".join(repr(str(c)) for c in df.columns)
+        raise InputError(f"DataFrame: no column {by!r} for by=; available columns: {available}")
+    groups = list(df.groupby(by, sort=False, dropna=False))
+    if not groups:
+        raise InputError("DataFrame: no data rows")
+    return stack([_one_frame(g, f"DataFrame rows with {by} = {k!r}", name=str(k),
+                             source=f"DataFrame ({by} = {k})", **options)
+                  for k, g in groups])
 
 
 def read_csv(
@@ -148,37 +315,23 @@ def read_csv(
         the available columns), non-numeric column, and everything
         :func:`uqx.data.from_arrays` rejects.
 
+    See Also
+    --------
+    from_dataframe : the same from a pandas DataFrame.
+
     Examples
     --------
     >>> ds = read_csv("preds.csv", E="err", uE="unc", X="mass")  # doctest: +SKIP
     """
     path = Path(path)
-    df = _read_frame(path, comment=comment)
+    df = read_frame(path, comment=comment)
     _check_header(path, comment=comment)
     if df.shape[0] == 0:
         raise InputError(f"{path}: no data rows (header only)")
-    mapping = {"E": E, "uE": uE, "X": X, "V": V}
-    cols = {
-        key: _numeric_column(df, col, path) for key, col in mapping.items() if col is not None
-    }
-    if uE_is_variance:
-        var = cols["uE"]
-        with np.errstate(invalid="ignore"):
-            cols["uE"] = np.sign(var) * np.sqrt(np.abs(var))
-    ds = from_arrays(
-        cols["E"],
-        cols["uE"],
-        cols.get("X"),
-        cols.get("V"),
-        name=str(name) if name is not None else path.stem,
-        units="",
-        source=str(path),
-        drop_nonfinite=drop_nonfinite,
-        min_uE_rel_sd=min_uE_rel_sd,
-    )
-    desc = ", ".join(f"{k}={c}" for k, c in mapping.items() if c is not None)
-    ds.attrs["columns"] = desc + (" (variance, square-rooted)" if uE_is_variance else "")
-    return ds
+    return _one_frame(df, path, E=E, uE=uE, X=X, V=V,
+                      name=name if name is not None else path.stem, units="",
+                      source=str(path), uE_is_variance=uE_is_variance,
+                      drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
 
 
 # -------------------------------------------------------------------------- NetCDF
@@ -347,12 +500,49 @@ def to_netcdf(
     )
     out.attrs = attrs
 
-    _write_atomic(out, path, encoding)
-    return path
+    return atomic_write(
+        path, lambda tmp: out.to_netcdf(tmp, engine="netcdf4", encoding=encoding),
+        what="NetCDF file",
+    )
 
 
-def _write_atomic(out: xr.Dataset, path: Path, encoding: dict) -> None:
-    """Write to a hidden temporary file beside ``path``, then :func:`os.replace` it."""
+def atomic_write(
+    path: str | os.PathLike, write: Callable[[Path], object], *, what: str = "file"
+) -> Path:
+    """Write a file atomically: a reader sees the old file or the complete new one.
+
+    ``write`` fills a hidden temporary file in the target directory (same file system),
+    which is then moved into place with :func:`os.replace`. On failure the temporary is
+    removed and any previous file is left untouched; on an interruption
+    (:class:`KeyboardInterrupt`...) it is removed too and the interruption goes on.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Target file. Missing parent directories are created.
+    write : callable
+        ``write(tmp)`` writes the whole content to the :class:`pathlib.Path` ``tmp``
+        (which keeps the suffix of ``path``, so that writers that add a suffix, such as
+        :func:`numpy.savez`, do not rename it). Its return value is ignored.
+    what : str, default "file"
+        What is written, for the error message (``"NetCDF file"``, ``"report"``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    uqx.errors.OutputError
+        ``path`` is a directory, its directory cannot be created, or ``write`` failed;
+        the message names ``path``, never the temporary file.
+
+    Examples
+    --------
+    >>> atomic_write("notes.txt", lambda tmp: tmp.write_text("done"))  # doctest: +SKIP
+    """
+    path = Path(path)
     if path.is_dir():
         raise OutputError(f"{path}: is a directory, expected a file name")
     try:
@@ -360,19 +550,20 @@ def _write_atomic(out: xr.Dataset, path: Path, encoding: dict) -> None:
     except OSError as exc:
         msg = f"{path}: cannot create directory {path.parent} ({exc.strerror})"
         raise OutputError(msg) from exc
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    tmp = path.parent / f".{path.stem}.{uuid.uuid4().hex}.tmp{path.suffix}"
     try:
-        out.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
+        write(tmp)
         os.replace(tmp, path)
     except Exception as exc:
         tmp.unlink(missing_ok=True)
         # name the target, never the hidden temporary file
         reason = str(exc).replace(str(tmp), str(path)).replace(tmp.name, path.name)
-        msg = f"{path}: cannot write NetCDF file ({reason or type(exc).__name__})"
+        msg = f"{path}: cannot write {what} ({reason or type(exc).__name__})"
         raise OutputError(msg) from exc
     except BaseException:  # KeyboardInterrupt...: clean up, re-raise as is
         tmp.unlink(missing_ok=True)
         raise
+    return path
 
 
 def read_netcdf(path: str | os.PathLike) -> xr.Dataset:

@@ -21,9 +21,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-import os
 import re
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,6 +29,7 @@ import numpy as np
 
 from uqx._version import __version__
 from uqx.data import InputError
+from uqx.io import atomic_write
 
 __all__ = ["report", "write_report", "report_format", "diagnostic_figures", "VERDICT_STYLE"]
 
@@ -244,11 +243,22 @@ def _png(fig, dpi) -> bytes:
 
 
 def _draw(key, caption, make, dpi) -> tuple:
-    """One figure entry ``(key, caption, png or None, why not drawn)``; failures noted."""
+    """One figure entry ``(key, caption, png or None, why not drawn)``.
+
+    A figure that the data cannot give is noted on the page: the figure functions say so
+    with :class:`~uqx.errors.InputError` (too few points for the bins, a variable the set
+    lacks, a fit without a finite start). Any other exception is a bug and propagates.
+    """
+    import matplotlib.pyplot as plt
+
     try:
-        return key, caption, _png(make(), dpi), ""
-    except (InputError, ValueError, np.linalg.LinAlgError) as exc:
+        fig = make()
+    except InputError as exc:
         return key, caption, None, str(exc)
+    try:
+        return key, caption, _png(fig, dpi), ""
+    finally:
+        plt.close(fig)
 
 
 def _one_set(ds, i):
@@ -572,29 +582,42 @@ def report_format(path) -> str:
 
 def write_report(result, path, data=None, *, figures: bool = True, title: str | None = None,
                  dpi: float = 110) -> Path:
-    """Write :func:`report` to ``path`` atomically (temporary file, then :func:`os.replace`).
+    """Write :func:`report` to ``path`` atomically (:func:`uqx.io.atomic_write`).
 
     The format follows the suffix (``.html`` or ``.md``); a Markdown report gets its
     figures as PNG files in ``<stem>_figures/`` next to it.
+
+    Parameters
+    ----------
+    result : xarray.Dataset or path to NetCDF
+        :func:`uqx.validate` output.
+    path : str or path-like
+        Report file, ``.html``/``.htm`` or ``.md``/``.markdown``.
+    data : xarray.Dataset, list of Dataset or path to NetCDF, optional
+        The validated inputs (raw-data figures; :func:`report`).
+    figures : bool, default True
+        Draw the figures.
+    title : str, optional
+        Page title.
+    dpi : float, default 110
+        Resolution of the figures.
 
     Returns
     -------
     pathlib.Path
         The written file.
+
+    Raises
+    ------
+    InputError
+        Unknown suffix, or a result that is not a validation result.
+    uqx.errors.OutputError
+        The file cannot be written.
     """
     path = Path(path)
     fmt = report_format(path)
     fig_dir = path.with_name(path.stem + "_figures") if fmt == "md" and figures else None
     text = report(result, data, figures=figures, fmt=fmt, title=title, dpi=dpi,
                   figure_dir=fig_dir)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.umask(umask := os.umask(0))
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"),
+                        what="report")
