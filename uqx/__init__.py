@@ -1,17 +1,23 @@
 """uqx: metrological validation of ML prediction uncertainties (Pernot's methods).
 
 Public API (re-exported here): input data model (:func:`from_arrays`, :func:`read_csv`,
-:func:`stack`), literature datasets (:func:`load_dataset`, :func:`load_paper_sets`),
-statistics (:func:`compute`, :func:`describe`), bootstrap (:func:`bootstrap`,
-:func:`bootstrap_per_bin`), references (:func:`simulate_reference`,
-:func:`zeta_score`), the workflow (:func:`validate`) and NetCDF I/O.
+:func:`from_dataframe`, :func:`stack`), literature datasets (:func:`load_dataset`,
+:func:`load_paper_sets`), statistics (:func:`compute`, :func:`describe`), bootstrap
+(:func:`bootstrap`, :func:`bootstrap_per_bin`), references (:func:`simulate_reference`,
+:func:`zeta_score`), the workflow (:func:`validate`), its tables (:func:`result_table`,
+:func:`verdict_table`, :func:`result_dataframe`) and NetCDF I/O. Every Dataset also has
+the ``.uqx`` accessor (:mod:`uqx.accessor`): ``ds.uqx.validate()``,
+``res.uqx.verdicts()``, ``res.uqx.plot.reliability()``.
 
 The names are resolved lazily (PEP 562 module ``__getattr__``): ``import uqx`` and
-``uqx --help`` do not load xarray, dask or numba until a function is first used.
+``uqx --help`` do not load xarray, dask or numba until a function is first used. The
+accessor is registered as soon as both uqx and xarray are imported, in either order.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import sys
 import types
 from importlib import import_module
@@ -36,6 +42,7 @@ _LAZY = {
     "apply_kernel": "uqx.describe",
     "compute": "uqx.describe",
     "describe": "uqx.describe",
+    "from_dataframe": "uqx.io",
     "read_csv": "uqx.io",
     "read_netcdf": "uqx.io",
     "to_netcdf": "uqx.io",
@@ -44,6 +51,8 @@ _LAZY = {
     "zeta_score": "uqx.reference",
     "result_records": "uqx.render",
     "result_table": "uqx.render",
+    "result_dataframe": "uqx.render",
+    "verdict_table": "uqx.render",
     "validate": "uqx.validate",
 }
 
@@ -81,3 +90,43 @@ class _Package(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _Package
+
+
+# ------------------------------------------------------------- the .uqx accessor
+
+
+class _ThenRegister(importlib.abc.Loader):
+    """Loader of xarray that imports :mod:`uqx.accessor` once xarray is loaded."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        import_module("uqx.accessor")  # registers Dataset.uqx
+
+    def __getattr__(self, name):  # get_resource_reader, is_package...: the real loader's
+        return getattr(self._loader, name)
+
+
+class _AccessorHook(importlib.abc.MetaPathFinder):
+    """Register the ``.uqx`` accessor when xarray is imported after uqx (used once)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "xarray":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ThenRegister(spec.loader)
+        return spec
+
+
+if "xarray" in sys.modules:
+    import_module("uqx.accessor")
+elif not any(isinstance(f, _AccessorHook) for f in sys.meta_path):
+    sys.meta_path.insert(0, _AccessorHook())

@@ -14,6 +14,8 @@ __all__ = [
     "WARN_SEP",
     "split_warnings",
     "result_table",
+    "verdict_table",
+    "result_dataframe",
     "result_records",
     "paper_table_iv",
     "paper_table_a",
@@ -59,6 +61,101 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                                              [False] * len(verdict), strict=True)
     ]
     return df
+
+
+def _cond_name(c) -> str:
+    return {"uE": "consistency (uE)"}.get(str(c), f"adaptivity ({c})")
+
+
+def verdict_table(res: xr.Dataset) -> pd.DataFrame:
+    """One row per data set, one column per verdict: the headline table of a result.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        :func:`uqx.validate` output.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``set``; column ``M``, then one column per statistic (``zms``, ``rce``,
+        ``cc``, ...) holding its verdict (``valid``, ``invalid``, ``inconclusive`` or
+        ``not tested``, with ``(borderline)`` when its |ζ| is within the Monte-Carlo noise
+        of 1), then the conditional headlines ``consistency (uE)`` and
+        ``adaptivity (X)`` / ``adaptivity (V)`` when the result has them.
+
+    Examples
+    --------
+    >>> res = uqx.validate(ds, seed=1)  # doctest: +SKIP
+    >>> uqx.verdict_table(res)[["zms", "rce", "consistency (uE)"]]  # doctest: +SKIP
+    """
+    table = result_table(res)["verdict"].unstack("stat")
+    table = table[[str(s) for s in res["stat"].values]]  # the result's order, not sorted
+    table.columns.name = None
+    table.insert(0, "M", res["M"].to_series().astype(int).values if "M" in res.coords
+                 else np.nan)
+    if "cond_verdict" in res:
+        for c in res["cond"].values:
+            table[_cond_name(c)] = res["cond_verdict"].sel(cond=c).to_series().astype(str)
+    table.index.name = "set"
+    return table
+
+
+def result_dataframe(res: xr.Dataset) -> pd.DataFrame:
+    """Convert a result to one long, tidy DataFrame: one row per (set, statistic).
+
+    Unlike :func:`result_table` nothing is rounded or formatted: every number is a float
+    column, the verdict, its reason and the borderline flag are plain columns, and the set
+    and statistic are columns (not an index), so that results of several sets, runs or
+    models concatenate and filter with ordinary pandas.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        :func:`uqx.validate` output (one or several sets).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``set``, ``M``, ``stat``, ``estimate``, ``bias``, ``ci_low``, ``ci_high``,
+        ``reference``, ``reference_se``, ``reference_kind``, ``zeta``, then
+        ``zeta_sim_<D>`` (and ``sim_reference_<D>``) for every generative distribution D
+        of a simulated reference, then ``verdict``, ``borderline`` and
+        ``verdict_reason``; variables the result lacks are left out.
+
+    Examples
+    --------
+    >>> df = uqx.result_dataframe(res)  # doctest: +SKIP
+    >>> df[df.verdict == "invalid"][["set", "stat", "zeta"]]  # doctest: +SKIP
+    """
+    index = ["set", "stat"]
+    numbers = [v for v in ("estimate", "bias", "ci_low", "ci_high", "reference",
+                           "reference_se", "zeta") if v in res]
+    df = res[numbers].reset_coords(drop=True).to_dataframe()[numbers].astype(float)
+    if "reference_kind" in res:
+        df.insert(df.columns.get_loc("zeta") if "zeta" in df else len(df.columns),
+                  "reference_kind", res["reference_kind"].to_series().astype(str))
+    if "dist" in res.dims:
+        simulated = (res["reference_kind"].to_series() == "simulated"
+                     if "reference_kind" in res else True)
+        for var in ("zeta_sim", "sim_reference"):
+            if var in res:
+                for d in res["dist"].values:
+                    col = res[var].sel(dist=d).reset_coords(drop=True).to_series()
+                    df[f"{var}_{d}"] = col.astype(float).where(simulated)
+    df["verdict"] = res["verdict"].to_series().astype(str)
+    if "borderline" in res:
+        df["borderline"] = res["borderline"].to_series().astype(bool)
+    if "verdict_reason" in res:
+        df["verdict_reason"] = res["verdict_reason"].to_series().astype(str)
+    df = df.reset_index()
+    df["set"] = df["set"].astype(str)
+    df["stat"] = df["stat"].astype(str)
+    if "M" in res.coords:
+        sizes = dict(zip(map(str, res["set"].values), res["M"].values.astype(int), strict=True))
+        df.insert(1, "M", df["set"].map(sizes))
+    return df[[*index[:1], *(["M"] if "M" in df else []), *index[1:],
+               *[c for c in df.columns if c not in (*index, "M")]]]
 
 
 def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:

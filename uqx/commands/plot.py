@@ -68,7 +68,8 @@ def register(subparsers):
                    help="LCP probabilities, comma-separated")
     p.add_argument("--stat", default=None,
                    help="confidence: rmse|mae|rmsd|q95 (default rmse); zeta: statistics "
-                   "of the bar panels, comma-separated (default zms,cc)")
+                   "of the bar panels, comma-separated (default every statistic of the "
+                   "result that has a zeta-score)")
     p.add_argument("--ci", default="cho", choices=["cho", "bootstrap", "bootstrap-set"],
                    help="per-bin interval method (reliability, lzisd, lzv): analytic, "
                    "per-bin BCa, or BCa over whole-set resamples (lzisd only)")
@@ -78,7 +79,12 @@ def register(subparsers):
     p.add_argument("--n-rep", type=int, default=500,
                    help="confidence: replicates of the probabilistic reference")
     p.add_argument("--seed", type=int, default=0, help="root seed of random draws")
-    p.add_argument("--log", action="store_true", help="reliability: log axes")
+    scale = p.add_mutually_exclusive_group()
+    scale.add_argument("--log", dest="log", action="store_const", const=True, default="auto",
+                       help="reliability: log axes (default: log when the central 99 %% of "
+                       "uE span more than a decade)")
+    scale.add_argument("--linear", dest="log", action="store_const", const=False,
+                       help="reliability: linear axes")
     p.add_argument("--conditional", action="store_true",
                    help="calibration: one curve per bin of --by")
     p.add_argument("--size", default="double", choices=["single", "double"],
@@ -175,7 +181,7 @@ def _figure(args, ds):
         return studies[k](ds, labels=labels, **common)
     if k in studies:
         return studies[k](ds, **common)
-    stats = tuple((args.stat or "zms,cc").split(","))
+    stats = args.stat.split(",") if args.stat else None
     if "zeta" not in ds:
         raise InputError("'uqx plot zeta' needs a 'uqx validate' result (NetCDF) as input")
     return P.zeta_bars(ds, stats=stats, **common)
@@ -185,6 +191,7 @@ def run(args) -> int:
     """Draw the figure and write it; ``zeta`` also writes FILE_agreement.SUFFIX."""
     from pathlib import Path
 
+    from uqx import plot as P
     from uqx.errors import InputError
 
     out = Path(args.output)
@@ -197,9 +204,7 @@ def run(args) -> int:
     fig = _figure(args, ds)
     fig.savefig(out)
     print(f"figure written to {out}")
-    if args.kind == "zeta" and {"zms", "rce"} <= {str(s) for s in ds["stat"].values}:
-        from uqx import plot as P
-
+    if args.kind == "zeta" and {"zms", "rce"} <= set(P.tested_stats(ds)):
         extra = out.with_name(f"{out.stem}_agreement{out.suffix}")
         P.zeta_agreement(ds, size="single", dpi=args.dpi, font_size=args.font_size).savefig(extra)
         print(f"figure written to {extra}")

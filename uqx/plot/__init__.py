@@ -23,7 +23,7 @@ from uqx.plot.study_panels import (
     pval,
     reference_sensitivity,
 )
-from uqx.plot.summary import tailedness_map, zeta_agreement, zeta_bars
+from uqx.plot.summary import tailedness_map, tested_stats, zeta_agreement, zeta_bars
 
 __all__ = [
     "e_vs_u",
@@ -38,6 +38,7 @@ __all__ = [
     "tailedness_map",
     "zeta_agreement",
     "zeta_bars",
+    "tested_stats",
     "study",
     "extrapolation",
     "appendix_b",

@@ -25,12 +25,27 @@ _BIN_DOC = """n_bins : int, optional
         Binning scheme (:func:`uqx.binning.make_bins`); ``log_bins`` for the last two."""
 
 
-def _log_x(r, ok, logx, binning, log_bins):
-    """Log x for log-spaced bins, else by the spread of the bin mid-ranges."""
+def _log_x(r, ok, logx, binning, log_bins, values=None):
+    """Log x for log-spaced bins, else when the data or the bin mid-ranges span a decade.
+
+    ``values`` are the data of the conditioning variable of the panel: a log axis when
+    their central 99 % span more than a decade (as :func:`uqx.plot.e_vs_u`), so that bins
+    of skewed uncertainties are not crammed into a corner.
+    """
     x = r["x_mid"].values[ok]
     if logx == "auto" and binning != "equal-count" and log_bins and np.all(x > 0):
         return True
+    if logx == "auto" and values is not None and _use_log(np.asarray(values), "auto"):
+        return bool(np.all(x > 0))
     return _use_log(x, logx)
+
+
+def _panel_values(ds, var):
+    """Values of ``var`` per panel (set) of a stacked input, NaN padding removed."""
+    if ds is None or var not in ds:
+        return None
+    arr = ds[var].values.reshape(ds.sizes.get("set", 1), -1)
+    return [row[np.isfinite(row)] for row in arr]
 
 
 def _engine_lzisd(ds, stat, by, n_bins, binning, n_boot, seed):
@@ -59,7 +74,7 @@ def _sets_of(res):
 
 
 def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins=True,
-                ci="cho", n_boot=500, seed=0, log=False, size="double", font_size=None,
+                ci="cho", n_boot=500, seed=0, log="auto", size="double", font_size=None,
                 dpi=None, title=None):
     r"""Reliability diagram: per-bin SD(E) (or RMSE) against RMV with 95 % intervals.
 
@@ -76,8 +91,10 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
     {bin_doc}
     ci : {"cho", "bootstrap"}, default "cho"
         Interval method; ``n_boot``, ``seed`` for the bootstrap.
-    log : bool, default False
-        Log scale on both axes.
+    log : bool or "auto", default "auto"
+        Log scale on both axes; "auto": when the central 99 % of the set's uE span more
+        than a decade (otherwise the bins of the small uncertainties are crammed into a
+        corner).
     size, font_size, dpi, title
         Figure options (:mod:`uqx.plot.style`).
 
@@ -86,12 +103,17 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
     matplotlib.figure.Figure
     """
     ds = as_sets(data)
+    if log not in (True, False, "auto"):
+        from uqx.data import InputError
+
+        raise InputError(f"log must be True, False or 'auto', got {log!r}")
     res = _reliability(ds, kind=kind, n_bins=n_bins, binning=binning, log=log_bins, ci=ci,
                        n_boot=n_boot, seed=seed)
     units = units_of(ds, "E")
+    logs = [_use_log(u, log) for u in _panel_values(ds, "uE")]
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(ds.sizes["set"], size=size, aspect=0.9)
-        for ax, r, name in zip(axes, _sets_of(res), panel_titles(ds), strict=True):
+        for ax, r, name, log in zip(axes, _sets_of(res), panel_titles(ds), logs, strict=True):
             ok = np.isfinite(r["rmv"].values)
             x, y = r["rmv"].values[ok], r["y"].values[ok]
             lo, hi = r["ci_low"].values[ok], r["ci_high"].values[ok]
@@ -139,8 +161,9 @@ def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
         Interval method (003 uses 'cho'): analytic, per-bin BCa, or BCa over whole-set
         resamples re-binned by rank (:func:`uqx.bootstrap.bootstrap_per_bin`, SimRef
         scheme; LZISD with equal-count or adaptive bins only); ``n_boot``, ``seed``.
-    logx : bool or "auto"
-        Log x axis.
+    logx : bool or "auto", default "auto"
+        Log x axis; "auto": log-spaced bins, or the central 99 % of ``by`` (or of the
+        bin mid-ranges) spanning more than a decade.
     size, font_size, dpi, title
         Figure options.
 
@@ -155,14 +178,15 @@ def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
         res = _local_z(ds, stat=stat, by=by, n_bins=n_bins, binning=binning, log=log_bins,
                        ci=ci, n_boot=n_boot, seed=seed)
     ylab = "LZISD = 1/sd(Z) per bin" if stat == "lzisd" else "LZV = Var(Z) per bin"
+    values = _panel_values(ds, by) or [None] * ds.sizes["set"]
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(ds.sizes["set"], size=size)
-        for ax, r, name in zip(axes, _sets_of(res), panel_titles(ds), strict=True):
+        for ax, r, name, v in zip(axes, _sets_of(res), panel_titles(ds), values, strict=True):
             S.reference_line(ax, 1.0, label="target 1")
             ok = np.isfinite(r["x_mid"].values)
             S.interval_bars(ax, r["x_mid"].values[ok], r["estimate"].values[ok],
                             r["ci_low"].values[ok], r["ci_high"].values[ok], target=1.0)
-            if _log_x(r, ok, logx, binning, log_bins):
+            if _log_x(r, ok, logx, binning, log_bins, v):
                 S.log_axis(ax)
             S.full_set_marker(ax, float(r["full"]), float(r["full_low"]),
                               float(r["full_high"]), target=1.0)
@@ -195,7 +219,9 @@ def lcp(data, *, by="uE", prob=(0.25, 0.5, 0.75, 0.95), dist="normal", nu=None,
     dist, nu : {"normal", "t"}, float
         Generative distribution of the intervals built from uE.
     {bin_doc}
-    logx, ylim, size, font_size, dpi, title
+    logx : bool or "auto", default "auto"
+        Log x axis; "auto" as :func:`lzisd`.
+    ylim, size, font_size, dpi, title
         Axis and figure options (default y range [0, 1.1]).
 
     Returns
@@ -208,16 +234,18 @@ def lcp(data, *, by="uE", prob=(0.25, 0.5, 0.75, 0.95), dist="normal", nu=None,
         res = res.expand_dims(set=[str(raw.attrs.get("name", "data"))])
         titles = list(res["set"].values)
         ds = raw
+        values = [raw[by].values] if by in raw else [None]
     else:
         ds = as_sets(raw)
         res = _lcp(ds, by=by, prob=prob, dist=dist, nu=nu, n_bins=n_bins, binning=binning,
                    log=log_bins)
         titles = panel_titles(ds)
+        values = _panel_values(ds, by) or [None] * ds.sizes["set"]
     P = res["prob"].values
     colors = [S.COLORS["series"][k % 8] for k in range(P.size)]
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(res.sizes["set"], size=size)
-        for ax, r, name in zip(axes, _sets_of(res), titles, strict=True):
+        for ax, r, name, v in zip(axes, _sets_of(res), titles, values, strict=True):
             ok = np.isfinite(r["x_mid"].values)
             x = r["x_mid"].values[ok]
             for k, p in enumerate(P):
@@ -226,7 +254,7 @@ def lcp(data, *, by="uE", prob=(0.25, 0.5, 0.75, 0.95), dist="normal", nu=None,
                 ax.axhline(p, color=colors[k], ls="--", lw=0.8, zorder=1)
                 ax.errorbar(x, c, yerr=np.maximum(np.vstack([c - lo, hi - c]), 0), fmt="o-", ms=3,
                             lw=0.8, color=colors[k], label=f"P = {p:.0%}", zorder=3)
-            if _log_x(r, ok, logx, binning, log_bins):
+            if _log_x(r, ok, logx, binning, log_bins, v):
                 S.log_axis(ax)
             ax.set_ylim(*(ylim or (0, 1.1)))
             S.full_set_marker(ax, r["picp"].values, r["picp_low"].values,

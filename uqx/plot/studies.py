@@ -61,15 +61,19 @@ def appendix_b(archive, *, size="double", font_size=None, dpi=None, title=None):
     matplotlib.figure.Figure
     """
     ds = load(archive)
-    if "ence_mean" not in ds or "slope" not in ds:
-        raise InputError("appendix_b needs the summarised archive (ence_mean, slope, ...)")
-    models, stats = [str(m) for m in ds["model"].values], ("ence", "zmse")
+    fitted = [str(s) for s in ds["stat"].values] if "stat" in ds.dims else []
+    stats = [st for st in ("ence", "zmse") if f"{st}_mean" in ds and st in fitted]
+    if not stats or "slope" not in ds:
+        raise InputError("appendix_b needs the summarised archive (ence_mean or zmse_mean "
+                         "with their fits: intercept, slope over stat)")
+    models = [str(m) for m in ds["model"].values]
     x = np.sqrt(ds["N"] / ds["M"])
+    n_st = len(stats)
     with S.style(font_size=font_size, dpi=dpi, size=size):
-        fig, axes = S.panel_grid(len(models) * 2, size=size, ncols=2, aspect=0.7)
+        fig, axes = S.panel_grid(len(models) * n_st, size=size, ncols=n_st, aspect=0.7)
         for i, model in enumerate(models):
             for j, st in enumerate(stats):
-                ax = axes[2 * i + j]
+                ax = axes[n_st * i + j]
                 for k, nu in enumerate(ds["nu"].values):
                     sel = dict(model=model, nu=nu)
                     m = ds[f"{st}_mean"].sel(sel).transpose("M", "N")

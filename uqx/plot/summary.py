@@ -19,7 +19,7 @@ from uqx.plot import style as S
 from uqx.plot._input import as_sets, load
 from uqx.stats.tailedness import SAFETY_LIMITS, tailedness
 
-__all__ = ["tailedness_map", "zeta_agreement", "zeta_bars", "nig_beta_line",
+__all__ = ["tailedness_map", "zeta_agreement", "zeta_bars", "tested_stats", "nig_beta_line",
            "nig_kappa_line"]
 
 
@@ -73,11 +73,12 @@ def nig_kappa_line(n: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _tailedness_table(data):
+    """Tailedness metrics per set: from a result's variables, or computed from the data."""
     ds = load(data)
     keys = ("beta_gm_u2", "beta_gm_e2", "beta_gm_z2", "kappa_cs_u2", "kappa_cs_e2",
             "kappa_cs_z2")
-    if all(k in ds for k in keys) and ds[keys[0]].dims == ("set",):  # validation result
-        t = {k: ds[k].values for k in keys}
+    if "E" not in ds and any(k in ds for k in keys):  # validation result: what it has
+        t = {k: ds[k].values for k in keys if k in ds and ds[k].dims == ("set",)}
     else:
         ds = as_sets(ds)
         t = tailedness(ds["E"].values, ds["uE"].values)
@@ -91,7 +92,7 @@ _MAP = {  # metric -> (variable prefix, NIG line, axis symbol, beta y range)
 }
 
 
-def tailedness_map(data, *, metrics=("beta", "kappa"), size=None, font_size=None, dpi=None,
+def tailedness_map(data, *, metrics=None, size=None, font_size=None, dpi=None,
                    title=None):
     """Tailedness map: metric of E² and Z² against that of u² per set (001 Fig. 5).
 
@@ -105,8 +106,8 @@ def tailedness_map(data, *, metrics=("beta", "kappa"), size=None, font_size=None
     data : xarray.Dataset or path to NetCDF
         Input data (stacked sets) or a :func:`uqx.validate` result with the
         ``beta_gm_*`` and ``kappa_cs_*`` variables.
-    metrics : sequence of {"beta", "kappa"}, default both
-        Panels, left to right.
+    metrics : sequence of {"beta", "kappa"}, optional
+        Panels, left to right; default both (those a result holds).
     size, font_size, dpi, title
         Figure options (:mod:`uqx.plot.style`); default size single for one panel,
         double for two.
@@ -115,10 +116,18 @@ def tailedness_map(data, *, metrics=("beta", "kappa"), size=None, font_size=None
     -------
     matplotlib.figure.Figure
     """
+    t, labels = _tailedness_table(data)
+    have = [m for m in _MAP if all(f"{_MAP[m][0]}_{v}" in t for v in ("u2", "e2", "z2"))]
+    metrics = have if metrics is None else list(metrics)
     bad = [m for m in metrics if m not in _MAP]
     if bad or not metrics:
-        raise InputError(f"unknown tailedness metrics {bad}; choose beta and/or kappa")
-    t, labels = _tailedness_table(data)
+        raise InputError(f"unknown tailedness metrics {bad}; choose beta and/or kappa"
+                         if bad else "the result has no tailedness variables (beta_gm_*, "
+                         "kappa_cs_*): give the data instead")
+    missing = [m for m in metrics if m not in have]
+    if missing:
+        raise InputError(f"the result has no {', '.join(missing)} tailedness variables; "
+                         f"it has {', '.join(have) or 'none'}")
     size = size or ("single" if len(metrics) == 1 else "double")
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(len(metrics), size=size, aspect=0.85)
@@ -219,6 +228,10 @@ def zeta_agreement(result, *, x="zms", y="rce", size="single", font_size=None, d
     res = load(result)
     if "zeta" not in res:
         raise InputError("zeta_agreement needs a validation result (variable 'zeta')")
+    missing = [s for s in (x, y) if s not in tested_stats(res)]
+    if missing:
+        raise InputError(f"zeta_agreement needs \u03b6 of {x} and {y}; the result has none "
+                         f"for {', '.join(missing)}")
     zx, zy = np.abs(_zeta(res, x)), np.abs(_zeta(res, y))
     top = max(2.0, 1.1 * float(np.nanmax(np.r_[zx, zy, 0.0])))
     with S.style(font_size=font_size, dpi=dpi, size=size):
@@ -239,7 +252,28 @@ def zeta_agreement(result, *, x="zms", y="rce", size="single", font_size=None, d
     return S.finish(fig, title=title)
 
 
-def zeta_bars(result, *, stats=("zms", "cc"), size="double", font_size=None, dpi=None,
+def tested_stats(res) -> list[str]:
+    """Statistics of a validation result that have a ζ-score (finite for at least one set).
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        :func:`uqx.validate` output.
+
+    Returns
+    -------
+    list of str
+        In the result's order; empty without ``zeta`` or ``stat``.
+    """
+    if "stat" not in res.dims or "zeta" not in res:
+        return []
+    z = res["zeta"].values.reshape(-1, res.sizes["stat"]) if "set" in res["zeta"].dims else (
+        res["zeta"].values.reshape(1, -1))
+    return [str(s) for s, ok in zip(res["stat"].values, np.isfinite(z).any(axis=0),
+                                    strict=True) if ok]
+
+
+def zeta_bars(result, *, stats=None, size="double", font_size=None, dpi=None,
               title=None):
     """Draw grouped bars of ζ-scores per set for BS, Sim and Sim2 references (000 Figs. 8–9).
 
@@ -251,8 +285,9 @@ def zeta_bars(result, *, stats=("zms", "cc"), size="double", font_size=None, dpi
     ----------
     result : xarray.Dataset or path to NetCDF
         :func:`uqx.validate` output with ``zeta``, ``zeta_sim`` and ``zeta_sim2``.
-    stats : sequence of str, default ("zms", "cc")
-        Statistics, one panel each (000 Fig. 9: ``("ence", "zmse")``).
+    stats : sequence of str, optional
+        Statistics, one panel each (000 Fig. 8: ``("zms", "cc")``, Fig. 9:
+        ``("ence", "zmse")``); default every statistic of the result that has a ζ.
     size, font_size, dpi, title
         Figure options.
 
@@ -263,6 +298,16 @@ def zeta_bars(result, *, stats=("zms", "cc"), size="double", font_size=None, dpi
     res = load(result)
     if "zeta" not in res:
         raise InputError("zeta_bars needs a validation result (variable 'zeta')")
+    if stats is None:
+        stats = tested_stats(res)
+        if not stats:
+            raise InputError("the validation result has no finite \u03b6-score to draw")
+    stats = [stats] if isinstance(stats, str) else list(stats)
+    have = [str(s) for s in res["stat"].values] if "stat" in res.dims else []
+    missing = [s for s in stats if s not in have]
+    if missing or not stats:
+        raise InputError(f"the validation result has no statistic "
+                         f"{', '.join(missing) or '(none asked)'}; it has {', '.join(have)}")
     dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
     series = [("zeta", None, r"$\zeta_{BS}$")]
     for var, tag in (("zeta_sim", "Sim"), ("zeta_sim2", "Sim2")):
@@ -276,7 +321,8 @@ def zeta_bars(result, *, stats=("zms", "cc"), size="double", font_size=None, dpi
         for ax, stat in zip(axes, stats, strict=True):
             predefined = True
             if "reference_kind" in res:
-                predefined = str(res["reference_kind"].sel(stat=stat).values[0]) == "predefined"
+                kind = np.ravel(res["reference_kind"].sel(stat=stat).values)
+                predefined = str(kind[0]) == "predefined"
             for k, (var, d, lab) in enumerate(series):
                 z = _zeta(res, stat, var, d)
                 if var == "zeta" and not predefined:

@@ -1,0 +1,316 @@
+"""The ``.uqx`` accessor of :class:`xarray.Dataset`: uqx's functions as methods.
+
+Registered when ``uqx`` and ``xarray`` are both imported, in either order (see
+:mod:`uqx`). It only forwards, as the accessors of arviz-stats and xskillscore do: every
+method calls the public function of the same job with the Dataset as its first argument,
+so the two spellings always give the same result::
+
+    ds = uqx.from_dataframe(df, E="err", uE="sigma", X="mass")
+    res = ds.uqx.validate(seed=1)           # uqx.validate(ds, seed=1)
+    res.uqx.verdicts()                      # uqx.verdict_table(res)
+    res.uqx.plot.zeta_bars()                # uqx.plot.zeta_bars(res)
+
+Nothing heavy is imported here (no dask, numba or matplotlib): each method imports its
+module when it is called.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import xarray as xr
+
+__all__ = ["UqxAccessor", "PlotMethods", "PLOT_KINDS"]
+
+#: Figure functions of :mod:`uqx.plot` reachable as ``ds.uqx.plot.<name>(...)``.
+PLOT_KINDS = (
+    "e_vs_u",
+    "z_vs_x",
+    "reliability",
+    "lzisd",
+    "lcp",
+    "calibration",
+    "conditional_calibration",
+    "confidence",
+    "distributions",
+    "tailedness_map",
+    "zeta_agreement",
+    "zeta_bars",
+    "extrapolation",
+    "study",
+    "appendix_b",
+    "pval",
+    "bins",
+    "decimation",
+    "binned_tailedness",
+    "reference_sensitivity",
+)
+
+
+def _call(module: str, name: str, *args, **kwargs):
+    return getattr(import_module(module), name)(*args, **kwargs)
+
+
+def _plot_method(name: str):
+    def method(self, **kwargs):
+        return _call("uqx.plot", name, self._ds, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (f"Draw :func:`uqx.plot.{name}` of this Dataset; keyword arguments are "
+                      "passed on.\n\nReturns\n-------\nmatplotlib.figure.Figure\n"
+                      "    The figure.\n")
+    return method
+
+
+class PlotMethods:
+    """Figures of a Dataset: ``ds.uqx.plot.<kind>(**options)`` is ``uqx.plot.<kind>(ds, ...)``.
+
+    Every function of :mod:`uqx.plot` listed in :data:`PLOT_KINDS` is a method; calling
+    the object with a kind as named by ``uqx plot`` (``"e-vs-u"``, ``"lzisd"``...) draws
+    the same figure.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input data or a result, as the figure needs.
+    """
+
+    def __init__(self, ds: xr.Dataset):
+        self._ds = ds
+
+    def __call__(self, kind: str, **kwargs):
+        """Draw the figure ``kind`` (``"reliability"``, ``"e-vs-u"``, ``"zeta"``...).
+
+        Parameters
+        ----------
+        kind : str
+            A name of :data:`PLOT_KINDS`, with ``-`` or ``_``; ``"zeta"`` is
+            :func:`uqx.plot.zeta_bars`, ``"tailedness"`` :func:`uqx.plot.tailedness_map`.
+        **kwargs
+            Options of the figure function.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure.
+
+        Raises
+        ------
+        InputError
+            Unknown kind.
+        """
+        from uqx.errors import InputError
+
+        name = {"zeta": "zeta_bars", "tailedness": "tailedness_map"}.get(kind, kind)
+        name = name.replace("-", "_")
+        if name not in PLOT_KINDS:
+            raise InputError(f"unknown figure kind {kind!r}; choose from "
+                             f"{', '.join(PLOT_KINDS)}")
+        return getattr(self, name)(**kwargs)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(PLOT_KINDS))
+
+
+for _name in PLOT_KINDS:
+    setattr(PlotMethods, _name, _plot_method(_name))
+del _name
+
+
+@xr.register_dataset_accessor("uqx")
+class UqxAccessor:
+    """uqx methods of an :class:`xarray.Dataset` (``ds.uqx.<method>``), forwarding only.
+
+    On input data (``E``, ``uE``, optional ``X``, ``V``): :meth:`validate`,
+    :meth:`describe`, :meth:`compute`, :meth:`bootstrap`; on a validation result:
+    :meth:`table`, :meth:`verdicts`, :meth:`conditional_table`, :meth:`to_dataframe`,
+    :meth:`records`, :meth:`report`; on both: :attr:`plot` and :meth:`to_netcdf`.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The Dataset the accessor is attached to.
+    """
+
+    def __init__(self, ds: xr.Dataset):
+        self._ds = ds
+
+    # ---------------------------------------------------------------- input data
+
+    def validate(self, stats=None, **kwargs) -> xr.Dataset:
+        """Validate the uncertainties: :func:`uqx.validate` of this Dataset.
+
+        Parameters
+        ----------
+        stats : str or sequence of str, optional
+            Statistics (default those of :func:`uqx.validate`).
+        **kwargs
+            Options of :func:`uqx.validate` (``n_boot``, ``n_mc``, ``seed``...).
+
+        Returns
+        -------
+        xarray.Dataset
+            The validation result.
+        """
+        args = () if stats is None else (stats,)
+        return _call("uqx.validate", "validate", self._ds, *args, **kwargs)
+
+    def describe(self, **kwargs) -> xr.Dataset:
+        """Summary statistics and tailedness: :func:`uqx.describe` of this Dataset.
+
+        Parameters
+        ----------
+        **kwargs
+            Options of :func:`uqx.describe`.
+
+        Returns
+        -------
+        xarray.Dataset
+            One variable per statistic.
+        """
+        return _call("uqx.describe", "describe", self._ds, **kwargs)
+
+    def compute(self, stats=None, **kwargs) -> xr.DataArray:
+        """Point estimates of statistics: :func:`uqx.compute` of this Dataset.
+
+        Parameters
+        ----------
+        stats : sequence of str, optional
+            Statistics (default those of :func:`uqx.compute`).
+        **kwargs
+            Options of :func:`uqx.compute`.
+
+        Returns
+        -------
+        xarray.DataArray
+            Estimates over ``stat`` (and ``set``).
+        """
+        args = () if stats is None else (stats,)
+        return _call("uqx.describe", "compute", self._ds, *args, **kwargs)
+
+    def bootstrap(self, stats=None, **kwargs) -> xr.Dataset:
+        """Bootstrap confidence intervals: :func:`uqx.bootstrap` of this Dataset.
+
+        Parameters
+        ----------
+        stats : sequence of str, optional
+            Statistics (default those of :func:`uqx.bootstrap`).
+        **kwargs
+            Options of :func:`uqx.bootstrap`.
+
+        Returns
+        -------
+        xarray.Dataset
+            Estimates with their intervals.
+        """
+        args = () if stats is None else (stats,)
+        return _call("uqx.bootstrap", "bootstrap", self._ds, *args, **kwargs)
+
+    # ---------------------------------------------------------------- results
+
+    def table(self, **kwargs):
+        """Per-statistic table of a result: :func:`uqx.result_table`.
+
+        Parameters
+        ----------
+        **kwargs
+            Options of :func:`uqx.result_table` (``digits``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows (set, stat); estimate, interval, reference, ζ and verdict columns.
+        """
+        return _call("uqx.render", "result_table", self._ds, **kwargs)
+
+    def verdicts(self):
+        """One row per set, one column per verdict: :func:`uqx.verdict_table`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index ``set``; ``M``, the verdict of every statistic and the conditional
+            headlines.
+        """
+        return _call("uqx.render", "verdict_table", self._ds)
+
+    def conditional_table(self, **kwargs):
+        """Consistency and adaptivity routes: :func:`uqx.render.conditional_table`.
+
+        Parameters
+        ----------
+        **kwargs
+            Options of :func:`uqx.render.conditional_table`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows (set, cond, route); value, interval and verdict.
+        """
+        return _call("uqx.render", "conditional_table", self._ds, **kwargs)
+
+    def to_dataframe(self):
+        """Convert the result to one long tidy DataFrame: :func:`uqx.result_dataframe`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per (set, statistic), unrounded numbers, verdict columns.
+        """
+        return _call("uqx.render", "result_dataframe", self._ds)
+
+    def records(self) -> list[dict]:
+        """JSON-ready records of a result: :func:`uqx.result_records`.
+
+        Returns
+        -------
+        list of dict
+            One record per set.
+        """
+        return _call("uqx.render", "result_records", self._ds)
+
+    def report(self, path=None, data=None, **kwargs):
+        """HTML or Markdown report of a result (:mod:`uqx.report`).
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Write the report there (:func:`uqx.report.write_report`, format from the
+            suffix); without it the page is returned (:func:`uqx.report.report`).
+        data : xarray.Dataset, optional
+            The validated inputs, for the figures of the raw data.
+        **kwargs
+            Options of the report functions.
+
+        Returns
+        -------
+        pathlib.Path or str
+            The file written, or the page.
+        """
+        if path is None:
+            return _call("uqx.report", "report", self._ds, data, **kwargs)
+        return _call("uqx.report", "write_report", self._ds, path, data, **kwargs)
+
+    # ---------------------------------------------------------------- both
+
+    @property
+    def plot(self) -> PlotMethods:
+        """Figures: ``ds.uqx.plot.<kind>(**options)`` is ``uqx.plot.<kind>(ds, ...)``."""
+        return PlotMethods(self._ds)
+
+    def to_netcdf(self, path, **kwargs):
+        """Write atomically with provenance attributes: :func:`uqx.to_netcdf`.
+
+        Parameters
+        ----------
+        path : str or path-like
+            Target file.
+        **kwargs
+            Options of :func:`uqx.to_netcdf` (``parameters``, ``seed``).
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+        """
+        return _call("uqx.io", "to_netcdf", self._ds, path, **kwargs)
