@@ -26,6 +26,7 @@ from uqx.validate import (
     split_warnings,
     validate,
 )
+from uqx.mctest import MEMBERS, family_verdict
 from uqx.verdict import NOT_TESTED, VERDICTS, interval_problem, simulated_verdict
 
 M = 1500
@@ -112,23 +113,32 @@ def test_zeta_recomputed_from_result(res):
 def test_verdicts_follow_the_rules(res):
     """Every verdict recomputed from the stored quantities by the documented rules."""
     labels = [str(d) for d in res["dist"].values]
+    members = [str(m) for m in res["member"].values]
+    assert members == list(MEMBERS)
     for s in res["set"].values:
         for st in res["stat"].values:
             r = res.sel(set=s, stat=st)
             kind, v = str(r["reference_kind"].item()), str(r["verdict"].item())
+            old = str(r["zeta_verdict"].item())
             problem = interval_problem(float(r["estimate"]), float(r["ci_low"]),
                                        float(r["ci_high"]))
+            # the papers' zeta rule, kept for comparison
             if st in NOT_TESTED or kind == "":
                 expected = "not tested"
             elif problem:
                 expected = "inconclusive"
-                assert str(r["verdict_reason"].item()) == problem
             elif kind.startswith("predefined"):
                 expected = "valid" if abs(float(r["zeta"])) <= 1 else "invalid"
             else:
                 expected = simulated_verdict(r["zeta_sim"].values, r["zeta_sim2"].values,
                                              labels)[0]
-            assert v == expected, (s, st)
+            assert old == expected, (s, st)
+            # the decision: Monte-Carlo p-values over the null family
+            if st in NOT_TESTED:
+                assert v == "not tested"
+                continue
+            assert (v, str(r["verdict_reason"].item())) == family_verdict(
+                r["p_value"].values, members), (s, st)
             valid = float(r["valid"])
             assert (valid == 1.0) == (v == "valid") and (valid == 0.0) == (v == "invalid")
             if v != "inconclusive":
@@ -154,6 +164,7 @@ def test_d_sensitive_statistics(res):
         z = res["zeta_sim"].sel(set="over", stat=st).values
         assert np.all(z > 1), st
         assert res["verdict"].sel(set="over", stat=st).item() == "invalid"
+        assert np.all(res["p_value"].sel(set="over", stat=st).values < 0.05)
 
 
 def test_simulated_references_used_when_d_insensitive(synth):
@@ -171,7 +182,7 @@ def test_simulated_references_used_when_d_insensitive(synth):
         if not interval_problem(*(float(r[k].values[0, j]) for k in ("estimate", "ci_low",
                                                                       "ci_high"))):
             z2 = r["zeta_sim2"].values[0, j]
-            assert r["verdict"].values[0, j] == simulated_verdict(z, z2, ["N", "T"])[0], st
+            assert r["zeta_verdict"].values[0, j] == simulated_verdict(z, z2, ["N", "T"])[0]
     z2 = zeta_sim2(r["estimate"].values[..., None], r["sim_reference"].values,
                    r["sim2_low"].values, r["sim2_high"].values)
     np.testing.assert_allclose(r["zeta_sim2"].values, z2, rtol=1e-12)
@@ -226,7 +237,7 @@ def test_dropped_rows_warning():
 
 
 def test_result_structure(res):
-    assert set(res.dims) == {"set", "stat", "dist", "cond", "bin", "xstat", "sweep"}
+    assert set(res.dims) == {"set", "stat", "dist", "member", "cond", "bin", "xstat", "sweep"}
     assert list(res["set"].values) == ["cal", "over", "tig"]
     assert list(res["stat"].values) == STATS
     assert list(res["dist"].values) == ["N", "T6"]
@@ -240,6 +251,9 @@ def test_result_structure(res):
     for v in ("sim_reference", "sim_reference_se", "sim2_low", "sim2_high", "zeta_sim",
               "zeta_sim2"):
         assert res[v].dims == ("set", "stat", "dist"), v
+    assert res["p_value"].dims == ("set", "stat", "member")
+    assert res["cond_p_value"].dims == ("set", "cond", "member")
+    assert res["extrap_p_value"].dims == ("set", "cond", "xstat", "member")
     assert res["set_warnings"].dims == ("set",)
     for v in ("lzisd", "lzisd_ci_low", "lzisd_ci_high", "bin_n", "bin_x_mid"):
         assert res[v].dims == ("set", "cond", "bin"), v

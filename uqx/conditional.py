@@ -148,17 +148,25 @@ def null_hooks(sets, *, n_copies, preset="app-c"):
     return hooks
 
 
-def extrapolation_step(sets, notes, *, seed, level, nu, n_mc, preset="app-c", nulls=None):
+def extrapolation_step(sets, notes, *, seed, level, members, n_mc, preset="app-c",
+                       nulls=None):
     """Zero-bin extrapolation of ENCE, ZMSE, ZVE per (set, cond) with the null verdict.
 
-    ``nulls``: {set index: [null intercepts per distribution]} computed on the draws of
-    the simulated references (:func:`null_hooks`); other sets draw their own copies.
+    ``members``: the null family ``[(dist, nu, label), ...]`` of :mod:`uqx.mctest` (the
+    data-matched member has one ν per set). ``nulls``: {set index: [null intercepts per
+    member]} computed on the draws of the simulated references (:func:`null_hooks`);
+    other sets draw their own copies.
+
+    Returns
+    -------
+    xarray.Dataset, dict
+        The fragment, and the null intercepts {(set, cond index): [(n, xstat) per member]}.
     """
     conds = _conds(sets)
     st = PRESETS[preset]
     stats = list(st.stats)
-    dists = [("normal", None), ("t", float(nu))]
-    S, C, K, D = len(sets), len(conds), len(stats), len(dists)
+    labels = [lab for *_, lab in members]
+    S, C, K, D = len(sets), len(conds), len(stats), len(labels)
     L = len(st.n_bins)
     f = {k: np.full((S, C, K), np.nan) for k in ("intercept", "intercept_se", "slope",
                                                  "slope_se")}
@@ -166,10 +174,13 @@ def extrapolation_step(sets, notes, *, seed, level, nu, n_mc, preset="app-c", nu
     verdict = np.full((S, C, K), "not tested", dtype=object)
     reason = np.full((S, C, K), "", dtype=object)
     nlo, nhi = np.full((S, C, K, D), np.nan), np.full((S, C, K, D), np.nan)
+    pval = np.full((S, C, K, D), np.nan)
     vals, nbins = np.full((S, C, L, K), np.nan), np.full((S, C, L), np.nan)
     nulls = nulls or {}
+    copies = {}
     for i, sd in enumerate(sets):
         have = _set_conds(sd, conds)
+        dists = [(d, nu[i] if np.ndim(nu) else nu, lab) for d, nu, lab in members]
         try:
             rs = extrapolate_many(sd.E, sd.uE, have, preset=st, dists=dists, n_mc=n_mc,
                                   seed=seed, key=content_key(sd.E, sd.uE), level=level,
@@ -186,6 +197,9 @@ def extrapolation_step(sets, notes, *, seed, level, nu, n_mc, preset="app-c", nu
             papers[i, c] = r["papers_valid"]
             verdict[i, c], reason[i, c] = r["verdict"], r["verdict_reason"]
             nlo[i, c], nhi[i, c] = r["null_low"], r["null_high"]
+            pval[i, c] = r.get("p_value", np.nan)
+            if "null" in r:
+                copies[i, c] = r["null"]
             n = r["n_bins"].size
             vals[i, c, :n], nbins[i, c, :n] = r["values"], r["n_bins"]
     d3 = ("set", "cond", "xstat")
@@ -195,55 +209,90 @@ def extrapolation_step(sets, notes, *, seed, level, nu, n_mc, preset="app-c", nu
             "extrap_papers_valid": (d3, papers, {"long_name": "|intercept - ideal| <= 2 SE "
                                                  "(papers' test, reported only)"}),
             "extrap_verdict": (d3, verdict.astype(str),
-                               {"long_name": "intercept against its simulated null"}),
+                               {"long_name": "intercept against its simulated null "
+                                "(one-sided Monte-Carlo test over the null family)"}),
             "extrap_verdict_reason": (d3, reason.astype(str)),
-            "extrap_null_low": (d3 + ("dist",), nlo, {"long_name": "null 2.5 % quantile"}),
-            "extrap_null_high": (d3 + ("dist",), nhi, {"long_name": "null 97.5 % quantile"}),
+            "extrap_null_low": (d3 + ("dist",), nlo[..., :2],
+                                {"long_name": "null 2.5 % quantile"}),
+            "extrap_null_high": (d3 + ("dist",), nhi[..., :2],
+                                 {"long_name": "null 97.5 % quantile"}),
+            "extrap_p_value": (d3 + ("member",), pval,
+                               {"long_name": "Monte-Carlo p-value of the intercept (one-sided)"}),
             "extrap_values": (("set", "cond", "sweep", "xstat"), vals,
                               {"long_name": "statistic per number of bins of the sweep"}),
             "extrap_n_bins": (("set", "cond", "sweep"), nbins,
                               {"long_name": "number of equal-count bins of the sweep"}),
         },
-        coords={"cond": conds, "xstat": stats, "sweep": np.arange(L)},
+        coords={"cond": conds, "xstat": stats, "sweep": np.arange(L), "member": labels},
         attrs={"extrapolation_preset": preset, "extrapolation_n_mc": int(n_mc)},
     )
     out["extrap_intercept"].attrs["long_name"] = "intercept of lm(y ~ sqrt(N/M))"
     out["extrap_intercept_se"].attrs["long_name"] = "OLS standard error of the intercept"
+    return out, copies
+
+
+def _routes(res, specs, draws, copies, i, c, cond):
+    """Routes of one headline: (name, observed p per member, copy p (member, n) or None)."""
+    from uqx.mctest import DIRECTION, copy_pvalues, direction_of
+
+    out = []
+    for j, s in enumerate(specs):
+        on_cond = (s.family == "binned" and s.cond == cond) or (s.base == "cc" and cond == "uE")
+        if on_cond and np.isfinite(res["p_value"].values[i, j]).any():
+            pc = np.stack([copy_pvalues(draws[i, j, m], direction_of(s.base))
+                           for m in range(draws.shape[2])])
+            out.append((s.name.upper(), res["p_value"].values[i, j], pc))
+    null = copies.get((i, c))
+    for k, x in enumerate(res["xstat"].values if "xstat" in res.dims else []):
+        p = res["extrap_p_value"].values[i, c, k]
+        if np.isfinite(p).any():
+            pc = None if null is None else np.stack(
+                [copy_pvalues(n[:, k], DIRECTION["intercept"]) for n in null])
+            out.append((f"{str(x).upper()} intercept", p, pc))
     return out
 
 
-def headline_step(res) -> xr.Dataset:
-    """Headline verdict per (set, cond) from the conditional routes.
+def headline_step(res, specs, draws, copies, *, level=0.95, shared=True) -> xr.Dataset:
+    """Headline verdict per (set, cond): one test over the routes, over the null family.
 
-    ``valid`` when every conclusive route (fraction of valid bins, extrapolations of ENCE,
-    ZMSE, ZVE) says valid, ``invalid`` when every conclusive route says invalid,
-    ``inconclusive`` otherwise.
+    The routes of consistency (cond = uE) are the binned statistics on uE of the run
+    (ENCE, ZMSE, ZVE), CC and the zero-bin intercepts of ENCE, ZMSE, ZVE; of adaptivity
+    (X, V), the binned statistics and intercepts on that variable. They share their
+    calibrated copies (the extrapolation nulls are computed on the first copies of the
+    simulated references), so their smallest p-value is calibrated on those copies
+    (:func:`uqx.mctest.minp_pvalue`): the headline has the size of one test. Without
+    shared copies (``shared=False``) the smallest p-value is Bonferroni-corrected. Each
+    member gets its p-value; :func:`uqx.mctest.family_verdict` decides.
     """
+    from uqx.mctest import family_verdict, minp_pvalue
+
     S, C = res.sizes["set"], res.sizes["cond"]
+    labels = [str(m) for m in res["member"].values]
     verdict = np.full((S, C), "not tested", dtype=object)
     reason = np.full((S, C), "", dtype=object)
+    routes_txt = np.full((S, C), "", dtype=object)
+    pval = np.full((S, C, len(labels)), np.nan)
     for i in range(S):
-        for c in range(C):
-            routes = {}
-            if "fval_verdict" in res:
-                routes["fraction of valid bins"] = str(res["fval_verdict"].values[i, c])
-            if "extrap_verdict" in res:
-                for k, s in enumerate(res["xstat"].values):
-                    v = str(res["extrap_verdict"].values[i, c, k])
-                    routes[f"{s.upper()} extrapolation"] = v
-            concl = {k: v for k, v in routes.items() if v in ("valid", "invalid")}
-            if not concl:
-                if any(v == "inconclusive" for v in routes.values()):
-                    verdict[i, c], reason[i, c] = "inconclusive", "no route is conclusive"
+        for c, cond in enumerate(str(x) for x in res["cond"].values):
+            routes = _routes(res, specs, draws, copies, i, c, cond)
+            if not routes:
                 continue
-            vs = set(concl.values())
-            if len(vs) == 1:
-                verdict[i, c] = vs.pop()
+            routes_txt[i, c] = ", ".join(r[0] for r in routes)
+            po = np.stack([r[1] for r in routes])  # (R, member)
+            if shared and all(r[2] is not None for r in routes):
+                n = min(r[2].shape[1] for r in routes)
+                for m in range(len(labels)):
+                    pval[i, c, m] = minp_pvalue(po[:, m], np.stack([r[2][m, :n]
+                                                                    for r in routes]))
             else:
-                verdict[i, c] = "inconclusive"
-                reason[i, c] = "routes disagree: " + ", ".join(f"{k} {v}" for k, v in concl.items())
+                pval[i, c] = np.minimum(1.0, len(routes) * np.nanmin(po, axis=0))
+            verdict[i, c], reason[i, c] = family_verdict(pval[i, c], labels, alpha=1 - level)
     return xr.Dataset({
         "cond_verdict": (("set", "cond"), verdict.astype(str),
                          {"long_name": "consistency (uE) / adaptivity (X, V) verdict"}),
         "cond_verdict_reason": (("set", "cond"), reason.astype(str)),
+        "cond_p_value": (("set", "cond", "member"), pval,
+                         {"long_name": "min-p of the routes calibrated on shared copies"}),
+        "cond_routes": (("set", "cond"), routes_txt.astype(str),
+                        {"long_name": "routes combined in the headline"}),
     })

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from uqx.binning import equal_count_edges, reduce_n_bins, stable_order
@@ -43,6 +44,7 @@ __all__ = [
     "ols_fit",
     "null_intercepts",
     "NullHook",
+    "sweep_three",
     "extrapolate",
     "extrapolate_many",
     "null_verdict",
@@ -218,6 +220,81 @@ def _fit_points(n_bins, settings, M):
     return keep, settings.abscissa_of(n_bins[keep], M)
 
 
+#: Statistics of the fused null kernel (:func:`_sweep_three`), in its output order.
+_FUSED = ("ence", "zmse", "zve")
+
+
+@numba.njit(parallel=True, cache=True)
+def _sweep_three(eps, u, edges, offsets, out):  # pragma: no cover - numba
+    """ENCE, ZMSE, ZVE of copies ``u * eps[r]`` for every bin partition (one pass each).
+
+    ``edges[offsets[i]:offsets[i+1]]``: the index edges of partition i of the sorted data.
+    Same formulas as :data:`uqx.statistic.BINNED_STATS` (per-bin sums of u², E², z², z).
+    """
+    k, M = eps.shape
+    L = offsets.size - 1
+    for r in numba.prange(k):
+        pu2 = np.empty(M + 1)
+        pe2 = np.empty(M + 1)
+        pz2 = np.empty(M + 1)
+        pz = np.empty(M + 1)
+        pu2[0] = pe2[0] = pz2[0] = pz[0] = 0.0
+        for i in range(M):
+            z = eps[r, i]
+            e = u[i] * z
+            pu2[i + 1] = pu2[i] + u[i] * u[i]
+            pe2[i + 1] = pe2[i] + e * e
+            pz2[i + 1] = pz2[i] + z * z
+            pz[i + 1] = pz[i] + z
+        for li in range(L):
+            a0, a1 = offsets[li], offsets[li + 1]
+            nb = a1 - a0 - 1
+            s_ence = 0.0
+            s_zmse = 0.0
+            s_zve = 0.0
+            for b in range(nb):
+                lo, hi = edges[a0 + b], edges[a0 + b + 1]
+                n = hi - lo
+                mv = (pu2[hi] - pu2[lo]) / n
+                mse = (pe2[hi] - pe2[lo]) / n
+                sz2 = pz2[hi] - pz2[lo]
+                sz = pz[hi] - pz[lo]
+                var_z = max((sz2 - sz * sz / n) / (n - 1), 0.0)
+                rmv = np.sqrt(mv)
+                s_ence += abs(rmv - np.sqrt(mse)) / rmv
+                s_zmse += abs(np.log(sz2 / n))
+                s_zve += abs(np.log(var_z))
+            out[r, li, 0] = s_ence / nb
+            out[r, li, 1] = s_zmse / nb
+            out[r, li, 2] = np.exp(s_zve / nb)
+
+
+def sweep_three(eps, u_sorted, n_bins, *, pop_min: int = 20) -> np.ndarray:
+    """ENCE, ZMSE, ZVE of calibrated copies ``u_sorted * eps`` for several bin numbers.
+
+    The fused twin of :func:`sweep_statistics` for the null copies (one numba pass per
+    copy, no temporaries): equal to it within rounding (tested).
+
+    Parameters
+    ----------
+    eps : array_like, shape (k, M)
+        Unit draws laid out in the order of ``u_sorted``.
+    u_sorted : array_like, shape (M,)
+    n_bins : sequence of int
+
+    Returns
+    -------
+    numpy.ndarray, shape (k, len(n_bins), 3)
+    """
+    eps = np.ascontiguousarray(np.atleast_2d(eps), dtype=np.float64)
+    u = np.ascontiguousarray(u_sorted, dtype=np.float64)
+    edges = [equal_count_edges(u.size, int(n), pop_min=pop_min) for n in n_bins]
+    offsets = np.cumsum([0] + [e.size for e in edges]).astype(np.int64)
+    out = np.empty((eps.shape[0], len(edges), 3))
+    _sweep_three(eps, u, np.concatenate(edges).astype(np.int64), offsets, out)
+    return out
+
+
 class NullHook:
     """Intercepts of the sweep fit on calibrated copies built from given unit draws ε.
 
@@ -240,8 +317,13 @@ class NullHook:
         """Return the intercepts (k, C, S) of the copies ``u_orders[c] * eps``."""
         st = self.settings
         out = np.empty((eps.shape[0], len(self.u_orders), len(st.stats)))
+        fused = all(s in _FUSED for s in st.stats)
         for c, u in enumerate(self.u_orders):
-            y = sweep_statistics(u * eps, u, self.n_bins, st.stats, pop_min=st.pop_min)
+            if fused:
+                y = sweep_three(eps, u, self.n_bins, pop_min=st.pop_min)
+                y = y[..., [_FUSED.index(s) for s in st.stats]]
+            else:
+                y = sweep_statistics(u * eps, u, self.n_bins, st.stats, pop_min=st.pop_min)
             out[:, c] = ols_fit(self.x, np.moveaxis(y[:, self.keep], 1, -1))[0]
         return out
 
@@ -257,6 +339,8 @@ def null_intercepts(
     seed: int = 0,
     key=(),
     memory_budget: int = 128 * 2**20,
+    label: str | None = None,
+    pool=None,
 ) -> np.ndarray:
     """Return the intercepts of the sweep fit on ``n_mc`` calibrated copies E = u·ε, ε ~ D.
 
@@ -283,7 +367,7 @@ def null_intercepts(
     single = np.ndim(u_orders[0]) == 0
     hook = NullHook([u_orders] if single else u_orders, n_bins, settings)
     M = hook.u_orders[0].size
-    label = "N" if dist == "normal" else f"T{nu:g}"
+    label = label or {"normal": "N", "data": "data"}.get(dist) or f"T{nu:g}"
     fixed = 50  # copies per keyed batch: part of the stream definition
     rows = max(1, min(fixed, memory_budget // (M * 8 * 2)))
     out = np.empty((n_mc, len(hook.u_orders), len(settings.stats)))
@@ -294,46 +378,49 @@ def null_intercepts(
         )
         nb = min(fixed, n_mc - b * fixed)
         for lo in range(0, nb, rows):
-            eps = draw_unit(rng, (min(rows, nb - lo), M), dist=dist, nu=nu)
+            eps = draw_unit(rng, (min(rows, nb - lo), M), dist=dist, nu=nu, pool=pool)
             out[k0 : k0 + eps.shape[0]] = hook(eps)
             k0 += eps.shape[0]
     return out[:, 0] if single else out
 
 
-def null_verdict(observed, nulls, *, level: float = 0.95):
+def null_verdict(observed, nulls, *, level: float = 0.95, labels=None):
     """Verdict of an observed intercept against its null distributions (one per D).
+
+    A one-sided Monte-Carlo test (:func:`uqx.mctest.mc_pvalue`): miscalibration makes the
+    intercept of ENCE, ZMSE and ZVE larger than calibrated copies give, never smaller.
+    The family rule of :func:`uqx.mctest.family_verdict` combines the members.
 
     Parameters
     ----------
     observed : float
     nulls : sequence of numpy.ndarray
         Null intercepts under each generative distribution.
+    level : float
+        Test at size ``1 - level``; the central ``level`` quantiles are returned too.
+    labels : sequence of str, optional
+        Member labels (default ``N``, ``T6``...: no data-matched member).
 
     Returns
     -------
     verdict : str
-        ``valid`` (inside the central ``level`` interval under every D), ``invalid``
-        (outside on the same side under every D) or ``inconclusive``.
+        ``valid``, ``invalid`` or ``inconclusive``.
     reason : str
         Empty unless inconclusive.
     limits : numpy.ndarray, shape (len(nulls), 2)
+    pvalues : numpy.ndarray, shape (len(nulls),)
     """
+    from uqx.mctest import DIRECTION, family_verdict, mc_pvalue
+
     lim = np.array(
         [np.quantile(n, [(1 - level) / 2, (1 + level) / 2], method="linear") for n in nulls]
     )
-    if not np.isfinite(observed) or not np.isfinite(lim).all():
-        return "inconclusive", "intercept or its null distribution is not finite", lim
-    side = np.where(observed < lim[:, 0], -1, np.where(observed > lim[:, 1], 1, 0))
-    if np.all(side == 0):
-        return "valid", "", lim
-    if np.all(side == side[0]):
-        return "invalid", "", lim
-    return (
-        "inconclusive",
-        "the intercept is compatible with the null of one generative distribution and "
-        "not with another: the conclusion depends on D",
-        lim,
-    )
+    p = np.array([float(mc_pvalue(observed, n, DIRECTION["intercept"])) for n in nulls])
+    if not np.isfinite(observed) or not np.isfinite(p).all():
+        return "inconclusive", "intercept or its null distribution is not finite", lim, p
+    labels = list(labels) if labels is not None else [f"D{k}" for k in range(len(nulls))]
+    v, why = family_verdict(p, labels, alpha=1 - level)
+    return v, why, lim, p
 
 
 def extrapolate(E, uE, cond=None, **kwargs) -> dict:
@@ -369,8 +456,9 @@ def extrapolate_many(
         all of them share their draws.
     preset : {"app-c", "002"} or SweepSettings
         Sweep settings (METHODS §3.8).
-    dists : sequence of (str, float or None)
-        Generative distributions of the null (default N(0,1) and t_s(6)).
+    dists : sequence of (str, float or None[, str])
+        Generative distributions of the null (default N(0,1) and t_s(6)), with an
+        optional label (``"fit"``: the data-matched member of :mod:`uqx.mctest`).
     n_mc : int
         Calibrated copies per distribution (< 2: no null, verdict "not tested").
     seed, key :
@@ -385,7 +473,8 @@ def extrapolate_many(
         Per variable: ``stats``, ``n_bins`` (K,), ``x`` (K,), ``fitted`` (K,),
         ``values`` (K, S), ``intercept``, ``intercept_se``, ``slope``, ``slope_se``,
         ``ideal``, ``papers_valid`` (|a − ideal| ≤ 2 SE, reported only) (S,),
-        ``null_low``, ``null_high`` (S, D), ``verdict``, ``verdict_reason`` (S lists).
+        ``null_low``, ``null_high``, ``p_value`` (S, D), ``null`` (D arrays (n, S)),
+        ``verdict``, ``verdict_reason`` (S lists).
     """
     st = _settings(preset)
     E = np.asarray(E, dtype=np.float64)
@@ -411,14 +500,24 @@ def extrapolate_many(
         }
     if nulls is None and n_mc < 2:
         return out
+    dists = [tuple(d) + (None,) * (3 - len(d)) for d in dists]
+    labels = [lab or {"normal": "N", "data": "data"}.get(d) or f"T{nu:g}"
+              for d, nu, lab in dists]
     if nulls is None:
+        from uqx.mctest import standardised_z
+
+        pool = standardised_z(E, u) if any(d == "data" for d, *_ in dists) else None
         nulls = [null_intercepts(u_orders, n_bins, st, dist=d, nu=nu, n_mc=n_mc, seed=seed,
-                                 key=key, memory_budget=memory_budget) for d, nu in dists]
+                                 key=key, memory_budget=memory_budget, label=lab, pool=pool)
+                 for (d, nu, _), lab in zip(dists, labels, strict=True)]
     for c, name in enumerate(conds):
         r = out[name]
+        r["p_value"] = np.full((S, D), np.nan)
+        r["null"] = [n[:, c] for n in nulls]
         for j in range(S):
-            v, why, lim = null_verdict(r["intercept"][j], [n[:, c, j] for n in nulls],
-                                       level=level)
+            v, why, lim, p = null_verdict(r["intercept"][j], [n[:, c, j] for n in nulls],
+                                          level=level, labels=labels)
             r["verdict"][j], r["verdict_reason"][j] = v, why
             r["null_low"][j], r["null_high"][j] = lim[:, 0], lim[:, 1]
+            r["p_value"][j] = p
     return out

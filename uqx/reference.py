@@ -152,18 +152,26 @@ def _wilson_formula(x, n, *, method="wilsoncc", level=0.95):
     return np.clip(lo, 0, 1), np.clip(hi, 0, 1)
 
 
-def draw_unit(rng: np.random.Generator, size, *, dist="normal", nu=None):
+def draw_unit(rng: np.random.Generator, size, *, dist="normal", nu=None, pool=None):
     r"""Draw from a unit-variance generative distribution D (000 Sect. II D 2).
 
-    ``"normal"``: N(0, 1); ``"t"``: :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, ν > 2.
+    ``"normal"``: N(0, 1); ``"t"``: :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, ν > 2
+    (``nu = inf``: the normal); ``"data"``: values of ``pool`` (the data's z-scores at
+    unit mean square, :func:`uqx.mctest.standardised_z`) drawn with replacement.
     """
+    if dist == "data":
+        if pool is None or np.size(pool) == 0:
+            raise InputError("dist 'data' needs the pool of the data's z-scores")
+        return np.asarray(pool)[rng.integers(0, np.size(pool), size)]
     if dist == "normal":
         return rng.standard_normal(size)
     if dist == "t":
         if nu is None or not nu > 2:
             raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
+        if np.isinf(nu):  # the limit of t_s(nu): the normal
+            return rng.standard_normal(size)
         return rng.standard_t(nu, size) / np.sqrt(nu / (nu - 2.0))
-    raise InputError(f"unknown generative distribution {dist!r} (normal, t)")
+    raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
 
 
 def unit_quantile(p, *, dist="normal", nu=None):
@@ -207,7 +215,7 @@ def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None):
     parts, hooked = [], []
     first = block * SIM_BLOCK  # index of the block's first copy in the whole stream
     for lo in range(0, nb, rows):
-        eps = draw_unit(rng, (min(rows, nb - lo), ss.M), dist=dist, nu=nu)
+        eps = draw_unit(rng, (min(rows, nb - lo), ss.M), dist=dist, nu=nu, pool=ss.pool)
         parts.append(_sim_stats(eps, ss, specs))
         if hook is not None and first + lo < hook.n_copies:  # the same draws, reused
             hooked.append(hook(eps[: hook.n_copies - first - lo]))
@@ -303,13 +311,16 @@ class _SimSet:
     positions in the uE order (None for uE itself).
     """
 
-    def __init__(self, sd, specs, cfg):
+    def __init__(self, sd, specs, cfg, cfg_pool=False):
         from scipy.stats import rankdata
 
         from uqx.binning import make_bins, stable_order
 
+        from uqx.mctest import standardised_z
+
         self.name, self.M = sd.name, sd.M
         self.key = content_key(sd.E, sd.uE)
+        self.pool = standardised_z(sd.E, sd.uE) if cfg_pool else None
         order = stable_order(sd.uE)
         self.u_sorted = np.ascontiguousarray(sd.uE[order])
         self.sum_u2 = float(np.sum(self.u_sorted**2))
@@ -344,6 +355,7 @@ def simulate_reference(
     scheduler=None,
     num_workers: int | None = None,
     hooks=None,
+    label: str | None = None,
 ) -> xr.Dataset:
     r"""Simulate reference values of statistics (paper 000 Sect. II D 2, METHODS §6).
 
@@ -359,12 +371,17 @@ def simulate_reference(
         Input data set(s); only ``uE`` (and X/V for binning) are used.
     stats : sequence of str
         Statistic names (as for :func:`uqx.bootstrap`).
-    dist : {"normal", "t"}
-        Generative distribution; ``"t"`` is the unit-variance Student :math:`t_s(\nu)`.
-    nu : float, default 6
-        Degrees of freedom of ``"t"`` (must be > 2).
+    dist : {"normal", "t", "data"}
+        Generative distribution; ``"t"`` is the unit-variance Student :math:`t_s(\nu)`,
+        ``"data"`` each set's own z-scores at unit mean square, resampled with
+        replacement (:func:`uqx.mctest.standardised_z`).
+    nu : float or sequence of float, default 6
+        Degrees of freedom of ``"t"`` (must be > 2; ``inf``: the normal), or one per
+        set (the data-matched member of :mod:`uqx.mctest`; then give ``label``).
     n_mc : int, default 10000
         Number of simulated data sets.
+    label : str, optional
+        Label of the distribution in the keyed streams (default ``N`` or ``T<nu>``).
     hooks : list, optional
         One callable (or None) per set, applied to the unit draws ε (k, M) of its first
         ``hook.n_copies`` simulated sets (laid out in the stable uE order); the results
@@ -383,21 +400,29 @@ def simulate_reference(
     if any(s.vector for s in specs):
         raise InputError("per-bin statistics have no scalar simulated reference")
     seed = resolve_seed(seed)
-    if dist not in ("normal", "t"):
-        raise InputError(f"unknown generative distribution {dist!r} (normal, t)")
-    if dist == "t" and not (isinstance(nu, (int, float, np.number)) and nu > 2):
-        raise InputError(f"unit-variance Student t needs nu > 2, got {nu!r}")
-    dlabel = "N" if dist == "normal" else f"T{nu:g}"
+    if dist not in ("normal", "t", "data"):
+        raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
     ds = as_stacked(ds)
     sets = list(iter_sets(ds))
+    per_set = np.ndim(nu) > 0
+    nus = np.asarray(nu, dtype=np.float64).ravel() if per_set else None
+    if per_set and nus.size != len(sets):
+        raise InputError(f"nu: one value per set expected ({len(sets)}), got {np.size(nu)}")
+    if dist == "t" and not (np.all(nus > 2) if per_set else (
+            isinstance(nu, (int, float, np.number)) and nu > 2)):
+        raise InputError(f"unit-variance Student t needs nu > 2, got {nu!r}")
+    if per_set and label is None:
+        raise InputError("one nu per set needs a label for its random streams")
+    dlabel = label or {"normal": "N", "data": "data"}.get(dist) or f"T{nu:g}"
     cfg = BinningConfig(bins, binning, pop_min)
     n_blocks = -(-n_mc // SIM_BLOCK)
     hooks = hooks or [None] * len(sets)
     tasks = [
-        [dask.delayed(_sim_block)(ss, specs, dist, nu, seed, dlabel, b,
-                                  min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook)
+        [dask.delayed(_sim_block)(ss, specs, dist, float(nus[i]) if per_set else nu, seed,
+                                  dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook)
          for b in range(n_blocks)]
-        for ss, hook in zip((_SimSet(sd, specs, cfg) for sd in sets), hooks, strict=True)
+        for i, (ss, hook) in enumerate(zip((_SimSet(sd, specs, cfg, dist == "data")
+                                            for sd in sets), hooks, strict=True))
     ]
     kw = {"scheduler": scheduler or "threads"}
     if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
@@ -405,7 +430,10 @@ def simulate_reference(
     (computed,) = dask.compute(tasks, **kw)
     out = _summarise_sims(computed, [s.name for s in specs], n_mc, level, keep_draws)
     out = out.assign_coords(set=ds["set"].values)
-    out.attrs = {"dist": dist, "dist_label": dlabel, "nu": float(nu) if dist == "t" else np.nan,
+    if per_set:
+        out["nu"] = ("set", nus.copy(), {"long_name": "degrees of freedom per set"})
+    out.attrs = {"dist": dist, "dist_label": dlabel,
+                 "nu": float(nu) if dist == "t" and not per_set else np.nan,
                  "n_mc": int(n_mc), "seed": int(seed), "level": float(level),
                  "binning_scheme": binning, "n_bins": int(bins), "pop_min": int(pop_min)}
     out["reference"].attrs["long_name"] = "simulated reference (mean over N_MC draws)"

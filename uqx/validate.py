@@ -54,13 +54,15 @@ from uqx.stats.tailedness import (
     TAILEDNESS_KEYS,
     tailedness,
 )
-from uqx.verdict import (
-    NOT_TESTED,
-    interval_problem,
-    simulated_verdict,
-    zeta_se,
-    zeta_verdict,
+from uqx.mctest import (
+    FIT_MEMBERS,
+    direction_of,
+    family_verdict,
+    mc_pvalue,
+    pvalue_noise,
+    t_nu_from_tails,
 )
+from uqx.verdict import NOT_TESTED, interval_problem, simulated_verdict, zeta_verdict
 
 __all__ = ["validate", "default_cond_bins", "DEFAULT_STATS", "TAILEDNESS_VARS"]
 
@@ -168,12 +170,26 @@ def _dists(nu):
     return [("normal", None, "N"), ("t", float(nu), f"T{nu:g}")]
 
 
-def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_all, common,
-                    hooks=None):
-    """Step 3: predefined references and ζ_BS; simulated references and ζ_Sim per D.
+def _members(nu, tails):
+    """Null family of the Monte-Carlo tests: the papers' D and the data-matched t_s(ν̂)."""
+    nu_fit = t_nu_from_tails(tails["kappa_cs_z2"].values)
+    return _dists(nu) + [("t", nu_fit, "fit"), ("data", None, "data")], nu_fit
 
-    ``hooks`` (one per set, or None) reuse the simulation draws for the extrapolation
-    nulls. Returns the fragment and those nulls {set index: [one per distribution]}.
+
+def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_all, common,
+                    members, hooks=None):
+    """Step 3: predefined references and ζ_BS; simulated references, ζ_Sim and the nulls.
+
+    Every tested statistic is simulated under every member of the null family
+    (:func:`_members`); the papers' references (mean, Sim2, ζ_Sim) are kept for the
+    statistics without a predefined one (all with ``simulate_all``). ``hooks`` (one per
+    set, or None) reuse the simulation draws for the extrapolation nulls.
+
+    Returns
+    -------
+    xarray.Dataset, dict, numpy.ndarray
+        The fragment; the extrapolation nulls {set index: [one per member]}; the
+        simulated values (set, stat, member, mc) of every tested statistic.
     """
     S, K = boot.sizes["set"], len(specs)
     est_all = boot["estimate"].values  # may hold nll_ref after the requested statistics
@@ -191,22 +207,28 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
                 ref[i, j] = r
                 kind[i, j] = "predefined" if s.base != "nll" else "predefined (NLL_ref)"
                 zeta[i, j] = zeta_score(est[i, j], r, lo[i, j], hi[i, j])
-    dists = _dists(nu)
-    D = len(dists)
+    D = 2  # the papers' N and t_s(ν)
     sim = {k: np.full((S, K, D), np.nan) for k in ("ref", "se", "lo", "hi")}
-    sim_idx = [j for j, s in enumerate(specs)
-               if (simulate_all or np.all(kind[:, j] == "")) and s.base not in NOT_TESTED]
+    tested = [j for j, s in enumerate(specs) if s.base not in NOT_TESTED]
+    sim_idx = [j for j in tested if simulate_all or np.all(kind[:, j] == "")]
+    draws = np.full((S, K, len(members), n_mc), np.nan)
     nulls = {}
-    if sim_idx:
-        for d, (dist, dnu, _) in enumerate(dists):
-            r = simulate_reference(ds, [specs[j].name for j in sim_idx], dist=dist,
-                                   nu=dnu or 6.0, n_mc=n_mc, seed=seed, level=level,
-                                   hooks=hooks, **common)
-            if isinstance(r, tuple):
-                r, hooked = r
-                for i, arr in hooked.items():
-                    nulls.setdefault(i, []).append(arr)
-            for jj, j in enumerate(sim_idx):
+    for d, (dist, dnu, label) in enumerate(members):
+        if not tested:
+            break
+        r = simulate_reference(ds, [specs[j].name for j in tested], dist=dist,
+                               nu=6.0 if dnu is None else dnu, n_mc=n_mc, seed=seed,
+                               level=level, hooks=hooks, keep_draws=True,
+                               label=label if np.ndim(dnu) else None, **common)
+        if isinstance(r, tuple):
+            r, hooked = r
+            for i, arr in hooked.items():
+                nulls.setdefault(i, []).append(arr)
+        draws[:, tested, d] = r["draws"].values
+        if d >= D:
+            continue
+        for jj, j in enumerate(tested):
+            if j in sim_idx:
                 sim["ref"][:, j, d] = r["reference"].values[:, jj]
                 sim["se"][:, j, d] = r["reference_se"].values[:, jj]
                 sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
@@ -222,14 +244,9 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
             kind[i, j] = "simulated"
             ref[i, j] = sim["ref"][i, j, 0]
             zeta[i, j] = zs[i, j, 0]
-            half = (hi[i, j] - lo[i, j]) / 2
-            sound = not interval_problem(est[i, j], lo[i, j], hi[i, j])
-            if sound and 2 * sim["se"][i, j, 0] > 0.1 * half:
-                notes.stat(i, j, "the Monte-Carlo uncertainty of the simulated reference is not "
-                           "negligible against the interval: increase --n-mc")
     ref_se = np.where(kind == "simulated", sim["se"][..., 0], np.where(kind != "", 0.0, np.nan))
     sdims = ("set", "stat", "dist")
-    return xr.Dataset(
+    frag = xr.Dataset(
         {
             "reference": (("set", "stat"), ref, {"long_name": "reference value (N for simulated)"}),
             "reference_se": (("set", "stat"), ref_se,
@@ -248,56 +265,74 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
             "zeta_sim": (sdims, zs, {"long_name": "zeta_Sim (U_t = 2u) per distribution"}),
             "zeta_sim2": (sdims, zs2, {"long_name": "zeta_Sim2 (comparison only)"}),
         },
-        coords={"dist": [lab for *_, lab in dists]},
-    ), {i: n for i, n in nulls.items() if len(n) == len(dists)}
+        coords={"dist": [lab for *_, lab in members[:D]]},
+    )
+    return frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws
 
 
-def _verdict_step(res, specs, notes) -> xr.Dataset:
-    """Step 4: one verdict (and reason, borderline flag) per (set, stat)."""
+def _papers_verdict(res, specs, i, j, labels):
+    """The papers' ζ rule (000 Fig. 1 with uqx's D agreement), kept for comparison."""
+    e, lo, hi = (float(res[k].values[i, j]) for k in ("estimate", "ci_low", "ci_high"))
+    kind = str(res["reference_kind"].values[i, j])
+    if specs[j].base in NOT_TESTED or kind == "":
+        return "not tested"
+    if interval_problem(e, lo, hi):
+        return "inconclusive"
+    if kind.startswith("predefined"):
+        return zeta_verdict(float(res["zeta"].values[i, j]))
+    return simulated_verdict(res["zeta_sim"].values[i, j], res["zeta_sim2"].values[i, j],
+                             labels)[0]
+
+
+def _verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Dataset:
+    """Step 4: one verdict per (set, stat): Monte-Carlo test over the null family.
+
+    p-values of the estimate among its simulated calibrated values under every member
+    (:func:`uqx.mctest.mc_pvalue`, one- or two-sided by :data:`uqx.mctest.DIRECTION`),
+    combined by :func:`uqx.mctest.family_verdict`; ``borderline`` when the deciding
+    p-value is within two Monte-Carlo sd of the size. The papers' ζ rule is kept in
+    ``zeta_verdict``.
+    """
     S, K = res.sizes["set"], len(specs)
-    verdict = np.full((S, K), "", dtype=object)
+    alpha = 1 - level
+    verdict = np.full((S, K), "not tested", dtype=object)
+    papers = np.full((S, K), "not tested", dtype=object)
     reason = np.full((S, K), "", dtype=object)
     borderline = np.zeros((S, K), dtype=bool)
+    pv = np.full((S, K, len(member_labels)), np.nan)
     labels = [str(d) for d in res["dist"].values]
-    g = {k: res[k].values for k in ("estimate", "ci_low", "ci_high", "ci_low_se", "ci_high_se",
-                                     "zeta", "reference", "reference_kind")}
+    est = res["estimate"].values
+    fits = [member_labels.index(m) for m in FIT_MEMBERS]
     for i in range(S):
         for j, s in enumerate(specs):
-            e, lo, hi = g["estimate"][i, j], g["ci_low"][i, j], g["ci_high"][i, j]
-            kind = g["reference_kind"][i, j]
-            if s.base in NOT_TESTED or kind == "":
-                verdict[i, j] = "not tested"
+            if s.base in NOT_TESTED:
                 continue
-            problem = interval_problem(e, lo, hi)
+            papers[i, j] = _papers_verdict(res, specs, i, j, labels)
+            problem = interval_problem(est[i, j], res["ci_low"].values[i, j],
+                                       res["ci_high"].values[i, j])
             if problem:
-                verdict[i, j], reason[i, j] = "inconclusive", problem
-                notes.stat(i, j, problem)
-                continue
-            if kind.startswith("predefined"):
-                zetas = [g["zeta"][i, j]]
-                refs, ut, rse = [g["reference"][i, j]], [0.0], [0.0]
-                verdict[i, j] = zeta_verdict(zetas[0])
-            else:
-                zetas = list(res["zeta_sim"].values[i, j])
-                refs = list(res["sim_reference"].values[i, j])
-                rse = list(res["sim_reference_se"].values[i, j])
-                ut = [2 * x for x in rse]
-                verdict[i, j], reason[i, j] = simulated_verdict(
-                    zetas, res["zeta_sim2"].values[i, j], labels)
-            sz = zeta_se(e, np.array(refs), lo, hi, g["ci_low_se"][i, j], g["ci_high_se"][i, j],
-                         target_u=np.array(ut), reference_se=np.array(rse))
-            with np.errstate(invalid="ignore"):
-                borderline[i, j] = bool(np.any(np.abs(np.abs(zetas) - 1) < 2 * sz))
+                notes.stat(i, j, problem + " (ζ-scores only; the verdict does not use it)")
+            pv[i, j] = mc_pvalue(est[i, j], draws[i, j], direction_of(s.base))
+            verdict[i, j], reason[i, j] = family_verdict(pv[i, j], member_labels, alpha=alpha)
+            n = np.isfinite(draws[i, j, fits[0]]).sum()
+            borderline[i, j] = bool(np.any(np.abs(pv[i, j, fits] - alpha)
+                                           < 2 * pvalue_noise(pv[i, j, fits], n, alpha)))
     valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
     return xr.Dataset({
         "verdict": (("set", "stat"), verdict.astype(str),
-                    {"long_name": "verdict: valid / invalid / inconclusive / not tested"}),
+                    {"long_name": "verdict: valid / invalid / inconclusive / not tested",
+                     "rule": "Monte-Carlo test over the null family (uqx.mctest)"}),
         "verdict_reason": (("set", "stat"), reason.astype(str),
                            {"long_name": "why the verdict is inconclusive"}),
         "borderline": (("set", "stat"), borderline,
-                       {"long_name": "|zeta| within 2 Monte-Carlo sd of 1"}),
+                       {"long_name": "p-value of a data-matched member within 2 Monte-Carlo "
+                        "sd of the size"}),
         "valid": (("set", "stat"), valid, {"long_name": "1 valid, 0 invalid, NaN otherwise"}),
-    })
+        "p_value": (("set", "stat", "member"), pv,
+                    {"long_name": "Monte-Carlo p-value under each member of the null family"}),
+        "zeta_verdict": (("set", "stat"), papers.astype(str),
+                         {"long_name": "the papers' zeta rule (000 Fig. 1), for comparison"}),
+    }, coords={"member": list(member_labels)})
 
 
 def _binning_used(sets, specs, *, bins, binning, pop_min, notes):
@@ -434,17 +469,21 @@ def _workflow(ds, specs, *, seed, n_boot, n_mc, bins, binning, pop_min, level, n
         from uqx.conditional import null_hooks
 
         hooks = null_hooks(sets, n_copies=min(n_extrap, n_mc))
-    refs, nulls = _reference_step(ds, specs, boot, notes, n_mc=n_mc, seed=seed, level=level,
-                                  nu=nu, simulate_all=simulate_all, common=common,
-                                  hooks=hooks)
+    members, nu_fit = _members(nu, tails)
+    refs, nulls, draws = _reference_step(
+        ds, specs, boot, notes, n_mc=n_mc, seed=seed, level=level, nu=nu,
+        simulate_all=simulate_all, common=common, members=members, hooks=hooks)
     boot = boot.isel(stat=slice(0, len(specs)))
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
-    res = res.merge(_verdict_step(res, specs, notes))
+    labels = [lab for *_, lab in members]
+    res = res.merge(_verdict_step(res, specs, notes, draws, labels, level=level))
+    res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
+                                     "t_s null (inf: normal), from kappa_cs of Z^2"})
     if conditional:
         res = _conditional_steps(
-            res, ds, sets, notes, seed=seed, level=level, nu=nu, cond_bins=cond_bins,
+            res, ds, sets, notes, seed=seed, level=level, members=members, cond_bins=cond_bins,
             n_boot=min(n_boot, 5000) if cond_n_boot is None else cond_n_boot, pop_min=pop_min,
-            method=cond_ci,
+            method=cond_ci, specs=specs, draws=draws,
             n_mc=n_extrap, nulls=nulls if n_extrap <= n_mc else None,
             common=dict(scheduler=scheduler, num_workers=num_workers))
     res = res.merge(xr.Dataset(notes.variables()))
@@ -471,8 +510,8 @@ def _check_arguments(stats, n_mc):
     return specs
 
 
-def _conditional_steps(res, ds, sets, notes, *, seed, level, nu, cond_bins, n_boot, pop_min,
-                       n_mc, common, method="auto", nulls=None):
+def _conditional_steps(res, ds, sets, notes, *, seed, level, members, cond_bins, n_boot,
+                       pop_min, n_mc, common, specs, draws, method="auto", nulls=None):
     """Run steps 5–6 and the headline verdict of consistency / adaptivity."""
     from uqx.conditional import extrapolation_step, headline_step, lzisd_step
 
@@ -480,9 +519,11 @@ def _conditional_steps(res, ds, sets, notes, *, seed, level, nu, cond_bins, n_bo
         raise InputError(f"cond_ci must be auto, bootstrap or cho, got {method!r}")
     lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cond_bins,
                     n_boot=n_boot, pop_min=pop_min, common=common, method=method)
-    ex = extrapolation_step(sets, notes, seed=seed, level=level, nu=nu, n_mc=n_mc, nulls=nulls)
+    ex, ex_nulls = extrapolation_step(sets, notes, seed=seed, level=level, members=members,
+                                      n_mc=n_mc, nulls=nulls)
     res = res.merge(lz).merge(ex, combine_attrs="override")
-    return res.merge(headline_step(res))
+    return res.merge(headline_step(res, specs, draws, ex_nulls, level=level,
+                                   shared=nulls is not None))
 
 
 def _result_attrs(ds, sets, *, seed, n_boot, n_mc, level, bins, binning, pop_min, nu, extra):

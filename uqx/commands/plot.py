@@ -29,6 +29,7 @@ KINDS = {
     "binned-tailedness": "001 Fig. 8: per-bin tailedness ('uqx sweep binned-tailedness')",
     "reference-sensitivity": "000 Fig. 7: references against nu "
                              "('uqx sweep reference-sensitivity')",
+    "error-rates": "rates of the verdicts against M ('uqx sweep error-rates')",
 }
 
 _FORMATS = (".png", ".pdf", ".svg")
@@ -173,7 +174,7 @@ def _figure(args, ds):
         return P.tailedness_map(ds, **common)
     studies = {"study": P.study, "pval": P.pval, "appendix-b": P.appendix_b, "bins": P.bins,
                "decimation": P.decimation, "binned-tailedness": P.binned_tailedness,
-               "reference-sensitivity": P.reference_sensitivity}
+               "reference-sensitivity": P.reference_sensitivity, "error-rates": P.error_rates}
     if isinstance(ds, list):  # several archives: overlaid, named by --label or file stem
         from pathlib import Path
 

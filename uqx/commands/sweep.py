@@ -1,7 +1,7 @@
 """``uqx sweep NAME``: the Monte-Carlo studies of the papers, chunked, resumable, archived.
 
-``uqx sweep appendix-b|pval|bins|binned-tailedness|decimation|reference-sensitivity
-[grid options] [--n-mc K] [--n-boot B] [--n-datasets K] [--seed S] [--chunk-size R]
+``uqx sweep appendix-b|pval|bins|binned-tailedness|decimation|reference-sensitivity|
+error-rates [grid options] [--n-mc K] [--n-boot B] [--n-datasets K] [--seed S] [--chunk-size R]
 [--scheduler threads|processes|ADDRESS] [--resume] -o OUT.nc``, plus ``uqx sweep summary
 OUT.nc`` and ``uqx sweep compare A.nc B.nc``. Grid options take comma lists
 (``--M 2000,8000 --N 10,40``).
@@ -28,6 +28,9 @@ STUDY_HELP = {
                   "uncertainties, with full-set BCa bars",
     "reference-sensitivity": "000 Fig. 7: simulated references of ZMS, CC, ENCE, ZMSE "
                              "for t_s(nu) errors, per set and nu",
+    "error-rates": "how often is a verdict wrong? Every verdict of 'uqx validate' on "
+                   "synthetic sets of known truth (calibrated designs x M, and miscalibrated "
+                   "scenarios): false-rejection rates and powers with Wilson intervals",
 }
 
 
@@ -126,6 +129,29 @@ def _study_parsers(sub):
     p.add_argument("--n-mc", type=int, default=10_000, help="simulated sets per (set, nu)")
     p.add_argument("--bins", type=int, default=50, help="bins of ENCE and ZMSE")
     _common(p)
+    _error_rates_parser(sub)
+
+
+def _error_rates_parser(sub):
+    # defaults live in uqx.sweeps.error_rates (importing it here would slow down --help)
+    p = sub.add_parser("error-rates", help=STUDY_HELP["error-rates"],
+                       description=STUDY_HELP["error-rates"], formatter_class=HelpFormatter)
+    p.add_argument("--designs", type=_list(str), default=None,
+                   help="designs UNCERTAINTIES_ERRORS with UNCERTAINTIES in ig3, ig6, ig20, "
+                   "lognormal, uniform and ERRORS in normal, t4, t6, laplace, uniform, "
+                   "skewed (default: ig{3,6,20}_{normal,t4,t6})")
+    p.add_argument("--M", type=_list(int), default=[500, 2000, 5000, 20000])
+    p.add_argument("--scenarios", type=_list(str), default=None,
+                   help="calibrated, scale0.8, scale1.25, scale0.9, scale1.1, gamma0.5, "
+                   "x-variance, shift0.2 (default: all)")
+    p.add_argument("--n-datasets", type=int, default=400, help="data sets per cell")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates per set")
+    p.add_argument("--n-mc", type=int, default=500, help="calibrated copies per member")
+    p.add_argument("--power-M", type=_list(int), default=[2000],
+                   help="sizes at which the miscalibrated scenarios run")
+    p.add_argument("--power-designs", type=_list(str), default=["ig6_normal", "ig6_t6"],
+                   help="designs of the miscalibrated scenarios")
+    _common(p)
 
 
 def register(subparsers):
@@ -167,6 +193,11 @@ def _options(args) -> dict:
         return dict(n_bins=args.n_bins)
     if s == "decimation":
         return dict(n_boot=args.n_boot, k_max=args.k_max, k_step=args.k_step)
+    if s == "error-rates":
+        opts = dict(designs=args.designs, M=args.M, scenarios=args.scenarios,
+                    n_datasets=args.n_datasets, n_boot=args.n_boot, n_mc=args.n_mc,
+                    power_M=args.power_M, power_designs=args.power_designs)
+        return {k: v for k, v in opts.items() if v is not None}
     return dict(nu=args.nu, n_mc=args.n_mc, bins=args.bins)
 
 
@@ -176,7 +207,8 @@ def run(args) -> int:
 
     if not getattr(args, "study", None):
         raise InputError("give a study name (appendix-b, pval, bins, binned-tailedness, "
-                         "decimation, reference-sensitivity), summary or compare")
+                         "decimation, reference-sensitivity, error-rates), summary or "
+                         "compare")
     if args.study == "summary":
         from uqx.sweeps import summary_text
 

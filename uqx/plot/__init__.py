@@ -13,6 +13,7 @@ from __future__ import annotations
 from uqx.plot.binned import lcp, lzisd, reliability
 from uqx.plot.calibration import calibration, conditional_calibration, confidence
 from uqx.plot.distributions import distributions
+from uqx.plot.error_rates import error_rates
 from uqx.plot.extrapolation import extrapolation
 from uqx.plot.scatter import e_vs_u, z_vs_x
 from uqx.plot.studies import appendix_b, study
@@ -47,4 +48,5 @@ __all__ = [
     "decimation",
     "binned_tailedness",
     "reference_sensitivity",
+    "error_rates",
 ]

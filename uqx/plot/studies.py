@@ -6,7 +6,8 @@
   ENCE and ZMSE of calibrated data against √(N/M), ±2 standard errors, coloured by ν,
   with the OLS fit of the archive and the paper's published lines for comparison;
 * ``pval``, ``bins``, ``decimation``, ``binned-tailedness``, ``reference-sensitivity``:
-  :mod:`uqx.plot.study_panels`.
+  :mod:`uqx.plot.study_panels`;
+* ``error-rates`` — rates of the verdicts against M: :mod:`uqx.plot.error_rates`.
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ def study(archive, **options):
     matplotlib.figure.Figure
     """
     from uqx.plot import study_panels as P
+    from uqx.plot.error_rates import error_rates
 
     ds = load(archive)
     name = ds.attrs.get("study")
     figures = {"appendix-b": appendix_b, "pval": P.pval, "bins": P.bins,
                "decimation": P.decimation, "binned-tailedness": P.binned_tailedness,
-               "reference-sensitivity": P.reference_sensitivity}
+               "reference-sensitivity": P.reference_sensitivity, "error-rates": error_rates}
     if name not in figures:
         raise InputError(f"no figure for study {name!r} (available: {', '.join(figures)})")
     return figures[name](ds, **options)

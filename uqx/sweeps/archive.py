@@ -29,12 +29,14 @@ STUDY_MODULES = {
     "binned-tailedness": "binned_tailedness",
     "decimation": "decimation",
     "reference-sensitivity": "reference_sensitivity",
+    "error-rates": "error_rates",
 }
 #: Monte-Carlo summaries (value, standard error) compared in units of the combined error.
 MC_PAIRS = {
     "appendix-b": [("ence_mean", "ence_se"), ("zmse_mean", "zmse_se")],
     "pval": [("p_val", "p_val_se")],
     "reference-sensitivity": [("reference", "reference_se")],
+    "error-rates": [],
 }
 #: Variables compared exactly (deterministic given the data).
 EXACT = {
@@ -44,6 +46,7 @@ EXACT = {
     "binned-tailedness": ["beta_gm", "kappa_cs"],
     "decimation": ["delta", "bar_low", "bar_high"],
     "reference-sensitivity": [],
+    "error-rates": ["verdict"],
 }
 #: Runtime attributes that differ between otherwise identical archives.
 _VOLATILE = {"created_at", "uqx_version"}

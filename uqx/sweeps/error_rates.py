@@ -1,0 +1,245 @@
+r"""``error-rates``: how often is a verdict of :func:`uqx.validate` wrong?
+
+Every verdict is a statistical test; this study measures its false-rejection rate (size)
+and its power on synthetic data whose truth is known. Per cell (generative design ×
+M × scenario), ``n_datasets`` sets are drawn, each is validated with the workflow's own
+defaults (or the given ``n_boot``, ``n_mc``), and every verdict is recorded: one per
+statistic (ZMS, RCE, CC, ENCE, ZMSE, ZVE; the papers' ζ rule beside it, for the
+"before" column), the headlines of consistency (uE) and adaptivity (X), the fraction of
+valid LZISD bins, and "any invalid" over the whole result.
+
+**Designs** (``<u>_<eps>``): uncertainties :math:`u^2 \sim \Gamma^{-1}(\nu_u/2,
+\nu_u/2)` (``ig3``, ``ig6``, ``ig20``), log-normal (``lognormal``: ln u ~ N(0, 0.5)) or
+uniform on [0.5, 2] (``uniform``); unit-variance errors ε normal (``normal``), Student
+:math:`t_s(\nu)` (``t4``, ``t6``), Laplace (``laplace``), uniform (``uniform``) or a
+centred, scaled χ²₄ (``skewed``, skewness √2).
+
+**Scenarios** (the truth): ``calibrated`` (:math:`E = u\epsilon`, reported u);
+``scale0.8`` / ``scale1.25`` / ``scale0.9`` / ``scale1.1`` (reported u times the factor);
+``gamma0.5`` (reported :math:`c\,u^{0.5}` with the same mean square: inconsistent);
+``x-variance`` (:math:`E = u\epsilon\sqrt{2X}`, X ~ U(0, 1): consistent on u, not adaptive
+on X); ``shift0.2`` (:math:`E = u(\epsilon + 0.2)`). Every set has an X ~ U(0, 1)
+independent of u. Scenarios other than ``calibrated`` run at ``power_M`` only.
+
+Every data set has its own stream, keyed by (design, M, scenario, index), so blocks of
+:data:`BLOCK` sets and the tasks grouping them never change the numbers. Rates come with
+Wilson-cc 95 % intervals (:func:`uqx.reference.binomial_ci`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from uqx.errors import InputError
+from uqx.resample import resolve_seed, seed_sequence
+from uqx.sweeps._common import check_axis, check_int, execute
+from uqx.sweeps.engine import Study
+
+__all__ = ["error_rates", "define", "summarise", "DESIGNS", "SCENARIOS", "CODES", "BLOCK"]
+
+NAME = "error-rates"
+BLOCK = 10
+#: Verdict codes in the archive.
+CODES = ("valid", "invalid", "inconclusive", "not tested")
+STATS = ("zms", "rce", "cc", "ence", "zmse", "zve")
+#: Recorded verdicts: statistics, the papers' ζ rule, headlines, LZISD bins, any invalid.
+TESTS = (tuple(STATS) + tuple(f"{s}_zeta" for s in STATS)
+         + ("consistency", "adaptivity", "fval_uE", "fval_X", "any"))
+UNCERTAINTIES = ("ig3", "ig6", "ig20", "lognormal", "uniform")
+ERRORS = ("normal", "t4", "t6", "laplace", "uniform", "skewed")
+DESIGNS = tuple(f"{u}_{e}" for u in UNCERTAINTIES for e in ERRORS)
+#: The named grid of the issue: ν_u ∈ {3, 6, 20} × ε ∈ {N, t4, t6}.
+DEFAULT_DESIGNS = tuple(f"{u}_{e}" for u in ("ig3", "ig6", "ig20")
+                        for e in ("normal", "t4", "t6"))
+SCENARIOS = ("calibrated", "scale0.8", "scale1.25", "scale0.9", "scale1.1", "gamma0.5",
+             "x-variance", "shift0.2")
+CONVENTIONS = ("n_boot", "n_mc", "power_M", "power_designs")
+
+
+def _uncertainties(kind, rng, M):
+    if kind.startswith("ig"):
+        nu = float(kind[2:])
+        return np.sqrt(1.0 / rng.gamma(nu / 2, 2 / nu, M))
+    if kind == "lognormal":
+        return np.exp(rng.normal(0.0, 0.5, M))
+    return rng.uniform(0.5, 2.0, M)
+
+
+def _errors(kind, rng, M):
+    """Unit-variance ε of a design."""
+    if kind == "normal":
+        return rng.standard_normal(M)
+    if kind.startswith("t"):
+        nu = float(kind[1:])
+        return rng.standard_t(nu, M) / np.sqrt(nu / (nu - 2))
+    if kind == "laplace":
+        return rng.laplace(0.0, 1 / np.sqrt(2), M)
+    if kind == "uniform":
+        return rng.uniform(-np.sqrt(3), np.sqrt(3), M)
+    return (rng.chisquare(4, M) - 4) / np.sqrt(8)  # skewed, mean 0, variance 1
+
+
+def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int):
+    """One synthetic set of the study: (E, reported u, X), drawn from its own stream.
+
+    Parameters
+    ----------
+    design : str
+        ``<uncertainties>_<errors>`` (:data:`DESIGNS`).
+    scenario : str
+        The truth (:data:`SCENARIOS`).
+    M : int
+    seed, index : int
+        Root seed and index of the set in its cell.
+    """
+    if design not in DESIGNS:
+        raise InputError(f"unknown design {design!r}; choose from {', '.join(DESIGNS)}")
+    if scenario not in SCENARIOS:
+        raise InputError(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
+    rng = np.random.Generator(np.random.PCG64(
+        seed_sequence(seed, NAME, design, M, scenario, index)))
+    ukind, ekind = design.split("_")
+    u = _uncertainties(ukind, rng, M)
+    eps = _errors(ekind, rng, M)
+    X = rng.uniform(0.0, 1.0, M)
+    E, reported = u * eps, u
+    if scenario.startswith("scale"):
+        reported = u * float(scenario[5:])
+    elif scenario == "gamma0.5":
+        reported = np.sqrt(u) * np.sqrt(np.mean(u * u) / np.mean(u))
+    elif scenario == "x-variance":
+        E = E * np.sqrt(2 * X)
+    elif scenario == "shift0.2":
+        E = u * (eps + 0.2)
+    return E, reported, X
+
+
+def _code(v) -> float:
+    return float(CODES.index(str(v))) if str(v) in CODES else np.nan
+
+
+def verdict_codes(res) -> np.ndarray:
+    """Codes (:data:`CODES`) of the verdicts of :data:`TESTS` in a one-set result."""
+    out = np.full(len(TESTS), np.nan)
+    stats = [str(s) for s in res["stat"].values]
+    for k, s in enumerate(STATS):
+        if s in stats:
+            out[k] = _code(res["verdict"].sel(stat=s).values[0])
+            out[len(STATS) + k] = _code(res["zeta_verdict"].sel(stat=s).values[0])
+    conds = [str(c) for c in res["cond"].values] if "cond" in res.dims else []
+    for name, c in (("consistency", "uE"), ("adaptivity", "X")):
+        if c in conds:
+            out[TESTS.index(name)] = _code(res["cond_verdict"].sel(cond=c).values[0])
+            out[TESTS.index(f"fval_{c}")] = _code(res["fval_verdict"].sel(cond=c).values[0])
+    every = [str(v) for v in res["verdict"].values[0]]
+    every += [str(v) for v in res["cond_verdict"].values[0]] if "cond_verdict" in res else []
+    out[TESTS.index("any")] = 1.0 if "invalid" in every else 0.0
+    return out
+
+
+def kernel(cell, block, n, params, data):
+    """Verdict codes of ``n`` sets of one (design, M, scenario) cell."""
+    import uqx
+
+    design, M, scenario = str(cell["design"]), int(cell["M"]), str(cell["scenario"])
+    out = {"verdict": np.full((n, len(TESTS)), np.nan), "nu_fit": np.full(n, np.nan)}
+    if scenario != "calibrated" and (M not in params["power_M"]
+                                     or design not in params["power_designs"]):
+        return out
+    for r in range(n):
+        i = block * BLOCK + r
+        E, u, X = synthetic_set(design, scenario, M, seed=params["seed"], index=i)
+        ds = uqx.from_arrays(E, u, X=X, name=f"{design}-{scenario}-{i}")
+        res = uqx.validate(ds, list(STATS), n_boot=params["n_boot"], n_mc=params["n_mc"],
+                           seed=params["seed"] + i, scheduler="synchronous")
+        out["verdict"][r] = verdict_codes(res)
+        out["nu_fit"][r] = float(res["nu_fit"].values[0])
+    return out
+
+
+def define(*, designs=DEFAULT_DESIGNS, M=(500, 2000, 5000, 20000), scenarios=SCENARIOS,
+           n_datasets=400, n_boot=1000, n_mc=500, power_M=(2000,),
+           power_designs=("ig6_normal", "ig6_t6"), seed=0) -> Study:
+    """Check the options and build the study (see the module docstring)."""
+    designs = [designs] if isinstance(designs, str) else list(designs)
+    scenarios = [scenarios] if isinstance(scenarios, str) else list(scenarios)
+    bad = [d for d in designs if d not in DESIGNS] + [s for s in scenarios if s not in SCENARIOS]
+    if bad or not designs or not scenarios:
+        raise InputError(f"unknown or missing design/scenario {bad}; designs: "
+                         f"{', '.join(DESIGNS)}; scenarios: {', '.join(SCENARIOS)}")
+    Ms = check_axis(M, "M", kind=int, minimum=200)
+    power_M = check_axis(power_M, "power_M", kind=int, minimum=200)
+    power_designs = [power_designs] if isinstance(power_designs, str) else list(power_designs)
+    if any(d not in DESIGNS for d in power_designs):
+        raise InputError(f"unknown power design in {power_designs}")
+    params = dict(designs=designs, M=Ms, scenarios=scenarios,
+                  n_datasets=check_int(n_datasets, "n_datasets", minimum=2),
+                  n_boot=check_int(n_boot, "n_boot", minimum=100),
+                  n_mc=check_int(n_mc, "n_mc", minimum=20), power_M=power_M,
+                  power_designs=power_designs, seed=resolve_seed(seed))
+    return Study(
+        name=NAME, axes={"design": designs, "M": Ms, "scenario": scenarios},
+        n_rep=params["n_datasets"], block=BLOCK, kernel=kernel,
+        variables={"verdict": ("test",), "nu_fit": ()},
+        extra_coords={"test": list(TESTS)}, params=params,
+    )
+
+
+def summarise(raw: xr.Dataset) -> xr.Dataset:
+    """Add the rate of each verdict per cell and test with its Wilson-cc interval."""
+    from uqx.reference import binomial_ci
+
+    ds = raw.transpose("design", "M", "scenario", "replicate", "test")
+    out = ds.copy()
+    v = ds["verdict"].values
+    n = np.isfinite(v).sum(axis=3)
+    dims = ("design", "M", "scenario", "test")
+    for code, name in enumerate(("valid", "invalid", "inconclusive")):
+        x = (v == code).sum(axis=3)
+        if name == "invalid":  # "any": 1 means some verdict says invalid
+            x[..., TESTS.index("any")] = (v[..., TESTS.index("any")] == 1).sum(axis=-1)
+        lo, hi = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
+        ok = n > 0
+        if ok.any():
+            lo[ok], hi[ok] = binomial_ci(x[ok], n[ok], method="wilsoncc")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rate = np.where(ok, x / np.maximum(n, 1), np.nan)
+        out[f"rate_{name}"] = (dims, rate, {"long_name": f"fraction of '{name}' verdicts"})
+        out[f"rate_{name}_low"] = (dims, lo, {"long_name": "Wilson-cc 95 % lower limit"})
+        out[f"rate_{name}_high"] = (dims, hi, {"long_name": "Wilson-cc 95 % upper limit"})
+    out["n_sets"] = (dims, n.astype(np.int64), {"long_name": "sets with this verdict recorded"})
+    out["verdict"].attrs.update(long_name="verdict code", codes=", ".join(
+        f"{k} {c}" for k, c in enumerate(CODES)) + "; test 'any': 1 some invalid, 0 none")
+    return out
+
+
+def error_rates(*, output=None, chunk_size=None, scheduler=None, num_workers=None,
+                resume=False, keep_run=False, quiet=True, mkdir=False, _stop_after=None,
+                **options):
+    """Run the error-rate study of the verdicts; return (and write) the archive.
+
+    Parameters
+    ----------
+    **options
+        :func:`define`: ``designs`` (default the 3 × 3 named grid), ``M`` (500, 2000,
+        5000, 20000), ``scenarios`` (all), ``n_datasets`` (400), ``n_boot`` (1000),
+        ``n_mc`` (500), ``power_M`` (2000), ``power_designs``, ``seed``. Execution
+        options as :func:`uqx.sweeps.appendix_b.appendix_b`.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``verdict`` codes over (design, M, scenario, replicate, test), ``nu_fit``;
+        ``rate_valid``, ``rate_invalid``, ``rate_inconclusive`` with Wilson-cc limits and
+        ``n_sets`` over (design, M, scenario, test). Cells outside the plan are NaN.
+    """
+    study = define(**options)
+    p = study.params
+    attrs = {"n_boot": p["n_boot"], "n_mc": p["n_mc"],
+             "rule": "Monte-Carlo tests over the null family (uqx.mctest)",
+             "rate_interval": "Wilson with continuity correction"}
+    return execute(study, summarise, output=output, chunk_size=chunk_size,
+                   scheduler=scheduler, num_workers=num_workers, resume=resume,
+                   keep_run=keep_run, quiet=quiet, mkdir=mkdir, attrs=attrs,
+                   _stop_after=_stop_after)
