@@ -1,0 +1,125 @@
+"""Monte-Carlo tests (uqx.mctest): p-values against slow twins, the family rule, the tails fit."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from uqx.mctest import (
+    MEMBERS,
+    NU_MIN,
+    copy_pvalues,
+    family_verdict,
+    kappa_cs_z2_of_t,
+    mc_pvalue,
+    minp_pvalue,
+    standardised_z,
+    t_nu_from_tails,
+)
+from uqx.stats.tailedness import kappa_cs
+
+
+def _pvalue_twin(obs, null, direction):
+    null = [x for x in null if np.isfinite(x)]
+    up = (1 + sum(x >= obs for x in null)) / (1 + len(null))
+    down = (1 + sum(x <= obs for x in null)) / (1 + len(null))
+    return {1: up, -1: down}.get(direction, min(1.0, 2 * min(up, down)))
+
+
+@pytest.mark.parametrize("direction", [1, -1, 0])
+def test_mc_pvalue_matches_twin(direction):
+    rng = np.random.default_rng(1)
+    null = rng.normal(size=(4, 50))
+    null[1, 3] = np.nan
+    null[2, :5] = null[2, 5]  # ties
+    obs = np.array([0.1, 2.5, null[2, 5], -1.7])
+    got = mc_pvalue(obs, null, direction)
+    want = [_pvalue_twin(o, n, direction) for o, n in zip(obs, null, strict=True)]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
+    assert np.isnan(mc_pvalue(np.nan, null[0], direction))
+
+
+@pytest.mark.parametrize("direction", [1, -1, 0])
+def test_copy_pvalues_match_twin(direction):
+    rng = np.random.default_rng(2)
+    null = np.round(rng.normal(size=(3, 40)), 1)  # ties
+    null[0, 7] = np.nan
+    got = copy_pvalues(null, direction)
+    for r in range(3):
+        ok = null[r][np.isfinite(null[r])]
+        for k in range(40):
+            x = null[r, k]
+            if not np.isfinite(x):
+                assert np.isnan(got[r, k])
+                continue
+            up, down = np.mean(ok >= x), np.mean(ok <= x)
+            want = {1: up, -1: down}.get(direction, min(1.0, 2 * min(up, down)))
+            assert got[r, k] == pytest.approx(want, abs=1e-15)
+
+
+def test_mc_pvalue_is_uniform_under_exchangeability():
+    """The data drawn like its copies: P(p < 0.05) is 0.05 (exact MC test)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_t(3, size=(4000, 100))
+    p = mc_pvalue(x[:, 0], x[:, 1:], 1)
+    rate = np.mean(p < 0.05)
+    assert abs(rate - 0.04) < 3 * np.sqrt(0.05 * 0.95 / 4000) + 0.01, rate  # p on a 1/100 grid
+
+
+def test_minp_has_the_size_of_one_test():
+    """Three correlated routes: the calibrated min-p rejects ~5 %, the raw min-p far more."""
+    rng = np.random.default_rng(4)
+    n_sets, n = 1500, 199
+    base = rng.normal(size=(n_sets, n + 1))
+    routes = np.stack([base + 0.8 * rng.normal(size=base.shape) for _ in range(3)], axis=1)
+    rej, raw = 0, 0
+    for s in range(n_sets):
+        obs, null = routes[s, :, 0], routes[s, :, 1:]
+        po = mc_pvalue(obs, null, 1)
+        pc = copy_pvalues(null, 1)
+        rej += minp_pvalue(po, pc) < 0.05
+        raw += po.min() < 0.05
+    assert rej / n_sets < 0.05 + 3 * np.sqrt(0.05 * 0.95 / n_sets), rej / n_sets
+    assert raw / n_sets > 0.08
+
+
+def test_minp_ignores_missing_routes():
+    assert np.isnan(minp_pvalue([np.nan, np.nan], np.zeros((2, 5))))
+    p = minp_pvalue([0.5, np.nan], np.array([[0.1, 0.6, 0.9], [np.nan] * 3]))
+    assert p == pytest.approx((1 + 1) / 4)
+
+
+@pytest.mark.parametrize("p, verdict", [
+    ([0.01, 0.02, 0.01, 0.03], "invalid"),       # every member rejects
+    ([0.01, 0.20, 0.30, 0.40], "valid"),         # the data-matched members accept
+    ([0.50, 0.60, 0.01, 0.40], "inconclusive"),  # a data-matched member rejects
+    ([0.01, 0.01, 0.01, 0.20], "inconclusive"),
+    ([0.50, np.nan, 0.50, 0.50], "inconclusive"),
+])
+def test_family_verdict(p, verdict):
+    v, why = family_verdict(p, MEMBERS)
+    assert v == verdict
+    assert (why == "") == (verdict != "inconclusive")
+
+
+def test_family_without_data_member_needs_every_member():
+    assert family_verdict([0.3, 0.4], ["N", "T6"])[0] == "valid"
+    assert family_verdict([0.01, 0.4], ["N", "T6"])[0] == "inconclusive"
+    assert family_verdict([0.01, 0.04], ["N", "T6"])[0] == "invalid"
+
+
+def test_kappa_of_t_and_its_inverse():
+    nus = np.array([3.0, 4.0, 6.0, 10.0, 30.0])
+    np.testing.assert_allclose(t_nu_from_tails(kappa_cs_z2_of_t(nus)), nus, rtol=2e-3)
+    assert np.isinf(t_nu_from_tails(kappa_cs_z2_of_t(np.inf) - 0.1))
+    assert t_nu_from_tails(100.0) == NU_MIN
+    assert np.isnan(t_nu_from_tails(np.nan))
+    # the population value is what kappa_cs estimates on a large sample
+    z = stats.t.rvs(5, size=400_000, random_state=5)
+    assert float(kappa_cs(z**2)) == pytest.approx(float(kappa_cs_z2_of_t(5.0)), rel=0.03)
+
+
+def test_standardised_z_has_unit_mean_square():
+    rng = np.random.default_rng(6)
+    u = rng.uniform(0.5, 2, 1000)
+    z = standardised_z(3 * u * rng.normal(size=1000), u)
+    assert np.mean(z * z) == pytest.approx(1.0, rel=1e-12)
