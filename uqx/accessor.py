@@ -44,6 +44,7 @@ PLOT_KINDS = (
     "decimation",
     "binned_tailedness",
     "reference_sensitivity",
+    "error_rates",
 )
 
 
