@@ -24,6 +24,7 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_kernels.py
+	$(BIN)/python benchmarks/bench_generators.py
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_bootstrap.py
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_large.py
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_sweeps.py

@@ -131,14 +131,12 @@ def _thresh(n):
 
 
 @numba.njit(inline="always")
-def _draw2(s0, s1, s2, s3, n, thresh):
-    """One xoshiro256** step, two candidate integers in [0, n) (n <= 2**32).
+def _next(s0, s1, s2, s3):
+    """One xoshiro256** step (Blackman & Vigna 2018): ``(output, s0, s1, s2, s3)``.
 
-    The 64-bit output is split into its high and low 32-bit halves; each is a candidate
-    of Lemire's (2019) multiply-shift method, accepted when the low word of the product
-    is >= ``thresh = 2**32 mod n`` (unbiased). Returns (j_hi, ok_hi, j_lo, ok_lo, state).
-    The state travels in scalars (registers). A replicate's draws start on a fresh
-    output: a low half left over at its end is discarded.
+    Output ``rotl(5 s1, 7) * 9``; state update ``s2 ^= s0; s3 ^= s1; s1 ^= s2;
+    s0 ^= s3; s2 ^= s1 << 17; s3 = rotl(s3, 45)``. The state travels in scalars
+    (registers); every generator of uqx (:mod:`uqx.generators` too) steps through here.
     """
     x = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
     t = s1 << np.uint64(17)
@@ -148,6 +146,20 @@ def _draw2(s0, s1, s2, s3, n, thresh):
     s0 ^= s3
     s2 ^= t
     s3 = _rotl(s3, 45)
+    return x, s0, s1, s2, s3
+
+
+@numba.njit(inline="always")
+def _draw2(s0, s1, s2, s3, n, thresh):
+    """One xoshiro256** step, two candidate integers in [0, n) (n <= 2**32).
+
+    The 64-bit output is split into its high and low 32-bit halves; each is a candidate
+    of Lemire's (2019) multiply-shift method, accepted when the low word of the product
+    is >= ``thresh = 2**32 mod n`` (unbiased). Returns (j_hi, ok_hi, j_lo, ok_lo, state).
+    The state travels in scalars (registers). A replicate's draws start on a fresh
+    output: a low half left over at its end is discarded.
+    """
+    x, s0, s1, s2, s3 = _next(s0, s1, s2, s3)
     mask = np.uint64(0xFFFFFFFF)
     m1 = (x >> np.uint64(32)) * n
     m2 = (x & mask) * n
