@@ -43,6 +43,7 @@ _CSS = """
 body{font-family:system-ui,Helvetica,Arial,sans-serif;margin:1.5em auto;max-width:1250px;
  padding:0 1em;color:#1a1a1a;line-height:1.4}h2{border-bottom:1px solid #ccc;margin-top:1.6em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.86em}th{background:#f0f0f0}
+.tw{overflow-x:auto;max-width:100%}
 th,td{border:1px solid #bbb;padding:.25em .5em;vertical-align:top;text-align:left}
 td.num{text-align:right;font-variant-numeric:tabular-nums}.small{font-size:.85em;color:#444}
 .v-valid{background:#dbeaf7;color:#00365c}.v-invalid{background:#fbe1d3;color:#6e2800}
@@ -376,7 +377,8 @@ def _cell(c):
 
 def _html_table(header, rows) -> str:
     e = html.escape
-    out = ["<table>", "<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in header)
+    # the box scrolls a wide table sideways, so that the page itself never does (phones)
+    out = ['<div class="tw"><table>', "<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in header)
            + "</tr></thead>", "<tbody>"]
     for row in rows:
         cells = []
@@ -386,7 +388,7 @@ def _html_table(header, rows) -> str:
                 body = f'<a href="{e(href)}">{body}</a>'
             cells.append(f'<td class="{e(cls)}">{body}</td>' if cls else f"<td>{body}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "\n".join(out)
 
 
