@@ -119,8 +119,9 @@ def _find_data_dir(data_dir: str | os.PathLike | None) -> Path:
     raise InputError(
         f"literature data directory not found: {where}. Expected a directory holding "
         f"{', '.join(f + '/' for f in FAMILIES)} (e.g. <data dir>/{example}). The files "
-        f"come from the Zenodo records {ZENODO}; download them into the repository's data/ "
-        f"folder (see data/README.md), or set {ENV_VAR}=<data dir> (or pass data_dir=...)."
+        f"come from the Zenodo records {ZENODO}: `uqx datasets fetch --all` downloads "
+        f"them (uqx.fetch.fetch_datasets), or set {ENV_VAR}=<data dir> (or pass "
+        "data_dir=...)."
     )
 
 
@@ -276,7 +277,8 @@ def _resolve_files(spec: DatasetSpec, root: Path, verify: bool) -> dict[str, Pat
         if not path.is_file():
             raise InputError(
                 f"dataset {spec.name!r}: file {rel} not found in the data directory {root} "
-                f"(expected {path}). The files come from the Zenodo records {ZENODO}."
+                f"(expected {path}). The files come from the Zenodo records {ZENODO}: "
+                f"`uqx datasets fetch {spec.name}` downloads them."
             )
         if verify:
             actual = _sha256(path)
@@ -284,7 +286,8 @@ def _resolve_files(spec: DatasetSpec, root: Path, verify: bool) -> dict[str, Pat
                 raise InputError(
                     f"dataset {spec.name!r}: checksum mismatch for {path}: expected sha256 "
                     f"{expected}, got {actual}. The file differs from the archived version; "
-                    "restore it from the Zenodo records or pass verify=False."
+                    f"restore it (`uqx datasets fetch {spec.name} --force`) or pass "
+                    "verify=False."
                 )
         paths[rel] = path
     return paths

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InputError", "OutputError"]
+__all__ = ["InputError", "OutputError", "DownloadError"]
 
 
 class InputError(ValueError):
@@ -11,3 +11,10 @@ class InputError(ValueError):
 
 class OutputError(OSError):
     """A result cannot be written: the message names the target file and the reason."""
+
+
+class DownloadError(InputError):
+    """A download failed (offline, HTTP error, dropped connection, corrupted data).
+
+    The message names the URL and the reason; nothing was written to the target.
+    """
