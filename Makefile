@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DATA_DIR ?= $(if $(UQX_DATA_DIR),$(UQX_DATA_DIR),$(wildcard ../shared/datasets))
 
-.PHONY: demo test test-slow bench lint clean
+.PHONY: demo test test-slow bench lint docs clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,9 +29,19 @@ bench: $(STAMP)
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_large.py
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_sweeps.py
 
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet -e ".[test,docs]"
+	touch $(DOCS_STAMP)
+
+# HTML in docs/_build/html; warnings are errors. Notebooks run once per change (cached).
+docs: $(DOCS_STAMP)
+	UQX_DATA_DIR=$(DATA_DIR) MPLBACKEND=Agg $(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+
 lint: $(STAMP)
 	$(BIN)/ruff check uqx tests benchmarks
 	$(BIN)/lint-imports   # layer contracts in pyproject.toml [tool.importlinter]
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache docs/_build docs/notebooks/*.ipynb

@@ -205,6 +205,10 @@ def test_log_axes_when_uE_spans_more_than_a_decade(kind):
     else:  # adaptivity: the scale follows the conditioning variable
         assert _panels(draw(_skewed(), by="X"))[0].get_xscale() == "log"
         assert _panels(draw(_skewed(), logx=False))[0].get_xscale() == "linear"
+        rng = np.random.default_rng(5)
+        u = rng.uniform(1.0, 2.0, 3000)  # X uniform on (0, 1): over two decades, not skewed
+        flat = uqx.from_arrays(u * rng.normal(size=u.size), u, X=rng.uniform(0, 1, u.size))
+        assert _panels(draw(flat, by="X"))[0].get_xscale() == "linear"
 
 
 def test_cli_reliability_linear_and_log_flags(tmp_path):

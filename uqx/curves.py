@@ -173,8 +173,8 @@ def confidence_curve(data, uE=None, *, stat="rmse", k=None, dist="normal", nu=No
 
     Sort (E, u) by u descending (stable), drop the first :math:`\lfloor kM/100 \rfloor`
     points and compute :math:`c_S(k) = S(E_{kept})`, S = RMSE, MAE, RMSD (sd, n−1) or
-    Q95 = hd(|E|, 0.95) (ErrViewLib ``Sconf``/``plotCC``; METHODS §10.2). All k come from
-    one sort and suffix sums. The **oracle** orders E by |E| instead of u. The
+    Q95 = hd(abs(E), 0.95) (ErrViewLib ``Sconf``/``plotCC``; METHODS §10.2). All k come from
+    one sort and suffix sums. The **oracle** orders E by abs(E) instead of u. The
     **probabilistic reference** averages the curves of ``n_rep`` simulated errors
     :math:`\tilde E = u\,\epsilon`, ε ~ N(0,1) or :math:`t_s(\nu)`, its band is the HD
     (0.025, 0.975) quantiles of the replicate curves per k. With ``n_boot > 0`` a
@@ -538,7 +538,7 @@ def reliability(data, uE=None, *, kind="sd", n_bins=None, binning="equal-count",
     -------
     xarray.Dataset
         Over ``bin``: ``rmv``, ``y``, ``ci_low``, ``ci_high``, ``n``; attrs ``ence``
-        (mean |RMV − y|/RMV).
+        (mean of abs(RMV − y)/RMV).
     """
     if kind not in ("sd", "rmse") or ci not in ("cho", "bootstrap"):
         raise InputError(f"reliability: kind sd|rmse, ci cho|bootstrap; got {kind!r}, {ci!r}")

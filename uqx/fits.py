@@ -23,7 +23,7 @@ and the IG scale θ = 1/s. 000 Table II reports k and θ (MLE), 001 Table I ν(u
 min-KS gamma shape), ν(E²), ν(Z²); 000 Table III ν_eff of E and Z.
 
 The KS objective is that of fitdistrplus ``mgedist`` (gof ``"KS"``): with s the sorted
-data and F_i = F(s_i; θ), D(θ) = max_i max(|F_i − i/n|, |F_i − (i − 1)/n|). It is
+data and F_i = F(s_i; θ), D(θ) = max_i max(abs(F_i − i/n), abs(F_i − (i − 1)/n)). It is
 non-smooth, so the minimiser found depends on the path of the simplex; parameters
 outside the support give D = +inf (R gets NaN and continues).
 """

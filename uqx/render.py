@@ -45,7 +45,7 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
 
     Columns: estimate, bias, BCa interval, reference (predefined, or simulated with
     D = N), ζ (ζ_BS or ζ_Sim with D = N), ζ_Sim for every other distribution, verdict
-    (with "(borderline)" when |ζ| is within its Monte-Carlo noise of 1).
+    (with "(borderline)" when abs(ζ) is within its Monte-Carlo noise of 1).
     """
     cols = ["estimate", "bias", "ci_low", "ci_high", "reference", "zeta"]
     df = res[cols].to_dataframe()[cols].astype(float)
@@ -80,7 +80,7 @@ def verdict_table(res: xr.Dataset) -> pd.DataFrame:
     pandas.DataFrame
         Index ``set``; column ``M``, then one column per statistic (``zms``, ``rce``,
         ``cc``, ...) holding its verdict (``valid``, ``invalid``, ``inconclusive`` or
-        ``not tested``, with ``(borderline)`` when its |ζ| is within the Monte-Carlo noise
+        ``not tested``, with ``(borderline)`` when its abs(ζ) is within the Monte-Carlo noise
         of 1), then the conditional headlines ``consistency (uE)`` and
         ``adaptivity (X)`` / ``adaptivity (V)`` when the result has them.
 

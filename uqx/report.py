@@ -3,7 +3,7 @@
 :func:`report` renders a :func:`uqx.validate` result with its parameters and inputs
 (names, sizes, digests), a verdict table (one row per set: average calibration by ZMS and
 RCE, consistency and adaptivity headlines, tailedness, every statistic with its BCa
-interval and ζ), the grouped warnings, a short "how to read the verdicts" (README), then
+interval and ζ), the grouped warnings, a short "how to read the verdicts" (documentation), then
 one section per set with the tables of :mod:`uqx.render` and the figures of
 :mod:`uqx.plot` (:func:`diagnostic_figures`).
 

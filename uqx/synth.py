@@ -182,7 +182,7 @@ def tig(M: int, nu_d: float, *, nu_ig: float = 6.0, seed: int = 0, key=("tig",),
 
 
 def _primer_base(M: int, seed: int):
-    """Case A: X sorted N(0,1), R = 0.1 + X², u = 0.1 |R|, E = R − V = −u ε."""
+    """Case A: X sorted N(0,1), R = 0.1 + X², u = 0.1 abs(R), E = R − V = −u ε."""
     rng = _rng(seed, "primer", "A", M)
     X = np.sort(rng.standard_normal(M))
     R = 0.1 + X**2
@@ -194,7 +194,7 @@ def _primer_base(M: int, seed: int):
 def primer_case(name: str, *, M: int = 5000, seed: int = PRIMER_SEED):
     r"""One synthetic case A–F of the primer (003 Sect. III A; METHODS §8.3).
 
-    A: X = sort(N(0,1)), R = 0.1 + X², u = 0.1·|R|, V = R + u·ε, E = R − V.
+    A: X = sort(N(0,1)), R = 0.1 + X², u = 0.1·abs(R), V = R + u·ε, E = R − V.
     B: u ← RMS(u_A)·N(1, 0.1). C: u ← random permutation of u_A. D: u ← 2·u_A.
     E: V = R + u_A·t₄/√2 (unit-variance Student errors). F: constant u = RMS(u_A), V
     redrawn as R + u·ε. RMS(u_A) = √⟨u_A²⟩ (code; the paper's Eq. 14 writes √⟨u⟩, §13.13).

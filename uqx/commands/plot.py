@@ -82,8 +82,8 @@ def register(subparsers):
     p.add_argument("--seed", type=int, default=0, help="root seed of random draws")
     scale = p.add_mutually_exclusive_group()
     scale.add_argument("--log", dest="log", action="store_const", const=True, default="auto",
-                       help="reliability: log axes (default: log when the central 99 %% of "
-                       "uE span more than a decade)")
+                       help="reliability: log axes (default: log when uE is skewed, its central "
+                       "99 %% spanning more than a decade)")
     scale.add_argument("--linear", dest="log", action="store_const", const=False,
                        help="reliability: linear axes")
     p.add_argument("--conditional", action="store_true",

@@ -26,11 +26,12 @@ _BIN_DOC = """n_bins : int, optional
 
 
 def _log_x(r, ok, logx, binning, log_bins, values=None):
-    """Log x for log-spaced bins, else when the data or the bin mid-ranges span a decade.
+    """Log x for log-spaced bins, else when the data or the bin mid-ranges are skewed.
 
     ``values`` are the data of the conditioning variable of the panel: a log axis when
-    their central 99 % span more than a decade (as :func:`uqx.plot.e_vs_u`), so that bins
-    of skewed uncertainties are not crammed into a corner.
+    their central 99 % span more than a decade with most of them at the low end (the rule
+    of :func:`uqx.plot.e_vs_u`), so that bins of skewed uncertainties are not crammed into
+    a corner.
     """
     x = r["x_mid"].values[ok]
     if logx == "auto" and binning != "equal-count" and log_bins and np.all(x > 0):
@@ -92,9 +93,9 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
     ci : {"cho", "bootstrap"}, default "cho"
         Interval method; ``n_boot``, ``seed`` for the bootstrap.
     log : bool or "auto", default "auto"
-        Log scale on both axes; "auto": when the central 99 % of the set's uE span more
-        than a decade (otherwise the bins of the small uncertainties are crammed into a
-        corner).
+        Log scale on both axes; "auto": when the set's uE are skewed, their central 99 %
+        spanning more than a decade with the median in the lowest quarter of that range
+        (otherwise the bins of the small uncertainties are crammed into a corner).
     size, font_size, dpi, title
         Figure options (:mod:`uqx.plot.style`).
 
@@ -162,8 +163,8 @@ def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
         resamples re-binned by rank (:func:`uqx.bootstrap.bootstrap_per_bin`, SimRef
         scheme; LZISD with equal-count or adaptive bins only); ``n_boot``, ``seed``.
     logx : bool or "auto", default "auto"
-        Log x axis; "auto": log-spaced bins, or the central 99 % of ``by`` (or of the
-        bin mid-ranges) spanning more than a decade.
+        Log x axis; "auto": log-spaced bins, or skewed values of ``by`` (or of the bin
+        mid-ranges): central 99 % over a decade, median in its lowest quarter.
     size, font_size, dpi, title
         Figure options.
 

@@ -134,7 +134,7 @@ def confidence(data, *, stat="rmse", dist="normal", nu=None, n_rep=500, oracle=F
     r"""Confidence curves with the probabilistic reference and its 95 % band.
 
     The statistic (RMSE, MAE, RMSD or Q95) of the errors left after removing the k %
-    largest uncertainties, the oracle on request (``oracle=True``: removal by |E|) and
+    largest uncertainties, the oracle on request (``oracle=True``: removal by abs(E)) and
     the probabilistic reference
     (mean and HD 95 % band of ``n_rep`` simulated error sets :math:`u\,\epsilon`,
     :func:`uqx.curves.confidence_curve`; 003 Fig. 7). A data curve inside the band is

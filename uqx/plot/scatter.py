@@ -19,9 +19,19 @@ __all__ = ["e_vs_u", "z_vs_x"]
 
 
 def _use_log(x, logx):
-    if logx == "auto":  # log when positive and the central 99 % span more than a decade
+    """Log axis for ``logx="auto"`` when the values are positive and skewed.
+
+    Skewed: the central 99 % span more than a decade and the median lies in the lowest
+    quarter of that range, so that on a linear axis most points (and most equal-count
+    bins) would be crammed against its left end. A uniform spread over (0, 1) stays
+    linear.
+    """
+    if logx == "auto":
         x = x[np.isfinite(x)]
-        return bool(x.size and x.min() > 0 and np.divide(*np.quantile(x, [0.995, 0.005])) > 10)
+        if not x.size or x.min() <= 0:
+            return False
+        lo, med, hi = np.quantile(x, [0.005, 0.5, 0.995])
+        return bool(hi / lo > 10 and (med - lo) < 0.25 * (hi - lo))
     return bool(logx)
 
 
@@ -59,7 +69,7 @@ def e_vs_u(data, *, level=0.95, n_bins=None, logx="auto", ylim=None, size="doubl
         Log x axis ("auto": when the 0.5–99.5 % quantiles of uE span more than a decade,
         e.g. the skewed uncertainties of QM9_E).
     ylim : (float, float), optional
-        y range (default ±1.15 × the 99.5 % quantile of |E|).
+        y range (default ±1.15 × the 99.5 % quantile of abs(E)).
     size, font_size, dpi, title
         Figure options (:mod:`uqx.plot.style`).
 
@@ -109,7 +119,7 @@ def z_vs_x(data, *, by="X", level=0.95, n_bins=None, logx="auto", ylim=None,
     by : {"X", "V", "uE"}, default "X"
         Abscissa.
     level, n_bins, logx, ylim, size, font_size, dpi, title
-        As in :func:`e_vs_u` (default y range ±1.15 × the 99.5 % quantile of |Z|).
+        As in :func:`e_vs_u` (default y range ±1.15 × the 99.5 % quantile of abs(Z)).
 
     Returns
     -------

@@ -2,8 +2,8 @@
 
 * :func:`tailedness_map` — 001 Fig. 5: β_GM(E²), β_GM(Z²) against β_GM(u²) (and the
   κ_CS analogue), unsafe zones shaded (001 Table II) and the NIG line;
-* :func:`zeta_agreement` — 001 Fig. 6 / 004 Fig. 1: |ζ_ZMS| against |ζ_RCE| with the
-  zones where the two statistics disagree on validity;
+* :func:`zeta_agreement` — 001 Fig. 6 / 004 Fig. 1: abs(ζ_ZMS) against abs(ζ_RCE) with
+  the zones where the two statistics disagree on validity;
 * :func:`zeta_bars` — 000 Figs. 8–9: grouped bars of ζ_BS, ζ_Sim and ζ_Sim2 per set.
 """
 
@@ -207,9 +207,11 @@ def _labels(res):
 
 def zeta_agreement(result, *, x="zms", y="rce", size="single", font_size=None, dpi=None,
                    title=None):
-    """|ζ| of two statistics against each other (001 Fig. 6, 004 Fig. 1).
+    """Plot the absolute ζ-scores of two statistics against each other (001 Fig. 6).
 
-    Shaded: the zones where one statistic is validated (|ζ| ≤ 1) and the other is not —
+    Also 004 Fig. 1.
+
+    Shaded: the zones where one statistic is validated (abs(ζ) ≤ 1) and the other is not —
     the two tests disagree there. Points are labelled by set.
 
     Parameters
@@ -279,7 +281,7 @@ def zeta_bars(result, *, stats=None, size="double", font_size=None, dpi=None,
 
     For each statistic one panel with, per set, ζ_BS (only for a predefined reference;
     empty slot otherwise) and ζ_Sim, ζ_Sim2 for every generative distribution of the
-    result's ``dist`` coordinate; lines at 0 and ±1 (|ζ| ≤ 1: validated).
+    result's ``dist`` coordinate; lines at 0 and ±1 (abs(ζ) ≤ 1: validated).
 
     Parameters
     ----------
