@@ -5,12 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DATA_DIR ?= $(if $(UQX_DATA_DIR),$(UQX_DATA_DIR),$(wildcard ../shared/datasets))
 
-.PHONY: demo test test-slow bench lint docs clean
+.PHONY: demo test test-slow test-install test-cluster bench lint docs clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/pip install --quiet -e ".[test,cluster]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -21,6 +21,15 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	UQX_DATA_DIR=$(DATA_DIR) UQX_SLOW=1 $(BIN)/python -m pytest -q -m slow
+
+# the built sdist and wheel, installed in a fresh virtualenv outside the repo (~40 s)
+test-install: $(STAMP)
+	UQX_INSTALL_TEST=1 $(BIN)/python -m pytest -q -m install tests/test_install.py
+
+# sweeps on a one-node SLURM cluster brought up here by .ci/slurm.sh (root and apt;
+# the tests skip, saying why, where it cannot run)
+test-cluster: $(STAMP)
+	.ci/test-cluster.sh
 
 bench: $(STAMP)
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_kernels.py
