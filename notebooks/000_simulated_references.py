@@ -18,7 +18,7 @@
 # Reproduces Pernot (2024), *"Negative impact of heavy-tailed uncertainty and error
 # distributions on the reliability of calibration statistics for machine learning
 # regression tasks — simulated reference values"* (paper 000, 2024_SimRef;
-# METHODS.md §11.1):
+# methods: the papers):
 #
 # * **Tables I–III** — the nine sets; β_GM(u) and the IG fit (MLE) of u²; summary
 #   statistics of E and Z with ν_eff of the Student-t fits; **Figs. 2–5** — histograms of
@@ -35,7 +35,7 @@
 #
 # Fig. 1 (the workflow flowchart) is implemented by `uqx.validate` itself (see README,
 # "How to read the verdicts"). Published numbers are typed in as citations (from the
-# paper and METHODS §14) and printed next to the reproduced ones. Figures are written to
+# paper and methods: the papers) and printed next to the reproduced ones. Figures are written to
 # `notebooks/_output/` (git-ignored).
 #
 # **Run time** (2-core machine shared with other jobs, measured): quick mode (`QUICK=1`:
@@ -250,7 +250,7 @@ save(fig, "fig7_reference_vs_nu")
 # simulates the ZMS reference (Table A1).
 
 # %%
-# Published values (METHODS §14.7, from 000 Tables A1-A4; theta_est from §14.1-14.2):
+# Published values (methods: the papers, from 000 Tables A1-A4; theta_est as published):
 # theta_est, reference N, reference T, zeta_Sim N, zeta_Sim T: citations.
 PAPER_A = {
     "zms": dict(est=[0.96, 0.88, 1.12, 1.23, 0.85, 0.98, 0.97, 0.93, 0.97],
@@ -297,7 +297,7 @@ save(plot.zeta_bars(res, stats=("ence", "zmse"), title="000 Fig. 9"), "fig9_zeta
 # ## App. B, Figs. A1–A2 — ENCE and ZMSE of calibrated data against √(N/M)
 #
 # NIG (ε ~ N) and T6IG (ε ~ t_s(6)) with u² ~ IG(ν, ν) (the code's parameterisation,
-# METHODS §8.1), u sorted before drawing E, equal-count bins (popMin 30); cell means and one
+# methods: synthetic data), u sorted before drawing E, equal-count bins (popMin 30); cell means and one
 # `lm(y ~ x)` per model over all cells. `uqx.plot.study` draws the right-hand panels.
 
 # %%
@@ -319,7 +319,7 @@ save(plot.study(appb, title="000 Figs. A1-A2 (right)"), "figA1_A2_appendix_b")
 
 # %%
 appc = bins(sets, preset="app-c", n_mc=0)
-# Published (METHODS §14.3, 000 App. C): intercept, SE, slope of ZMSE: citations.
+# Published (methods: the papers, 000 App. C): intercept, SE, slope of ZMSE: citations.
 PAPER_APPC = [(0.11541, 0.026410, 1.2986), (0.16928, 0.020250, 1.9861),
               (0.09184, 0.015473, 1.0701), (0.19441, 0.0098725, 0.56961),
               (0.11060, 0.034424, 1.5305), (0.75345, 0.17991, 6.3963),
@@ -359,20 +359,20 @@ save(fig, "figA3_appendix_c")
 # ## Checks against the published numbers
 #
 # * Deterministic numbers at their printed digits: M, β_GM(u) (3 decimals), IG MLE k and θ
-#   (3 significant digits, METHODS §14.5), Table III μ, σ (one unit of the last printed
+#   (3 significant digits, methods: the papers), Table III μ, σ (one unit of the last printed
 #   digit: the table rounds μ and its uncertainty together), b (integer %), ν_eff (one
 #   unit: 1.25 is printed 1.3), θ_est of Tables A1–A4, App. C intercept/SE/slope (1e-4
-#   relative: 5 significant digits, METHODS §14.3; 2e-3 relative for QM9_E, whose data
+#   relative: 5 significant digits, methods: the papers; 2e-3 relative for QM9_E, whose data
 #   file differs from the authors' copy by ties in uE at bin boundaries).
-# * Simulated references (Monte-Carlo, two independent runs): METHODS §14.7,
+# * Simulated references (Monte-Carlo, two independent runs): methods: the papers,
 #   |Δ| ≤ 4·√(u_paper² + u²) + half a unit of the printed digit, with u_paper ≈ u·√(N_MC /
 #   10⁴) (the paper ran N_MC = 10⁴; we take our own u rescaled as its estimate).
-# * ζ_BS of ZMS: METHODS §14.7 tolerance ±0.1 at 10⁴ replicates, or the limit tolerance
+# * ζ_BS of ZMS: methods: the papers tolerance ±0.1 at 10⁴ replicates, or the limit tolerance
 #   ±0.01 carried over to ζ = (θ − 1)/|θ − limit| when larger, scaled by √(10⁴/R).
 #   The ζ_Sim of the binned statistics are printed but not asserted: their BCa intervals
 #   are unsound (estimate at or beyond a limit, README "How to read the verdicts"), so the
 #   ζ of two runs differ far beyond any usable tolerance.
-# * App. B: the slopes within 2 % of the published ones (METHODS §14.7) in full mode; the
+# * App. B: the slopes within 2 % of the published ones (methods: the papers) in full mode; the
 #   quick grid (3 M × 2 ν × 3 N, 100 data sets per cell) within 5 %, the intercepts
 #   within 0.005.
 # * Table II "calibrated": the ZMS verdicts equal the paper's except within 2 Monte-Carlo

@@ -16,7 +16,7 @@
 # # Paper 001 — heavy tails, RCE and ZMS
 #
 # Reproduces Pernot (2024), *"Can bootstrapping validate average calibration? Heavy tails,
-# RCE and ZMS"* (paper 001, v3 of the 2024_RCE code; METHODS.md §11.2):
+# RCE and ZMS"* (paper 001, v3 of the 2024_RCE code; methods: the papers):
 #
 # * **Table I** — M and the shape parameters ν(u²) (IG), ν(E²), ν(Z²) (scaled F) fitted
 #   by minimum KS distance; **Figs. 1–2** — the histograms of ln u² and ln E² with them;
@@ -164,8 +164,8 @@ save(fig, "fig3_tailedness_vs_nu")
 pv = pval(scenario=("NIG", "TIG"), nu=PVAL_NU, n_datasets=PVAL_SETS, n_boot=PVAL_BOOT,
           seed=2024)
 
-# Published p_val (ZMS, RCE) and upper-axis means (2024_RCE testValidRCE*.Rda, METHODS
-# §14.7): NIG with mean beta_GM(u^2), kappa_CS(u^2); TIG with beta_GM(E^2), kappa_CS(E^2).
+# Published p_val (ZMS, RCE) and upper-axis means (2024_RCE testValidRCE*.Rda, as
+# published): NIG with mean beta_GM(u^2), kappa_CS(u^2); TIG with beta_GM(E^2), kappa_CS(E^2).
 PAPER_PVAL = {
     "NIG": {2: (0.939, 0.780, 0.927, 11.56), 3: (0.955, 0.868, 0.764, 4.97),
             4: (0.958, 0.933, 0.644, 3.02), 5: (0.950, 0.931, 0.566, 2.14),
@@ -302,7 +302,7 @@ save(plot.zeta_agreement(res_top5, title="001 Fig. 6 (right): 5 % largest u remo
 # ## Fig. 7 — decimation
 #
 # Sort by (u decreasing, E decreasing), remove ⌊kM/100⌋ points, k = 0, 0.1, …, 10 %;
-# ΔRCE(k), ΔZMS(k); bars = zero-centred full-set BCa intervals (001 text; METHODS §13.8).
+# ΔRCE(k), ΔZMS(k); bars = zero-centred full-set BCa intervals (001 text; methods: where a paper and its code disagree).
 
 # %%
 dec = decimation(sets, n_boot=N_BOOT, seed=2024)
@@ -356,20 +356,20 @@ for metric in ("kappa_cs", "beta_gm"):
 # ## Checks against the published numbers
 #
 # * Table I: deterministic fits; the KS objective is non-smooth, so the minimiser depends
-#   on the simplex path, but uqx ports R's `nmmin` (METHODS §14.5): within one unit of
+#   on the simplex path, but uqx ports R's `nmmin` (methods: the papers): within one unit of
 #   the printed digit, as some values are truncated rather than rounded (Set 6 ν(Z²) =
 #   0.857 in R, printed 0.85).
 # * Table III: deterministic (Harrell–Davis quantiles) → half a unit of the printed digit.
 # * Table IV: estimates deterministic → one unit of the printed digit (2 significant
 #   digits in 001, some double-rounded: ZMS of Set 2 = 0.88452 is printed 0.89). BCa
-#   limits and ζ are Monte-Carlo: METHODS §14.7 tolerances at 10⁴ replicates (limits
+#   limits and ζ are Monte-Carlo: methods: the papers tolerances at 10⁴ replicates (limits
 #   ±0.01, ±0.03 for Set 7's lower RCE limit; ζ ±0.1, or the limit tolerance carried
 #   over to ζ = (θ − ref)/|θ − limit| when larger: |ζ|·0.01/|θ − limit|, 0.5 for the
 #   ZMS of Set 4), × √(10⁴/R), plus half a unit of the printed digit.
-# * Fig. 6 right: the pruned sets are deterministic; METHODS §14.6 oracles (R) for M,
+# * Fig. 6 right: the pruned sets are deterministic; methods: the papers oracles (R) for M,
 #   ZMS, RCE → M exact, 1e-5 absolute.
 # * Fig. 4: independent binomial estimates, |Δp_val| ≤ 3·√(p(1 − p)(1/n₁ + 1/n₂)) with
-#   n₂ = 1000 (METHODS §14.7), + 0.01 in quick mode (fewer bootstrap replicates). Mean
+#   n₂ = 1000 (methods: the papers), + 0.01 in quick mode (fewer bootstrap replicates). Mean
 #   β_GM(u²), κ_CS(u²) of the NIG sets: within 4 standard errors of the difference of two
 #   means (our per-set sd, n₁ = `PVAL_SETS` and n₂ = 500 sets in the paper) + 0.005.
 # * Fig. 8: the per-bin values are deterministic; the full-set values equal Table III.

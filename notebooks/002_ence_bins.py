@@ -16,7 +16,7 @@
 # # Paper 002 — ENCE and ZVE against the number of bins
 #
 # Reproduces Pernot (2023), *"Properties of the ENCE and other dimensionless calibration
-# statistics"* (paper 002; METHODS.md §11.3):
+# statistics"* (paper 002; methods: the papers):
 #
 # * **Fig. 1** — ENCE of calibrated and miscalibrated toy data (M = 5000, u ≡ 1) against
 #   √N: the semi-analytic χ_k curves and 50 Monte-Carlo realisations of E ~ N(0, 1);

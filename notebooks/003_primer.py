@@ -16,7 +16,7 @@
 # # Paper 003 — the validation primer
 #
 # Reproduces Pernot (2023), *"Calibration in machine learning uncertainty quantification:
-# beyond consistency to target adaptivity"* (paper 003, the primer; METHODS.md §11.4):
+# beyond consistency to target adaptivity"* (paper 003, the primer; methods: the papers):
 #
 # * **Tables I–II** — the synthetic cases A–F (M = 5000) with their expected properties
 #   and Var(E)/⟨u²⟩, Var(Z) printed next to the published values;
@@ -75,7 +75,7 @@ def save(fig, name):
 # ## Tables I and II — synthetic cases A–F
 #
 # Var(E)/⟨u²⟩ and Var(Z) per case. The paper marks with an asterisk the statistics outside
-# their admissible range without saying which test it used (METHODS §15.2); here the
+# their admissible range without saying which test it used (methods: where a paper and its code disagree); here the
 # asterisk is the verdict of `uqx.validate`: Var(Z) with its BCa interval against 1, and
 # Var(E)/⟨u²⟩ through the RCE (both test ⟨E²⟩ = ⟨u²⟩ for unbiased errors).
 
@@ -170,7 +170,7 @@ save(plot.lzisd(cases, by="V", title="003 Fig. A1 (right): LZISD vs V"), "figA1_
 # ## Fig. 12 — PAL2022: mean Z and Var(Z), uncalibrated vs calibrated
 #
 # (a) mean Z with the script's interval mean ± 1.96·sd(Z)/M (the code divides by M, not
-# √M; METHODS §13); (b) Var(Z) with its 'cho' interval (`uqx.curves.local_z`, one bin).
+# √M; methods: where a paper and its code disagree); (b) Var(Z) with its 'cho' interval (`uqx.curves.local_z`, one bin).
 
 # %%
 MODELS = [(mat, meth) for meth in ("RF", "LR", "GPR_Bayesian")

@@ -16,7 +16,7 @@
 # # Paper 004 — RCE vs ZMS, short version
 #
 # Reproduces Pernot (2024), *"Can bootstrapping validate average calibration? RCE vs ZMS"*
-# (paper 004, the short version of 001; METHODS.md §11.5):
+# (paper 004, the short version of 001; methods: the papers):
 #
 # * **Table 1** — the nine literature sets with M and β_GM(u) (of u, not u²);
 # * **Table 2** — RCE and ZMS with bootstrap bias b_BS, BCa 95 % interval and ζ-score
@@ -173,7 +173,7 @@ pv_nig = pv.sel(scenario="NIG")
 beta_u = [np.mean([float(beta_gm(nig(5000, nu, seed=i, key=("004-beta",))[1]))
                    for i in range(BETA_SAMPLES)]) for nu in PVAL_NU]
 
-# Published p_val (2024_RCE testValidRCE.Rda, METHODS §14.7; ZMS, RCE) and the published
+# Published p_val (2024_RCE testValidRCE.Rda, methods: the papers; ZMS, RCE) and the published
 # upper-axis values are for beta_GM(u^2) in 001; paper 004 labels beta_GM(u).
 PAPER_PVAL = {2: (0.939, 0.780), 3: (0.955, 0.868), 4: (0.958, 0.933), 5: (0.950, 0.931),
               6: (0.937, 0.949), 7: (0.937, 0.933), 8: (0.954, 0.948), 9: (0.955, 0.948),
@@ -214,16 +214,16 @@ save(fig, "fig3_pval")
 #   the third printed decimal.
 # * Table 2: RCE and ZMS estimates are deterministic → within half a unit of the third
 #   significant digit (the table pads some with a zero: 0.01860 for 0.018552). The BCa
-#   limits and ζ are Monte-Carlo (two independent runs): METHODS §14.7 gives ±0.01 on
+#   limits and ζ are Monte-Carlo (two independent runs): methods: the papers gives ±0.01 on
 #   the limits (±0.03 for the lower RCE limit of Set 7, whose left tail is long) and ±0.1
 #   on ζ at 10⁴ replicates; for large |ζ| the limit tolerance carried over to
 #   ζ = (θ − ref)/|θ − limit| is larger, |ζ|·0.01/|θ − limit| (0.5 for the ZMS of Set 4;
 #   the published runs 001 and 004 themselves differ by 0.08 there). The noise scales as
 #   1/√R, so quick mode (2000 replicates) uses √5 times these.
 # * Fig. 2: the decimation curve is deterministic; the values of Set 1 at k = 1, 5, 10 %
-#   are METHODS §14.6 oracles (R) → 1e-6 absolute.
+#   are methods: the papers oracles (R) → 1e-6 absolute.
 # * Fig. 3: two independent binomial estimates with n₁ = `PVAL_SETS` and n₂ = 1000 sets:
-#   |Δ| ≤ 3·√(p(1 − p)(1/n₁ + 1/n₂)) (METHODS §14.7) + 0.01 for the fewer bootstrap
+#   |Δ| ≤ 3·√(p(1 − p)(1/n₁ + 1/n₂)) (methods: the papers) + 0.01 for the fewer bootstrap
 #   replicates in quick mode.
 
 # %%

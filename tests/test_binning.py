@@ -1,4 +1,4 @@
-"""Tests of uqx.binning against ErrViewLib genIntervals (METHODS.md §3)."""
+"""Tests of uqx.binning against ErrViewLib genIntervals (methods: bins)."""
 
 import math
 import warnings
@@ -27,7 +27,7 @@ from uqx.data import InputError
 
 
 def brute_equal_count_edges(n, n_bins):
-    """Full-window HD of 1..n (no truncation), fsum + snap, R's p grid (§3.2)."""
+    """Full-window HD of 1..n (no truncation), fsum + snap, R's p grid."""
     edges = [0]
     ranks = np.arange(1, n + 1)
     for j in range(1, n_bins):
@@ -149,7 +149,7 @@ def test_reduce_n_bins_errors():
         equal_count_edges(10, 2)
 
 
-# ---------------------------------------------------------------- equal-count (§3.2)
+# ---------------------------------------------------------------- equal-count
 
 R_LWINDX = {
     (2040, 20): list(range(1, 2040, 102)),
@@ -247,7 +247,7 @@ def test_equal_count_large_n():
     assert np.array_equal(edges, closed_form_edges(10_000_000, 20))
 
 
-# ---------------------------------------------------------------- sliding (§3.3)
+# ---------------------------------------------------------------- sliding
 
 
 def test_sliding_windows():
@@ -261,7 +261,7 @@ def test_sliding_windows():
     assert np.array_equal(s2, starts) and np.array_equal(e2, stops)
 
 
-# ---------------------------------------------------------------- equal-width (§3.5)
+# ---------------------------------------------------------------- equal-width
 
 
 def test_equal_width_linear_and_empty_bins():
@@ -295,7 +295,7 @@ def test_equal_width_rejects_bad_values(bad):
         equal_width_edges(bad, 2)
 
 
-# ---------------------------------------------------------------- adaptive (§3.4)
+# ---------------------------------------------------------------- adaptive
 
 ADAPTIVE_NBR = [
     ("PAL2022", "Diffusion_LR_Test_cal", True, (18, 31, 50)),

@@ -1,6 +1,6 @@
 """Statistic evaluator and bootstrap engine (uqx.statistic, uqx.bootstrap).
 
-Independent checks (METHODS.md §5.1, §5.3): the exact jackknife and the count-based
+Independent checks (methods: bootstrap): the exact jackknife and the count-based
 replicates of every statistic family against brute-force recomputation with the kernels of
 :mod:`uqx.stats`; the BCa interval against a direct transcription of the nptest steps and
 against :func:`scipy.stats.bootstrap`; reproducibility (seed, scheduler, workers, set
@@ -164,7 +164,7 @@ def test_replicates_equal_brute_force_on_expanded_resample(scheme):
     # between different samples are broken by their file order (not by draw order as in
     # R). A stable argsort of this file-order expansion (done in brute_all) gives exactly
     # that sequence; the bins are the fixed intervals of the original sample (for
-    # equal-count, equal_count_edges(M, N)), as in SimRef calScoresBS2 (METHODS §5.3).
+    # equal-count, equal_count_edges(M, N)), as in SimRef calScoresBS2 (methods: bootstrap).
     cond = {"uE": u[idx], "X": X[idx]}
     ref = brute_all(names, E[idx], u[idx], cond, lambda c, vector: ev._bins(c).edges)
     for name in names:
@@ -205,7 +205,7 @@ def test_replicate_order_ties_straddling_a_bin_boundary():
 
 
 def direct_bca(t0, reps, jack, level=0.95):
-    """METHODS §5.1 step by step for one scalar statistic (nptest np.boot)."""
+    """methods: bootstrap step by step for one scalar statistic (nptest np.boot)."""
     T = np.r_[t0, reps]  # R + 1 values, t0 included
     z0 = sps.norm.ppf(np.sum(T < t0) / T.size)  # strict <, t0 in the denominator
     tbar = np.mean(jack)
@@ -274,7 +274,7 @@ def test_bootstrap_set_summaries_follow_nptest_conventions():
         assert T.shape == (601,) and T[0] == r["estimate"][0]
         assert r["bias"][0] == pytest.approx(T.mean() - T[0], rel=1e-12, abs=1e-15)
         assert r["se"][0] == pytest.approx(T.std(ddof=1), rel=1e-12)
-        # BCa from the engine == direct §5.1 with a brute-force jackknife
+        # BCa from the engine == the direct BCa formulas with a brute-force jackknife
         jack = np.empty(M)
         for i in range(M):
             keep = np.arange(M) != i
@@ -550,8 +550,8 @@ def test_moment_replicates_streamed_equal_counts_route():
 def test_zms_bca_coverage_on_calibrated_nig_data():
     """ZMS BCa intervals contain 1 in 95 % +- 3 % of calibrated NIG(nu = 6) data sets.
 
-    uE^2 ~ InvGamma(3, scale 3), E = uE N(0, 1), M = 5000, 400 data sets (METHODS §8.1,
-    §14.7: the R study gives p_val 0.937 with R = 5000). n_boot = 1000 instead of 5000-10^4
+    uE^2 ~ InvGamma(3, scale 3), E = uE N(0, 1), M = 5000, 400 data sets (methods: synthetic data,
+    the R study gives p_val 0.937 with R = 5000). n_boot = 1000 instead of 5000-10^4
     to keep the test affordable: it only adds Monte-Carlo noise to each endpoint, not bias
     that matters at this tolerance. With 400 sets the binomial sd of the coverage is 1.1 %,
     so +-3 % is a ~2.7 sigma band (the seed is fixed).

@@ -169,7 +169,7 @@ def test_stats_columns_variance_and_drop(capsys, tmp_path):
 
 
 def test_stats_too_small_for_bins(capsys, tmp_path):
-    # fewer points than pop_min = 30: no bin can be formed (METHODS §12); the unbinned
+    # fewer points than pop_min = 30: no bin can be formed (methods: edge cases); the unbinned
     # statistics are still reported, binned ones are null with a note on stderr
     p = tmp_path / "small.csv"
     p.write_text("E,uE\n0.1,1\n-0.3,1\n0.2,0.5\n0.5,1\n")
@@ -186,7 +186,7 @@ def test_stats_registered_name(capsys, data_dir):
     assert rc == 0, err
     (rec,) = json.loads(out)
     assert rec["M"] == 13885
-    # METHODS §14.1, Set 7
+    # methods: the papers, Set 7
     assert rec["stats"]["zms"] == pytest.approx(0.9720056, abs=5e-8)
     assert rec["stats"]["rce"] == pytest.approx(-0.2644578, abs=5e-8)
     assert rec["stats"]["cc"] == pytest.approx(0.3125928, abs=5e-8)

@@ -1,4 +1,4 @@
-"""Curve diagnostics (uqx.curves): slow twins, properties and METHODS §14.6 oracles."""
+"""Curve diagnostics (uqx.curves): slow twins, properties and methods: the papers oracles."""
 
 import numpy as np
 import pytest
@@ -189,7 +189,7 @@ def test_over_sets_pads_and_keeps_scores():
     assert isinstance(lz, xr.Dataset) and lz["estimate"].dims == ("set", "bin")
 
 
-# ------------------------------------------------------------------ METHODS §14.6 (Set 1)
+# ------------------------------------------------------------------ methods: the papers (Set 1)
 @pytest.mark.data
 def test_set1_confidence_oracles(set1):
     f = [0.0, 0.1, 0.5, 0.9, 0.99]

@@ -1,6 +1,6 @@
 """Input data model (uqx.data): from_arrays validation, filters, stack and iter_sets.
 
-METHODS.md §1.1 (canonical record, NaN padding on ``set``) and §12 (u <= 0 rejected with
+methods: notation and conventions (canonical record, NaN padding on ``set``) (u <= 0 rejected with
 counts, NaN/Inf dropped explicitly and counted, PAL2022 filter u > 1e-6 sd(E)).
 """
 

@@ -1,4 +1,4 @@
-"""Literature dataset registry: names, parsing rules, checksums (METHODS.md §1, §14.1)."""
+"""Literature dataset registry: names, parsing rules, checksums (methods: conventions)."""
 
 import dataclasses
 import json
@@ -12,7 +12,7 @@ import pytest
 from uqx import datasets as D
 from uqx.data import InputError
 
-# METHODS.md §14.1: M, MV = mean(uE^2), MSE = mean(E^2) of the nine sets
+# methods: the papers: M, MV = mean(uE^2), MSE = mean(E^2) of the nine sets
 PAPER = [
     ("Diffusion_RF", 2040, 0.1403477, 0.1351886),
     ("Perovskite_RF", 3834, 0.1320008, 0.1424075),
@@ -214,7 +214,7 @@ def test_bus2022_rules(data_dir):
     np.testing.assert_array_equal(ds["uE"].values, np.sqrt(raw["uncertainty_total"]))
     np.testing.assert_array_equal(ds["V"].values, raw["prediction"])
     assert ds["X"].values[0] == pytest.approx(D.molecular_mass(raw["formula"][0]))
-    assert np.unique(ds["uE"].values).size == 135  # isotonic recalibration (§1.2)
+    assert np.unique(ds["uE"].values).size == 135  # isotonic recalibration
     busk = D.load_dataset("Busk2022_QM9_E", data_dir)
     np.testing.assert_array_equal(busk["E"].values, ds["E"].values)
     u0 = D.load_dataset("QM9_U0", data_dir)

@@ -1,4 +1,4 @@
-"""Distribution fits (uqx.fits, METHODS.md §9): paper oracles §14.5, synthetic recovery,
+"""Distribution fits (uqx.fits, methods: distribution fits): published values, synthetic recovery,
 and the ``uqx fit`` command (uqx.commands.fit)."""
 
 import json
@@ -22,7 +22,7 @@ from uqx.fits import (
 )
 from uqx.synth import nig
 
-# METHODS §14.5 [verified in R]: IG-MLE k, θ; ν(u²), ν(E²), ν(Z²) by min-KS; ν_eff of E, Z
+# methods: the papers [verified in R]: IG-MLE k, θ; ν(u²), ν(E²), ν(Z²) by min-KS; ν_eff of E, Z
 PAPER_FITS = {
     "Diffusion_RF": (1.60, 0.115, 1.72, 2.17, 7.91, 3.03, 5.99),
     "Perovskite_RF": (0.339, 0.00246, 0.787, 1.18, 4.91, 1.39, 3.25),
@@ -51,7 +51,7 @@ def _published_digits(value: float, text_digits: int) -> float:
 
 
 def _sig(value: float) -> int:
-    # significant digits as printed in METHODS §14.5 (e.g. 20.05 -> 4, 0.000312 -> 3)
+    # significant digits as printed in methods: the papers (e.g. 20.05 -> 4, 0.000312 -> 3)
     text = f"{value:.10g}".replace(".", "").lstrip("0")
     return max(len(text), 3)
 

@@ -1,4 +1,4 @@
-"""Inputs are checked whatever their form (uqx.data.as_stacked, METHODS.md §12).
+"""Inputs are checked whatever their form (uqx.data.as_stacked, methods: edge cases).
 
 Every bad-input form, given as a plain xarray.Dataset, a list of data sets or a stacked
 data set, raises InputError naming the problem through every entry point; the same bad

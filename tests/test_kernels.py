@@ -1,9 +1,9 @@
 """Kernels of uqx.stats (calibration, correlation, binned) against independent twins.
 
 Every kernel is checked against a plain-loop (or scipy) computation on random data with a
-leading batch axis and NaN padding at the end of rows (METHODS.md §2, §4.1-4.5), by
+leading batch axis and NaN padding at the end of rows (methods: average calibration), by
 hypothesis property tests (scale, permutation, NaN padding), and against the paper
-oracles of METHODS.md §14.1-14.2 on the nine literature sets.
+oracles of methods: the papers on the nine literature sets.
 """
 
 import math
@@ -66,7 +66,7 @@ SIZES = (57, 120, 83)
 
 
 def _twin_scalars(e, u):
-    """Plain-loop values of the §2 statistics for one valid sample."""
+    """Plain-loop values of the statistics for one valid sample."""
     e, u = e.tolist(), u.tolist()
     z = [a / b for a, b in zip(e, u, strict=True)]
     mv = loop_mean([b * b for b in u])
@@ -213,7 +213,7 @@ def twin_per_bin(e, u, edges):
 
 
 def twin_binned_scores(pb):
-    """ENCE (both kinds), UCE, ZMSE, ZVE from per-bin loop values (METHODS §4.1-4.2)."""
+    """ENCE (both kinds), UCE, ZMSE, ZVE from per-bin loop values (methods: binned statistics)."""
     N = len(pb["n"])
     return {
         "ence": sum(abs(pb["rmv"][j] - pb["rmse"][j]) / pb["rmv"][j] for j in range(N)) / N,
@@ -401,9 +401,9 @@ def test_ence_grows_with_number_of_bins():
     assert 1.8 < means[50] / means[5] < 5.0
 
 
-# ---------------------------------------------------------------- paper oracles (§14)
+# ---------------------------------------------------------------- paper oracles
 
-# Set | MV | MSE | RCE | ZMS | Var(Z) | mean Z | NLL | NLL_ref | CC  (METHODS.md §14.1)
+# Set | MV | MSE | RCE | ZMS | Var(Z) | mean Z | NLL | NLL_ref | CC  (methods: the papers)
 ORACLE_14_1 = np.array(
     [
         [
@@ -511,7 +511,7 @@ ORACLE_14_1_COLS = ("mv", "mse", "rce", "zms", "var_z", "mean_z", "nll", "nll_re
 ORACLE_14_1_M = (2040, 3834, 2040, 3836, 2040, 3818, 13885, 5000, 5000)
 
 # Set | ENCE_rmse N=20 | ZMSE N=20 | UCE N=20 | ENCE_rmse N=50 | ZMSE N=50 | ENCE_sd N=20 |
-# ZVE N=20  (METHODS.md §14.2; equal-count bins on stably u-sorted data)
+# ZVE N=20  (methods: the papers; equal-count bins on stably u-sorted data)
 ORACLE_14_2 = np.array(
     [
         [0.125110, 0.25544, 0.020483, 0.151440, 0.30984, 0.123498, 1.292631],

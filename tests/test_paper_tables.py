@@ -1,11 +1,11 @@
 """Statistical parity with the published tables on the nine literature sets.
 
 * 001 Table IV (= 004 Table 2): ZMS and RCE, BCa intervals (nptest, R = 10⁴) and ζ —
-  point estimates to the printed digits of METHODS.md §14.1, interval limits within
-  ±0.01 (±0.03 for the Set 7 RCE lower limit) and ζ within ±0.1 of §14.7.
+  point estimates to the printed digits of methods: the papers, interval limits within
+  ±0.01 (±0.03 for the Set 7 RCE lower limit) and ζ within ±0.1 of the papers
 * 000 Tables A1–A4: simulated references θ̃_N and θ̃_T6 of ZMS, CC, ENCE and ZMSE
   (N = 20 bins) within |Δ| ≤ 4·√(u_ours² + u_pub²) + half a unit of the last published
-  digit (§14.7; = 4·√2·u for N_MC = 10⁴), θ_est of ENCE/ZMSE vs §14.2, and the ζ_Sim2
+  digit (= 4·√2·u for N_MC = 10⁴), θ_est of ENCE/ZMSE vs the papers, and the ζ_Sim2
   check of Table A3 Set 1 ENCE.
 * ``uqx validate --paper-sets`` smoke test.
 
@@ -39,9 +39,9 @@ def close_to_printed(value: float, text: str, sig: int | None = None) -> bool:
     return abs(value - float(text)) <= tol * (1 + 1e-9)
 
 
-# ------------------------------------------------------------------ oracles (METHODS §14)
+# ------------------------------------------------------------------ oracles (methods: the papers)
 
-# §14.1: ZMS and RCE of Sets 1–9 (R, printed digits)
+# published: ZMS and RCE of Sets 1–9 (R, printed digits)
 ZMS_141 = ["0.9600940", "0.8845161", "1.119099", "1.226135", "0.8464979", "0.9838740",
            "0.9720056", "0.9256963", "0.9710800"]
 RCE_141 = ["0.0185517", "-0.03867108", "-0.007484305", "0.05454818", "0.09864907",
@@ -49,7 +49,7 @@ RCE_141 = ["0.0185517", "-0.03867108", "-0.007484305", "0.05454818", "0.09864907
 CC_141 = ["0.5028936", "0.6199822", "0.2575537", "0.4006499", "0.03786541", "0.4036108",
           "0.3125928", "-0.02496375", "0.2338776"]
 
-# §14.7: 2024_RCE scores.Rda — ZMS lo, up, ζ, RCE lo, up, ζ
+# published: 2024_RCE scores.Rda — ZMS lo, up, ζ, RCE lo, up, ζ
 TABLE_IV = np.array([
     [0.8647, 1.1059, -0.274, -0.02135, 0.05506, 0.465],
     [0.8009, 0.99987, -1.001, -0.10920, 0.01921, -0.668],
@@ -62,7 +62,7 @@ TABLE_IV = np.array([
     [0.9032, 1.0802, -0.265, -0.07381, 0.02564, -0.339],
 ])
 
-# §14.2: θ_est at N = 20 equal-count bins (= θ_est columns of 000 Tables A3–A4). The
+# published: θ_est at N = 20 equal-count bins (= θ_est columns of 000 Tables A3–A4). The
 # ENCE column is printed with 5 significant digits padded with zeros to 6 decimals
 # (0.120000 is 0.12000, 0.125110 is 0.12511): compared at 5 significant digits.
 ENCE_142 = ["0.125110", "0.126420", "0.096897", "0.134770", "0.130540", "0.243790",
@@ -70,7 +70,7 @@ ENCE_142 = ["0.125110", "0.126420", "0.096897", "0.134770", "0.130540", "0.24379
 ZMSE_142 = ["0.25544", "0.27341", "0.17295", "0.24729", "0.28283", "0.35614", "0.11813",
             "0.22509", "0.25012"]
 
-# §14.7: simulated references of 000 Tables A1–A4 (N_MC = 10⁴), as printed
+# published: simulated references of 000 Tables A1–A4 (N_MC = 10⁴), as printed
 SIM_REF = {
     "zms": {"N": ["1.00"] * 9, "T6": ["1.00"] * 9},
     "cc": {
@@ -92,7 +92,7 @@ SIM_REF = {
 # takes ~95–130 s on the 2-core development machine depending on load, within the ~2 min
 # budget of one test, so the default run uses the paper's N_MC. The tolerance is written
 # for any N_MC: u_ours is this run's Monte-Carlo standard error and the published one is
-# taken as u_ours·√(N_MC/10⁴), so 4·√(u_ours² + u_pub²) is the §14.7 bound 4·√2·u at
+# taken as u_ours·√(N_MC/10⁴), so 4·√(u_ours² + u_pub²) is the bound 4·√2·u at
 # N_MC = 10⁴. The slow tests repeat the check with other seeds.
 N_MC_PAPER = 10_000
 

@@ -1,9 +1,9 @@
 """ζ-scores, binomial intervals and simulated references (uqx.reference).
 
-Oracles: METHODS.md §5.4 (ζ, ζ_Sim2 and the 000 Table A3 Set 1 ENCE check), §5.6 (Newcombe
-1998 published Wilson / Wilson-cc intervals, and scipy's independent implementation), §6
+Oracles: methods: ζ-scores (ζ, ζ_Sim2 and the 000 Table A3 Set 1 ENCE check) (Newcombe
+1998 published Wilson / Wilson-cc intervals, and scipy's independent implementation)
 (simulated references: generative model, Sim/Sim2 summaries, keyed reproducibility,
-t_s(ν) with ν > 2), §12 (edge cases). The simulated statistics are recomputed by brute
+t_s(ν) with ν > 2) (edge cases). The simulated statistics are recomputed by brute
 force from the very draws the simulator used (captured by wrapping ``draw_unit``).
 """
 
@@ -87,7 +87,7 @@ def test_zeta_property_abs_le_1_iff_reference_in_interval(a, b, c, ref):
 
 
 def test_zeta_sim2_table_a3_set1_ence():
-    # METHODS §5.4: 000 Table A3 Set 1 ENCE, (0.125 - 0.056)/(0.076 - 0.056) ≈ 3.5
+    # methods: ζ-scores: 000 Table A3 Set 1 ENCE, (0.125 - 0.056)/(0.076 - 0.056) ≈ 3.5
     z = float(zeta_sim2(0.125, 0.056, 0.040, 0.076))
     assert z == pytest.approx((0.125 - 0.056) / (0.076 - 0.056))
     assert round(z, 1) == 3.5
@@ -159,7 +159,7 @@ def test_binomial_ci_edges(n):
 
 
 def test_binomial_ci_noninteger_and_vector():
-    # calibration-curve bands use non-integer x and n (METHODS §5.6)
+    # calibration-curve bands use non-integer x and n (methods: ζ-scores)
     lo, hi = binomial_ci(np.array([9.5, 0.0]), np.array([10.3, 4.0]))
     assert lo.shape == (2,) and np.all(lo < hi)
     assert lo[1] == 0.0

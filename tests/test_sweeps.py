@@ -68,7 +68,7 @@ def test_appendix_b_layout(small_b):
 
 
 def test_appendix_b_slopes(small_b):
-    """000 App. B: NIG ENCE ~ 0.56 x, ZMSE ~ 1.14 x; T6IG 0.779 x, 1.577 x (METHODS §14.7).
+    """000 App. B: NIG ENCE ~ 0.56 x, ZMSE ~ 1.14 x; T6IG 0.779 x, 1.577 x (methods: the papers).
     Tolerance: 4 fit standard errors (they carry the Monte-Carlo scatter of 100 sets per
     cell) plus the papers' ±2 % on slopes."""
     expected = {("NIG", "ence"): 0.56, ("NIG", "zmse"): 1.14,
@@ -230,14 +230,14 @@ def test_binned_tailedness_and_decimation(paper_sets):
     one = paper_sets.isel(set=[0])
     t = binned_tailedness(one)
     assert t["beta_gm"].dims == ("set", "var", "bin") and t.sizes["bin"] == 20
-    # full-set values: METHODS §14.1, Set 1
+    # full-set values: methods: the papers, Set 1
     np.testing.assert_allclose(t["beta_gm_full"].values[0], [0.3970304, 0.8201687, 0.7308772],
                                rtol=1e-6)
     assert int(t["bin_count"].sum()) == int(one["M"].values[0])
     d = decimation(one, n_boot=200)
     assert d["delta"].dims == ("set", "k", "stat") and d.sizes["k"] == 101
     got = d["delta"].sel(set="Diffusion_RF").isel(k=[10, 50, 100])
-    # METHODS §14.6: decimation of Set 1 at k = 1, 5, 10 %
+    # methods: the papers: decimation of Set 1 at k = 1, 5, 10 %
     np.testing.assert_allclose(got.sel(stat="rce"), [0.0048062, 0.011124, 0.0075934],
                                rtol=1e-4)
     np.testing.assert_allclose(got.sel(stat="zms"), [-0.0016992, -0.0047199, -0.0014776],

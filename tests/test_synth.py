@@ -1,4 +1,4 @@
-"""Synthetic generators (METHODS.md §8): NIG/TIG parameterisations and primer cases A–F.
+"""Synthetic generators (methods: synthetic data): NIG/TIG parameterisations and primer cases A–F.
 
 Oracles: paper 003 Table I (expected properties) and Table II (Var(E)/<u²>, Var(Z)).
 """

@@ -1,4 +1,4 @@
-"""Tests of the Harrell–Davis / tailedness kernels (METHODS.md §2.1, §2.2, §14.1)."""
+"""Tests of the Harrell–Davis / tailedness kernels (methods: tailedness)."""
 
 import warnings
 
@@ -51,7 +51,7 @@ def brute_kappa(x):
     return (h[1] - h[0]) / (h[3] - h[2]) - 2.91
 
 
-# ---------------------------------------------------------------- the nine sets (§1.3)
+# ---------------------------------------------------------------- the nine sets
 
 PAL_SETS = [
     "Diffusion_RF",
@@ -65,7 +65,7 @@ SIZES = [2040, 3834, 2040, 3836, 2040, 3818, 13885, 5000, 5000]
 
 
 def load_set(data_dir, k):
-    """Set k (1..9) as (E, uE) with the parsing rules of METHODS.md §1.2."""
+    """Set k (1..9) as (E, uE) with the parsing rules of methods: notation and conventions."""
     if k <= 6:
         df = pd.read_csv(data_dir / "PAL2022" / f"{PAL_SETS[k - 1]}_Test_cal.csv")
         keep = df["uE"] > 1e-6 * df["E"].std(ddof=1)
@@ -80,8 +80,8 @@ def load_set(data_dir, k):
     return (df["logP"] - df["y_pred"]).to_numpy(float), df["uq"].to_numpy(float)
 
 
-# §14.1, columns beta_gm_u, beta_gm_u2, beta_gm_e2, beta_gm_z2, kappa_cs_u2, kappa_cs_e2,
-# kappa_cs_z2 (strings: the number of printed digits sets the tolerance)
+# published (001 Table III), columns beta_gm_u, beta_gm_u2, beta_gm_e2, beta_gm_z2,
+# kappa_cs_u2, kappa_cs_e2, kappa_cs_z2 (strings: the number of printed digits sets the tolerance)
 TABLE_14_1 = {
     1: "0.1724199 0.3970304 0.8201687 0.7308772 -0.2022050 5.063686 2.323146",
     2: "0.4185867 0.7245707 0.9448684 0.8263086 4.096025 19.67834 6.373703",

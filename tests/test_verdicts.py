@@ -1,7 +1,7 @@
 """Verdict rules (uqx.verdict), zero-bin extrapolation (uqx.extrapolation) and the
 "same data, same answer" guarantees of the workflow.
 
-Oracles: METHODS §14.3 (000 App. C ZMSE extrapolation, deterministic) and §14.4 (002
+Oracles: methods: the papers (000 App. C ZMSE extrapolation, deterministic) (002
 Table I); the decision rules of uqx.verdict recomputed by hand; Monte-Carlo rates with
 binomial tolerances.
 """
@@ -221,7 +221,7 @@ def test_ols_fit_equals_linregress():
                                rtol=1e-10)
 
 
-# 000 App. C (METHODS §14.3): ZMSE, popMin 20, fit on N > 20
+# 000 App. C (methods: the papers): ZMSE, popMin 20, fit on N > 20
 APP_C = {
     "Diffusion_RF": (0.11541, 0.026410, 1.2986),
     "Perovskite_RF": (0.16928, 0.020250, 1.9861),
@@ -251,7 +251,7 @@ def test_app_c_extrapolation_oracle(paper_sets):
         assert not r["papers_valid"][j]
 
 
-# 002 Table I (METHODS §14.4): SD-ENCE and ZVE vs sqrt(N), fit ranges of the paper
+# 002 Table I (methods: the papers): SD-ENCE and ZVE vs sqrt(N), fit ranges of the paper
 TABLE_I_002 = {
     "Diffusion_RF": (20, {"ence_sd": (0.0622, 0.0136, 0.01338, 0.00214),
                           "zve": (1.1121, 0.0405, 0.03883, 0.00640)}),
@@ -276,7 +276,7 @@ def test_002_table_i_oracle(paper_sets):
 
 def test_extrapolation_false_rejection_rate():
     """Calibrated NIG copies (fixed uE): the null-based verdict rejects about 5 %, the
-    papers' ±2 SE test far more (METHODS §3.8 discussion in uqx.extrapolation)."""
+    papers' ±2 SE test far more (methods: zero-bin extrapolation)."""
     st = PRESETS["app-c"]
     E, u = nig(2000, 6.0, seed=9)
     us = u[stable_order(u)]

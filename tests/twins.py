@@ -2,7 +2,7 @@
 
 The package defines every statistic once, from per-sample or per-bin sums
 (:mod:`uqx.statistic`), fed by numba accumulators (:mod:`uqx.evaluator`). These are
-independent plain-numpy versions, written from METHODS.md §2 and §4 formula by formula
+independent plain-numpy versions, written from methods: average calibration formula by formula
 (NaN-aware, over the last axis), against which the fast routes are tested.
 """
 
@@ -42,7 +42,7 @@ def _nanmean(x, axis):
 
 
 def mv(uE, *, axis=-1):
-    r"""Mean variance :math:`\mathrm{MV} = \langle u^2 \rangle` (METHODS §2).
+    r"""Mean variance :math:`\mathrm{MV} = \langle u^2 \rangle` (methods: average calibration).
 
     Examples
     --------
@@ -167,7 +167,7 @@ def _centred_bin_ss(x, edges, means):
 
 
 def per_bin(E, uE, edges):
-    r"""Per-bin statistics of sorted (E, u) (METHODS §4).
+    r"""Per-bin statistics of sorted (E, u) (methods: binned statistics).
 
     Returns a dict of arrays of shape (..., N) with keys ``n`` (counts), ``mean_u``,
     ``mv`` (:math:`\langle u^2\rangle_j`), ``mse`` (:math:`\langle E^2\rangle_j`), ``rmv``,
@@ -233,7 +233,7 @@ def ence(E, uE, edges, *, kind="rmse"):
 
     with :math:`S_j = \mathrm{RMSE}_j` (``kind="rmse"``: papers 000, 001, 004) or
     :math:`S_j = \mathrm{sd}(E)_j` (``kind="sd"``, n−1: paper 002 and the primer's
-    reliability diagrams; METHODS §4.1, §13.5). Only the sums it needs are computed.
+    reliability diagrams; methods: binned statistics). Only the sums it needs are computed.
     """
     if kind not in ("rmse", "sd"):
         raise ValueError(f"ence: kind must be 'rmse' or 'sd', got {kind!r}")
@@ -278,7 +278,7 @@ def lzisd(E, uE, edges):
 
 
 def picp(E, uE, prob, *, dist="normal", nu=None, axis=-1):
-    r"""Prediction-interval coverage probability (003 Eq. 10; METHODS §4.5).
+    r"""Prediction-interval coverage probability (003 Eq. 10; methods: binned statistics).
 
     .. math:: \mathrm{PICP}_P = \frac1M \#\{i : |E_i| \le u_i\, q_D((1+P)/2)\}
 

@@ -1,6 +1,6 @@
 """Row checks of one data set's columns, shared by every input route.
 
-:func:`check_columns` runs the checks of METHODS.md §12 on the columns ``E``, ``uE``
+:func:`check_columns` runs the checks of methods: edge cases on the columns ``E``, ``uE``
 (and ``X``, ``V``) of one data set, numpy- or dask-backed: non-finite values (error, or
 rows dropped and counted), the documented ``uE > k sd(E)`` filter, at least 2 rows and
 ``uE > 0``. Dask columns stay lazy: the checks compute counts in one pass (bounded

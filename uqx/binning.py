@@ -2,7 +2,7 @@
 
 Every binned analysis sorts the sample by a conditioning variable (``uE``, ``X`` or ``V``)
 with a stable sort and cuts the sorted order into contiguous index intervals
-(METHODS.md §3). A binning is described by ``edges`` (int64, length N + 1): bin ``j`` holds
+(methods: bins). A binning is described by ``edges`` (int64, length N + 1): bin ``j`` holds
 the sorted positions ``edges[j] <= k < edges[j + 1]``; ``edges[0] == 0`` and
 ``edges[-1] == n``. This reproduces ErrViewLib ``genIntervals`` (R, 1-based inclusive
 ``lwindx``/``upindx``): ``lwindx = edges[:-1] + 1`` and ``upindx = edges[1:]``.
@@ -11,14 +11,14 @@ Schemes
 -------
 equal-count
     :func:`equal_count_edges`, the Harrell–Davis breakpoints of ``genIntervals``
-    (``equiPop = TRUE``, METHODS.md §3.2).
+    (``equiPop = TRUE``, methods: bins).
 equal-width
-    :func:`equal_width_edges`, equal (log-)range intervals, empty bins allowed (§3.5).
+    :func:`equal_width_edges`, equal (log-)range intervals, empty bins allowed.
 adaptive
     :func:`adaptive_edges`, equal (log-)range intervals with ErrViewLib's merge/split of
-    small and large populations (``equiPop = FALSE``, §3.4).
+    small and large populations (``equiPop = FALSE``).
 sliding
-    :func:`sliding_windows`, overlapping windows of constant width (``slide = TRUE``, §3.3).
+    :func:`sliding_windows`, overlapping windows of constant width (``slide = TRUE``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ __all__ = [
 #: Binning schemes accepted by :func:`make_bins`.
 SCHEMES = ("equal-count", "equal-width", "adaptive")
 
-# Breakpoints closer than this to an integer are taken as that integer (METHODS.md §3.2).
+# Breakpoints closer than this to an integer are taken as that integer (methods: bins).
 _SNAP = 1e-9
 
 
@@ -66,8 +66,8 @@ def _check_int(value, name: str, *, minimum: int) -> int:
 def stable_order(x) -> np.ndarray:
     """Return the stable ascending sort order of ``x`` along its last axis, NaN last.
 
-    Ties keep their input order, as R ``order()`` does (METHODS.md §0, §3.1); NaN (padding)
-    goes to the end.
+    Ties keep their input order, as R ``order()`` does (methods: notation and
+    conventions); NaN (padding) goes to the end.
 
     Parameters
     ----------
@@ -93,7 +93,7 @@ def reduce_n_bins(n: int, n_bins: int, *, pop_min: int = 30) -> int:
     .. math:: N \leftarrow \lfloor n / p_\mathrm{min} \rfloor
               \quad\text{if}\quad n / N < p_\mathrm{min}
 
-    (``genIntervals``, METHODS.md §3.2 step 1; applies to every scheme but equal-width).
+    (``genIntervals``, methods: bins; applies to every scheme but equal-width).
 
     Parameters
     ----------
@@ -101,7 +101,7 @@ def reduce_n_bins(n: int, n_bins: int, *, pop_min: int = 30) -> int:
         Number of points to bin.
     n_bins : int
         Requested number of bins (a positive integer; R's fractional ``nBin`` quirk of
-        ``calibScores`` is not reproduced, see METHODS.md §12).
+        ``calibScores`` is not reproduced, see methods: edge cases).
     pop_min : int, default 30
         Minimal bin population ``popMin``.
 
@@ -135,7 +135,7 @@ def reduce_n_bins(n: int, n_bins: int, *, pop_min: int = 30) -> int:
 
 
 def _hd_of_ranks(n: int, p: float) -> float:
-    """Harrell-Davis quantile of 1..n, summed exactly and snapped to integers (§3.2)."""
+    """Harrell-Davis quantile of 1..n, summed exactly and snapped to integers."""
     start, w = hd_window(n, p)
     b = math.fsum((w * np.arange(start + 1, start + 1 + w.size)).tolist())
     r = round(b)
@@ -166,7 +166,7 @@ def equal_count_edges(n: int, n_bins: int, *, pop_min: int = 30) -> np.ndarray:
               \mathrm{lw}_j = \min\{k \in 1..n : k > b_j\},
 
     and bin j covers the 1-based ranks :math:`\mathrm{lw}_j .. \mathrm{lw}_{j+1} - 1`
-    (``genIntervals`` with ``equiPop = TRUE``; METHODS.md §3.2). As :math:`b_j \approx
+    (``genIntervals`` with ``equiPop = TRUE``; methods: bins). As :math:`b_j \approx
     n p_j + 1/2`, populations differ by at most one. The sum is exactly rounded
     (``math.fsum``) and snapped to an integer within 1e-9, which reproduces R's extended
     precision sum (including integer ties, where R's ``lw_j = b_j + 1``). Weights outside
@@ -206,7 +206,7 @@ def sliding_windows(n: int, n_bins: int, *, pop_min: int = 30) -> tuple[np.ndarr
 
     After the ``pop_min`` reduction, the width is :math:`L = \lfloor n/N \rfloor` and the
     windows are the 0-based ranges :math:`[k, k + L)` for :math:`k = 0..n-L`
-    (METHODS.md §3.3; used by running quantiles, §10.3).
+    (methods: bins; used by running quantiles).
 
     Parameters
     ----------
@@ -249,7 +249,7 @@ def _check_sorted_values(x_sorted) -> np.ndarray:
 
 def _use_log(xs: np.ndarray, log: bool) -> bool:
     if log and xs[0] <= 0:
-        # R would produce NaN limits; METHODS.md §12 asks for a linear fallback
+        # R would produce NaN limits; methods: edge cases asks for a linear fallback
         warnings.warn(
             f"log binning needs positive values (min = {xs[0]:g}): using linear bins",
             UserWarning,
@@ -284,7 +284,7 @@ def equal_width_edges(x_sorted, n_bins: int, *, log: bool = False) -> np.ndarray
               \frac{t_\mathrm{max} - t_\mathrm{min}}{N}, \qquad j = 1..N,
 
     and bin j starts at the first sorted value :math:`\ge \ell_j` (back-transformed);
-    steps 2–3 of ErrViewLib's adaptive ``genIntervals`` (METHODS.md §3.4–3.5). No
+    steps 2–3 of ErrViewLib's adaptive ``genIntervals`` (methods: bins). No
     ``pop_min`` reduction, merge or split: bins may be empty.
 
     Parameters
@@ -295,7 +295,7 @@ def equal_width_edges(x_sorted, n_bins: int, *, log: bool = False) -> np.ndarray
         Number of bins.
     log : bool, default False
         Equal widths in log space; falls back to linear with a :class:`UserWarning` when
-        a value is <= 0 (METHODS.md §12).
+        a value is <= 0 (methods: edge cases).
 
     Returns
     -------
@@ -313,7 +313,7 @@ def equal_width_edges(x_sorted, n_bins: int, *, log: bool = False) -> np.ndarray
 
 
 def _merge_split(edges: list[int], n: int, n_bins0: int, pop_min: int) -> list[int]:
-    """ErrViewLib's merge of small and split of large populations (METHODS.md §3.4)."""
+    """ErrViewLib's merge of small and split of large populations (methods: bins)."""
 
     def pops() -> list[int]:
         return [edges[k + 1] - edges[k] for k in range(len(edges) - 1)]
@@ -352,7 +352,7 @@ def adaptive_edges(x_sorted, n_bins: int, *, pop_min: int = 30, log: bool = True
        first such bin of p points becomes :math:`\lfloor p/2 \rfloor + 1` and
        :math:`p - \lfloor p/2 \rfloor - 1` points.
 
-    This is ``genIntervals(X, nBin, equiPop = FALSE, popMin, logBin)`` (METHODS.md §3.4).
+    This is ``genIntervals(X, nBin, equiPop = FALSE, popMin, logBin)`` (methods: bins).
 
     Parameters
     ----------
@@ -364,7 +364,7 @@ def adaptive_edges(x_sorted, n_bins: int, *, pop_min: int = 30, log: bool = True
         Minimal bin population.
     log : bool, default True
         Equal widths in log space; falls back to linear with a :class:`UserWarning` when
-        a value is <= 0 (METHODS.md §12).
+        a value is <= 0 (methods: edge cases).
 
     Returns
     -------
@@ -450,7 +450,7 @@ def make_bins(
     """Bin a conditioning variable: stable sort, then cut the sorted order into bins.
 
     Non-finite values (NaN padding) are left out: ``n`` is the number of finite values and
-    ``order`` indexes only them (METHODS.md §3.1). The bins are
+    ``order`` indexes only them (methods: bins). The bins are
     :func:`equal_count_edges` (R's default ``equiPop = TRUE``), :func:`equal_width_edges`
     or :func:`adaptive_edges`.
 

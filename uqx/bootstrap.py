@@ -1,6 +1,6 @@
 r"""Bootstrap engine: shared resamples, exact jackknife, BCa / percentile / basic intervals.
 
-Conventions follow ``nptest::np.boot`` as used for the papers' numbers (METHODS.md §5.1):
+Conventions follow ``nptest::np.boot`` as used for the papers' numbers (methods: bootstrap):
 
 * the bootstrap distribution is :math:`T = [t_0; t^*_1; \dots; t^*_R]` (R+1 values);
 * standard error :math:`\mathrm{sd}(T)` (n−1); bias :math:`b_{BS} = \bar T - t_0`;
@@ -92,7 +92,7 @@ def jackknife_acceleration(jack, *, chunk_rows: int = 262_144):
 
 
 def bca_interval(T, t0, jack, *, level=0.95):
-    r"""BCa interval with the conventions of ``nptest::np.boot`` (METHODS §5.1).
+    r"""BCa interval with the conventions of ``nptest::np.boot`` (methods: bootstrap).
 
     Parameters
     ----------
@@ -351,9 +351,9 @@ def bootstrap(
     r"""Bootstrap statistics of one or several data sets with shared resamples.
 
     For every set, all requested statistics are evaluated on the same ``n_boot``
-    resamples (drawn as counts, METHODS.md §5.1), binned statistics re-sort each
+    resamples (drawn as counts, methods: bootstrap), binned statistics re-sort each
     replicate by the binning variable and cut it with the index intervals of the original
-    sample (§5.3), and BCa intervals use the exact jackknife acceleration.
+    sample, and BCa intervals use the exact jackknife acceleration.
 
     Parameters
     ----------
@@ -494,7 +494,7 @@ def bootstrap_per_bin(
     """Bootstrap a per-bin statistic (``lzisd`` or ``lzms``, suffix ``_X``/``_V``).
 
     Each bin's value gets its own BCa interval from the shared resamples (nptest vector
-    statistics, METHODS §5.1 item 5). Sets may have different numbers of bins; the ``bin``
+    statistics, methods: bootstrap). Sets may have different numbers of bins; the ``bin``
     dimension is padded with NaN.
 
     Returns

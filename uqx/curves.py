@@ -1,4 +1,4 @@
-r"""Numeric curve diagnostics behind the figures of :mod:`uqx.plot` (METHODS §4.3–4.5, §10).
+r"""Numeric curve diagnostics behind the figures of :mod:`uqx.plot` (methods: binned statistics).
 
 Every function takes one data set — an :class:`xarray.Dataset` with ``E``/``uE`` (and
 ``X``/``V``) or plain arrays — and returns an :class:`xarray.Dataset`; a stacked input
@@ -8,13 +8,13 @@ Harrell–Davis quantiles (:mod:`uqx.stats.tailedness`), Wilson intervals
 (:func:`uqx.reference.binomial_ci`), unit-variance draws (:func:`uqx.reference.draw_unit`)
 with keyed random streams (:func:`uqx.resample.seed_sequence`).
 
-* :func:`confidence_curve` — §10.2: statistic after removing the k % largest u, oracle,
+* :func:`confidence_curve` — statistic after removing the k % largest u, oracle,
   probabilistic reference with its 95 % band, optional bootstrap band;
-* :func:`calibration_curve`, :func:`conditional_calibration` — §10.1;
-* :func:`running_quantiles` — §10.3 (sliding windows, HD quantiles);
-* :func:`lcp` — §4.5 local coverage probabilities;
-* :func:`reliability` — §4.4 per-bin RMV against SD(E) or RMSE;
-* :func:`local_z` — §4.3 LZISD / LZV per bin with 'cho' or bootstrap intervals.
+* :func:`calibration_curve`, :func:`conditional_calibration` —;
+* :func:`running_quantiles` — (sliding windows, HD quantiles);
+* :func:`lcp` — local coverage probabilities;
+* :func:`reliability` — per-bin RMV against SD(E) or RMSE;
+* :func:`local_z` — LZISD / LZV per bin with 'cho' or bootstrap intervals.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ __all__ = [
 #: Statistics of the confidence curves (ErrViewLib ``Sconf``; v1.7.1+ names).
 CONFIDENCE_STATS = ("rmse", "mae", "rmsd", "q95")
 
-_Z975 = float(ndtri(0.975))  # qnorm(0.975) of the 'cho' intervals (METHODS §0)
+_Z975 = float(ndtri(0.975))  # qnorm(0.975) of the 'cho' intervals (methods: conventions)
 
 
 # ------------------------------------------------------------------ input helpers
@@ -108,7 +108,7 @@ def _cond(sd: SetData, by) -> tuple[np.ndarray, str]:
 
 
 def default_n_bins(n: int) -> int:
-    r"""ErrViewLib default number of bins of the local analyses (METHODS §3.6).
+    r"""ErrViewLib default number of bins of the local analyses (methods: bins).
 
     .. math:: N = \max(\min(\lfloor n/150 \rfloor, 15), 2)
     """
@@ -173,7 +173,7 @@ def confidence_curve(data, uE=None, *, stat="rmse", k=None, dist="normal", nu=No
 
     Sort (E, u) by u descending (stable), drop the first :math:`\lfloor kM/100 \rfloor`
     points and compute :math:`c_S(k) = S(E_{kept})`, S = RMSE, MAE, RMSD (sd, n−1) or
-    Q95 = hd(abs(E), 0.95) (ErrViewLib ``Sconf``/``plotCC``; METHODS §10.2). All k come from
+    Q95 = hd(abs(E), 0.95) (ErrViewLib ``Sconf``/``plotCC``; methods: curves). All k come from
     one sort and suffix sums. The **oracle** orders E by abs(E) instead of u. The
     **probabilistic reference** averages the curves of ``n_rep`` simulated errors
     :math:`\tilde E = u\,\epsilon`, ε ~ N(0,1) or :math:`t_s(\nu)`, its band is the HD
@@ -294,7 +294,7 @@ def calibration_curve(data, uE=None, *, prob=None, dist="normal", nu=None,
     with :math:`q_D` the quantile of the unit-variance D (normal or :math:`t_s(\nu)`);
     a Wilson-cc band around the empirical curve (x = ηM, n = M); miscalibration area
     :math:`\int_0^1 |\eta - p|\,dp` by trapezoids with (0,0) and (1,1) appended
-    (METHODS §10.1).
+    (methods: curves).
 
     Returns
     -------
@@ -325,7 +325,7 @@ def conditional_calibration(data, uE=None, *, by="uE", prob=None, dist="normal",
 
     Bins on the conditioning variable (default 15 equal-count bins, popMin 30); the
     Wilson-cc band is drawn around the identity with x = pM/N, n = M/N (ErrViewLib
-    ``plotCalibrationQ``; METHODS §10.1).
+    ``plotCalibrationQ``; methods: curves).
 
     Returns
     -------
@@ -361,7 +361,7 @@ def running_quantiles(x, y, *, n_bins=None, level=0.95, pop_min=30,
     Window width :math:`L = \lfloor n/N \rfloor` with default
     :math:`N = \lceil 2 n^{0.333} \rceil` (ErrViewLib ``plotEvsPU``); for every window
     the Harrell–Davis quantiles at :math:`(1 \mp p)/2` and the window mid-range of x
-    (METHODS §3.3, §10.3).
+    (methods: bins).
 
     Parameters
     ----------
@@ -408,7 +408,7 @@ def lcp(data, uE=None, *, by="uE", U=None, prob=(0.25, 0.5, 0.75, 0.95), dist="n
 
     with :math:`U_P = u\,q_D((1+P)/2)` (variance-based UQ) or given half-ranges
     ``U(sample, prob)`` (HU2022 conformal intervals: ``data["U"]`` when present); Wilson
-    intervals per bin and for the full set (METHODS §4.5).
+    intervals per bin and for the full set (methods: binned statistics).
 
     Returns
     -------
@@ -446,7 +446,7 @@ def lcp(data, uE=None, *, by="uE", U=None, prob=(0.25, 0.5, 0.75, 0.95), dist="n
 
 
 def varvar(x, axis=-1):
-    r"""Variance of the sample variance (Cho et al. 2005; METHODS §4.3).
+    r"""Variance of the sample variance (Cho et al. 2005; methods: binned statistics).
 
     .. math:: \mathrm{varvar}(x) = \frac{m_4 - \frac{n-3}{n-1} m_2^2}{n}, \qquad
               m_k = \frac1n \sum (x - \bar x)^k
@@ -524,14 +524,14 @@ def _per_bin_ci(kind, values, edges, key, *, ci, n_boot, seed, level):
 def reliability(data, uE=None, *, kind="sd", n_bins=None, binning="equal-count", by="uE",
                 pop_min=30, log=True, ci="cho", n_boot=500, seed=0,
                 level=0.95) -> xr.Dataset:
-    r"""Reliability diagram values per bin (ErrViewLib ``plotRelDiag``; METHODS §4.4).
+    r"""Reliability diagram values per bin (ErrViewLib ``plotRelDiag``; methods: binned statistics).
 
     :math:`x_j = \mathrm{RMV}_j = \sqrt{\langle u^2 \rangle_j}`, :math:`y_j = \mathrm{SD}_j`
     (sd of E, n−1; ``kind="sd"``) or :math:`\mathrm{RMSE}_j` (``kind="rmse"``). Intervals:
     'cho', :math:`S \pm z\sqrt{\mathrm{varvar}(E_j)}/(2\sqrt{v})` (RMSE: delta method on
     :math:`\langle E^2\rangle`), or per-bin BCa bootstrap with ``n_boot`` replicates and
     the exact (analytic) jackknife acceleration — nptest conventions instead of the boot
-    package's regression influence values (METHODS §5.2 allows this simplification).
+    package's regression influence values (methods: bootstrap allows this simplification).
     Bins are sorted by RMV.
 
     Returns
@@ -565,7 +565,7 @@ def local_z(data, uE=None, *, stat="lzisd", by="uE", n_bins=None, binning="equal
             pop_min=30, log=True, ci="cho", n_boot=500, seed=0, level=0.95) -> xr.Dataset:
     r"""LZISD (:math:`1/\mathrm{sd}(Z_j)`) or LZV (:math:`\mathrm{Var}(Z_j)`) per bin.
 
-    Intervals (METHODS §4.3): 'cho', :math:`v \pm z\sqrt{\mathrm{varvar}(Z_j)}` for LZV and
+    Intervals: 'cho', :math:`v \pm z\sqrt{\mathrm{varvar}(Z_j)}` for LZV and
     :math:`s \pm z\sqrt{\mathrm{varvar}(Z_j)}/(2v^{3/2})` for LZISD; or 'bootstrap', per-bin
     BCa with ``n_boot`` replicates (use :func:`uqx.bootstrap.bootstrap_per_bin` for the
     SimRef replicate scheme). The full-set value uses the same method. Target 1.

@@ -3,11 +3,11 @@
 One data set is an :class:`xarray.Dataset` with variables ``E(sample)``, ``uE(sample)``
 and optionally ``X(sample)`` (input feature) and ``V(sample)`` (prediction). Several
 data sets are stacked along ``set`` by :func:`stack`; ragged sizes are padded with NaN,
-which every kernel of :mod:`uqx.stats` ignores (METHODS.md §1.1).
+which every kernel of :mod:`uqx.stats` ignores (methods: notation and conventions).
 
 Every entry point (:func:`uqx.validate`, :func:`uqx.bootstrap`, :func:`uqx.compute`,
 :func:`uqx.describe`, ...) goes through :func:`as_stacked`, which runs the checks of
-:func:`from_arrays` on any input form (METHODS.md §12), numpy- or dask-backed.
+:func:`from_arrays` on any input form (methods: edge cases), numpy- or dask-backed.
 """
 
 from __future__ import annotations

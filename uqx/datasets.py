@@ -7,7 +7,7 @@ else ``UQX_DATA_DIR``, else the repository's ``data/`` or ``./data``) holding
 ``PAL2022/``, ``BUS2022/``, ``RAS2023/``, ``HU2022/`` as archived in the Zenodo records
 10.5281/zenodo.10666788 and 10.5281/zenodo.10730985 (``data/README.md``).
 :func:`load_dataset` checks the SHA-256 of every file and applies the family's parsing
-rule (METHODS.md §1.2); all errors follow ``E = reference - prediction``:
+rule (methods: notation and conventions); all errors follow ``E = reference - prediction``:
 
 * PAL2022: columns ``E``, ``uE`` by name; rows with ``uE <= 1e-6 sd(E)`` dropped (counted
   in ``attrs["n_dropped"]``); the file's ``X`` is the ``uE`` of the matching cal/uncal
@@ -541,7 +541,7 @@ def load_paper_sets(
     Returns
     -------
     xarray.Dataset
-        Output of :func:`uqx.data.stack` in the papers' order (METHODS.md §1.3): ``set``
+        Output of :func:`uqx.data.stack` in the papers' order (methods: conventions): ``set``
         coordinate = paper names (``Diffusion_RF`` ... ``logP_150k_LS-GCN``), non-index
         coordinate ``label`` = ``"Set 1"`` ... ``"Set 9"``; sizes in ``M(set)``.
     """

@@ -185,7 +185,7 @@ def compute(
         for i, sd in enumerate(iter_sets(ds)):
             use = rest
             if sd.M < pop_min and any(s.family == "binned" for s in rest):
-                # too few points for one bin (METHODS §12): binned statistics are NaN, noted
+                # too few points for one bin (methods: edge cases): binned statistics are NaN, noted
                 use = [s for s in rest if s.family != "binned"]
                 notes.append(
                     f"{sd.name}: M={sd.M} < pop_min={pop_min}, binned statistics not computed"

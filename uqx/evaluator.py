@@ -3,7 +3,7 @@
 The formulas live in :mod:`uqx.statistic` (one definition each, from per-sample or
 per-bin sums); this module holds the numba accumulators that feed them from bootstrap
 count vectors, and :class:`SetEvaluator`, which runs the three evaluations with the fast
-exact routes of each family (METHODS.md §5.1, §5.3):
+exact routes of each family (methods: bootstrap):
 
 ``moment``
     replicates are streamed feature sums; the jackknife is analytic, ``(S - F_i)/(M-1)``.

@@ -1,9 +1,9 @@
-r"""Distribution fits of uncertainties, errors and z-scores (METHODS.md §9).
+r"""Distribution fits of uncertainties, errors and z-scores (methods: distribution fits).
 
 The papers fit with R ``fitdistrplus::fitdist`` (``optim`` Nelder–Mead from fixed starts,
 default control). uqx minimises the same objectives, written with scipy.stats
 distributions (cdf/logpdf), from the same starts with either a port of R's ``nmmin``
-(default, ``optimizer="nmmin"``: reproduces METHODS §14.5 to the published digits, R
+(default, ``optimizer="nmmin"``: reproduces methods: the papers to the published digits, R
 stops early on flat likelihoods, e.g. Set 6 IG θ 3.12e-4 vs 3.03e-4 at full
 convergence, and the KS minimum is path-dependent, e.g. Set 5 ν(u²) 30.8 vs 33.3) or
 :func:`scipy.optimize.minimize` (``optimizer="scipy"``, ``method="Nelder-Mead"``, R's
@@ -154,7 +154,7 @@ def _nmmin(fun, x0: np.ndarray, reltol: float, maxit: int):
 
 
 def nelder_mead(fun: Callable[[np.ndarray], float], start, *, optimizer: str = "nmmin"):
-    """Minimise ``fun`` by Nelder–Mead from ``start`` as R ``optim`` does (METHODS §9).
+    """Minimise ``fun`` by Nelder–Mead from ``start`` as R ``optim`` does.
 
     Parameters
     ----------
@@ -165,7 +165,7 @@ def nelder_mead(fun: Callable[[np.ndarray], float], start, *, optimizer: str = "
         Start values (the R starts of the papers).
     optimizer : {"nmmin", "scipy"}, default "nmmin"
         ``"nmmin"``: port of R's ``nmmin`` with ``optim``'s defaults (reltol =
-        sqrt(machine eps), maxit = 500) — the papers' numbers (§14.5), including their
+        sqrt(machine eps), maxit = 500) — the papers' numbers, including their
         early stops on flat likelihoods and the path-dependent minima of the KS
         distance. ``"scipy"``: :func:`scipy.optimize.minimize` (``method="Nelder-Mead"``)
         from R's initial simplex (each parameter in turn moved by 0.1·max|start|),
@@ -200,7 +200,7 @@ def ks_distance(sorted_x: np.ndarray, cdf_values: np.ndarray) -> float:
     r"""Kolmogorov–Smirnov distance of fitdistrplus ``mgedist`` (gof ``"KS"``).
 
     :math:`D = \max_i \max(|F_i - i/n|, |F_i - (i-1)/n|)` with :math:`F_i` the model cdf
-    at the i-th smallest value (METHODS §9).
+    at the i-th smallest value (methods: distribution fits).
     """
     n = sorted_x.size
     i = np.arange(1, n + 1)
@@ -306,7 +306,7 @@ def fit_student_t(x, *, start=None, optimizer: str = "nmmin") -> dict:
 
 
 def fit_set(E, uE, *, optimizer: str = "nmmin") -> dict:
-    """All distribution fits of one data set (METHODS §9, §14.5; 000 Tables II–III).
+    """All distribution fits of one data set (methods: distribution fits; 000 Tables II–III).
 
     Parameters
     ----------
@@ -369,7 +369,7 @@ def fit_sets(ds, *, optimizer: str = "nmmin") -> xr.Dataset:
         {k: ("set", np.array([rows[n][k] for n in names], dtype=float), {"long_name": v})
          for k, v in FIT_KEYS.items()},
         coords={"set": names},
-        attrs={"title": "uqx distribution fits (METHODS.md §9)",
+        attrs={"title": "uqx distribution fits (methods: distribution fits)",
                "optimizer": optimizer,
                "method": "Nelder-Mead from the R fitdistrplus starts; KS objective of "
                "fitdistrplus mgedist"},

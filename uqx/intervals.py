@@ -3,13 +3,13 @@ r"""Interval-based validation: PICP, and the local range ratio (003 Sect. II B, 
 Some UQ methods give prediction intervals instead of standard uncertainties: the
 half-range :math:`U_{i,P}` of the symmetric interval of probability P (HU2022: conformal
 factors times a feature or latent distance). Others give uE, and intervals follow from
-an assumed generative distribution D: :math:`U_P = u\,q_D((1+P)/2)` (METHODS §4.5).
+an assumed generative distribution D: :math:`U_P = u\,q_D((1+P)/2)` (methods: binned statistics).
 
 * **PICP** (prediction-interval coverage probability, 003 Eq. 10): the fraction of errors
   inside their interval, :math:`\#\{|E_i| \le U_{i,P}\}/M`, with a binomial interval;
   valid when P lies inside it. Per bin of a conditioning variable it is the LCP
   (:func:`uqx.curves.lcp`).
-* **LRR** (local range ratio, METHODS §4.6, ErrViewLib ``plotLRR``): per bin,
+* **LRR** (local range ratio, methods: binned statistics, ErrViewLib ``plotLRR``): per bin,
   :math:`2\sqrt{\langle U^2\rangle} / (\mathrm{hd}(E, (1+P)/2) - \mathrm{hd}(E, (1-P)/2))`,
   the theoretical interval width over the empirical one (Harrell–Davis quantiles),
   target 1, with a BCa interval (nptest conventions, exact jackknife).
@@ -54,7 +54,7 @@ def picp(ds, prob=(0.68, 0.95), *, dist="normal", nu=None, level=0.95) -> xr.Dat
 
     .. math:: \mathrm{PICP}_P = \frac1M\,\#\{i : |E_i| \le U_{i,P}\}
 
-    with its Wilson interval (METHODS §5.6); ``valid`` when P lies inside it.
+    with its Wilson interval (methods: ζ-scores); ``valid`` when P lies inside it.
 
     Parameters
     ----------
@@ -106,7 +106,7 @@ def _lrr(E, U, P):
 def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = 15,
                       binning: str = "equal-count", pop_min: int = 30, n_boot: int = 1000,
                       seed: int | None = None, level: float = 0.95) -> xr.Dataset:
-    r"""Local range ratio per bin of a conditioning variable (METHODS §4.6), with BCa.
+    r"""Local range ratio per bin of a conditioning variable (methods: binned statistics), with BCa.
 
     .. math:: \mathrm{LRR}_j = \frac{2\sqrt{\langle U_P^2\rangle_j}}
               {\mathrm{hd}(E_j, \tfrac{1+P}{2}) - \mathrm{hd}(E_j, \tfrac{1-P}{2})}
@@ -114,7 +114,7 @@ def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = 15,
     (target 1: the intervals are as wide as the errors' own central P range). Each bin is
     resampled ``n_boot`` times (keyed stream per data set and bin); the BCa interval uses
     the exact jackknife of the bin (nptest conventions, :func:`uqx.bootstrap.bca_interval`;
-    ErrViewLib uses ``boot`` with regression influence values, METHODS §5.2).
+    ErrViewLib uses ``boot`` with regression influence values, methods: bootstrap).
 
     Parameters
     ----------

@@ -5,7 +5,7 @@ The same formula serves the point estimate, the bootstrap replicates, the leave-
 (:mod:`uqx.reference`) and the bin-number sweeps (:mod:`uqx.extrapolation`).
 
 Every statistic of the papers belongs to one of three families, each with a fast exact
-route for the three evaluations (METHODS.md §5.1, §5.3):
+route for the three evaluations (methods: bootstrap):
 
 ``moment``
     functions of sample means of per-sample features (ZMS, RCE, MV, MSE, Var(Z), NLL...).
@@ -16,7 +16,7 @@ route for the three evaluations (METHODS.md §5.1, §5.3):
     variable (ENCE, UCE, ZMSE, ZVE, per-bin LZISD). A replicate is re-sorted by the
     binning variable and cut with the same intervals: with counts over the sorted
     positions the per-bin sums come from one O(M + N) pass (numba). Leave-one-out sums use
-    the prefix-sum index shift of METHODS §5.3 (O(M·N)) with R's ``intrvJack`` intervals.
+    the prefix-sum index shift of methods: bootstrap (O(M·N)) with R's ``intrvJack`` intervals.
 ``rank``
     Spearman CC of (|E|, u): average ranks of a resample follow from the counts per tie
     group; the jackknife re-ranks by the ±1, ±½ shift rule (O(M²) in parallel numba).
@@ -219,7 +219,7 @@ _COND_RE = re.compile(r"^(?P<base>[a-z_]+?)(?:_(?P<cond>uE|X|V))?$")
 
 @dataclass(frozen=True)
 class BinningConfig:
-    """How binned statistics cut the data (METHODS §3)."""
+    """How binned statistics cut the data (methods: bins)."""
 
     n_bins: int = 20
     scheme: str = "equal-count"

@@ -1,11 +1,11 @@
-r"""Synthetic data generators (METHODS.md §8), the primer cases and the demo collection.
+r"""Synthetic data generators (methods: synthetic data), the primer cases and the demo collection.
 
-* NIG (§8.1): :math:`u^2 \sim \Gamma^{-1}(a, a)`, :math:`E = u\,\epsilon`, ε ~ N(0,1) —
+* NIG: :math:`u^2 \sim \Gamma^{-1}(a, a)`, :math:`E = u\,\epsilon`, ε ~ N(0,1) —
   calibrated; with a = ν/2 (``ig_shape="half-nu"``, 001/004 p_val studies) the marginal E
   is t(ν); a = ν (``ig_shape="nu"``) is the parameterisation of the 000 App. B code;
-* TIG (§8.2): same uncertainties, ε ~ unit-variance Student :math:`t_s(\nu_D)`; 001 Fig. 4
+* TIG: same uncertainties, ε ~ unit-variance Student :math:`t_s(\nu_D)`; 001 Fig. 4
   right draws the uncertainties once (:func:`tig_uncertainties`) and reuses them;
-* primer cases A–F (§8.3, paper 003 Sect. III A, Tables I–II): :func:`primer_case`,
+* primer cases A–F (paper 003 Sect. III A, Tables I–II): :func:`primer_case`,
   :func:`primer_cases`;
 * the demo collection of ``uqx demo`` (:func:`demo_sets`).
 
@@ -81,7 +81,7 @@ def _rng(seed, *key):
 
 
 def ig_parameters(nu: float, ig_shape="half-nu", ig_scale=None) -> tuple[float, float]:
-    r"""Shape and scale of the inverse gamma law of u² (METHODS §8.1, §13.1).
+    r"""Shape and scale of the inverse gamma law of u² (methods: synthetic data).
 
     Parameters
     ----------
@@ -116,7 +116,7 @@ def nig(M: int, nu: float, *, seed: int = 0, key=("nig",), ig_shape="half-nu", i
         sort_u: bool = False):
     r"""Calibrated NIG sample: :math:`u^2 \sim \Gamma^{-1}(a, b)`, :math:`E = u\,N(0,1)`.
 
-    METHODS §8.1. Inverse gamma draws are ``1 / Gamma(shape=a, rate=b)`` (MCMCpack
+    methods: synthetic data. Inverse gamma draws are ``1 / Gamma(shape=a, rate=b)`` (MCMCpack
     ``rinvgamma``); ``ig_shape``/``ig_scale`` as in :func:`ig_parameters` (default
     IG(ν/2, ν/2), so E ~ t(ν) and E² ~ F(1, ν); ``ig_shape="nu"`` for 000 App. B).
     ``sort_u=True`` sorts u increasingly before E is drawn (000 App. B ``testENCE.R``;
@@ -138,7 +138,7 @@ def tig_uncertainties(M: int, *, nu_ig: float = 6.0, seed: int = 0, key=("tig-u"
                       ig_shape="half-nu"):
     r"""One draw of TIG uncertainties :math:`u = \sqrt{\Gamma^{-1}(a, a)}` to reuse.
 
-    001 Fig. 4 right (``testValidRCE2.R``, METHODS §8.2) draws u = √IG(3, 3) (ν_IG = 6)
+    001 Fig. 4 right (``testValidRCE2.R``, methods: synthetic data) draws u = √IG(3, 3) (ν_IG = 6)
     once and reuses it for every ν_D and every replicate; pass the result as ``uE`` to
     :func:`tig`.
 
@@ -157,7 +157,7 @@ def tig(M: int, nu_d: float, *, nu_ig: float = 6.0, seed: int = 0, key=("tig",),
 
     :math:`u^2 \sim \Gamma^{-1}(a, a)` (a = ν_IG/2 by default, ``ig_shape="nu"`` for the
     000 App. B T6IG), :math:`E = u\,t_s(\nu_D)` (unit-variance Student errors, calibrated
-    but heavy-tailed; METHODS §8.2).
+    but heavy-tailed; methods: synthetic data).
 
     Parameters
     ----------
@@ -192,12 +192,12 @@ def _primer_base(M: int, seed: int):
 
 
 def primer_case(name: str, *, M: int = 5000, seed: int = PRIMER_SEED):
-    r"""One synthetic case A–F of the primer (003 Sect. III A; METHODS §8.3).
+    r"""One synthetic case A–F of the primer (003 Sect. III A; methods: synthetic data).
 
     A: X = sort(N(0,1)), R = 0.1 + X², u = 0.1·abs(R), V = R + u·ε, E = R − V.
     B: u ← RMS(u_A)·N(1, 0.1). C: u ← random permutation of u_A. D: u ← 2·u_A.
     E: V = R + u_A·t₄/√2 (unit-variance Student errors). F: constant u = RMS(u_A), V
-    redrawn as R + u·ε. RMS(u_A) = √⟨u_A²⟩ (code; the paper's Eq. 14 writes √⟨u⟩, §13.13).
+    redrawn as R + u·ε. RMS(u_A) = √⟨u_A²⟩ (code; the paper's Eq. 14 writes √⟨u⟩).
     Cases B–F share the draws of A (same ``seed`` and ``M``); their own extra draws come
     from streams keyed by (``seed``, "primer", case, M).
 

@@ -91,6 +91,6 @@ def run(args) -> int:
         return 0
     table = pd.DataFrame({k: res[k].to_pandas() for k in TABLE_KEYS}).T.map(fmt)
     table.columns = [str(c) for c in table.columns]
-    print(f"# distribution fits (METHODS §9), Nelder-Mead '{args.optimizer}'")
+    print(f"# distribution fits (methods: distribution fits), Nelder-Mead '{args.optimizer}'")
     print_df(table)
     return 0

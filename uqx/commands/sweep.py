@@ -102,7 +102,7 @@ def _study_parsers(sub):
                        formatter_class=HelpFormatter)
     _inputs(p, "the nine literature sets")
     p.add_argument("--preset", default="app-c", choices=["app-c", "002"],
-                   help="000 App. C or paper 002 settings (METHODS 3.8)")
+                   help="000 App. C or paper 002 settings (methods: zero-bin extrapolation)")
     p.add_argument("--n-mc", type=int, default=200,
                    help="calibrated copies of the intercept's null per distribution (0: none)")
     p.add_argument("--fit-min", type=int, default=None,

@@ -1,4 +1,4 @@
-"""Diagnostic figures (matplotlib, Agg backend) built on :mod:`uqx.curves` (METHODS §10–11).
+"""Diagnostic figures (matplotlib, Agg backend) built on :mod:`uqx.curves` (methods: curves).
 
 Every function takes a data set or a result — in memory or a NetCDF path read with
 :func:`uqx.io.read_netcdf` — and returns a :class:`matplotlib.figure.Figure`; a stacked

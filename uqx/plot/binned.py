@@ -1,4 +1,4 @@
-"""Bin-based figures: reliability diagram, LZISD/LZV and LCP (METHODS §4.3–4.5).
+"""Bin-based figures: reliability diagram, LZISD/LZV and LCP (methods: binned statistics).
 
 003 Figs. 4 (reliability diagrams), 5 and 10 (LZISD vs u and X), 6 and 11 (LCP), 19b/e
 (HU2022 conformal intervals). Per-bin values come from :mod:`uqx.curves`; bins whose

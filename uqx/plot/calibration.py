@@ -1,4 +1,4 @@
-"""Calibration curves and confidence curves (METHODS §10.1–10.2).
+"""Calibration curves and confidence curves (methods: curves).
 
 003 Figs. 1, 3, 9, 17b, 18a (calibration curves, conditional ones per bin of u or X) and
 Figs. 7, 13–15c/f, 17c/f, 18b/c, 19c/f (confidence curves with probabilistic reference).

@@ -1,4 +1,4 @@
-r"""Distribution panels with fitted models (METHODS §9; 000 Figs. 2–4, 001 Figs. 1–2).
+r"""Distribution panels with fitted models (000 Figs. 2–4, 001 Figs. 1–2).
 
 One row per data set, one column per quantity:
 

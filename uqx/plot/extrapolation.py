@@ -1,4 +1,4 @@
-r"""Zero-bin extrapolation panel of a validation result (000 App. C, 002; METHODS §3.8).
+r"""Zero-bin extrapolation panel of a validation result (000 App. C, 002).
 
 For every set and every swept statistic (ENCE, ZMSE, ZVE) of :func:`uqx.validate`: the
 statistic for N equal-count bins against :math:`x = \sqrt{N/M}`, the fitted line

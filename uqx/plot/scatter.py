@@ -1,4 +1,4 @@
-"""Scatter diagnostics with running quantiles: E vs uE and Z vs X/V (METHODS §10.3).
+"""Scatter diagnostics with running quantiles: E vs uE and Z vs X/V (methods: curves).
 
 003 Fig. 2 (E vs u, guide lines E = ±k u) and Fig. 8 / A1 (Z vs X or V, guide lines
 Z = ±k); the running 95 % Harrell–Davis quantiles should follow ±1.96 u (or ±1.96) for
@@ -109,7 +109,7 @@ def z_vs_x(data, *, by="X", level=0.95, n_bins=None, logx="auto", ylim=None,
     r"""z-scores against an input feature or the prediction (003 Figs. 8, A1, 16b).
 
     Guide lines Z = ±1, ±2, ±3 (±2 bold) and running HD quantiles of Z on sliding windows
-    of the data sorted by ``by`` (METHODS §10.3); for calibrated normal errors conditional
+    of the data sorted by ``by`` (methods: curves); for calibrated normal errors conditional
     on ``by`` (adaptivity) they stay near ±1.96.
 
     Parameters

@@ -2,7 +2,7 @@
 
 Kernels work over one axis (default the last) of NumPy arrays, are vectorised over the
 other axes and ignore NaN (padding of ragged data sets). Definitions follow ErrViewLib
-``hd``/``vhd``, ``skewgm`` and ``kurtcs`` (METHODS.md §2.1–2.2) and the safety limits of
+``hd``/``vhd``, ``skewgm`` and ``kurtcs`` (methods: tailedness) and the safety limits of
 Pernot, paper 001, Table II.
 """
 
@@ -30,7 +30,7 @@ __all__ = [
     "unreliable_statistics",
 ]
 
-#: Safety limits of the tailedness metrics (paper 001, Table II; METHODS.md §2.2).
+#: Safety limits of the tailedness metrics (paper 001, Table II; methods: tailedness).
 SAFETY_LIMITS: dict[str, float] = {
     "beta_gm_u2": 0.6,
     "kappa_cs_u2": 3.0,
@@ -40,7 +40,7 @@ SAFETY_LIMITS: dict[str, float] = {
     "kappa_cs_z2": 5.0,
 }
 
-#: Tailedness metrics each calibration statistic depends on (METHODS.md §7 step 1).
+#: Tailedness metrics each calibration statistic depends on (docs: verdicts).
 STATISTIC_DEPENDENCIES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(
         ("rce", "ence", "uce"), ("beta_gm_u2", "kappa_cs_u2", "beta_gm_e2", "kappa_cs_e2")
@@ -120,7 +120,7 @@ def hd_weights(n: int, q: float) -> np.ndarray:
               a = (n+1)q,\; b = (n+1)(1-q),\; i = 1..n,
 
     with :math:`I` the regularized incomplete beta function (R ``pbeta``, SciPy
-    ``betainc``); ErrViewLib/WRS2 ``hd`` (METHODS.md §2.1). Weights are computed only
+    ``betainc``); ErrViewLib/WRS2 ``hd`` (methods: tailedness). Weights are computed only
     where the Beta(a, b) density carries mass (tails below 1e-18 are set to 0), which
     makes large n cheap. ``q = 0`` puts all weight on the minimum; ``q = 1`` on the
     maximum (R returns 0 there; never used by the methods).
@@ -196,7 +196,7 @@ def hd_quantile(x, q, *, axis: int = -1, sorted: bool = False):
     .. math:: \mathrm{hd}(x, q) = \sum_{i=1}^{n} w_i(q)\, x_{(i)}
 
     with :math:`x_{(i)}` the sorted non-NaN values and :math:`w_i` from
-    :func:`hd_weights` (ErrViewLib ``hd``/``vhd``; METHODS.md §2.1).
+    :func:`hd_weights` (ErrViewLib ``hd``/``vhd``; methods: tailedness).
 
     Parameters
     ----------
@@ -254,7 +254,7 @@ def beta_gm(x, *, axis: int = -1):
     .. math:: \beta_{GM} = \frac{\bar{x} - m}{\overline{|x - m|}},
               \qquad m = \mathrm{hd}(x, 1/2)
 
-    ErrViewLib ``skewgm`` (METHODS.md §2.2; paper 001 Eq. 11). Range [-1, 1].
+    ErrViewLib ``skewgm`` (methods: tailedness; paper 001 Eq. 11). Range [-1, 1].
 
     Parameters
     ----------
@@ -287,7 +287,7 @@ def kappa_cs(x, *, axis: int = -1):
     .. math:: \kappa_{CS} = \frac{\mathrm{hd}(x, 0.975) - \mathrm{hd}(x, 0.025)}
               {\mathrm{hd}(x, 0.75) - \mathrm{hd}(x, 0.25)} - 2.91
 
-    ErrViewLib ``kurtcs`` (KR4 of Kim & White 2004; METHODS.md §2.2; paper 001 Eq. 12).
+    ErrViewLib ``kurtcs`` (KR4 of Kim & White 2004; methods: tailedness; paper 001 Eq. 12).
 
     Parameters
     ----------
@@ -325,7 +325,7 @@ def tailedness(E, uE, *, axis: int = -1) -> dict[str, np.ndarray]:
     """Compute the robust tailedness metrics of u, u², E² and Z² = (E/u)².
 
     β_GM (:func:`beta_gm`) of u (000 Table II, 004 Table 1) and β_GM and κ_CS
-    (:func:`kappa_cs`) of the squared variables (001 Table III; METHODS.md §2.2). Pairs
+    (:func:`kappa_cs`) of the squared variables (001 Table III; methods: tailedness). Pairs
     where E or uE is NaN are ignored. Each variable is sorted once and its five HD
     quantiles (0.5, 0.025, 0.975, 0.25, 0.75) reuse the sorted array and cached weights.
 
@@ -376,7 +376,7 @@ def safety_flags(t: Mapping[str, object]) -> dict[str, bool]:
 
     A metric is flagged when it exceeds :data:`SAFETY_LIMITS` (paper 001 Table II:
     β_GM(u²) > 0.6, κ_CS(u²) > 3, β_GM(E²), β_GM(Z²) > 0.8, κ_CS(E²), κ_CS(Z²) > 5;
-    METHODS.md §2.2). NaN is never flagged, +inf is.
+    methods: tailedness). NaN is never flagged, +inf is.
 
     Parameters
     ----------
@@ -405,7 +405,7 @@ def safety_flags(t: Mapping[str, object]) -> dict[str, bool]:
 def unreliable_statistics(t: Mapping[str, object]) -> dict[str, list[str]]:
     """List the calibration statistics made unreliable by heavy tails.
 
-    Decision step 1 of the validation workflow (paper 000 Fig. 1; METHODS.md §7): RCE,
+    Decision step 1 of the validation workflow (paper 000 Fig. 1; docs: verdicts): RCE,
     ENCE and UCE depend on the u² and E² metrics, ZMS, NLL, ZMSE, ZVE and Var(Z) on the
     Z² metrics (:data:`STATISTIC_DEPENDENCIES`); a statistic is unreliable when one of
     its metrics exceeds its safety limit (:func:`safety_flags`).
