@@ -9,6 +9,7 @@ from uqx.mctest import (
     NU_MIN,
     copy_pvalues,
     family_verdict,
+    familywise_pvalues,
     kappa_cs_z2_of_t,
     mc_pvalue,
     minp_pvalue,
@@ -123,3 +124,22 @@ def test_standardised_z_has_unit_mean_square():
     u = rng.uniform(0.5, 2, 1000)
     z = standardised_z(3 * u * rng.normal(size=1000), u)
     assert np.mean(z * z) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_familywise_pvalues_match_twin_and_control_the_family():
+    rng = np.random.default_rng(7)
+    pc = rng.uniform(size=(3, 99))
+    po = np.array([0.01, 0.2, np.nan])
+    got = familywise_pvalues(po, pc)
+    m = pc[:2].min(axis=0)  # the NaN test is left out of the family
+    want = [(1 + np.sum(m <= p)) / 100 for p in po[:2]]
+    np.testing.assert_allclose(got[:2], want)
+    assert np.isnan(got[2])
+    # four exchangeable tests: P(any adjusted p < 0.1) is about 0.1, not 1 - 0.9**4
+    n_sets, n = 1500, 199
+    hits = 0
+    for _ in range(n_sets):
+        x = rng.normal(size=(4, n + 1))
+        p_obs = mc_pvalue(x[:, 0], x[:, 1:], 1)
+        hits += np.any(familywise_pvalues(p_obs, copy_pvalues(x[:, 1:], 1)) < 0.1)
+    assert hits / n_sets < 0.1 + 3 * np.sqrt(0.09 / n_sets), hits / n_sets

@@ -48,6 +48,8 @@ __all__ = [
     "mc_pvalue",
     "copy_pvalues",
     "minp_pvalue",
+    "familywise_pvalues",
+    "ALPHA_RESULT",
     "family_verdict",
     "t_nu_from_tails",
     "kappa_cs_z2_of_t",
@@ -56,6 +58,9 @@ __all__ = [
 
 #: Size of every test (two-sided statistics split it between the tails).
 ALPHA = 0.05
+#: Family-wise size of a whole result: an ``invalid`` anywhere in a calibrated set's
+#: result at most this often (single-step min-p over every test of the set).
+ALPHA_RESULT = 0.10
 
 #: Side of miscalibration: +1 too large, -1 too small, 0 both sides.
 DIRECTION = {
@@ -198,6 +203,40 @@ def minp_pvalue(p_observed, p_copies):
     m_obs = po[keep].min()
     m_null = pc[:, good].min(axis=0)
     return float((1 + np.sum(m_null <= m_obs)) / (1 + m_null.size))
+
+
+def familywise_pvalues(p_observed, p_copies) -> np.ndarray:
+    r"""Family-wise adjusted p-values of several tests sharing their copies.
+
+    Single-step min-p (Westfall & Young 1993):
+    :math:`\tilde p_t = (1 + \#\{k : \min_s p_{s,k} \le p_t\}) / (1 + n)`. Rejecting
+    where :math:`\tilde p_t < \alpha` keeps the probability of any false rejection among
+    the tests at α, whatever their dependence.
+
+    Parameters
+    ----------
+    p_observed : array_like, shape (T,)
+        P-value of every test of the result (NaN: test absent).
+    p_copies : array_like, shape (T, n)
+        The same tests' p-values on each shared copy.
+
+    Returns
+    -------
+    numpy.ndarray, shape (T,)
+    """
+    po = np.asarray(p_observed, dtype=np.float64)
+    pc = np.asarray(p_copies, dtype=np.float64).reshape(po.size, -1)
+    out = np.full(po.size, np.nan)
+    keep = np.isfinite(po)
+    if not keep.any():
+        return out
+    pc = pc[keep]
+    good = np.all(np.isfinite(pc), axis=0)
+    if not good.any():
+        return out
+    m_null = np.sort(pc[:, good].min(axis=0))
+    out[keep] = (1 + np.searchsorted(m_null, po[keep], side="right")) / (1 + m_null.size)
+    return out
 
 
 def pvalue_noise(p, n, alpha: float = ALPHA):

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import dask
+import numba
 import numpy as np
 import xarray as xr
 from scipy.special import ndtri
@@ -258,24 +259,48 @@ def _sim_stats(eps, ss, specs):
     return out
 
 
+@numba.njit(parallel=True, cache=True)
+def _cc_rows(ae, order, ru, out, tied):  # pragma: no cover - numba
+    """Spearman CC of each row of |E| (sorted by ``order``) with fixed centred ranks ``ru``.
+
+    Flags the rows with ties (their positions are not their average ranks).
+    """
+    k, M = ae.shape
+    denom = np.sqrt(np.sum(ru * ru) * M * (M * M - 1.0) / 12.0)
+    c = (M - 1) / 2.0
+    for r in numba.prange(k):
+        acc = 0.0
+        t = False
+        for i in range(M):
+            j = order[r, i]
+            if i > 0 and ae[r, j] == ae[r, order[r, i - 1]]:
+                t = True
+            acc += (i - c) * ru[j]
+        out[r] = acc / denom
+        tied[r] = t
+
+
 def _cc_fixed_u(ae, ru):
     """Spearman CC of rows of |E| against fixed centred average ranks ``ru`` of u.
 
-    Continuous simulated errors have no ties: ranks are the inverse of one argsort per
-    row, and the rank variance is M(M²-1)/12. Rows with ties (possible only with
-    discrete data) fall back to average ranks (:func:`scipy.stats.rankdata`).
+    Continuous simulated errors have no ties: the rank of a value is its position in one
+    argsort per row, accumulated against ``ru`` in numba, and the rank variance is
+    M(M²-1)/12. Rows
+    with ties (discrete data, or the resampled "data" member) fall back to average ranks
+    (:func:`scipy.stats.rankdata`).
     """
+    ae = np.ascontiguousarray(np.atleast_2d(ae), dtype=np.float64)
+    ru = np.ascontiguousarray(ru, dtype=np.float64)
     M = ae.shape[-1]
-    order = np.argsort(ae, axis=-1)
-    srt = np.take_along_axis(ae, order, axis=-1)
-    if np.any(srt[:, 1:] == srt[:, :-1]):
+    out = np.empty(ae.shape[0])
+    tied = np.zeros(ae.shape[0], dtype=np.bool_)
+    _cc_rows(ae, np.argsort(ae, axis=-1), ru, out, tied)  # NumPy's vectorised sort
+    if tied.any():
         from scipy.stats import rankdata
 
-        re_ = rankdata(ae, axis=-1) - (M + 1) / 2.0
-        return (re_ @ ru) / np.sqrt(np.sum(re_ * re_, axis=-1) * np.dot(ru, ru))
-    re_ = np.empty_like(ae)
-    np.put_along_axis(re_, order, np.arange(M, dtype=np.float64) - (M - 1) / 2.0, axis=-1)
-    return (re_ @ ru) / np.sqrt(np.dot(ru, ru) * M * (M * M - 1.0) / 12.0)
+        re_ = rankdata(ae[tied], axis=-1) - (M + 1) / 2.0
+        out[tied] = (re_ @ ru) / np.sqrt(np.sum(re_ * re_, axis=-1) * np.dot(ru, ru))
+    return out
 
 
 def _summarise_sims(computed, names, n_mc, level, keep_draws) -> xr.Dataset:

@@ -55,7 +55,10 @@ from uqx.stats.tailedness import (
     tailedness,
 )
 from uqx.mctest import (
+    ALPHA_RESULT,
     FIT_MEMBERS,
+    copy_pvalues,
+    familywise_pvalues,
     direction_of,
     family_verdict,
     mc_pvalue,
@@ -335,6 +338,71 @@ def _verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datas
     }, coords={"member": list(member_labels)})
 
 
+def _familywise_step(res, specs, draws, head_copies, *, n_shared) -> xr.Dataset:
+    """Step 7: an ``invalid`` must also hold for the result as a whole.
+
+    Every test of a set (each statistic, each headline) gets a family-wise adjusted
+    p-value per member (:func:`uqx.mctest.familywise_pvalues`, single-step min-p on the
+    copies the tests share: the first ``n_shared`` copies, or all when there is no
+    headline). An ``invalid`` whose adjusted p-value is not below
+    :data:`uqx.mctest.ALPHA_RESULT` under every member becomes ``inconclusive``: then a
+    calibrated set gets an ``invalid`` somewhere in at most 10 % of cases.
+    """
+    S, K = res.sizes["set"], len(specs)
+    labels = [str(m) for m in res["member"].values]
+    conds = [str(c) for c in res["cond"].values] if "cond_verdict" in res else []
+    C, D = len(conds), len(labels)
+    p_adj = np.full((S, K, D), np.nan)
+    c_adj = np.full((S, C, D), np.nan)
+    verdict, reason = res["verdict"].values.copy(), res["verdict_reason"].values.copy()
+    cv = res["cond_verdict"].values.copy() if C else None
+    cr = res["cond_verdict_reason"].values.copy() if C else None
+    for i in range(S):
+        tested = [j for j, s in enumerate(specs) if s.base not in NOT_TESTED]
+        n = n_shared if n_shared and head_copies else draws.shape[-1]
+        hc = [c for c in range(C) if (i, c) in head_copies]
+        for m in range(D):
+            po = [res["p_value"].values[i, j, m] for j in tested]
+            pc = [copy_pvalues(draws[i, j, m], direction_of(specs[j].base))[:n]
+                  for j in tested]
+            po += [res["cond_p_value"].values[i, c, m] for c in hc]
+            pc += [head_copies[i, c][m, :n] for c in hc]
+            if not po:
+                continue
+            adj = familywise_pvalues(po, np.stack(pc))
+            p_adj[i, tested, m] = adj[: len(tested)]
+            c_adj[i, hc, m] = adj[len(tested):]
+        for j in tested:
+            if verdict[i, j] == "invalid" and not np.all(p_adj[i, j] < ALPHA_RESULT):
+                verdict[i, j], reason[i, j] = "inconclusive", _not_familywise(p_adj[i, j])
+        for c in hc:
+            if cv[i, c] == "invalid" and not np.all(c_adj[i, c] < ALPHA_RESULT):
+                cv[i, c], cr[i, c] = "inconclusive", _not_familywise(c_adj[i, c])
+    res = res.assign(
+        verdict=(res["verdict"].dims, verdict.astype(str), res["verdict"].attrs),
+        verdict_reason=(res["verdict_reason"].dims, reason.astype(str),
+                        res["verdict_reason"].attrs),
+        p_adjusted=(("set", "stat", "member"), p_adj,
+                    {"long_name": "family-wise adjusted p-value over every test of the set "
+                     "(single-step min-p)"}))
+    res["valid"] = (("set", "stat"), np.where(verdict == "valid", 1.0, np.where(
+        verdict == "invalid", 0.0, np.nan)), res["valid"].attrs)
+    if C:
+        res = res.assign(
+            cond_verdict=(res["cond_verdict"].dims, cv.astype(str), res["cond_verdict"].attrs),
+            cond_verdict_reason=(res["cond_verdict_reason"].dims, cr.astype(str)),
+            cond_p_adjusted=(("set", "cond", "member"), c_adj,
+                             {"long_name": "family-wise adjusted p-value of the headline"}))
+    return res
+
+
+def _not_familywise(p_adj) -> str:
+    worst = np.nanmax(p_adj) if np.isfinite(p_adj).any() else np.nan
+    return (f"rejected on its own, but not once every test of this set is taken together "
+            f"(family-wise adjusted p = {worst:.3g} >= {ALPHA_RESULT:g}): the evidence is "
+            "not strong enough for a verdict of invalid")
+
+
 def _binning_used(sets, specs, *, bins, binning, pop_min, notes):
     """Bins actually used per set by the binned statistics on uE (with a note if capped)."""
     from uqx.binning import make_bins
@@ -479,13 +547,15 @@ def _workflow(ds, specs, *, seed, n_boot, n_mc, bins, binning, pop_min, level, n
     res = res.merge(_verdict_step(res, specs, notes, draws, labels, level=level))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2"})
+    head_copies = {}
     if conditional:
-        res = _conditional_steps(
+        res, head_copies = _conditional_steps(
             res, ds, sets, notes, seed=seed, level=level, members=members, cond_bins=cond_bins,
             n_boot=min(n_boot, 5000) if cond_n_boot is None else cond_n_boot, pop_min=pop_min,
             method=cond_ci, specs=specs, draws=draws,
             n_mc=n_extrap, nulls=nulls if n_extrap <= n_mc else None,
             common=dict(scheduler=scheduler, num_workers=num_workers))
+    res = _familywise_step(res, specs, draws, head_copies, n_shared=n_extrap if hooks else 0)
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
@@ -522,8 +592,9 @@ def _conditional_steps(res, ds, sets, notes, *, seed, level, members, cond_bins,
     ex, ex_nulls = extrapolation_step(sets, notes, seed=seed, level=level, members=members,
                                       n_mc=n_mc, nulls=nulls)
     res = res.merge(lz).merge(ex, combine_attrs="override")
-    return res.merge(headline_step(res, specs, draws, ex_nulls, level=level,
-                                   shared=nulls is not None))
+    head, head_copies = headline_step(res, specs, draws, ex_nulls, level=level,
+                                      shared=nulls is not None)
+    return res.merge(head), head_copies
 
 
 def _result_attrs(ds, sets, *, seed, n_boot, n_mc, level, bins, binning, pop_min, nu, extra):

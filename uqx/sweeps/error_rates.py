@@ -5,8 +5,9 @@ and its power on synthetic data whose truth is known. Per cell (generative desig
 M × scenario), ``n_datasets`` sets are drawn, each is validated with the workflow's own
 defaults (or the given ``n_boot``, ``n_mc``), and every verdict is recorded: one per
 statistic (ZMS, RCE, CC, ENCE, ZMSE, ZVE; the papers' ζ rule beside it, for the
-"before" column), the headlines of consistency (uE) and adaptivity (X), the fraction of
-valid LZISD bins, and "any invalid" over the whole result.
+"before" column), the headlines of consistency (uE) and adaptivity (X), the papers'
+diagnostic "fraction of valid LZISD bins compatible with 95 %" (coded valid / invalid),
+and "any invalid" over the whole result.
 
 **Designs** (``<u>_<eps>``): uncertainties :math:`u^2 \sim \Gamma^{-1}(\nu_u/2,
 \nu_u/2)` (``ig3``, ``ig6``, ``ig20``), log-normal (``lognormal``: ln u ~ N(0, 0.5)) or
@@ -36,7 +37,8 @@ from uqx.resample import resolve_seed, seed_sequence
 from uqx.sweeps._common import check_axis, check_int, execute
 from uqx.sweeps.engine import Study
 
-__all__ = ["error_rates", "define", "summarise", "DESIGNS", "SCENARIOS", "CODES", "BLOCK"]
+__all__ = ["error_rates", "define", "summarise", "rates_table", "synthetic_set", "verdict_codes",
+           "DESIGNS", "SCENARIOS", "CODES", "BLOCK"]
 
 NAME = "error-rates"
 BLOCK = 10
@@ -131,7 +133,8 @@ def verdict_codes(res) -> np.ndarray:
     for name, c in (("consistency", "uE"), ("adaptivity", "X")):
         if c in conds:
             out[TESTS.index(name)] = _code(res["cond_verdict"].sel(cond=c).values[0])
-            out[TESTS.index(f"fval_{c}")] = _code(res["fval_verdict"].sel(cond=c).values[0])
+            cv = float(res["conditional_valid"].sel(cond=c).values[0])  # diagnostic
+            out[TESTS.index(f"fval_{c}")] = np.nan if np.isnan(cv) else (0.0 if cv else 1.0)
     every = [str(v) for v in res["verdict"].values[0]]
     every += [str(v) for v in res["cond_verdict"].values[0]] if "cond_verdict" in res else []
     out[TESTS.index("any")] = 1.0 if "invalid" in every else 0.0
@@ -243,3 +246,54 @@ def error_rates(*, output=None, chunk_size=None, scheduler=None, num_workers=Non
                    scheduler=scheduler, num_workers=num_workers, resume=resume,
                    keep_run=keep_run, quiet=quiet, mkdir=mkdir, attrs=attrs,
                    _stop_after=_stop_after)
+
+
+def rates_table(archive, *, tests=("zms", "rce", "cc", "ence", "zmse", "zve", "consistency",
+                                   "adaptivity", "any"), zeta=False) -> str:
+    """Markdown table of the measured rates of an archive (the README's table).
+
+    Calibrated rows: the largest ``invalid`` rate over the designs at each M (size) and
+    the smallest ``valid`` rate; other scenarios: the ``invalid`` rate (power) per design.
+    Each cell reads ``rate [Wilson-cc upper]`` for sizes and ``rate [lower]`` for powers.
+
+    Parameters
+    ----------
+    archive : xarray.Dataset or path
+        :func:`error_rates` output.
+    tests : sequence of str
+    zeta : bool
+        Tabulate the papers' ζ rule (``<stat>_zeta``) instead of the verdicts.
+    """
+    from uqx.sweeps.archive import load
+
+    ds = load(archive)
+    names = [f"{t}_zeta" if zeta and f"{t}_zeta" in TESTS else t for t in tests]
+    have = [str(t) for t in ds["test"].values]
+    names = [t for t in names if t in have]
+    head = "| scenario | M | designs | rate | " + " | ".join(names) + " |"
+    lines = [head, "|" + "---|" * (4 + len(names))]
+
+    def cell(var, s, M, t, pick):
+        r = ds[var].sel(scenario=s, M=M, test=t)
+        v = r.values
+        if not np.isfinite(v).any():
+            return "–", None
+        d = int(np.nanargmax(v) if pick == "max" else np.nanargmin(v))
+        lim = ds[f"{var}_high" if pick == "max" else f"{var}_low"].sel(
+            scenario=s, M=M, test=t).values[d]
+        return f"{v[d]:.3f} [{lim:.3f}]", str(ds["design"].values[d])
+
+    for s in [str(x) for x in ds["scenario"].values]:
+        for M in ds["M"].values:
+            n = int(ds["n_sets"].sel(scenario=s, M=M).max())
+            if n == 0:
+                continue
+            nd = int((ds["n_sets"].sel(scenario=s, M=M).max("test") > 0).sum())
+            rows = ([("invalid (max)", "rate_invalid", "max"), ("valid (min)", "rate_valid",
+                                                                  "min")]
+                    if s == "calibrated" else [("invalid (min)", "rate_invalid", "min")])
+            for label, var, pick in rows:
+                cells = [cell(var, s, M, t, pick)[0] for t in names]
+                lines.append(f"| {s} | {int(M)} | {nd} ({n} sets each) | {label} | "
+                             + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,129 @@
+"""The error-rates study: verdicts measured on synthetic data of known truth.
+
+The reduced grid here asserts the rates of the issue with tolerances from their binomial
+spread (3 sd above a 5 % size, 3 sd below a 95 % power); the full grid is
+``benchmarks/bench_error_rates.py --full``.
+"""
+
+import numpy as np
+import pytest
+
+from uqx.sweeps.error_rates import (
+    CODES,
+    DESIGNS,
+    SCENARIOS,
+    TESTS,
+    define,
+    error_rates,
+    rates_table,
+    synthetic_set,
+)
+
+KW = dict(n_boot=300, n_mc=150, scheduler="synchronous")
+HEADLINE_STATS = ("zms", "rce", "cc", "ence", "zmse", "zve", "consistency", "adaptivity")
+
+
+def _upper(p, n, k=3.0):
+    """Largest count compatible with a rate p over n sets (k binomial sd above)."""
+    return n * p + k * np.sqrt(n * p * (1 - p))
+
+
+def _lower(p, n, k=3.0):
+    return n * p - k * np.sqrt(n * p * (1 - p))
+
+
+@pytest.fixture(scope="module")
+def calibrated():
+    """Calibrated sets of two shapes (heavy-tailed uncertainties and errors), M = 1000."""
+    return error_rates(designs=["ig3_t6", "lognormal_laplace"], M=[1000],
+                       scenarios=["calibrated"], n_datasets=60, **KW)
+
+
+def test_size_on_calibrated_data(calibrated):
+    """False rejections: at most 5 % per verdict, 10 % over the whole result (+3 sd)."""
+    inv = calibrated["verdict"].values == CODES.index("invalid")  # (design, M, scen, rep, test)
+    n = calibrated.sizes["replicate"]
+    for d in range(calibrated.sizes["design"]):
+        for t in HEADLINE_STATS:
+            k = int(inv[d, 0, 0, :, TESTS.index(t)].sum())
+            assert k <= _upper(0.05, n), (str(calibrated["design"].values[d]), t, k)
+        anyk = int((calibrated["verdict"].values[d, 0, 0, :, TESTS.index("any")] == 1).sum())
+        assert anyk <= _upper(0.10, n), anyk
+
+
+def test_papers_rule_is_recorded_beside(calibrated):
+    z = calibrated["verdict"].sel(test=[f"{s}_zeta" for s in ("ence", "zmse", "zve")]).values
+    assert np.isfinite(z).all()
+    # near calibration the papers' rule is mostly inconclusive on binned statistics
+    assert np.mean(z == CODES.index("inconclusive")) > 0.5
+
+
+def test_power_on_miscalibrated_data():
+    """Scaled, inconsistent and non-adaptive uncertainties are caught."""
+    ds = error_rates(designs=["ig6_normal"], M=[1000], power_M=[1000],
+                     power_designs=["ig6_normal"],
+                     scenarios=["scale0.8", "scale1.25", "gamma0.5", "x-variance"],
+                     n_datasets=20, **KW)
+    inv = ds["verdict"].isel(design=0, M=0) == CODES.index("invalid")
+    val = ds["verdict"].isel(design=0, M=0) == CODES.index("valid")
+    n = ds.sizes["replicate"]
+    for sc in ("scale0.8", "scale1.25"):
+        for t in ("zms", "rce"):
+            assert int(inv.sel(scenario=sc, test=t).sum()) >= _lower(0.99, n, 2), (sc, t)
+    assert int(inv.sel(scenario="gamma0.5", test="consistency").sum()) >= _lower(0.95, n)
+    assert int(inv.sel(scenario="x-variance", test="adaptivity").sum()) >= _lower(0.95, n)
+    assert int(val.sel(scenario="x-variance", test="consistency").sum()) >= _lower(0.90, n)
+
+
+def test_archive_summary_plot_and_table(tmp_path):
+    from uqx.cli import main
+    from uqx.plot import error_rates as panel
+    from uqx.sweeps import summary_text
+
+    out = tmp_path / "er.nc"
+    code = main(["-q", "sweep", "error-rates", "--designs", "ig6_normal,uniform_skewed",
+                 "--M", "400", "--scenarios", "calibrated,scale0.8", "--power-M", "400",
+                 "--power-designs", "ig6_normal", "--n-datasets", "3", "--n-boot", "200",
+                 "--n-mc", "40", "--scheduler", "synchronous", "-o", str(out)])
+    assert code == 0 and out.exists()
+    text = summary_text(out)
+    assert "rate_invalid" in text and "error-rates" in text
+    table = rates_table(out)
+    assert "| calibrated | 400 | 2 (3 sets each) | invalid (max) |" in table
+    assert "| scale0.8 | 400 | 1 (3 sets each) | invalid (min) |" in table
+    fig = panel(out)
+    assert len([a for a in fig.axes if a.get_title()]) == 2
+    import xarray as xr
+
+    ds = xr.load_dataset(out)
+    # scale0.8 runs on its power design only: the other design's cell is empty
+    assert int(ds["n_sets"].sel(design="uniform_skewed", scenario="scale0.8").max()) == 0
+    assert int(ds["n_sets"].sel(design="ig6_normal", scenario="scale0.8").min()) == 3
+
+
+def test_synthetic_sets_are_what_they_say():
+    E, u, X = synthetic_set("ig6_normal", "calibrated", 200_000, seed=1, index=0)
+    assert np.mean((E / u) ** 2) == pytest.approx(1.0, abs=0.02)
+    Es, us, _ = synthetic_set("ig6_normal", "scale0.8", 200_000, seed=1, index=0)
+    assert np.mean((Es / us) ** 2) == pytest.approx(1 / 0.64, rel=0.02)
+    E2, u2, _ = synthetic_set("ig6_normal", "gamma0.5", 200_000, seed=1, index=0)
+    assert np.mean(u2**2) == pytest.approx(np.mean(u**2), rel=1e-12)  # same mean square
+    E3, _, X3 = synthetic_set("uniform_skewed", "x-variance", 200_000, seed=1, index=0)
+    z = E3 / synthetic_set("uniform_skewed", "calibrated", 200_000, seed=1, index=0)[1]
+    lo, hi = X3 < 0.2, X3 > 0.8
+    assert np.mean(z[hi] ** 2) > 3 * np.mean(z[lo] ** 2)  # variance grows with X
+    for d in DESIGNS:
+        E, u, X = synthetic_set(d, "calibrated", 50_000, seed=2, index=1)
+        assert np.all(u > 0) and np.mean((E / u) ** 2) == pytest.approx(1.0, abs=0.15), d
+
+
+def test_bad_options():
+    from uqx.errors import InputError
+
+    with pytest.raises(InputError, match="unknown or missing design"):
+        define(designs=["ig6_cauchy"])
+    with pytest.raises(InputError, match="unknown or missing design"):
+        define(scenarios=["scale2"])
+    with pytest.raises(InputError, match="n_mc"):
+        define(n_mc=3)
+    assert set(SCENARIOS) >= {"calibrated", "gamma0.5", "x-variance"}
