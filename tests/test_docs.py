@@ -1,0 +1,78 @@
+"""The documentation's sources: complete, generated from the code, self-contained.
+
+The build itself is ``make docs`` (Sphinx with warnings as errors, in CI after the
+tests); these checks are the cheap ones that keep the sources in step with the package.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+@pytest.fixture(scope="module")
+def uqx_docs():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        pytest.importorskip("sphinx")
+        import uqx_docs
+
+        yield uqx_docs
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+
+
+def test_cli_reference_has_every_command_and_study(uqx_docs):
+    from uqx.cli import COMMANDS, build_parser
+    from uqx.sweeps import STUDIES
+
+    text = "\n".join(uqx_docs._help_lines(build_parser(), "uqx", "=-~^"))
+    titles = set(re.findall(r"^``(uqx[^`]*)``$", text, re.M))
+    assert {f"uqx {c}" for c in COMMANDS} <= titles
+    assert {f"uqx sweep {s}" for s in STUDIES} <= titles
+    assert "usage: uqx validate" in text
+
+
+def test_gallery_draws_every_figure_kind():
+    import uqx.plot as P
+
+    gallery = (DOCS / "gallery.rst").read_text(encoding="utf-8")
+    drawn = set(re.findall(r"\bP\.(\w+)\(", gallery))
+    helpers = {"tested_stats", "study"}  # a helper and the dispatcher of the study kinds
+    assert set(P.__all__) - helpers <= drawn
+
+
+def test_pages_are_in_the_toctree_and_verdicts_is_one_file():
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    pages = {p.stem for p in DOCS.glob("*.md")} | {p.stem for p in DOCS.glob("*.rst")}
+    listed = set(re.findall(r"^([\w/-]+)$", index, re.M))
+    assert pages - {"index"} <= listed | {"notebooks/index"}
+    assert "verdicts" in listed and (DOCS / "verdicts.md").read_text().startswith(
+        "# How to read the verdicts")
+    notebooks = (DOCS / "notebooks" / "index.md").read_text(encoding="utf-8")
+    for nb in (ROOT / "notebooks").glob("[0-9][0-9][0-9]_*.py"):
+        assert nb.stem in notebooks, nb.name
+
+
+#: modules still citing the developers' spec by section number, being rewritten by other
+#: work in progress (verdicts, references, studies): to be emptied, never extended
+PENDING = {"uqx/reference.py", "uqx/extrapolation.py", "uqx/validate.py", "uqx/conditional.py",
+           "uqx/sweeps/bins.py", "uqx/sweeps/pval.py", "uqx/sweeps/decimation.py",
+           "uqx/sweeps/binned_tailedness.py", "uqx/sweeps/_common.py"}
+
+
+def test_nothing_points_to_the_developers_spec():
+    tracked = [p for d in ("uqx", "docs", "tests", "notebooks", "benchmarks", "data")
+               for p in (ROOT / d).rglob("*")
+               if p.is_file() and p.suffix in (".py", ".md", ".rst", ".json", ".txt")
+               and "_build" not in p.parts]
+    tracked += [ROOT / "README.md", ROOT / "Makefile", ROOT / "pyproject.toml"]
+    needles = ("shared/spec", "METHODS.md", "METHODS §")
+    bad = [str(p.relative_to(ROOT)) for p in tracked
+           if p != Path(__file__) and any(n in p.read_text(encoding="utf-8", errors="ignore")
+                                          for n in needles)]
+    assert set(bad) <= PENDING, sorted(set(bad) - PENDING)
