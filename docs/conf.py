@@ -33,7 +33,8 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-exclude_patterns = ["_build", "_ext", "**.ipynb_checkpoints", "notebooks/_output"]
+exclude_patterns = ["_build", "_ext", "**.ipynb_checkpoints", "notebooks/_output",
+                    "error_rates_table.md"]  # included by verdicts.md
 root_doc = "index"
 
 # -- MyST / notebooks: executed by uqx_docs (cached), rendered as stored here

@@ -4,26 +4,26 @@ For every data set, named steps each return a fragment of the result, merged at 
 
 1. :func:`_tailedness_step` — **fit for purpose?** β_GM, κ_CS of u², E², Z² against the
    safety limits of 001 Table II; statistics that depend on an exceeded metric get a
-   warning.
+   warning. κ_CS of Z² also gives the data-matched t_s(ν̂) of the null family.
 2. :func:`_bootstrap_step` — BCa intervals of every statistic from shared resamples.
 3. :func:`_reference_step` — predefined references (ZMS → 1, RCE → 0, Var(Z) → 1, mean Z
-   → 0, NLL → NLL_ref) give ζ_BS; the others get simulated references for every
-   generative distribution D (N(0,1) and t_s(ν), ν = 6) and one ζ_Sim per D (target
-   uncertainty 2u(θ̃)); ζ_Sim2 is kept for comparison only.
-4. :func:`_verdict_step` — one verdict per statistic by the rules of :mod:`uqx.verdict`:
-   unsound interval → inconclusive; predefined reference → |ζ_BS| ≤ 1; simulated
-   references → valid / invalid only when every D agrees; |ζ| within its Monte-Carlo
-   noise of 1 → ``borderline``.
-5. :func:`_conditional_step` — consistency (bins on uE) and adaptivity (bins on X, V):
-   LZISD per bin with BCa intervals (each set with its own number of bins), the fraction
-   of valid bins with its Wilson-cc interval, compatible with 95 %?
-6. :func:`_extrapolation_step` — ENCE, ZMSE and ZVE extrapolated to zero bins
-   (:mod:`uqx.extrapolation`), judged against their simulated null distributions.
+   → 0, NLL → NLL_ref) give ζ_BS; the others get simulated references for the papers'
+   generative distributions D (N(0,1) and t_s(ν), ν = 6) and ζ_Sim, ζ_Sim2. Every tested
+   statistic is simulated under every member of the null family (:mod:`uqx.mctest`:
+   N, t_s(ν), t_s(ν̂), the data's own z-scores resampled), the copies kept.
+4. :func:`_verdict_step` — one verdict per statistic: its Monte-Carlo p-value under each
+   member, combined by :func:`uqx.mctest.family_verdict`; the papers' ζ rule is kept in
+   ``zeta_verdict`` (:mod:`uqx.verdict`).
+5. :func:`_conditional_steps` — consistency (bins on uE) and adaptivity (bins on X, V):
+   LZISD per bin and the fraction of valid bins (a diagnostic), the zero-bin
+   extrapolation of ENCE, ZMSE and ZVE with the intercepts' Monte-Carlo p-values, and the
+   headline (:func:`uqx.conditional.headline_step`): the routes' min-p calibrated on
+   their shared copies.
+6. :func:`_familywise_step` — an ``invalid`` must also hold once every test of the set
+   is taken together (single-step min-p at 10 %).
 
-The headline verdict of consistency (cond = uE) and adaptivity (X, V) combines the
-conditional routes (fraction of valid bins, the three extrapolations): ``valid`` when
-every conclusive route says valid, ``invalid`` when every conclusive route says invalid,
-``inconclusive`` when they disagree or none is conclusive.
+The rules and their measured error rates: the documentation page "How to read the
+verdicts" and the ``error-rates`` study (:mod:`uqx.sweeps.error_rates`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,18 @@ import xarray as xr
 from uqx._version import __version__
 from uqx.bootstrap import bca_limits_mc_se, bootstrap
 from uqx.data import InputError, as_stacked, iter_sets
+from uqx.mctest import (
+    ALPHA_RESULT,
+    FIT_MEMBERS,
+    N_TEST,
+    copy_pvalues,
+    direction_of,
+    family_verdict,
+    familywise_pvalues,
+    mc_pvalue,
+    pvalue_noise,
+    t_nu_from_tails,
+)
 from uqx.reference import d_sensitive, simulate_reference, zeta_score, zeta_sim2
 from uqx.render import (  # noqa: F401  (re-exported for compatibility)
     WARN_SEP,
@@ -53,17 +65,6 @@ from uqx.stats.tailedness import (
     STATISTIC_DEPENDENCIES,
     TAILEDNESS_KEYS,
     tailedness,
-)
-from uqx.mctest import (
-    ALPHA_RESULT,
-    FIT_MEMBERS,
-    copy_pvalues,
-    familywise_pvalues,
-    direction_of,
-    family_verdict,
-    mc_pvalue,
-    pvalue_noise,
-    t_nu_from_tails,
 )
 from uqx.verdict import NOT_TESTED, interval_problem, simulated_verdict, zeta_verdict
 
@@ -216,26 +217,30 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
     sim_idx = [j for j in tested if simulate_all or np.all(kind[:, j] == "")]
     draws = np.full((S, K, len(members), n_mc), np.nan)
     nulls = {}
+    n_test = min(n_mc, N_TEST)
     for d, (dist, dnu, label) in enumerate(members):
-        if not tested:
-            break
-        r = simulate_reference(ds, [specs[j].name for j in tested], dist=dist,
-                               nu=6.0 if dnu is None else dnu, n_mc=n_mc, seed=seed,
-                               level=level, hooks=hooks, keep_draws=True,
-                               label=label if np.ndim(dnu) else None, **common)
-        if isinstance(r, tuple):
-            r, hooked = r
-            for i, arr in hooked.items():
-                nulls.setdefault(i, []).append(arr)
-        draws[:, tested, d] = r["draws"].values
-        if d >= D:
-            continue
-        for jj, j in enumerate(tested):
-            if j in sim_idx:
-                sim["ref"][:, j, d] = r["reference"].values[:, jj]
-                sim["se"][:, j, d] = r["reference_se"].values[:, jj]
-                sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
-                sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
+        # the papers' references need n_mc copies, a test N_TEST; one keyed stream per
+        # member, so the first copies are the same draws for every statistic
+        full = sim_idx if d < D else []
+        groups = [(g, n) for g, n in ((full, n_mc), ([j for j in tested if j not in full],
+                                                     n_test)) if g]
+        for g, (idx, n) in enumerate(groups):
+            r = simulate_reference(ds, [specs[j].name for j in idx], dist=dist,
+                                   nu=6.0 if dnu is None else dnu, n_mc=n, seed=seed,
+                                   level=level, hooks=hooks if g == 0 else None,
+                                   keep_draws=True, label=label if np.ndim(dnu) else None,
+                                   **common)
+            if isinstance(r, tuple):
+                r, hooked = r
+                for i, arr in hooked.items():
+                    nulls.setdefault(i, []).append(arr)
+            draws[:, idx, d, :n] = r["draws"].values
+            for jj, j in enumerate(idx):
+                if j in full:
+                    sim["ref"][:, j, d] = r["reference"].values[:, jj]
+                    sim["se"][:, j, d] = r["reference_se"].values[:, jj]
+                    sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
+                    sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
     e3 = est[..., None]
     zs = zeta_score(e3, sim["ref"], lo[..., None], hi[..., None], target_u=2 * sim["se"])
     zs2 = zeta_sim2(e3, sim["ref"], sim["lo"], sim["hi"])
@@ -274,7 +279,7 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
 
 
 def _papers_verdict(res, specs, i, j, labels):
-    """The papers' ζ rule (000 Fig. 1 with uqx's D agreement), kept for comparison."""
+    """Return the papers' ζ decision (000 Fig. 1 with uqx's D agreement), for comparison."""
     e, lo, hi = (float(res[k].values[i, j]) for k in ("estimate", "ci_low", "ci_high"))
     kind = str(res["reference_kind"].values[i, j])
     if specs[j].base in NOT_TESTED or kind == "":
@@ -536,7 +541,7 @@ def _workflow(ds, specs, *, seed, n_boot, n_mc, bins, binning, pop_min, level, n
     if conditional and n_extrap >= 2:
         from uqx.conditional import null_hooks
 
-        hooks = null_hooks(sets, n_copies=min(n_extrap, n_mc))
+        hooks = null_hooks(sets, n_copies=min(n_extrap, n_mc, N_TEST))
     members, nu_fit = _members(nu, tails)
     refs, nulls, draws = _reference_step(
         ds, specs, boot, notes, n_mc=n_mc, seed=seed, level=level, nu=nu,

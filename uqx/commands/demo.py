@@ -87,8 +87,8 @@ def run(args) -> int:
     print(f"\n# the nine literature sets of papers 000/001/004 ({root})")
     paper = load_paper_sets(root)
     with progress_bar(quiet=args.quiet):
-        res_p = validate(paper, ["zms", "rce"], n_boot=args.n_boot, seed=args.seed,
-                         conditional=False)
+        res_p = validate(paper, ["zms", "rce"], n_boot=args.n_boot, n_mc=args.n_mc,
+                         seed=args.seed, conditional=False)
     print(validation_text(res_p))
     pout = out.with_name(out.stem + "_paper_sets" + out.suffix)
     params = {"command": NAME, "part": "paper sets"}

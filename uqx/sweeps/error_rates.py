@@ -1,4 +1,4 @@
-r"""``error-rates``: how often is a verdict of :func:`uqx.validate` wrong?
+r"""``error-rates``: how often a verdict of :func:`uqx.validate` is wrong.
 
 Every verdict is a statistical test; this study measures its false-rejection rate (size)
 and its power on synthetic data whose truth is known. Per cell (generative design ×
