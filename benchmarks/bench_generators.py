@@ -15,7 +15,8 @@ accumulate, nothing materialised): a numba loop summing ``(u_i * eps)^2`` with
 Targets (one core): normal <= 3 ns, t_s <= 6 ns, gamma <= 6 ns per draw. Timings are the
 best of ``--repeat`` runs, wall clock (``perf_counter``) and thread CPU time
 (``thread_time``: insensitive to other processes taking the core); the load average is
-printed with each section.
+printed with each section. The targets are judged on the CPU time (the cost of a draw on
+one core): on a shared 2-core machine under load the wall clock measures the scheduler.
 
 Run from the repository root::
 
@@ -143,8 +144,8 @@ def main(argv=None):
         ns_o, ns_n = 1e9 * w_o / n, 1e9 * w_n / n
         tgt = TARGETS.get(dist)
         verdict = ""
-        if tgt is not None:
-            verdict = f"<= {tgt:g} ns {'PASS' if ns_o <= tgt else 'MISS'}"
+        if tgt is not None:  # judged on the CPU time: the cost on one core, whatever the load
+            verdict = f"<= {tgt:g} ns {'PASS' if 1e9 * c_o / n <= tgt else 'MISS'}"
         print(f"{dist:<11s}{case:<12s}{ns_o:8.2f}{ns_n:10.2f}{ns_n / ns_o:6.1f}x"
               f"{1e9 * c_o / n:9.2f}{1e9 * c_n / n:8.2f}  {verdict}", flush=True)
         results.append({"dist": dist, "case": case, "uqx_ns": ns_o, "numpy_ns": ns_n,

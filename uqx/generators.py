@@ -39,6 +39,9 @@ tail beyond ``r`` by Marsaglia's (1964) exponential method. The tables (``X``, `
 ``K``) are computed at import from the layer recurrence
 :math:`X_{i+1} = f^{-1}(v/X_i + f(X_i))`, ``X_1 = r``, with ``r`` solved by bisection so
 that the top layer closes at ``f = 1`` (r = 3.6541528853610088 for 256 layers).
+The tables and the rare branches use libm's ``exp``/``log`` (the ones Python's
+:mod:`math` calls), so the bits are the same for every chunking, scheduler and worker
+on one platform; another libm could differ by an ulp in a table entry or a rare draw.
 
 Gamma (Marsaglia & Tsang 2000, "A simple method for generating gamma variables",
 ACM TOMS 26(3)): :math:`d = a - 1/3`, :math:`c = 1/\sqrt{9d}`; repeat ``Z`` normal,
