@@ -15,7 +15,6 @@ from uqx.curves import local_z as _local_z
 from uqx.curves import reliability as _reliability
 from uqx.plot import style as S
 from uqx.plot._input import as_sets, axis_label, load, panel_titles, units_of
-from uqx.plot.scatter import _use_log
 
 __all__ = ["reliability", "lzisd", "lcp"]
 
@@ -36,9 +35,9 @@ def _log_x(r, ok, logx, binning, log_bins, values=None):
     x = r["x_mid"].values[ok]
     if logx == "auto" and binning != "equal-count" and log_bins and np.all(x > 0):
         return True
-    if logx == "auto" and values is not None and _use_log(np.asarray(values), "auto"):
+    if logx == "auto" and values is not None and S.wants_log(np.asarray(values), "auto"):
         return bool(np.all(x > 0))
-    return _use_log(x, logx)
+    return S.wants_log(x, logx)
 
 
 def _panel_values(ds, var):
@@ -111,7 +110,7 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
     res = _reliability(ds, kind=kind, n_bins=n_bins, binning=binning, log=log_bins, ci=ci,
                        n_boot=n_boot, seed=seed)
     units = units_of(ds, "E")
-    logs = [_use_log(u, log) for u in _panel_values(ds, "uE")]
+    logs = [S.wants_log(u, log) for u in _panel_values(ds, "uE")]
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(ds.sizes["set"], size=size, aspect=0.9)
         for ax, r, name, log in zip(axes, _sets_of(res), panel_titles(ds), logs, strict=True):

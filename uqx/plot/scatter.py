@@ -18,23 +18,6 @@ from uqx.plot._input import as_sets, axis_label, panel_titles, units_of
 __all__ = ["e_vs_u", "z_vs_x"]
 
 
-def _use_log(x, logx):
-    """Log axis for ``logx="auto"`` when the values are positive and skewed.
-
-    Skewed: the central 99 % span more than a decade and the median lies in the lowest
-    quarter of that range, so that on a linear axis most points (and most equal-count
-    bins) would be crammed against its left end. A uniform spread over (0, 1) stays
-    linear.
-    """
-    if logx == "auto":
-        x = x[np.isfinite(x)]
-        if not x.size or x.min() <= 0:
-            return False
-        lo, med, hi = np.quantile(x, [0.005, 0.5, 0.995])
-        return bool(hi / lo > 10 and (med - lo) < 0.25 * (hi - lo))
-    return bool(logx)
-
-
 def _ylim(y, ylim):
     if ylim is not None:
         return ylim
@@ -83,7 +66,7 @@ def e_vs_u(data, *, level=0.95, n_bins=None, logx="auto", ylim=None, size="doubl
         fig, axes = S.panel_grid(ds.sizes["set"], size=size)
         for i, (ax, sd, name) in enumerate(zip(axes, iter_sets(ds), panel_titles(ds),
                                                strict=True)):
-            log = _use_log(sd.uE, logx)
+            log = S.wants_log(sd.uE, logx)
             S.scatter(ax, sd.uE, sd.E)
             grid = (np.geomspace if log else np.linspace)(sd.uE.min(), sd.uE.max(), 200)
             for k in (1, 2, 3):
@@ -149,7 +132,7 @@ def z_vs_x(data, *, by="X", level=0.95, n_bins=None, logx="auto", ylim=None,
                                      label=lab if sgn > 0 else None)
             _quantile_lines(ax, running_quantiles(x, z, n_bins=n_bins, level=level), level,
                             i == 0)
-            if _use_log(x, logx):
+            if S.wants_log(x, logx):
                 S.log_axis(ax)
             ax.set_ylim(*_ylim(z, ylim))
             ax.set_xlabel(axis_label(ds, by))

@@ -35,6 +35,7 @@ __all__ = [
     "full_set_marker",
     "corner_text",
     "log_axis",
+    "wants_log",
     "set_title",
     "finish",
     "legend",
@@ -241,6 +242,37 @@ def corner_text(ax, text, *, loc="lower right", headroom=True):
         ax.set_ylim(lo - d, hi) if "lower" in loc else ax.set_ylim(lo, hi + d)
     ax.text(x, y, text, transform=ax.transAxes, ha="right" if "right" in loc else "left",
             va="bottom" if "lower" in loc else "top", fontsize="small", color="0.25")
+
+
+def wants_log(x, logx) -> bool:
+    """Whether an axis of the values ``x`` should be logarithmic.
+
+    ``logx`` True or False decides; ``"auto"``: when the values are positive and skewed.
+    Skewed: the central 99 % span more than a decade and the median lies in the lowest
+    quarter of that range, so that on a linear axis most points (and most equal-count
+    bins) would be crammed against its left end. A uniform spread over (0, 1) stays
+    linear.
+
+    Parameters
+    ----------
+    x : array_like
+        Values on the axis (NaN ignored).
+    logx : bool or "auto"
+        The caller's choice.
+
+    Returns
+    -------
+    bool
+        True for a log axis.
+    """
+    if logx == "auto":
+        x = np.asarray(x, dtype=float)
+        x = x[np.isfinite(x)]
+        if not x.size or x.min() <= 0:
+            return False
+        lo, med, hi = np.quantile(x, [0.005, 0.5, 0.995])
+        return bool(hi / lo > 10 and (med - lo) < 0.25 * (hi - lo))
+    return bool(logx)
 
 
 def log_axis(ax, which="x"):
