@@ -21,7 +21,8 @@ def register(subparsers):
     )
     p.add_argument("action", choices=["list", "check", "fetch"], help="what to do")
     p.add_argument("names", nargs="*", metavar="NAME",
-                   help="datasets to fetch or check (registry names or aliases)")
+                   help="datasets to fetch or check (registry names or aliases), right "
+                        "after the action")
     p.add_argument(
         "--data-dir", default=None, help="literature data directory (else $UQX_DATA_DIR)"
     )
