@@ -172,6 +172,10 @@ CASES = [
 ]
 
 
+def _case_id(dist, kw):
+    return dist + "".join(f"-{k}{v:g}" for k, v in kw.items())
+
+
 def _bits(a):
     return np.asarray(a, np.float64).view(np.uint64)
 
@@ -196,7 +200,8 @@ def test_tables_match_paper_and_twin():
     assert np.mean(np.array(K) / 2.0**52) == pytest.approx(0.98508, abs=1e-5)
 
 
-@pytest.mark.parametrize("dist, kw, method, args", CASES, ids=lambda c: str(c))
+@pytest.mark.parametrize("dist, kw, method, args", CASES,
+                         ids=[_case_id(c[0], c[1]) for c in CASES])
 def test_python_twin_bit_identical(dist, kw, method, args):
     ss = seed_sequence(2026, "twin", dist, len(args) and args[0])
     n = 400
@@ -222,6 +227,32 @@ def test_python_twin_normal_rare_paths():
     ref = [twin.gamma(1.0) for _ in range(3000)]
     assert np.array_equal(_bits(got), _bits(ref))
     assert twin.paths["log"] > 10 and twin.paths["neg"] > 0
+
+
+@pytest.mark.parametrize("d", [2.0 / 3.0, 1.0, 7.0 / 6.0, 13.0 / 6.0, 20.0, 1e4])
+def test_gamma_squeeze_lies_under_the_acceptance_curve(d):
+    """The squeeze 1 - 0.75 d tau^4 / min(w, 1) <= exp(d phi(w)) on a grid of w in (0, 4]:
+    every variate it accepts, the exact Marsaglia-Tsang test accepts."""
+    w = np.concatenate([np.geomspace(1e-6, 1.0, 4000), np.linspace(1.0, 4.0, 4000)])
+    tau = np.abs(w - 1.0)
+    phi = 4.5 * tau**2 + 1.0 - w**3 + 3.0 * np.log(w)
+    squeeze = 1.0 - 0.75 * d * tau**4 / np.minimum(w, 1.0)
+    assert np.all(squeeze <= np.exp(d * phi) * (1 + 1e-12) + 1e-15)
+    # and few draws get past it to the logarithms: P = E_Z[1 - clip(squeeze, 0, 1)]
+    # (Z normal, w = 1 + cZ > 0), against E[min(1, 0.0331 Z^4)] = 0.083 for the paper's
+    c = 1.0 / math.sqrt(9.0 * d)
+    z = np.linspace(-8.0, 8.0, 160_001)
+    dens = sps.norm.pdf(z) * (z[1] - z[0])
+    w = 1.0 + c * z
+    ok = w > 0
+    tau = np.abs(w[ok] - 1.0)
+    sq = np.clip(1.0 - 0.75 * d * tau**4 / np.minimum(w[ok], 1.0), 0.0, 1.0)
+    p_log = np.sum(dens[ok] * (1.0 - sq)) / np.sum(dens[ok])
+    p_paper = np.sum(dens * np.minimum(1.0, 0.0331 * z**4))
+    assert p_paper == pytest.approx(0.0828, abs=1e-3)
+    assert p_log < {2.0 / 3.0: 0.065, 1.0: 0.045}.get(d, 0.039)
+    if d >= 13.0 / 6.0:
+        assert p_log < 0.25 * p_paper
 
 
 # ------------------------------------------------------------ distributions (scipy)
@@ -319,7 +350,7 @@ def test_reference_moments_agree_with_scipy():
             assert mu4 / var**2 == pytest.approx(kurt, rel=1e-10)
 
 
-@pytest.mark.parametrize("dist, kw, ref", DISTS, ids=lambda c: str(c))
+@pytest.mark.parametrize("dist, kw, ref", DISTS, ids=[_case_id(c[0], c[1]) for c in DISTS])
 def test_distribution_against_scipy(dist, kw, ref):
     x = G.draw(seed_sequence(11, "ks", dist, kw.get("nu", kw.get("shape", 0))), N, dist, **kw)
     assert np.isfinite(x).all()
@@ -346,7 +377,8 @@ def test_normal_mass_per_ziggurat_layer():
 
 
 # -------------------------------------------------------- determinism and splitting
-@pytest.mark.parametrize("dist, kw, method, args", CASES[:2] + CASES[4:5] + CASES[7:8])
+@pytest.mark.parametrize("dist, kw, method, args", CASES[:2] + CASES[4:5] + CASES[7:8],
+                         ids=["uniform01", "normal", "gamma0.3", "t3"])
 def test_same_seed_same_bits_and_split_invariance(dist, kw, method, args):
     ss = seed_sequence(5, "split", 3)
     whole = G.draw(ss, 1000, dist, **kw)
