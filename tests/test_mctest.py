@@ -91,9 +91,10 @@ def test_minp_ignores_missing_routes():
 
 @pytest.mark.parametrize("p, verdict", [
     ([0.01, 0.02, 0.01, 0.03], "invalid"),       # every member rejects
-    ([0.01, 0.20, 0.30, 0.40], "valid"),         # the data-matched members accept
-    ([0.50, 0.60, 0.01, 0.40], "inconclusive"),  # a data-matched member rejects
-    ([0.01, 0.01, 0.01, 0.20], "inconclusive"),
+    ([0.01, 0.20, 0.30, 0.40], "valid"),         # the data member accepts
+    ([0.50, 0.60, 0.01, 0.40], "valid"),         # the t fit alone rejects: not decisive
+    ([0.50, 0.60, 0.30, 0.01], "inconclusive"),  # the data member rejects, others accept
+    ([0.01, 0.01, 0.01, 0.20], "valid"),
     ([0.50, np.nan, 0.50, 0.50], "inconclusive"),
 ])
 def test_family_verdict(p, verdict):

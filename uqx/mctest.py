@@ -22,8 +22,8 @@ data's Z² (:func:`t_nu_from_tails`, bounded below by :data:`NU_MIN`; N when the
 not heavier than the normal), and the data's own z-scores scaled to unit mean square and
 resampled with replacement (:func:`standardised_z`), which carries the data's realised
 extremes that no quantile-matched distribution sees. :func:`family_verdict`:
-``invalid`` only when every member rejects, ``valid`` when both data-matched members
-accept, ``inconclusive`` (with the reason) otherwise: then the conclusion depends on D,
+``invalid`` only when every member rejects, ``valid`` when the resampled data member
+accepts, ``inconclusive`` (with the reason) otherwise: then the conclusion depends on D,
 not on the data.
 
 Several routes of one headline (consistency on uE, adaptivity on X or V) share their
@@ -76,8 +76,10 @@ DIRECTION = {
 #: Members of the null family: the papers' D ("N", "T6"), the t_s(ν̂) matched to the
 #: data's tails ("fit") and the data's own standardised z-scores resampled ("data").
 MEMBERS = ("N", "T6", "fit", "data")
-#: Members built from the data: their acceptance makes a statistic valid.
-FIT_MEMBERS = ("fit", "data")
+#: The member whose acceptance makes a statistic valid: the data's own z-scores, the
+#: closest to the truth for any shape (the fitted t_s(ν̂) can miss a shape that is not
+#: Student-like, e.g. a scale mixture; it only guards ``invalid`` against heavy tails).
+FIT_MEMBERS = ("data",)
 #: Lower bound of the fitted degrees of freedom (t_s needs ν > 2; below 3 its Z² has
 #: an infinite mean-square spread and the test would accept anything).
 NU_MIN = 3.0
@@ -257,14 +259,15 @@ def family_verdict(pvalues, labels=MEMBERS, *, alpha: float = ALPHA,
     pvalues : array_like, shape (len(labels),)
         P-value of the statistic under each member (:func:`mc_pvalue`).
     labels : sequence of str
-        Member labels; ``fit_members`` are those built from the data's own Z.
+        Member labels; a statistic is valid when every member of ``fit_members`` (the
+        data's own resampled z-scores) accepts.
 
     Returns
     -------
     verdict, reason : str
-        ``invalid`` when every member rejects (p < alpha); ``valid`` when every
-        data-matched member accepts (every member, when the family has none); else
-        ``inconclusive`` with the reason.
+        ``invalid`` when every member rejects (p < alpha); ``valid`` when the
+        deciding member(s) ``fit_members`` accept (every member, when the family has
+        none); else ``inconclusive`` with the reason.
     """
     p = np.asarray(pvalues, dtype=np.float64)
     labels = list(labels)
@@ -285,8 +288,8 @@ def family_verdict(pvalues, labels=MEMBERS, *, alpha: float = ALPHA,
         return "valid", ""
     rej = ", ".join(f"{labels[k]} (p = {p[k]:.3g})" for k in matched if reject[k])
     return "inconclusive", (
-        f"rejected under the data's own tails, {rej}, but not under {acc}: the conclusion "
-        "depends on the generative distribution")
+        f"rejected under the data's own z-scores, {rej}, but not under {acc}: the "
+        "conclusion depends on the generative distribution")
 
 
 # ------------------------------------------------------------- tails of the data's Z

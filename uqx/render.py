@@ -44,8 +44,10 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
     """Render a validation result as a (set, stat) table (pandas).
 
     Columns: estimate, bias, BCa interval, reference (predefined, or simulated with
-    D = N), ζ (ζ_BS or ζ_Sim with D = N), ζ_Sim for every other distribution, verdict
-    (with "(borderline)" when abs(ζ) is within its Monte-Carlo noise of 1).
+    D = N), ζ (ζ_BS or ζ_Sim with D = N), ζ_Sim for every other distribution, ``p`` (the
+    Monte-Carlo p-value under the data's own resampled z-scores, the member of
+    :mod:`uqx.mctest` whose acceptance makes a verdict valid), verdict (with
+    "(borderline)" when that p-value is within its Monte-Carlo noise of the size).
     """
     cols = ["estimate", "bias", "ci_low", "ci_high", "reference", "zeta"]
     df = res[cols].to_dataframe()[cols].astype(float)
@@ -53,6 +55,10 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
         for d in list(res["dist"].values)[1:]:
             z = res["zeta_sim"].sel(dist=d).to_series()
             df[f"zeta_{d}"] = z.where(res["reference_kind"].to_series() == "simulated")
+    if "p_value" in res and "member" in res.dims:
+        # the evidence under the data's own z-scores, the member that makes a verdict valid
+        if "data" in res["member"].values:
+            df["p"] = res["p_value"].sel(member="data").to_series()
     df = df.round(digits)
     bl = res["borderline"].to_series() if "borderline" in res else False
     verdict = res["verdict"].to_series()
@@ -161,9 +167,11 @@ def result_dataframe(res: xr.Dataset) -> pd.DataFrame:
 def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
     """Conditional calibration per (set, cond): the routes and the headline verdict.
 
-    Rows: the fraction of valid LZISD bins (with its Wilson-cc interval) and the zero-bin
-    extrapolation of each statistic (intercept ± 2 SE as in the papers, the central 95 %
-    of its simulated null for each distribution, and the verdict), then the headline.
+    Rows: the fraction of valid LZISD bins (with its Wilson-cc interval, a diagnostic)
+    and the zero-bin extrapolation of each statistic (intercept ± 2 SE as in the papers,
+    the central 95 % of its simulated null for the papers' distributions, its p-value
+    under the data's own z-scores, and the verdict), then the headline (its routes and
+    min-p p-value).
     """
     rows = []
     dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
@@ -191,6 +199,9 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                         f"{float(x['extrap_null_high'].sel(dist=d)):.{digits}f}]"
                         for d in dists
                     )
+                    if "extrap_p_value" in res and "data" in res["member"].values:
+                        p = float(x["extrap_p_value"].sel(member="data"))
+                        null += f"; p(data) = {p:.3g}"
                     rows.append({
                         "set": s, "cond": name, "route": f"{str(k).upper()} at zero bins",
                         "value": f"{a:.{digits}f} ± {2 * se:.{digits}f}",
@@ -198,8 +209,12 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                         "verdict": str(x["extrap_verdict"].item()),
                     })
             if "cond_verdict" in res and len(rows) > n_rows:  # no route: variable absent
+                head = ""
+                if "cond_p_value" in res and "data" in res["member"].values:
+                    head = f"min-p of {r['cond_routes'].item()}; p(data) = " \
+                           f"{float(r['cond_p_value'].sel(member='data')):.3g}"
                 rows.append({"set": s, "cond": name, "route": "headline", "value": "",
-                             "interval": "", "verdict": str(r["cond_verdict"].item())})
+                             "interval": head, "verdict": str(r["cond_verdict"].item())})
     if not rows:
         return pd.DataFrame(columns=["set", "cond", "route", "value", "interval", "verdict"])
     return pd.DataFrame(rows).set_index(["set", "cond", "route"])
