@@ -10,19 +10,18 @@ kernel (about 60 ns per call from numba; ~5-30 ns per variate from Python).
 Distributions (each draw consumes whole 64-bit outputs and nothing is buffered between
 draws, so a stream split over several calls gives the same bits as one call):
 
-=============  ==============================================================  ===========
-name           algorithm                                                       outputs
-=============  ==============================================================  ===========
-``uniform01``  :math:`U = (x \gg 11)\,2^{-53}` in [0, 1), 53-bit doubles           1
-``normal``     ziggurat, 256 layers (Marsaglia & Tsang 2000), 53-bit signed        ~1.02
-``gamma``      Marsaglia & Tsang (2000), ``shape < 1`` by
-               :math:`\Gamma(a) = \Gamma(a+1)\,U^{1/a}` (one more output)        ~2.1
-``invgamma``   :math:`1/\Gamma(a)` (``scipy.stats.invgamma(a)``)                   ~2.1
-``chisquare``  :math:`\chi^2_k = 2\,\Gamma(k/2)`                                   ~2.1
+=============  ===================================================================  =========
+name           algorithm                                                            outputs
+=============  ===================================================================  =========
+``uniform01``  :math:`U = (x \gg 11)\,2^{-53}` in [0, 1), 53-bit doubles            1
+``normal``     ziggurat, 256 layers (Marsaglia & Tsang 2000), 53-bit signed         ~1.02
+``gamma``      Marsaglia & Tsang (2000); ``shape < 1``: ``Gamma(a+1) U^(1/a)``      ~2.1 (+1)
+``invgamma``   :math:`1/\Gamma(a)` (``scipy.stats.invgamma(a)``)                    ~2.1
+``chisquare``  :math:`\chi^2_k = 2\,\Gamma(k/2)`                                    ~2.1
 ``t``          unit-variance Student :math:`t_s(\nu) = Z\sqrt{(\nu-2)/\chi^2_\nu}`  ~3.1
-``laplace``    unit variance: :math:`\pm\,\mathrm{Exp}(1)/\sqrt 2`                 1
-``uniform``    unit variance: :math:`U(-\sqrt3, \sqrt3)`                           1
-=============  ==============================================================  ===========
+``laplace``    unit variance: :math:`\pm\,\mathrm{Exp}(1)/\sqrt 2`                  1
+``uniform``    unit variance: :math:`U(-\sqrt3, \sqrt3)`                            1
+=============  ===================================================================  =========
 
 :math:`t_s(\nu) = t(\nu)\sqrt{(\nu-2)/\nu}` with :math:`t(\nu) = Z/\sqrt{\chi^2_\nu/\nu}`
 (Z and the chi-square independent), so :math:`t_s = Z\sqrt{(\nu-2)/(2G)}` with
@@ -52,8 +51,8 @@ squeeze tighter than the paper's :math:`U < 1 - 0.0331 Z^4` for :math:`d \ge 1/3
 it accepts the same variates, and sends ~4 % (shape 1.5) to 1.5 % (shape 3) of draws to
 the logarithms instead of ~8 % (gamma(1.5) 5.0 -> 3.9 ns per draw).
 
-Three forms
------------
+**Three forms.**
+
 * Python: :func:`draw` (a SeedSequence: a fresh stream; or a state array from
   :func:`stream_state`, advanced in place) and :func:`fill` (fills an array).
 * numba, state in an array: ``next_uniform(state)``, ``next_normal(state)``,
