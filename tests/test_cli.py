@@ -333,7 +333,7 @@ def test_error_bad_statistic_and_counts(capsys, csv):
 def test_demo_without_data_dir(capsys, monkeypatch, tmp_path):
     monkeypatch.delenv("UQX_DATA_DIR", raising=False)
     out_nc = tmp_path / "demo.nc"
-    rc, out, err = run(capsys, "demo", "-o", out_nc, "--n-boot", 200, "--n-mc", 30,
+    rc, out, err = run(capsys, "demo", "-o", out_nc, "--n-boot", 200, "--n-mc", 60,
                        "--seed", 2)
     assert rc == 0, err
     assert "# uqx demo" in out and "# validation" in out and "verdict" in out

@@ -59,11 +59,11 @@ def test_papers_rule_is_recorded_beside(calibrated):
 
 
 def test_power_on_miscalibrated_data():
-    """Scaled, inconsistent and non-adaptive uncertainties are caught."""
-    ds = error_rates(designs=["ig6_normal"], M=[1000], power_M=[1000],
+    """Scaled, inconsistent and non-adaptive uncertainties are caught (M = 2000)."""
+    ds = error_rates(designs=["ig6_normal"], M=[2000], power_M=[2000],
                      power_designs=["ig6_normal"],
                      scenarios=["scale0.8", "scale1.25", "gamma0.5", "x-variance"],
-                     n_datasets=20, **KW)
+                     n_datasets=12, n_boot=300, n_mc=200, scheduler="synchronous")
     inv = ds["verdict"].isel(design=0, M=0) == CODES.index("invalid")
     val = ds["verdict"].isel(design=0, M=0) == CODES.index("valid")
     n = ds.sizes["replicate"]

@@ -323,6 +323,11 @@ def _verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datas
             pv[i, j] = mc_pvalue(est[i, j], draws[i, j], direction_of(s.base))
             verdict[i, j], reason[i, j] = family_verdict(pv[i, j], member_labels, alpha=alpha)
             n = np.isfinite(draws[i, j, fits[0]]).sum()
+            smallest = (1 if direction_of(s.base) else 2) / (n + 1)
+            if smallest >= alpha:  # the test could never reject: its "valid" means nothing
+                verdict[i, j], reason[i, j] = "inconclusive", (
+                    f"{n} calibrated copies cannot give p < {alpha:g} (smallest p "
+                    f"{smallest:.3g}): increase --n-mc")
             borderline[i, j] = bool(np.any(np.abs(pv[i, j, fits] - alpha)
                                            < 2 * pvalue_noise(pv[i, j, fits], n, alpha)))
     valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
