@@ -9,18 +9,16 @@
   ``:setup:`` the code only runs.
 * At ``builder-inited`` the jupytext scripts of ``notebooks/`` become
   ``docs/notebooks/<name>.ipynb``: executed in quick mode (``QUICK=1``) when the literature
-  data are found, otherwise unexecuted with a note. Executed notebooks are cached in
-  ``docs/_build/notebook-cache`` under a key of the notebook text and of every uqx source
-  file, so a rebuild re-runs a notebook only when it or the package changed.
+  data are found, otherwise unexecuted with a note. Runs come from
+  :mod:`notebook_cache`, shared with ``tests/test_notebooks.py``: a notebook runs once
+  per change of itself or of the package, whichever of the two asks first.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
-import hashlib
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,23 +32,9 @@ from sphinx.util.nodes import nested_parse_with_titles
 LOG = logging.getLogger(__name__)
 DOCS = Path(__file__).resolve().parents[1]
 ROOT = DOCS.parent
-NOTEBOOK_SOURCES = ROOT / "notebooks"
 NOTEBOOK_PAGES = DOCS / "notebooks"
-CACHE = DOCS / "_build" / "notebook-cache"
 FIGURES = DOCS / "_build" / "uqx-figures"
 HELP_WIDTH = "90"
-
-#: first cell of an executed notebook (hidden): figures returned by a cell are shown as PNG
-_DISPLAY_CELL = """\
-import io
-from matplotlib.figure import Figure
-def _uqx_png(fig):
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-    return buf.getvalue()
-get_ipython().display_formatter.formatters["image/png"].for_type(Figure, _uqx_png)
-"""
-
 
 # ----------------------------------------------------------------- CLI reference
 
@@ -152,15 +136,6 @@ class FigureDirective(SphinxDirective):
 # ----------------------------------------------------------------- notebooks
 
 
-def _package_digest() -> str:
-    h = hashlib.sha256()
-    for path in sorted((ROOT / "uqx").rglob("*")):
-        if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
-            h.update(str(path.relative_to(ROOT)).encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
 def _data_available() -> bool:
     from uqx.datasets import data_dir
     from uqx.errors import InputError
@@ -170,30 +145,6 @@ def _data_available() -> bool:
     except InputError:
         return False
     return True
-
-
-def _execute(nb, name):
-    import nbclient
-    import nbformat
-
-    hidden = nbformat.v4.new_code_cell(_DISPLAY_CELL, metadata={"tags": ["remove-cell"]})
-    nb.cells.insert(0, hidden)
-    env = {"QUICK": "1"}
-    saved = {k: os.environ.get(k) for k in (*env, "MPLBACKEND")}
-    os.environ.update(env)
-    os.environ.pop("MPLBACKEND", None)  # the kernel's own inline backend
-    try:
-        with tempfile.TemporaryDirectory(prefix="uqx-docs-") as tmp:
-            client = nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
-                                             resources={"metadata": {"path": tmp}})
-            client.execute()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return nb
 
 
 def _unexecuted_note(nb):
@@ -215,30 +166,23 @@ def prepare_notebooks(app) -> None:
     """Write docs/notebooks/<name>.ipynb from notebooks/*.py (executed when data exist)."""
     import jupytext
     import nbformat
+    import notebook_cache
 
     NOTEBOOK_PAGES.mkdir(exist_ok=True)
     run = _data_available() and os.environ.get("UQX_DOCS_NOTEBOOKS", "run") != "skip"
-    digest = _package_digest() if run else ""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    sources = sorted(NOTEBOOK_SOURCES.glob("[0-9][0-9][0-9]_*.py"))
+    digest = notebook_cache.package_digest() if run else None
+    sources = notebook_cache.sources()
     for src in sources:
-        text = src.read_text(encoding="utf-8")
         page = NOTEBOOK_PAGES / f"{src.stem}.ipynb"
-        if not run:
-            nb = _unexecuted_note(jupytext.reads(text, fmt="py:percent"))
-            _write_if_changed(page, nbformat.writes(nb))
-            continue
-        key = hashlib.sha256((text + digest).encode()).hexdigest()[:20]
-        cached = CACHE / f"{src.stem}-{key}.ipynb"
-        if not cached.exists():
-            LOG.info(f"[uqx] executing {src.name} (QUICK=1)...")
+        if run:
             t0 = time.perf_counter()
-            nb = _execute(jupytext.reads(text, fmt="py:percent"), src.name)
-            LOG.info(f"[uqx] {src.name}: {time.perf_counter() - t0:.0f} s")
-            for old in CACHE.glob(f"{src.stem}-*.ipynb"):
-                old.unlink()
-            cached.write_text(nbformat.writes(nb), encoding="utf-8")
-        _write_if_changed(page, cached.read_text(encoding="utf-8"))
+            nb, cached = notebook_cache.executed(src, digest=digest)
+            if not cached:
+                LOG.info(f"[uqx] executed {src.name} (QUICK=1): "
+                         f"{time.perf_counter() - t0:.0f} s")
+        else:
+            nb = _unexecuted_note(jupytext.read(src))
+        _write_if_changed(page, nbformat.writes(nb))
     stale = {p.stem for p in NOTEBOOK_PAGES.glob("*.ipynb")} - {s.stem for s in sources}
     for stem in stale:
         (NOTEBOOK_PAGES / f"{stem}.ipynb").unlink()
