@@ -76,8 +76,9 @@ def save(fig, name):
 #
 # Var(E)/⟨u²⟩ and Var(Z) per case. The paper marks with an asterisk the statistics outside
 # their admissible range without saying which test it used (methods: where a paper and its code disagree); here the
-# asterisk is the verdict of `uqx.validate`: Var(Z) with its BCa interval against 1, and
-# Var(E)/⟨u²⟩ through the RCE (both test ⟨E²⟩ = ⟨u²⟩ for unbiased errors).
+# asterisk is the papers' decision kept by `uqx.validate` (`zeta_verdict`): Var(Z) with its
+# BCa interval against 1, and Var(E)/⟨u²⟩ through the RCE (both test ⟨E²⟩ = ⟨u²⟩ for
+# unbiased errors).
 
 # %%
 cases = primer_cases()
@@ -101,11 +102,11 @@ table_ii = pd.DataFrame({
     "consistency": cases["expected_consistency"].values,
     "adaptivity": cases["expected_adaptivity"].values,
     "Var(E)/MV": var_e_mv,
-    "*": [str(v) == "invalid" for v in check.verdict.sel(stat="rce").values],
+    "*": [str(v) == "invalid" for v in check.zeta_verdict.sel(stat="rce").values],
     "paper Var(E)/MV": [PAPER_TABLE_II[n][0] for n in names],
     "paper *": [PAPER_TABLE_II[n][1] for n in names],
     "Var(Z)": var_z,
-    "* ": [str(v) == "invalid" for v in check.verdict.sel(stat="var_z").values],
+    "* ": [str(v) == "invalid" for v in check.zeta_verdict.sel(stat="var_z").values],
     "paper Var(Z)": [PAPER_TABLE_II[n][2] for n in names],
     "paper * ": [PAPER_TABLE_II[n][3] for n in names],
     # bootstrap SEs (Var(E)/MV ≈ MSE/MV = (1 - RCE)², so its SE ≈ 2 (1 - RCE) SE(RCE))

@@ -66,7 +66,7 @@ from uqx.stats.tailedness import (
     TAILEDNESS_KEYS,
     tailedness,
 )
-from uqx.verdict import NOT_TESTED, interval_problem, simulated_verdict, zeta_verdict
+from uqx.verdict import NOT_TESTED, interval_problem, simulated_verdict, zeta_se, zeta_verdict
 
 __all__ = ["validate", "default_cond_bins", "DEFAULT_STATS", "TAILEDNESS_VARS"]
 
@@ -278,6 +278,24 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
     return frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws
 
 
+def _zeta_borderline(res, i, j) -> bool:
+    """|ζ| within two Monte-Carlo sd of 1: the papers' decision can flip with the seed."""
+    g = {k: res[k].values[i, j] for k in ("estimate", "ci_low", "ci_high", "ci_low_se",
+                                           "ci_high_se", "zeta", "reference",
+                                           "reference_kind")}
+    if str(g["reference_kind"]).startswith("predefined"):
+        zetas, refs, ut, rse = [g["zeta"]], [g["reference"]], [0.0], [0.0]
+    else:
+        zetas = list(res["zeta_sim"].values[i, j])
+        refs = list(res["sim_reference"].values[i, j])
+        rse = list(res["sim_reference_se"].values[i, j])
+        ut = [2 * x for x in rse]
+    sz = zeta_se(g["estimate"], np.array(refs), g["ci_low"], g["ci_high"], g["ci_low_se"],
+                 g["ci_high_se"], target_u=np.array(ut), reference_se=np.array(rse))
+    with np.errstate(invalid="ignore"):
+        return bool(np.any(np.abs(np.abs(zetas) - 1) < 2 * sz))
+
+
 def _papers_verdict(res, specs, i, j, labels):
     """Return the papers' ζ decision (000 Fig. 1 with uqx's D agreement), for comparison."""
     e, lo, hi = (float(res[k].values[i, j]) for k in ("estimate", "ci_low", "ci_high"))
@@ -307,6 +325,7 @@ def _verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datas
     papers = np.full((S, K), "not tested", dtype=object)
     reason = np.full((S, K), "", dtype=object)
     borderline = np.zeros((S, K), dtype=bool)
+    zeta_bl = np.zeros((S, K), dtype=bool)
     pv = np.full((S, K, len(member_labels)), np.nan)
     labels = [str(d) for d in res["dist"].values]
     est = res["estimate"].values
@@ -316,6 +335,8 @@ def _verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datas
             if s.base in NOT_TESTED:
                 continue
             papers[i, j] = _papers_verdict(res, specs, i, j, labels)
+            if papers[i, j] in ("valid", "invalid"):
+                zeta_bl[i, j] = _zeta_borderline(res, i, j)
             problem = interval_problem(est[i, j], res["ci_low"].values[i, j],
                                        res["ci_high"].values[i, j])
             if problem:
@@ -345,6 +366,9 @@ def _verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datas
                     {"long_name": "Monte-Carlo p-value under each member of the null family"}),
         "zeta_verdict": (("set", "stat"), papers.astype(str),
                          {"long_name": "the papers' zeta rule (000 Fig. 1), for comparison"}),
+        "zeta_borderline": (("set", "stat"), zeta_bl,
+                            {"long_name": "|zeta| within 2 Monte-Carlo sd of 1 (zeta_verdict "
+                             "can flip with the seed)"}),
     }, coords={"member": list(member_labels)})
 
 
