@@ -60,9 +60,7 @@ def test_pages_are_in_the_toctree_and_verdicts_is_one_file():
 
 #: modules still citing the developers' spec by section number, being rewritten by other
 #: work in progress (verdicts, references, studies): to be emptied, never extended
-PENDING = {"uqx/reference.py", "uqx/extrapolation.py", "uqx/validate.py", "uqx/conditional.py",
-           "uqx/sweeps/bins.py", "uqx/sweeps/pval.py", "uqx/sweeps/decimation.py",
-           "uqx/sweeps/binned_tailedness.py", "uqx/sweeps/_common.py"}
+PENDING = {"uqx/reference.py", "uqx/extrapolation.py"}
 
 
 def test_nothing_points_to_the_developers_spec():

@@ -39,7 +39,7 @@ def _conds(sets):
 
 
 #: Bins of at least this many points get the analytic 'cho' LZISD interval under
-#: ``lzisd_ci="auto"`` (ErrViewLib's 'auto' rule of plotLZV, METHODS §4.3).
+#: ``lzisd_ci="auto"`` (ErrViewLib's 'auto' rule of plotLZV, methods page, Binned statistics).
 CHO_MIN_POP = 400
 
 
@@ -66,7 +66,7 @@ def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, comm
     """LZISD per bin, fraction of valid bins and its Wilson-cc interval per (set, cond).
 
     ``method``: ``"bootstrap"`` (BCa per bin from shared resamples), ``"cho"`` (analytic,
-    METHODS §4.3) or ``"auto"``: 'cho' when every bin has at least :data:`CHO_MIN_POP`
+    methods page, Binned statistics) or ``"auto"``: 'cho' when every bin has at least :data:`CHO_MIN_POP`
     points (large data: the bootstrap adds nothing there but cost), else bootstrap.
     """
     conds = _conds(sets)

@@ -49,7 +49,13 @@ from uqx.mctest import (
     pvalue_noise,
     t_nu_from_tails,
 )
-from uqx.reference import d_sensitive, simulate_reference, zeta_score, zeta_sim2
+from uqx.reference import (
+    d_sensitive,
+    prepare_sets,
+    simulate_reference,
+    zeta_score,
+    zeta_sim2,
+)
 from uqx.render import (  # noqa: F401  (re-exported for compatibility)
     WARN_SEP,
     paper_table_a,
@@ -218,29 +224,34 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
     draws = np.full((S, K, len(members), n_mc), np.nan)
     nulls = {}
     n_test = min(n_mc, N_TEST)
+    names = [specs[j].name for j in tested]
+    # one sort of uE and one set of bins per set, shared by every member and copy
+    prepared = prepare_sets(ds, names, bins=common["bins"], binning=common["binning"],
+                            pop_min=common["pop_min"], pool=True) if tested else None
     for d, (dist, dnu, label) in enumerate(members):
         # the papers' references need n_mc copies, a test N_TEST; one keyed stream per
-        # member, so the first copies are the same draws for every statistic
+        # member, so the first copies are the same draws for every statistic: one call
+        # per member, the test-only statistics keep the first n_test copies
         full = sim_idx if d < D else []
-        groups = [(g, n) for g, n in ((full, n_mc), ([j for j in tested if j not in full],
-                                                     n_test)) if g]
-        for g, (idx, n) in enumerate(groups):
-            r = simulate_reference(ds, [specs[j].name for j in idx], dist=dist,
-                                   nu=6.0 if dnu is None else dnu, n_mc=n, seed=seed,
-                                   level=level, hooks=hooks if g == 0 else None,
-                                   keep_draws=True, label=label if np.ndim(dnu) else None,
-                                   **common)
-            if isinstance(r, tuple):
-                r, hooked = r
-                for i, arr in hooked.items():
-                    nulls.setdefault(i, []).append(arr)
-            draws[:, idx, d, :n] = r["draws"].values
-            for jj, j in enumerate(idx):
-                if j in full:
-                    sim["ref"][:, j, d] = r["reference"].values[:, jj]
-                    sim["se"][:, j, d] = r["reference_se"].values[:, jj]
-                    sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
-                    sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
+        n = n_mc if full else n_test
+        if not tested:
+            continue
+        r = simulate_reference(ds, names, dist=dist, nu=6.0 if dnu is None else dnu,
+                               n_mc=n, seed=seed, level=level, hooks=hooks,
+                               keep_draws=True, label=label if np.ndim(dnu) else None,
+                               prepared=prepared, **common)
+        if isinstance(r, tuple):
+            r, hooked = r
+            for i, arr in hooked.items():
+                nulls.setdefault(i, []).append(arr)
+        for jj, j in enumerate(tested):
+            m = n if j in full else n_test
+            draws[:, j, d, :m] = r["draws"].values[:, jj, :m]
+            if j in full:
+                sim["ref"][:, j, d] = r["reference"].values[:, jj]
+                sim["se"][:, j, d] = r["reference_se"].values[:, jj]
+                sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
+                sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
     e3 = est[..., None]
     zs = zeta_score(e3, sim["ref"], lo[..., None], hi[..., None], target_u=2 * sim["se"])
     zs2 = zeta_sim2(e3, sim["ref"], sim["lo"], sim["hi"])
@@ -479,7 +490,7 @@ def validate(
 ) -> xr.Dataset:
     r"""Validate average calibration, consistency and adaptivity of uncertainties.
 
-    Implements the decision tree of paper 000 Fig. 1 (METHODS.md §7) with the verdict
+    Implements the decision tree of paper 000 Fig. 1 (documentation: How to read the verdicts) with the verdict
     rules of :mod:`uqx.verdict` and the conditional routes of :mod:`uqx.conditional`;
     see the module docstring for the steps.
 
@@ -514,7 +525,7 @@ def validate(
         max(min(floor(M/150), 15), 2) bins and ``min(n_boot, 5000)`` replicates).
     cond_ci : {"auto", "bootstrap", "cho"}
         LZISD per-bin intervals: BCa from shared resamples, the analytic 'cho' interval
-        (METHODS §4.3), or 'cho' when every bin holds at least 400 points (default).
+        (methods page, Binned statistics), or 'cho' when every bin holds at least 400 points (default).
     extrapolation_n_mc : int, optional
         Calibrated copies per distribution for the extrapolation null (default
         ``min(n_mc, 200)``).
@@ -528,7 +539,7 @@ def validate(
         ζ, ``verdict``/``verdict_reason``/``borderline``; over (``set``, ``stat``,
         ``dist``): simulated references and ζ_Sim, ζ_Sim2; over ``set``: tailedness,
         ``n_bins_used``, warnings; over (``set``, ``cond``, ...): the conditional routes
-        and ``cond_verdict`` (README, "How to read the verdicts").
+        and ``cond_verdict`` (documentation: "How to read the verdicts").
 
     Examples
     --------

@@ -58,7 +58,7 @@ def mean_se(da: xr.DataArray, dim: str = "replicate"):
 
 
 def zms_rce_bca(E, u, *, n_boot: int, seed: int, key, level: float = 0.95) -> dict:
-    """BCa intervals of ZMS and RCE of one data set (nptest conventions, METHODS §5.1).
+    """BCa intervals of ZMS and RCE of one data set (nptest conventions, methods page, Bootstrap).
 
     Uses the engine's kernels directly (no dask graph per call):
     :class:`uqx.evaluator.SetEvaluator` estimate, jackknife and streamed replicate sums

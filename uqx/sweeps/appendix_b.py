@@ -2,16 +2,19 @@ r"""``appendix-b``: simulated ENCE and ZMSE of calibrated data (000 App. B, Figs
 
 Grid M x nu x N, models NIG (:math:`E = u\,N(0,1)`) and T6IG (:math:`E = u\,t_s(6)`),
 :math:`u^2 \sim \Gamma^{-1}(a, a)` with a = ν (``ig_shape="nu"``, the reference code
-``rinvgamma(M, nu, nu)``, default) or a = ν/2 (``"half-nu"``, the paper's text; METHODS
-§8.1, §13.1). u is sorted before E is drawn (``testENCE.R``), so the equal-count bins
+``rinvgamma(M, nu, nu)``, default) or a = ν/2 (``"half-nu"``, the paper's text; methods
+page, Synthetic data and Where a paper and its code disagree). u is sorted before E is drawn (``testENCE.R``), so the equal-count bins
 ``genIntervals(1:M, N)`` (popMin 30) are index intervals of the sorted order.
 
-One data set serves every N of its (M, ν, replicate) (one prefix sum per data set, as
-in :func:`uqx.extrapolation.sweep_statistics`, 25 data sets per batch), and one draw
-of u serves both models (the ε streams are keyed by model): a task is one (M, ν) cell
-and a group of fixed blocks of :data:`BLOCK` replicates. Streams: u from
-``seed_sequence(seed, "appendix-b", "u", ig_shape, M, ν, block)``, ε from
-``seed_sequence(seed, "appendix-b", "eps", model, ig_shape, M, ν, block)``.
+One data set serves every N of its (M, ν, replicate): ε is drawn, binned for every N
+and summed in one pass without storing E (:func:`uqx.extrapolation.sweep_copies`: the
+running sums are recorded at the union of the bin edges), and one draw of u serves both
+models (the ε streams are keyed by model): a task is one (M, ν) cell and a group of
+fixed blocks of :data:`BLOCK` replicates. Streams (xoshiro256**, :mod:`uqx.generators`,
+replicate after replicate): u from ``seed_sequence(seed, "appendix-b", "u", ig_shape,
+M, ν, block)`` (Marsaglia–Tsang gamma, :math:`u^2 = a/\Gamma(a)`), ε from
+``seed_sequence(seed, "appendix-b", "eps", model, ig_shape, M, ν, block)`` (ziggurat
+normal, :math:`t_s(6)`).
 
 Summaries: per cell the mean and :math:`s/\sqrt{N_{MC}}` of ENCE (RMSE convention) and
 ZMSE, and per model and statistic the OLS fit ``lm(mean ~ sqrt(N/M))`` with intercept
@@ -25,8 +28,8 @@ import numpy as np
 import xarray as xr
 
 from uqx.errors import InputError
-from uqx.extrapolation import ols_fit, sweep_statistics
-from uqx.reference import draw_unit
+from uqx.extrapolation import ols_fit, sweep_copies
+from uqx.generators import fill
 from uqx.resample import resolve_seed, seed_sequence
 from uqx.sweeps._common import check_axis, check_int, execute, mean_se
 from uqx.sweeps.engine import Study
@@ -62,19 +65,18 @@ def kernel(cell, block, n, params, data):
     shape = params["ig_shape"]
     seed = params["seed"]
     a = nu if shape == "nu" else nu / 2.0
-    rng = np.random.Generator(
-        np.random.PCG64(seed_sequence(seed, NAME, "u", shape, M, nu, block)))
-    # u^2 ~ IG(a, a) = 1 / Gamma(shape a, rate a); sorted before E (testENCE.R)
-    us = np.sort(np.sqrt(1.0 / rng.gamma(a, 1.0 / a, (n, M))), axis=-1)
+    # u^2 ~ IG(a, a) = a / Gamma(a, 1); sorted before E (testENCE.R)
+    g = fill(seed_sequence(seed, NAME, "u", shape, M, nu, block), np.empty((n, M)), "gamma",
+             shape=a)
+    us = np.sort(np.sqrt(np.divide(a, g, out=g), out=g), axis=-1)
     models, n_bins = params["models"], params["N"]
     out = np.empty((n, len(models), len(n_bins), len(STATS)))
     for k, model in enumerate(models):
         dist, dnu = MODELS[model]
-        rng_e = np.random.Generator(
-            np.random.PCG64(seed_sequence(seed, NAME, "eps", model, shape, M, nu, block)))
-        E = us * draw_unit(rng_e, (n, M), dist=dist, nu=dnu)
-        out[:, k] = sweep_statistics(E, us, n_bins, STATS, pop_min=params["pop_min"],
-                                     rows=25)
+        ss = seed_sequence(seed, NAME, "eps", model, shape, M, nu, block)
+        # E = u ε drawn, binned for every N and summed in one pass (no E stored)
+        out[:, k] = sweep_copies(ss, us, n_bins, dist=dist, nu=dnu,
+                                 pop_min=params["pop_min"])[..., :2]
     return {"ence": out[..., 0], "zmse": out[..., 1]}
 
 

@@ -1,6 +1,6 @@
 r"""``binned-tailedness``: β_GM and κ_CS of u², E², Z² per equal-count uE bin (001 Fig. 8).
 
-Per data set (METHODS §4.7): stable sort by uE, equal-count bins ``genIntervals(1:M,
+Per data set (methods page, Tailedness): stable sort by uE, equal-count bins ``genIntervals(1:M,
 20)`` with popMin 30 (:func:`uqx.binning.make_bins`), and in each bin the Harrell-Davis
 based β_GM and κ_CS of u², E² and Z² (:func:`uqx.stats.tailedness.tailedness`), next to
 the full-set values. Deterministic; one task per set.
@@ -98,7 +98,7 @@ def binned_tailedness(ds=None, *, output=None, chunk_size=None, scheduler=None,
     """
     study = define(ds, **options)
     attrs = {"n_bins": study.params["n_bins"], "pop_min": study.params["pop_min"],
-             "reference": "Pernot 001 Fig. 8 (METHODS 4.7)"}
+             "reference": "Pernot 001 Fig. 8 (methods page, Tailedness)"}
     return execute(study, summarise, output=output, chunk_size=chunk_size,
                    scheduler=scheduler, num_workers=num_workers, resume=resume,
                    keep_run=keep_run, quiet=quiet, mkdir=mkdir, attrs=attrs,

@@ -1,6 +1,6 @@
 r"""``bins``: binned statistics against the number of bins, zero-bin extrapolation.
 
-Papers 002 and 000 App. C (METHODS §3.8): ENCE, ZMSE and ZVE for a series of
+Papers 002 and 000 App. C (methods page, Zero-bin extrapolation): ENCE, ZMSE and ZVE for a series of
 equal-count bin numbers N, ``lm(y ~ x)`` against :math:`\sqrt{N/M}` (``app-c``) or
 :math:`\sqrt N` (``002``) and the intercept "at zero bins". This is
 :func:`uqx.extrapolation.extrapolate` applied to each set (the same function as the
@@ -12,8 +12,8 @@ about 40 % of calibrated sets).
 Presets: ``app-c`` (000 App. C: N = 10..150 by 10, M/N > 20, popMin 20, fit N > 20) and
 ``002`` (N in {1, 2, 5, 10, ..., 160}, M/N > 30, popMin 30, x = √N, SD-convention ENCE,
 fit ranges of the paper per set: QM9 ENCE and Diffusion √N > 4, Perovskite √N > 2, QM9
-ZVE all points; METHODS §3.8 second item). Deterministic: reproduces 002 Table I and
-000 App. C (METHODS §14.3-14.4) to the printed digits.
+ZVE all points; methods page, Zero-bin extrapolation). Deterministic: reproduces 002 Table I and
+000 App. C (tests/test_paper_tables.py) to the printed digits.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ CONVENTIONS = ("preset",)
 
 
 def fit_min_002(name: str) -> dict:
-    """Smallest fitted N per statistic in paper 002 for a set name (METHODS §3.8).
+    """Smallest fitted N per statistic in paper 002 for a set name (methods page, Zero-bin extrapolation).
 
     QM9: ENCE on √N > 4 (N >= 20), ZVE on all points; Diffusion: √N > 4; Perovskite:
     √N > 2 (N >= 5); other sets: all points.

@@ -1,11 +1,11 @@
 r"""``decimation``: ΔRCE and ΔZMS after removing the largest uncertainties (001 Fig. 7).
 
-Per data set (METHODS §11.2): sort by (u decreasing, E decreasing; stable), and for
+Per data set (methods page, Curves): sort by (u decreasing, E decreasing; stable), and for
 :math:`k_i = 0.1\,i` %, i = 0..100 (float64, as R's ``seq``), remove the first
 :math:`\lfloor k M/100 \rfloor` rows; :math:`\Delta_{RCE}(k) = RCE_k - RCE_0`,
 :math:`\Delta_{ZMS}(k) = ZMS_k - ZMS_0`. The bars are the zero-centred BCa intervals of
 the **full** set, :math:`[lo - \theta, hi - \theta]` (the text of 001 and paper 004;
-METHODS §13.8), from ``n_boot`` nptest BCa replicates keyed by the data content.
+methods page, Where a paper and its code disagree), from ``n_boot`` nptest BCa replicates keyed by the data content.
 """
 
 from __future__ import annotations

@@ -250,7 +250,7 @@ def error_rates(*, output=None, chunk_size=None, scheduler=None, num_workers=Non
 
 def rates_table(archive, *, tests=("zms", "rce", "cc", "ence", "zmse", "zve", "consistency",
                                    "adaptivity", "any"), zeta=False) -> str:
-    """Markdown table of the measured rates of an archive (the README's table).
+    """Markdown table of the measured rates of an archive (README and documentation).
 
     Calibrated rows: the largest ``invalid`` rate over the designs at each M (size) and
     the smallest ``valid`` rate; other scenarios: the ``invalid`` rate (power) per design.

@@ -10,9 +10,9 @@ Per grid point, ``n_datasets`` (1000) calibrated synthetic sets of M = 5000:
 
 Each set gets the nptest BCa intervals of (ZMS, RCE) with ``n_boot`` (5000) replicates
 (:func:`uqx.sweeps._common.zms_rce_bca`); ``valid = lo <= ref <= hi`` (inclusive,
-METHODS §5.4) with ref = 1 (ZMS) and 0 (RCE); :math:`p_{val}` = fraction valid with
+methods page, ζ-scores) with ref = 1 (ZMS) and 0 (RCE); :math:`p_{val}` = fraction valid with
 the Wilson interval with continuity correction (:func:`uqx.reference.binomial_ci`,
-METHODS §5.5), and the mean β_GM / κ_CS of u² and E² of the sets (upper axes). Every
+methods page, ζ-scores), and the mean β_GM / κ_CS of u² and E² of the sets (upper axes). Every
 data set has its own stream (keyed by scenario, ν and its index), so blocks of
 :data:`BLOCK` sets and the tasks that group them never change the numbers.
 """
