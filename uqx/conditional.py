@@ -66,8 +66,9 @@ def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, comm
     """LZISD per bin, fraction of valid bins and its Wilson-cc interval per (set, cond).
 
     ``method``: ``"bootstrap"`` (BCa per bin from shared resamples), ``"cho"`` (analytic,
-    methods page, Binned statistics) or ``"auto"``: 'cho' when every bin has at least :data:`CHO_MIN_POP`
-    points (large data: the bootstrap adds nothing there but cost), else bootstrap.
+    methods page, Binned statistics) or ``"auto"``: 'cho' when every bin has at least
+    :data:`CHO_MIN_POP` points (large data: the bootstrap adds nothing there but cost),
+    else bootstrap.
     """
     conds = _conds(sets)
     S, C = len(sets), len(conds)

@@ -490,8 +490,9 @@ def validate(
 ) -> xr.Dataset:
     r"""Validate average calibration, consistency and adaptivity of uncertainties.
 
-    Implements the decision tree of paper 000 Fig. 1 (documentation: How to read the verdicts) with the verdict
-    rules of :mod:`uqx.verdict` and the conditional routes of :mod:`uqx.conditional`;
+    Extends the decision tree of paper 000 Fig. 1 with the Monte-Carlo tests of
+    :mod:`uqx.mctest` and the conditional routes of :mod:`uqx.conditional`
+    (documentation: How to read the verdicts);
     see the module docstring for the steps.
 
     Parameters
@@ -525,7 +526,8 @@ def validate(
         max(min(floor(M/150), 15), 2) bins and ``min(n_boot, 5000)`` replicates).
     cond_ci : {"auto", "bootstrap", "cho"}
         LZISD per-bin intervals: BCa from shared resamples, the analytic 'cho' interval
-        (methods page, Binned statistics), or 'cho' when every bin holds at least 400 points (default).
+        (methods page, Binned statistics), or 'cho' when every bin holds at least 400
+        points (default).
     extrapolation_n_mc : int, optional
         Calibrated copies per distribution for the extrapolation null (default
         ``min(n_mc, 200)``).

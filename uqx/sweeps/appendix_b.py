@@ -3,8 +3,9 @@ r"""``appendix-b``: simulated ENCE and ZMSE of calibrated data (000 App. B, Figs
 Grid M x nu x N, models NIG (:math:`E = u\,N(0,1)`) and T6IG (:math:`E = u\,t_s(6)`),
 :math:`u^2 \sim \Gamma^{-1}(a, a)` with a = ν (``ig_shape="nu"``, the reference code
 ``rinvgamma(M, nu, nu)``, default) or a = ν/2 (``"half-nu"``, the paper's text; methods
-page, Synthetic data and Where a paper and its code disagree). u is sorted before E is drawn (``testENCE.R``), so the equal-count bins
-``genIntervals(1:M, N)`` (popMin 30) are index intervals of the sorted order.
+page, Synthetic data and Where a paper and its code disagree). u is sorted before E is
+drawn (``testENCE.R``), so the equal-count bins ``genIntervals(1:M, N)`` (popMin 30) are
+index intervals of the sorted order.
 
 One data set serves every N of its (M, ν, replicate): ε is drawn, binned for every N
 and summed in one pass without storing E (:func:`uqx.extrapolation.sweep_copies`: the

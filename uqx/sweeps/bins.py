@@ -36,7 +36,9 @@ CONVENTIONS = ("preset",)
 
 
 def fit_min_002(name: str) -> dict:
-    """Smallest fitted N per statistic in paper 002 for a set name (methods page, Zero-bin extrapolation).
+    """Smallest fitted N per statistic in paper 002 for a set name.
+
+    Methods page, Zero-bin extrapolation.
 
     QM9: ENCE on √N > 4 (N >= 20), ZVE on all points; Diffusion: √N > 4; Perovskite:
     √N > 2 (N >= 5); other sets: all points.

@@ -5,7 +5,8 @@ Per data set (methods page, Curves): sort by (u decreasing, E decreasing; stable
 :math:`\lfloor k M/100 \rfloor` rows; :math:`\Delta_{RCE}(k) = RCE_k - RCE_0`,
 :math:`\Delta_{ZMS}(k) = ZMS_k - ZMS_0`. The bars are the zero-centred BCa intervals of
 the **full** set, :math:`[lo - \theta, hi - \theta]` (the text of 001 and paper 004;
-methods page, Where a paper and its code disagree), from ``n_boot`` nptest BCa replicates keyed by the data content.
+methods page, Where a paper and its code disagree), from ``n_boot`` nptest BCa
+replicates keyed by the data content.
 """
 
 from __future__ import annotations
