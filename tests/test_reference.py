@@ -4,7 +4,8 @@ Oracles: methods: ζ-scores (ζ, ζ_Sim2 and the 000 Table A3 Set 1 ENCE check) 
 1998 published Wilson / Wilson-cc intervals, and scipy's independent implementation)
 (simulated references: generative model, Sim/Sim2 summaries, keyed reproducibility,
 t_s(ν) with ν > 2) (edge cases). The simulated statistics are recomputed by brute
-force from the very draws the simulator used (captured by wrapping ``draw_unit``).
+force from the very draws the simulator used (the same keyed stream redrawn by
+``draw_unit``).
 """
 
 import numpy as np
@@ -177,8 +178,11 @@ def test_binomial_ci_bad_method():
 # ---------------------------------------------------------------- draw_unit, d_sensitive
 
 
-def test_draw_unit_unit_variance_and_nu_check():
-    rng = np.random.default_rng(5)
+@pytest.mark.parametrize("source", ["numpy", "keyed"])
+def test_draw_unit_unit_variance_and_nu_check(source):
+    from uqx.resample import seed_sequence
+
+    rng = np.random.default_rng(5) if source == "numpy" else seed_sequence(5, "u")
     x = draw_unit(rng, 400_000, dist="t", nu=6.0)
     assert x.var() == pytest.approx(1.0, abs=0.03)
     assert sps.kurtosis(draw_unit(rng, 400_000)) == pytest.approx(0.0, abs=0.05)
@@ -322,32 +326,86 @@ def _brute(E, u, n_bins):
     return {"zms": zms, "rce": (rmv - rmse) / rmv, "cc": cc, "ence": ence, "zmse": zmse}
 
 
-@pytest.mark.parametrize("dist", ["normal", "t"])
-def test_simulated_statistics_equal_brute_force_on_same_draws(monkeypatch, dist):
+def _brute_extra(E, u, X, n_bins):
+    """ZVE on uE and ENCE on X (equal-count bins of M divisible by n_bins), directly."""
+    Z = E / u
+    o = np.argsort(u, kind="stable")
+    zve = np.exp(np.mean([abs(np.log(np.var(Z[b], ddof=1)))
+                          for b in np.array_split(o, n_bins)]))
+    ox = np.argsort(X, kind="stable")
+    ence_x = np.mean([abs(np.sqrt(np.mean(u[b] ** 2)) - np.sqrt(np.mean(E[b] ** 2)))
+                      / np.sqrt(np.mean(u[b] ** 2)) for b in np.array_split(ox, n_bins)])
+    return {"zve": zve, "ence_X": ence_x}
+
+
+@pytest.mark.parametrize("dist", ["normal", "t", "data"])
+def test_simulated_statistics_equal_brute_force_on_same_draws(dist):
+    # the fused kernel draws, bins and sums each copy without storing ε; its slow
+    # obvious twin: the same keyed stream drawn by draw_unit (copy after copy, as the
+    # kernel consumes it), then every statistic by its direct formula
+    from uqx.mctest import standardised_z
+    from uqx.resample import content_key, seed_sequence
+
     M, n_mc, n_bins = 1000, 40, 20
-    ds = _set(M, 7, "bf")
-    u = ds["uE"].values
-    captured = []
-    real = R.draw_unit
-
-    def spy(rng, size, **kw):
-        eps = real(rng, size, **kw)
-        captured.append(eps.copy())
-        return eps
-
-    monkeypatch.setattr(R, "draw_unit", spy)
-    stats = ["zms", "rce", "cc", "ence", "zmse"]
+    base = _set(M, 7, "bf")
+    u, E = base["uE"].values, base["E"].values
+    X = np.random.default_rng(8).uniform(0, 1, M)
+    ds = uqx.from_arrays(E, u, X=X, name="bf")
+    stats = ["zms", "rce", "cc", "ence", "zmse", "zve", "ence_X"]
     r = simulate_reference(ds, stats, dist=dist, nu=6.0, n_mc=n_mc, seed=9, bins=n_bins,
                            keep_draws=True, scheduler="synchronous")
-    assert len(captured) == 1 and captured[0].shape == (n_mc, M)
-    eps = captured[0]
+    label = {"normal": "N", "t": "T6", "data": "data"}[dist]
+    pool = standardised_z(E, u)
+    eps = draw_unit(seed_sequence(9, "sim", content_key(E, u), label, 0), (n_mc, M),
+                    dist=dist, nu=6.0, pool=pool)
     if dist == "t":  # kurtosis of t_s(6) is 3 (excess); just check it is heavier than N
         assert sps.kurtosis(eps.ravel()) > 1
-    us = u[np.argsort(u, kind="stable")]  # the draws are laid out in the uE order
+    if dist == "data":  # values of the pool only
+        assert np.isin(eps, pool).all()
+    o = np.argsort(u, kind="stable")
+    us, Xs = u[o], X[o]  # the draws are laid out in the uE order
     for k in range(n_mc):
-        want = _brute(us * eps[k], us, n_bins)
+        want = _brute(us * eps[k], us, n_bins) | _brute_extra(us * eps[k], us, Xs, n_bins)
         for j, s in enumerate(stats):
             assert r["draws"].values[0, j, k] == pytest.approx(want[s], rel=1e-9, abs=1e-12), s
+
+
+def test_draw_unit_keyed_stream_rows_continue():
+    # rows drawn one after the other: one call for (k, M) equals k calls of M, and the
+    # "data" member equals Lemire's bounded integers of uqx.resample on the same stream
+    from uqx.generators import stream_state
+    from uqx.resample import _draw_uniform, seed_sequence
+
+    ss = seed_sequence(3, "t")
+    pool = np.random.default_rng(0).standard_normal(777)
+    for dist in ("normal", "t", "data"):
+        whole = draw_unit(ss, (5, 101), dist=dist, nu=5.0, pool=pool)
+        st = stream_state(ss)
+        rows = [draw_unit(st, 101, dist=dist, nu=5.0, pool=pool) for _ in range(5)]
+        np.testing.assert_array_equal(whole, np.stack(rows))
+    st = stream_state(ss)
+    idx = np.empty(101, np.int64)
+    want = []
+    for _ in range(5):
+        _draw_uniform(st, pool.size, idx)
+        want.append(pool[idx])
+    np.testing.assert_array_equal(draw_unit(ss, (5, 101), dist="data", pool=pool),
+                                  np.stack(want))
+    # the t member with nu = inf is the normal member, bit for bit
+    np.testing.assert_array_equal(draw_unit(ss, 50, dist="t", nu=np.inf), draw_unit(ss, 50))
+
+
+def test_simulate_reference_memory_budget_invariant(monkeypatch):
+    # copies that keep ε (rank statistic) are batched to the budget: same bits
+    ds = _set(600, 3, "m")
+    kw = dict(n_mc=300, seed=5, keep_draws=True, scheduler="synchronous")
+    a = simulate_reference(ds, ["zms", "cc", "ence"], **kw)
+    monkeypatch.setattr(R, "rows_for_budget", lambda *a, **k: 7)
+    b = simulate_reference(ds, ["zms", "cc", "ence"], **kw)
+    np.testing.assert_array_equal(a["draws"].values, b["draws"].values)
+    # and a statistic's copies do not depend on the statistics beside it
+    c = simulate_reference(ds, ["ence"], **kw)
+    np.testing.assert_array_equal(a["draws"].values[:, 2], c["draws"].values[:, 0])
 
 
 def test_cc_fast_path_matches_scipy_spearman():

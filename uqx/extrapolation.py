@@ -32,7 +32,9 @@ import numpy as np
 
 from uqx.binning import equal_count_edges, reduce_n_bins, stable_order
 from uqx.errors import InputError
-from uqx.resample import seed_sequence
+from uqx.generators import stream_state
+from uqx.reference import draw_unit, unit_args, unit_step
+from uqx.resample import _thresh, seed_sequence
 from uqx.statistic import BINNED_STATS, prefix_bin_features
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "null_intercepts",
     "NullHook",
     "sweep_three",
+    "sweep_copies",
     "extrapolate",
     "extrapolate_many",
     "null_verdict",
@@ -295,6 +298,104 @@ def sweep_three(eps, u_sorted, n_bins, *, pop_min: int = 20) -> np.ndarray:
     return out
 
 
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
+                 out):  # pragma: no cover - numba
+    """ENCE, ZMSE, ZVE of copies ``U[r] * ε`` drawn on the fly, every bin partition.
+
+    One pass per copy: ε from :func:`uqx.reference.unit_step` (row after row on one
+    stream), running sums of (u², E², z², z) recorded at the sorted breakpoints ``bp``
+    of all partitions; ``edges[offsets[l]:offsets[l+1]]`` are the positions in ``bp``
+    of the edges of partition l. Formulas of :func:`_sweep_three`.
+    """
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    n = np.uint64(max(pool.shape[0], 1))
+    th = _thresh(n)
+    k, M = out.shape[0], U.shape[1]
+    L = offsets.size - 1
+    P = np.zeros((bp.size, 4))
+    for r in range(k):
+        u = U[r if U.shape[0] > 1 else 0]
+        pend, have = np.uint64(0), False
+        a0 = a1 = a2 = a3 = 0.0
+        j = 1
+        for i in range(M):
+            e, s0, s1, s2, s3, pend, have = unit_step(
+                code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+            x = u[i] * e
+            a0 += u[i] * u[i]
+            a1 += x * x
+            a2 += e * e
+            a3 += e
+            if i + 1 == bp[j]:
+                P[j, 0] = a0
+                P[j, 1] = a1
+                P[j, 2] = a2
+                P[j, 3] = a3
+                j += 1
+        for li in range(L):
+            q0, q1 = offsets[li], offsets[li + 1]
+            nb = q1 - q0 - 1
+            s_ence = 0.0
+            s_zmse = 0.0
+            s_zve = 0.0
+            for b in range(nb):
+                lo, hi = edges[q0 + b], edges[q0 + b + 1]
+                cnt = bp[hi] - bp[lo]
+                mv = (P[hi, 0] - P[lo, 0]) / cnt
+                mse = (P[hi, 1] - P[lo, 1]) / cnt
+                sz2 = P[hi, 2] - P[lo, 2]
+                sz = P[hi, 3] - P[lo, 3]
+                var_z = max((sz2 - sz * sz / cnt) / (cnt - 1), 0.0)
+                rmv = np.sqrt(mv)
+                s_ence += abs(rmv - np.sqrt(mse)) / rmv
+                s_zmse += abs(np.log(sz2 / cnt))
+                s_zve += abs(np.log(var_z))
+            out[r, li, 0] = s_ence / nb
+            out[r, li, 1] = s_zmse / nb
+            out[r, li, 2] = np.exp(s_zve / nb)
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
+def sweep_copies(source, u_sorted, n_bins, *, dist: str = "normal", nu=None, pool=None,
+                 n_copies: int | None = None, pop_min: int = 20) -> np.ndarray:
+    r"""ENCE, ZMSE, ZVE of calibrated copies drawn and swept in one pass (no ε stored).
+
+    Copy r is :math:`E = u_r\,\epsilon_r`, ε drawn on the keyed stream ``source`` copy
+    after copy (the draws of :func:`uqx.reference.draw_unit`), and swept over equal-count
+    bin numbers ``n_bins`` like :func:`sweep_three` (equal to ``sweep_three(draw_unit(
+    source, (k, M)), u)`` within rounding, tested): the running sums
+    :math:`\sum u^2, \sum E^2, \sum z^2, \sum z` are recorded at the union of the bin
+    edges, so a copy costs one draw and four additions per value.
+
+    Parameters
+    ----------
+    source : numpy.random.SeedSequence or numpy.ndarray
+        Keyed stream (or uint64[4] state, advanced in place).
+    u_sorted : array_like, shape (M,) or (k, M)
+        Sorted uncertainties: shared by every copy, or one row per copy.
+    n_bins : sequence of int
+    dist, nu, pool :
+        Generative distribution (:func:`uqx.reference.draw_unit`).
+    n_copies : int, optional
+        Number of copies when ``u_sorted`` is one row (default 1).
+
+    Returns
+    -------
+    numpy.ndarray, shape (k, len(n_bins), 3)
+    """
+    U = np.ascontiguousarray(np.atleast_2d(u_sorted), dtype=np.float64)
+    k = U.shape[0] if U.shape[0] > 1 or n_copies is None else int(n_copies)
+    M = U.shape[1]
+    parts = [equal_count_edges(M, int(nb), pop_min=pop_min) for nb in n_bins]
+    bp = np.unique(np.concatenate(parts)).astype(np.int64)
+    edges = np.concatenate([np.searchsorted(bp, e) for e in parts]).astype(np.int64)
+    offsets = np.cumsum([0] + [e.size for e in parts]).astype(np.int64)
+    out = np.empty((k, len(parts), 3))
+    _sweep_draws(*unit_args(source, dist, nu, pool), U, bp, edges, offsets, out)
+    return out
+
+
 class NullHook:
     """Intercepts of the sweep fit on calibrated copies built from given unit draws ε.
 
@@ -353,17 +454,18 @@ def null_intercepts(
     n_bins : array_like of int
         Bin numbers of the sweep (:func:`bin_numbers`).
 
-    Batch ``b`` of 50 copies draws from ``seed_sequence(seed, "extrapolation", key,
-    dist label, b)``; rows are drawn in sub-batches sized to ``memory_budget`` from that
-    stream, so the result does not depend on the budget.
+    Batch ``b`` of 50 copies draws from the keyed xoshiro256** stream
+    ``seed_sequence(seed, "extrapolation", key, dist label, b)`` (the generators of
+    :mod:`uqx.generators` through :func:`uqx.reference.draw_unit`; ``"data"``: Lemire
+    bounded integers into ``pool``), copy after copy; rows are drawn in sub-batches
+    sized to ``memory_budget`` from that stream, so the result does not depend on the
+    budget.
 
     Returns
     -------
     numpy.ndarray, shape (n_mc, len(settings.stats)) for one ordering, else
     (n_mc, n_orderings, len(settings.stats)).
     """
-    from uqx.reference import draw_unit
-
     single = np.ndim(u_orders[0]) == 0
     hook = NullHook([u_orders] if single else u_orders, n_bins, settings)
     M = hook.u_orders[0].size
@@ -373,12 +475,10 @@ def null_intercepts(
     out = np.empty((n_mc, len(hook.u_orders), len(settings.stats)))
     k0 = 0
     for b in range(-(-n_mc // fixed)):
-        rng = np.random.Generator(
-            np.random.PCG64(seed_sequence(seed, "extrapolation", key, label, b))
-        )
+        state = stream_state(seed_sequence(seed, "extrapolation", key, label, b))
         nb = min(fixed, n_mc - b * fixed)
-        for lo in range(0, nb, rows):
-            eps = draw_unit(rng, (min(rows, nb - lo), M), dist=dist, nu=nu, pool=pool)
+        for lo in range(0, nb, rows):  # the stream continues: rows drawn one by one
+            eps = draw_unit(state, (min(rows, nb - lo), M), dist=dist, nu=nu, pool=pool)
             out[k0 : k0 + eps.shape[0]] = hook(eps)
             k0 += eps.shape[0]
     return out[:, 0] if single else out

@@ -24,12 +24,20 @@ import xarray as xr
 from scipy.special import ndtri
 
 from uqx.data import InputError, as_stacked, iter_sets
-from uqx.resample import content_key, resolve_seed, rows_for_budget, seed_sequence
+from uqx.generators import normal_step, stream_state, t_step
+from uqx.generators import t_params as _t_params
+from uqx.resample import (
+    _draw2,
+    _thresh,
+    content_key,
+    resolve_seed,
+    rows_for_budget,
+    seed_sequence,
+)
 from uqx.statistic import (
     BINNED_STATS,
     MOMENT_STATS,
     BinningConfig,
-    bin_feature_sums,
     parse_stat,
 )
 
@@ -38,8 +46,11 @@ __all__ = [
     "zeta_sim2",
     "binomial_ci",
     "draw_unit",
+    "unit_step",
+    "unit_args",
     "unit_quantile",
     "simulate_reference",
+    "prepare_sets",
     "d_sensitive",
     "DISTRIBUTIONS",
 ]
@@ -153,26 +164,100 @@ def _wilson_formula(x, n, *, method="wilsoncc", level=0.95):
     return np.clip(lo, 0, 1), np.clip(hi, 0, 1)
 
 
-def draw_unit(rng: np.random.Generator, size, *, dist="normal", nu=None, pool=None):
+def draw_unit(source, size, *, dist="normal", nu=None, pool=None):
     r"""Draw from a unit-variance generative distribution D (000 Sect. II D 2).
 
     ``"normal"``: N(0, 1); ``"t"``: :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, ν > 2
     (``nu = inf``: the normal); ``"data"``: values of ``pool`` (the data's z-scores at
     unit mean square, :func:`uqx.mctest.standardised_z`) drawn with replacement.
+
+    Parameters
+    ----------
+    source : numpy.random.SeedSequence, numpy.ndarray or numpy.random.Generator
+        A keyed stream (a SeedSequence, or a uint64[4] state from
+        :func:`uqx.generators.stream_state`, advanced in place): the xoshiro256**
+        generators of :mod:`uqx.generators` (ziggurat normal, Marsaglia–Tsang
+        :math:`t_s`, Lemire bounded integers for ``"data"``), the draws of the simulated
+        references and extrapolation nulls. The rows (last axis) are drawn one after the
+        other, each starting on a fresh output (``"data"``: a spare low half at the end
+        of a row is dropped), so ``draw_unit(st, (2, M))`` equals two calls
+        ``draw_unit(st, M)``: the bits never depend on how the rows are batched. A NumPy
+        ``Generator`` gives NumPy's own variates (``standard_normal``, ``standard_t``,
+        ``integers``).
+    size : int or tuple of int
+    dist : {"normal", "t", "data"}
+    nu : float, optional
+        Degrees of freedom of ``"t"`` (> 2; ``inf``: the normal).
+    pool : array_like, optional
+        The values resampled by ``"data"`` (at most 2**32 of them).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 of shape ``size``.
     """
+    if isinstance(source, np.random.Generator):
+        _check_unit(dist, nu, pool)
+        return _draw_numpy(source, size, dist, nu, pool)
+    state, code, d, c, h, pool_arr = unit_args(source, dist, nu, pool)
+    shape = (int(size),) if np.ndim(size) == 0 else tuple(int(k) for k in size)
+    out = np.empty(shape, dtype=np.float64)
+    if out.size:
+        _unit_rows(state, code, d, c, h, pool_arr, out.reshape(-1, shape[-1]))
+    return out
+
+
+def _check_unit(dist, nu, pool):
     if dist == "data":
         if pool is None or np.size(pool) == 0:
             raise InputError("dist 'data' needs the pool of the data's z-scores")
-        return np.asarray(pool)[rng.integers(0, np.size(pool), size)]
-    if dist == "normal":
-        return rng.standard_normal(size)
-    if dist == "t":
+    elif dist == "t":
         if nu is None or not nu > 2:
             raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
-        if np.isinf(nu):  # the limit of t_s(nu): the normal
-            return rng.standard_normal(size)
-        return rng.standard_t(nu, size) / np.sqrt(nu / (nu - 2.0))
-    raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
+    elif dist != "normal":
+        raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
+
+
+def unit_args(source, dist="normal", nu=None, pool=None):
+    """Arguments of :func:`unit_step` for a keyed stream and a generative distribution.
+
+    Checks ``dist``/``nu``/``pool`` as :func:`draw_unit` and returns
+    ``(state, code, d, c, h, pool)``: the uint64[4] stream state (``source`` itself when
+    it is one), the member code, :func:`uqx.generators.t_params` and the pool as a
+    contiguous float64 array (a dummy of one value when unused).
+    """
+    _check_unit(dist, nu, pool)
+    if isinstance(source, np.random.SeedSequence):
+        state = stream_state(source)
+    elif (isinstance(source, np.ndarray) and source.dtype == np.uint64
+          and source.shape == (4,)):
+        state = source
+    else:
+        raise InputError("source must be a numpy Generator, a SeedSequence or a uint64[4] "
+                         "stream state (uqx.generators.stream_state)")
+    if dist == "t":
+        code, (d, c, h) = 1, _t_params(float(nu))
+    else:
+        code, d, c, h = (2 if dist == "data" else 0), 1.0, 0.0, 1.0
+    return state, code, d, c, h, _pool_array(pool if dist == "data" else None)
+
+
+def _draw_numpy(rng, size, dist, nu, pool):
+    """NumPy ``Generator`` route of :func:`draw_unit` (arguments already checked)."""
+    if dist == "data":
+        return np.asarray(pool)[rng.integers(0, np.size(pool), size)]
+    if dist == "normal" or np.isinf(nu):  # the limit of t_s(nu): the normal
+        return rng.standard_normal(size)
+    return rng.standard_t(nu, size) / np.sqrt(nu / (nu - 2.0))
+
+
+def _pool_array(pool):
+    if pool is None:
+        return np.zeros(1)
+    pool = np.ascontiguousarray(pool, dtype=np.float64).ravel()
+    if pool.size > 2**32:
+        raise InputError("dist 'data': at most 2**32 values to resample")
+    return pool
 
 
 def unit_quantile(p, *, dist="normal", nu=None):
@@ -201,61 +286,182 @@ def d_sensitive(ref_a, se_a, ref_b, se_b, *, k=2.0):
     )
 
 
+# ------------------------------------------------------------ simulation kernels
+@numba.njit(inline="always")
+def unit_step(code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have):
+    r"""One unit draw ε of member ``code`` on the stream (s0..s3), in registers (numba).
+
+    For kernels that simulate calibrated copies without storing ε: arguments from
+    :func:`unit_args` (``n = pool.size``, ``th = (2**32 - n) % n`` as
+    :func:`uqx.resample._thresh`), ``pend, have = 0, False`` at the start of each copy.
+    ``0`` N(0, 1) (ziggurat :func:`uqx.generators.normal_step`); ``1`` unit-variance
+    :math:`t_s(\nu)` (:func:`uqx.generators.t_step`, ``(d, c, h) = t_params(nu)``);
+    ``2`` ``pool[j]`` with ``j`` uniform in [0, n) by Lemire's method on the two 32-bit
+    halves of an output (:func:`uqx.resample._draw2`): the high half first, an accepted
+    low half kept in ``(pend, have)`` for the next draw (the caller drops it at the end
+    of a row, as :func:`uqx.resample.uniform_integers` does at the end of its draws).
+
+    Returns ``(eps, s0, s1, s2, s3, pend, have)``.
+    """
+    if code == 2:
+        if have:
+            return pool[pend], s0, s1, s2, s3, pend, False
+        while True:
+            j1, ok1, j2, ok2, s0, s1, s2, s3 = _draw2(s0, s1, s2, s3, n, th)
+            if ok1:
+                return pool[j1], s0, s1, s2, s3, j2, ok2
+            if ok2:
+                return pool[j2], s0, s1, s2, s3, j2, False
+    if code == 1:
+        e, s0, s1, s2, s3 = t_step(s0, s1, s2, s3, d, c, h)
+        return e, s0, s1, s2, s3, pend, have
+    e, s0, s1, s2, s3 = normal_step(s0, s1, s2, s3)
+    return e, s0, s1, s2, s3, pend, have
+
+
+@numba.njit(nogil=True, cache=True)
+def _unit_rows(state, code, d, c, h, pool, out):  # pragma: no cover - numba
+    """Fill the rows of ``out`` (k, M) with unit draws, row after row on one stream."""
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    n = np.uint64(max(pool.shape[0], 1))
+    th = _thresh(n)
+    for r in range(out.shape[0]):
+        pend, have = np.uint64(0), False
+        for i in range(out.shape[1]):
+            out[r, i], s0, s1, s2, s3, pend, have = unit_step(
+                code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
+              buf):  # pragma: no cover - numba
+    """Simulate ``k = out_seg.shape[0]`` calibrated copies ``E = u ε`` and sum them.
+
+    One pass per copy over the M positions in the uE order, ε drawn on the fly
+    (:func:`unit_step`, row after row on one stream: the same draws as
+    :func:`_unit_rows`). Per segment ``[seg[s], seg[s+1])`` of that order (the uE bins,
+    or the whole set) ``out_seg[r, s] = (Σε², Σ(uε)², Σuε, Σε)``; per bin ``b`` of every
+    other binning ``c`` (``binid[c, i]``: bin of position i, offsets ``boff``) the same
+    four sums in ``out_bin[r, boff[c] + b]``. The first ``buf.shape[0]`` copies also
+    keep ε in ``buf`` (rank statistics, the extrapolation nulls); nothing else is stored.
+    """
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    n = np.uint64(max(pool.shape[0], 1))
+    th = _thresh(n)
+    C = binid.shape[0]
+    for r in range(out_seg.shape[0]):
+        keep = r < buf.shape[0]
+        pend, have = np.uint64(0), False
+        for s in range(seg.shape[0] - 1):
+            a0 = a1 = a2 = a3 = 0.0
+            for i in range(seg[s], seg[s + 1]):
+                e, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                x = u[i] * e
+                e2 = e * e
+                x2 = x * x
+                a0 += e2
+                a1 += x2
+                a2 += x
+                a3 += e
+                for cc in range(C):
+                    b = boff[cc] + binid[cc, i]
+                    out_bin[r, b, 0] += e2
+                    out_bin[r, b, 1] += x2
+                    out_bin[r, b, 2] += x
+                    out_bin[r, b, 3] += e
+                if keep:
+                    buf[r, i] = e
+            out_seg[r, s, 0] = a0
+            out_seg[r, s, 1] = a1
+            out_seg[r, s, 2] = a2
+            out_seg[r, s, 3] = a3
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
 def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None):
     r"""Statistics of ``nb`` simulated data sets (one keyed block) -> {name: (nb,)}.
 
-    The draws ε of the block come from one keyed stream consumed in row order and are
+    The block's copies are drawn on one keyed xoshiro256** stream,
+    ``seed_sequence(seed, "sim", set key, member label, block)``, copy after copy, each
     laid out in the stable uE order (ε is i.i.d., so any fixed layout gives calibrated
-    copies :math:`E = u\,\epsilon`): binned statistics on uE need no gather, and the
-    moment features that depend on u only are computed once. Rows are simulated in
-    batches sized to :data:`uqx.resample.MEMORY_BUDGET` (about 12 float64 temporaries
-    per value), so memory is bounded for any M and the numbers do not depend on it.
+    copies :math:`E = u\,\epsilon`). :func:`_sim_rows` draws, bins and sums a copy in
+    one pass without storing ε; only the copies that a rank statistic or the
+    extrapolation hook needs keep ε, in batches sized to
+    :data:`uqx.resample.MEMORY_BUDGET` (about 12 float64 temporaries per value). The
+    stream is consumed in the same order whatever the batches, so the numbers do not
+    depend on the budget.
     """
-    rng = np.random.Generator(np.random.PCG64(seed_sequence(seed, "sim", ss.key, dlabel, block)))
+    state, code, d, c, h, pool = unit_args(seed_sequence(seed, "sim", ss.key, dlabel, block),
+                                           dist, nu, ss.pool)
+    rank = any(s.family == "rank" for s in specs)
+    first = block * SIM_BLOCK  # index of the block's first copy in the whole stream
+    n_hook = 0 if hook is None else max(0, min(nb, hook.n_copies - first))
     rows = rows_for_budget(12 * 8 * ss.M)
     parts, hooked = [], []
-    first = block * SIM_BLOCK  # index of the block's first copy in the whole stream
-    for lo in range(0, nb, rows):
-        eps = draw_unit(rng, (min(rows, nb - lo), ss.M), dist=dist, nu=nu, pool=ss.pool)
-        parts.append(_sim_stats(eps, ss, specs))
-        if hook is not None and first + lo < hook.n_copies:  # the same draws, reused
-            hooked.append(hook(eps[: hook.n_copies - first - lo]))
+    lo = 0
+    while lo < nb:
+        if rank or lo < n_hook:  # these copies keep ε
+            k = min(rows, nb - lo) if rank else min(rows, n_hook - lo)
+            buf = np.empty((k, ss.M))
+        else:
+            k, buf = nb - lo, np.empty((0, ss.M))
+        out_seg = np.zeros((k, ss.seg.size - 1, 4))
+        out_bin = np.zeros((k, ss.n_extra, 4))
+        _sim_rows(state, code, d, c, h, pool, ss.u_sorted, ss.seg, ss.binid, ss.boff,
+                  out_seg, out_bin, buf)
+        parts.append(_sums_stats(out_seg, out_bin, buf if rank else None, ss, specs))
+        if lo < n_hook:  # the same draws, reused
+            hooked.append(hook(buf[: n_hook - lo]))
+        lo += k
     out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     if hooked:
         out["_hook"] = np.concatenate(hooked)
     return out
 
 
-def _sim_stats(eps, ss, specs):
-    """Statistics of calibrated copies ``E = u_sorted * eps`` (rows of eps, uE order)."""
+def _bin_sums(sums, u2, n, tot_x, M):
+    """Per-bin sums (k, N, 6) of the bin features from the kernel's (Σε², Σx², Σx, Σε).
+
+    Features of :func:`uqx.statistic.bin_features` with ``x = E = uε``, ``z = ε`` and
+    ``E`` centred on the copy's mean ``m = ΣE/M``: ``Σ(E-m) = ΣE - n m`` and
+    ``Σ(E-m)² = ΣE² - 2mΣE + n m²``.
+    """
+    m = (tot_x / M)[:, None]
+    S = np.empty(sums.shape[:2] + (6,))
+    S[..., 0] = u2
+    S[..., 1] = sums[..., 1]
+    S[..., 2] = sums[..., 0]
+    S[..., 3] = sums[..., 2] - n * m
+    S[..., 4] = sums[..., 1] - 2.0 * m * sums[..., 2] + n * m * m
+    S[..., 5] = sums[..., 3]
+    return S
+
+
+def _sums_stats(out_seg, out_bin, eps, ss, specs):
+    """Statistics of the copies from the kernel's sums (and ε for the rank statistic)."""
     out = {}
-    us = ss.u_sorted
+    tot = out_seg.sum(axis=1)  # (k, 4): Σε², Σ(uε)², Σuε, Σε
     moment = [s for s in specs if s.family == "moment"]
     if moment:
-        e2 = eps * eps
         # features (z², u², E², z, ln u²): z = ε, and the u-only ones are constants
-        S = np.empty((eps.shape[0], 5))
-        S[:, 0] = e2.sum(axis=-1)
+        S = np.empty((tot.shape[0], 5))
+        S[:, 0] = tot[:, 0]
         S[:, 1] = ss.sum_u2
-        S[:, 2] = e2 @ (us * us)
-        S[:, 3] = eps.sum(axis=-1)
+        S[:, 2] = tot[:, 1]
+        S[:, 3] = tot[:, 3]
         S[:, 4] = ss.sum_lnu2
         for s in moment:
             out[s.name] = MOMENT_STATS[s.base](S, ss.M)
-    binned = sorted({s.cond for s in specs if s.family == "binned"})
-    rank = any(s.family == "rank" for s in specs)
-    if binned or rank:
-        E = eps * us
-    for c in binned:
-        pos, edges = ss.bins[c]
-        Ec = E if pos is None else E[:, pos]
-        S = bin_feature_sums(Ec, us if pos is None else us[pos], edges)
-        n = np.diff(edges).astype(np.float64)
+    for cond, (lo, hi, u2, n) in ss.layout.items():
+        sums = out_seg if lo is None else out_bin[:, lo:hi]
+        S = _bin_sums(sums, u2, n, tot[:, 2], ss.M)
         for s in specs:
-            if s.family == "binned" and s.cond == c:
+            if s.family == "binned" and s.cond == cond:
                 out[s.name] = BINNED_STATS[s.base][0](S, n)
-    if rank:
-        out["cc"] = _cc_fixed_u(np.abs(E), ss.ru)
+    if any(s.family == "rank" for s in specs):
+        out["cc"] = _cc_fixed_u(np.abs(eps * ss.u_sorted), ss.ru)
     return out
 
 
@@ -332,36 +538,85 @@ def _summarise_sims(computed, names, n_mc, level, keep_draws) -> xr.Dataset:
 class _SimSet:
     """What the simulation of one data set needs: uE in stable order and the binnings.
 
-    ``bins[c] = (pos, edges)``: ``pos`` maps the bins' sorted order of variable c to
-    positions in the uE order (None for uE itself).
+    Built once per data set and shared by every member and copy (:func:`prepare_sets`):
+    one stable sort of uE, and the bins as index intervals of that order (``seg``, for
+    the bins on uE) or as a bin index per position (``binid``, for X / V). ``layout[c]``
+    = (lo, hi, Σu² per bin, n per bin): ``lo = None`` for the segments, else the slice
+    of the kernel's extra bins.
     """
 
-    def __init__(self, sd, specs, cfg, cfg_pool=False):
-        from scipy.stats import rankdata
-
+    def __init__(self, sd, conds, cfg, pool=False):
         from uqx.binning import make_bins, stable_order
-
         from uqx.mctest import standardised_z
 
-        self.name, self.M = sd.name, sd.M
+        self.name, self.M, self.cfg, self.conds = sd.name, sd.M, cfg, frozenset(conds)
         self.key = content_key(sd.E, sd.uE)
-        self.pool = standardised_z(sd.E, sd.uE) if cfg_pool else None
+        self.pool = standardised_z(sd.E, sd.uE) if pool else None
         order = stable_order(sd.uE)
         self.u_sorted = np.ascontiguousarray(sd.uE[order])
-        self.sum_u2 = float(np.sum(self.u_sorted**2))
-        self.sum_lnu2 = float(np.sum(np.log(self.u_sorted**2)))
-        self.ru = rankdata(self.u_sorted) - (sd.M + 1) / 2.0
+        u2 = self.u_sorted**2
+        self.sum_u2 = float(np.sum(u2))
+        self.sum_lnu2 = float(np.sum(np.log(u2)))
+        self._ru = None
         where = np.empty(sd.M, dtype=np.int64)
         where[order] = np.arange(sd.M)  # file index -> position in uE order
-        conds = {"uE": sd.uE, "X": sd.X, "V": sd.V}
-        self.bins = {}
-        for c in {s.cond for s in specs if s.family == "binned"}:
-            if conds.get(c) is None:
+        values = {"uE": sd.uE, "X": sd.X, "V": sd.V}
+        self.seg = np.array([0, sd.M], dtype=np.int64)
+        self.layout, ids, offs, off = {}, [], [], 0
+        for c in sorted(self.conds):
+            if values.get(c) is None:
                 raise InputError(f"{sd.name}: statistic needs variable {c!r}, absent here")
-            b = make_bins(conds[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
+            b = make_bins(values[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
                           log=cfg.log)
-            pos = None if c == "uE" and np.array_equal(b.order, order) else where[b.order]
-            self.bins[c] = (pos, np.ascontiguousarray(b.edges))
+            edges = np.asarray(b.edges, dtype=np.int64)
+            n = np.diff(edges).astype(np.float64)
+            if c == "uE" and np.array_equal(b.order, order):  # index intervals of uE order
+                self.seg = np.ascontiguousarray(edges)
+                self.layout[c] = (None, None, np.add.reduceat(u2, edges[:-1]), n)
+                continue
+            bin_of = np.empty(sd.M, dtype=np.int32)
+            bin_of[where[b.order]] = np.repeat(np.arange(n.size, dtype=np.int32),
+                                               np.diff(edges))
+            ids.append(bin_of)
+            offs.append(off)
+            self.layout[c] = (off, off + n.size, np.bincount(bin_of, u2, n.size), n)
+            off += n.size
+        self.n_extra = off
+        self.binid = np.ascontiguousarray(np.stack(ids)) if ids else np.zeros((0, 1), np.int32)
+        self.boff = np.array(offs, dtype=np.int64)
+
+    @property
+    def ru(self):
+        """Centred average ranks of the sorted uE (the rank statistic only)."""
+        if self._ru is None:
+            from scipy.stats import rankdata
+
+            self._ru = rankdata(self.u_sorted) - (self.M + 1) / 2.0
+        return self._ru
+
+    def fits(self, conds, cfg, pool) -> bool:
+        """Whether this preparation serves a call with these binnings and pool."""
+        return self.cfg == cfg and self.conds == frozenset(conds) and (
+            not pool or self.pool is not None)
+
+
+def _binned_conds(specs):
+    return {s.cond for s in specs if s.family == "binned"}
+
+
+def prepare_sets(ds, stats, *, bins: int = 20, binning: str = "equal-count",
+                 pop_min: int = 30, pool: bool = False) -> list:
+    """Sort and bin each data set once for several :func:`simulate_reference` calls.
+
+    One stable sort of uE per set and one set of bins (index intervals of that order
+    for uE, a bin index per position for X / V) shared by every member and copy; with
+    ``pool`` also the standardised z-scores of the ``"data"`` member. Pass the result
+    as ``prepared=`` with the same ``stats`` and binning.
+    """
+    specs = [parse_stat(s) for s in stats]
+    cfg = BinningConfig(bins, binning, pop_min)
+    return [_SimSet(sd, _binned_conds(specs), cfg, pool)
+            for sd in iter_sets(as_stacked(ds))]
 
 
 def simulate_reference(
@@ -381,6 +636,7 @@ def simulate_reference(
     num_workers: int | None = None,
     hooks=None,
     label: str | None = None,
+    prepared: list | None = None,
 ) -> xr.Dataset:
     r"""Simulate reference values of statistics (paper 000 Sect. II D 2, METHODS §6).
 
@@ -412,6 +668,18 @@ def simulate_reference(
         ``hook.n_copies`` simulated sets (laid out in the stable uE order); the results
         come back as a second return value ``{set index: (n_copies, ...)}``
         (:class:`uqx.extrapolation.NullHook` uses it to share the draws).
+    prepared : list, optional
+        :func:`prepare_sets` of the same data and binning: the sort and the bins shared
+        by several calls (the members of :mod:`uqx.mctest`); rebuilt when they do not
+        fit.
+
+    Notes
+    -----
+    Copy k of a set is drawn on the keyed xoshiro256** stream
+    ``seed_sequence(seed, "sim", content key, label, k // SIM_BLOCK)`` (generators of
+    :mod:`uqx.generators`; ``"data"``: Lemire bounded integers), copy after copy within
+    a block, and binned and summed in the same pass (:func:`_sim_rows`): the numbers
+    depend on neither the scheduler, the workers, nor the memory budget.
 
     Returns
     -------
@@ -442,12 +710,15 @@ def simulate_reference(
     cfg = BinningConfig(bins, binning, pop_min)
     n_blocks = -(-n_mc // SIM_BLOCK)
     hooks = hooks or [None] * len(sets)
+    conds = _binned_conds(specs)
+    if prepared is None or len(prepared) != len(sets) or not all(
+            p.fits(conds, cfg, dist == "data") for p in prepared):
+        prepared = [_SimSet(sd, conds, cfg, dist == "data") for sd in sets]
     tasks = [
         [dask.delayed(_sim_block)(ss, specs, dist, float(nus[i]) if per_set else nu, seed,
                                   dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook)
          for b in range(n_blocks)]
-        for i, (ss, hook) in enumerate(zip((_SimSet(sd, specs, cfg, dist == "data")
-                                            for sd in sets), hooks, strict=True))
+        for i, (ss, hook) in enumerate(zip(prepared, hooks, strict=True))
     ]
     kw = {"scheduler": scheduler or "threads"}
     if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
