@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +30,7 @@ import numpy as np
 import xarray as xr
 
 from uqx.errors import InputError
+from uqx.io import atomic_write
 
 __all__ = [
     "Study",
@@ -140,11 +139,9 @@ def _block_path(run_dir: Path, cell_index: int, b: int) -> Path:
 
 
 def _save_block(run_dir, cell_index, b, values):
-    """Write one block's arrays atomically (temporary name, then os.replace)."""
-    path = _block_path(Path(run_dir), cell_index, b)
-    tmp = path.parent / f".{path.stem}.{uuid.uuid4().hex}.tmp.npz"
-    np.savez(tmp, **values)
-    os.replace(tmp, path)
+    """Write one block's arrays atomically (:func:`uqx.io.atomic_write`)."""
+    atomic_write(_block_path(Path(run_dir), cell_index, b),
+                 lambda tmp: np.savez(tmp, **values), what="block")
 
 
 def _load_block(run_dir, cell_index, b, study: Study):
@@ -217,9 +214,9 @@ def _prepare_run_dir(study: Study, run_dir, resume: bool) -> Path | None:
         return run_dir
     try:
         run_dir.mkdir(parents=True)
-        tmp = run_dir / f".{MANIFEST}.tmp"
-        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        os.replace(tmp, mpath)
+        atomic_write(mpath, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1,
+                                                                  sort_keys=True)),
+                     what="run manifest")
     except OSError as exc:
         raise InputError(f"cannot create run directory {run_dir}: {exc.strerror}") from None
     return run_dir
