@@ -210,6 +210,32 @@ def test_sweep_statistics_equals_per_n_binning():
             np.testing.assert_allclose(fast[i, j], BINNED_STATS[st][0](S, cnt)[0], rtol=1e-10)
 
 
+@pytest.mark.parametrize("dist", ["normal", "t", "data"])
+def test_sweep_copies_equals_sweep_statistics_on_the_same_draws(dist):
+    """Slow twin of the fused draw-and-sweep kernel: the keyed draws redrawn by draw_unit,
+    the copies materialised, then one prefix sum per copy (sweep_statistics)."""
+    from uqx.extrapolation import sweep_copies
+    from uqx.reference import draw_unit
+    from uqx.resample import seed_sequence
+
+    rng = np.random.default_rng(5)
+    U = np.sort(rng.uniform(0.3, 2.0, (4, 1500)), axis=-1)  # one u per copy (appendix-b)
+    pool = rng.standard_normal(400)
+    ns = [10, 20, 30, 40]
+    ss = seed_sequence(2, "sweep-copies")
+    fast = sweep_copies(ss, U, ns, dist=dist, nu=5.0, pool=pool, pop_min=20)
+    eps = draw_unit(ss, U.shape, dist=dist, nu=5.0, pool=pool)
+    slow = np.stack([sweep_statistics(U[r] * eps[r], U[r], ns, ["ence", "zmse", "zve"],
+                                      pop_min=20) for r in range(U.shape[0])])
+    np.testing.assert_allclose(fast, slow, rtol=1e-10)
+    # one shared u: n_copies copies continue the same stream
+    shared = sweep_copies(ss, U[0], ns, dist=dist, nu=5.0, pool=pool, n_copies=3, pop_min=20)
+    eps3 = draw_unit(ss, (3, U.shape[1]), dist=dist, nu=5.0, pool=pool)
+    np.testing.assert_allclose(shared, sweep_statistics(U[0] * eps3, U[0], ns,
+                                                        ["ence", "zmse", "zve"], pop_min=20),
+                               rtol=1e-10)
+
+
 def test_ols_fit_equals_linregress():
     rng = np.random.default_rng(2)
     x = np.sqrt(np.arange(30, 160, 10) / 5000)
