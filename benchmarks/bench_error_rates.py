@@ -29,9 +29,19 @@ def main(argv=None) -> int:
     p.add_argument("-o", "--output", default=None, help="archive (NetCDF)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--from", dest="archive", default=None,
+                   help="print the tables of an existing archive instead of running")
+    p.add_argument("--markdown", default=None,
+                   help="also write the tables as Markdown (docs/error_rates_table.md)")
     args = p.parse_args(argv)
 
-    from uqx.sweeps.error_rates import DEFAULT_DESIGNS, error_rates, rates_table
+    from uqx.sweeps.error_rates import DEFAULT_DESIGNS, error_rates
+
+    if args.archive:
+        import xarray as xr
+
+        _tables(xr.load_dataset(args.archive), args.markdown)
+        return 0
 
     header("error-rates study of the verdicts")
     if args.full:
@@ -47,11 +57,27 @@ def main(argv=None) -> int:
     n = int(ds["n_sets"].max("test").sum())
     section(f"{n} sets validated in {dt / 60:.1f} min ({n / dt:.2f} sets/s, "
             f"{args.workers} worker processes)")
-    print("\nverdicts (uqx.mctest rule): rate [Wilson-cc limit]\n")
-    print(rates_table(ds))
-    print("\nthe papers' zeta rule on the same sets (before)\n")
-    print(rates_table(ds, tests=("zms", "rce", "cc", "ence", "zmse", "zve"), zeta=True))
+    _tables(ds, args.markdown)
     return 0
+
+
+def _tables(ds, markdown=None):
+    from uqx.sweeps.error_rates import rates_table
+
+    n_boot, n_mc = ds.attrs.get("n_boot"), ds.attrs.get("n_mc")
+    text = "\n".join([
+        f"Measured by the `error-rates` study (n_boot = {n_boot}, n_mc = {n_mc}; "
+        "`benchmarks/bench_error_rates.py`). Each cell: the rate, and in brackets its "
+        "Wilson-cc 95 % limit (upper for false rejections, lower for acceptance and "
+        "power); calibrated rows give the worst design at that M.",
+        "", "**Verdicts (after)**", "", rates_table(ds), "",
+        "**The papers' ζ rule on the same sets (before)**", "",
+        rates_table(ds, tests=("zms", "rce", "cc", "ence", "zmse", "zve"), zeta=True), ""])
+    print(text)
+    if markdown:
+        from pathlib import Path
+
+        Path(markdown).write_text(text)
 
 
 if __name__ == "__main__":
