@@ -304,35 +304,51 @@ def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
     """ENCE, ZMSE, ZVE of copies ``U[r] * ε`` drawn on the fly, every bin partition.
 
     One pass per copy: ε from :func:`uqx.reference.unit_step` (row after row on one
-    stream), running sums of (u², E², z², z) recorded at the sorted breakpoints ``bp``
-    of all partitions; ``edges[offsets[l]:offsets[l+1]]`` are the positions in ``bp``
+    stream), the sums of (u², E², z², z) over each segment between the sorted
+    breakpoints ``bp`` of all partitions accumulated into prefix sums ``P`` at ``bp``;
+    ``edges[offsets[l]:offsets[l+1]]`` are the positions in ``bp``
     of the edges of partition l. Formulas of :func:`_sweep_three`.
     """
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     n = np.uint64(max(pool.shape[0], 1))
     th = _thresh(n)
-    k, M = out.shape[0], U.shape[1]
+    k = out.shape[0]
     L = offsets.size - 1
     P = np.zeros((bp.size, 4))
     for r in range(k):
         u = U[r if U.shape[0] > 1 else 0]
         pend, have = np.uint64(0), False
-        a0 = a1 = a2 = a3 = 0.0
-        j = 1
-        for i in range(M):
-            e, s0, s1, s2, s3, pend, have = unit_step(
-                code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
-            x = u[i] * e
-            a0 += u[i] * u[i]
-            a1 += x * x
-            a2 += e * e
-            a3 += e
-            if i + 1 == bp[j]:
-                P[j, 0] = a0
-                P[j, 1] = a1
-                P[j, 2] = a2
-                P[j, 3] = a3
-                j += 1
+        for j in range(1, bp.size):  # segment [bp[j-1], bp[j]): sums added to P[j-1]
+            i0, i1 = bp[j - 1], bp[j]
+            a0 = a1 = a2 = a3 = 0.0  # two sets of accumulators (even / odd positions)
+            b0 = b1 = b2 = b3 = 0.0
+            for i in range(i0, i1 - 1, 2):
+                e, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                f, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                x = u[i] * e
+                y = u[i + 1] * f
+                a0 += u[i] * u[i]
+                a1 += x * x
+                a2 += e * e
+                a3 += e
+                b0 += u[i + 1] * u[i + 1]
+                b1 += y * y
+                b2 += f * f
+                b3 += f
+            if (i1 - i0) & 1:
+                e, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                x = u[i1 - 1] * e
+                a0 += u[i1 - 1] * u[i1 - 1]
+                a1 += x * x
+                a2 += e * e
+                a3 += e
+            P[j, 0] = P[j - 1, 0] + (a0 + b0)
+            P[j, 1] = P[j - 1, 1] + (a1 + b1)
+            P[j, 2] = P[j - 1, 2] + (a2 + b2)
+            P[j, 3] = P[j - 1, 3] + (a3 + b3)
         for li in range(L):
             q0, q1 = offsets[li], offsets[li + 1]
             nb = q1 - q0 - 1

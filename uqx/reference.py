@@ -354,17 +354,48 @@ def _sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
         keep = r < buf.shape[0]
         pend, have = np.uint64(0), False
         for s in range(seg.shape[0] - 1):
+            # two sets of accumulators (even / odd positions): the additions of
+            # neighbouring values do not wait on each other (~1 ns per value less)
             a0 = a1 = a2 = a3 = 0.0
-            for i in range(seg[s], seg[s + 1]):
+            b0 = b1 = b2 = b3 = 0.0
+            i0, i1 = seg[s], seg[s + 1]
+            if C == 0 and not keep:  # the common case: nothing but the sums
+                for i in range(i0, i1 - 1, 2):
+                    e, s0, s1, s2, s3, pend, have = unit_step(
+                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    f, s0, s1, s2, s3, pend, have = unit_step(
+                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    x = u[i] * e
+                    y = u[i + 1] * f
+                    a0 += e * e
+                    a1 += x * x
+                    a2 += x
+                    a3 += e
+                    b0 += f * f
+                    b1 += y * y
+                    b2 += y
+                    b3 += f
+                if (i1 - i0) & 1:
+                    e, s0, s1, s2, s3, pend, have = unit_step(
+                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    x = u[i1 - 1] * e
+                    a0 += e * e
+                    a1 += x * x
+                    a2 += x
+                    a3 += e
+                out_seg[r, s, 0] = a0 + b0
+                out_seg[r, s, 1] = a1 + b1
+                out_seg[r, s, 2] = a2 + b2
+                out_seg[r, s, 3] = a3 + b3
+                continue
+            for i in range(i0, i1 - 1, 2):
                 e, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                f, s0, s1, s2, s3, pend, have = unit_step(
                     code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
                 x = u[i] * e
                 e2 = e * e
                 x2 = x * x
-                a0 += e2
-                a1 += x2
-                a2 += x
-                a3 += e
                 for cc in range(C):
                     b = boff[cc] + binid[cc, i]
                     out_bin[r, b, 0] += e2
@@ -373,10 +404,47 @@ def _sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
                     out_bin[r, b, 3] += e
                 if keep:
                     buf[r, i] = e
-            out_seg[r, s, 0] = a0
-            out_seg[r, s, 1] = a1
-            out_seg[r, s, 2] = a2
-            out_seg[r, s, 3] = a3
+                y = u[i + 1] * f
+                f2 = f * f
+                y2 = y * y
+                for cc in range(C):
+                    b = boff[cc] + binid[cc, i + 1]
+                    out_bin[r, b, 0] += f2
+                    out_bin[r, b, 1] += y2
+                    out_bin[r, b, 2] += y
+                    out_bin[r, b, 3] += f
+                if keep:
+                    buf[r, i + 1] = f
+                a0 += e2
+                a1 += x2
+                a2 += x
+                a3 += e
+                b0 += f2
+                b1 += y2
+                b2 += y
+                b3 += f
+            if (i1 - i0) & 1:
+                e, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                x = u[i1 - 1] * e
+                e2 = e * e
+                x2 = x * x
+                for cc in range(C):
+                    b = boff[cc] + binid[cc, i1 - 1]
+                    out_bin[r, b, 0] += e2
+                    out_bin[r, b, 1] += x2
+                    out_bin[r, b, 2] += x
+                    out_bin[r, b, 3] += e
+                if keep:
+                    buf[r, i1 - 1] = e
+                a0 += e2
+                a1 += x2
+                a2 += x
+                a3 += e
+            out_seg[r, s, 0] = a0 + b0
+            out_seg[r, s, 1] = a1 + b1
+            out_seg[r, s, 2] = a2 + b2
+            out_seg[r, s, 3] = a3 + b3
     state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 

@@ -69,7 +69,8 @@ def kernel(cell, block, n, params, data):
     # u^2 ~ IG(a, a) = a / Gamma(a, 1); sorted before E (testENCE.R)
     g = fill(seed_sequence(seed, NAME, "u", shape, M, nu, block), np.empty((n, M)), "gamma",
              shape=a)
-    us = np.sort(np.sqrt(np.divide(a, g, out=g), out=g), axis=-1)
+    us = np.sqrt(np.divide(a, g, out=g), out=g)
+    us.sort(axis=-1)  # in place
     models, n_bins = params["models"], params["N"]
     out = np.empty((n, len(models), len(n_bins), len(STATS)))
     for k, model in enumerate(models):
