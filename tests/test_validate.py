@@ -300,7 +300,7 @@ def test_conditional_analysis(res):
 def test_tables(res):
     t = result_table(res)
     assert list(t.columns) == ["estimate", "bias", "ci_low", "ci_high", "reference", "zeta",
-                               "zeta_T6", "verdict"]
+                               "zeta_T6", "p", "verdict"]
     assert len(t) == 3 * len(STATS)
     iv = paper_table_iv(res)
     assert [c[0] for c in iv.columns] == ["RCE"] * 5 + ["ZMS"] * 5
