@@ -33,6 +33,8 @@ def main(argv=None) -> int:
                    help="print the tables of an existing archive instead of running")
     p.add_argument("--markdown", default=None,
                    help="also write the tables as Markdown (docs/error_rates_table.md)")
+    p.add_argument("--readme", default=None,
+                   help="also splice them into README.md between its error-rates markers")
     args = p.parse_args(argv)
 
     from uqx.sweeps.error_rates import DEFAULT_DESIGNS, error_rates
@@ -40,7 +42,7 @@ def main(argv=None) -> int:
     if args.archive:
         import xarray as xr
 
-        _tables(xr.load_dataset(args.archive), args.markdown)
+        _tables(xr.load_dataset(args.archive), args.markdown, args.readme)
         return 0
 
     header("error-rates study of the verdicts")
@@ -57,27 +59,39 @@ def main(argv=None) -> int:
     n = int(ds["n_sets"].max("test").sum())
     section(f"{n} sets validated in {dt / 60:.1f} min ({n / dt:.2f} sets/s, "
             f"{args.workers} worker processes)")
-    _tables(ds, args.markdown)
+    _tables(ds, args.markdown, args.readme)
     return 0
 
 
-def _tables(ds, markdown=None):
+def _tables(ds, markdown=None, readme=None):
     from uqx.sweeps.error_rates import rates_table
 
     n_boot, n_mc = ds.attrs.get("n_boot"), ds.attrs.get("n_mc")
-    text = "\n".join([
-        f"Measured by the `error-rates` study (n_boot = {n_boot}, n_mc = {n_mc}; "
-        "`benchmarks/bench_error_rates.py`). Each cell: the rate, and in brackets its "
-        "Wilson-cc 95 % limit (upper for false rejections, lower for acceptance and "
-        "power); calibrated rows give the worst design at that M.",
-        "", "**Verdicts (after)**", "", rates_table(ds), "",
-        "**The papers' ζ rule on the same sets (before)**", "",
-        rates_table(ds, tests=("zms", "rce", "cc", "ence", "zmse", "zve"), zeta=True), ""])
+    intro = (f"Measured by the `error-rates` study (n_boot = {n_boot}, n_mc = {n_mc}). "
+             "Each cell: the rate, and in brackets its Wilson-cc 95 % limit (upper for "
+             "false rejections, lower for acceptance and power); calibrated rows give the "
+             "worst design at that M; for `any`, \"valid\" means no `invalid` anywhere in "
+             "the set's result.")
+    after = rates_table(ds)
+    before = rates_table(ds, tests=("zms", "rce", "cc", "ence", "zmse", "zve"), zeta=True)
+    text = "\n".join([intro, "", "**Verdicts (after)**", "", after, "",
+                      "**The papers' ζ rule on the same sets (before)**", "", before, ""])
     print(text)
-    if markdown:
-        from pathlib import Path
+    from pathlib import Path
 
+    if markdown:
         Path(markdown).write_text(text)
+    if readme:
+        path = Path(readme)
+        head, rest = path.read_text().split(README_START, 1)
+        _, tail = rest.split(README_END, 1)
+        marker = README_START + rest.split("\n", 1)[0]
+        path.write_text(head + marker + "\n" + intro + "\n\n" + after + "\n"
+                        + README_END + tail)
+
+
+README_START = "<!-- error-rates table:"
+README_END = "<!-- end error-rates table -->"
 
 
 if __name__ == "__main__":
