@@ -277,7 +277,8 @@ def _run_sets(sets, specs, binning, n_boot, seed, scheduler, num_workers, want_j
                 for b in range(plan.n_blocks)
             ]
         else:
-            blocks = [dask.delayed(ev.replicates)(plan, b, batch_elems=MEMORY_BUDGET // 4)
+            # count batches of MEMORY_BUDGET / 16 (int32): two threads stay well under 1 GB
+            blocks = [dask.delayed(ev.replicates)(plan, b, batch_elems=MEMORY_BUDGET // 16)
                       for b in range(plan.n_blocks)]
         tasks.append((est, jack, blocks))
     kw = {"scheduler": scheduler or "threads"}

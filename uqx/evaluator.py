@@ -378,7 +378,7 @@ class SetEvaluator:
             lo += c.shape[0]
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
-    def jackknife(self, chunk_elems: int = 4_000_000) -> dict:
+    def jackknife(self, chunk_elems: int = 1_000_000) -> dict:
         """Leave-one-out values (M, K) of every statistic (exact, fast routes)."""
         M = self.M
         out = {}
