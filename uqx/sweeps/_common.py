@@ -14,6 +14,7 @@ __all__ = [
     "check_axis",
     "check_int",
     "mean_se",
+    "rate_interval",
     "zms_rce_bca",
     "execute",
     "set_arrays",
@@ -47,6 +48,30 @@ def check_int(value, name: str, *, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+def rate_interval(x, n):
+    """Rate x/n with its Wilson-cc 95 % interval (methods page, ζ-scores); NaN where n = 0.
+
+    Parameters
+    ----------
+    x, n : array_like of int
+        Counts of successes and of trials, same shape.
+
+    Returns
+    -------
+    rate, low, high : numpy.ndarray
+    """
+    from uqx.reference import binomial_ci
+
+    x, n = np.asarray(x), np.asarray(n)
+    lo, hi = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
+    ok = n > 0
+    if ok.any():
+        lo[ok], hi[ok] = binomial_ci(x[ok], n[ok], method="wilsoncc")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(ok, x / np.maximum(n, 1), np.nan)
+    return rate, lo, hi
 
 
 def mean_se(da: xr.DataArray, dim: str = "replicate"):

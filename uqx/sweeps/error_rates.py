@@ -34,7 +34,7 @@ import xarray as xr
 
 from uqx.errors import InputError
 from uqx.resample import resolve_seed, seed_sequence
-from uqx.sweeps._common import check_axis, check_int, execute
+from uqx.sweeps._common import check_axis, check_int, execute, rate_interval
 from uqx.sweeps.engine import Study
 
 __all__ = ["error_rates", "define", "summarise", "rates_table", "synthetic_set", "verdict_codes",
@@ -191,23 +191,14 @@ def define(*, designs=DEFAULT_DESIGNS, M=(500, 2000, 5000, 20000), scenarios=SCE
 
 def summarise(raw: xr.Dataset) -> xr.Dataset:
     """Add the rate of each verdict per cell and test with its Wilson-cc interval."""
-    from uqx.reference import binomial_ci
-
     ds = raw.transpose("design", "M", "scenario", "replicate", "test")
     out = ds.copy()
     v = ds["verdict"].values
     n = np.isfinite(v).sum(axis=3)
     dims = ("design", "M", "scenario", "test")
     for code, name in enumerate(("valid", "invalid", "inconclusive")):
-        x = (v == code).sum(axis=3)
-        if name == "invalid":  # "any": 1 means some verdict says invalid
-            x[..., TESTS.index("any")] = (v[..., TESTS.index("any")] == 1).sum(axis=-1)
-        lo, hi = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
-        ok = n > 0
-        if ok.any():
-            lo[ok], hi[ok] = binomial_ci(x[ok], n[ok], method="wilsoncc")
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rate = np.where(ok, x / np.maximum(n, 1), np.nan)
+        # test "any" is coded 1 (some invalid) or 0 (none): the codes of invalid / valid
+        rate, lo, hi = rate_interval((v == code).sum(axis=3), n)
         out[f"rate_{name}"] = (dims, rate, {"long_name": f"fraction of '{name}' verdicts"})
         out[f"rate_{name}_low"] = (dims, lo, {"long_name": "Wilson-cc 95 % lower limit"})
         out[f"rate_{name}_high"] = (dims, hi, {"long_name": "Wilson-cc 95 % upper limit"})

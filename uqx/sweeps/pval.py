@@ -24,7 +24,7 @@ import xarray as xr
 
 from uqx.errors import InputError
 from uqx.resample import resolve_seed
-from uqx.sweeps._common import check_axis, check_int, execute, zms_rce_bca
+from uqx.sweeps._common import check_axis, check_int, execute, rate_interval, zms_rce_bca
 from uqx.sweeps.engine import Study
 
 __all__ = ["pval", "define", "summarise", "GRIDS", "BLOCK"]
@@ -118,19 +118,10 @@ def define(*, scenario=("NIG", "TIG"), nu=None, n_datasets=1000, M=5000, n_boot=
 
 def summarise(raw: xr.Dataset) -> xr.Dataset:
     """Add p_val with its Wilson-cc interval and the mean tailedness of each point."""
-    from uqx.reference import binomial_ci
-
     ds = raw.transpose("scenario", "nu", "replicate", "stat")
     out = ds.copy()
-    n = ds["valid"].notnull().sum("replicate")
-    x = ds["valid"].sum("replicate", skipna=True)
-    nv, xv = n.values, x.values
-    lo, hi = np.full(nv.shape, np.nan), np.full(nv.shape, np.nan)
-    ok = nv > 0
-    if ok.any():
-        lo[ok], hi[ok] = binomial_ci(xv[ok], nv[ok], method="wilsoncc")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.where(ok, xv / np.maximum(nv, 1), np.nan)
+    nv = ds["valid"].notnull().sum("replicate").values
+    p, lo, hi = rate_interval(ds["valid"].sum("replicate", skipna=True).values, nv)
     dims = ("scenario", "nu", "stat")
     out["p_val"] = (dims, p)
     out["p_val_low"] = (dims, lo)
