@@ -16,6 +16,7 @@ scheduler or number of workers.
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 import warnings
 from collections.abc import Sequence
@@ -26,10 +27,27 @@ import numpy as np
 import xarray as xr
 from scipy.special import ndtr, ndtri
 
+from uqx._checks import is_lazy
 from uqx.data import InputError, SetData, as_stacked, iter_sets
 from uqx.evaluator import SetEvaluator
-from uqx.resample import MEMORY_BUDGET, REPLICATE_BLOCK, BootstrapPlan, content_key, resolve_seed
-from uqx.statistic import STAT_INFO, BinningConfig, parse_stat
+from uqx.resample import (
+    MEMORY_BUDGET,
+    REPLICATE_BLOCK,
+    SAMPLE_BLOCK,
+    SAMPLE_GROUP,
+    BootstrapPlan,
+    content_key,
+    resolve_seed,
+)
+from uqx.statistic import (
+    _MOMENT_COLUMNS,
+    MOMENT_STATS,
+    STAT_INFO,
+    BinningConfig,
+    _moment_features,
+    moment_sums,
+    parse_stat,
+)
 
 __all__ = [
     "bootstrap",
@@ -180,7 +198,10 @@ class BootstrapResult(dict):
 
 
 def _interval(method, T, t0, jack, level):
-    if method == "bca":
+    if method == "bca" and isinstance(jack, _Acceleration):  # streamed route
+        lo, hi, z0 = _bca_limits(T, t0, jack.a, level)
+        a = jack.a
+    elif method == "bca":
         lo, hi, z0, a = bca_interval(T, t0, jack, level=level)
     elif method == "percentile":
         (lo, hi), z0, a = percentile_interval(T, level=level), np.nan, np.nan
@@ -218,6 +239,142 @@ def _summarise(T, t0, jack, method, level):
         "acceleration": a,
         "n_nan": n_nan,
     }
+
+
+# ------------------------------------------------------ streamed moment statistics
+#: Rows of one group of the streamed moment route: :data:`uqx.resample.SAMPLE_GROUP`
+#: sample blocks of the resampling plan (a dask task reads these rows only).
+GROUP_ROWS = SAMPLE_GROUP * SAMPLE_BLOCK
+
+
+class _Acceleration:
+    """BCa acceleration from the streamed route: stands for the jackknife values."""
+
+    def __init__(self, a):
+        self.a = np.asarray(a, dtype=np.float64)
+
+
+class _Source:
+    """One column of a set (numpy or dask), handed to the group tasks untraversed.
+
+    A task reads its rows itself (a dask column synchronously, in the task), so dask
+    never holds more than the rows of the running tasks, and the column is neither
+    hashed nor pickled into the graph.
+    """
+
+    def __init__(self, arr):
+        self.arr = arr
+
+    def __dask_tokenize__(self):
+        return ("uqx-source", id(self))
+
+
+def _rows(arr, lo, hi):
+    part = arr[lo:hi]
+    if is_lazy(part):
+        part = part.compute(scheduler="sync")
+    return np.asarray(part, dtype=np.float64)
+
+
+def _streamed_key(E, u, M):
+    """:func:`uqx.resample.content_key` of (E, u) read group by group (the same bytes)."""
+    h = hashlib.sha256()
+    for arr in (E, u):
+        for lo in range(0, M, GROUP_ROWS):
+            h.update(np.ascontiguousarray(_rows(arr, lo, min(lo + GROUP_ROWS, M))).tobytes())
+        h.update(b"|")
+    d = h.digest()
+    return tuple(int.from_bytes(d[4 * i : 4 * i + 4], "little") for i in range(4))
+
+
+def _group_sums(src_E, src_u, lo, hi, plan, g, ncol):
+    """Pass 1 over group g: feature sums of the estimate and of every replicate block."""
+    E, u = _rows(src_E.arr, lo, hi), _rows(src_u.arr, lo, hi)
+    F = _moment_features(E, u, ncol)
+    lo = g * GROUP_ROWS
+    return moment_sums(E, u), [plan.sums_group(b, F, g, offset=lo)
+                               for b in range(plan.n_blocks)]
+
+
+def _group_jack(src_E, src_u, lo, hi, S, t0, specs, M):
+    r"""Pass 2 over a group: power sums of :math:`x_i = t_{(i)} - t_0` (leave-one-out).
+
+    Returns (K, 4): :math:`(n, \sum x, \sum x^2, \sum x^3)` over the finite values.
+    """
+    E, u = _rows(src_E.arr, lo, hi), _rows(src_u.arr, lo, hi)
+    loo = S[None, :] - moment_sums(E[:, None], u[:, None])
+    out = np.zeros((len(specs), 4))
+    for k, s in enumerate(specs):
+        x = MOMENT_STATS[s.base](loo, M - 1) - t0[k]
+        x = x[np.isfinite(x)]
+        out[k] = (x.size, x.sum(), (x * x).sum(), (x * x * x).sum())
+    return out
+
+
+def _acceleration_from_power_sums(P):
+    r"""BCa acceleration from the power sums of :math:`x_i = t_{(i)} - t_0`.
+
+    With :math:`m = \sum x / n`: :math:`\sum (m - x)^2 = \sum x^2 - n m^2` and
+    :math:`\sum (m - x)^3 = -(\sum x^3 - 3m\sum x^2 + 2 n m^3)`, so
+    :math:`a = \sum (m - x)^3 / (6 (\sum (m - x)^2)^{3/2})` (the formula of
+    :func:`jackknife_acceleration`; the shift by t0 keeps the sums well conditioned:
+    :math:`|m| \ll` the spread of x for a smooth statistic).
+    """
+    n, s1, s2, s3 = P.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = s1 / n
+        c2 = s2 - n * m * m
+        c3 = -(s3 - 3.0 * m * s2 + 2.0 * n * m**3)
+        return c3 / (6.0 * c2**1.5)
+
+
+def _streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
+    """Lazy (t0, acceleration, blocks) of one set by the streamed moment route.
+
+    Group g holds rows ``[g G, (g+1) G)`` with :data:`GROUP_ROWS` = G; a task reads only
+    its rows (numpy slices, or the chunks of a dask array), so memory is O(G) per task
+    whatever M. Pass 1: the feature sums of the estimate and of every replicate block
+    (:meth:`uqx.resample.BootstrapPlan.sums_group`, the same draws as the in-memory
+    route); pass 2 (BCa): power sums of the leave-one-out values. Partial sums are added
+    in group order, so the result does not depend on the chunking or the scheduler.
+    """
+    plan = BootstrapPlan(M=M, n_boot=n_boot, seed=seed, key=_streamed_key(E, u, M))
+    cols = {c for s in specs for c in _MOMENT_COLUMNS[s.base]}
+    ncol = 3 if cols <= {0, 1, 2} else 5
+    groups = [(lo, min(lo + GROUP_ROWS, M)) for lo in range(0, M, GROUP_ROWS)]
+    sE, su = _Source(E), _Source(u)
+    p1 = [dask.delayed(_group_sums, pure=False)(sE, su, lo, hi, plan, g, ncol)
+          for g, (lo, hi) in enumerate(groups)]
+
+    def reduce1(results):
+        S = results[0][0]
+        reps = list(results[0][1])
+        for s_g, r_g in results[1:]:
+            S = S + s_g
+            reps = [a + b for a, b in zip(reps, r_g, strict=True)]
+        t0 = {s.name: MOMENT_STATS[s.base](S[None, :], M) for s in specs}
+        blocks = [{s.name: MOMENT_STATS[s.base](
+            np.concatenate([r, np.zeros(r.shape[:-1] + (5 - r.shape[-1],))], axis=-1)
+            if r.shape[-1] < 5 else r, M)[:, None] for s in specs} for r in reps]
+        return S, t0, blocks
+
+    first = dask.delayed(reduce1)(p1)
+    S = first[0]
+    t0 = first[1]
+    if not want_jack:
+        return dask.delayed(lambda r: (r[1], None, r[2]))(first)
+    t0_vec = dask.delayed(lambda t: np.array([t[s.name][0] for s in specs]))(t0)
+    p2 = [dask.delayed(_group_jack, pure=False)(sE, su, lo, hi, S, t0_vec, specs, M)
+          for lo, hi in groups]
+
+    def reduce2(r, jacks):
+        P = jacks[0]
+        for j in jacks[1:]:
+            P = P + j
+        a = _acceleration_from_power_sums(P)
+        return r[1], {s.name: _Acceleration(a[k:k + 1]) for k, s in enumerate(specs)}, r[2]
+
+    return dask.delayed(reduce2)(first, p2)
 
 
 def _check_common(n_boot, level, method):
@@ -259,33 +416,67 @@ def _evaluator(sd, specs, binning):
     return SetEvaluator(sd.E, sd.uE, specs, binning, cond={"X": sd.X, "V": sd.V})
 
 
-def _run_sets(sets, specs, binning, n_boot, seed, scheduler, num_workers, want_jack=True):
-    """Build and compute the dask graph: per set t0 + jackknife + replicate blocks."""
-    tasks = []
-    for sd in sets:
-        ev = _evaluator(sd, specs, binning)
-        plan = BootstrapPlan(M=sd.M, n_boot=n_boot, seed=seed, key=content_key(sd.E, sd.uE))
-        est = dask.delayed(ev.estimate)()
-        jack = dask.delayed(ev.jackknife)() if want_jack else None
-        if not ev.needs_counts and plan.n_groups > 1:
-            # large data, moments only: one task per (replicate block, sample-block group),
-            # summed in group order (same bits as the single-task route)
-            blocks = [
-                dask.delayed(ev.from_moment_partials)(
-                    [dask.delayed(ev.moment_partial)(plan, b, g) for g in range(plan.n_groups)]
-                )
-                for b in range(plan.n_blocks)
-            ]
+def _run_stacked(ds, specs, binning, n_boot, seed, scheduler, num_workers, want_jack=True,
+                 progress=False):
+    """Tasks of every set of stacked data: the streamed moment route or the evaluator.
+
+    Returns the computed (t0, jackknife, blocks) of every set and the set sizes.
+    """
+    moment_only = all(s.family == "moment" for s in specs)
+    n_sets = ds.sizes["set"]
+    tasks, sizes, loaded = [None] * n_sets, [], []
+    for i in range(n_sets):
+        m = int(ds["M"].values[i])
+        sizes.append(m)
+        E, u = ds["E"].data[i, :m], ds["uE"].data[i, :m]
+        if moment_only and (is_lazy(E) or is_lazy(u) or m > GROUP_ROWS):
+            tasks[i] = _streamed_tasks(E, u, m, specs, n_boot, seed, want_jack)
         else:
-            # count batches of MEMORY_BUDGET / 16 (int32): two threads stay well under 1 GB
-            blocks = [dask.delayed(ev.replicates)(plan, b, batch_elems=MEMORY_BUDGET // 16)
-                      for b in range(plan.n_blocks)]
-        tasks.append((est, jack, blocks))
+            loaded.append(i)
+    if loaded:
+        sub = ds if len(loaded) == n_sets else ds.isel(set=loaded)
+        for i, sd in zip(loaded, iter_sets(sub), strict=True):
+            tasks[i] = _set_tasks(sd, specs, binning, n_boot, seed, want_jack)
+    return _compute(tasks, scheduler, num_workers, progress), sizes
+
+
+def _compute(tasks, scheduler, num_workers, progress=False):
+    from uqx.progress import progress_bar
+
     kw = {"scheduler": scheduler or "threads"}
     if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
         kw["num_workers"] = num_workers
-    (computed,) = dask.compute(tasks, **kw)
+    with progress_bar(quiet=not progress):
+        (computed,) = dask.compute(tasks, **kw)
     return computed
+
+
+def _run_sets(sets, specs, binning, n_boot, seed, scheduler, num_workers, want_jack=True):
+    """Build and compute the dask graph: per set t0 + jackknife + replicate blocks."""
+    return _compute([_set_tasks(sd, specs, binning, n_boot, seed, want_jack) for sd in sets],
+                    scheduler, num_workers)
+
+
+def _set_tasks(sd, specs, binning, n_boot, seed, want_jack):
+    """Lazy (t0, jackknife, blocks) of one in-memory set through its evaluator."""
+    ev = _evaluator(sd, specs, binning)
+    plan = BootstrapPlan(M=sd.M, n_boot=n_boot, seed=seed, key=content_key(sd.E, sd.uE))
+    est = dask.delayed(ev.estimate)()
+    jack = dask.delayed(ev.jackknife)() if want_jack else None
+    if not ev.needs_counts and plan.n_groups > 1:
+        # large data, moments only: one task per (replicate block, sample-block group),
+        # summed in group order (same bits as the single-task route)
+        blocks = [
+            dask.delayed(ev.from_moment_partials)(
+                [dask.delayed(ev.moment_partial)(plan, b, g) for g in range(plan.n_groups)]
+            )
+            for b in range(plan.n_blocks)
+        ]
+    else:
+        # count batches of MEMORY_BUDGET / 16 (int32): two threads stay well under 1 GB
+        blocks = [dask.delayed(ev.replicates)(plan, b, batch_elems=MEMORY_BUDGET // 16)
+                  for b in range(plan.n_blocks)]
+    return est, jack, blocks
 
 
 def bootstrap_set(
@@ -348,6 +539,7 @@ def bootstrap(
     keep_replicates: bool = False,
     scheduler=None,
     num_workers: int | None = None,
+    progress: bool = False,
 ) -> xr.Dataset:
     r"""Bootstrap statistics of one or several data sets with shared resamples.
 
@@ -376,6 +568,8 @@ def bootstrap(
         Keep T (t0 first) on a ``replicate`` dimension.
     scheduler, num_workers :
         Passed to :func:`dask.compute` (default: threads). Results do not depend on them.
+    progress : bool
+        Progress bar on stderr (a terminal only, :func:`uqx.progress.progress_bar`).
 
     Returns
     -------
@@ -383,6 +577,17 @@ def bootstrap(
         Over (``set``, ``stat``): ``estimate``, ``bias``, ``se``, ``ci_low``, ``ci_high``,
         ``z0``, ``acceleration``, ``n_nan`` [, ``replicates``]; attrs record the method,
         n_boot, level, seed and binning.
+
+    Notes
+    -----
+    **Out of core.** When every statistic is a moment statistic and the set is
+    dask-backed (e.g. a chunked NetCDF opened with :func:`uqx.open_dataset`) or longer
+    than :data:`GROUP_ROWS`, the set is streamed (:func:`_streamed_tasks`): each task
+    reads one group of :data:`GROUP_ROWS` rows, the estimate and the replicates are
+    feature sums added in group order, and the BCa acceleration comes from power sums
+    of the leave-one-out values (a second pass). Memory is O(GROUP_ROWS) per task
+    (about 50 MB) whatever M, and numpy and dask inputs of the same data give the same
+    bits (tested). Binned and rank statistics hold the set and one sort order in memory.
 
     Examples
     --------
@@ -400,14 +605,13 @@ def bootstrap(
         raise InputError("per-bin statistics (lzisd, lzms) go through uqx.bootstrap_per_bin")
     seed = resolve_seed(seed)
     ds = as_stacked(ds)
-    sets = list(iter_sets(ds))
     cfg = BinningConfig(bins, binning, pop_min)
-    computed = _run_sets(sets, specs, cfg, n_boot, seed, scheduler, num_workers,
-                         want_jack=method == "bca")
+    computed, sizes = _run_stacked(ds, specs, cfg, n_boot, seed, scheduler, num_workers,
+                                   want_jack=method == "bca", progress=progress)
     names = [s.name for s in specs]
     fields = ["estimate", "bias", "se", "ci_low", "ci_high", "z0", "acceleration", "n_nan"]
-    arr = {f: np.full((len(sets), len(names)), np.nan) for f in fields}
-    reps = np.full((len(sets), len(names), n_boot + 1), np.nan) if keep_replicates else None
+    arr = {f: np.full((len(sizes), len(names)), np.nan) for f in fields}
+    reps = np.full((len(sizes), len(names), n_boot + 1), np.nan) if keep_replicates else None
     for i, cs in enumerate(computed):
         for j, s in enumerate(specs):
             out = _summarise_computed(cs, s.name, method, level)
@@ -425,7 +629,7 @@ def bootstrap(
         coords={
             "set": ds["set"].values,
             "stat": names,
-            "M": ("set", np.array([s.M for s in sets])),
+            "M": ("set", np.array(sizes)),
             **({"replicate": np.arange(n_boot + 1)} if reps is not None else {}),
         },
         attrs=_attrs(method, n_boot, level, seed, cfg),

@@ -353,11 +353,13 @@ class BootstrapPlan:
             out = out + self.sums_group(b, F, g)
         return out
 
-    def sums_group(self, b: int, F: np.ndarray, g: int) -> np.ndarray:
+    def sums_group(self, b: int, F: np.ndarray, g: int, offset: int = 0) -> np.ndarray:
         """Feature sums of replicate block ``b`` over the sample blocks of group ``g``.
 
-        The kernels take 3 or 5 columns; other widths are zero-padded (k < 5) or summed
-        in groups of 5 over the same draws.
+        ``F`` holds the feature rows from position ``offset`` on (all M rows by default;
+        a streamed caller passes only the rows of group g with ``offset`` their first
+        position). The kernels take 3 or 5 columns; other widths are zero-padded (k < 5)
+        or summed in groups of 5 over the same draws.
         """
         F = np.asarray(F, dtype=np.float64)
         k = F.shape[1]
@@ -367,7 +369,8 @@ class BootstrapPlan:
             for lo in range(0, k, width):
                 part = F[:, lo : lo + width]
                 pad = np.zeros((F.shape[0], width - part.shape[1]))
-                parts.append(self.sums_group(b, np.hstack([part, pad]), g)[:, : part.shape[1]])
+                sums = self.sums_group(b, np.hstack([part, pad]), g, offset)
+                parts.append(sums[:, : part.shape[1]])
             return np.hstack(parts)
         F = np.ascontiguousarray(F)
         kernel = _draw_sums3 if k == 3 else _draw_sums5
@@ -377,5 +380,5 @@ class BootstrapPlan:
         for j in range(g * SAMPLE_GROUP, min((g + 1) * SAMPLE_GROUP, len(blocks))):
             s, e = blocks[j]
             st = _xoshiro_state(seed_sequence(self.seed, self.key, b, j))
-            kernel(st, F[s:e], draws[:, j], out)
+            kernel(st, F[s - offset : e - offset], draws[:, j], out)
         return out
