@@ -37,6 +37,7 @@ bench: $(STAMP)
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_bootstrap.py
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_large.py
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_sweeps.py
+	$(BIN)/python benchmarks/bench_outofcore.py   # writes and deletes a 1.6 GB NetCDF
 
 DOCS_STAMP := $(VENV)/.docs-installed
 

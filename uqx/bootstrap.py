@@ -291,7 +291,6 @@ def _group_sums(src_E, src_u, lo, hi, plan, g, ncol):
     """Pass 1 over group g: feature sums of the estimate and of every replicate block."""
     E, u = _rows(src_E.arr, lo, hi), _rows(src_u.arr, lo, hi)
     F = _moment_features(E, u, ncol)
-    lo = g * GROUP_ROWS
     return moment_sums(E, u), [plan.sums_group(b, F, g, offset=lo)
                                for b in range(plan.n_blocks)]
 
@@ -331,7 +330,8 @@ def _acceleration_from_power_sums(P):
 def _streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
     """Lazy (t0, acceleration, blocks) of one set by the streamed moment route.
 
-    Group g holds rows ``[g G, (g+1) G)`` with :data:`GROUP_ROWS` = G; a task reads only
+    Group g holds the rows of the plan's group g (:meth:`BootstrapPlan.group_rows`,
+    :data:`GROUP_ROWS` rows); a task reads only
     its rows (numpy slices, or the chunks of a dask array), so memory is O(G) per task
     whatever M. Pass 1: the feature sums of the estimate and of every replicate block
     (:meth:`uqx.resample.BootstrapPlan.sums_group`, the same draws as the in-memory
@@ -341,7 +341,7 @@ def _streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
     plan = BootstrapPlan(M=M, n_boot=n_boot, seed=seed, key=_streamed_key(E, u, M))
     cols = {c for s in specs for c in _MOMENT_COLUMNS[s.base]}
     ncol = 3 if cols <= {0, 1, 2} else 5
-    groups = [(lo, min(lo + GROUP_ROWS, M)) for lo in range(0, M, GROUP_ROWS)]
+    groups = [plan.group_rows(g) for g in range(plan.n_groups)]
     sE, su = _Source(E), _Source(u)
     p1 = [dask.delayed(_group_sums, pure=False)(sE, su, lo, hi, plan, g, ncol)
           for g, (lo, hi) in enumerate(groups)]

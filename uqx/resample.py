@@ -341,6 +341,11 @@ class BootstrapPlan:
         """Number of groups of :data:`SAMPLE_GROUP` sample blocks."""
         return -(-len(self.sample_blocks) // SAMPLE_GROUP)
 
+    def group_rows(self, g: int) -> tuple[int, int]:
+        """(start, stop) of the positions covered by the sample blocks of group ``g``."""
+        blocks = self.sample_blocks
+        return blocks[g * SAMPLE_GROUP][0], blocks[min((g + 1) * SAMPLE_GROUP, len(blocks)) - 1][1]
+
     def sums(self, b: int, F: np.ndarray) -> np.ndarray:
         """Feature sums of replicate block ``b``: ``sum_i c_ri F[i]``, shape (n_b, k).
 
