@@ -28,6 +28,7 @@ from scipy.special import ndtri
 from uqx.binning import bin_sums, make_bins, sliding_windows
 from uqx.bootstrap import bca_interval
 from uqx.data import InputError, SetData, from_arrays, iter_sets
+from uqx.generators import stream_state
 from uqx.reference import binomial_ci, draw_unit, unit_quantile
 from uqx.resample import resolve_seed, seed_sequence
 from uqx.stats.tailedness import hd_quantile
@@ -223,10 +224,11 @@ def confidence_curve(data, uE=None, *, stat="rmse", k=None, dist="normal", nu=No
                                       n_rm, stat)
     a = (1 - level) / 2
     if n_rep:
-        rng = np.random.Generator(np.random.PCG64(
-            seed_sequence(seed, "confidence", sd.name, dist, nu or 0)))
+        # one keyed xoshiro256** stream (uqx.generators), copy after copy: the batches
+        # never change the draws
+        state = stream_state(seed_sequence(seed, "confidence", sd.name, dist, nu or 0))
         sims = np.concatenate([
-            _curve_sorted(u_s * draw_unit(rng, (b, M), dist=dist, nu=nu), n_rm, stat)
+            _curve_sorted(u_s * draw_unit(state, (b, M), dist=dist, nu=nu), n_rm, stat)
             for b in _blocks(n_rep, M)])
         out["reference"] = np.nanmean(sims, axis=0)
         lo_hi = hd_quantile(sims, [a, 1 - a], axis=0)
