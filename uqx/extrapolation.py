@@ -227,7 +227,7 @@ def _fit_points(n_bins, settings, M):
 _FUSED = ("ence", "zmse", "zve")
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(nogil=True, cache=True)
 def _sweep_three(eps, u, edges, offsets, out):  # pragma: no cover - numba
     """ENCE, ZMSE, ZVE of copies ``u * eps[r]`` for every bin partition (one pass each).
 
@@ -236,7 +236,7 @@ def _sweep_three(eps, u, edges, offsets, out):  # pragma: no cover - numba
     """
     k, M = eps.shape
     L = offsets.size - 1
-    for r in numba.prange(k):
+    for r in range(k):  # serial: the callers run in parallel (dask tasks)
         pu2 = np.empty(M + 1)
         pe2 = np.empty(M + 1)
         pz2 = np.empty(M + 1)

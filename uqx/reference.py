@@ -533,7 +533,7 @@ def _sums_stats(out_seg, out_bin, eps, ss, specs):
     return out
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(nogil=True, cache=True)
 def _cc_rows(ae, order, ru, out, tied):  # pragma: no cover - numba
     """Spearman CC of each row of |E| (sorted by ``order``) with fixed centred ranks ``ru``.
 
@@ -542,7 +542,7 @@ def _cc_rows(ae, order, ru, out, tied):  # pragma: no cover - numba
     k, M = ae.shape
     denom = np.sqrt(np.sum(ru * ru) * M * (M * M - 1.0) / 12.0)
     c = (M - 1) / 2.0
-    for r in numba.prange(k):
+    for r in range(k):  # serial: the callers run in parallel (dask tasks)
         acc = 0.0
         t = False
         for i in range(M):
