@@ -743,7 +743,11 @@ def simulate_reference(
 
     Notes
     -----
-    Copy k of a set is drawn on the keyed xoshiro256** stream
+    Memory: the set's uE in stable sort order (8 bytes a row), a bin index per row for
+    each binning on X or V (4 bytes a row), the z-scores for ``"data"`` (8 bytes a
+    row), and ε only for the copies that CC or the hooks need (batches of
+    :data:`uqx.resample.MEMORY_BUDGET`); the set itself is loaded (no out-of-core route
+    yet). Copy k of a set is drawn on the keyed xoshiro256** stream
     ``seed_sequence(seed, "sim", content key, label, k // SIM_BLOCK)`` (generators of
     :mod:`uqx.generators`; ``"data"``: Lemire bounded integers), copy after copy within
     a block, and binned and summed in the same pass (:func:`_sim_rows`): the numbers
