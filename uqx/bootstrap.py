@@ -247,6 +247,10 @@ def _summarise(T, t0, jack, method, level):
 GROUP_ROWS = SAMPLE_GROUP * SAMPLE_BLOCK
 
 
+#: Rows of a sub-chunk of the leave-one-out pass (fixed: part of the summation order).
+_JACK_ROWS = 1 << 16
+
+
 class _Acceleration:
     """BCa acceleration from the streamed route: stands for the jackknife values."""
 
@@ -301,12 +305,14 @@ def _group_jack(src_E, src_u, lo, hi, S, t0, specs, M):
     Returns (K, 4): :math:`(n, \sum x, \sum x^2, \sum x^3)` over the finite values.
     """
     E, u = _rows(src_E.arr, lo, hi), _rows(src_u.arr, lo, hi)
-    loo = S[None, :] - moment_sums(E[:, None], u[:, None])
     out = np.zeros((len(specs), 4))
-    for k, s in enumerate(specs):
-        x = MOMENT_STATS[s.base](loo, M - 1) - t0[k]
-        x = x[np.isfinite(x)]
-        out[k] = (x.size, x.sum(), (x * x).sum(), (x * x * x).sum())
+    for a in range(0, E.size, _JACK_ROWS):  # fixed sub-chunks: small temporaries
+        b = a + _JACK_ROWS
+        loo = S[None, :] - moment_sums(E[a:b, None], u[a:b, None])
+        for k, s in enumerate(specs):
+            x = MOMENT_STATS[s.base](loo, M - 1) - t0[k]
+            x = x[np.isfinite(x)]
+            out[k] += (x.size, x.sum(), (x * x).sum(), (x * x * x).sum())
     return out
 
 
