@@ -741,6 +741,12 @@ def simulate_reference(
         by several calls (the members of :mod:`uqx.mctest`); rebuilt when they do not
         fit.
 
+    Returns
+    -------
+    xarray.Dataset
+        Over (``set``, ``stat``): ``reference``, ``reference_se``, ``sim2_low``,
+        ``sim2_high``, ``n_nan`` [, ``draws`` over ``mc``].
+
     Notes
     -----
     Memory: the set's uE in stable sort order (8 bytes a row), a bin index per row for
@@ -752,12 +758,6 @@ def simulate_reference(
     :mod:`uqx.generators`; ``"data"``: Lemire bounded integers), copy after copy within
     a block, and binned and summed in the same pass (:func:`_sim_rows`): the numbers
     depend on neither the scheduler, the workers, nor the memory budget.
-
-    Returns
-    -------
-    xarray.Dataset
-        Over (``set``, ``stat``): ``reference``, ``reference_se``, ``sim2_low``,
-        ``sim2_high``, ``n_nan`` [, ``draws`` over ``mc``].
     """
     if not (isinstance(n_mc, (int, np.integer)) and n_mc >= 2):
         raise InputError(f"n_mc must be an integer >= 2, got {n_mc!r}")
