@@ -16,7 +16,6 @@ scheduler or number of workers.
 
 from __future__ import annotations
 
-import hashlib
 import numbers
 import warnings
 from collections.abc import Sequence
@@ -28,7 +27,15 @@ import xarray as xr
 from scipy.special import ndtr, ndtri
 
 from uqx._checks import is_lazy
-from uqx.data import InputError, SetData, as_stacked, iter_sets
+from uqx.data import (
+    ColumnRef,
+    InputError,
+    SetData,
+    as_stacked,
+    iter_sets,
+    read_rows,
+    streamed_content_key,
+)
 from uqx.evaluator import SetEvaluator
 from uqx.resample import (
     MEMORY_BUDGET,
@@ -258,42 +265,9 @@ class _Acceleration:
         self.a = np.asarray(a, dtype=np.float64)
 
 
-class _Source:
-    """One column of a set (numpy or dask), handed to the group tasks untraversed.
-
-    A task reads its rows itself (a dask column synchronously, in the task), so dask
-    never holds more than the rows of the running tasks, and the column is neither
-    hashed nor pickled into the graph.
-    """
-
-    def __init__(self, arr):
-        self.arr = arr
-
-    def __dask_tokenize__(self):
-        return ("uqx-source", id(self))
-
-
-def _rows(arr, lo, hi):
-    part = arr[lo:hi]
-    if is_lazy(part):
-        part = part.compute(scheduler="sync")
-    return np.asarray(part, dtype=np.float64)
-
-
-def _streamed_key(E, u, M):
-    """:func:`uqx.resample.content_key` of (E, u) read group by group (the same bytes)."""
-    h = hashlib.sha256()
-    for arr in (E, u):
-        for lo in range(0, M, GROUP_ROWS):
-            h.update(np.ascontiguousarray(_rows(arr, lo, min(lo + GROUP_ROWS, M))).tobytes())
-        h.update(b"|")
-    d = h.digest()
-    return tuple(int.from_bytes(d[4 * i : 4 * i + 4], "little") for i in range(4))
-
-
 def _group_sums(src_E, src_u, lo, hi, plan, g, ncol):
     """Pass 1 over group g: feature sums of the estimate and of every replicate block."""
-    E, u = _rows(src_E.arr, lo, hi), _rows(src_u.arr, lo, hi)
+    E, u = read_rows(src_E.arr, lo, hi), read_rows(src_u.arr, lo, hi)
     F = _moment_features(E, u, ncol)
     return moment_sums(E, u), [plan.sums_group(b, F, g, offset=lo)
                                for b in range(plan.n_blocks)]
@@ -304,7 +278,7 @@ def _group_jack(src_E, src_u, lo, hi, S, t0, specs, M):
 
     Returns (K, 4): :math:`(n, \sum x, \sum x^2, \sum x^3)` over the finite values.
     """
-    E, u = _rows(src_E.arr, lo, hi), _rows(src_u.arr, lo, hi)
+    E, u = read_rows(src_E.arr, lo, hi), read_rows(src_u.arr, lo, hi)
     out = np.zeros((len(specs), 4))
     for a in range(0, E.size, _JACK_ROWS):  # fixed sub-chunks: small temporaries
         b = a + _JACK_ROWS
@@ -344,11 +318,12 @@ def _streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
     route); pass 2 (BCa): power sums of the leave-one-out values. Partial sums are added
     in group order, so the result does not depend on the chunking or the scheduler.
     """
-    plan = BootstrapPlan(M=M, n_boot=n_boot, seed=seed, key=_streamed_key(E, u, M))
+    key = streamed_content_key(E, u, M, GROUP_ROWS)
+    plan = BootstrapPlan(M=M, n_boot=n_boot, seed=seed, key=key)
     cols = {c for s in specs for c in _MOMENT_COLUMNS[s.base]}
     ncol = 3 if cols <= {0, 1, 2} else 5
     groups = [plan.group_rows(g) for g in range(plan.n_groups)]
-    sE, su = _Source(E), _Source(u)
+    sE, su = ColumnRef(E), ColumnRef(u)
     p1 = [dask.delayed(_group_sums, pure=False)(sE, su, lo, hi, plan, g, ncol)
           for g, (lo, hi) in enumerate(groups)]
 

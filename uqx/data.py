@@ -30,6 +30,9 @@ __all__ = [
     "as_stacked",
     "iter_sets",
     "provenance",
+    "ColumnRef",
+    "read_rows",
+    "streamed_content_key",
     "SetData",
     "VARIABLES",
 ]
@@ -541,3 +544,43 @@ def provenance(ds) -> dict:
         out["M"].append(m)
         out["sha256"].append(h.hexdigest())
     return out
+
+
+class ColumnRef:
+    """A column (numpy or dask) handed to dask tasks untouched: each task reads its rows.
+
+    Dask neither traverses, hashes nor pickles what it wraps, so a task holds only the
+    rows it reads (:func:`read_rows`), whatever the size of the column.
+    """
+
+    def __init__(self, arr):
+        self.arr = arr
+
+    def __dask_tokenize__(self):
+        return ("uqx-column", id(self))
+
+
+def read_rows(arr, lo: int, hi: int) -> np.ndarray:
+    """Return rows ``lo:hi`` of a 1-d numpy or dask array as float64 numpy.
+
+    A dask array is read synchronously, inside the calling task.
+    """
+    part = arr[lo:hi]
+    if is_lazy(part):
+        part = part.compute(scheduler="sync")
+    return np.asarray(part, dtype=np.float64)
+
+
+def streamed_content_key(E, u, M: int, step: int = 1 << 20) -> tuple[int, int, int, int]:
+    """:func:`uqx.resample.content_key` of (E, u) read ``step`` rows at a time.
+
+    The same bytes in the same order (E, ``|``, uE, ``|``), so the same key as the
+    in-memory arrays, with memory O(step) for dask-backed data.
+    """
+    h = hashlib.sha256()
+    for arr in (E, u):
+        for lo in range(0, M, step):
+            h.update(np.ascontiguousarray(read_rows(arr, lo, min(lo + step, M))).tobytes())
+        h.update(b"|")
+    d = h.digest()
+    return tuple(int.from_bytes(d[4 * i : 4 * i + 4], "little") for i in range(4))

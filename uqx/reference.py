@@ -23,7 +23,14 @@ import numpy as np
 import xarray as xr
 from scipy.special import ndtri
 
-from uqx.data import InputError, as_stacked, iter_sets
+from uqx.data import (
+    ColumnRef,
+    InputError,
+    as_stacked,
+    iter_sets,
+    read_rows,
+    streamed_content_key,
+)
 from uqx.generators import normal_step, stream_state, t_step
 from uqx.generators import t_params as _t_params
 from uqx.resample import (
@@ -489,6 +496,83 @@ def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None):
     return out
 
 
+# ------------------------------------------------- streamed route: moment statistics
+#: Rows of a group of the streamed moment route (part of its stream definition).
+SIM_GROUP_ROWS = 1 << 20
+
+
+def _u_sums(col_u, lo, hi):
+    """Σu² and Σ ln u² over rows lo:hi."""
+    u2 = read_rows(col_u.arr, lo, hi) ** 2
+    return np.array([u2.sum(), np.log(u2).sum()])
+
+
+def _stream_pool(E, u, M):
+    r"""Build the data's z-scores at unit mean square, :math:`z/\sqrt{\langle z^2\rangle}`.
+
+    Group by group (8 bytes a row: the ``"data"`` member resamples the whole set).
+    """
+    pool = np.empty(M)
+    s = 0.0
+    for lo in range(0, M, SIM_GROUP_ROWS):
+        hi = min(lo + SIM_GROUP_ROWS, M)
+        z = read_rows(E, lo, hi) / read_rows(u, lo, hi)
+        pool[lo:hi] = z
+        s += float(np.sum(z * z))
+    pool /= np.sqrt(s / M)
+    return pool
+
+
+def _moment_group(col_u, col_pool, lo, hi, seed, key, dlabel, block, g, nb, dist, nu):
+    """Sum (nb, 4) the block's copies over rows lo:hi (group g), in file order."""
+    u = read_rows(col_u.arr, lo, hi)
+    ss = seed_sequence(seed, "sim", key, dlabel, block, "rows", g)
+    state, code, d, c, h, pool = unit_args(ss, dist, nu, col_pool.arr)
+    out = np.zeros((nb, 1, 4))
+    _sim_rows(state, code, d, c, h, pool, u, np.array([0, hi - lo], dtype=np.int64),
+              np.zeros((0, 1), np.int32), np.zeros(0, np.int64), out, np.zeros((nb, 0, 4)),
+              np.empty((0, hi - lo)))
+    return out[:, 0]
+
+
+def _moment_block(parts, usums, specs, M):
+    """Statistics of a block's copies from the group sums, added in group order."""
+    tot = parts[0]
+    for p in parts[1:]:
+        tot = tot + p
+    us = usums[0]
+    for p in usums[1:]:
+        us = us + p
+    S = np.empty((tot.shape[0], 5))  # (z², u², E², z, ln u²) with z = ε
+    S[:, 0], S[:, 1], S[:, 2], S[:, 3], S[:, 4] = tot[:, 0], us[0], tot[:, 1], tot[:, 3], us[1]
+    return {s.name: MOMENT_STATS[s.base](S, M) for s in specs}
+
+
+def _moment_tasks(ds, i, specs, dist, nu, seed, dlabel, n_mc):
+    """Lazy blocks of set i by the streamed moment route (nothing loaded but one group).
+
+    Copy k of block b is drawn in file order, group by group: rows of group g on the
+    keyed stream ``seed_sequence(seed, "sim", key, label, b, "rows", g)``, copy after
+    copy; its sums (Σε², Σ(uε)², Σuε, Σε) are added in group order. The same code runs
+    on numpy and on dask columns, so both give the same bits.
+    """
+    m = int(ds["M"].values[i])
+    E, u = ds["E"].data[i, :m], ds["uE"].data[i, :m]
+    key = streamed_content_key(E, u, m, SIM_GROUP_ROWS)
+    groups = [(lo, min(lo + SIM_GROUP_ROWS, m)) for lo in range(0, m, SIM_GROUP_ROWS)]
+    col_u = ColumnRef(u)
+    col_pool = ColumnRef(_stream_pool(E, u, m) if dist == "data" else None)
+    usums = [dask.delayed(_u_sums, pure=False)(col_u, lo, hi) for lo, hi in groups]
+    blocks = []
+    for b in range(-(-n_mc // SIM_BLOCK)):
+        nb = min(SIM_BLOCK, n_mc - b * SIM_BLOCK)
+        parts = [dask.delayed(_moment_group, pure=False)(col_u, col_pool, lo, hi, seed, key,
+                                                         dlabel, b, g, nb, dist, nu)
+                 for g, (lo, hi) in enumerate(groups)]
+        blocks.append(dask.delayed(_moment_block, pure=False)(parts, usums, specs, m))
+    return blocks
+
+
 def _bin_sums(sums, u2, n, tot_x, M):
     """Per-bin sums (k, N, 6) of the bin features from the kernel's (Σε², Σx², Σx, Σε).
 
@@ -687,6 +771,23 @@ def prepare_sets(ds, stats, *, bins: int = 20, binning: str = "equal-count",
             for sd in iter_sets(as_stacked(ds))]
 
 
+def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks, prepared):
+    """Lazy blocks of every set by the route in uE order (binned, rank, hooks)."""
+    sets = list(iter_sets(ds))
+    conds = _binned_conds(specs)
+    per_set = np.ndim(nu) > 0
+    if prepared is None or len(prepared) != len(sets) or not all(
+            p.fits(conds, cfg, dist == "data") for p in prepared):
+        prepared = [_SimSet(sd, conds, cfg, dist == "data") for sd in sets]
+    tasks = [
+        [dask.delayed(_sim_block)(ss, specs, dist, float(nu[i]) if per_set else nu, seed,
+                                  dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook)
+         for b in range(n_blocks)]
+        for i, (ss, hook) in enumerate(zip(prepared, hooks, strict=True))
+    ]
+    return tasks
+
+
 def simulate_reference(
     ds,
     stats: Sequence[str] = ("cc", "ence", "zmse"),
@@ -768,11 +869,11 @@ def simulate_reference(
     if dist not in ("normal", "t", "data"):
         raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
     ds = as_stacked(ds)
-    sets = list(iter_sets(ds))
+    n_sets = ds.sizes["set"]
     per_set = np.ndim(nu) > 0
     nus = np.asarray(nu, dtype=np.float64).ravel() if per_set else None
-    if per_set and nus.size != len(sets):
-        raise InputError(f"nu: one value per set expected ({len(sets)}), got {np.size(nu)}")
+    if per_set and nus.size != n_sets:
+        raise InputError(f"nu: one value per set expected ({n_sets}), got {np.size(nu)}")
     if dist == "t" and not (np.all(nus > 2) if per_set else (
             isinstance(nu, (int, float, np.number)) and nu > 2)):
         raise InputError(f"unit-variance Student t needs nu > 2, got {nu!r}")
@@ -781,17 +882,15 @@ def simulate_reference(
     dlabel = label or {"normal": "N", "data": "data"}.get(dist) or f"T{nu:g}"
     cfg = BinningConfig(bins, binning, pop_min)
     n_blocks = -(-n_mc // SIM_BLOCK)
-    hooks = hooks or [None] * len(sets)
-    conds = _binned_conds(specs)
-    if prepared is None or len(prepared) != len(sets) or not all(
-            p.fits(conds, cfg, dist == "data") for p in prepared):
-        prepared = [_SimSet(sd, conds, cfg, dist == "data") for sd in sets]
-    tasks = [
-        [dask.delayed(_sim_block)(ss, specs, dist, float(nus[i]) if per_set else nu, seed,
-                                  dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook)
-         for b in range(n_blocks)]
-        for i, (ss, hook) in enumerate(zip(prepared, hooks, strict=True))
-    ]
+    hooks = hooks or [None] * n_sets
+    streamed = all(s.family == "moment" for s in specs) and all(h is None for h in hooks)
+    if streamed:  # moment statistics only: file order, group by group (out of core)
+        tasks = [_moment_tasks(ds, i, specs, dist, float(nus[i]) if per_set else nu, seed,
+                               dlabel, n_mc) for i in range(n_sets)]
+    else:
+        tasks = _sorted_tasks(ds, specs, cfg, dist, nus if per_set else nu, seed, dlabel,
+                              n_mc, n_blocks, hooks, prepared)
+
     kw = {"scheduler": scheduler or "threads"}
     if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
         kw["num_workers"] = num_workers
