@@ -850,15 +850,23 @@ def simulate_reference(
 
     Notes
     -----
-    Memory: the set's uE in stable sort order (8 bytes a row), a bin index per row for
-    each binning on X or V (4 bytes a row), the z-scores for ``"data"`` (8 bytes a
-    row), and ε only for the copies that CC or the hooks need (batches of
-    :data:`uqx.resample.MEMORY_BUDGET`); the set itself is loaded (no out-of-core route
-    yet). Copy k of a set is drawn on the keyed xoshiro256** stream
-    ``seed_sequence(seed, "sim", content key, label, k // SIM_BLOCK)`` (generators of
-    :mod:`uqx.generators`; ``"data"``: Lemire bounded integers), copy after copy within
-    a block, and binned and summed in the same pass (:func:`_sim_rows`): the numbers
-    depend on neither the scheduler, the workers, nor the memory budget.
+    **Moment statistics only** (no hooks): streamed out of core
+    (:func:`_moment_tasks`). Copy k is drawn in file order, group by group of
+    :data:`SIM_GROUP_ROWS` rows, on the keyed streams ``seed_sequence(seed, "sim",
+    content key, label, k // SIM_BLOCK, "rows", g)``; a task reads only its group's uE
+    (dask columns are read chunk by chunk: a lazily opened NetCDF is never loaded), and
+    the sums are added in group order, so numpy and dask inputs give the same bits.
+    Memory: O(group) per task, plus the z-scores for ``"data"`` (8 bytes a row).
+
+    **Otherwise** (binned or rank statistics, hooks): the set is loaded and copy k is
+    drawn on ``seed_sequence(seed, "sim", content key, label, k // SIM_BLOCK)``, copy
+    after copy within a block, laid out in the stable uE order, binned and summed in the
+    same pass (:func:`_sim_rows`). Memory: uE in sort order (8 bytes a row), a bin index
+    per row for each binning on X or V (4 bytes a row), the z-scores for ``"data"``, and
+    ε only for the copies that CC or the hooks need (batches of
+    :data:`uqx.resample.MEMORY_BUDGET`). In both routes the draws are the generators of
+    :mod:`uqx.generators` (``"data"``: Lemire bounded integers) and the numbers depend
+    on neither the scheduler, the workers, nor the memory budget.
     """
     if not (isinstance(n_mc, (int, np.integer)) and n_mc >= 2):
         raise InputError(f"n_mc must be an integer >= 2, got {n_mc!r}")
