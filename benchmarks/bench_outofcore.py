@@ -1,19 +1,21 @@
-"""Out-of-core BCa bootstrap of moment statistics on a chunked NetCDF of 10^8 rows.
+"""Out of core: moment statistics, BCa bootstrap, simulated references on 10^8 rows.
 
 Target (issue 13): ZMS and RCE of 10^8 (E, uE) rows opened lazily
-(``xr.open_dataset(chunks=...)``), their BCa bootstrap with n_boot = 1000, peak memory
-≤ 1.5 GB (the data alone are 1.6 GB). The file is written chunk by chunk to a temporary
-directory (about 1.6 GB: the free space is checked first) and deleted afterwards. The
-child process opens it lazily, computes the moment statistics (streamed,
-:func:`uqx.compute`) and the bootstrap (streamed over groups of
-:data:`uqx.bootstrap.GROUP_ROWS` rows); its peak RSS includes the interpreter, numba and
-the HDF5 caches. Floor: the bootstrap's bounded integers alone (n_boot x M, one thread),
-measured in the same run.
+(``xr.open_dataset(chunks=...)``), their BCa bootstrap with n_boot = 1000 and their
+simulated references (members N and the resampled data, a few copies each: every copy
+is 10^8 draws), peak memory ≤ 1.5 GB (the data alone are 1.6 GB). The file is
+written chunk by chunk to a temporary directory (about 1.6 GB: the free space is checked
+first) and deleted afterwards. The child process opens it lazily, computes the moment
+statistics (streamed, :func:`uqx.compute`), the bootstrap (streamed over groups of
+:data:`uqx.bootstrap.GROUP_ROWS` rows) and the simulated references (streamed over
+groups of :data:`uqx.reference.SIM_GROUP_ROWS` rows); its peak RSS includes the
+interpreter, numba and the HDF5 caches. Floor: the bootstrap's bounded integers alone
+(n_boot x M, one thread), measured in the same run.
 
-Not covered here (see the closing notes of issue 13): the simulated references and
-``uqx.validate`` still load a set in memory.
+Not covered here: ``uqx.validate`` still loads a set in memory (tailedness quantiles,
+binned statistics: one sort order).
 
-Run: ``.venv/bin/python benchmarks/bench_outofcore.py [M] [n_boot]``.
+Run: ``.venv/bin/python benchmarks/bench_outofcore.py [M] [n_boot] [n_sim]``.
 """
 
 from __future__ import annotations
@@ -35,13 +37,23 @@ CHILD = r"""
 import json, os, resource, sys, time
 import numpy as np, xarray as xr
 import uqx
-path, n_boot = sys.argv[1], int(sys.argv[2])
+path, n_boot, n_sim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 t = time.perf_counter(); c = time.process_time()
 ds = xr.open_dataset(path, engine="netcdf4", chunks={"sample": 1_048_576})
 est = uqx.compute(ds, ["zms", "rce"])
 t_moments = time.perf_counter() - t
 r = uqx.bootstrap(ds, ["zms", "rce"], n_boot=n_boot, seed=1, progress=True)
-out = {"seconds": time.perf_counter() - t, "moments_seconds": t_moments,
+t_boot = time.perf_counter() - t
+peak_boot = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+sims = {}
+for dist in ("normal", "data"):
+    t1 = time.perf_counter()
+    ref = uqx.simulate_reference(ds, ["zms", "rce"], dist=dist, n_mc=n_sim, seed=1,
+                                 keep_draws=True)
+    sims[dist] = [time.perf_counter() - t1, float(ref.reference.sel(stat="zms").item()),
+                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]
+out = {"seconds": t_boot, "moments_seconds": t_moments, "sims": sims,
+       "peak_boot_mib": peak_boot,
        "cpu_seconds": time.process_time() - c, "load": os.getloadavg()[0],
        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
        "zms": [float(est.sel(stat="zms").item()), float(r.ci_low.sel(stat="zms").item()),
@@ -84,8 +96,9 @@ def floor_cpu(m, n_boot):
 def main():
     m = int(float(sys.argv[1])) if len(sys.argv) > 1 else 100_000_000
     n_boot = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
+    n_sim = int(sys.argv[3]) if len(sys.argv) > 3 else 10
     cores = len(os.sched_getaffinity(0))
-    header(f"out-of-core bootstrap: {m} rows, ZMS + RCE, n_boot={n_boot}")
+    header(f"out of core: {m} rows, ZMS + RCE, n_boot={n_boot}, {n_sim} simulated copies")
     tmp = tempfile.mkdtemp(prefix="uqx-ooc-")
     try:
         need = 2 * 8 * m * 1.1
@@ -98,8 +111,8 @@ def main():
         write(path, m)
         print(f"wrote {os.path.getsize(path) / 2**30:.2f} GiB in {time.perf_counter() - t:.0f} s",
               flush=True)
-        p = subprocess.run([sys.executable, "-c", CHILD, path, str(n_boot)], cwd=ROOT,
-                           capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-c", CHILD, path, str(n_boot), str(n_sim)],
+                           cwd=ROOT, capture_output=True, text=True)
         if p.returncode:
             raise SystemExit(p.stderr)
         out = json.loads(p.stdout.strip().splitlines()[-1])
@@ -111,9 +124,15 @@ def main():
     print(f"moments + BCa bootstrap: {out['seconds']:.1f} s wall, CPU {out['cpu_seconds']:.1f} s "
           f"(CPU / {cores} cores {out['cpu_seconds'] / cores:.1f} s; floor, the bootstrap's "
           f"indices alone: {floor / cores:.1f} s), load {out['load']:.1f}")
-    ok = out["peak_mib"] <= TARGET_MIB
-    print(f"peak RSS {out['peak_mib']:.0f} MiB (target <= {TARGET_MIB:.0f} MiB: "
-          f"{'PASS' if ok else 'MISS'}; the data alone are {2 * 8 * m / 2**20:.0f} MiB)")
+    for dist, (sec, zms, peak) in out["sims"].items():
+        print(f"simulated references, {dist} member, {n_sim} copies (streamed): {sec:.1f} s "
+              f"({sec / (n_sim * m) * 1e9:.1f} ns per value, wall), reference ZMS {zms:.5f}, "
+              f"peak RSS so far {peak:.0f} MiB")
+    for what, peak in (("moments + bootstrap", out["peak_boot_mib"]),
+                       ("+ simulated references", out["peak_mib"])):
+        ok = peak <= TARGET_MIB
+        print(f"peak RSS, {what}: {peak:.0f} MiB (target <= {TARGET_MIB:.0f} MiB: "
+              f"{'PASS' if ok else 'MISS'}; the data alone are {2 * 8 * m / 2**20:.0f} MiB)")
     print(f"ZMS [estimate, lo, hi] {out['zms']}; RCE {out['rce']}")
 
 
