@@ -806,6 +806,7 @@ def simulate_reference(
     hooks=None,
     label: str | None = None,
     prepared: list | None = None,
+    progress: bool = False,
 ) -> xr.Dataset:
     r"""Simulate reference values of statistics (paper 000 Sect. II D 2, METHODS §6).
 
@@ -841,6 +842,8 @@ def simulate_reference(
         :func:`prepare_sets` of the same data and binning: the sort and the bins shared
         by several calls (the members of :mod:`uqx.mctest`); rebuilt when they do not
         fit.
+    progress : bool
+        Progress bar on stderr (a terminal only, :func:`uqx.progress.progress_bar`).
 
     Returns
     -------
@@ -902,7 +905,10 @@ def simulate_reference(
     kw = {"scheduler": scheduler or "threads"}
     if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
         kw["num_workers"] = num_workers
-    (computed,) = dask.compute(tasks, **kw)
+    from uqx.progress import progress_bar
+
+    with progress_bar(quiet=not progress):
+        (computed,) = dask.compute(tasks, **kw)
     out = _summarise_sims(computed, [s.name for s in specs], n_mc, level, keep_draws)
     out = out.assign_coords(set=ds["set"].values)
     if per_set:
