@@ -71,7 +71,8 @@ def _tables(ds, markdown=None, readme=None):
              "Each cell: the rate, and in brackets its Wilson-cc 95 % limit (upper for "
              "false rejections, lower for acceptance and power); calibrated rows give the "
              "worst design at that M; for `any`, \"valid\" means no `invalid` anywhere in "
-             "the set's result.")
+             "the set's result. Designs (uncertainties_errors): "
+             + ", ".join(str(d) for d in ds["design"].values) + ".")
     after = rates_table(ds)
     before = rates_table(ds, tests=("zms", "rce", "cc", "ence", "zmse", "zve"), zeta=True)
     text = "\n".join([intro, "", "**Verdicts (after)**", "", after, "",

@@ -194,7 +194,8 @@ def summarise(raw: xr.Dataset) -> xr.Dataset:
     ds = raw.transpose("design", "M", "scenario", "replicate", "test")
     out = ds.copy()
     v = ds["verdict"].values
-    n = np.isfinite(v).sum(axis=3)
+    # "not tested" (e.g. adaptivity where the set is too small for any route) is no verdict
+    n = (np.isfinite(v) & (v != CODES.index("not tested"))).sum(axis=3)
     dims = ("design", "M", "scenario", "test")
     for code, name in enumerate(("valid", "invalid", "inconclusive")):
         # test "any" is coded 1 (some invalid) or 0 (none): the codes of invalid / valid
@@ -202,7 +203,8 @@ def summarise(raw: xr.Dataset) -> xr.Dataset:
         out[f"rate_{name}"] = (dims, rate, {"long_name": f"fraction of '{name}' verdicts"})
         out[f"rate_{name}_low"] = (dims, lo, {"long_name": "Wilson-cc 95 % lower limit"})
         out[f"rate_{name}_high"] = (dims, hi, {"long_name": "Wilson-cc 95 % upper limit"})
-    out["n_sets"] = (dims, n.astype(np.int64), {"long_name": "sets with this verdict recorded"})
+    out["n_sets"] = (dims, n.astype(np.int64),
+                     {"long_name": "sets with a verdict (valid, invalid or inconclusive)"})
     out["verdict"].attrs.update(long_name="verdict code", codes=", ".join(
         f"{k} {c}" for k, c in enumerate(CODES)) + "; test 'any': 1 some invalid, 0 none")
     return out
