@@ -37,29 +37,26 @@ CHILD = r"""
 import json, os, resource, sys, time
 import numpy as np, xarray as xr
 import uqx
-path, n_boot, n_sim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-t = time.perf_counter(); c = time.process_time()
+path, part, n_boot, n_sim = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 ds = xr.open_dataset(path, engine="netcdf4", chunks={"sample": 1_048_576})
-est = uqx.compute(ds, ["zms", "rce"])
-t_moments = time.perf_counter() - t
-r = uqx.bootstrap(ds, ["zms", "rce"], n_boot=n_boot, seed=1, progress=True)
-t_boot = time.perf_counter() - t
-peak_boot = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-sims = {}
-for dist in ("normal", "data"):
-    t1 = time.perf_counter()
-    ref = uqx.simulate_reference(ds, ["zms", "rce"], dist=dist, n_mc=n_sim, seed=1,
-                                 keep_draws=True)
-    sims[dist] = [time.perf_counter() - t1, float(ref.reference.sel(stat="zms").item()),
-                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]
-out = {"seconds": t_boot, "moments_seconds": t_moments, "sims": sims,
-       "peak_boot_mib": peak_boot,
-       "cpu_seconds": time.process_time() - c, "load": os.getloadavg()[0],
-       "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-       "zms": [float(est.sel(stat="zms").item()), float(r.ci_low.sel(stat="zms").item()),
-               float(r.ci_high.sel(stat="zms").item())],
-       "rce": [float(est.sel(stat="rce").item()), float(r.ci_low.sel(stat="rce").item()),
-               float(r.ci_high.sel(stat="rce").item())]}
+t = time.perf_counter()
+c = time.process_time()
+out = {}
+if part == "boot":
+    est = uqx.compute(ds, ["zms", "rce"])
+    out["moments_seconds"] = time.perf_counter() - t
+    r = uqx.bootstrap(ds, ["zms", "rce"], n_boot=n_boot, seed=1, progress=True)
+    out["zms"] = [float(est.sel(stat="zms").item()), float(r.ci_low.sel(stat="zms").item()),
+                  float(r.ci_high.sel(stat="zms").item())]
+    out["rce"] = [float(est.sel(stat="rce").item()), float(r.ci_low.sel(stat="rce").item()),
+                  float(r.ci_high.sel(stat="rce").item())]
+else:
+    ref = uqx.simulate_reference(ds, ["zms", "rce"], dist=part, n_mc=n_sim, seed=1,
+                                 keep_draws=True, progress=True)
+    out["zms"] = float(ref.reference.sel(stat="zms").item())
+out.update({"seconds": time.perf_counter() - t, "cpu_seconds": time.process_time() - c,
+            "load": os.getloadavg()[0],
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 print(json.dumps(out))
 """
 
@@ -111,30 +108,37 @@ def main():
         write(path, m)
         print(f"wrote {os.path.getsize(path) / 2**30:.2f} GiB in {time.perf_counter() - t:.0f} s",
               flush=True)
-        p = subprocess.run([sys.executable, "-c", CHILD, path, str(n_boot), str(n_sim)],
-                           cwd=ROOT, capture_output=True, text=True)
-        if p.returncode:
-            raise SystemExit(p.stderr)
-        out = json.loads(p.stdout.strip().splitlines()[-1])
+        out = {}
+        for part in ("boot", "normal", "data"):  # one fresh child each: its own peak
+            p = subprocess.run([sys.executable, "-c", CHILD, path, part, str(n_boot),
+                                str(n_sim)], cwd=ROOT, capture_output=True, text=True)
+            if p.returncode:
+                raise SystemExit(p.stderr)
+            out[part] = json.loads(p.stdout.strip().splitlines()[-1])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     floor = floor_cpu(m, n_boot)
     section("results")
-    print(f"moments (streamed): {out['moments_seconds']:.1f} s")
-    print(f"moments + BCa bootstrap: {out['seconds']:.1f} s wall, CPU {out['cpu_seconds']:.1f} s "
-          f"(CPU / {cores} cores {out['cpu_seconds'] / cores:.1f} s; floor, the bootstrap's "
-          f"indices alone: {floor / cores:.1f} s), load {out['load']:.1f}")
-    for dist, (sec, zms, peak) in out["sims"].items():
-        print(f"simulated references, {dist} member, {n_sim} copies (streamed): {sec:.1f} s "
-              f"({sec / (n_sim * m) * 1e9:.1f} ns per value, wall), reference ZMS {zms:.5f}, "
-              f"peak RSS so far {peak:.0f} MiB")
-    for what, peak in (("moments + bootstrap", out["peak_boot_mib"]),
-                       ("+ simulated references", out["peak_mib"])):
+    b = out["boot"]
+    print(f"moments (streamed): {b['moments_seconds']:.1f} s")
+    print(f"moments + BCa bootstrap: {b['seconds']:.1f} s wall, CPU {b['cpu_seconds']:.1f} s "
+          f"(CPU / {cores} cores {b['cpu_seconds'] / cores:.1f} s; floor, the bootstrap's "
+          f"indices alone: {floor / cores:.1f} s), load {b['load']:.1f}")
+    for dist in ("normal", "data"):
+        r = out[dist]
+        print(f"simulated references, {dist} member, {n_sim} copies (streamed): "
+              f"{r['seconds']:.1f} s wall, CPU {r['cpu_seconds']:.1f} s "
+              f"({r['cpu_seconds'] / (n_sim * m) * 1e9:.1f} ns CPU per value), "
+              f"reference ZMS {r['zms']:.5f}, load {r['load']:.1f}")
+    data_mib = 2 * 8 * m / 2**20
+    for what in ("boot", "normal", "data"):
+        peak = out[what]["peak_mib"]
         ok = peak <= TARGET_MIB
-        print(f"peak RSS, {what}: {peak:.0f} MiB (target <= {TARGET_MIB:.0f} MiB: "
-              f"{'PASS' if ok else 'MISS'}; the data alone are {2 * 8 * m / 2**20:.0f} MiB)")
-    print(f"ZMS [estimate, lo, hi] {out['zms']}; RCE {out['rce']}")
-
+        label = {"boot": "moments + bootstrap", "normal": "simulated references (N)",
+                 "data": "simulated references (data: the z-scores in memory, 8 B a row)"}
+        print(f"peak RSS, {label[what]}: {peak:.0f} MiB (target <= {TARGET_MIB:.0f} MiB: "
+              f"{'PASS' if ok else 'MISS'}; the data alone are {data_mib:.0f} MiB)")
+    print(f"ZMS [estimate, lo, hi] {b['zms']}; RCE {b['rce']}")
 
 if __name__ == "__main__":
     main()
