@@ -1,9 +1,10 @@
 """Panel of the ``error-rates`` study: how often each verdict is wrong, against M.
 
-One panel per scenario. On calibrated data the panel shows, for every test, the largest
-false-rejection rate over the designs (solid, "invalid") and the smallest acceptance rate
-(dashed, "valid"), with the 5 % and 90 % lines of the targets; on miscalibrated scenarios
-the smallest rate of ``invalid`` over the designs (the power). Error bars: Wilson-cc 95 %.
+Calibrated data against M: for every test the largest false-rejection rate over the
+designs (solid, "invalid") and the smallest acceptance rate (dashed, "valid"), with the
+5 % and 90 % lines of the targets; each miscalibrated scenario at the size it ran: the
+smallest rate of ``invalid`` over its designs (the power), as bars. Error bars: Wilson-cc
+95 %.
 """
 
 from __future__ import annotations
@@ -37,7 +38,13 @@ def _worst(ds, var, test, scenario, *, largest):
 
 def error_rates(archive, *, tests=SHOWN_TESTS, size="double", font_size=None, dpi=None,
                 title=None):
-    """Rates of the verdicts against M, one panel per scenario (``uqx sweep error-rates``).
+    """Rates of the verdicts of the ``error-rates`` study (``uqx sweep error-rates``).
+
+    First panel, calibrated data against M: for every test the largest ``invalid`` rate
+    over the designs (solid; target 5 %, dashed line) and the smallest ``valid`` rate
+    (dashed, open markers; target 90 %). Then one panel per miscalibrated scenario at
+    the size it ran: the smallest ``invalid`` rate over its designs for every test
+    (bars, the power; 95 % line). Error bars: Wilson-cc 95 % limits.
 
     Parameters
     ----------
@@ -59,35 +66,55 @@ def error_rates(archive, *, tests=SHOWN_TESTS, size="double", font_size=None, dp
     tests = [t for t in tests if t in [str(x) for x in ds["test"].values]]
     scen = [str(s) for s in ds["scenario"].values
             if int(ds["n_sets"].sel(scenario=s).max()) > 0]
-    M = ds["M"].values.astype(float)
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(len(scen), size=size, ncols=min(len(scen), 3), aspect=0.8)
         for ax, sc in zip(axes, scen, strict=False):
-            calibrated = sc == "calibrated"
-            for k, t in enumerate(tests):
-                inv = _worst(ds, "rate_invalid", t, sc, largest=calibrated)
-                ok = np.isfinite(inv[0])
-                shift = 1 + 0.012 * (k - len(tests) / 2)
-                color = S.COLORS["series"][k % len(S.COLORS["series"])]
-                ax.errorbar(M[ok] * shift, inv[0, ok], yerr=[inv[0, ok] - inv[1, ok],
-                                                           inv[2, ok] - inv[0, ok]],
-                            fmt=_MARK[k % len(_MARK)] + "-", ms=3, lw=1, color=color,
-                            label=t)
-                if calibrated and t != "any":
-                    val = _worst(ds, "rate_valid", t, sc, largest=False)
-                    ok = np.isfinite(val[0])
-                    ax.plot(M[ok] * shift, val[0, ok], _MARK[k % len(_MARK)] + "--", ms=3,
-                            lw=0.8, color=color, mfc="none")
-            if calibrated:
-                S.reference_line(ax, 0.05, kind="h")
-                S.reference_line(ax, 0.90, kind="h")
-                ax.set_ylabel("rate (solid: invalid, worst design; dashed: valid)")
+            if sc == "calibrated":
+                _calibrated_panel(ax, ds, tests)
             else:
-                S.reference_line(ax, 0.95, kind="h")
-                ax.set_ylabel("rate of invalid (power, weakest design)")
-            ax.set_xscale("log")
-            ax.set_ylim(-0.02, 1.02)
-            ax.set_xlabel("M")
-            S.set_title(ax, sc)
+                _power_panel(ax, ds, tests, sc)
         S.legend(fig, axes[: len(scen)], ncols=5)
     return S.finish(fig, title=title)
+
+
+def _calibrated_panel(ax, ds, tests):
+    M = ds["M"].values.astype(float)
+    for k, t in enumerate(tests):
+        color = S.COLORS["series"][k % len(S.COLORS["series"])]
+        mark = _MARK[k % len(_MARK)]
+        shift = 1 + 0.012 * (k - len(tests) / 2)
+        inv = _worst(ds, "rate_invalid", t, "calibrated", largest=True)
+        ok = np.isfinite(inv[0])
+        ax.errorbar(M[ok] * shift, inv[0, ok], yerr=[inv[0, ok] - inv[1, ok],
+                                                   inv[2, ok] - inv[0, ok]],
+                    fmt=mark + "-", ms=3, lw=1, color=color, label=t)
+        val = _worst(ds, "rate_valid", t, "calibrated", largest=False)
+        ok = np.isfinite(val[0])
+        ax.plot(M[ok] * shift, val[0, ok], mark + "--", ms=3, lw=0.8, color=color, mfc="none")
+    S.reference_line(ax, 0.05, kind="h")
+    S.reference_line(ax, 0.90, kind="h")
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("M")
+    ax.set_ylabel("invalid (—), valid (- -)")
+    S.set_title(ax, "calibrated")
+
+
+def _power_panel(ax, ds, tests, sc):
+    have = ds["n_sets"].sel(scenario=sc).max(["design", "test"]).values > 0
+    M = int(ds["M"].values[np.argmax(have)])
+    x = np.arange(len(tests))
+    rate = np.full((3, len(tests)), np.nan)
+    for k, t in enumerate(tests):
+        m = list(ds["M"].values).index(M)
+        rate[:, k] = _worst(ds, "rate_invalid", t, sc, largest=False)[:, m]
+    colors = [S.COLORS["series"][k % len(S.COLORS["series"])] for k in range(len(tests))]
+    ok = np.isfinite(rate[0])
+    ax.bar(x[ok], rate[0, ok], color=[c for c, o in zip(colors, ok, strict=True) if o],
+           width=0.7, yerr=[rate[0, ok] - rate[1, ok], rate[2, ok] - rate[0, ok]],
+           error_kw={"lw": 0.8})
+    S.reference_line(ax, 0.95, kind="h")
+    ax.set_xticks(x, tests, rotation=60, ha="right")
+    ax.set_ylim(0, 1.02)
+    ax.set_ylabel("invalid (power)")
+    S.set_title(ax, f"{sc} (M = {M})")
