@@ -227,7 +227,10 @@ def test_reader_sees_every_figure_and_the_verdicts(page, width, height, mobile):
         assert img["w"] > 100 and img["h"] > 50, img["alt"]
         assert img["x"] >= 0 and img["x"] + img["w"] <= lay["cw"] + 0.5, img["alt"]
         corr, contrast = _image_matches(shot, img)  # faded or covered figures fail
-        assert corr > 0.9 and 0.8 < contrast < 1.25, (img["alt"], corr, contrast)
+        # a sparse figure of thin lines shrunk to a phone width keeps ~0.8 (the browser's
+        # and PIL's downscaling differ); a covered one falls near 0, a faded one fails
+        # the contrast
+        assert corr > 0.7 and 0.8 < contrast < 1.25, (img["alt"], corr, contrast)
     # the verdict table: one, its verdict cells tinted in the screenshot, the first
     # verdict column on screen
     assert lay["n_verdict_tables"] == 1 and len(lay["cells"]) >= 2
