@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DATA_DIR ?= $(if $(UQX_DATA_DIR),$(UQX_DATA_DIR),$(wildcard ../shared/datasets))
+DATA_DIR ?= $(if $(UQX_DATA_DIR),$(UQX_DATA_DIR),$(abspath $(wildcard ../shared/datasets)))
 
 .PHONY: demo test test-slow test-install test-cluster bench lint docs clean
 
