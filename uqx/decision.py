@@ -30,7 +30,7 @@ __all__ = ["verdict_step", "familywise_step", "papers_verdict", "zeta_borderline
 
 
 def zeta_borderline(res, i, j) -> bool:
-    """|ζ| within two Monte-Carlo sd of 1: the papers' decision can flip with the seed."""
+    """Return whether abs(ζ) is within two Monte-Carlo sd of 1 (the papers' decision can flip)."""
     g = {k: res[k].values[i, j] for k in ("estimate", "ci_low", "ci_high", "ci_low_se",
                                            "ci_high_se", "zeta", "reference",
                                            "reference_kind")}
