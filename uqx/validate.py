@@ -176,6 +176,26 @@ def _members(nu, tails):
     return _dists(nu) + [("t", nu_fit, "fit"), ("data", None, "data")], nu_fit
 
 
+def _predefined_references(boot, specs):
+    """Predefined reference, its kind and ζ_BS of every (set, stat) that has one."""
+    S, K = boot.sizes["set"], len(specs)
+    est_all = boot["estimate"].values  # may hold nll_ref after the requested statistics
+    lo, hi = boot["ci_low"].values[:, :K], boot["ci_high"].values[:, :K]
+    ref = np.full((S, K), np.nan)
+    kind = np.full((S, K), "", dtype=object)
+    zeta = np.full((S, K), np.nan)
+    names = list(boot["stat"].values)
+    for i in range(S):
+        est_i = dict(zip(names, est_all[i], strict=True))
+        for j, s in enumerate(specs):
+            r = _predefined(s.base, est_i)
+            if r is not None:
+                ref[i, j] = r
+                kind[i, j] = "predefined" if s.base != "nll" else "predefined (NLL_ref)"
+                zeta[i, j] = zeta_score(est_all[i, j], r, lo[i, j], hi[i, j])
+    return ref, kind, zeta
+
+
 def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_all, common,
                     members, hooks=None):
     """Step 3: predefined references and ζ_BS; simulated references, ζ_Sim and the nulls.
@@ -192,21 +212,9 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
         simulated values (set, stat, member, mc) of every tested statistic.
     """
     S, K = boot.sizes["set"], len(specs)
-    est_all = boot["estimate"].values  # may hold nll_ref after the requested statistics
-    est = est_all[:, :K]
+    est = boot["estimate"].values[:, :K]
     lo, hi = boot["ci_low"].values[:, :K], boot["ci_high"].values[:, :K]
-    ref = np.full((S, K), np.nan)
-    kind = np.full((S, K), "", dtype=object)
-    zeta = np.full((S, K), np.nan)
-    names = list(boot["stat"].values)
-    for i in range(S):
-        est_i = dict(zip(names, est_all[i], strict=True))
-        for j, s in enumerate(specs):
-            r = _predefined(s.base, est_i)
-            if r is not None:
-                ref[i, j] = r
-                kind[i, j] = "predefined" if s.base != "nll" else "predefined (NLL_ref)"
-                zeta[i, j] = zeta_score(est[i, j], r, lo[i, j], hi[i, j])
+    ref, kind, zeta = _predefined_references(boot, specs)
     D = 2  # the papers' N and t_s(ν)
     sim = {k: np.full((S, K, D), np.nan) for k in ("ref", "se", "lo", "hi")}
     tested = [j for j, s in enumerate(specs) if s.base not in NOT_TESTED]
