@@ -38,7 +38,7 @@ from uqx._version import __version__
 from uqx.bootstrap import bca_limits_mc_se, bootstrap
 from uqx.data import InputError, as_stacked, iter_sets
 from uqx.decision import familywise_step, verdict_step
-from uqx.mctest import N_TEST, t_nu_from_tails
+from uqx.mctest import N_HEADLINE, N_TEST, t_nu_from_tails
 from uqx.reference import (
     d_sensitive,
     prepare_sets,
@@ -369,7 +369,7 @@ def validate(
         points (default).
     extrapolation_n_mc : int, optional
         Calibrated copies per distribution for the extrapolation null (default
-        ``min(n_mc, 200)``).
+        ``min(n_mc, N_HEADLINE)``, 200: :data:`uqx.mctest.N_HEADLINE`).
     drop_nonfinite : bool
         Drop (and count) rows with NaN/inf instead of raising :class:`InputError`.
 
@@ -417,7 +417,7 @@ def _workflow(ds, specs, *, seed, n_boot, n_mc, bins, binning, pop_min, level, n
     tails = _tailedness_step(sets, specs, notes)
     boot = _bootstrap_step(ds, specs, notes, n_boot=n_boot, level=level, seed=seed,
                            common=common)
-    n_extrap = min(n_mc, 200) if extrapolation_n_mc is None else extrapolation_n_mc
+    n_extrap = min(n_mc, N_HEADLINE) if extrapolation_n_mc is None else extrapolation_n_mc
     hooks = None
     if conditional and n_extrap >= 2:
         from uqx.conditional import null_hooks
