@@ -15,6 +15,7 @@ import xarray as xr
 
 from uqx.mctest import (
     ALPHA_RESULT,
+    DIRECTION,
     FIT_MEMBERS,
     copy_pvalues,
     direction_of,
@@ -123,61 +124,73 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datase
     }, coords={"member": list(member_labels)})
 
 
-def familywise_step(res, specs, draws, head_copies, *, n_shared) -> xr.Dataset:
+def _family(res, specs, draws, head_copies, route_copies, i, m, n):
+    """List the tests of set ``i`` under member ``m``: (key, observed p, copy p (n,))."""
+    out = []
+    for j, s in enumerate(specs):
+        if s.base not in NOT_TESTED:
+            out.append((("stat", j), res["p_value"].values[i, j, m],
+                        copy_pvalues(draws[i, j, m], direction_of(s.base))[:n]))
+    C = res.sizes["cond"] if "cond_verdict" in res else 0
+    for c in range(C):
+        if (i, c) in head_copies:
+            out.append((("cond", c), res["cond_p_value"].values[i, c, m],
+                        head_copies[i, c][m, :n]))
+        if (i, c) in route_copies:
+            null = route_copies[i, c][m]  # (copies, xstat): the intercepts
+            for k in range(null.shape[1]):
+                out.append((("route", c, k), res["extrap_p_value"].values[i, c, k, m],
+                            copy_pvalues(null[:, k], DIRECTION["intercept"])[:n]))
+    return out
+
+
+def familywise_step(res, specs, draws, head_copies, *, n_shared,
+                    route_copies=None) -> xr.Dataset:
     """Step 7: an ``invalid`` must also hold for the result as a whole.
 
-    Every test of a set (each statistic, each headline) gets a family-wise adjusted
-    p-value per member (:func:`uqx.mctest.familywise_pvalues`, single-step min-p on the
-    copies the tests share: the first ``n_shared`` copies, or all when there is no
-    headline). An ``invalid`` whose adjusted p-value is not below
+    Every test of a set (each statistic, each headline, each zero-bin intercept route)
+    gets a family-wise adjusted p-value per member (:func:`uqx.mctest.familywise_pvalues`,
+    single-step min-p on the copies the tests share: the first ``n_shared`` copies, or
+    all when there is no headline). An ``invalid`` whose adjusted p-value is not below
     :data:`uqx.mctest.ALPHA_RESULT` under every member becomes ``inconclusive``: then a
     calibrated set gets an ``invalid`` somewhere in at most 10 % of cases.
     """
-    S, K = res.sizes["set"], len(specs)
+    route_copies = route_copies or {}
     labels = [str(m) for m in res["member"].values]
-    conds = [str(c) for c in res["cond"].values] if "cond_verdict" in res else []
-    C, D = len(conds), len(labels)
-    p_adj = np.full((S, K, D), np.nan)
-    c_adj = np.full((S, C, D), np.nan)
-    verdict, reason = res["verdict"].values.copy(), res["verdict_reason"].values.copy()
-    cv = res["cond_verdict"].values.copy() if C else None
-    cr = res["cond_verdict_reason"].values.copy() if C else None
-    for i in range(S):
-        tested = [j for j, s in enumerate(specs) if s.base not in NOT_TESTED]
-        n = n_shared if n_shared and head_copies else draws.shape[-1]
-        hc = [c for c in range(C) if (i, c) in head_copies]
-        for m in range(D):
-            po = [res["p_value"].values[i, j, m] for j in tested]
-            pc = [copy_pvalues(draws[i, j, m], direction_of(specs[j].base))[:n]
-                  for j in tested]
-            po += [res["cond_p_value"].values[i, c, m] for c in hc]
-            pc += [head_copies[i, c][m, :n] for c in hc]
-            if not po:
+    arrays = {"stat": ("verdict", "verdict_reason", "p_adjusted", ("set", "stat")),
+              "cond": ("cond_verdict", "cond_verdict_reason", "cond_p_adjusted",
+                       ("set", "cond")),
+              "route": ("extrap_verdict", "extrap_verdict_reason", "extrap_p_adjusted",
+                        ("set", "cond", "xstat"))}
+    arrays = {k: v for k, v in arrays.items() if v[0] in res}
+    verdict = {k: res[v[0]].values.astype(object) for k, v in arrays.items()}
+    reason = {k: res[v[1]].values.astype(object) for k, v in arrays.items()}
+    adj = {k: np.full(res[v[0]].shape + (len(labels),), np.nan) for k, v in arrays.items()}
+    for i in range(res.sizes["set"]):
+        n = n_shared if n_shared and (head_copies or route_copies) else draws.shape[-1]
+        for m in range(len(labels)):
+            tests = _family(res, specs, draws, head_copies, route_copies, i, m, n)
+            if not tests:
                 continue
-            adj = familywise_pvalues(po, np.stack(pc))
-            p_adj[i, tested, m] = adj[: len(tested)]
-            c_adj[i, hc, m] = adj[len(tested):]
-        for j in tested:
-            if verdict[i, j] == "invalid" and not np.all(p_adj[i, j] < ALPHA_RESULT):
-                verdict[i, j], reason[i, j] = "inconclusive", not_familywise_reason(p_adj[i, j])
-        for c in hc:
-            if cv[i, c] == "invalid" and not np.all(c_adj[i, c] < ALPHA_RESULT):
-                cv[i, c], cr[i, c] = "inconclusive", not_familywise_reason(c_adj[i, c])
-    res = res.assign(
-        verdict=(res["verdict"].dims, verdict.astype(str), res["verdict"].attrs),
-        verdict_reason=(res["verdict_reason"].dims, reason.astype(str),
-                        res["verdict_reason"].attrs),
-        p_adjusted=(("set", "stat", "member"), p_adj,
-                    {"long_name": "family-wise adjusted p-value over every test of the set "
-                     "(single-step min-p)"}))
-    res["valid"] = (("set", "stat"), np.where(verdict == "valid", 1.0, np.where(
-        verdict == "invalid", 0.0, np.nan)), res["valid"].attrs)
-    if C:
-        res = res.assign(
-            cond_verdict=(res["cond_verdict"].dims, cv.astype(str), res["cond_verdict"].attrs),
-            cond_verdict_reason=(res["cond_verdict_reason"].dims, cr.astype(str)),
-            cond_p_adjusted=(("set", "cond", "member"), c_adj,
-                             {"long_name": "family-wise adjusted p-value of the headline"}))
+            p = familywise_pvalues([t[1] for t in tests], np.stack([t[2] for t in tests]))
+            for (key, *_), q in zip(tests, p, strict=True):
+                adj[key[0]][(i, *key[1:], m)] = q
+        for kind in arrays:
+            for idx in np.ndindex(verdict[kind].shape[1:]):
+                at = (i, *idx)
+                if verdict[kind][at] == "invalid" and not np.all(adj[kind][at] < ALPHA_RESULT):
+                    verdict[kind][at] = "inconclusive"
+                    reason[kind][at] = not_familywise_reason(adj[kind][at])
+    for kind, (v, r, a, dims) in arrays.items():
+        res = res.assign({
+            v: (res[v].dims, verdict[kind].astype(str), res[v].attrs),
+            r: (res[r].dims, reason[kind].astype(str), res[r].attrs),
+            a: (dims + ("member",), adj[kind],
+                {"long_name": "family-wise adjusted p-value over every test of the set "
+                 "(single-step min-p)"}),
+        })
+    res["valid"] = (("set", "stat"), np.where(verdict["stat"] == "valid", 1.0, np.where(
+        verdict["stat"] == "invalid", 0.0, np.nan)), res["valid"].attrs)
     return res
 
 

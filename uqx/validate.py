@@ -433,15 +433,16 @@ def _workflow(ds, specs, *, seed, n_boot, n_mc, bins, binning, pop_min, level, n
     res = res.merge(verdict_step(res, specs, notes, draws, labels, level=level))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2"})
-    head_copies = {}
+    head_copies, route_copies = {}, {}
     if conditional:
-        res, head_copies = _conditional_steps(
+        res, head_copies, route_copies = _conditional_steps(
             res, ds, sets, notes, seed=seed, level=level, members=members, cond_bins=cond_bins,
             n_boot=min(n_boot, 5000) if cond_n_boot is None else cond_n_boot, pop_min=pop_min,
             method=cond_ci, specs=specs, draws=draws,
             n_mc=n_extrap, nulls=nulls if n_extrap <= n_mc else None,
             common=dict(scheduler=scheduler, num_workers=num_workers))
-    res = familywise_step(res, specs, draws, head_copies, n_shared=n_extrap if hooks else 0)
+    res = familywise_step(res, specs, draws, head_copies, n_shared=n_extrap if hooks else 0,
+                          route_copies=route_copies)
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
@@ -480,7 +481,7 @@ def _conditional_steps(res, ds, sets, notes, *, seed, level, members, cond_bins,
     res = res.merge(lz).merge(ex, combine_attrs="override")
     head, head_copies = headline_step(res, specs, draws, ex_nulls, level=level,
                                       shared=nulls is not None)
-    return res.merge(head), head_copies
+    return res.merge(head), head_copies, (ex_nulls if nulls is not None else {})
 
 
 def _result_attrs(ds, sets, *, seed, n_boot, n_mc, level, bins, binning, pop_min, nu, extra):

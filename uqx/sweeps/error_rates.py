@@ -136,7 +136,8 @@ def verdict_codes(res) -> np.ndarray:
             cv = float(res["conditional_valid"].sel(cond=c).values[0])  # diagnostic
             out[TESTS.index(f"fval_{c}")] = np.nan if np.isnan(cv) else (0.0 if cv else 1.0)
     every = [str(v) for v in res["verdict"].values[0]]
-    every += [str(v) for v in res["cond_verdict"].values[0]] if "cond_verdict" in res else []
+    for var in ("cond_verdict", "extrap_verdict"):  # headlines and intercept routes
+        every += [str(v) for v in np.ravel(res[var].values[0])] if var in res else []
     out[TESTS.index("any")] = 1.0 if "invalid" in every else 0.0
     return out
 
