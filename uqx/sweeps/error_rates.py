@@ -281,10 +281,12 @@ def rates_table(archive, *, tests=("zms", "rce", "cc", "ence", "zmse", "zve", "c
 
     for s in [str(x) for x in ds["scenario"].values]:
         for M in ds["M"].values:
-            n = int(ds["n_sets"].sel(scenario=s, M=M).max())
-            if n == 0:
+            per = ds["n_sets"].sel(scenario=s, M=M).max("test").values
+            if per.max() == 0:
                 continue
-            nd = int((ds["n_sets"].sel(scenario=s, M=M).max("test") > 0).sum())
+            nd = int((per > 0).sum())
+            lo_n, hi_n = int(per[per > 0].min()), int(per.max())
+            n = f"{hi_n}" if lo_n == hi_n else f"{lo_n}–{hi_n}"
             rows = ([("invalid (max)", "rate_invalid", "max"), ("valid (min)", "rate_valid",
                                                                   "min")]
                     if s == "calibrated" else [("invalid (min)", "rate_invalid", "min"),
