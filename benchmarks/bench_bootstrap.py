@@ -95,9 +95,9 @@ def _five_stats(E, u, axis=-1):
     """ZMS, RCE, CC, ENCE, ZMSE of rows (resamples) with the uqx definitions."""
     from scipy.stats import rankdata
 
-    from uqx.binning import equal_count_edges
-    from uqx.statistic import BINNED_STATS, bin_feature_sums
-    from uqx.stats.correlation import pearson
+    from uqx.engine.binning import equal_count_edges
+    from uqx.engine.statistic import BINNED_STATS, bin_feature_sums
+    from uqx.engine.stats.correlation import pearson
 
     E = np.moveaxis(np.asarray(E), axis, -1)
     u = np.moveaxis(np.asarray(u), axis, -1)
@@ -128,7 +128,7 @@ def scipy_five(E, u, seed):
 # ----------------------------------------------------------------------- workload 1
 def workload_table4(rep: Report, args):
     import uqx
-    from uqx.data import iter_sets
+    from uqx.dataio.model import iter_sets
 
     section("1. paper 001 Table IV: nine sets, ZMS + RCE, 10^4 BCa replicates")
     ds = uqx.load_paper_sets()

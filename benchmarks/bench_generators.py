@@ -1,7 +1,7 @@
-"""Benchmark of the numba random-variate generators of uqx.generators.
+"""Benchmark of the numba random-variate generators of uqx.engine.generators.
 
 Nanoseconds per draw of every generator, single thread, on 10^7 draws into a
-preallocated float64 array (``uqx.generators.fill`` on a keyed xoshiro256** stream),
+preallocated float64 array (``uqx.engine.generators.fill`` on a keyed xoshiro256** stream),
 next to NumPy's ``Generator(PCG64)`` measured in the same run on the same sizes
 (``random``, ``standard_normal``, ``standard_gamma`` with ``out=``; ``standard_t``,
 ``chisquare``, ``laplace``, ``uniform`` allocate their result). The NumPy t row is the
@@ -38,8 +38,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, loadavg, section  # noqa: E402
 
-from uqx import generators as G  # noqa: E402
-from uqx.resample import seed_sequence  # noqa: E402
+from uqx.engine import generators as G  # noqa: E402
+from uqx.engine.resample import seed_sequence  # noqa: E402
 
 TARGETS = {"normal": 3.0, "t": 6.0, "gamma": 6.0}  # ns per draw, one core
 
@@ -102,7 +102,7 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     n = args.n
-    info = header("uqx.generators: ns per draw, single thread, vs numpy Generator(PCG64)")
+    info = header("uqx.engine.generators: ns per draw, single thread, vs numpy Generator(PCG64)")
     print(f"# {n:,} draws per timing, best of {args.repeat}; numba threads unused (serial "
           "kernels)")
 

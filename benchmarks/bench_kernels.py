@@ -4,14 +4,14 @@ Measures every kernel of the foundation on the nine literature sets of papers 00
 and on a synthetic set of 10^6 samples (uE^2 ~ InvGamma(3, scale 3), E = uE * N(0, 1)),
 against baselines measured in the same run:
 
-* ``scipy.stats.spearmanr`` vs :func:`uqx.stats.correlation.spearman_cc`;
-* a naive NumPy loop over bins vs the numba per-bin sums of :mod:`uqx.statistic`
+* ``scipy.stats.spearmanr`` vs :func:`uqx.engine.stats.correlation.spearman_cc`;
+* a naive NumPy loop over bins vs the numba per-bin sums of :mod:`uqx.engine.statistic`
   (one set, and a batch of rows as in the simulated references);
 * full-weight Harrell-Davis quantiles (``scipy.stats.mstats.hdquantiles``) vs
-  :func:`uqx.stats.tailedness.tailedness` (support-restricted cached weights).
+  :func:`uqx.engine.stats.tailedness.tailedness` (support-restricted cached weights).
 
 Headline: a full statistics pass over 10^6 samples, ``uqx.describe`` (all of
-``uqx.describe.DESCRIBE_STATS`` including the binned ones with 20 bins, plus the
+``uqx.inference.describe.DESCRIBE_STATS`` including the binned ones with 20 bins, plus the
 tailedness HD quantiles), warm, in < 2 s.
 
 Run from the repository root::
@@ -40,17 +40,17 @@ from _common import (  # noqa: E402
 )
 
 import uqx  # noqa: E402
-from uqx.binning import make_bins  # noqa: E402
-from uqx.data import iter_sets  # noqa: E402
-from uqx.describe import DESCRIBE_STATS, KERNELS  # noqa: E402
-from uqx.statistic import (  # noqa: E402
+from uqx.dataio.model import iter_sets  # noqa: E402
+from uqx.engine.binning import make_bins  # noqa: E402
+from uqx.engine.statistic import (  # noqa: E402
     BINNED_STATS,
     SetEvaluator,
     bin_feature_sums,
     parse_stat,
 )
-from uqx.stats import correlation  # noqa: E402
-from uqx.stats.tailedness import _KAPPA_NORMAL, tailedness  # noqa: E402
+from uqx.engine.stats import correlation  # noqa: E402
+from uqx.engine.stats.tailedness import _KAPPA_NORMAL, tailedness  # noqa: E402
+from uqx.inference.describe import DESCRIBE_STATS, KERNELS  # noqa: E402
 
 N_BINS = 20
 HEADLINE_TARGET = 2.0  # seconds, full statistics pass over 10^6 samples

@@ -10,7 +10,7 @@ the simulations moved to the numba generators).
 Each run is a fresh child process, so the peak RSS includes the data, numba compilation
 and imports. For comparison the same child measures the data alone (generation, no
 validation), and the **floor**: the CPU time of the draws that no implementation can
-avoid, measured in the same run (every simulated value drawn once, ``uqx.generators``
+avoid, measured in the same run (every simulated value drawn once, ``uqx.engine.generators``
 filling an array, 4 members x ``min(n_mc, 1000)`` copies of M values, plus the
 bootstrap's n_boot x M bounded integers), printed in CPU seconds and divided by the 2
 cores. The machine is shared: the verdict is taken on the child's CPU time divided by
@@ -57,8 +57,8 @@ out["cpu_seconds"] = time.process_time() - c
 out["load"] = os.getloadavg()[0]
 out["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 if not run:  # the floor: every simulated value and bootstrap index drawn once
-    from uqx.generators import fill
-    from uqx.resample import _draw_uniform, seed_sequence
+    from uqx.engine.generators import fill
+    from uqx.engine.resample import _draw_uniform, seed_sequence
     n_copies = min(n_mc, 1000)
     x = np.empty(M)
     idx = np.empty(M, np.int64)

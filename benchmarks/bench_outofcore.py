@@ -7,8 +7,8 @@ is 10^8 draws), peak memory ≤ 1.5 GB (the data alone are 1.6 GB). The file is
 written chunk by chunk to a temporary directory (about 1.6 GB: the free space is checked
 first) and deleted afterwards. The child process opens it lazily, computes the moment
 statistics (streamed, :func:`uqx.compute`), the bootstrap (streamed over groups of
-:data:`uqx.bootstrap.GROUP_ROWS` rows) and the simulated references (streamed over
-groups of :data:`uqx.reference.SIM_GROUP_ROWS` rows); its peak RSS includes the
+:data:`uqx.inference.bootstrap.GROUP_ROWS` rows) and the simulated references (streamed over
+groups of :data:`uqx.inference.reference.SIM_GROUP_ROWS` rows); its peak RSS includes the
 interpreter, numba and the HDF5 caches. Floor: the bootstrap's bounded integers alone
 (n_boot x M, one thread), measured in the same run.
 
@@ -79,7 +79,7 @@ def write(path, m, chunk=1_048_576, seed=5):
 
 
 def floor_cpu(m, n_boot):
-    from uqx.resample import _draw_uniform
+    from uqx.engine.resample import _draw_uniform
 
     idx = np.empty(1 << 20, np.int64)
     st = np.array([1, 2, 3, 4], np.uint64)

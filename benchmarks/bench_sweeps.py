@@ -93,8 +93,8 @@ def report(label, out, scale, target_s, reference, floor=None):
 FLOOR = r"""
 import json, sys, time
 import numpy as np
-from uqx.generators import fill
-from uqx.resample import _draw_uniform, seed_sequence
+from uqx.engine.generators import fill
+from uqx.engine.resample import _draw_uniform, seed_sequence
 what = sys.argv[1]
 st = seed_sequence(1, "floor")
 x = np.empty(1_000_000)

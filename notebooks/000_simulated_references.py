@@ -26,7 +26,7 @@
 # * **Fig. 6** — simulated references θ̃_N ± 2u (D = N, 50 bins);
 # * **Fig. 7** — θ̃_ν against ν for Sets 7 and 8 (`uqx.sweeps.reference_sensitivity`);
 # * **Tables A1–A4, Figs. 8–9** — ZMS, CC, ENCE, ZMSE: bootstrap and simulated references,
-#   ζ_BS, ζ_Sim, ζ_Sim2 for D = N and t_s(6) (`uqx.validate`, `uqx.render.paper_table_a`,
+#   ζ_BS, ζ_Sim, ζ_Sim2 for D = N and t_s(6) (`uqx.validate`, `uqx.workflow.tables.paper_table_a`,
 #   `uqx.plot.zeta_bars`);
 # * **App. B, Figs. A1–A2** — ENCE and ZMSE of calibrated NIG / T6IG data against √(N/M)
 #   (`uqx.sweeps.appendix_b`, `uqx.plot.study`);
@@ -54,12 +54,12 @@ import pandas as pd
 
 import uqx
 from uqx import plot
-from uqx.fits import fit_sets
+from uqx.inference.fits import fit_sets
 from uqx.plot import style as S
-from uqx.reference import draw_unit
-from uqx.render import paper_table_a
-from uqx.resample import seed_sequence
-from uqx.stats.tailedness import beta_gm
+from uqx.inference.reference import draw_unit
+from uqx.workflow.tables import paper_table_a
+from uqx.engine.resample import seed_sequence
+from uqx.engine.stats.tailedness import beta_gm
 from uqx.sweeps import appendix_b, bins, reference_sensitivity
 
 QUICK = os.environ.get("QUICK") == "1"
@@ -134,7 +134,7 @@ save(fig, "fig2_u2_ig_mle")
 # ## Table III, Figs. 3–5 — errors and z-scores
 #
 # μ_X ± sd/√M, σ_X, b_X = 100|μ_X|/σ_X and ν_eff from the scaled-shifted Student-t MLE
-# (`uqx.fits`). (The paper's bootstrap SE of σ_X is not reproduced: no bootstrap
+# (`uqx.inference.fits`). (The paper's bootstrap SE of σ_X is not reproduced: no bootstrap
 # statistic "sd" exists in uqx's registry.)
 
 # %%

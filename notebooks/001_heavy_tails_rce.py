@@ -50,11 +50,11 @@ import xarray as xr
 
 import uqx
 from uqx import plot
-from uqx.fits import fit_ig_ks, fit_scaled_f_ks
+from uqx.inference.fits import fit_ig_ks, fit_scaled_f_ks
 from uqx.plot import style as S
-from uqx.render import paper_table_iv
-from uqx.resample import seed_sequence
-from uqx.stats.tailedness import SAFETY_LIMITS, beta_gm, kappa_cs, tailedness
+from uqx.workflow.tables import paper_table_iv
+from uqx.engine.resample import seed_sequence
+from uqx.engine.stats.tailedness import SAFETY_LIMITS, beta_gm, kappa_cs, tailedness
 from uqx.sweeps import binned_tailedness, decimation, pval
 
 QUICK = os.environ.get("QUICK") == "1"
@@ -88,7 +88,7 @@ labels = list(sets["label"].values)
 # ## Table I, Figs. 1–2 — shape parameters fitted by minimum KS distance
 #
 # IG fit of u² (gamma fit of 1/u²) and scaled F(1, ν) fits of E² and Z², Nelder–Mead from
-# the fitdistrplus starts (`uqx.fits`). Deterministic.
+# the fitdistrplus starts (`uqx.inference.fits`). Deterministic.
 
 # %%
 rows = {}

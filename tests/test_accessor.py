@@ -10,8 +10,8 @@ import xarray as xr
 
 import uqx
 from uqx.accessor import PLOT_KINDS
-from uqx.io import atomic_write
-from uqx.synth import nig
+from uqx.dataio.files import atomic_write
+from uqx.inference.synth import nig
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Tests of uqx.binning against ErrViewLib genIntervals (methods: bins)."""
+"""Tests of uqx.engine.binning against ErrViewLib genIntervals (methods: bins)."""
 
 import math
 import warnings
@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from uqx.binning import (
+from uqx.dataio.model import InputError
+from uqx.engine.binning import (
     SCHEMES,
     Bins,
     adaptive_edges,
@@ -21,7 +22,6 @@ from uqx.binning import (
     sliding_windows,
     stable_order,
 )
-from uqx.data import InputError
 
 # ---------------------------------------------------------------- brute-force twins
 

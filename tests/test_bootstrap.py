@@ -1,8 +1,8 @@
-"""Statistic evaluator and bootstrap engine (uqx.statistic, uqx.bootstrap).
+"""Statistic evaluator and bootstrap engine (uqx.engine.statistic, uqx.bootstrap).
 
 Independent checks (methods: bootstrap): the exact jackknife and the count-based
 replicates of every statistic family against brute-force recomputation with the kernels of
-:mod:`uqx.stats`; the BCa interval against a direct transcription of the nptest steps and
+:mod:`uqx.engine.stats`; the BCa interval against a direct transcription of the nptest steps and
 against :func:`scipy.stats.bootstrap`; reproducibility (seed, scheduler, workers, set
 keys); input errors; and (slow) the coverage of ZMS BCa intervals on calibrated data.
 """
@@ -14,8 +14,12 @@ import twins as C
 from scipy import stats as sps
 
 import uqx
-from uqx.binning import equal_count_edges, make_bins
-from uqx.bootstrap import (
+from uqx.engine.binning import equal_count_edges, make_bins
+from uqx.engine.evaluator import SetEvaluator
+from uqx.engine.resample import BootstrapPlan
+from uqx.engine.statistic import BinningConfig, parse_stat
+from uqx.engine.stats.correlation import spearman_cc
+from uqx.inference.bootstrap import (
     basic_interval,
     bca_interval,
     bootstrap,
@@ -24,10 +28,6 @@ from uqx.bootstrap import (
     jackknife_acceleration,
     percentile_interval,
 )
-from uqx.evaluator import SetEvaluator
-from uqx.resample import BootstrapPlan
-from uqx.statistic import BinningConfig, parse_stat
-from uqx.stats.correlation import spearman_cc
 
 # ---------------------------------------------------------------- brute-force twins
 

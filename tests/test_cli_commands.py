@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from uqx import cli
+from uqx.cli import app as cli
 from uqx.cli import main
-from uqx.commands._common import cli_message
+from uqx.cli.commands._common import cli_message
 from uqx.progress import progress_bar
 
 HEAVY = ("xarray", "dask", "numba", "scipy", "matplotlib", "pandas", "numpy")
@@ -85,10 +85,10 @@ def test_public_api_names():
               "binomial_ci", "validate", "result_table", "result_records", "to_netcdf",
               "read_netcdf", "InputError", "__version__", "provenance"}
     assert wanted <= set(uqx.__all__)
-    import uqx.data
-    import uqx.validate  # noqa: F401  (the submodule import must not shadow the function)
+    import uqx.dataio.model
+    import uqx.workflow.validation  # noqa: F401  (the submodule import must not shadow the function)
 
-    assert callable(uqx.validate) and uqx.InputError is uqx.data.InputError
+    assert callable(uqx.validate) and uqx.InputError is uqx.dataio.model.InputError
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         uqx.nope  # noqa: B018
 
@@ -113,7 +113,7 @@ def test_every_command_registered_and_defaults_shown():
 
 
 def test_adding_a_command_is_one_line(monkeypatch, capsys):
-    mod = types.ModuleType("uqx.commands.hello")
+    mod = types.ModuleType("uqx.cli.commands.hello")
 
     def register(subparsers):
         p = subparsers.add_parser("hello", help="say hello")
@@ -122,7 +122,7 @@ def test_adding_a_command_is_one_line(monkeypatch, capsys):
 
     mod.register = register
     mod.run = lambda args: print(f"hello {args.who}") or 0
-    monkeypatch.setitem(sys.modules, "uqx.commands.hello", mod)
+    monkeypatch.setitem(sys.modules, "uqx.cli.commands.hello", mod)
     monkeypatch.setattr(cli, "COMMANDS", [*cli.COMMANDS, "hello"])
     assert run(capsys, "hello", "--who", "uqx")[:2] == (0, "hello uqx\n")
 
@@ -152,7 +152,7 @@ def test_missing_output_directory_fails_before_computing(capsys, csv, tmp_path, 
     def boom(*a, **k):
         raise AssertionError("computed before checking the output path")
 
-    monkeypatch.setattr(sys.modules["uqx.validate"], "validate", boom)
+    monkeypatch.setattr(sys.modules["uqx.workflow.validation"], "validate", boom)
     target = tmp_path / "no" / "such" / "res.nc"
     rc, out, err = run(capsys, "validate", csv, *FAST, "-o", target)
     assert rc == 2 and out == ""

@@ -1,15 +1,16 @@
-"""Curve diagnostics (uqx.curves): slow twins, properties and methods: the papers oracles."""
+"""Curve diagnostics (uqx.inference.curves): slow twins, properties and the papers'
+oracles (methods: curves)."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from uqx import curves as C
-from uqx.binning import make_bins
-from uqx.data import InputError, from_arrays
-from uqx.reference import binomial_ci
-from uqx.stats.tailedness import hd_quantile
-from uqx.synth import demo_sets, nig
+from uqx.dataio.model import InputError, from_arrays
+from uqx.engine.binning import make_bins
+from uqx.engine.stats.tailedness import hd_quantile
+from uqx.inference import curves as C
+from uqx.inference.reference import binomial_ci
+from uqx.inference.synth import demo_sets, nig
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,7 @@ def calib():
 
 @pytest.fixture(scope="module")
 def set1(data_dir):
-    from uqx.datasets import load_dataset
+    from uqx.dataio.datasets import load_dataset
 
     return load_dataset("Set1", data_dir)
 
@@ -155,7 +156,7 @@ def test_local_z_cho_and_bootstrap(calib):
     np.testing.assert_allclose(cho["estimate"] - cho["ci_low"], cho["ci_high"] - cho["estimate"])
     assert cho.attrs["frac_valid"] >= 0.6 and cho["full_low"] < 1 < cho["full_high"]
     # per-bin estimates agree with the engine's bootstrap_per_bin
-    from uqx.bootstrap import bootstrap_per_bin
+    from uqx.inference.bootstrap import bootstrap_per_bin
 
     eng = bootstrap_per_bin(calib, "lzisd", n_boot=20, bins=5, seed=0)
     np.testing.assert_allclose(eng["estimate"].values[0], cho["estimate"].values, rtol=1e-9)

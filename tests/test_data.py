@@ -1,4 +1,4 @@
-"""Input data model (uqx.data): from_arrays validation, filters, stack and iter_sets.
+"""Input data model (uqx.dataio.model): from_arrays validation, filters, stack and iter_sets.
 
 methods: notation and conventions (canonical record, NaN padding on ``set``) (u <= 0 rejected with
 counts, NaN/Inf dropped explicitly and counted, PAL2022 filter u > 1e-6 sd(E)).
@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 
 import uqx
-from uqx.data import InputError, as_stacked, from_arrays, iter_sets, stack
+from uqx.dataio.model import InputError, as_stacked, from_arrays, iter_sets, stack
 
 E5 = [0.1, -0.2, 0.3, -0.4, 0.5]
 U5 = [1.0, 2.0, 3.0, 4.0, 5.0]

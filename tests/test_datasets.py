@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from uqx import datasets as D
-from uqx.data import InputError
+from uqx.dataio import datasets as D
+from uqx.dataio.model import InputError
 
 # methods: the papers: M, MV = mean(uE^2), MSE = mean(E^2) of the nine sets
 PAPER = [
@@ -99,7 +99,7 @@ def test_default_data_dirs(monkeypatch, tmp_path):
 
 
 def test_registry_is_package_data():
-    text = resources.files("uqx").joinpath(D.REGISTRY_FILE).read_text("utf-8")
+    text = resources.files("uqx.dataio").joinpath(D.REGISTRY_FILE).read_text("utf-8")
     doc = json.loads(text)
     assert [e["name"] for e in doc["datasets"]] == list(D.REGISTRY)
     assert len(doc["paper_sets"]) == 9 and D.PAPER_SETS[0] == ("Set 1", "Diffusion_RF",

@@ -7,9 +7,9 @@ import twins as binned
 import xarray as xr
 
 import uqx
-from uqx.binning import make_bins
-from uqx.describe import DESCRIBE_STATS, KERNELS, apply_kernel, compute, describe
-from uqx.stats import tailedness
+from uqx.engine.binning import make_bins
+from uqx.engine.stats import tailedness
+from uqx.inference.describe import DESCRIBE_STATS, KERNELS, apply_kernel, compute, describe
 
 
 @pytest.fixture

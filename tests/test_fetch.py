@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-import uqx.fetch as F
-from uqx import datasets as D
+import uqx.dataio.fetch as F
 from uqx.cli import main
+from uqx.dataio import datasets as D
 from uqx.errors import DownloadError, InputError
 
 TOP = "owner-repo-abc1234"  # the top folder of a GitHub archive on Zenodo

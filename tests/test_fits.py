@@ -1,5 +1,6 @@
-"""Distribution fits (uqx.fits, methods: distribution fits): published values, synthetic recovery,
-and the ``uqx fit`` command (uqx.commands.fit)."""
+"""Distribution fits (uqx.inference.fits, methods: distribution fits): published
+values, synthetic recovery,
+and the ``uqx fit`` command (uqx.cli.commands.fit)."""
 
 import json
 from pathlib import Path
@@ -9,8 +10,8 @@ import pytest
 from scipy import stats
 
 import uqx
-from uqx.data import InputError
-from uqx.fits import (
+from uqx.dataio.model import InputError
+from uqx.inference.fits import (
     FIT_KEYS,
     fit_ig_mle,
     fit_scaled_f_ks,
@@ -20,7 +21,7 @@ from uqx.fits import (
     ks_distance,
     nelder_mead,
 )
-from uqx.synth import nig
+from uqx.inference.synth import nig
 
 # methods: the papers [verified in R]: IG-MLE k, θ; ν(u²), ν(E²), ν(Z²) by min-KS; ν_eff of E, Z
 PAPER_FITS = {
@@ -183,7 +184,7 @@ EXAMPLE = str(Path(__file__).resolve().parents[1] / "data" / "examples" / "prime
 def fit_cli(monkeypatch):
     from uqx import cli
 
-    if "fit" not in cli.COMMANDS:  # until the lead registers uqx.commands.fit
+    if "fit" not in cli.COMMANDS:  # until the lead registers uqx.cli.commands.fit
         monkeypatch.setattr(cli, "COMMANDS", [*cli.COMMANDS, "fit"])
     return cli.main
 

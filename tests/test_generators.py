@@ -1,4 +1,4 @@
-"""Random variates of uqx.generators on the keyed xoshiro256** streams.
+"""Random variates of uqx.engine.generators on the keyed xoshiro256** streams.
 
 Checks: a pure-Python twin of every generator (same tables, same stream) gives the same
 bits; the ziggurat tables (published r, equal layer areas); each distribution against
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from uqx import generators as G
+from uqx.engine import generators as G
+from uqx.engine.resample import _xoshiro_state, seed_sequence
 from uqx.errors import InputError
-from uqx.resample import _xoshiro_state, seed_sequence
 
 N = 10**6
 P_MIN = 1e-3  # fixed seeds: a pass is reproducible; a real defect gives p ~ 0 at 10^6
@@ -73,7 +73,7 @@ def py_tables(r, n=256):
 
 
 class PyGen:
-    """The generators of uqx.generators, line by line, on a PyStream (and path counts)."""
+    """The generators of uqx.engine.generators, line by line, on a PyStream (and path counts)."""
 
     def __init__(self, state):
         self.st = PyStream(state)

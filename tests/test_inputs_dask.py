@@ -1,6 +1,6 @@
-"""Dask-backed inputs stay lazy and give the eager results (uqx.data, uqx.describe).
+"""Dask-backed inputs stay lazy and give the eager results (uqx.dataio.model, uqx.describe).
 
-Moment statistics are streamed over chunks (sums of uqx.statistic.moment_sums per chunk):
+Moment statistics are streamed over chunks (sums of uqx.engine.statistic.moment_sums per chunk):
 equal to the eager route up to summation order (rtol 1e-12), invariant to the chunking,
 with peak memory well under the data size (slow test on a 5e7-row NetCDF file).
 """
@@ -16,8 +16,8 @@ import pytest
 import xarray as xr
 
 import uqx
-from uqx.data import as_stacked, provenance
-from uqx.describe import DESCRIBE_STATS, KERNELS, apply_kernel, compute, describe
+from uqx.dataio.model import as_stacked, provenance
+from uqx.inference.describe import DESCRIBE_STATS, KERNELS, apply_kernel, compute, describe
 
 MOMENTS = ["zms", "rce", "mv", "mse", "rmv", "rmse", "mean_z", "var_z", "nll", "nll_ref"]
 
@@ -169,7 +169,7 @@ def test_streamed_moment_bootstrap_equals_in_memory_bitwise(tmp_path):
     # (longer than one group) take the same route: the same bits, whatever the chunks
     import importlib
 
-    B = importlib.import_module("uqx.bootstrap")
+    B = importlib.import_module("uqx.inference.bootstrap")
     m = 2 * B.GROUP_ROWS + 12_345
     path = tmp_path / "boot.nc"
     _write_chunked(path, m, 300_000, seed=8)
@@ -188,8 +188,8 @@ def test_streamed_moment_bootstrap_equals_in_memory_bitwise(tmp_path):
     # slow obvious twin: the evaluator route (t0 from one sum over all rows, the
     # leave-one-out values in memory, jackknife_acceleration): the same replicates
     # (the same draws and group sums), t0 and a within rounding
-    from uqx.data import iter_sets
-    from uqx.statistic import BinningConfig, parse_stat
+    from uqx.dataio.model import iter_sets
+    from uqx.engine.statistic import BinningConfig, parse_stat
 
     sd = next(iter_sets(uqx.from_arrays(E, u)))
     specs = [parse_stat("zms"), parse_stat("rce")]

@@ -1,4 +1,4 @@
-"""Inputs are checked whatever their form (uqx.data.as_stacked, methods: edge cases).
+"""Inputs are checked whatever their form (uqx.dataio.model.as_stacked, methods: edge cases).
 
 Every bad-input form, given as a plain xarray.Dataset, a list of data sets or a stacked
 data set, raises InputError naming the problem through every entry point; the same bad
@@ -12,7 +12,7 @@ import xarray as xr
 
 import uqx
 from uqx.cli import main
-from uqx.data import InputError, as_stacked, iter_sets
+from uqx.dataio.model import InputError, as_stacked, iter_sets
 
 M = 80
 
@@ -182,7 +182,7 @@ def test_as_stacked_rejects_non_datasets():
 
 def test_checked_result_is_not_checked_again(monkeypatch):
     st = as_stacked(_good())
-    import uqx.data as data
+    import uqx.dataio.model as data
 
     monkeypatch.setattr(data, "_check_single", lambda *a: pytest.fail("checked twice"))
     monkeypatch.setattr(data, "_check_stacked", lambda *a: pytest.fail("checked twice"))

@@ -3,7 +3,7 @@
 Builds the sdist and the wheel with ``python -m build`` (the wheel from the sdist, as
 build does, so the sdist must hold everything) from a copy of the working tree, checks
 what the wheel holds, installs it into a fresh virtualenv outside the repository and runs
-``uqx --version``, ``uqx demo``, ``uqx datasets list``, ``python -m uqx.synth`` and
+``uqx --version``, ``uqx demo``, ``uqx datasets list``, ``python -m uqx.inference.synth`` and
 ``uqx.validate`` there, from a directory outside the repository.
 
 Offline and fast: the build runs without isolation (setuptools and wheel of the test
@@ -72,8 +72,8 @@ def test_wheel_and_sdist_contents(dist):
         names = zf.namelist()
         meta = zf.read(f"uqx-{version}.dist-info/METADATA").decode()
         entry = zf.read(f"uqx-{version}.dist-info/entry_points.txt").decode()
-    assert "uqx/registry.json" in names and "uqx/cli.py" in names
-    assert "uqx/commands/datasets.py" in names and "uqx/sweeps/engine.py" in names
+    assert "uqx/dataio/registry.json" in names and "uqx/cli/app.py" in names
+    assert "uqx/cli/commands/datasets.py" in names and "uqx/sweeps/engine.py" in names
     tops = {n.split("/", 1)[0] for n in names}
     assert tops == {"uqx", f"uqx-{version}.dist-info"}, tops  # no tests/, .venv, data/
     assert "uqx = uqx.cli:main" in entry
@@ -83,7 +83,7 @@ def test_wheel_and_sdist_contents(dist):
 
     with tarfile.open(sdist) as tf:
         members = tf.getnames()
-    assert f"uqx-{version}/uqx/registry.json" in members
+    assert f"uqx-{version}/uqx/dataio/registry.json" in members
     assert not [m for m in members if "/.venv/" in m or m.endswith(".nc")]
 
 
@@ -148,6 +148,6 @@ def test_installed_cli_and_api(venv, tmp_path):
     p = _run([bin_ / "python", "-c", code], cwd=work, env=env)
     assert "ZMS valid" in p.stdout
     # the example data of the repository regenerate bit for bit from the wheel
-    _run([bin_ / "python", "-m", "uqx.synth", work / "examples"], cwd=work, env=env)
+    _run([bin_ / "python", "-m", "uqx.inference.synth", work / "examples"], cwd=work, env=env)
     for f in sorted((REPO / "data" / "examples").glob("*.csv")):
         assert (work / "examples" / f.name).read_bytes() == f.read_bytes(), f.name

@@ -1,12 +1,12 @@
-"""Interval-based validation (uqx.intervals): PICP and the local range ratio."""
+"""Interval-based validation (uqx.inference.intervals): PICP and the local range ratio."""
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
 import uqx
-from uqx.intervals import half_ranges, local_range_ratio, picp
-from uqx.synth import nig
+from uqx.inference.intervals import half_ranges, local_range_ratio, picp
+from uqx.inference.synth import nig
 
 
 def test_picp_from_uE_on_calibrated_normal_data():
@@ -48,7 +48,7 @@ def test_lrr_is_the_ratio_of_widths():
     rng = np.random.default_rng(4)
     E = rng.standard_normal(600)
     U = np.full(600, 1.96)
-    from uqx.stats.tailedness import hd_quantile
+    from uqx.engine.stats.tailedness import hd_quantile
 
     lr = local_range_ratio(E, U, rng.uniform(size=600), n_bins=1, pop_min=30, n_boot=50, seed=2)
     q = hd_quantile(E, [0.025, 0.975])

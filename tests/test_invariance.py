@@ -58,9 +58,9 @@ def test_streamed_group_tasks_equal_in_memory_route(monkeypatch):
     """Large data, moment statistics: the bootstrap runs one dask task per (replicate
     block, group of sample blocks) and adds the groups in order; the in-memory route
     (one evaluator call per replicate block) must give the same bits."""
-    import uqx.resample as rs
-    from uqx.evaluator import SetEvaluator
-    from uqx.statistic import parse_stat
+    import uqx.engine.resample as rs
+    from uqx.engine.evaluator import SetEvaluator
+    from uqx.engine.statistic import parse_stat
 
     monkeypatch.setattr(rs, "SAMPLE_GROUP", 2)  # 3 groups at this M instead of 1
     M = 5 * rs.SAMPLE_BLOCK + 77

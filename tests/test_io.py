@@ -9,10 +9,10 @@ import pytest
 import xarray as xr
 
 from uqx import __version__
-from uqx import io as uio
-from uqx.data import InputError
+from uqx.dataio import files as uio
+from uqx.dataio.files import read_csv, read_netcdf, to_netcdf
+from uqx.dataio.model import InputError
 from uqx.errors import OutputError
-from uqx.io import read_csv, read_netcdf, to_netcdf
 
 
 def write(tmp_path, text, name="preds.csv"):

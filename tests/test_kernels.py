@@ -1,4 +1,4 @@
-"""Kernels of uqx.stats (calibration, correlation, binned) against independent twins.
+"""Kernels of uqx.engine.stats (calibration, correlation, binned) against independent twins.
 
 Every kernel is checked against a plain-loop (or scipy) computation on random data with a
 leading batch axis and NaN padding at the end of rows (methods: average calibration), by
@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import stats as sps
 
-from uqx.binning import equal_count_edges, make_bins
-from uqx.evaluator import SetEvaluator
-from uqx.statistic import BinningConfig, parse_stat
-from uqx.stats.correlation import spearman_cc
+from uqx.engine.binning import equal_count_edges, make_bins
+from uqx.engine.evaluator import SetEvaluator
+from uqx.engine.statistic import BinningConfig, parse_stat
+from uqx.engine.stats.correlation import spearman_cc
 
 LN2PI = math.log(2 * math.pi)
 
@@ -548,7 +548,7 @@ def printed_digits_tol(ref, precision):
 
 @pytest.fixture(scope="module")
 def paper_sets(data_dir):
-    from uqx.datasets import load_paper_sets
+    from uqx.dataio.datasets import load_paper_sets
 
     ds = load_paper_sets(data_dir)
     out = []

@@ -1,10 +1,11 @@
-"""Monte-Carlo tests (uqx.mctest): p-values against slow twins, the family rule, the tails fit."""
+"""Monte-Carlo tests (uqx.engine.mctest): p-values against slow twins, the family rule,
+the tails fit."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from uqx.mctest import (
+from uqx.engine.mctest import (
     MEMBERS,
     NU_MIN,
     copy_pvalues,
@@ -16,7 +17,7 @@ from uqx.mctest import (
     standardised_z,
     t_nu_from_tails,
 )
-from uqx.stats.tailedness import kappa_cs
+from uqx.engine.stats.tailedness import kappa_cs
 
 
 def _pvalue_twin(obs, null, direction):

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from uqx.cli import main
-from uqx.datasets import load_paper_sets
-from uqx.validate import paper_table_a, paper_table_iv, validate
-from uqx.verdict import zeta_se
+from uqx.dataio.datasets import load_paper_sets
+from uqx.engine.verdict import zeta_se
+from uqx.workflow.validation import paper_table_a, paper_table_iv, validate
 
 pytestmark = pytest.mark.data
 
@@ -240,7 +240,7 @@ def test_table_a_sim2_set1_ence(table_a):
 
 def test_table_a_verdicts_and_rendering(table_a):
     # 000: CC, ENCE and ZMSE references depend on D for all nine sets (flag kept); the
-    # papers' decision is valid / invalid only where both references agree (uqx.verdict)
+    # papers' decision is valid / invalid only where both references agree (uqx.engine.verdict)
     for st in ("cc", "ence", "zmse"):
         assert table_a["d_sensitive"].sel(stat=st).values.all(), st
         r = table_a.sel(stat=st)

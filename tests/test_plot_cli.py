@@ -1,11 +1,11 @@
-"""``uqx plot`` subcommand (uqx/commands/plot.py): files written, errors reported."""
+"""``uqx plot`` subcommand (uqx/cli/commands/plot.py): files written, errors reported."""
 
 import argparse
 
 import pytest
 
-from uqx.commands import plot as cmd
-from uqx.data import InputError
+from uqx.cli.commands import plot as cmd
+from uqx.dataio.model import InputError
 
 
 def _run(argv):
@@ -18,7 +18,7 @@ def _run(argv):
 
 @pytest.fixture(scope="module")
 def csv(tmp_path_factory):
-    from uqx.synth import demo_sets
+    from uqx.inference.synth import demo_sets
 
     ds = demo_sets(M=400, seed=3)
     d = tmp_path_factory.mktemp("csv")
@@ -62,7 +62,7 @@ def test_plot_labels_and_errors(csv, tmp_path):
 
 def test_plot_zeta_from_validation_netcdf(tmp_path):
     import uqx
-    from uqx.synth import demo_sets
+    from uqx.inference.synth import demo_sets
 
     res = uqx.validate(demo_sets(M=400, seed=4).isel(set=[0, 1, 3]), stats=["zms", "rce"],
                        n_boot=50, n_mc=20, seed=1, conditional=False)
@@ -82,9 +82,9 @@ def test_plot_hu2022_lcp_and_registered_name(tmp_path, data_dir):
 
 
 def test_plot_through_uqx_main(csv, tmp_path, monkeypatch, capsys):
-    from uqx import cli
+    from uqx.cli import app as cli
 
-    if "plot" not in cli.COMMANDS:  # until the lead lists it in uqx/cli.py
+    if "plot" not in cli.COMMANDS:  # until the lead lists it in uqx/cli/app.py
         monkeypatch.setattr(cli, "COMMANDS", [*cli.COMMANDS, "plot"])
     out = tmp_path / "rel.png"
     assert cli.main(["plot", "reliability", *csv, "-o", str(out)]) == 0

@@ -1,4 +1,4 @@
-"""ζ-scores, binomial intervals and simulated references (uqx.reference).
+"""ζ-scores, binomial intervals and simulated references (uqx.inference.reference).
 
 Oracles: methods: ζ-scores (ζ, ζ_Sim2 and the 000 Table A3 Set 1 ENCE check) (Newcombe
 1998 published Wilson / Wilson-cc intervals, and scipy's independent implementation)
@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 import uqx
-from uqx import reference as R
-from uqx.data import InputError
-from uqx.reference import (
+from uqx.dataio.model import InputError
+from uqx.inference import reference as R
+from uqx.inference.reference import (
     binomial_ci,
     d_sensitive,
     draw_unit,
@@ -133,7 +133,7 @@ def test_binomial_ci_default_is_wilsoncc():
 def test_binomial_ci_formula_against_scipy(method):
     # integer counts go through scipy; the closed form used for non-integer counts must
     # give the same limits where both apply
-    from uqx.reference import _wilson_formula
+    from uqx.inference.reference import _wilson_formula
 
     for n in (1, 2, 5, 20, 29, 148, 263, 1000):
         x = np.arange(0, n + 1, max(1, n // 9))
@@ -180,7 +180,7 @@ def test_binomial_ci_bad_method():
 
 @pytest.mark.parametrize("source", ["numpy", "keyed"])
 def test_draw_unit_unit_variance_and_nu_check(source):
-    from uqx.resample import seed_sequence
+    from uqx.engine.resample import seed_sequence
 
     rng = np.random.default_rng(5) if source == "numpy" else seed_sequence(5, "u")
     x = draw_unit(rng, 400_000, dist="t", nu=6.0)
@@ -343,8 +343,8 @@ def test_simulated_statistics_equal_brute_force_on_same_draws(dist):
     # the fused kernel draws, bins and sums each copy without storing ε; its slow
     # obvious twin: the same keyed stream drawn by draw_unit (copy after copy, as the
     # kernel consumes it), then every statistic by its direct formula
-    from uqx.mctest import standardised_z
-    from uqx.resample import content_key, seed_sequence
+    from uqx.engine.mctest import standardised_z
+    from uqx.engine.resample import content_key, seed_sequence
 
     M, n_mc, n_bins = 1000, 40, 20
     base = _set(M, 7, "bf")
@@ -372,9 +372,9 @@ def test_simulated_statistics_equal_brute_force_on_same_draws(dist):
 
 def test_draw_unit_keyed_stream_rows_continue():
     # rows drawn one after the other: one call for (k, M) equals k calls of M, and the
-    # "data" member equals Lemire's bounded integers of uqx.resample on the same stream
-    from uqx.generators import stream_state
-    from uqx.resample import _draw_uniform, seed_sequence
+    # "data" member equals Lemire's bounded integers of uqx.engine.resample on the same stream
+    from uqx.engine.generators import stream_state
+    from uqx.engine.resample import _draw_uniform, seed_sequence
 
     ss = seed_sequence(3, "t")
     pool = np.random.default_rng(0).standard_normal(777)
@@ -442,8 +442,8 @@ def test_moment_references_stream_bitwise_and_equal_their_twin(monkeypatch, dist
     # equal the direct formulas on the same keyed draws redrawn by draw_unit
     import dask.array as da
 
-    from uqx.mctest import standardised_z
-    from uqx.resample import content_key, seed_sequence
+    from uqx.engine.mctest import standardised_z
+    from uqx.engine.resample import content_key, seed_sequence
 
     monkeypatch.setattr(R, "SIM_GROUP_ROWS", 1000)  # several groups at this M
     M, n_mc = 2500, R.SIM_BLOCK + 20

@@ -1,4 +1,4 @@
-"""The validation report (uqx.report, ``uqx report``, ``uqx demo``'s page).
+"""The validation report (uqx.report.html, ``uqx report``, ``uqx demo``'s page).
 
 The nine literature sets are validated once with small replicate counts (200 / 50); the
 page must hold one verdict row per set, every diagnostic figure as an embedded PNG, parse
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from uqx.cli import main
-from uqx.data import InputError, from_arrays, iter_sets, stack
-from uqx.io import read_netcdf
-from uqx.report import VERDICT_STYLE, report, write_report
-from uqx.validate import validate
+from uqx.dataio.files import read_netcdf
+from uqx.dataio.model import InputError, from_arrays, iter_sets, stack
+from uqx.report.html import VERDICT_STYLE, report, write_report
+from uqx.workflow.validation import validate
 
 IMG = '<img src="data:image/png;base64,'
 FAST = ["--n-boot", "200", "--n-mc", "50", "--seed", "1"]
@@ -76,7 +76,7 @@ def _small(M=600, seed=3, name="small", X=True):
 
 @pytest.fixture(scope="module")
 def paper(data_dir):
-    from uqx.datasets import load_paper_sets
+    from uqx.dataio.datasets import load_paper_sets
 
     ds = load_paper_sets(data_dir)
     res = validate(ds, n_boot=200, n_mc=50, seed=1, cond_n_boot=100, extrapolation_n_mc=20)

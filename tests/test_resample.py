@@ -1,4 +1,4 @@
-"""The random-number policy and resampling kernels of uqx.resample.
+"""The random-number policy and resampling kernels of uqx.engine.resample.
 
 Checks: xoshiro256** + Lemire against a pure-Python twin (and the published xoshiro test
 vector), uniformity (chi-square), independence of keyed streams, and the count
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from uqx.resample import (
+from uqx.engine.resample import (
     REPLICATE_BLOCK,
     SAMPLE_BLOCK,
     BootstrapPlan,

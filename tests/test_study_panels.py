@@ -7,8 +7,8 @@ import uqx
 from uqx import plot as P
 from uqx import sweeps
 from uqx.cli import main
-from uqx.io import to_netcdf
-from uqx.synth import nig
+from uqx.dataio.files import to_netcdf
+from uqx.inference.synth import nig
 
 
 @pytest.fixture(scope="module")

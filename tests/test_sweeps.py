@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 import uqx
-from uqx.data import from_arrays, stack
+from uqx.dataio.files import read_netcdf
+from uqx.dataio.model import from_arrays, stack
 from uqx.errors import InputError
-from uqx.io import read_netcdf
+from uqx.inference.synth import nig
 from uqx.sweeps import (
     appendix_b,
     binned_tailedness,
@@ -27,7 +28,6 @@ from uqx.sweeps import (
     summary_text,
 )
 from uqx.sweeps.engine import SweepInterrupted, run_dir_for
-from uqx.synth import nig
 
 SMALL_B = dict(M=[2000, 4000], N=[10, 20, 40], nu=[3, 6], n_mc=100, seed=3)
 TINY_B = dict(M=[1500], N=[10, 50], nu=[4], n_mc=300, seed=5)
@@ -320,11 +320,11 @@ def test_compare_refuses_and_flags(tmp_path):
 
 @pytest.fixture
 def cli(monkeypatch):
-    import uqx.cli
+    import uqx.cli.app
 
-    if "sweep" not in uqx.cli.COMMANDS:
-        monkeypatch.setattr(uqx.cli, "COMMANDS", [*uqx.cli.COMMANDS, "sweep"])
-    return uqx.cli.main
+    if "sweep" not in uqx.cli.app.COMMANDS:
+        monkeypatch.setattr(uqx.cli.app, "COMMANDS", [*uqx.cli.app.COMMANDS, "sweep"])
+    return uqx.cli.app.main
 
 
 def test_cli_sweep(cli, tmp_path, capsys):
@@ -348,7 +348,7 @@ def test_cli_sweep(cli, tmp_path, capsys):
 
 
 def test_batched_sweep_statistics_matches_row_by_row():
-    from uqx.extrapolation import sweep_statistics
+    from uqx.inference.extrapolation import sweep_statistics
 
     rng = np.random.default_rng(1)
     u = np.sort(rng.uniform(0.5, 2.0, (30, 1800)), axis=1)

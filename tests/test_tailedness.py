@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import special
 
-from uqx.data import InputError
-from uqx.stats.tailedness import (
+from uqx.dataio.model import InputError
+from uqx.engine.stats.tailedness import (
     SAFETY_LIMITS,
     TAILEDNESS_KEYS,
     beta_gm,

@@ -1,6 +1,7 @@
 """The validation workflow (uqx.validate): verdicts, result structure, NetCDF, records.
 
-Synthetic data from :mod:`uqx.synth` (methods: synthetic data), small n_boot/n_mc to stay fast.
+Synthetic data from :mod:`uqx.inference.synth` (methods: synthetic data), small n_boot/n_mc
+to stay fast.
 Decision rules checked against methods: ζ-scores (ζ, ζ_Sim with U_t = 2u, ζ_Sim2)
 (D-sensitivity |θ̃_N − θ̃_T| > 2√(u_N² + u_T²)) (workflow steps).
 """
@@ -12,12 +13,13 @@ import pytest
 import xarray as xr
 
 import uqx
-from uqx.data import InputError
-from uqx.io import read_netcdf, to_netcdf
-from uqx.mctest import ALPHA_RESULT, MEMBERS, family_verdict
-from uqx.reference import d_sensitive, zeta_score, zeta_sim2
-from uqx.synth import demo_sets, nig, tig
-from uqx.validate import (
+from uqx.dataio.files import read_netcdf, to_netcdf
+from uqx.dataio.model import InputError
+from uqx.engine.mctest import ALPHA_RESULT, MEMBERS, family_verdict
+from uqx.engine.verdict import NOT_TESTED, VERDICTS, interval_problem, simulated_verdict
+from uqx.inference.reference import d_sensitive, zeta_score, zeta_sim2
+from uqx.inference.synth import demo_sets, nig, tig
+from uqx.workflow.validation import (
     DEFAULT_STATS,
     TAILEDNESS_VARS,
     paper_table_a,
@@ -27,7 +29,6 @@ from uqx.validate import (
     split_warnings,
     validate,
 )
-from uqx.verdict import NOT_TESTED, VERDICTS, interval_problem, simulated_verdict
 
 M = 1500
 STATS = ["zms", "rce", "var_z", "mean_z", "nll", "cc", "ence", "zmse", "zve"]

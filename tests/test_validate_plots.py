@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from uqx.cli import main
-from uqx.data import InputError
-from uqx.io import read_netcdf
+from uqx.dataio.files import read_netcdf
+from uqx.dataio.model import InputError
 from uqx.plot.extrapolation import extrapolation
 
 CSV = Path(__file__).resolve().parents[1] / "data" / "examples" / "primer_C.csv"
@@ -43,7 +43,7 @@ def test_plots_dir_checked_before_computing(tmp_path, monkeypatch, capsys):
     def boom(*a, **k):
         raise AssertionError("computed before checking --plots")
 
-    monkeypatch.setattr(sys.modules["uqx.validate"], "validate", boom)
+    monkeypatch.setattr(sys.modules["uqx.workflow.validation"], "validate", boom)
     target = tmp_path / "file.txt"
     target.write_text("x")
     assert main([*ARGS, "--plots", str(target)]) == 2

@@ -1,8 +1,8 @@
-"""Verdict rules (uqx.verdict), zero-bin extrapolation (uqx.extrapolation) and the
+"""Verdict rules (uqx.engine.verdict), zero-bin extrapolation (uqx.inference.extrapolation) and the
 "same data, same answer" guarantees of the workflow.
 
 Oracles: methods: the papers (000 App. C ZMSE extrapolation, deterministic) (002
-Table I); the decision rules of uqx.verdict recomputed by hand; Monte-Carlo rates with
+Table I); the decision rules of uqx.engine.verdict recomputed by hand; Monte-Carlo rates with
 binomial tolerances.
 """
 
@@ -11,9 +11,12 @@ import pytest
 from scipy.stats import linregress
 
 import uqx
-import uqx.reference as reference
-from uqx.binning import equal_count_edges, stable_order
-from uqx.extrapolation import (
+import uqx.inference.reference as reference
+from uqx.engine.binning import equal_count_edges, stable_order
+from uqx.engine.resample import content_key
+from uqx.engine.statistic import BINNED_STATS, bin_feature_sums
+from uqx.engine.verdict import agreement_verdict, interval_problem, limit_se, zeta_se
+from uqx.inference.extrapolation import (
     PRESETS,
     SweepSettings,
     bin_numbers,
@@ -23,10 +26,7 @@ from uqx.extrapolation import (
     ols_fit,
     sweep_statistics,
 )
-from uqx.resample import content_key
-from uqx.statistic import BINNED_STATS, bin_feature_sums
-from uqx.synth import nig
-from uqx.verdict import agreement_verdict, interval_problem, limit_se, zeta_se
+from uqx.inference.synth import nig
 
 KW = dict(n_boot=400, n_mc=200, seed=3)
 
@@ -67,7 +67,7 @@ def test_agreement_rule(zetas, verdict):
     ],
 )
 def test_simulated_verdict_needs_the_null_test(zetas, zetas2, verdict):
-    from uqx.verdict import simulated_verdict
+    from uqx.engine.verdict import simulated_verdict
 
     assert simulated_verdict(zetas, zetas2, ["N", "T6"])[0] == verdict
 
@@ -95,7 +95,7 @@ def test_zeta_se_is_the_spread_over_seeds():
     zs, pred = [], []
     for seed in range(12):
         b = uqx.bootstrap(ds, ["zms"], n_boot=400, seed=seed, keep_replicates=True)
-        from uqx.verdict import bca_alphas
+        from uqx.engine.verdict import bca_alphas
 
         al = bca_alphas(b.z0.values[0], b.acceleration.values[0])
         T = b.replicates.values[0].T
@@ -182,7 +182,8 @@ def test_capped_bins_are_reported():
     E, u = nig(300, 6.0, seed=8)
     r = uqx.validate(uqx.from_arrays(E, u, name="s"), ["ence"], bins=50, **KW)
     assert r["n_bins_used"].values.item() == 10
-    assert any("50 bins requested, 10 used" in w for w in uqx.render.grouped_warnings(r, "s"))
+    warnings = uqx.workflow.tables.grouped_warnings(r, "s")
+    assert any("50 bins requested, 10 used" in w for w in warnings)
 
 
 def test_validate_accepts_one_name():
@@ -214,9 +215,9 @@ def test_sweep_statistics_equals_per_n_binning():
 def test_sweep_copies_equals_sweep_statistics_on_the_same_draws(dist):
     """Slow twin of the fused draw-and-sweep kernel: the keyed draws redrawn by draw_unit,
     the copies materialised, then one prefix sum per copy (sweep_statistics)."""
-    from uqx.extrapolation import sweep_copies
-    from uqx.reference import draw_unit
-    from uqx.resample import seed_sequence
+    from uqx.engine.resample import seed_sequence
+    from uqx.inference.extrapolation import sweep_copies
+    from uqx.inference.reference import draw_unit
 
     rng = np.random.default_rng(5)
     U = np.sort(rng.uniform(0.3, 2.0, (4, 1500)), axis=-1)  # one u per copy (appendix-b)

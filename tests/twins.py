@@ -1,7 +1,7 @@
 """Slow, obvious twins of the package's statistics (test oracles only).
 
 The package defines every statistic once, from per-sample or per-bin sums
-(:mod:`uqx.statistic`), fed by numba accumulators (:mod:`uqx.evaluator`). These are
+(:mod:`uqx.engine.statistic`), fed by numba accumulators (:mod:`uqx.engine.evaluator`). These are
 independent plain-numpy versions, written from methods: average calibration formula by formula
 (NaN-aware, over the last axis), against which the fast routes are tested.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats as _sps  # noqa: F401
 
-from uqx.binning import bin_sums  # noqa: F401  (re-exported for the tests)
-from uqx.reference import unit_quantile  # noqa: F401
-from uqx.stats.correlation import paired
+from uqx.engine.binning import bin_sums  # noqa: F401  (re-exported for the tests)
+from uqx.engine.stats.correlation import paired
+from uqx.inference.reference import unit_quantile  # noqa: F401
 
 _CAL = [
     "LN_2PI",

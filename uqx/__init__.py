@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib.abc
 import importlib.util
 import sys
-import types
 from importlib import import_module
 
 from uqx._version import __version__ as __version__
@@ -28,32 +27,32 @@ from uqx.errors import OutputError as OutputError
 
 #: public name -> module defining it
 _LAZY = {
-    "as_stacked": "uqx.data",
-    "from_arrays": "uqx.data",
-    "iter_sets": "uqx.data",
-    "provenance": "uqx.data",
-    "stack": "uqx.data",
-    "bootstrap": "uqx.bootstrap",
-    "bootstrap_per_bin": "uqx.bootstrap",
-    "bootstrap_set": "uqx.bootstrap",
-    "list_datasets": "uqx.datasets",
-    "load_dataset": "uqx.datasets",
-    "load_paper_sets": "uqx.datasets",
-    "apply_kernel": "uqx.describe",
-    "compute": "uqx.describe",
-    "describe": "uqx.describe",
-    "from_dataframe": "uqx.io",
-    "read_csv": "uqx.io",
-    "read_netcdf": "uqx.io",
-    "to_netcdf": "uqx.io",
-    "binomial_ci": "uqx.reference",
-    "simulate_reference": "uqx.reference",
-    "zeta_score": "uqx.reference",
-    "result_records": "uqx.render",
-    "result_table": "uqx.render",
-    "result_dataframe": "uqx.render",
-    "verdict_table": "uqx.render",
-    "validate": "uqx.validate",
+    "as_stacked": "uqx.dataio.model",
+    "from_arrays": "uqx.dataio.model",
+    "iter_sets": "uqx.dataio.model",
+    "provenance": "uqx.dataio.model",
+    "stack": "uqx.dataio.model",
+    "bootstrap": "uqx.inference.bootstrap",
+    "bootstrap_per_bin": "uqx.inference.bootstrap",
+    "bootstrap_set": "uqx.inference.bootstrap",
+    "list_datasets": "uqx.dataio.datasets",
+    "load_dataset": "uqx.dataio.datasets",
+    "load_paper_sets": "uqx.dataio.datasets",
+    "apply_kernel": "uqx.inference.describe",
+    "compute": "uqx.inference.describe",
+    "describe": "uqx.inference.describe",
+    "from_dataframe": "uqx.dataio.files",
+    "read_csv": "uqx.dataio.files",
+    "read_netcdf": "uqx.dataio.files",
+    "to_netcdf": "uqx.dataio.files",
+    "binomial_ci": "uqx.inference.reference",
+    "simulate_reference": "uqx.inference.reference",
+    "zeta_score": "uqx.inference.reference",
+    "result_records": "uqx.workflow.tables",
+    "result_table": "uqx.workflow.tables",
+    "result_dataframe": "uqx.workflow.tables",
+    "verdict_table": "uqx.workflow.tables",
+    "validate": "uqx.workflow.validation",
 }
 
 __all__ = sorted([*_LAZY, "InputError", "OutputError", "__version__"])
@@ -63,7 +62,7 @@ def __getattr__(name: str):
     """Import the module defining a public name on first access (PEP 562)."""
     module = _LAZY.get(name)
     if module is None:
-        # submodules (uqx.stats, uqx.cli, ...) are found by the import system itself
+        # sub-packages (uqx.engine, uqx.cli, ...) are found by the import system itself
         raise AttributeError(f"module 'uqx' has no attribute {name!r}")
     value = getattr(import_module(module), name)
     globals()[name] = value  # cache: later lookups bypass __getattr__
@@ -72,24 +71,6 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """The uqx module object: public functions win over same-named submodules."""
-
-    def __setattr__(self, name, value):
-        # after loading e.g. uqx.validate the import system binds the *module* to the
-        # attribute 'validate'; keep the public function instead (as eager imports did)
-        if (
-            isinstance(value, types.ModuleType)
-            and _LAZY.get(name) == value.__name__
-            and hasattr(value, name)
-        ):
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 # ------------------------------------------------------------- the .uqx accessor

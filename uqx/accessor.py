@@ -154,7 +154,7 @@ class UqxAccessor:
             The validation result.
         """
         args = () if stats is None else (stats,)
-        return _call("uqx.validate", "validate", self._ds, *args, **kwargs)
+        return _call("uqx.workflow.validation", "validate", self._ds, *args, **kwargs)
 
     def describe(self, **kwargs) -> xr.Dataset:
         """Summary statistics and tailedness: :func:`uqx.describe` of this Dataset.
@@ -169,7 +169,7 @@ class UqxAccessor:
         xarray.Dataset
             One variable per statistic.
         """
-        return _call("uqx.describe", "describe", self._ds, **kwargs)
+        return _call("uqx.inference.describe", "describe", self._ds, **kwargs)
 
     def compute(self, stats=None, **kwargs) -> xr.DataArray:
         """Point estimates of statistics: :func:`uqx.compute` of this Dataset.
@@ -187,7 +187,7 @@ class UqxAccessor:
             Estimates over ``stat`` (and ``set``).
         """
         args = () if stats is None else (stats,)
-        return _call("uqx.describe", "compute", self._ds, *args, **kwargs)
+        return _call("uqx.inference.describe", "compute", self._ds, *args, **kwargs)
 
     def bootstrap(self, stats=None, **kwargs) -> xr.Dataset:
         """Bootstrap confidence intervals: :func:`uqx.bootstrap` of this Dataset.
@@ -205,7 +205,7 @@ class UqxAccessor:
             Estimates with their intervals.
         """
         args = () if stats is None else (stats,)
-        return _call("uqx.bootstrap", "bootstrap", self._ds, *args, **kwargs)
+        return _call("uqx.inference.bootstrap", "bootstrap", self._ds, *args, **kwargs)
 
     # ---------------------------------------------------------------- results
 
@@ -222,7 +222,7 @@ class UqxAccessor:
         pandas.DataFrame
             Rows (set, stat); estimate, interval, reference, ζ and verdict columns.
         """
-        return _call("uqx.render", "result_table", self._ds, **kwargs)
+        return _call("uqx.workflow.tables", "result_table", self._ds, **kwargs)
 
     def verdicts(self):
         """One row per set, one column per verdict: :func:`uqx.verdict_table`.
@@ -233,22 +233,22 @@ class UqxAccessor:
             Index ``set``; ``M``, the verdict of every statistic and the conditional
             headlines.
         """
-        return _call("uqx.render", "verdict_table", self._ds)
+        return _call("uqx.workflow.tables", "verdict_table", self._ds)
 
     def conditional_table(self, **kwargs):
-        """Consistency and adaptivity routes: :func:`uqx.render.conditional_table`.
+        """Consistency and adaptivity routes: :func:`uqx.workflow.tables.conditional_table`.
 
         Parameters
         ----------
         **kwargs
-            Options of :func:`uqx.render.conditional_table`.
+            Options of :func:`uqx.workflow.tables.conditional_table`.
 
         Returns
         -------
         pandas.DataFrame
             Rows (set, cond, route); value, interval and verdict.
         """
-        return _call("uqx.render", "conditional_table", self._ds, **kwargs)
+        return _call("uqx.workflow.tables", "conditional_table", self._ds, **kwargs)
 
     def to_dataframe(self):
         """Convert the result to one long tidy DataFrame: :func:`uqx.result_dataframe`.
@@ -258,7 +258,7 @@ class UqxAccessor:
         pandas.DataFrame
             One row per (set, statistic), unrounded numbers, verdict columns.
         """
-        return _call("uqx.render", "result_dataframe", self._ds)
+        return _call("uqx.workflow.tables", "result_dataframe", self._ds)
 
     def records(self) -> list[dict]:
         """JSON-ready records of a result: :func:`uqx.result_records`.
@@ -268,16 +268,16 @@ class UqxAccessor:
         list of dict
             One record per set.
         """
-        return _call("uqx.render", "result_records", self._ds)
+        return _call("uqx.workflow.tables", "result_records", self._ds)
 
     def report(self, path=None, data=None, **kwargs):
-        """HTML or Markdown report of a result (:mod:`uqx.report`).
+        """HTML or Markdown report of a result (:mod:`uqx.report.html`).
 
         Parameters
         ----------
         path : str or path-like, optional
-            Write the report there (:func:`uqx.report.write_report`, format from the
-            suffix); without it the page is returned (:func:`uqx.report.report`).
+            Write the report there (:func:`uqx.report.html.write_report`, format from the
+            suffix); without it the page is returned (:func:`uqx.report.html.report`).
         data : xarray.Dataset, optional
             The validated inputs, for the figures of the raw data.
         **kwargs
@@ -289,8 +289,8 @@ class UqxAccessor:
             The file written, or the page.
         """
         if path is None:
-            return _call("uqx.report", "report", self._ds, data, **kwargs)
-        return _call("uqx.report", "write_report", self._ds, path, data, **kwargs)
+            return _call("uqx.report.html", "report", self._ds, data, **kwargs)
+        return _call("uqx.report.html", "write_report", self._ds, path, data, **kwargs)
 
     # ---------------------------------------------------------------- both
 
@@ -314,4 +314,4 @@ class UqxAccessor:
         pathlib.Path
             The file written.
         """
-        return _call("uqx.io", "to_netcdf", self._ds, path, **kwargs)
+        return _call("uqx.dataio.files", "to_netcdf", self._ds, path, **kwargs)

@@ -137,7 +137,7 @@ class FigureDirective(SphinxDirective):
 
 
 def _data_available() -> bool:
-    from uqx.datasets import data_dir
+    from uqx.dataio.datasets import data_dir
     from uqx.errors import InputError
 
     try:

@@ -1,7 +1,9 @@
-"""Diagnostic figures (matplotlib, Agg backend) built on :mod:`uqx.curves` (methods: curves).
+"""Diagnostic figures (matplotlib, Agg backend).
+
+Built on :mod:`uqx.inference.curves` (methods: curves).
 
 Every function takes a data set or a result — in memory or a NetCDF path read with
-:func:`uqx.io.read_netcdf` — and returns a :class:`matplotlib.figure.Figure`; a stacked
+:func:`uqx.dataio.files.read_netcdf` — and returns a :class:`matplotlib.figure.Figure`; a stacked
 input (``set`` dimension) gives one panel per set with the same binning options. Shared
 options: ``size="single"|"double"`` (column or full width of a two-column paper),
 ``font_size``, ``dpi`` and ``title``; colours are the Okabe–Ito palette

@@ -8,18 +8,21 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from uqx.data import InputError, as_stacked, iter_sets
+from uqx.dataio.model import InputError, as_stacked, iter_sets
 
 __all__ = ["load", "as_sets", "panel_titles", "units_of", "to_one", "axis_label"]
 
 
 def load(data) -> xr.Dataset:
-    """Return a Dataset from a Dataset, a NetCDF path (:func:`uqx.io.read_netcdf`) or a list."""
+    """Return a Dataset from a Dataset, a NetCDF path or a list of them.
+
+    Paths are read with :func:`uqx.dataio.files.read_netcdf`.
+    """
     if isinstance(data, str | os.PathLike):
         path = Path(data)
         if path.suffix.lower() not in (".nc", ".nc4", ".netcdf"):
             raise InputError(f"{path}: figure input must be a NetCDF file (.nc) or a Dataset")
-        from uqx.io import read_netcdf
+        from uqx.dataio.files import read_netcdf
 
         return read_netcdf(path)
     if isinstance(data, xr.Dataset):
@@ -70,7 +73,7 @@ def to_one(ds: xr.Dataset, i: int) -> xr.Dataset:
 
 def axis_label(ds: xr.Dataset, var: str) -> str:
     """Axis label of a conditioning variable: a data-specific long name when there is one."""
-    from uqx.data import VARIABLES
+    from uqx.dataio.model import VARIABLES
     from uqx.plot.style import label
 
     units = units_of(ds, "E" if var == "uE" else var)

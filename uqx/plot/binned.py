@@ -1,7 +1,7 @@
 """Bin-based figures: reliability diagram, LZISD/LZV and LCP (methods: binned statistics).
 
 003 Figs. 4 (reliability diagrams), 5 and 10 (LZISD vs u and X), 6 and 11 (LCP), 19b/e
-(HU2022 conformal intervals). Per-bin values come from :mod:`uqx.curves`; bins whose
+(HU2022 conformal intervals). Per-bin values come from :mod:`uqx.inference.curves`; bins whose
 95 % interval misses the target are drawn in vermillion, so that a failing set is seen
 at a glance.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from uqx.curves import lcp as _lcp
-from uqx.curves import local_z as _local_z
-from uqx.curves import reliability as _reliability
+from uqx.inference.curves import lcp as _lcp
+from uqx.inference.curves import local_z as _local_z
+from uqx.inference.curves import reliability as _reliability
 from uqx.plot import style as S
 from uqx.plot._input import as_sets, axis_label, load, panel_titles, units_of
 
@@ -21,7 +21,7 @@ __all__ = ["reliability", "lzisd", "lcp"]
 _BIN_DOC = """n_bins : int, optional
         Number of bins (default ErrViewLib's max(min(M // 150, 15), 2)).
     binning : {"equal-count", "equal-width", "adaptive"}, default "equal-count"
-        Binning scheme (:func:`uqx.binning.make_bins`); ``log_bins`` for the last two."""
+        Binning scheme (:func:`uqx.engine.binning.make_bins`); ``log_bins`` for the last two."""
 
 
 def _log_x(r, ok, logx, binning, log_bins, values=None):
@@ -49,10 +49,10 @@ def _panel_values(ds, var):
 
 
 def _engine_lzisd(ds, stat, by, n_bins, binning, n_boot, seed):
-    """LZISD per bin and for the full set from :func:`uqx.bootstrap.bootstrap_per_bin`."""
-    from uqx.bootstrap import bootstrap_per_bin
-    from uqx.curves import default_n_bins
-    from uqx.data import InputError
+    """LZISD per bin and for the full set from :func:`uqx.inference.bootstrap.bootstrap_per_bin`."""
+    from uqx.dataio.model import InputError
+    from uqx.inference.bootstrap import bootstrap_per_bin
+    from uqx.inference.curves import default_n_bins
 
     if stat != "lzisd":
         raise InputError("ci='bootstrap-set' is available for LZISD only (use 'cho')")
@@ -78,7 +78,7 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
                 dpi=None, title=None):
     r"""Reliability diagram: per-bin SD(E) (or RMSE) against RMV with 95 % intervals.
 
-    Bins on uE (:func:`uqx.curves.reliability`, ErrViewLib ``plotRelDiag``); identity line
+    Bins on uE (:func:`uqx.inference.curves.reliability`, ErrViewLib ``plotRelDiag``); identity line
     as reference; bins whose interval misses the identity in vermillion; ENCE of the
     binning in the corner (003 Fig. 4).
 
@@ -104,7 +104,7 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
     """
     ds = as_sets(data)
     if log not in (True, False, "auto"):
-        from uqx.data import InputError
+        from uqx.dataio.model import InputError
 
         raise InputError(f"log must be True, False or 'auto', got {log!r}")
     res = _reliability(ds, kind=kind, n_bins=n_bins, binning=binning, log=log_bins, ci=ci,
@@ -145,8 +145,8 @@ def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
     r"""Local z inverse standard deviation (or local Var(Z)) per bin with 95 % intervals.
 
     Per-bin :math:`1/\mathrm{sd}(Z_j)` (``stat="lzisd"``) or :math:`\mathrm{Var}(Z_j)`
-    (``"lzv"``) at the bin mid-range of ``by`` (:func:`uqx.curves.local_z`), reference line
-    at 1, the full-set value and interval on a right-side marker "all", fraction of valid
+    (``"lzv"``) at the bin mid-range of ``by`` (:func:`~uqx.inference.curves.local_z`), reference
+    line at 1, the full-set value and interval on a right-side marker "all", fraction of valid
     bins in the corner (003 Figs. 5, 10, A1; 002).
 
     Parameters
@@ -159,7 +159,7 @@ def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
     {bin_doc}
     ci : {"cho", "bootstrap", "bootstrap-set"}, default "cho"
         Interval method (003 uses 'cho'): analytic, per-bin BCa, or BCa over whole-set
-        resamples re-binned by rank (:func:`uqx.bootstrap.bootstrap_per_bin`, SimRef
+        resamples re-binned by rank (:func:`uqx.inference.bootstrap.bootstrap_per_bin`, SimRef
         scheme; LZISD with equal-count or adaptive bins only); ``n_boot``, ``seed``.
     logx : bool or "auto", default "auto"
         Log x axis; "auto": log-spaced bins, or skewed values of ``by`` (or of the bin
@@ -206,7 +206,7 @@ def lcp(data, *, by="uE", prob=(0.25, 0.5, 0.75, 0.95), dist="normal", nu=None,
 
     For each P the coverage of the intervals :math:`|E| \le U_P` per bin of ``by`` with
     Wilson 95 % intervals, a dashed reference line at P and the full-set coverage (PICP)
-    at the right (:func:`uqx.curves.lcp`; 003 Figs. 6, 11, 19b/e). Intervals come from
+    at the right (:func:`uqx.inference.curves.lcp`; 003 Figs. 6, 11, 19b/e). Intervals come from
     :math:`U_P = u_E\,q_D((1+P)/2)`, or from a ``U(sample, prob)`` variable of a one-set
     input (HU2022 conformal intervals).
 

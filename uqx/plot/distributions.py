@@ -9,7 +9,7 @@ One row per data set, one column per quantity:
 * ``e``/``z``: histograms of E, Z within ±3 sd (25 classes) with the normal density of
   the same mean and sd and the scaled-shifted Student t MLE fit (000 Figs. 3–4).
 
-Fits come from :func:`uqx.fits.fit_set`. Densities on a log axis carry the Jacobian,
+Fits come from :func:`uqx.inference.fits.fit_set`. Densities on a log axis carry the Jacobian,
 :math:`f_{\ln X}(t) = f_X(e^t)\,e^t`.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from uqx.data import InputError, iter_sets
+from uqx.dataio.model import InputError, iter_sets
 from uqx.plot import style as S
 from uqx.plot._input import as_sets, panel_titles
 
@@ -76,9 +76,9 @@ def _panel_lin(ax, x, nu, mu, sigma):
 
 def _fit(sd):
     try:
-        from uqx.fits import fit_set
-    except ImportError:  # pragma: no cover - uqx.fits ships with uqx
-        raise InputError("distribution panels need uqx.fits") from None
+        from uqx.inference.fits import fit_set
+    except ImportError:  # pragma: no cover - uqx.inference.fits ships with uqx
+        raise InputError("distribution panels need uqx.inference.fits") from None
     return fit_set(sd.E, sd.uE)
 
 
@@ -93,7 +93,7 @@ def distributions(data, *, panels=PANELS, fits=None, size="double", font_size=No
     panels : sequence of {"u2", "e2", "z2", "e", "z"}
         Columns to draw (:data:`PANELS`).
     fits : xarray.Dataset, optional
-        Precomputed :func:`uqx.fits.fit_sets` output (else fitted here, which takes a
+        Precomputed :func:`uqx.inference.fits.fit_sets` output (else fitted here, which takes a
         few seconds per set).
     size, font_size, dpi, title
         Figure options (:mod:`uqx.plot.style`).

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from uqx.curves import running_quantiles
-from uqx.data import iter_sets
+from uqx.dataio.model import iter_sets
 from uqx.errors import InputError
+from uqx.inference.curves import running_quantiles
 from uqx.plot import style as S
 from uqx.plot._input import as_sets, axis_label, panel_titles, units_of
 
@@ -37,7 +37,7 @@ def e_vs_u(data, *, level=0.95, n_bins=None, logx="auto", ylim=None, size="doubl
 
     Guide lines :math:`E = \pm k u_E` (k = 1, 2, 3; k = 2 bold) and the running
     Harrell–Davis quantiles at :math:`(1 \mp p)/2` on sliding windows of the u-sorted data
-    (:func:`uqx.curves.running_quantiles`); for a calibrated normal model they follow
+    (:func:`uqx.inference.curves.running_quantiles`); for a calibrated normal model they follow
     :math:`\pm 1.96\,u_E`.
 
     Parameters

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from uqx.data import InputError
+from uqx.dataio.model import InputError
 from uqx.plot import style as S
 from uqx.plot._input import load
 

@@ -21,7 +21,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from uqx.data import InputError
+from uqx.dataio.model import InputError
 
 __all__ = [
     "OKABE_ITO",

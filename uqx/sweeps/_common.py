@@ -62,7 +62,7 @@ def rate_interval(x, n):
     -------
     rate, low, high : numpy.ndarray
     """
-    from uqx.reference import binomial_ci
+    from uqx.inference.reference import binomial_ci
 
     x, n = np.asarray(x), np.asarray(n)
     lo, hi = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
@@ -86,19 +86,19 @@ def zms_rce_bca(E, u, *, n_boot: int, seed: int, key, level: float = 0.95) -> di
     """BCa intervals of ZMS and RCE of one data set (nptest conventions, methods page, Bootstrap).
 
     Uses the engine's kernels directly (no dask graph per call):
-    :class:`uqx.evaluator.SetEvaluator` estimate, jackknife and streamed replicate sums
-    over the blocks of a :class:`uqx.resample.BootstrapPlan`, then
-    :func:`uqx.bootstrap.bca_interval` with t0 as row 0 of T.
+    :class:`uqx.engine.evaluator.SetEvaluator` estimate, jackknife and streamed replicate sums
+    over the blocks of a :class:`uqx.engine.resample.BootstrapPlan`, then
+    :func:`uqx.inference.bootstrap.bca_interval` with t0 as row 0 of T.
 
     Returns
     -------
     dict
         ``estimate``, ``ci_low``, ``ci_high`` (arrays of 2: ZMS, RCE).
     """
-    from uqx.bootstrap import bca_interval
-    from uqx.evaluator import SetEvaluator
-    from uqx.resample import BootstrapPlan
-    from uqx.statistic import parse_stat
+    from uqx.engine.evaluator import SetEvaluator
+    from uqx.engine.resample import BootstrapPlan
+    from uqx.engine.statistic import parse_stat
+    from uqx.inference.bootstrap import bca_interval
 
     ev = SetEvaluator(E, u, [parse_stat("zms"), parse_stat("rce")])
     t0 = ev.estimate()
@@ -117,9 +117,9 @@ def set_arrays(ds, *, default=None) -> dict:
     """Return the valid (E, uE) arrays of each set (or of the default sets), by name.
 
     ``ds`` may be an :class:`xarray.Dataset` (one or stacked sets, see
-    :func:`uqx.data.as_stacked`) or None for ``default()``.
+    :func:`uqx.dataio.model.as_stacked`) or None for ``default()``.
     """
-    from uqx.data import as_stacked, iter_sets
+    from uqx.dataio.model import as_stacked, iter_sets
 
     if ds is None:
         if default is None:
@@ -136,7 +136,7 @@ def set_arrays(ds, *, default=None) -> dict:
 
 def set_keys(arrays: dict) -> dict:
     """Content keys of the sets (recorded in the parameters: they identify the data)."""
-    from uqx.resample import content_key
+    from uqx.engine.resample import content_key
 
     return {k: list(content_key(E, u)) for k, (E, u) in arrays.items()}
 
@@ -176,10 +176,10 @@ def execute(study: Study, summarise, *, output=None, chunk_size=None, scheduler=
 
     With ``output``, the output is checked before any computation, finished blocks go
     to the run directory ``OUT.nc.run`` (resumable with ``resume=True``), the NetCDF is
-    written atomically (:func:`uqx.io.to_netcdf`) and the run directory removed
+    written atomically (:func:`uqx.dataio.files.to_netcdf`) and the run directory removed
     afterwards unless ``keep_run``.
     """
-    from uqx.io import to_netcdf
+    from uqx.dataio.files import to_netcdf
 
     run_dir = None
     if output is not None:

@@ -53,8 +53,8 @@ _VOLATILE = {"created_at", "uqx_version"}
 
 
 def load(obj) -> xr.Dataset:
-    """Return an archive as a Dataset (a path is read with :func:`uqx.io.read_netcdf`)."""
-    from uqx.io import read_netcdf
+    """Return an archive as a Dataset (a path is read with :func:`uqx.dataio.files.read_netcdf`)."""
+    from uqx.dataio.files import read_netcdf
 
     ds = obj if isinstance(obj, xr.Dataset) else read_netcdf(obj)
     if "study" not in ds.attrs or ds.attrs["study"] not in STUDY_MODULES:
@@ -184,7 +184,7 @@ def compare(a, b, *, threshold: float = 3.0) -> CompareResult:
 
 def format_compare(res: CompareResult, *, threshold: float = 3.0) -> str:
     """Text report of a comparison (the ``uqx sweep compare`` output)."""
-    from uqx.render import format_df
+    from uqx.workflow.tables import format_df
 
     lines = [f"# uqx sweep compare: study {res.study}, flag |z| > {threshold:g}",
              format_df(res.table.set_index("variable"))]
@@ -212,7 +212,7 @@ def _table_groups(ds):
 
 def summary_text(obj, *, max_rows: int = 200) -> str:
     """Readable tables of any sweep archive (attributes, then summaries by dimensions)."""
-    from uqx.render import format_df
+    from uqx.workflow.tables import format_df
 
     ds = load(obj)
     p = parameters(ds)

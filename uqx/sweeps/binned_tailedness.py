@@ -1,8 +1,8 @@
 r"""``binned-tailedness``: β_GM and κ_CS of u², E², Z² per equal-count uE bin (001 Fig. 8).
 
 Per data set (methods page, Tailedness): stable sort by uE, equal-count bins ``genIntervals(1:M,
-20)`` with popMin 30 (:func:`uqx.binning.make_bins`), and in each bin the Harrell-Davis
-based β_GM and κ_CS of u², E² and Z² (:func:`uqx.stats.tailedness.tailedness`), next to
+20)`` with popMin 30 (:func:`uqx.engine.binning.make_bins`), and in each bin the Harrell-Davis
+based β_GM and κ_CS of u², E² and Z² (:func:`uqx.engine.stats.tailedness.tailedness`), next to
 the full-set values. Deterministic; one task per set.
 """
 
@@ -25,8 +25,8 @@ CONVENTIONS = ("n_bins", "pop_min")
 
 def kernel(cell, block, n, params, data):
     """Per-bin and full-set tailedness of one set."""
-    from uqx.binning import make_bins
-    from uqx.stats.tailedness import tailedness
+    from uqx.engine.binning import make_bins
+    from uqx.engine.stats.tailedness import tailedness
 
     E, u = data
     nb = params["n_bins"]
@@ -49,8 +49,8 @@ def kernel(cell, block, n, params, data):
 
 def define(ds=None, *, n_bins=20, pop_min=30, seed=0):
     """Check the options and build the study; ``ds`` default: the nine literature sets."""
-    from uqx.binning import reduce_n_bins
-    from uqx.datasets import load_paper_sets
+    from uqx.dataio.datasets import load_paper_sets
+    from uqx.engine.binning import reduce_n_bins
     from uqx.errors import InputError
 
     n_bins = check_int(n_bins, "n_bins", minimum=1)

@@ -3,7 +3,7 @@ r"""``bins``: binned statistics against the number of bins, zero-bin extrapolati
 Papers 002 and 000 App. C (methods page, Zero-bin extrapolation): ENCE, ZMSE and ZVE for a series of
 equal-count bin numbers N, ``lm(y ~ x)`` against :math:`\sqrt{N/M}` (``app-c``) or
 :math:`\sqrt N` (``002``) and the intercept "at zero bins". This is
-:func:`uqx.extrapolation.extrapolate` applied to each set (the same function as the
+:func:`uqx.inference.extrapolation.extrapolate` applied to each set (the same function as the
 validation workflow's extrapolation, not a copy): the verdict compares the intercept with
 its simulated null distribution (``n_mc`` calibrated copies per generative distribution);
 the papers' ``intercept ± 2 SE`` test is reported as ``papers_valid`` only (it rejects
@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.engine.resample import resolve_seed
 from uqx.errors import InputError
-from uqx.extrapolation import PRESETS, SweepSettings, bin_numbers, extrapolate
-from uqx.resample import resolve_seed
+from uqx.inference.extrapolation import PRESETS, SweepSettings, bin_numbers, extrapolate
 from uqx.sweeps._common import cell_set, check_int, execute, set_arrays, set_keys
 from uqx.sweeps.engine import Study
 
@@ -70,7 +70,7 @@ def _settings(preset, name, fit_min):
 
 def kernel(cell, block, n, params, data):
     """Extrapolation of one set (deterministic fit; null from keyed calibrated copies)."""
-    from uqx.resample import content_key
+    from uqx.engine.resample import content_key
 
     E, u = data
     name = cell["set"]
@@ -102,7 +102,7 @@ def kernel(cell, block, n, params, data):
 
 def define(ds=None, *, preset="app-c", n_mc=200, fit_min=None, seed=0) -> Study:
     """Check the options and build the study; ``ds``: data set(s), default the nine sets."""
-    from uqx.datasets import load_paper_sets
+    from uqx.dataio.datasets import load_paper_sets
 
     if preset not in PRESETS:
         raise InputError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")

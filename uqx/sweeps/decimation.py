@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from uqx.resample import resolve_seed
+from uqx.engine.resample import resolve_seed
 from uqx.sweeps._common import (
     cell_set,
     check_int,
@@ -39,7 +39,7 @@ def percentages(k_max=10.0, k_step=0.1) -> np.ndarray:
 
 
 def _zms_rce(E, u):
-    from uqx.statistic import MOMENT_STATS, moment_sums
+    from uqx.engine.statistic import MOMENT_STATS, moment_sums
 
     S = moment_sums(E, u)[None, :]
     return [float(MOMENT_STATS[s](S, E.size)[0]) for s in STATS]
@@ -47,7 +47,7 @@ def _zms_rce(E, u):
 
 def kernel(cell, block, n, params, data):
     """Decimation curve and full-set BCa bars of one set."""
-    from uqx.resample import content_key
+    from uqx.engine.resample import content_key
 
     E, u = data
     order = np.lexsort((-E, -u))  # u decreasing, ties by E decreasing, stable
@@ -68,7 +68,7 @@ def kernel(cell, block, n, params, data):
 
 def define(ds=None, *, n_boot=5000, k_max=10.0, k_step=0.1, level=0.95, seed=0):
     """Check the options and build the study; ``ds`` default: the nine literature sets."""
-    from uqx.datasets import load_paper_sets
+    from uqx.dataio.datasets import load_paper_sets
     from uqx.errors import InputError
 
     n_boot = check_int(n_boot, "n_boot", minimum=2)

@@ -5,7 +5,7 @@ cell cut into fixed blocks of ``block`` replicates, and a pure module-level **bl
 function** ``kernel(cell, block, n, params, data) -> {name: array (n, *extra)}`` that
 computes the replicates ``block*B .. block*B + n - 1`` of one cell. The kernel keys its
 random streams by (study, cell coordinates, block) with
-:func:`uqx.resample.seed_sequence`, and the block size is a constant of the study, so
+:func:`uqx.engine.resample.seed_sequence`, and the block size is a constant of the study, so
 the numbers never depend on how blocks are grouped into tasks (``chunk_size``), on the
 scheduler (threads, processes, ``dask.distributed``) or on the number of workers.
 
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.files import atomic_write
 from uqx.errors import InputError
-from uqx.io import atomic_write
 
 __all__ = [
     "Study",
@@ -139,7 +139,7 @@ def _block_path(run_dir: Path, cell_index: int, b: int) -> Path:
 
 
 def _save_block(run_dir, cell_index, b, values):
-    """Write one block's arrays atomically (:func:`uqx.io.atomic_write`)."""
+    """Write one block's arrays atomically (:func:`uqx.dataio.files.atomic_write`)."""
     atomic_write(_block_path(Path(run_dir), cell_index, b),
                  lambda tmp: np.savez(tmp, **values), what="block")
 

@@ -24,7 +24,7 @@ independent of u. Scenarios other than ``calibrated`` run at ``power_M`` only.
 
 Every data set has its own stream, keyed by (design, M, scenario, index), so blocks of
 :data:`BLOCK` sets and the tasks grouping them never change the numbers. Rates come with
-Wilson-cc 95 % intervals (:func:`uqx.reference.binomial_ci`).
+Wilson-cc 95 % intervals (:func:`uqx.inference.reference.binomial_ci`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.engine.resample import resolve_seed, seed_sequence
 from uqx.errors import InputError
-from uqx.resample import resolve_seed, seed_sequence
 from uqx.sweeps._common import check_axis, check_int, execute, rate_interval
 from uqx.sweeps.engine import Study
 
@@ -234,7 +234,7 @@ def error_rates(*, output=None, chunk_size=None, scheduler=None, num_workers=Non
     study = define(**options)
     p = study.params
     attrs = {"n_boot": p["n_boot"], "n_mc": p["n_mc"],
-             "rule": "Monte-Carlo tests over the null family (uqx.mctest)",
+             "rule": "Monte-Carlo tests over the null family (uqx.engine.mctest)",
              "rate_interval": "Wilson with continuity correction"}
     return execute(study, summarise, output=output, chunk_size=chunk_size,
                    scheduler=scheduler, num_workers=num_workers, resume=resume,

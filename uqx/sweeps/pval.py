@@ -3,15 +3,15 @@ r"""``pval``: validation probability of ZMS and RCE on calibrated data (001 Fig.
 Per grid point, ``n_datasets`` (1000) calibrated synthetic sets of M = 5000:
 
 * NIG (left panel): :math:`u^2 \sim \Gamma^{-1}(\nu/2, \nu/2)`, :math:`E = u\,N(0,1)`,
-  ν_IG ∈ {2, 3, ..., 10, 15, 20} (:func:`uqx.synth.nig`, ``testValidRCE.R``);
+  ν_IG ∈ {2, 3, ..., 10, 15, 20} (:func:`uqx.inference.synth.nig`, ``testValidRCE.R``);
 * TIG (right panel): one draw :math:`u^2 \sim \Gamma^{-1}(3, 3)` reused for every ν_D and
-  data set (:func:`uqx.synth.tig_uncertainties`), :math:`E = u\,t_s(\nu_D)`,
-  ν_D ∈ {2.5, 3, 4, ..., 10, 20} (:func:`uqx.synth.tig`, ``testValidRCE2.R``).
+  data set (:func:`uqx.inference.synth.tig_uncertainties`), :math:`E = u\,t_s(\nu_D)`,
+  ν_D ∈ {2.5, 3, 4, ..., 10, 20} (:func:`uqx.inference.synth.tig`, ``testValidRCE2.R``).
 
 Each set gets the nptest BCa intervals of (ZMS, RCE) with ``n_boot`` (5000) replicates
 (:func:`uqx.sweeps._common.zms_rce_bca`); ``valid = lo <= ref <= hi`` (inclusive,
 methods page, ζ-scores) with ref = 1 (ZMS) and 0 (RCE); :math:`p_{val}` = fraction valid with
-the Wilson interval with continuity correction (:func:`uqx.reference.binomial_ci`,
+the Wilson interval with continuity correction (:func:`uqx.inference.reference.binomial_ci`,
 methods page, ζ-scores), and the mean β_GM / κ_CS of u² and E² of the sets (upper axes). Every
 data set has its own stream (keyed by scenario, ν and its index), so blocks of
 :data:`BLOCK` sets and the tasks that group them never change the numbers.
@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.engine.resample import resolve_seed
 from uqx.errors import InputError
-from uqx.resample import resolve_seed
 from uqx.sweeps._common import check_axis, check_int, execute, rate_interval, zms_rce_bca
 from uqx.sweeps.engine import Study
 
@@ -43,7 +43,7 @@ CONVENTIONS = ("M", "nu_ig_tig", "level")
 
 
 def _dataset(scenario, nu, i, params):
-    from uqx.synth import nig, tig, tig_uncertainties
+    from uqx.inference.synth import nig, tig, tig_uncertainties
 
     M, seed = params["M"], params["seed"]
     if scenario == "NIG":
@@ -54,7 +54,7 @@ def _dataset(scenario, nu, i, params):
 
 def kernel(cell, block, n, params, data):
     """Verdicts, estimates, BCa limits and tailedness of ``n`` sets of one (scenario, ν)."""
-    from uqx.stats.tailedness import tailedness
+    from uqx.engine.stats.tailedness import tailedness
 
     scenario, nu = cell["scenario"], float(cell["nu"])
     out = {k: np.full((n, len(STATS)), np.nan) for k in

@@ -2,7 +2,7 @@ r"""``reference-sensitivity``: simulated references against the tail of D (000 F
 
 For each data set and :math:`\nu`, the references :math:`\tilde\theta_{\nu,ref} \pm u` of
 ZMS, CC, ENCE and ZMSE for :math:`E = u\,\epsilon`, :math:`\epsilon \sim t_s(\nu)`, with
-the actual uncertainties of the set (:func:`uqx.reference.simulate_reference`, N_MC
+the actual uncertainties of the set (:func:`uqx.inference.reference.simulate_reference`, N_MC
 draws, 50 equal-count bins as in 000 Figs. 6-7). The paper shows Sets 7 and 8 for
 ν ∈ {3, 4, 5, 7, 10, 15, 20}. One task per (set, ν); the draws are keyed by the data
 content and ν, so the result does not depend on the tasks.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from uqx.resample import resolve_seed
+from uqx.engine.resample import resolve_seed
 from uqx.sweeps._common import check_axis, check_int, execute, set_arrays, set_keys
 from uqx.sweeps.engine import Study
 
@@ -29,8 +29,8 @@ CONVENTIONS = ("bins", "stats")
 
 def kernel(cell, block, n, params, data):
     """Compute the simulated references (and the draws) of one (set, ν)."""
-    from uqx.data import from_arrays
-    from uqx.reference import simulate_reference
+    from uqx.dataio.model import from_arrays
+    from uqx.inference.reference import simulate_reference
 
     E, u = data
     res = simulate_reference(from_arrays(E, u, name=cell["set"]), params["stats"],
@@ -44,8 +44,8 @@ def kernel(cell, block, n, params, data):
 
 
 def _default_sets():
-    from uqx.data import stack
-    from uqx.datasets import load_dataset
+    from uqx.dataio.datasets import load_dataset
+    from uqx.dataio.model import stack
 
     return stack([load_dataset(n) for n in DEFAULT_SETS])
 
@@ -56,7 +56,7 @@ def _cell_set(cell, data):
 
 def define(ds=None, *, nu=DEFAULT_NU, n_mc=10_000, bins=50, stats=STATS, seed=0):
     """Check the options and build the study; ``ds`` default: Sets 7 and 8."""
-    from uqx.statistic import parse_stat
+    from uqx.engine.statistic import parse_stat
 
     nus = check_axis(nu, "nu", minimum=2, strict=True)
     n_mc = check_int(n_mc, "n_mc", minimum=2)

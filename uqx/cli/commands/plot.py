@@ -1,0 +1,212 @@
+"""``uqx plot``: diagnostic figures (:mod:`uqx.plot`) written to PNG, PDF or SVG."""
+
+from __future__ import annotations
+
+import argparse
+
+from uqx.cli.commands._common import HelpFormatter, add_inputs, check_output, input_kwargs
+
+NAME = "plot"
+
+#: Figure kinds -> short description.
+KINDS = {
+    "e-vs-u": "E against uE with guide lines and running 95 % quantiles",
+    "z-vs-x": "Z against X or V (--by) with running quantiles",
+    "reliability": "reliability diagram (per-bin SD(E) vs RMV)",
+    "lzisd": "local z inverse sd per bin of uE, X or V",
+    "lzv": "local Var(Z) per bin of uE, X or V",
+    "lcp": "local coverage probabilities per bin (--levels)",
+    "calibration": "calibration curve (or conditional curves with --conditional)",
+    "confidence": "confidence curve with probabilistic reference",
+    "distributions": "histograms of ln u2, ln E2, ln Z2, E, Z with fits",
+    "tailedness": "beta_GM(E2), beta_GM(Z2) vs beta_GM(u2) with unsafe zones",
+    "zeta": "|zeta| agreement and grouped zeta bars of a validation result (NetCDF)",
+    "study": "panels of a Monte-Carlo study archive of 'uqx sweep' (NetCDF)",
+    "pval": "001 Fig. 4: p_val against nu (archive of 'uqx sweep pval')",
+    "appendix-b": "000 Figs. A1-A2 (archive of 'uqx sweep appendix-b')",
+    "bins": "statistics against the number of bins, zero-bin intercepts ('uqx sweep bins')",
+    "decimation": "001 Fig. 7: Delta RCE/ZMS against k ('uqx sweep decimation')",
+    "binned-tailedness": "001 Fig. 8: per-bin tailedness ('uqx sweep binned-tailedness')",
+    "reference-sensitivity": "000 Fig. 7: references against nu "
+                             "('uqx sweep reference-sensitivity')",
+    "error-rates": "rates of the verdicts against M ('uqx sweep error-rates')",
+}
+
+_FORMATS = (".png", ".pdf", ".svg")
+#: study kinds that overlay several archives on one panel (--label names them)
+_MULTI = ("pval", "reference-sensitivity")
+
+
+def register(subparsers):
+    """Add the ``plot`` command."""
+    kinds = "; ".join(f"{k}: {v}" for k, v in KINDS.items())
+    p = subparsers.add_parser(
+        NAME,
+        help="diagnostic figures (PNG, PDF, SVG)",
+        description=f"Draw a diagnostic figure, one panel per input. Kinds -- {kinds}. "
+        "INPUT is a CSV file, a registered dataset name or a NetCDF file (.nc: input "
+        "data, or a 'uqx validate' result for 'zeta' and 'tailedness').",
+        formatter_class=HelpFormatter,
+    )
+    p.add_argument("kind", choices=list(KINDS), metavar="KIND", help="figure kind (above)")
+    add_inputs(p)
+    p.set_defaults(bins=None)
+    for action in p._actions:  # shared input options: adapt two helps to figures
+        if action.dest == "bins":
+            action.help = ("number of bins; default max(min(M // 150, 15), 2) as in "
+                           "ErrViewLib, 15 for calibration --conditional")
+        elif action.dest == "format":
+            action.help = argparse.SUPPRESS
+    p.add_argument("-o", "--output", required=True,
+                   help="figure file; the format follows the suffix (.png, .pdf, .svg)")
+    p.add_argument("--mkdir", action="store_true", help="create the output directory")
+    p.add_argument("--by", default="uE", choices=["uE", "X", "V"],
+                   help="conditioning variable of binned figures (z-vs-x: X unless given)")
+    p.add_argument("--dist", default="normal", choices=["normal", "t"],
+                   help="generative distribution D (t: unit-variance Student)")
+    p.add_argument("--nu", type=float, default=6.0, help="degrees of freedom of --dist t")
+    p.add_argument("--levels", default="0.25,0.5,0.75,0.95",
+                   help="LCP probabilities, comma-separated")
+    p.add_argument("--stat", default=None,
+                   help="confidence: rmse|mae|rmsd|q95 (default rmse); zeta: statistics "
+                   "of the bar panels, comma-separated (default every statistic of the "
+                   "result that has a zeta-score)")
+    p.add_argument("--ci", default="cho", choices=["cho", "bootstrap", "bootstrap-set"],
+                   help="per-bin interval method (reliability, lzisd, lzv): analytic, "
+                   "per-bin BCa, or BCa over whole-set resamples (lzisd only)")
+    p.add_argument("--n-boot", type=int, default=500, help="bootstrap replicates")
+    p.add_argument("--oracle", action="store_true",
+                   help="confidence: also draw the oracle (errors removed by |E|)")
+    p.add_argument("--n-rep", type=int, default=500,
+                   help="confidence: replicates of the probabilistic reference")
+    p.add_argument("--seed", type=int, default=0, help="root seed of random draws")
+    scale = p.add_mutually_exclusive_group()
+    scale.add_argument("--log", dest="log", action="store_const", const=True, default="auto",
+                       help="reliability: log axes (default: log when uE is skewed, its central "
+                       "99 %% spanning more than a decade)")
+    scale.add_argument("--linear", dest="log", action="store_const", const=False,
+                       help="reliability: linear axes")
+    p.add_argument("--conditional", action="store_true",
+                   help="calibration: one curve per bin of --by")
+    p.add_argument("--size", default="double", choices=["single", "double"],
+                   help="figure width: one column or full width of a two-column paper")
+    p.add_argument("--dpi", type=float, default=150, help="resolution")
+    p.add_argument("--font-size", type=float, default=None, help="base font size (pt)")
+    p.add_argument("--label", action="append", default=None,
+                   help="panel label of each input, in order (repeat the option)")
+    p.add_argument("--title", default=None, help="figure title")
+    return p
+
+
+def _load(args):
+    """Input Dataset: one NetCDF file, one registered set with extra variables, or stacked."""
+    from pathlib import Path
+
+    from uqx.cli.commands._common import load_inputs
+
+    nc = [s for s in args.inputs if Path(s).suffix.lower() in (".nc", ".nc4")]
+    if nc:
+        from uqx.dataio.files import read_netcdf
+        from uqx.errors import InputError
+
+        if len(args.inputs) != 1:
+            if args.kind in _MULTI and len(nc) == len(args.inputs):
+                return [read_netcdf(f) for f in nc]  # archives compared on one panel
+            raise InputError("give a single NetCDF input (it may hold several sets); "
+                             f"several archives only for {', '.join(_MULTI)}")
+        return read_netcdf(nc[0])
+    if args.kind == "lcp" and len(args.inputs) == 1 and not Path(args.inputs[0]).exists():
+        from uqx.dataio.datasets import load_dataset
+
+        ds = load_dataset(args.inputs[0], args.data_dir)
+        if "U" in ds:  # conformal interval half-ranges (HU2022) are used as given
+            return ds
+    return load_inputs(args.inputs, **input_kwargs(args))
+
+
+def _relabel(ds, labels):
+    from uqx.errors import InputError
+
+    if not labels:
+        return ds
+    if "set" not in ds.dims or ds.sizes["set"] != len(labels):
+        raise InputError(f"--label given {len(labels)} time(s) for "
+                         f"{ds.sizes.get('set', 1)} data set(s)")
+    return ds.assign_coords(set=list(labels))
+
+
+def _figure(args, ds):
+    from uqx import plot as P
+    from uqx.errors import InputError
+
+    common = dict(size=args.size, dpi=args.dpi, font_size=args.font_size, title=args.title)
+    binned = dict(n_bins=args.bins, binning=args.binning)
+    nu = args.nu if args.dist == "t" else None
+    k = args.kind
+    if k == "e-vs-u":
+        return P.e_vs_u(ds, **common)
+    if k == "z-vs-x":
+        return P.z_vs_x(ds, by="X" if args.by == "uE" else args.by, **common)
+    if k == "reliability":
+        return P.reliability(ds, ci=args.ci, n_boot=args.n_boot, seed=args.seed,
+                             log=args.log, **binned, **common)
+    if k in ("lzisd", "lzv"):
+        return P.lzisd(ds, stat=k, by=args.by, ci=args.ci, n_boot=args.n_boot,
+                       seed=args.seed, **binned, **common)
+    if k == "lcp":
+        try:
+            levels = [float(v) for v in args.levels.split(",")]
+        except ValueError:
+            raise InputError(f"--levels must be comma-separated numbers: {args.levels}") from None
+        return P.lcp(ds, by=args.by, prob=levels, dist=args.dist, nu=nu, **binned, **common)
+    if k == "calibration":
+        if args.conditional:
+            return P.conditional_calibration(ds, by=args.by, dist=args.dist, nu=nu,
+                                             n_bins=args.bins or 15, binning=args.binning,
+                                             **common)
+        return P.calibration(ds, dist=args.dist, nu=nu, **common)
+    if k == "confidence":
+        return P.confidence(ds, stat=args.stat or "rmse", dist=args.dist, nu=nu,
+                            n_rep=args.n_rep, seed=args.seed, oracle=args.oracle, **common)
+    if k == "distributions":
+        return P.distributions(ds, **common)
+    if k == "tailedness":
+        return P.tailedness_map(ds, **common)
+    studies = {"study": P.study, "pval": P.pval, "appendix-b": P.appendix_b, "bins": P.bins,
+               "decimation": P.decimation, "binned-tailedness": P.binned_tailedness,
+               "reference-sensitivity": P.reference_sensitivity, "error-rates": P.error_rates}
+    if isinstance(ds, list):  # several archives: overlaid, named by --label or file stem
+        from pathlib import Path
+
+        labels = args.label or [Path(f).stem for f in args.inputs]
+        return studies[k](ds, labels=labels, **common)
+    if k in studies:
+        return studies[k](ds, **common)
+    stats = args.stat.split(",") if args.stat else None
+    if "zeta" not in ds:
+        raise InputError("'uqx plot zeta' needs a 'uqx validate' result (NetCDF) as input")
+    return P.zeta_bars(ds, stats=stats, **common)
+
+
+def run(args) -> int:
+    """Draw the figure and write it; ``zeta`` also writes FILE_agreement.SUFFIX."""
+    from pathlib import Path
+
+    from uqx import plot as P
+    from uqx.errors import InputError
+
+    out = Path(args.output)
+    if out.suffix.lower() not in _FORMATS:
+        raise InputError(f"output {out}: the suffix must be one of {', '.join(_FORMATS)}")
+    check_output(out, mkdir=args.mkdir)
+    ds = _load(args)
+    if not isinstance(ds, list):
+        ds = _relabel(ds, args.label)
+    fig = _figure(args, ds)
+    fig.savefig(out)
+    print(f"figure written to {out}")
+    if args.kind == "zeta" and {"zms", "rce"} <= set(P.tested_stats(ds)):
+        extra = out.with_name(f"{out.stem}_agreement{out.suffix}")
+        P.zeta_agreement(ds, size="single", dpi=args.dpi, font_size=args.font_size).savefig(extra)
+        print(f"figure written to {extra}")
+    return 0

@@ -1,0 +1,85 @@
+"""``uqx report``: validate and write one self-contained HTML (or Markdown) report."""
+
+from __future__ import annotations
+
+import argparse
+
+from uqx.cli.commands._common import HelpFormatter, add_inputs, check_output, input_kwargs, note
+from uqx.cli.commands.validate import add_validation_options
+
+NAME = "report"
+
+
+def register(subparsers):
+    """Add the ``report`` command."""
+    p = subparsers.add_parser(
+        NAME,
+        help="validate and write an HTML/Markdown report with the diagnostic figures",
+        description="Run 'uqx validate' on the inputs (same options) and write one "
+        "self-contained page: parameters, verdict table, warnings, how to read the "
+        "verdicts, per-set tables and figures (embedded PNG, no network needed). "
+        "'uqx report RESULT.nc --data INPUT...' reports a saved result; without --data "
+        "the figures that need the raw data are skipped.",
+        formatter_class=HelpFormatter,
+    )
+    add_inputs(p, required=False)
+    for action in p._actions:
+        if action.dest == "format":  # the report replaces the printed table / JSON
+            action.help = argparse.SUPPRESS
+        elif action.dest == "inputs":
+            action.help += ", or one saved 'uqx validate' result (.nc)"
+    add_validation_options(p)
+    p.add_argument("-o", "--output", required=True,
+                   help="report file: .html (self-contained page) or .md (Markdown, figures "
+                   "as PNG files in <stem>_figures/ next to it)")
+    p.add_argument("--mkdir", action="store_true", help="create the output directory")
+    p.add_argument("--data", nargs="+", default=None, metavar="INPUT",
+                   help="with a saved result (RESULT.nc): the validated inputs, for the "
+                   "figures of the raw data (same column options as INPUT)")
+    p.add_argument("--no-figures", action="store_true", help="tables only (fast)")
+    p.add_argument("--title", default=None, help="page title")
+    p.add_argument("--dpi", type=float, default=110, help="resolution of the figures")
+    return p
+
+
+def _saved_result(args):
+    """Read ``RESULT.nc`` and the ``--data`` inputs; returns ``(result, data)``."""
+    from uqx.cli.commands._common import load_inputs
+    from uqx.dataio.files import read_netcdf
+    from uqx.errors import InputError
+
+    if len(args.inputs) != 1:
+        raise InputError("give a single saved result (.nc), or CSV files / dataset names")
+    if args.paper_sets:
+        raise InputError("--paper-sets runs a validation; with a saved result use --data")
+    res = read_netcdf(args.inputs[0])
+    if "verdict" not in res:
+        raise InputError(f"{args.inputs[0]}: not a 'uqx validate' result (no 'verdict')")
+    data = load_inputs(args.data, **input_kwargs(args)) if args.data else None
+    return res, data
+
+
+def run(args) -> int:
+    """Validate the inputs (or read a saved result) and write the report."""
+    from pathlib import Path
+
+    from uqx.cli.commands.validate import run_validation, validation_inputs
+    from uqx.errors import InputError
+    from uqx.report.html import report_format, write_report
+
+    out = check_output(args.output, mkdir=args.mkdir)
+    report_format(out)  # a bad suffix fails before any computation
+    if any(Path(s).suffix.lower() in (".nc", ".nc4") for s in args.inputs):
+        res, data = _saved_result(args)
+    else:
+        if not args.paper_sets and not args.inputs:
+            raise InputError("report needs INPUT files/names, --paper-sets or a RESULT.nc")
+        if args.data:
+            raise InputError("--data goes with a saved result (RESULT.nc); the INPUT files "
+                             "are the data here")
+        data = validation_inputs(args)
+        res, _ = run_validation(args, data)
+    note(args, "writing the report" + ("" if args.no_figures else " (drawing the figures)"))
+    write_report(res, out, data, figures=not args.no_figures, title=args.title, dpi=args.dpi)
+    print(f"report written to {out}")
+    return 0

@@ -1,0 +1,82 @@
+"""``uqx stats``: statistics and tailedness of data sets (:func:`uqx.describe`)."""
+
+from __future__ import annotations
+
+import json
+
+from uqx.cli.commands._common import (
+    HelpFormatter,
+    add_inputs,
+    fmt,
+    input_kwargs,
+    load_inputs,
+    note,
+    print_df,
+)
+
+NAME = "stats"
+
+
+def register(subparsers):
+    """Add the ``stats`` command."""
+    p = subparsers.add_parser(
+        NAME,
+        help="statistics and tailedness of data sets",
+        description="Point estimates of every statistic (ZMS, RCE, CC, ENCE, ZMSE, ...) and "
+        "the tailedness metrics of paper 001 for each input.",
+        formatter_class=HelpFormatter,
+    )
+    add_inputs(p)
+    return p
+
+
+def stats_records(desc) -> list[dict]:
+    """JSON records of :func:`uqx.describe` output (``uqx stats --format json``)."""
+    from uqx.workflow.validation import TAILEDNESS_VARS
+
+    recs = []
+    for s in desc["set"].values:
+        d = desc.sel(set=s)
+        recs.append(
+            {
+                "dataset": str(s),
+                "M": int(d["M"].item()),
+                "dropped": int(d["n_dropped"].item()),
+                "stats": {str(k): _num(d["estimate"].sel(stat=k)) for k in desc["stat"].values},
+                "tailedness": {k: _num(d[k]) for k in TAILEDNESS_VARS},
+            }
+        )
+    return recs
+
+
+def _num(v):
+    import numpy as np
+
+    v = float(v)
+    return v if np.isfinite(v) else None
+
+
+def run(args) -> int:
+    """Describe the inputs and print a table or JSON records."""
+    import pandas as pd
+
+    from uqx.inference.describe import describe
+    from uqx.progress import progress_bar
+    from uqx.workflow.validation import TAILEDNESS_VARS
+
+    ds = load_inputs(args.inputs, **input_kwargs(args))
+    with progress_bar(quiet=args.quiet):
+        desc = describe(ds, bins=args.bins, binning=args.binning)
+    if args.format == "json":
+        print(json.dumps(stats_records(desc), indent=1))
+    else:
+        table = desc["estimate"].to_pandas().T
+        tail = pd.DataFrame({k: desc[k].to_pandas() for k in TAILEDNESS_VARS}).T
+        head = pd.DataFrame(
+            {"M": desc["M"].to_pandas(), "dropped": desc["n_dropped"].to_pandas()}
+        ).T
+        print(f"# statistics ({args.bins} {args.binning} bins on uE for binned ones)")
+        print_df(pd.concat([head, table.map(fmt), tail.map(fmt)]))
+    for line in filter(None, str(desc.attrs.get("notes", "")).split("\n")):
+        note(args, f"note: {line}")
+    return 0

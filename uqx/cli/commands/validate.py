@@ -1,0 +1,217 @@
+"""``uqx validate``: the bootstrap / zeta-score validation workflow (000 Fig. 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+from uqx.cli.commands._common import (
+    HelpFormatter,
+    add_inputs,
+    add_output,
+    check_output,
+    input_kwargs,
+    load_inputs,
+    validation_text,
+    write_result,
+)
+
+NAME = "validate"
+DEFAULT_STATS = "ZMS,RCE,CC,ENCE,ZMSE,ZVE"
+PAPER_STATS = "ZMS,RCE,CC,ENCE,ZMSE"
+
+
+def register(subparsers):
+    """Add the ``validate`` command."""
+    p = subparsers.add_parser(
+        NAME,
+        help="bootstrap/zeta-score validation workflow (000 Fig. 1)",
+        description="Validate average calibration, consistency and adaptivity: BCa "
+        "bootstrap intervals, references (predefined or simulated), zeta scores and the "
+        "fraction of valid LZISD bins.",
+        formatter_class=HelpFormatter,
+    )
+    add_inputs(p, required=False)
+    add_validation_options(p)
+    add_output(p)
+    p.add_argument("--plots", default=None, metavar="DIR",
+                   help="also write the diagnostic figures of every data set as PNG files "
+                   "into DIR (created if needed): E vs uE, reliability, LZISD on uE/X/V, "
+                   "calibration, confidence, distributions, zero-bin extrapolation, zeta bars")
+    return p
+
+
+def add_validation_options(p) -> None:
+    """Add the options of :func:`uqx.validate` shared by ``uqx validate`` and ``uqx report``."""
+    p.add_argument(
+        "--paper-sets",
+        action="store_true",
+        help="the nine sets of papers 000/001/004; prints 001 Table IV and 000 Tables A1-A4",
+    )
+    p.add_argument(
+        "--stats",
+        default=None,
+        help=f"comma-separated statistics; None means {DEFAULT_STATS} "
+        f"({PAPER_STATS} with --paper-sets)",
+    )
+    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap replicates")
+    p.add_argument("--n-mc", type=int, default=10_000, help="simulated data sets per reference")
+    p.add_argument("--seed", type=int, default=None, help="root seed (drawn when not given)")
+    p.add_argument("--nu", type=float, default=6.0, help="Student t_s(nu) reference")
+    p.add_argument("--pop-min", type=int, default=30,
+                   help="minimal number of points per bin (binned statistics and LZISD)")
+    p.add_argument("--cond-bins", type=int, default=None,
+                   help="LZISD bins per set; None means max(min(M // 150, 15), 2) per set")
+    p.add_argument("--cond-n-boot", type=int, default=None,
+                   help="LZISD bootstrap replicates; None means min(n_boot, 5000)")
+    p.add_argument("--cond-ci", default="auto", choices=["auto", "bootstrap", "cho"],
+                   help="LZISD per-bin intervals (auto: 'cho' when every bin has >= 400 points)")
+    p.add_argument("--extrapolation-n-mc", type=int, default=None,
+                   help="calibrated copies per distribution for the zero-bin extrapolation "
+                   "null; None means min(n_mc, 200)")
+    p.add_argument(
+        "--no-conditional", action="store_true",
+        help="skip the conditional routes (LZISD bins, zero-bin extrapolation)"
+    )
+
+
+def stat_list(text: str) -> list[str]:
+    """``"ZMS, rce,zmse_X"`` -> ``["zms", "rce", "zmse_X"]`` (case-insensitive)."""
+    out = []
+    for s in (t.strip() for t in text.split(",")):
+        if not s:
+            continue
+        low = s.lower()
+        for suffix in ("_x", "_v"):
+            if low.endswith(suffix):
+                low = low[:-2] + suffix.upper()
+        out.append(low)
+    return out
+
+
+def validation_inputs(args):
+    """Input Dataset of ``uqx validate``/``uqx report``: INPUT files/names and --paper-sets."""
+    if not args.paper_sets:
+        return load_inputs(args.inputs, **input_kwargs(args))
+    from uqx.dataio.datasets import load_paper_sets
+    from uqx.dataio.model import from_arrays, iter_sets, stack
+
+    ds = load_paper_sets(args.data_dir)
+    if args.inputs:
+        both = [ds, load_inputs(args.inputs, **input_kwargs(args))]
+        ds = stack([
+            from_arrays(sd.E, sd.uE, X=sd.X, V=sd.V, name=sd.name)
+            for part in both
+            for sd in iter_sets(part)
+        ])
+    return ds
+
+
+def run_validation(args, ds):
+    """Run :func:`uqx.validate` with the parsed options; returns ``(result, stats)``."""
+    from uqx.progress import progress_bar
+    from uqx.workflow.validation import validate
+
+    stats = stat_list(args.stats or (PAPER_STATS if args.paper_sets else DEFAULT_STATS))
+    with progress_bar(quiet=args.quiet):
+        res = validate(
+            ds,
+            stats,
+            n_boot=args.n_boot,
+            n_mc=args.n_mc,
+            seed=args.seed,
+            bins=args.bins,
+            binning=args.binning,
+            pop_min=args.pop_min,
+            cond_bins=args.cond_bins,
+            cond_n_boot=args.cond_n_boot,
+            cond_ci=args.cond_ci,
+            extrapolation_n_mc=args.extrapolation_n_mc,
+            nu=args.nu,
+            simulate_all=args.paper_sets,
+            conditional=not args.no_conditional,
+        )
+    return res, stats
+
+
+def check_plots_dir(path):
+    """Create the figure directory of ``--plots`` if needed and check it is writable."""
+    from pathlib import Path
+
+    from uqx.errors import InputError
+
+    if path is None:
+        return None
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"--plots {path}: exists and is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the figure directory {path}: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InputError(f"figure directory {path} is not writable")
+    return path
+
+
+def write_plots(res, ds, directory) -> list:
+    """Write :func:`uqx.report.html.diagnostic_figures` as ``<set>_<figure>.png`` files.
+
+    The ζ bars of all sets go to ``zeta_bars.png``; a figure that cannot be drawn is
+    reported on stderr. Returns the written paths.
+    """
+    from uqx.report.html import diagnostic_figures
+
+    written, used = [], set()
+    for name, figs in diagnostic_figures(res, ds).items():
+        stem = "" if name is None else re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+        while stem in used and name is not None:  # distinct names may sanitise alike
+            stem += "_"
+        used.add(stem)
+        for key, _caption, png, why in figs:
+            if png is None:
+                print(f"uqx: note: {name}: figure {key} not drawn: {why}", file=sys.stderr)
+                continue
+            path = directory / (f"{stem}_{key}.png" if stem else f"{key}.png")
+            path.write_bytes(png)
+            written.append(path)
+    return written
+
+
+def run(args) -> int:
+    """Validate the inputs, print the tables (or JSON), then write the NetCDF result."""
+    from uqx.errors import InputError
+    from uqx.workflow.tables import result_records
+
+    if not args.paper_sets and not args.inputs:
+        raise InputError("validate needs INPUT files/names or --paper-sets")
+    out_path = check_output(args.output, mkdir=args.mkdir)
+    plots = check_plots_dir(args.plots)
+    ds = validation_inputs(args)
+    res, stats = run_validation(args, ds)
+    if args.format == "json":
+        print(json.dumps(result_records(res), indent=1))
+    else:
+        print(validation_text(res, paper_sets=args.paper_sets))
+    status = 0
+    if plots is not None:
+        try:
+            files = write_plots(res, ds, plots)
+        except OSError as exc:
+            print(f"uqx: error: figures not written: {exc}", file=sys.stderr)
+            status = 2
+        else:
+            print(f"\n{len(files)} figure(s) written to {plots}",
+                  file=sys.stderr if args.format == "json" else sys.stdout)
+    if out_path is None:
+        return status
+    params = {
+        "command": NAME,
+        "inputs": list(args.inputs),
+        "stats": stats,
+        "paper_sets": bool(args.paper_sets),
+    }
+    return max(status, write_result(res, out_path, parameters=params,
+                                    seed=int(res.attrs["seed"])))

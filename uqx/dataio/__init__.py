@@ -1,0 +1,7 @@
+"""Data and I/O: the xarray data model of the sets, files, and the literature datasets.
+
+:mod:`~uqx.dataio.model` (``from_arrays``, ``stack``: the checked ``(set, sample)``
+Dataset), :mod:`~uqx.dataio.files` (CSV, DataFrame and NetCDF reading and writing),
+:mod:`~uqx.dataio.datasets` (the registry of the literature sets and their parsing rules)
+and :mod:`~uqx.dataio.fetch` (download from Zenodo).
+"""

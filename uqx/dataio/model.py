@@ -1,0 +1,586 @@
+"""Input data model: paired errors ``E`` and uncertainties ``uE`` over ``sample``.
+
+One data set is an :class:`xarray.Dataset` with variables ``E(sample)``, ``uE(sample)``
+and optionally ``X(sample)`` (input feature) and ``V(sample)`` (prediction). Several
+data sets are stacked along ``set`` by :func:`stack`; ragged sizes are padded with NaN,
+which every kernel of :mod:`uqx.engine.stats` ignores (methods: notation and conventions).
+
+Every entry point (:func:`uqx.validate`, :func:`uqx.bootstrap`, :func:`uqx.compute`,
+:func:`uqx.describe`, ...) goes through :func:`as_stacked`, which runs the checks of
+:func:`from_arrays` on any input form (methods: edge cases), numpy- or dask-backed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from uqx._checks import NUMERIC_KINDS, check_columns, count_problems, is_lazy
+from uqx.errors import InputError
+
+__all__ = [
+    "InputError",
+    "from_arrays",
+    "stack",
+    "as_stacked",
+    "iter_sets",
+    "provenance",
+    "ColumnRef",
+    "read_rows",
+    "streamed_content_key",
+    "SetData",
+    "VARIABLES",
+]
+
+#: Long names of the input variables (CF ``long_name``).
+VARIABLES = {
+    "E": "prediction error (reference - prediction)",
+    "uE": "prediction uncertainty (standard uncertainty of E)",
+    "X": "input feature (conditioning variable for adaptivity)",
+    "V": "predicted value",
+}
+
+#: Attributes describing one data set, replaced by per-set variables in a stack.
+_SET_ATTRS = ("name", "n_dropped", "filters", "units")
+
+
+def _as_1d(values, label: str, name: str):
+    if isinstance(values, xr.DataArray):
+        values = values.data
+    if is_lazy(values):  # dask: dtype and shape checks only, values stay lazy
+        if values.dtype.kind not in NUMERIC_KINDS:
+            raise InputError(f"{name}: column {label!r} is not numeric (dtype {values.dtype})")
+        arr = values.astype(np.float64)
+    else:
+        try:
+            arr = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{name}: column {label!r} is not numeric ({exc})") from None
+    if arr.ndim != 1 and arr.size == max(arr.shape, default=0):
+        arr = arr.reshape(-1)  # a column or row vector
+    if arr.ndim != 1:
+        raise InputError(f"{name}: {label} must be one-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def from_arrays(
+    E,
+    uE,
+    X=None,
+    V=None,
+    *,
+    name: str = "data",
+    units: str = "",
+    source: str = "",
+    drop_nonfinite: bool = False,
+    min_uE_rel_sd: float | None = None,
+) -> xr.Dataset:
+    """Build a validated input data set from arrays.
+
+    Parameters
+    ----------
+    E, uE : array_like, shape (M,)
+        Errors (reference - prediction) and their standard uncertainties (> 0). Dask
+        arrays stay lazy (the checks compute counts in one pass).
+    X, V : array_like, shape (M,), optional
+        Input feature and predicted value, used as conditioning variables.
+    name, units, source : str
+        Stored as attributes (``units`` applies to ``E`` and ``uE``).
+    drop_nonfinite : bool, default False
+        If True, rows with NaN/inf in any given variable are dropped and counted in
+        ``attrs["n_dropped"]``; otherwise they raise :class:`InputError`.
+    min_uE_rel_sd : float, optional
+        Documented row filter of the papers (ErrViewLib ``getData.R``): keep rows with
+        ``uE > min_uE_rel_sd * sd(E)``, sd with n-1 over the unfiltered rows (1e-6 for
+        PAL2022). Dropped rows are counted in ``attrs["n_dropped"]`` and described in
+        ``attrs["filters"]``.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``E``, ``uE`` (and ``X``, ``V``) over ``sample``; attrs ``name``, ``units``,
+        ``source``, ``n_dropped``, ``filters``.
+
+    Raises
+    ------
+    InputError
+        Length mismatch, NaN/inf values, ``uE <= 0``, fewer than 2 points, non-numeric data.
+    """
+    cols = {"E": _as_1d(E, "E", name), "uE": _as_1d(uE, "uE", name)}
+    if X is not None:
+        cols["X"] = _as_1d(X, "X", name)
+    if V is not None:
+        cols["V"] = _as_1d(V, "V", name)
+    sizes = {k: v.shape[0] for k, v in cols.items()}
+    if len(set(sizes.values())) != 1:
+        desc = ", ".join(f"{k}={n}" for k, n in sizes.items())
+        raise InputError(f"{name}: length mismatch between columns ({desc})")
+    cols, n_dropped, filters = check_columns(
+        cols, str(name), drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd
+    )
+    return _single(cols, name=name, units=units, source=source, n_dropped=n_dropped,
+                   filters=filters)
+
+
+def _sample_coord(n: int, lazy: bool) -> dict:
+    # an int64 index costs 8 bytes a row: dask-backed (large) data go without one
+    return {} if lazy else {"sample": np.arange(n)}
+
+
+def _single(cols, *, name, units="", source="", n_dropped=0, filters=(), attrs=None):
+    data_vars = {}
+    for key, arr in cols.items():
+        var_attrs = {"long_name": VARIABLES[key]}
+        if key in ("E", "uE") and units:
+            var_attrs["units"] = units
+        data_vars[key] = ("sample", arr, var_attrs)
+    return xr.Dataset(
+        data_vars,
+        coords=_sample_coord(cols["E"].shape[0], is_lazy(cols["E"])),
+        attrs={
+            **(attrs or {}),
+            "name": str(name),
+            "units": str(units),
+            "source": str(source),
+            "n_dropped": int(n_dropped),
+            "filters": "; ".join(filters),
+        },
+    )
+
+
+def _padded(arrays: list, m_max: int):
+    """Stack 1-d arrays into (n, m_max), NaN-padded; lazy when any input is dask."""
+    if any(is_lazy(a) for a in arrays):
+        import dask.array as da
+
+        rows = []
+        for a in arrays:
+            a = da.asarray(a).astype(np.float64)
+            pad = m_max - a.shape[0]
+            rows.append(da.concatenate([a, da.full(pad, np.nan)]) if pad else a)
+        return da.stack(rows)
+    out = np.full((len(arrays), m_max), np.nan)
+    for i, a in enumerate(arrays):
+        out[i, : a.shape[0]] = a
+    return out
+
+
+def stack(datasets: Sequence[xr.Dataset], *, dim: str = "set") -> xr.Dataset:
+    """Stack several input data sets along ``dim``, padding ragged sizes with NaN.
+
+    Parameters
+    ----------
+    datasets : sequence of xarray.Dataset
+        Outputs of :func:`from_arrays` (or loaders). Names must be unique.
+    dim : str, default "set"
+        Name of the new dimension (the engine works on ``set``: :func:`as_stacked`
+        renames another name to ``set`` and records it in ``attrs["set_dim"]``).
+
+    Returns
+    -------
+    xarray.Dataset
+        Variables over (``dim``, ``sample``), dask-backed when an input is; ``M(dim)``
+        the number of valid samples, ``n_dropped(dim)`` rows removed by filters,
+        ``units(dim)`` the units of each set. Optional variables missing in some sets
+        are all-NaN there. Attributes: ``units`` (common units, or ``"mixed"``),
+        ``sources``, ``filters`` and every attribute with the same value in all sets.
+    """
+    datasets = list(datasets)
+    if not datasets:
+        raise InputError("stack: no data sets given")
+    if not all(isinstance(d, xr.Dataset) for d in datasets):
+        bad = next(type(d).__name__ for d in datasets if not isinstance(d, xr.Dataset))
+        raise InputError(f"stack: expected xarray.Dataset items, got {bad}")
+    if dim == "sample":
+        raise InputError("stack: dim must differ from 'sample'")
+    names = [str(d.attrs.get("name", f"set{i + 1}")) for i, d in enumerate(datasets)]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(f"stack: duplicate data set names {dup}")
+    sizes = [d.sizes.get("sample", 0) for d in datasets]
+    m_max = max(sizes)
+    units = [str(d.attrs.get("units", "")) for d in datasets]
+    common_units = units[0] if len(set(units)) == 1 else "mixed"
+    out = {}
+    for key in [k for k in VARIABLES if any(k in d for d in datasets)]:
+        arrays = [d[key].data if key in d else np.full(m, np.nan)
+                  for d, m in zip(datasets, sizes, strict=True)]
+        first = next(d for d in datasets if key in d)
+        attrs = dict(first[key].attrs) or {"long_name": VARIABLES[key]}
+        if key in ("E", "uE"):
+            attrs.pop("units", None)
+            if common_units not in ("", "mixed"):
+                attrs["units"] = common_units
+        out[key] = ((dim, "sample"), _padded(arrays, m_max), attrs)
+    out["M"] = (dim, np.array(sizes, dtype=np.int64), {"long_name": "sample size"})
+    out["n_dropped"] = (
+        dim,
+        np.array([int(d.attrs.get("n_dropped", 0)) for d in datasets], dtype=np.int64),
+        {"long_name": "rows dropped by documented filters"},
+    )
+    out["units"] = (dim, np.array(units, dtype=object), {"long_name": "units of E and uE"})
+    shared = {
+        k: v for k, v in datasets[0].attrs.items()
+        if k not in _SET_ATTRS and all(_same(d.attrs.get(k, _MISSING), v) for d in datasets)
+    }
+    return xr.Dataset(
+        out,
+        coords={dim: names, **_sample_coord(m_max, is_lazy(out["E"][1]))},
+        attrs={
+            **shared,
+            "units": common_units,
+            "sources": "; ".join(str(d.attrs.get("source", "")) for d in datasets),
+            "filters": "; ".join(
+                f"{n}: {d.attrs['filters']}"
+                for n, d in zip(names, datasets, strict=True)
+                if d.attrs.get("filters")
+            ),
+        },
+    )
+
+
+_MISSING = object()
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(np.all(a == b)) and type(a) is type(b)
+    except (TypeError, ValueError):
+        return False
+
+
+# ------------------------------------------------------------------ as_stacked
+
+#: Results of as_stacked, by id: a checked data set is not checked again (see as_stacked)
+_CHECKED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def _set_dim(ds: xr.Dataset, name: str) -> str | None:
+    """Return the set dimension of ``ds`` (None for a single data set); check dims."""
+    missing = [k for k in ("E", "uE") if k not in ds]
+    if missing:
+        have = ", ".join(repr(str(k)) for k in ds.data_vars) or "none"
+        raise InputError(
+            f"{name}: input data set must contain variables 'E' and 'uE' (missing "
+            f"{', '.join(map(repr, missing))}); variables present: {have}"
+        )
+    dims = ds["E"].dims
+    if "sample" not in dims:
+        fix = f"ds.rename({{{dims[-1]!r}: 'sample'}})" if dims else "a 'sample' dimension"
+        raise InputError(
+            f"{name}: E is over dimension(s) {dims}, expected 'sample' (one row per "
+            f"prediction); rename it with {fix}"
+        )
+    if len(dims) > 2:
+        raise InputError(f"{name}: E must be over ('sample',) or (set, 'sample'), got {dims}")
+    for key in [k for k in VARIABLES if k in ds]:
+        if set(ds[key].dims) != set(dims):
+            raise InputError(
+                f"{name}: variable {key!r} is over {ds[key].dims} with sizes "
+                f"{ds[key].shape}, E over {dims} with sizes {ds['E'].shape} (length "
+                "mismatch); all of E, uE, X, V must share the same dimensions"
+            )
+        kind = ds[key].dtype.kind
+        if kind not in NUMERIC_KINDS:
+            raise InputError(
+                f"{name}: variable {key!r} is not numeric (dtype {ds[key].dtype}); "
+                f"convert it with ds[{key!r}].astype(float)"
+            )
+    return next((d for d in dims if d != "sample"), None)
+
+
+def _float(da_: xr.DataArray, dims) -> xr.DataArray:
+    da_ = da_.transpose(*dims)
+    return da_ if da_.dtype == np.float64 else da_.astype(np.float64)
+
+
+def _check_single(ds: xr.Dataset, name: str, drop_nonfinite: bool) -> xr.Dataset:
+    keys = [k for k in VARIABLES if k in ds]
+    cols = {k: _float(ds[k], ("sample",)).data for k in keys}
+    cols, n_dropped, filters = check_columns(cols, name, drop_nonfinite=drop_nonfinite)
+    attrs = dict(ds.attrs)
+    old = [attrs.get("filters")] if attrs.get("filters") else []
+    attrs["name"] = name
+    attrs["n_dropped"] = int(attrs.get("n_dropped", 0)) + n_dropped
+    attrs["filters"] = "; ".join(old + filters)
+    if not n_dropped:
+        out = xr.Dataset({k: (("sample",), cols[k], ds[k].attrs) for k in keys},
+                         coords=_sample_coord(cols["E"].shape[0], is_lazy(cols["E"])),
+                         attrs=attrs)
+        return out
+    units = attrs.get("units", "")
+    out = _single(cols, name=name, units=units, source=attrs.get("source", ""),
+                  n_dropped=attrs["n_dropped"], filters=[attrs["filters"]], attrs=attrs)
+    for k in keys:  # keep the input's variable attributes
+        out[k].attrs = dict(ds[k].attrs)
+    return out
+
+
+def _stacked_sizes(ds: xr.Dataset) -> np.ndarray:
+    """Rows per set of a stacked data set without ``M``: up to the last non-padding row.
+
+    A row is padding when E and uE are both NaN *and* it comes after the last row where
+    either is not NaN; NaN rows before that are real rows (and errors, or dropped).
+    """
+    E = ds["E"].data
+    real = np.isfinite(E) | np.isfinite(ds["uE"].data)
+    if is_lazy(real):
+        import dask.array as da
+
+        pos = da.arange(1, ds.sizes["sample"] + 1, chunks=real.chunks[1])
+    else:
+        pos = np.arange(1, ds.sizes["sample"] + 1)
+    last = (real * pos).max(axis=1)
+    return np.asarray(last.compute() if is_lazy(last) else last, dtype=np.int64)
+
+
+def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool) -> xr.Dataset:
+    if set_dim != "set":
+        if "set" in ds.dims or "set" in ds.variables:
+            raise InputError(f"a variable or dimension 'set' conflicts with set dim {set_dim!r}")
+        ds = ds.rename({set_dim: "set"}).assign_attrs(set_dim=set_dim)
+    keys = [k for k in VARIABLES if k in ds]
+    ds = ds.assign({k: _float(ds[k], ("set", "sample")) for k in keys})
+    n_sample = ds.sizes["sample"]
+    if "M" in ds:
+        M = np.asarray(ds["M"].values, dtype=np.int64)
+        if M.shape != (ds.sizes["set"],) or (M < 0).any() or (M > n_sample).any():
+            raise InputError(f"M must give 0..{n_sample} rows per set, got {M.tolist()}")
+    else:
+        M = _stacked_sizes(ds)
+    names = [str(n) for n in ds["set"].values]
+    sets, lazy = [], []
+    for i, m in enumerate(M):
+        cols = {k: ds[k].data[i, :m] for k in keys}
+        extra = {k: np.isfinite(cols[k]).sum() for k in ("X", "V") if k in cols}
+        sets.append(cols)
+        lazy.append({**count_problems(cols), **extra})
+    flat = [v for c in lazy for v in c.values()]
+    if any(is_lazy(v) for v in flat):
+        import dask
+
+        flat = list(dask.compute(*flat))
+    it = iter(int(v) for v in flat)
+    counts = [{k: next(it) for k in c} for c in lazy]
+    dropped = np.zeros(len(sets), dtype=np.int64)
+    filters = [""] * len(sets)
+    for i, (cols, cnt) in enumerate(zip(sets, counts, strict=True)):
+        for k in ("X", "V"):  # all-NaN: variable absent from this set (stack padding)
+            if k in cols and cnt[k] == 0:
+                del cols[k]
+        sets[i], dropped[i], f = check_columns(cols, names[i], drop_nonfinite=drop_nonfinite,
+                                               counts=cnt)
+        filters[i] = "; ".join(f)
+    n_old = ds["n_dropped"].values if "n_dropped" in ds else np.zeros(len(sets), np.int64)
+    if not dropped.any():
+        return ds.assign(
+            M=("set", M, {"long_name": "sample size"}),
+            n_dropped=("set", np.asarray(n_old, dtype=np.int64),
+                       {"long_name": "rows dropped by documented filters"}),
+        )
+    parts = [
+        _single(cols, name=names[i], units="", n_dropped=int(n_old[i]) + int(dropped[i]),
+                filters=[filters[i]] if filters[i] else [])
+        for i, cols in enumerate(sets)
+    ]
+    out = stack(parts)
+    for k in keys:
+        out[k].attrs = dict(ds[k].attrs)
+    if "units" in ds and ds["units"].dims == ("set",):
+        out["units"] = ds["units"]
+    notes = "; ".join(f"{n}: {f}" for n, f in zip(names, filters, strict=True) if f)
+    prev = ds.attrs.get("filters", "")
+    return out.assign_attrs({
+        **ds.attrs, "filters": "; ".join(x for x in (prev, notes) if x)
+    })
+
+
+def as_stacked(ds: xr.Dataset | Iterable[xr.Dataset], *, drop_nonfinite: bool = False):
+    """Check any input form and return it stacked on ``set`` (the entry of every function).
+
+    Runs the checks of :func:`from_arrays` whatever the input: one data set (``E``,
+    ``uE``, ``X``, ``V`` over ``sample``), a sequence of them, or a stacked data set
+    (over a set dimension and ``sample``, any set dimension name, renamed ``set``),
+    numpy- or dask-backed (dask arrays stay lazy; the checks compute counts in one pass).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset or iterable of xarray.Dataset
+    drop_nonfinite : bool, default False
+        Drop rows with NaN/inf in E, uE, X or V and count them in ``n_dropped(set)``
+        (reported by :func:`uqx.validate` as "N row(s) dropped by filters"); otherwise
+        such rows raise :class:`InputError`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over (``set``, ``sample``), float64, with ``M(set)`` and ``n_dropped(set)``.
+        A data set returned by this function is recognised (by identity) and returned
+        as is, without checking again: do not modify it in place.
+
+    Raises
+    ------
+    InputError
+        Missing ``E``/``uE`` (the message lists the variables present); no ``sample``
+        dimension (the message gives the ``ds.rename`` fix); non-numeric dtype;
+        variables over different dimensions; NaN/inf in the real rows (count and first
+        rows named) unless ``drop_nonfinite``; ``uE <= 0``; fewer than 2 rows.
+
+    Notes
+    -----
+    In a stacked data set the real rows of set ``i`` are the first ``M[i]``; positions
+    from ``M[i]`` on are padding and never checked. Without ``M`` the rows are taken
+    row-wise: a row where E and uE are both NaN is padding only when it comes after the
+    last row where either is not NaN; earlier NaN rows are real (errors, or dropped). An
+    optional ``X``/``V`` that is NaN on all real rows of a set is absent from that set
+    (as :func:`stack` pads it); partly NaN, it is an error like E.
+    """
+    if not isinstance(ds, xr.Dataset):
+        if isinstance(ds, str | bytes | np.ndarray | xr.DataArray) or not isinstance(
+            ds, Iterable
+        ):
+            raise InputError(
+                f"expected an xarray.Dataset (or a list of them), got {type(ds).__name__}; "
+                "build one with uqx.from_arrays(E, uE)"
+            )
+        items = list(ds)
+        if not all(isinstance(d, xr.Dataset) for d in items):
+            bad = next(type(d).__name__ for d in items if not isinstance(d, xr.Dataset))
+            raise InputError(f"expected a list of xarray.Dataset, got an item of type {bad}")
+        singles = []
+        for i, d in enumerate(items):
+            name = str(d.attrs.get("name", f"set{i + 1}"))
+            if _set_dim(d, name) is not None:
+                raise InputError(f"{name}: a list item must be one data set over 'sample'")
+            singles.append(_check_single(d, name, drop_nonfinite))
+        out = stack(singles)
+        _CHECKED[id(out)] = out
+        return out
+    if _CHECKED.get(id(ds)) is ds:
+        return ds
+    name = str(ds.attrs.get("name", "data"))
+    set_dim = _set_dim(ds, name)
+    if set_dim is None:
+        out = stack([_check_single(ds, name, drop_nonfinite)])
+    else:
+        out = _check_stacked(ds, set_dim, drop_nonfinite)
+    _CHECKED[id(out)] = out
+    return out
+
+
+@dataclass(frozen=True)
+class SetData:
+    """The valid (unpadded) arrays of one data set, in file order."""
+
+    name: str
+    E: np.ndarray
+    uE: np.ndarray
+    X: np.ndarray | None = None
+    V: np.ndarray | None = None
+
+    @property
+    def M(self) -> int:
+        """Number of samples."""
+        return int(self.E.size)
+
+    def variable(self, key: str) -> np.ndarray:
+        """Conditioning variable by name (``uE``, ``X``, ``V`` or ``E``)."""
+        arr = getattr(self, key, None)
+        if arr is None:
+            raise InputError(f"{self.name}: no variable {key!r} in this data set")
+        return arr
+
+
+def _row(ds: xr.Dataset, key: str, i: int, m: int) -> np.ndarray:
+    arr = ds[key].data[i, :m]
+    return np.asarray(arr.compute() if is_lazy(arr) else arr)
+
+
+def iter_sets(ds) -> Iterator[SetData]:
+    """Yield the unpadded arrays of every set (numpy; dask-backed sets are loaded).
+
+    The input goes through :func:`as_stacked` (free for its own output), so the arrays
+    are finite with ``uE > 0``; ``X``/``V`` are None in a set where they are absent.
+    """
+    ds = as_stacked(ds)
+    for i, name in enumerate(ds["set"].values):
+        m = int(ds["M"].values[i])
+        extra = {}
+        for key in ("X", "V"):
+            if key in ds:
+                arr = _row(ds, key, i, m)
+                extra[key] = arr if np.isfinite(arr).all() else None
+        yield SetData(str(name), _row(ds, "E", i, m), _row(ds, "uE", i, m), **extra)
+
+
+def provenance(ds) -> dict:
+    """Names, sizes and a content digest of every set, for result attributes.
+
+    The digest is SHA-256 over the bytes of ``E`` then ``uE`` (float64 little-endian, the
+    ``M`` real rows in order), computed chunk by chunk for dask-backed data.
+
+    Returns
+    -------
+    dict
+        ``{"names": [...], "M": [...], "sha256": [...]}`` (one entry per set).
+    """
+    ds = as_stacked(ds)
+    out = {"names": [], "M": [], "sha256": []}
+    for i, name in enumerate(ds["set"].values):
+        m = int(ds["M"].values[i])
+        h = hashlib.sha256()
+        for key in ("E", "uE"):
+            arr = ds[key].data[i, :m]
+            blocks = [arr.blocks[j] for j in range(arr.numblocks[0])] if is_lazy(arr) else [arr]
+            for block in blocks:
+                block = np.asarray(block.compute() if is_lazy(block) else block)
+                h.update(np.ascontiguousarray(block, dtype="<f8").tobytes())
+        out["names"].append(str(name))
+        out["M"].append(m)
+        out["sha256"].append(h.hexdigest())
+    return out
+
+
+class ColumnRef:
+    """A column (numpy or dask) handed to dask tasks untouched: each task reads its rows.
+
+    Dask neither traverses, hashes nor pickles what it wraps, so a task holds only the
+    rows it reads (:func:`read_rows`), whatever the size of the column.
+    """
+
+    def __init__(self, arr):
+        self.arr = arr
+
+    def __dask_tokenize__(self):
+        return ("uqx-column", id(self))
+
+
+def read_rows(arr, lo: int, hi: int) -> np.ndarray:
+    """Return rows ``lo:hi`` of a 1-d numpy or dask array as float64 numpy.
+
+    A dask array is read synchronously, inside the calling task.
+    """
+    part = arr[lo:hi]
+    if is_lazy(part):
+        part = part.compute(scheduler="sync")
+    return np.asarray(part, dtype=np.float64)
+
+
+def streamed_content_key(E, u, M: int, step: int = 1 << 20) -> tuple[int, int, int, int]:
+    """:func:`uqx.engine.resample.content_key` of (E, u) read ``step`` rows at a time.
+
+    The same bytes in the same order (E, ``|``, uE, ``|``), so the same key as the
+    in-memory arrays, with memory O(step) for dask-backed data.
+    """
+    h = hashlib.sha256()
+    for arr in (E, u):
+        for lo in range(0, M, step):
+            h.update(np.ascontiguousarray(read_rows(arr, lo, min(lo + step, M))).tobytes())
+        h.update(b"|")
+    d = h.digest()
+    return tuple(int.from_bytes(d[4 * i : 4 * i + 4], "little") for i in range(4))

@@ -1,0 +1,547 @@
+"""Bins as 0-based index intervals over the stably sorted conditioning variable.
+
+Every binned analysis sorts the sample by a conditioning variable (``uE``, ``X`` or ``V``)
+with a stable sort and cuts the sorted order into contiguous index intervals
+(methods: bins). A binning is described by ``edges`` (int64, length N + 1): bin ``j`` holds
+the sorted positions ``edges[j] <= k < edges[j + 1]``; ``edges[0] == 0`` and
+``edges[-1] == n``. This reproduces ErrViewLib ``genIntervals`` (R, 1-based inclusive
+``lwindx``/``upindx``): ``lwindx = edges[:-1] + 1`` and ``upindx = edges[1:]``.
+
+Schemes
+-------
+equal-count
+    :func:`equal_count_edges`, the Harrell–Davis breakpoints of ``genIntervals``
+    (``equiPop = TRUE``, methods: bins).
+equal-width
+    :func:`equal_width_edges`, equal (log-)range intervals, empty bins allowed.
+adaptive
+    :func:`adaptive_edges`, equal (log-)range intervals with ErrViewLib's merge/split of
+    small and large populations (``equiPop = FALSE``).
+sliding
+    :func:`sliding_windows`, overlapping windows of constant width (``slide = TRUE``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from uqx.engine.stats.tailedness import hd_window
+from uqx.errors import InputError
+
+__all__ = [
+    "bin_sums",
+    "SCHEMES",
+    "Bins",
+    "adaptive_edges",
+    "equal_count_edges",
+    "equal_width_edges",
+    "make_bins",
+    "reduce_n_bins",
+    "sliding_windows",
+    "stable_order",
+]
+
+#: Binning schemes accepted by :func:`make_bins`.
+SCHEMES = ("equal-count", "equal-width", "adaptive")
+
+# Breakpoints closer than this to an integer are taken as that integer (methods: bins).
+_SNAP = 1e-9
+
+
+def _check_int(value, name: str, *, minimum: int) -> int:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise InputError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise InputError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def stable_order(x) -> np.ndarray:
+    """Return the stable ascending sort order of ``x`` along its last axis, NaN last.
+
+    Ties keep their input order, as R ``order()`` does (methods: notation and
+    conventions); NaN (padding) goes to the end.
+
+    Parameters
+    ----------
+    x : array_like
+        Values of the conditioning variable.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Indices that sort ``x`` (``np.argsort(x, kind="stable")``).
+
+    Examples
+    --------
+    >>> stable_order([2.0, np.nan, 1.0, 2.0]).tolist()
+    [2, 0, 3, 1]
+    """
+    return np.argsort(np.asarray(x, dtype=np.float64), axis=-1, kind="stable").astype(np.int64)
+
+
+def reduce_n_bins(n: int, n_bins: int, *, pop_min: int = 30) -> int:
+    r"""Return the number of bins after ErrViewLib's minimal-population reduction.
+
+    .. math:: N \leftarrow \lfloor n / p_\mathrm{min} \rfloor
+              \quad\text{if}\quad n / N < p_\mathrm{min}
+
+    (``genIntervals``, methods: bins; applies to every scheme but equal-width).
+
+    Parameters
+    ----------
+    n : int
+        Number of points to bin.
+    n_bins : int
+        Requested number of bins (a positive integer; R's fractional ``nBin`` quirk of
+        ``calibScores`` is not reproduced, see methods: edge cases).
+    pop_min : int, default 30
+        Minimal bin population ``popMin``.
+
+    Returns
+    -------
+    int
+        The effective number of bins.
+
+    Raises
+    ------
+    InputError
+        If ``n_bins`` is not a positive integer, or if fewer than one bin of ``pop_min``
+        points fits in ``n``.
+
+    Examples
+    --------
+    >>> reduce_n_bins(2040, 110, pop_min=20)
+    102
+    """
+    n = _check_int(n, "n", minimum=0)
+    n_bins = _check_int(n_bins, "n_bins", minimum=1)
+    pop_min = _check_int(pop_min, "pop_min", minimum=1)
+    if n / n_bins < pop_min:
+        n_bins = n // pop_min
+    if n_bins < 1:
+        raise InputError(
+            f"too few points per bin: n={n}, pop_min={pop_min} leaves no bin; "
+            "lower pop_min or provide more data"
+        )
+    return n_bins
+
+
+def _hd_of_ranks(n: int, p: float) -> float:
+    """Harrell-Davis quantile of 1..n, summed exactly and snapped to integers."""
+    start, w = hd_window(n, p)
+    b = math.fsum((w * np.arange(start + 1, start + 1 + w.size)).tolist())
+    r = round(b)
+    return float(r) if abs(b - r) < _SNAP else b
+
+
+@lru_cache(maxsize=1024)
+def _equal_count_edges(n: int, n_bins: int) -> np.ndarray:
+    # R: p = seq(0, 1, length.out = nBin + 1)[1:nBin] = (j - 1) * (1 / nBin)
+    step = 1.0 / n_bins
+    edges = np.empty(n_bins + 1, dtype=np.int64)
+    edges[0] = 0
+    for j in range(1, n_bins):
+        # lw = smallest rank k > b (1-based) -> 0-based edge floor(b)
+        edges[j] = math.floor(_hd_of_ranks(n, j * step))
+    edges[n_bins] = n
+    edges.setflags(write=False)
+    return edges
+
+
+def equal_count_edges(n: int, n_bins: int, *, pop_min: int = 30) -> np.ndarray:
+    r"""Return the edges of ErrViewLib's (nearly) equal-count bins of ``n`` sorted points.
+
+    After the ``pop_min`` reduction (:func:`reduce_n_bins`), the breakpoints are the
+    Harrell–Davis quantiles of the ranks 1..n at :math:`p_j = (j-1)/N`,
+
+    .. math:: b_j = \sum_{i=1}^{n} w_i(p_j)\, i, \qquad
+              \mathrm{lw}_j = \min\{k \in 1..n : k > b_j\},
+
+    and bin j covers the 1-based ranks :math:`\mathrm{lw}_j .. \mathrm{lw}_{j+1} - 1`
+    (``genIntervals`` with ``equiPop = TRUE``; methods: bins). As :math:`b_j \approx
+    n p_j + 1/2`, populations differ by at most one. The sum is exactly rounded
+    (``math.fsum``) and snapped to an integer within 1e-9, which reproduces R's extended
+    precision sum (including integer ties, where R's ``lw_j = b_j + 1``). Weights outside
+    the Beta(a, b) support (tail mass < 1e-18) are skipped, so the cost grows as
+    :math:`N \sqrt{n}`.
+
+    Parameters
+    ----------
+    n : int
+        Number of points (sorted positions 0..n-1).
+    n_bins : int
+        Requested number of bins.
+    pop_min : int, default 30
+        Minimal bin population for the reduction of ``n_bins``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (N + 1,)
+        Read-only (cached) edges: bin j is ``[edges[j], edges[j + 1])``, 0-based.
+
+    Raises
+    ------
+    InputError
+        See :func:`reduce_n_bins`.
+
+    Examples
+    --------
+    >>> equal_count_edges(999, 10).tolist()
+    [0, 100, 200, 300, 400, 500, 599, 699, 799, 899, 999]
+    """
+    n_eff = reduce_n_bins(n, n_bins, pop_min=pop_min)
+    return _equal_count_edges(int(n), n_eff)
+
+
+def sliding_windows(n: int, n_bins: int, *, pop_min: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    r"""Return the sliding windows of ``genIntervals(slide = TRUE)``.
+
+    After the ``pop_min`` reduction, the width is :math:`L = \lfloor n/N \rfloor` and the
+    windows are the 0-based ranges :math:`[k, k + L)` for :math:`k = 0..n-L`
+    (methods: bins; used by running quantiles).
+
+    Parameters
+    ----------
+    n : int
+        Number of sorted points.
+    n_bins : int
+        Requested number of bins that sets the window width.
+    pop_min : int, default 30
+        Minimal window population for the reduction of ``n_bins``.
+
+    Returns
+    -------
+    starts, stops : numpy.ndarray of int64, shape (n - L + 1,)
+        Window ``k`` covers sorted positions ``starts[k] <= i < stops[k]``.
+
+    Examples
+    --------
+    >>> starts, stops = sliding_windows(100, 2)
+    >>> starts[:3].tolist(), stops[:3].tolist(), starts.size
+    ([0, 1, 2], [50, 51, 52], 51)
+    """
+    n_eff = reduce_n_bins(n, n_bins, pop_min=pop_min)
+    width = int(n) // n_eff
+    starts = np.arange(int(n) - width + 1, dtype=np.int64)
+    return starts, starts + width
+
+
+def _check_sorted_values(x_sorted) -> np.ndarray:
+    xs = np.asarray(x_sorted, dtype=np.float64)
+    if xs.ndim != 1:
+        raise InputError(f"x_sorted must be one-dimensional, got shape {xs.shape}")
+    if xs.size == 0:
+        raise InputError("x_sorted is empty")
+    if not np.all(np.isfinite(xs)):
+        raise InputError("x_sorted must be finite (drop NaN/Inf first, e.g. via make_bins)")
+    if np.any(xs[1:] < xs[:-1]):
+        raise InputError("x_sorted must be sorted ascending (use np.sort or stable_order)")
+    return xs
+
+
+def _use_log(xs: np.ndarray, log: bool) -> bool:
+    if log and xs[0] <= 0:
+        # R would produce NaN limits; methods: edge cases asks for a linear fallback
+        warnings.warn(
+            f"log binning needs positive values (min = {xs[0]:g}): using linear bins",
+            UserWarning,
+            stacklevel=3,
+        )
+        return False
+    return bool(log)
+
+
+def _width_edges(xs: np.ndarray, n_bins: int, log: bool) -> np.ndarray:
+    # Same floating-point operations as genIntervals: lims = min + (j - 1) * step
+    t = np.log(xs) if log else xs
+    tmin = t[0]
+    step = (t[-1] - tmin) / n_bins
+    lims = tmin + np.arange(n_bins, dtype=np.float64) * step
+    if log:
+        lims = np.exp(lims)
+    edges = np.empty(n_bins + 1, dtype=np.int64)
+    # lw_j = first k with xs_k >= lims_j
+    edges[:-1] = np.searchsorted(xs, lims, side="left")
+    edges[0] = 0
+    edges[-1] = xs.size
+    return edges
+
+
+def equal_width_edges(x_sorted, n_bins: int, *, log: bool = False) -> np.ndarray:
+    r"""Return the edges of equal-width (or equal log-width) bins of sorted values.
+
+    With :math:`t = \log x` (``log=True``) or :math:`t = x`, the lower limits are
+
+    .. math:: \ell_j = t_\mathrm{min} + (j - 1)\,
+              \frac{t_\mathrm{max} - t_\mathrm{min}}{N}, \qquad j = 1..N,
+
+    and bin j starts at the first sorted value :math:`\ge \ell_j` (back-transformed);
+    steps 2–3 of ErrViewLib's adaptive ``genIntervals`` (methods: bins). No
+    ``pop_min`` reduction, merge or split: bins may be empty.
+
+    Parameters
+    ----------
+    x_sorted : array_like, shape (n,)
+        Finite values sorted ascending.
+    n_bins : int
+        Number of bins.
+    log : bool, default False
+        Equal widths in log space; falls back to linear with a :class:`UserWarning` when
+        a value is <= 0 (methods: edge cases).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_bins + 1,)
+        Bin j is ``[edges[j], edges[j + 1])`` over sorted positions.
+
+    Examples
+    --------
+    >>> equal_width_edges([0.0, 0.1, 0.2, 0.9, 1.0], 2).tolist()
+    [0, 3, 5]
+    """
+    xs = _check_sorted_values(x_sorted)
+    n_bins = _check_int(n_bins, "n_bins", minimum=1)
+    return _width_edges(xs, n_bins, _use_log(xs, log))
+
+
+def _merge_split(edges: list[int], n: int, n_bins0: int, pop_min: int) -> list[int]:
+    """ErrViewLib's merge of small and split of large populations (methods: bins)."""
+
+    def pops() -> list[int]:
+        return [edges[k + 1] - edges[k] for k in range(len(edges) - 1)]
+
+    pop = pops()
+    while any(p < pop_min for p in pop):
+        # Left pass: merge bin j + 1 into the first small bin j (one merge only)
+        for j in range(len(pop) - 1):
+            if pop[j] < pop_min:
+                del edges[j + 1]
+                break
+        pop = pops()
+        # Right tail: merge a small last bin into its neighbour
+        if pop[-1] < pop_min and len(pop) > 1:
+            del edges[-2]
+            pop = pops()
+    # popMax >= 2 popMin keeps both halves of a split >= popMin
+    pop_max = max(n // n_bins0, 2 * pop_min)
+    while any(p > pop_max for p in pop):
+        j = next(k for k, p in enumerate(pop) if p > pop_max)
+        # The first half gets floor(p / 2) + 1 points, as in R
+        edges.insert(j + 1, edges[j] + pop[j] // 2 + 1)
+        pop = pops()
+    return edges
+
+
+def adaptive_edges(x_sorted, n_bins: int, *, pop_min: int = 30, log: bool = True) -> np.ndarray:
+    r"""Return ErrViewLib's adaptive bins of sorted values (``equiPop = FALSE``).
+
+    1. Reduce ``n_bins`` to :math:`N_0` (:func:`reduce_n_bins`).
+    2. Equal (log-)width bins (:func:`equal_width_edges`).
+    3. Merge while any population is below :math:`p_\mathrm{min}`: merge the bin after
+       the first small one into it, then merge a small last bin into the previous one.
+    4. Split while any population exceeds
+       :math:`p_\mathrm{max} = \max(\lfloor n/N_0 \rfloor, 2 p_\mathrm{min})`: the
+       first such bin of p points becomes :math:`\lfloor p/2 \rfloor + 1` and
+       :math:`p - \lfloor p/2 \rfloor - 1` points.
+
+    This is ``genIntervals(X, nBin, equiPop = FALSE, popMin, logBin)`` (methods: bins).
+
+    Parameters
+    ----------
+    x_sorted : array_like, shape (n,)
+        Finite values of the conditioning variable sorted ascending, ``n >= pop_min``.
+    n_bins : int
+        Requested number of bins.
+    pop_min : int, default 30
+        Minimal bin population.
+    log : bool, default True
+        Equal widths in log space; falls back to linear with a :class:`UserWarning` when
+        a value is <= 0 (methods: edge cases).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (N + 1,)
+        Bin j is ``[edges[j], edges[j + 1])`` over sorted positions; every bin holds at
+        least ``pop_min`` points.
+
+    Raises
+    ------
+    InputError
+        Unsorted or non-finite values, or ``n < pop_min``.
+
+    Examples
+    --------
+    >>> x = np.sort(np.exp(np.linspace(0.0, 3.0, 200)))
+    >>> np.diff(adaptive_edges(x, 4, pop_min=30)).tolist()
+    [50, 50, 50, 50]
+    """
+    xs = _check_sorted_values(x_sorted)
+    n_bins0 = reduce_n_bins(xs.size, n_bins, pop_min=pop_min)
+    edges = _width_edges(xs, n_bins0, _use_log(xs, log))
+    edges = _merge_split(edges.tolist(), xs.size, n_bins0, int(pop_min))
+    return np.asarray(edges, dtype=np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class Bins:
+    """A binning of the valid values of a conditioning variable.
+
+    Attributes
+    ----------
+    order : numpy.ndarray of int64, shape (n,)
+        Stable ascending sort order of the finite values (indices into the input).
+    edges : numpy.ndarray of int64, shape (N + 1,)
+        Bin j holds ``order[edges[j]:edges[j + 1]]``.
+    scheme : str
+        One of :data:`SCHEMES`.
+    n_requested : int
+        Number of bins asked for (before reduction, merges and splits).
+    pop_min : int
+        Minimal bin population used (unused by "equal-width").
+    log : bool
+        Whether log-spaced limits were used (False for "equal-count" and after the
+        linear fallback).
+    """
+
+    order: np.ndarray
+    edges: np.ndarray
+    scheme: str
+    n_requested: int
+    pop_min: int
+    log: bool
+
+    @property
+    def n_bins(self) -> int:
+        """Effective number of bins N."""
+        return int(self.edges.size - 1)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Bin populations ``np.diff(edges)``."""
+        return np.diff(self.edges)
+
+    def lw_up_1based(self) -> tuple[np.ndarray, np.ndarray]:
+        """Return R-style ``(lwindx, upindx)``: 1-based, inclusive sorted positions.
+
+        Returns
+        -------
+        lw, up : numpy.ndarray of int64, shape (N,)
+            ``lw = edges[:-1] + 1`` and ``up = edges[1:]`` (empty bins have ``up = lw - 1``).
+        """
+        return self.edges[:-1] + 1, self.edges[1:].copy()
+
+
+def make_bins(
+    x,
+    n_bins: int,
+    *,
+    scheme: str = "equal-count",
+    pop_min: int = 30,
+    log: bool = True,
+) -> Bins:
+    """Bin a conditioning variable: stable sort, then cut the sorted order into bins.
+
+    Non-finite values (NaN padding) are left out: ``n`` is the number of finite values and
+    ``order`` indexes only them (methods: bins). The bins are
+    :func:`equal_count_edges` (R's default ``equiPop = TRUE``), :func:`equal_width_edges`
+    or :func:`adaptive_edges`.
+
+    Parameters
+    ----------
+    x : array_like, shape (M,)
+        Conditioning variable (``uE``, ``X`` or ``V``), possibly NaN-padded.
+    n_bins : int
+        Requested number of bins.
+    scheme : {"equal-count", "equal-width", "adaptive"}, default "equal-count"
+        Binning scheme.
+    pop_min : int, default 30
+        Minimal bin population ("equal-count", "adaptive").
+    log : bool, default True
+        Log-spaced limits ("equal-width", "adaptive"; ErrViewLib's ``logBin`` default).
+
+    Returns
+    -------
+    Bins
+
+    Raises
+    ------
+    InputError
+        Unknown scheme, ``x`` not one-dimensional, or too few points (see
+        :func:`reduce_n_bins`).
+
+    Examples
+    --------
+    >>> b = make_bins(np.r_[np.arange(100.0, 0.0, -1.0), np.nan], 2)
+    >>> b.counts.tolist(), b.order[:2].tolist()
+    ([50, 50], [99, 98])
+    """
+    if scheme not in SCHEMES:
+        raise InputError(f"unknown binning scheme {scheme!r}; choose one of {', '.join(SCHEMES)}")
+    xa = np.asarray(x, dtype=np.float64)
+    if xa.ndim != 1:
+        raise InputError(f"x must be one-dimensional, got shape {xa.shape}")
+    order = stable_order(xa)
+    order = order[np.isfinite(xa[order])]
+    order.setflags(write=False)
+    n_requested = _check_int(n_bins, "n_bins", minimum=1)
+    pop_min = _check_int(pop_min, "pop_min", minimum=1)
+    if scheme == "equal-count":
+        edges = equal_count_edges(order.size, n_requested, pop_min=pop_min)
+        used_log = False
+    else:
+        xs = xa[order]
+        if xs.size == 0:
+            raise InputError("x has no finite value to bin")
+        used_log = _use_log(xs, log)
+        if scheme == "equal-width":
+            edges = _width_edges(xs, n_requested, used_log)
+        else:
+            n_bins0 = reduce_n_bins(xs.size, n_requested, pop_min=pop_min)
+            edges = _width_edges(xs, n_bins0, used_log)
+            edges = np.asarray(
+                _merge_split(edges.tolist(), xs.size, n_bins0, pop_min), dtype=np.int64
+            )
+        edges.setflags(write=False)
+    return Bins(
+        order=order,
+        edges=edges,
+        scheme=scheme,
+        n_requested=n_requested,
+        pop_min=pop_min,
+        log=used_log,
+    )
+
+
+def _edges(edges, lead_shape):
+    edges = np.asarray(edges, dtype=np.int64)
+    return np.broadcast_to(edges, tuple(lead_shape) + edges.shape[-1:])
+
+
+def bin_sums(x, edges):
+    r"""Sum ``x`` over index intervals: :math:`S_j = \sum_{i=e_j}^{e_{j+1}-1} x_i`.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., M)
+        Values in binning order.
+    edges : array_like of int, shape (N+1,) or (..., N+1)
+        0-based bin boundaries.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., N)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    c = np.zeros(x.shape[:-1] + (x.shape[-1] + 1,))
+    np.cumsum(x, axis=-1, out=c[..., 1:])
+    e = _edges(edges, x.shape[:-1])
+    at = np.take_along_axis(c, e, axis=-1)
+    return np.diff(at, axis=-1)

@@ -1,0 +1,446 @@
+"""Evaluation of statistics on one data set: point estimate, bootstrap replicates, jackknife.
+
+The formulas live in :mod:`uqx.engine.statistic` (one definition each, from per-sample or
+per-bin sums); this module holds the numba accumulators that feed them from bootstrap
+count vectors, and :class:`SetEvaluator`, which runs the three evaluations with the fast
+exact routes of each family (methods: bootstrap):
+
+``moment``
+    replicates are streamed feature sums; the jackknife is analytic, ``(S - F_i)/(M-1)``.
+``binned``
+    a replicate is re-sorted by the binning variable and cut with the original index
+    intervals: per-bin sums in one O(M + N) pass over the counts; leave-one-out sums by
+    the prefix-sum index shift with R's ``intrvJack`` intervals (O(M·N)).
+``rank``
+    Spearman CC from average ranks per tie group of the counts; jackknife by the ±1, ±½
+    re-ranking rule (O(M²) in parallel numba, subsampled beyond a work bound).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numba
+import numpy as np
+
+from uqx.engine.binning import equal_count_edges, make_bins
+from uqx.engine.statistic import (
+    _F_E2,
+    _F_U2,
+    _F_Z2,
+    _MOMENT_COLUMNS,
+    BINNED_STATS,
+    MOMENT_STATS,
+    BinningConfig,
+    _bin_features,
+    _moment_features,
+    bin_feature_sums,
+    moment_sums,
+)
+from uqx.errors import InputError
+
+__all__ = ["SetEvaluator", "spearman_jackknife", "RANK_JACK_PAIRS"]
+
+
+# ---------------------------------------------------------------- numba kernels
+@numba.njit(nogil=True, cache=True)
+def _weighted_bin_sums(counts, order, F, edges, out):
+    """Per-bin feature sums of a count-weighted sample re-sorted by the binning variable.
+
+    ``counts`` (b, M) in file order, ``order`` (M,) stable sort order of the binning
+    variable, ``F`` (M, 6) bin features in sorted order, ``edges`` (N+1,) rank boundaries
+    (edges[-1] == counts[r].sum()); ``out`` (b, N, k) receives the sums. Copies of a
+    sample that straddle a bin boundary are split between the two bins, exactly as in
+    the sorted resample.
+    """
+    b, M = counts.shape
+    N = edges.shape[0] - 1
+    for r in range(b):
+        j = 0
+        while j < N and edges[j + 1] == edges[j]:
+            j += 1
+        if j == N:
+            continue
+        room = edges[j + 1] - edges[j]
+        # the 6 bin features accumulate in registers; the rare bin closings write out
+        a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+        for p in range(M):
+            c = counts[r, order[p]]
+            if c >= room:
+                while c >= room:  # this sample closes bin j
+                    out[r, j, 0] = a0 + room * F[p, 0]
+                    out[r, j, 1] = a1 + room * F[p, 1]
+                    out[r, j, 2] = a2 + room * F[p, 2]
+                    out[r, j, 3] = a3 + room * F[p, 3]
+                    out[r, j, 4] = a4 + room * F[p, 4]
+                    out[r, j, 5] = a5 + room * F[p, 5]
+                    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+                    c -= room
+                    j += 1
+                    while j < N and edges[j + 1] == edges[j]:
+                        j += 1
+                    if j == N:
+                        break
+                    room = edges[j + 1] - edges[j]
+                if j == N:
+                    break
+            cf = np.float64(c)
+            a0 += cf * F[p, 0]
+            a1 += cf * F[p, 1]
+            a2 += cf * F[p, 2]
+            a3 += cf * F[p, 3]
+            a4 += cf * F[p, 4]
+            a5 += cf * F[p, 5]
+            room -= c
+
+
+@numba.njit(inline="always")
+def _group_ranks(w, order, bounds, m, rank_out):
+    """Centred average ranks of count-weighted samples per tie group; returns sum w·rank²."""
+    cum = 0.0
+    ss = 0.0
+    for g in range(bounds.shape[0] - 1):
+        W = 0.0
+        for p in range(bounds[g], bounds[g + 1]):
+            W += w[order[p]]
+        rank = cum + (W + 1.0) / 2.0 - m
+        cum += W
+        ss += W * rank * rank
+        for p in range(bounds[g], bounds[g + 1]):
+            rank_out[order[p]] = rank
+    return ss
+
+
+@numba.njit(nogil=True, cache=True)
+def _spearman_from_counts(counts, ou, gu, oe, ge, out):
+    """Spearman CC of count-weighted resamples (average ranks per tie group).
+
+    ``ou``/``oe`` stable sort orders of u and |E|; ``gu``/``ge`` tie-group boundaries in
+    those orders (length G+1). A group holding W drawn copies after ``cum`` smaller ones
+    gets the average rank cum + (W+1)/2; mean rank is (M+1)/2.
+    """
+    b, M = counts.shape
+    m = (M + 1) / 2.0
+    ru = np.empty(M)
+    re_ = np.empty(M)
+    for r in range(b):
+        sxx = _group_ranks(counts[r], ou, gu, m, ru)
+        syy = _group_ranks(counts[r], oe, ge, m, re_)
+        sxy = 0.0
+        for p in range(M):
+            i = oe[p]
+            sxy += counts[r, i] * ru[i] * re_[i]
+        den = sxx * syy  # 0 when u or |E| is constant: NaN, not ZeroDivisionError
+        out[r] = sxy / np.sqrt(den) if den > 0.0 else np.nan
+
+
+#: Work bound (pairs) of the exact CC jackknife; beyond it a systematic subsample of
+#: leave-one-out values is used (each repeated to length M, so the sums of the BCa
+#: acceleration keep their scale).
+RANK_JACK_PAIRS = 4_000_000_000
+
+
+@numba.njit(nogil=True, cache=True, parallel=True, fastmath=True)
+def _spearman_jackknife(ru, re_, u, ae, idx):
+    """Leave-one-out Spearman correlations from full-sample average ranks (O(M·len(idx))).
+
+    Removing sample i lowers the rank of every larger value by 1 and of every tied value
+    by 1/2; the M-1 remaining ranks have mean M/2. Branch-free inner loop (SIMD).
+    ``idx`` lists the samples to leave out.
+    """
+    M = ru.shape[0]
+    out = np.empty(idx.shape[0])
+    m = M / 2.0
+    for t in numba.prange(idx.shape[0]):
+        i = idx[t]
+        sxy = 0.0
+        sxx = 0.0
+        syy = 0.0
+        ui = u[i]
+        ei = ae[i]
+        for j in range(M):
+            a = ru[j] - m - 0.5 * ((u[j] > ui) + (u[j] >= ui))
+            c = re_[j] - m - 0.5 * ((ae[j] > ei) + (ae[j] >= ei))
+            sxy += a * c
+            sxx += a * a
+            syy += c * c
+        # remove the j == i term (it entered with a = ru[i] - m - 0.5, c likewise)
+        a = ru[i] - m - 0.5
+        c = re_[i] - m - 0.5
+        sxy -= a * c
+        sxx -= a * a
+        syy -= c * c
+        den = sxx * syy  # 0 when u or |E| is constant: NaN, not ZeroDivisionError
+        out[t] = sxy / np.sqrt(den) if den > 0.0 else np.nan
+    return out
+
+
+def spearman_jackknife(ru, re_, u, ae, *, max_pairs: int = RANK_JACK_PAIRS) -> np.ndarray:
+    """Leave-one-out CC values (M,); a systematic subsample when M² > ``max_pairs``."""
+    M = ru.shape[0]
+    step = max(1, -(-M * M // max_pairs))
+    idx = np.arange(0, M, step, dtype=np.int64)
+    vals = _spearman_jackknife(ru, re_, u, ae, idx)
+    return vals if step == 1 else np.repeat(vals, step)[:M]
+
+
+# ---------------------------------------------------------------- per-set evaluator
+def _tie_bounds(sorted_values):
+    """Boundaries (G+1,) of runs of equal values in a sorted array."""
+    change = np.flatnonzero(sorted_values[1:] != sorted_values[:-1]) + 1
+    return np.r_[0, change, sorted_values.size].astype(np.int64)
+
+
+def _avg_ranks(bounds):
+    """Average ranks (1-based) of sorted positions given tie-group boundaries."""
+    W = np.diff(bounds)
+    return np.repeat(bounds[:-1] + (W + 1.0) / 2.0, W)
+
+
+@dataclass
+class SetEvaluator:
+    """Evaluate a list of statistics on one data set: estimate, replicates, jackknife.
+
+    Parameters
+    ----------
+    E, u : numpy.ndarray
+        Valid errors and uncertainties in file order.
+    cond : dict
+        Conditioning variables by name (``"uE"`` always; ``"X"``, ``"V"`` when present).
+    specs : list of StatSpec
+    binning : BinningConfig
+    """
+
+    E: np.ndarray
+    u: np.ndarray
+    specs: list
+    binning: BinningConfig = field(default_factory=BinningConfig)
+    cond: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.E = np.asarray(self.E, dtype=np.float64)
+        self.u = np.asarray(self.u, dtype=np.float64)
+        self.M = self.E.size
+        # the numba kernels index without bounds checks: reject what would make the
+        # binning order shorter than M (non-finite values) or mismatched lengths
+        if self.E.ndim != 1 or self.u.shape != self.E.shape:
+            raise InputError(
+                f"E and u must be 1-d of equal length, got shapes {self.E.shape}, {self.u.shape}"
+            )
+        extra = {}
+        for k, v in self.cond.items():
+            if v is not None:
+                extra[k] = np.asarray(v, dtype=np.float64)
+                if extra[k].shape != self.E.shape:
+                    raise InputError(f"variable {k!r} has shape {extra[k].shape}, not ({self.M},)")
+        for k, v in {"E": self.E, "u": self.u, **extra}.items():
+            if not np.isfinite(v).all():
+                raise InputError(
+                    f"variable {k!r} holds NaN/inf: drop incomplete rows first (uqx.iter_sets)"
+                )
+        self.cond = {"uE": self.u, **extra}
+        for s in self.specs:
+            if s.family == "binned" and s.cond not in self.cond:
+                raise InputError(f"statistic {s.name!r} needs variable {s.cond!r}, absent here")
+
+    # -- shared preparations
+    @cached_property
+    def _moment(self):
+        return [s for s in self.specs if s.family == "moment"]
+
+    @cached_property
+    def _binned_conds(self):
+        return sorted({s.cond for s in self.specs if s.family == "binned"})
+
+    @cached_property
+    def _features(self):
+        cols = {c for s in self._moment for c in _MOMENT_COLUMNS[s.base]}
+        return _moment_features(self.E, self.u, 3 if cols <= {_F_Z2, _F_U2, _F_E2} else 5)
+
+    def _bins(self, cond):
+        return self._binnings[cond]
+
+    @cached_property
+    def _binnings(self):
+        cfg = self.binning
+        return {
+            c: make_bins(self.cond[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
+                         log=cfg.log)
+            for c in self._binned_conds
+        }
+
+    @cached_property
+    def _bin_prep(self):
+        # sorted bin features: only built for replicates and the jackknife
+        out = {}
+        for c, bins in self._binnings.items():
+            order = bins.order
+            F = np.ascontiguousarray(_bin_features(self.E[order], self.u[order]))
+            out[c] = (bins, order, F)
+        return out
+
+    @cached_property
+    def _rank_prep(self):
+        b = self._binnings.get("uE")
+        ou = b.order if b is not None else np.argsort(self.u, kind="stable")
+        ae = np.abs(self.E)
+        oe = np.argsort(ae, kind="stable")
+        return ou, _tie_bounds(self.u[ou]), oe, _tie_bounds(ae[oe])
+
+    def n_components(self, spec) -> int:
+        """Return the number of components of a statistic (bins for vector statistics)."""
+        return self._bins(spec.cond).n_bins if spec.vector else 1
+
+    # -- evaluation from counts / sums
+    def _from_counts(self, counts, moment_sums=None):
+        """Statistics for count rows (b, M) in file order -> {name: (b, K)}.
+
+        ``moment_sums`` (b, 5): feature sums of the same resamples (moment statistics).
+        """
+        counts = np.ascontiguousarray(np.atleast_2d(counts))
+        b = counts.shape[0]
+        out = self._from_moment_sums(moment_sums) if self._moment else {}
+        for c in self._binned_conds:
+            bins, order, F = self._bin_prep[c]
+            S = np.zeros((b, bins.n_bins, F.shape[1]))
+            _weighted_bin_sums(counts, order, F, np.ascontiguousarray(bins.edges), S)
+            self._binned_from_sums(c, S, bins.edges, out)
+        if any(s.family == "rank" for s in self.specs):
+            ou, gu, oe, ge = self._rank_prep
+            cc = np.empty(b)
+            _spearman_from_counts(counts, ou, gu, oe, ge, cc)
+            out["cc"] = cc[:, None]
+        return out
+
+    def _binned_from_sums(self, cond, S, edges, out):
+        """Binned statistics on ``cond`` from per-bin sums S (b, N, 6) into ``out``."""
+        n = np.diff(edges).astype(np.float64)
+        for s in self.specs:
+            if s.family == "binned" and s.cond == cond:
+                v = BINNED_STATS[s.base][0](S, n)
+                out[s.name] = v if s.vector else v[:, None]
+
+    def _from_moment_sums(self, S):
+        if S.shape[-1] < 5:  # feature subset: unused columns are never read
+            S = np.concatenate([S, np.zeros(S.shape[:-1] + (5 - S.shape[-1],))], axis=-1)
+        return {s.name: MOMENT_STATS[s.base](S, self.M)[:, None] for s in self._moment}
+
+    @property
+    def needs_counts(self) -> bool:
+        """True when some statistic needs full per-replicate counts (not only sums)."""
+        return any(s.family != "moment" for s in self.specs)
+
+    def estimate(self) -> dict:
+        """Point estimates t0: {name: (K,)}.
+
+        Same sums as the replicate route (weights all one), computed without the
+        bootstrap feature matrices: memory O(M) in sort orders only.
+        """
+        out = {}
+        if self._moment:
+            out.update(self._from_moment_sums(moment_sums(self.E, self.u)[None, :]))
+        for c, bins in self._binnings.items():
+            S = bin_feature_sums(self.E[bins.order], self.u[bins.order], bins.edges)
+            self._binned_from_sums(c, S, bins.edges, out)
+        if any(s.family == "rank" for s in self.specs):
+            cc = np.empty(1)
+            _spearman_from_counts(np.ones((1, self.M), dtype=np.int32), *self._rank_prep, cc)
+            out["cc"] = cc[:, None]
+        return {k: v[0] for k, v in out.items()}
+
+    def moment_partial(self, plan, block: int, group: int):
+        """Streamed feature sums of one sample-block group (a task on large data)."""
+        return plan.sums_group(block, self._features, group)
+
+    def from_moment_partials(self, partials) -> dict:
+        """Moment statistics from group partial sums, added in group order (as ``sums``)."""
+        S = partials[0]
+        for p in partials[1:]:
+            S = S + p
+        return self._from_moment_sums(S)
+
+    def replicates(self, plan, block: int, batch_elems: int = 20_000_000) -> dict:
+        """Statistics of replicate block ``block`` of a :class:`~uqx.engine.resample.BootstrapPlan`.
+
+        Moment statistics always come from the streamed feature sums of the draws (the
+        same draws as the counts), so their values are bitwise the same whichever other
+        statistics share the call.
+        """
+        S = plan.sums(block, self._features) if self._moment else None
+        if not self.needs_counts:  # no count matrix at all (memory O(features))
+            return self._from_moment_sums(S)
+        batch = max(1, batch_elems // max(self.M, 1))
+        parts = []
+        lo = 0
+        for c in plan.iter_counts(block, batch):
+            parts.append(self._from_counts(c, None if S is None else S[lo : lo + c.shape[0]]))
+            lo += c.shape[0]
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+    def jackknife(self, chunk_elems: int = 1_000_000) -> dict:
+        """Leave-one-out values (M, K) of every statistic (exact, fast routes)."""
+        M = self.M
+        out = {}
+        if self._moment:
+            F = self._features
+            total = F.sum(axis=0)
+            for s in self._moment:
+                out[s.name] = np.empty((M, 1))
+            step = max(1, chunk_elems // F.shape[1])
+            for lo in range(0, M, step):  # row chunks: memory O(chunk), not O(5 M)
+                S = total[None, :] - F[lo : lo + step]
+                if S.shape[-1] < 5:
+                    S = np.concatenate([S, np.zeros((S.shape[0], 5 - S.shape[-1]))], axis=-1)
+                for s in self._moment:
+                    out[s.name][lo : lo + step, 0] = MOMENT_STATS[s.base](S, M - 1)
+        for c in self._binned_conds:
+            bins, order, F = self._bin_prep[c]
+            P = np.zeros((M + 1, F.shape[1]))
+            np.cumsum(F, axis=0, out=P[1:])
+            edges = bins.edges
+            ej = None
+            if bins.scheme == "equal-count":
+                try:
+                    ej = equal_count_edges(M - 1, bins.n_requested, pop_min=bins.pop_min)
+                except InputError:
+                    ej = None
+            specs = [s for s in self.specs if s.family == "binned" and s.cond == c]
+            res = {}  # filled in file order chunk by chunk: one (M, K) array per statistic
+            # R's intrvJack (equal-count; it may hold one bin less when the popMin reduction
+            # bites at M - 1); per-bin (vector) statistics keep their N components and, like
+            # the other schemes, use the same intervals shifted past the removed point.
+            groups = {}
+            for s in specs:
+                use_ej = ej is not None and (ej.size == edges.size or not s.vector)
+                groups.setdefault(use_ej, []).append(s)
+            for use_ej, group in groups.items():
+                ne = ej.size if use_ej else edges.size
+                step = max(1, chunk_elems // (ne * F.shape[1]))
+                for lo in range(0, M, step):
+                    i = np.arange(lo, min(lo + step, M))[:, None]
+                    if use_ej:
+                        EJ = np.broadcast_to(ej, (i.shape[0], ne))
+                    else:
+                        EJ = edges[None, :] - (edges[None, :] > i)
+                    keep = (EJ <= i)[..., None]
+                    Sat = np.where(
+                        keep, P[EJ], P[np.minimum(EJ + 1, M)] - F[i[:, 0]][:, None, :]
+                    )
+                    Sb = np.diff(Sat, axis=1)
+                    n = np.diff(EJ, axis=1).astype(np.float64)
+                    for s in group:
+                        v = BINNED_STATS[s.base][0](Sb, n)
+                        v = v if s.vector else v[:, None]
+                        if s.name not in res:
+                            res[s.name] = np.empty((M, v.shape[1]))
+                        res[s.name][order[lo : lo + v.shape[0]]] = v  # sorted -> file order
+            out.update(res)
+        if any(s.family == "rank" for s in self.specs):
+            ou, gu, oe, ge = self._rank_prep
+            ru = np.empty(M)
+            re_ = np.empty(M)
+            ru[ou] = _avg_ranks(gu)
+            re_[oe] = _avg_ranks(ge)
+            out["cc"] = spearman_jackknife(ru, re_, self.u, np.abs(self.E))[:, None]
+        return out

@@ -1,0 +1,344 @@
+r"""Monte-Carlo tests of calibration: p-values against simulated calibrated copies.
+
+A verdict is a statistical test. uqx decides every tested statistic by the position of
+its estimate among the same statistic computed on calibrated copies of the data,
+:math:`E^{(k)} = u_E\,\epsilon^{(k)}` with the data's own uncertainties and binning
+(consistency resampling, Bröcker & Smith 2007; the simulated critical values of T-Cal,
+Lee et al. 2023). The Monte-Carlo p-value
+
+.. math:: p = \frac{1 + \#\{k : d\,\tilde\theta_k \ge d\,\theta\}}{1 + n}
+
+(:func:`mc_pvalue`) is exact for exchangeable copies: a test that rejects at
+:math:`p < \alpha` has size :math:`\alpha` whatever the statistic. The direction ``d``
+says which side means miscalibration (:data:`DIRECTION`): binned errors (ENCE, ZMSE,
+ZVE, UCE) and zero-bin intercepts are too **large** when uncertainties are inconsistent,
+the rank correlation CC is too **small**, and the average-calibration statistics (ZMS,
+RCE, ...) are wrong on **both** sides.
+
+The generative distribution of ε is a nuisance. The null is simulated under a family of
+members (:data:`MEMBERS`): the papers' N(0, 1) and :math:`t_s(6)`, and two members built
+from the data: a :math:`t_s(\hat\nu)` whose ν̂ matches the Crow–Siddiqui kurtosis of the
+data's Z² (:func:`t_nu_from_tails`, bounded below by :data:`NU_MIN`; N when the tails are
+not heavier than the normal), and the data's own z-scores scaled to unit mean square and
+resampled with replacement (:func:`standardised_z`), which carries the data's realised
+extremes that no quantile-matched distribution sees. :func:`family_verdict`:
+``invalid`` only when every member rejects, ``valid`` when the resampled data member
+accepts, ``inconclusive`` (with the reason) otherwise: then the conclusion depends on D,
+not on the data.
+
+Several routes of one headline (consistency on uE, adaptivity on X or V) share their
+copies; :func:`minp_pvalue` calibrates their smallest p-value on those copies
+(Westfall & Young's min-p), so the headline has the size of one test.
+
+Pure NumPy/SciPy kernels over the last axis (the copies); NaN copies are ignored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "ALPHA",
+    "DIRECTION",
+    "MEMBERS",
+    "FIT_MEMBERS",
+    "standardised_z",
+    "NU_MIN",
+    "direction_of",
+    "mc_pvalue",
+    "copy_pvalues",
+    "minp_pvalue",
+    "familywise_pvalues",
+    "ALPHA_RESULT",
+    "N_TEST",
+    "N_HEADLINE",
+    "family_verdict",
+    "t_nu_from_tails",
+    "kappa_cs_z2_of_t",
+    "pvalue_noise",
+]
+
+#: Size of every test (two-sided statistics split it between the tails).
+ALPHA = 0.05
+#: Calibrated copies per member for a test (the papers' references may use more): the
+#: p-value near 0.05 to ±0.007 (one Monte-Carlo sd).
+N_TEST = 1000
+#: Calibrated copies per member for the zero-bin extrapolation nulls and the headlines
+#: (the routes share them): a sweep of 15 bin numbers and a fit per copy.
+N_HEADLINE = 200
+#: Family-wise size of a whole result: an ``invalid`` anywhere in a calibrated set's
+#: result at most this often (single-step min-p over every test of the set).
+ALPHA_RESULT = 0.10
+
+#: Side of miscalibration: +1 too large, -1 too small, 0 both sides.
+DIRECTION = {
+    "ence": 1, "ence_sd": 1, "uce": 1, "zmse": 1, "zve": 1, "cc": -1,
+    "zms": 0, "rce": 0, "mean_z": 0, "var_z": 0, "nll": 0, "mse": 0, "rmse": 0,
+    "intercept": 1,
+}
+
+#: Members of the null family: the papers' D ("N", "T6"), the t_s(ν̂) matched to the
+#: data's tails ("fit") and the data's own standardised z-scores resampled ("data").
+MEMBERS = ("N", "T6", "fit", "data")
+#: The member whose acceptance makes a statistic valid: the data's own z-scores, the
+#: closest to the truth for any shape (the fitted t_s(ν̂) can miss a shape that is not
+#: Student-like, e.g. a scale mixture; it only guards ``invalid`` against heavy tails).
+FIT_MEMBERS = ("data",)
+#: Lower bound of the fitted degrees of freedom (t_s needs ν > 2; below 3 its Z² has
+#: an infinite mean-square spread and the test would accept anything).
+NU_MIN = 3.0
+
+_KAPPA_OFFSET = 2.91
+
+
+def standardised_z(E, uE) -> np.ndarray:
+    r"""Scale the data's z-scores to unit mean square, :math:`Z/\sqrt{\langle Z^2\rangle}`.
+
+    Resampled with replacement, they are the "data" member of the null family: calibrated
+    copies with the data's own shape, extremes included (consistency resampling).
+    """
+    z = np.asarray(E, dtype=np.float64) / np.asarray(uE, dtype=np.float64)
+    return z / np.sqrt(np.mean(z * z))
+
+
+def direction_of(base: str) -> int:
+    """Side of miscalibration of a statistic (:data:`DIRECTION`; 0 when unknown)."""
+    return DIRECTION.get(base, 0)
+
+
+def mc_pvalue(observed, null, direction: int = 0):
+    r"""Monte-Carlo p-value of ``observed`` against calibrated copies ``null``.
+
+    .. math:: p_{+} = \frac{1 + \#\{\tilde\theta_k \ge \theta\}}{1 + n}, \quad
+              p_{-} = \frac{1 + \#\{\tilde\theta_k \le \theta\}}{1 + n}, \quad
+              p_0 = \min(1, 2\min(p_+, p_-))
+
+    Parameters
+    ----------
+    observed : array_like, shape (...)
+        Statistic of the data.
+    null : array_like, shape (..., n)
+        The statistic on n calibrated copies (NaN ignored).
+    direction : {1, -1, 0}
+        Miscalibration makes the statistic larger (1), smaller (-1), either (0).
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        NaN where ``observed`` is NaN or no copy is finite.
+    """
+    obs = np.asarray(observed, dtype=np.float64)[..., None]
+    null = np.asarray(null, dtype=np.float64)
+    ok = np.isfinite(null)
+    n = ok.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        up = (1 + np.sum(ok & (null >= obs), axis=-1)) / (1 + n)
+        down = (1 + np.sum(ok & (null <= obs), axis=-1)) / (1 + n)
+        p = {1: up, -1: down}.get(direction)
+        if p is None:
+            p = np.minimum(1.0, 2 * np.minimum(up, down))
+    return np.where(np.isfinite(obs[..., 0]) & (n > 0), p, np.nan)
+
+
+def copy_pvalues(null, direction: int = 0):
+    r"""P-value of every copy against all copies (itself included): the null of p.
+
+    For copy k, :math:`p_{+,k} = \#\{j : \tilde\theta_j \ge \tilde\theta_k\} / n` (and
+    the mirror for the other side), the same scale as :func:`mc_pvalue`. Ties share
+    their count. NaN copies get NaN.
+
+    Parameters
+    ----------
+    null : array_like, shape (..., n)
+    direction : {1, -1, 0}
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n)
+    """
+    null = np.asarray(null, dtype=np.float64)
+    ok = np.isfinite(null)
+    n = ok.sum(-1, keepdims=True)
+    srt = np.sort(np.where(ok, null, np.inf), axis=-1)  # NaN last
+
+    def count_le(x):
+        return np.stack([np.searchsorted(s[: int(m)], v, side="right")
+                         for s, v, m in zip(srt.reshape(-1, srt.shape[-1]),
+                                            x.reshape(-1, x.shape[-1]),
+                                            n.reshape(-1), strict=True)]).reshape(x.shape)
+
+    def count_ge(x):
+        return np.stack([int(m) - np.searchsorted(s[: int(m)], v, side="left")
+                         for s, v, m in zip(srt.reshape(-1, srt.shape[-1]),
+                                            x.reshape(-1, x.shape[-1]),
+                                            n.reshape(-1), strict=True)]).reshape(x.shape)
+
+    x = np.where(ok, null, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        up = count_ge(x) / n
+        down = count_le(x) / n
+        p = {1: up, -1: down}.get(direction)
+        if p is None:
+            p = np.minimum(1.0, 2 * np.minimum(up, down))
+    return np.where(ok, p, np.nan)
+
+
+def minp_pvalue(p_observed, p_copies):
+    r"""Calibrated min-p of several routes sharing their copies (Westfall & Young).
+
+    .. math:: p = \frac{1 + \#\{k : \min_r p_{r,k} \le \min_r p_r\}}{1 + n}
+
+    Parameters
+    ----------
+    p_observed : array_like, shape (R,)
+        P-value of each route for the data (NaN routes are left out).
+    p_copies : array_like, shape (R, n)
+        P-value of each route for each copy (:func:`copy_pvalues`), the same copies for
+        every route.
+
+    Returns
+    -------
+    float
+        NaN when no route has a finite p-value.
+    """
+    po = np.asarray(p_observed, dtype=np.float64)
+    pc = np.asarray(p_copies, dtype=np.float64).reshape(po.size, -1)
+    keep = np.isfinite(po)
+    if not keep.any():
+        return np.nan
+    pc = pc[keep]
+    good = np.all(np.isfinite(pc), axis=0)
+    if not good.any():
+        return np.nan
+    m_obs = po[keep].min()
+    m_null = pc[:, good].min(axis=0)
+    return float((1 + np.sum(m_null <= m_obs)) / (1 + m_null.size))
+
+
+def familywise_pvalues(p_observed, p_copies) -> np.ndarray:
+    r"""Family-wise adjusted p-values of several tests sharing their copies.
+
+    Single-step min-p (Westfall & Young 1993):
+    :math:`\tilde p_t = (1 + \#\{k : \min_s p_{s,k} \le p_t\}) / (1 + n)`. Rejecting
+    where :math:`\tilde p_t < \alpha` keeps the probability of any false rejection among
+    the tests at α, whatever their dependence.
+
+    Parameters
+    ----------
+    p_observed : array_like, shape (T,)
+        P-value of every test of the result (NaN: test absent).
+    p_copies : array_like, shape (T, n)
+        The same tests' p-values on each shared copy.
+
+    Returns
+    -------
+    numpy.ndarray, shape (T,)
+    """
+    po = np.asarray(p_observed, dtype=np.float64)
+    pc = np.asarray(p_copies, dtype=np.float64).reshape(po.size, -1)
+    out = np.full(po.size, np.nan)
+    keep = np.isfinite(po)
+    if not keep.any():
+        return out
+    pc = pc[keep]
+    good = np.all(np.isfinite(pc), axis=0)
+    if not good.any():
+        return out
+    m_null = np.sort(pc[:, good].min(axis=0))
+    out[keep] = (1 + np.searchsorted(m_null, po[keep], side="right")) / (1 + m_null.size)
+    return out
+
+
+def pvalue_noise(p, n, alpha: float = ALPHA):
+    """Monte-Carlo standard deviation of a p-value near ``alpha`` with ``n`` copies."""
+    return np.sqrt(alpha * (1 - alpha) / np.maximum(np.asarray(n, dtype=np.float64), 1))
+
+
+def family_verdict(pvalues, labels=MEMBERS, *, alpha: float = ALPHA,
+                   fit_members=FIT_MEMBERS) -> tuple[str, str]:
+    """Verdict of one test over the family of null members.
+
+    Parameters
+    ----------
+    pvalues : array_like, shape (len(labels),)
+        P-value of the statistic under each member (:func:`mc_pvalue`).
+    labels : sequence of str
+        Member labels; a statistic is valid when every member of ``fit_members`` (the
+        data's own resampled z-scores) accepts.
+
+    Returns
+    -------
+    verdict, reason : str
+        ``invalid`` when every member rejects (p < alpha); ``valid`` when the
+        deciding member(s) ``fit_members`` accept (every member, when the family has
+        none); else ``inconclusive`` with the reason.
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    labels = list(labels)
+    if p.size == 0 or not np.isfinite(p).all():
+        return "inconclusive", "a Monte-Carlo p-value is not finite (no usable copy)"
+    reject = p < alpha
+    if reject.all():
+        return "invalid", ""
+    acc = ", ".join(f"{lab} (p = {v:.3g})" for lab, v in zip(labels, p, strict=True)
+                    if v >= alpha)
+    matched = [k for k, lab in enumerate(labels) if lab in fit_members]
+    if not matched:  # no data-matched member: every member must accept
+        if not reject.any():
+            return "valid", ""
+        return "inconclusive", (f"accepted under {acc} only: the conclusion depends on the "
+                                "generative distribution")
+    if not reject[matched].any():
+        return "valid", ""
+    rej = ", ".join(f"{labels[k]} (p = {p[k]:.3g})" for k in matched if reject[k])
+    return "inconclusive", (
+        f"rejected under the data's own z-scores, {rej}, but not under {acc}: the "
+        "conclusion depends on the generative distribution")
+
+
+# ------------------------------------------------------------- tails of the data's Z
+def kappa_cs_z2_of_t(nu):
+    r"""Crow–Siddiqui excess kurtosis of Z² for Z ~ t(ν) (scale-free; ν = inf: normal).
+
+    With :math:`q(p) = F_t^{-1}((1 + p)/2; \nu)^2` the quantile of Z²,
+    :math:`\kappa_{CS} = [q(0.975) - q(0.025)] / [q(0.75) - q(0.25)] - 2.91`
+    (001 Eq. 12, the metric :func:`uqx.engine.stats.tailedness.kappa_cs` estimates).
+    """
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    nu = np.asarray(nu, dtype=np.float64)
+    p = np.array([0.975, 0.025, 0.75, 0.25])
+    pp = (1 + p) / 2
+    with np.errstate(invalid="ignore"):
+        q = np.where(np.isinf(nu)[..., None], norm.ppf(pp),
+                     student_t.ppf(pp, np.where(np.isinf(nu), 1.0, nu)[..., None])) ** 2
+    return (q[..., 0] - q[..., 1]) / (q[..., 2] - q[..., 3]) - _KAPPA_OFFSET
+
+
+_NU_GRID = np.geomspace(2.05, 1000.0, 400)
+_KAPPA_GRID = kappa_cs_z2_of_t(_NU_GRID)  # decreasing in ν
+_KAPPA_NORMAL = float(kappa_cs_z2_of_t(np.inf))
+
+
+def t_nu_from_tails(kappa_cs_z2, *, nu_min: float = NU_MIN) -> np.ndarray:
+    r"""Degrees of freedom of the :math:`t_s(\nu)` whose Z² has the given κ_CS.
+
+    Inverts :func:`kappa_cs_z2_of_t` (monotone); returns ``inf`` (the normal) when the
+    tails are not heavier than the normal's and ``nu_min`` when they are heavier than
+    :math:`t(\nu_{min})`'s. κ_CS uses quantiles only, so it exists for any tails.
+
+    Parameters
+    ----------
+    kappa_cs_z2 : array_like
+        Crow–Siddiqui excess kurtosis of the data's Z² (``tailedness()["kappa_cs_z2"]``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ν̂ in [nu_min, inf]; NaN where the input is NaN.
+    """
+    k = np.asarray(kappa_cs_z2, dtype=np.float64)
+    nu = np.interp(k, _KAPPA_GRID[::-1], _NU_GRID[::-1])
+    nu = np.where(k <= _KAPPA_NORMAL, np.inf, np.maximum(nu, nu_min))
+    return np.where(np.isnan(k), np.nan, nu)

@@ -1,0 +1,399 @@
+"""Every statistic defined once: its formula from per-sample or per-bin sums.
+
+The same formula serves the point estimate, the bootstrap replicates, the leave-one-out
+(jackknife) values (:mod:`uqx.engine.evaluator`), the simulated references
+(:mod:`uqx.inference.reference`) and the bin-number sweeps (:mod:`uqx.inference.extrapolation`).
+
+Every statistic of the papers belongs to one of three families, each with a fast exact
+route for the three evaluations (methods: bootstrap):
+
+``moment``
+    functions of sample means of per-sample features (ZMS, RCE, MV, MSE, Var(Z), NLL...).
+    Replicates are feature sums over the resample; the jackknife is analytic,
+    ``(S - F_i)/(M-1)``, O(M).
+``binned``
+    functions of per-bin sums over index intervals of the data sorted by a conditioning
+    variable (ENCE, UCE, ZMSE, ZVE, per-bin LZISD). A replicate is re-sorted by the
+    binning variable and cut with the same intervals: with counts over the sorted
+    positions the per-bin sums come from one O(M + N) pass (numba). Leave-one-out sums use
+    the prefix-sum index shift of methods: bootstrap (O(M·N)) with R's ``intrvJack`` intervals.
+``rank``
+    Spearman CC of (|E|, u): average ranks of a resample follow from the counts per tie
+    group; the jackknife re-ranks by the ±1, ±½ shift rule (O(M²) in parallel numba).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from uqx.errors import InputError
+
+#: ln(2π) of the normal log-likelihood
+LN_2PI = float(np.log(2.0 * np.pi))
+
+__all__ = [
+    "MOMENT_STATS",
+    "BINNED_STATS",
+    "RANK_STATS",
+    "STAT_INFO",
+    "StatSpec",
+    "parse_stat",
+    "BinningConfig",
+    "moment_sums",
+    "moment_statistic",
+    "bin_features",
+    "prefix_bin_features",
+    "bin_feature_sums",
+]
+
+# ---------------------------------------------------------------- moment statistics
+# features: 0 z^2, 1 u^2, 2 E^2, 3 z, 4 ln u^2
+_F_Z2, _F_U2, _F_E2, _F_Z, _F_LNU2 = range(5)
+
+
+#: features each moment statistic reads
+_MOMENT_COLUMNS = {
+    "zms": (_F_Z2,),
+    "rce": (_F_U2, _F_E2),
+    "mv": (_F_U2,),
+    "mse": (_F_E2,),
+    "rmv": (_F_U2,),
+    "rmse": (_F_E2,),
+    "mean_z": (_F_Z,),
+    "var_z": (_F_Z2, _F_Z),
+    "nll": (_F_Z2, _F_LNU2),
+    "nll_ref": (_F_LNU2,),
+}
+
+
+def _moment_features(E, u, ncol=5):
+    """Return the per-sample moment features, the first ``ncol`` of (z², u², E², z, ln u²).
+
+    Three columns suffice for ZMS, RCE, MV, MSE: fewer bytes per draw in the kernels.
+    """
+    F = np.empty((E.size, ncol))  # written in place: no (M,) temporaries
+    z = np.divide(E, u)
+    np.multiply(z, z, out=F[:, _F_Z2])
+    np.multiply(u, u, out=F[:, _F_U2])
+    np.multiply(E, E, out=F[:, _F_E2])
+    if ncol == 5:
+        F[:, _F_Z] = z
+        np.log(F[:, _F_U2], out=F[:, _F_LNU2])
+    return F
+
+
+def _m_rce(S, n):
+    rmv = np.sqrt(S[..., _F_U2] / n)
+    return (rmv - np.sqrt(S[..., _F_E2] / n)) / rmv
+
+
+def _m_var_z(S, n):
+    return (S[..., _F_Z2] - S[..., _F_Z] ** 2 / n) / (n - 1)
+
+
+MOMENT_STATS = {
+    "zms": lambda S, n: S[..., _F_Z2] / n,
+    "rce": _m_rce,
+    "mv": lambda S, n: S[..., _F_U2] / n,
+    "mse": lambda S, n: S[..., _F_E2] / n,
+    "rmv": lambda S, n: np.sqrt(S[..., _F_U2] / n),
+    "rmse": lambda S, n: np.sqrt(S[..., _F_E2] / n),
+    "mean_z": lambda S, n: S[..., _F_Z] / n,
+    "var_z": _m_var_z,
+    "nll": lambda S, n: 0.5 * (S[..., _F_Z2] / n + S[..., _F_LNU2] / n + LN_2PI),
+    "nll_ref": lambda S, n: 0.5 * (1.0 + S[..., _F_LNU2] / n + LN_2PI),
+}
+
+# ---------------------------------------------------------------- binned statistics
+# bin features: 0 u^2, 1 E^2, 2 z^2, 3 Ec (E - mean E), 4 Ec^2, 5 z
+_B_U2, _B_E2, _B_Z2, _B_EC, _B_EC2, _B_Z = range(6)
+
+
+def bin_features(E, u):
+    """Per-sample bin features (u², E², z², E − Ē, (E − Ē)², z) over the last axis.
+
+    ``E`` (..., M), ``u`` (M,) or (..., M) -> (..., M, 6). Centring E on its (row) mean
+    keeps the one-pass per-bin variance accurate. ``BINNED_STATS[name][0](S, n)`` turns
+    per-bin sums of these features into a statistic.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    u = np.broadcast_to(np.asarray(u, dtype=np.float64), E.shape)
+    z = E / u
+    ec = E - E.mean(axis=-1, keepdims=True)
+    return np.stack([u * u, E * E, z * z, ec, ec * ec, z], axis=-1)
+
+
+def _bin_features(E, u):
+    return bin_features(E, u)
+
+
+def _b_parts(S, n):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mv = S[..., _B_U2] / n
+        mse = S[..., _B_E2] / n
+        var_e = (S[..., _B_EC2] - S[..., _B_EC] ** 2 / n) / (n - 1)
+        var_z = (S[..., _B_Z2] - S[..., _B_Z] ** 2 / n) / (n - 1)
+        zms = S[..., _B_Z2] / n
+    return mv, mse, np.maximum(var_e, 0.0), np.maximum(var_z, 0.0), zms
+
+
+def _b_ence(S, n):
+    mv, mse, _, _, _ = _b_parts(S, n)
+    rmv = np.sqrt(mv)
+    return np.mean(np.abs(rmv - np.sqrt(mse)) / rmv, axis=-1)
+
+
+def _b_ence_sd(S, n):
+    mv, _, var_e, _, _ = _b_parts(S, n)
+    rmv = np.sqrt(mv)
+    return np.mean(np.abs(rmv - np.sqrt(var_e)) / rmv, axis=-1)
+
+
+def _b_uce(S, n):
+    mv, mse, _, _, _ = _b_parts(S, n)
+    return np.mean(np.abs(mv - mse), axis=-1)
+
+
+def _b_zmse(S, n):
+    zms_j = _b_parts(S, n)[4]
+    with np.errstate(divide="ignore"):
+        return np.mean(np.abs(np.log(zms_j)), axis=-1)
+
+
+def _b_zve(S, n):
+    var_z = _b_parts(S, n)[3]
+    with np.errstate(divide="ignore"):
+        return np.exp(np.mean(np.abs(np.log(var_z)), axis=-1))
+
+
+def _b_lzisd(S, n):
+    var_z = _b_parts(S, n)[3]
+    with np.errstate(divide="ignore"):
+        return 1.0 / np.sqrt(var_z)
+
+
+def _b_lzms(S, n):
+    return _b_parts(S, n)[4]
+
+
+BINNED_STATS = {
+    "ence": (_b_ence, False),
+    "ence_sd": (_b_ence_sd, False),
+    "uce": (_b_uce, False),
+    "zmse": (_b_zmse, False),
+    "zve": (_b_zve, False),
+    "lzisd": (_b_lzisd, True),  # per-bin vector statistic
+    "lzms": (_b_lzms, True),
+}
+
+RANK_STATS = ("cc",)
+
+#: long names and predefined reference values (None: must be simulated).
+STAT_INFO = {
+    "zms": ("mean squared z-score <Z^2>", 1.0),
+    "rce": ("relative calibration error (RMV-RMSE)/RMV", 0.0),
+    "mv": ("mean variance <u^2>", None),
+    "mse": ("mean squared error <E^2>", None),
+    "rmv": ("root mean variance", None),
+    "rmse": ("root mean squared error", None),
+    "mean_z": ("mean z-score", 0.0),
+    "var_z": ("variance of z-scores (n-1)", 1.0),
+    "nll": ("mean negative log-likelihood (normal)", "nll_ref"),
+    "nll_ref": ("reference NLL for calibrated normal errors", None),
+    "cc": ("Spearman rank correlation of |E| and uE", None),
+    "ence": ("expected normalised calibration error (RMSE per bin)", None),
+    "ence_sd": ("expected normalised calibration error (sd(E) per bin)", None),
+    "uce": ("uncertainty calibration error", None),
+    "zmse": ("mean |ln ZMS| over bins", None),
+    "zve": ("z-variance error exp(mean |ln Var(Z)|)", None),
+    "lzisd": ("local z inverse standard deviation per bin", 1.0),
+    "lzms": ("local ZMS per bin", 1.0),
+}
+
+_COND_RE = re.compile(r"^(?P<base>[a-z_]+?)(?:_(?P<cond>uE|X|V))?$")
+
+
+@dataclass(frozen=True)
+class BinningConfig:
+    """How binned statistics cut the data (methods: bins)."""
+
+    n_bins: int = 20
+    scheme: str = "equal-count"
+    pop_min: int = 30
+    log: bool = True
+
+
+@dataclass(frozen=True)
+class StatSpec:
+    """A parsed statistic name: ``base`` family member and conditioning variable."""
+
+    name: str
+    base: str
+    family: str
+    cond: str = "uE"
+
+    @property
+    def vector(self) -> bool:
+        """True for per-bin (vector) statistics."""
+        return self.family == "binned" and BINNED_STATS[self.base][1]
+
+
+def parse_stat(name: str) -> StatSpec:
+    """Parse a statistic name such as ``"zms"``, ``"ence"``, ``"zmse_X"``, ``"lzisd_V"``."""
+    key = str(name).strip()
+    low = key.lower()
+    if low in MOMENT_STATS:
+        return StatSpec(low, low, "moment")
+    if low in RANK_STATS:
+        return StatSpec(low, low, "rank")
+    m = _COND_RE.match(key if key[-2:] in ("_X", "_V") or key.endswith("_uE") else low)
+    if m and m.group("base") in BINNED_STATS:
+        cond = m.group("cond") or "uE"
+        base = m.group("base")
+        return StatSpec(base if cond == "uE" else f"{base}_{cond}", base, "binned", cond)
+    known = sorted(MOMENT_STATS) + list(RANK_STATS) + sorted(BINNED_STATS)
+    raise InputError(
+        f"unknown statistic {name!r}; known: {', '.join(known)} "
+        "(binned ones take a conditioning suffix _X or _V, e.g. zmse_X)"
+    )
+
+
+def moment_statistic(name: str, E=None, u=None, *, axis: int = -1):
+    r"""Compute a moment statistic of plain arrays, NaN-aware, reduced over ``axis``.
+
+    The same formula as every other route (``MOMENT_STATS[name](S, n)`` on the sums S of
+    the features z², u², E², z, ln u² over the n valid pairs): a pair with a NaN in E or
+    u (padding) is ignored. Statistics of u only (``mv``, ``rmv``, ``nll_ref``) take
+    ``E=None``, those of E only (``mse``, ``rmse``) ``u=None``.
+
+    Examples
+    --------
+    >>> float(moment_statistic("zms", np.array([1.0, -2.0, np.nan]), np.array([1.0, 2.0, 1.0])))
+    1.0
+    """
+    if name not in MOMENT_STATS:
+        raise InputError(f"unknown moment statistic {name!r}; known: {', '.join(MOMENT_STATS)}")
+    Ea = None if E is None else np.moveaxis(np.asarray(E, dtype=np.float64), axis, -1)
+    ua = None if u is None else np.moveaxis(np.asarray(u, dtype=np.float64), axis, -1)
+    if Ea is None:
+        Ea = np.zeros_like(ua)
+    if ua is None:
+        ua = np.ones_like(Ea)
+    Ea, ua = np.broadcast_arrays(Ea, ua)
+    ok = np.isfinite(Ea) & np.isfinite(ua)
+    n = ok.sum(axis=-1).astype(np.float64)
+    E0, u1 = np.where(ok, Ea, 0.0), np.where(ok, ua, 1.0)  # invalid pairs: features 0
+    z = E0 / u1
+    S = np.stack([np.sum(z * z, -1), np.sum(np.where(ok, u1 * u1, 0.0), -1),
+                  np.sum(E0 * E0, -1), np.sum(z, -1), np.sum(np.log(u1 * u1), -1)], axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, MOMENT_STATS[name](S, n), np.nan)
+
+
+def moment_sums(E, u):
+    """Sum the moment features (z², u², E², z, ln u²) over the last axis: (..., 5).
+
+    Batch route for simulated data sets; ``MOMENT_STATS[name](S, M)`` gives the statistic.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    u = np.broadcast_to(np.asarray(u, dtype=np.float64), E.shape)
+    z = E / u
+    return np.stack(
+        [np.sum(z * z, -1), np.sum(u * u, -1), np.sum(E * E, -1), np.sum(z, -1),
+         np.sum(np.log(u * u), -1)],
+        axis=-1,
+    )
+
+
+def bin_feature_sums(E_sorted, u_sorted, edges):
+    """Per-bin sums of the bin features for data already sorted by the binning variable.
+
+    Batch route (rows = simulated data sets, E_sorted (b, M), u_sorted (M,)): returns
+    (b, N, 6) for ``BINNED_STATS[name][0](S, n)`` with ``n = diff(edges)``.
+    """
+    E = np.ascontiguousarray(np.atleast_2d(np.asarray(E_sorted, dtype=np.float64)))
+    u = np.ascontiguousarray(np.asarray(u_sorted, dtype=np.float64))
+    edges = np.ascontiguousarray(np.asarray(edges, dtype=np.int64))
+    out = np.zeros((E.shape[0], edges.size - 1, 6))
+    _sorted_bin_sums(E, u, edges, out)
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _sorted_bin_sums(E, u, edges, out):
+    b, M = E.shape
+    N = edges.shape[0] - 1
+    for r in range(b):
+        mean = 0.0
+        for p in range(M):
+            mean += E[r, p]
+        mean /= M
+        for j in range(N):
+            s0 = s1 = s2 = s3 = s4 = s5 = 0.0
+            for p in range(edges[j], edges[j + 1]):
+                e = E[r, p]
+                uu = u[p]
+                z = e / uu
+                ec = e - mean
+                s0 += uu * uu
+                s1 += e * e
+                s2 += z * z
+                s3 += ec
+                s4 += ec * ec
+                s5 += z
+            out[r, j, 0] = s0
+            out[r, j, 1] = s1
+            out[r, j, 2] = s2
+            out[r, j, 3] = s3
+            out[r, j, 4] = s4
+            out[r, j, 5] = s5
+
+
+@numba.njit(nogil=True, cache=True)
+def _prefix_bin_features(E, u, P):
+    """Prefix sums P (M+1, 6) of the bin features of one sorted data set (fused pass).
+
+    Same features as :func:`bin_features` (E centred on its mean); ``P[k]`` is the sum
+    over the first k positions, so the sums of any bin [a, b) are ``P[b] - P[a]``.
+    """
+    M = E.shape[0]
+    mean = 0.0
+    for p in range(M):
+        mean += E[p]
+    mean /= M
+    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+    P[0, :] = 0.0
+    for p in range(M):
+        e = E[p]
+        uu = u[p]
+        z = e / uu
+        ec = e - mean
+        a0 += uu * uu
+        a1 += e * e
+        a2 += z * z
+        a3 += ec
+        a4 += ec * ec
+        a5 += z
+        P[p + 1, 0] = a0
+        P[p + 1, 1] = a1
+        P[p + 1, 2] = a2
+        P[p + 1, 3] = a3
+        P[p + 1, 4] = a4
+        P[p + 1, 5] = a5
+
+
+def prefix_bin_features(E_sorted, u_sorted, out=None) -> np.ndarray:
+    """Prefix sums (M+1, 6) of the bin features of data sorted by the binning variable.
+
+    ``out``: a C-contiguous (M+1, 6) float64 array to fill (no allocation).
+    """
+    E = np.ascontiguousarray(E_sorted, dtype=np.float64)
+    u = np.ascontiguousarray(u_sorted, dtype=np.float64)
+    P = np.empty((E.size + 1, 6)) if out is None else out
+    _prefix_bin_features(E, u, P)
+    return P
+

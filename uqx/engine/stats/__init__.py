@@ -1,0 +1,1 @@
+"""Kernels of tailedness (:mod:`~uqx.engine.stats.tailedness`) and rank correlation."""

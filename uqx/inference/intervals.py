@@ -1,0 +1,170 @@
+r"""Interval-based validation: PICP, and the local range ratio (003 Sect. II B, IV C).
+
+Some UQ methods give prediction intervals instead of standard uncertainties: the
+half-range :math:`U_{i,P}` of the symmetric interval of probability P (HU2022: conformal
+factors times a feature or latent distance). Others give uE, and intervals follow from
+an assumed generative distribution D: :math:`U_P = u\,q_D((1+P)/2)` (methods: binned statistics).
+
+* **PICP** (prediction-interval coverage probability, 003 Eq. 10): the fraction of errors
+  inside their interval, :math:`\#\{|E_i| \le U_{i,P}\}/M`, with a binomial interval;
+  valid when P lies inside it. Per bin of a conditioning variable it is the LCP
+  (:func:`uqx.inference.curves.lcp`).
+* **LRR** (local range ratio, methods: binned statistics, ErrViewLib ``plotLRR``): per bin,
+  :math:`2\sqrt{\langle U^2\rangle} / (\mathrm{hd}(E, (1+P)/2) - \mathrm{hd}(E, (1-P)/2))`,
+  the theoretical interval width over the empirical one (Harrell–Davis quantiles),
+  target 1, with a BCa interval (nptest conventions, exact jackknife).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from uqx.dataio.model import InputError, as_stacked, iter_sets
+from uqx.engine.binning import make_bins
+from uqx.engine.resample import content_key, resolve_seed, seed_sequence
+from uqx.engine.stats.tailedness import hd_quantile
+from uqx.inference.bootstrap import bca_interval
+from uqx.inference.reference import binomial_ci, unit_quantile
+
+__all__ = ["half_ranges", "picp", "local_range_ratio"]
+
+
+def half_ranges(ds: xr.Dataset, prob=(0.68, 0.95), *, dist="normal", nu=None) -> xr.DataArray:
+    r"""Interval half-ranges ``U(sample, prob)`` of one data set.
+
+    The dataset's own ``U`` when it has one (interval-based UQ, e.g. HU2022), else
+    :math:`U_P = u_E\,q_D((1+P)/2)` for the generative distribution D (normal, or the
+    unit-variance Student t_s(ν)).
+    """
+    if "U" in ds:
+        have = [float(p) for p in ds["prob"].values]
+        missing = [p for p in np.atleast_1d(prob) if not np.any(np.isclose(have, p))]
+        if missing:
+            raise InputError(f"the data set has intervals for P = {have}, not for {missing}")
+        return ds["U"].sel(prob=list(np.atleast_1d(prob)), method="nearest")
+    P = np.atleast_1d(np.asarray(prob, dtype=np.float64))
+    k = unit_quantile((1 + P) / 2, dist=dist, nu=nu)
+    return xr.DataArray(ds["uE"].values[..., None] * k, dims=ds["uE"].dims + ("prob",),
+                        coords={"prob": P})
+
+
+def picp(ds, prob=(0.68, 0.95), *, dist="normal", nu=None, level=0.95) -> xr.Dataset:
+    r"""Prediction-interval coverage probability of every set (003 Eq. 10).
+
+    .. math:: \mathrm{PICP}_P = \frac1M\,\#\{i : |E_i| \le U_{i,P}\}
+
+    with its Wilson interval (methods: ζ-scores); ``valid`` when P lies inside it.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        One set or several (``set`` dim); intervals from ``U`` or from uE (see
+        :func:`half_ranges`).
+    prob : sequence of float
+        Probabilities P of the intervals.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over (``set``, ``prob``): ``picp``, ``picp_low``, ``picp_high``, ``valid``.
+    """
+    P = np.atleast_1d(np.asarray(prob, dtype=np.float64))
+    given = isinstance(ds, xr.Dataset) and "U" in ds and "set" not in ds.dims
+    stacked = as_stacked(ds)  # the same input checks as every entry point
+    out = np.full((stacked.sizes["set"], P.size), np.nan)
+    n = np.zeros(stacked.sizes["set"], dtype=np.int64)
+    for i, sd in enumerate(iter_sets(stacked)):
+        if given:  # one set with its own intervals (rows unchanged by the checks)
+            U = half_ranges(ds, P).values
+        else:
+            U = sd.uE[:, None] * unit_quantile((1 + P) / 2, dist=dist, nu=nu)
+        out[i] = np.mean(np.abs(sd.E)[:, None] <= U, axis=0)
+        n[i] = sd.M
+    lo, hi = binomial_ci(np.round(out * n[:, None]), np.broadcast_to(n[:, None], out.shape),
+                         method="wilson", level=level)
+    dims = ("set", "prob")
+    return xr.Dataset(
+        {
+            "picp": (dims, out, {"long_name": "prediction-interval coverage probability"}),
+            "picp_low": (dims, lo, {"long_name": f"Wilson {level:.0%} lower limit"}),
+            "picp_high": (dims, hi, {"long_name": f"Wilson {level:.0%} upper limit"}),
+            "valid": (dims, (lo <= P) & (P <= hi), {"long_name": "P inside the interval"}),
+        },
+        coords={"set": stacked["set"].values, "prob": P},
+        attrs={"intervals": "given U" if given else f"uE x q_{dist}((1+P)/2)",
+               "nu": float(nu) if nu is not None else np.nan},
+    )
+
+
+def _lrr(E, U, P):
+    """Local range ratio of one bin: 2 sqrt(<U²>) / (hd(E,(1+P)/2) - hd(E,(1-P)/2))."""
+    q = hd_quantile(E, [(1 - P) / 2, (1 + P) / 2])
+    return 2.0 * np.sqrt(np.mean(U * U, axis=-1)) / (q[..., 1] - q[..., 0])
+
+
+def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = 15,
+                      binning: str = "equal-count", pop_min: int = 30, n_boot: int = 1000,
+                      seed: int | None = None, level: float = 0.95) -> xr.Dataset:
+    r"""Local range ratio per bin of a conditioning variable (methods: binned statistics), with BCa.
+
+    .. math:: \mathrm{LRR}_j = \frac{2\sqrt{\langle U_P^2\rangle_j}}
+              {\mathrm{hd}(E_j, \tfrac{1+P}{2}) - \mathrm{hd}(E_j, \tfrac{1-P}{2})}
+
+    (target 1: the intervals are as wide as the errors' own central P range). Each bin is
+    resampled ``n_boot`` times (keyed stream per data set and bin); the BCa interval uses
+    the exact jackknife of the bin (nptest conventions,
+    :func:`~uqx.inference.bootstrap.bca_interval`; ErrViewLib uses ``boot`` with regression
+    influence values, methods: bootstrap).
+
+    Parameters
+    ----------
+    E, U, cond : array_like, shape (M,)
+        Errors, half-ranges of the P intervals, conditioning variable.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``bin``: ``lrr``, ``ci_low``, ``ci_high``, ``n``, ``x_mid``, ``valid``.
+    """
+    E, U, x = (np.asarray(a, dtype=np.float64) for a in (E, U, cond))
+    if not (E.shape == U.shape == x.shape and E.ndim == 1):
+        raise InputError(f"E, U and cond must be 1-d of equal length, got {E.shape}, "
+                         f"{U.shape}, {x.shape}")
+    if not 0 < prob < 1:
+        raise InputError(f"prob must be in (0, 1), got {prob!r}")
+    seed = resolve_seed(seed)
+    bins = make_bins(x, n_bins, scheme=binning, pop_min=pop_min)
+    key = content_key(E, U)
+    N = bins.n_bins
+    res = {k: np.full(N, np.nan) for k in ("lrr", "ci_low", "ci_high", "x_mid")}
+    for j in range(N):
+        idx = bins.order[bins.edges[j]:bins.edges[j + 1]]
+        if idx.size < 3:
+            continue
+        Ej, Uj = E[idx], U[idx]
+        t0 = _lrr(Ej, Uj, prob)
+        rng = np.random.Generator(np.random.PCG64(seed_sequence(seed, "lrr", key, j)))
+        draw = rng.integers(0, idx.size, (n_boot, idx.size))
+        T = np.concatenate([[t0], _lrr(Ej[draw], Uj[draw], prob)])
+        loo = ~np.eye(idx.size, dtype=bool)
+        jack = _lrr(np.broadcast_to(Ej, loo.shape)[loo].reshape(idx.size, -1),
+                    np.broadcast_to(Uj, loo.shape)[loo].reshape(idx.size, -1), prob)
+        lo, hi, _, _ = bca_interval(T[:, None], [t0], jack[:, None], level=level)
+        res["lrr"][j], res["ci_low"][j], res["ci_high"][j] = t0, lo[0], hi[0]
+        res["x_mid"][j] = (x[idx].min() + x[idx].max()) / 2
+    with np.errstate(invalid="ignore"):
+        valid = (res["ci_low"] - 1) * (res["ci_high"] - 1) <= 0
+    return xr.Dataset(
+        {
+            "lrr": ("bin", res["lrr"], {"long_name": "local range ratio (target 1)"}),
+            "ci_low": ("bin", res["ci_low"], {"long_name": f"BCa {level:.0%} lower limit"}),
+            "ci_high": ("bin", res["ci_high"], {"long_name": f"BCa {level:.0%} upper limit"}),
+            "n": ("bin", bins.counts, {"long_name": "bin population"}),
+            "x_mid": ("bin", res["x_mid"], {"long_name": "bin mid-range of cond"}),
+            "valid": ("bin", valid, {"long_name": "1 inside the BCa interval"}),
+        },
+        coords={"bin": np.arange(N)},
+        attrs={"prob": float(prob), "n_boot": int(n_boot), "seed": int(seed),
+               "binning_scheme": binning, "n_bins": int(N), "pop_min": int(pop_min)},
+    )

@@ -1,0 +1,927 @@
+r"""Reference values: ζ-scores, simulated references (Sim, Sim2), binomial intervals.
+
+Paper 000 (Sect. II D, Eqs. 20–24, Appendix A) and METHODS.md §5.4–5.6, §6:
+
+* ζ-score of a statistic θ with interval [lo, up] against a reference θ_ref;
+* simulated reference of a statistic without predefined reference: draw
+  :math:`E^{(k)}_i = u_i\\,\\epsilon^{(k)}_i` with ε ~ D(0, 1) (D = N(0,1) or the
+  unit-variance Student :math:`t_s(\\nu)`) using the data's own uncertainties, compute
+  the statistic with the same binning, and summarise over :math:`N_{MC}` draws:
+  ``Sim`` = mean and its standard error, ``Sim2`` = the type-7 2.5/97.5 % quantiles;
+* D-sensitivity: a reference that changes with D beyond its Monte-Carlo uncertainty
+  (uqx rule, METHODS §15.3: :math:`|\\tilde\\theta_N - \\tilde\\theta_T| >
+  2\\sqrt{u_N^2 + u_T^2}`) means the statistic cannot be validated without knowing D.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import dask
+import numba
+import numpy as np
+import xarray as xr
+from scipy.special import ndtri
+
+from uqx.dataio.model import (
+    ColumnRef,
+    InputError,
+    as_stacked,
+    iter_sets,
+    read_rows,
+    streamed_content_key,
+)
+from uqx.engine.generators import normal_step, stream_state, t_step
+from uqx.engine.generators import t_params as _t_params
+from uqx.engine.resample import (
+    _draw2,
+    _thresh,
+    content_key,
+    resolve_seed,
+    rows_for_budget,
+    seed_sequence,
+)
+from uqx.engine.statistic import (
+    BINNED_STATS,
+    MOMENT_STATS,
+    BinningConfig,
+    parse_stat,
+)
+
+__all__ = [
+    "zeta_score",
+    "zeta_sim2",
+    "binomial_ci",
+    "draw_unit",
+    "unit_step",
+    "unit_args",
+    "unit_quantile",
+    "simulate_reference",
+    "prepare_sets",
+    "d_sensitive",
+    "DISTRIBUTIONS",
+]
+
+#: Simulated data sets per task (fixed: part of the definition of the keyed streams;
+#: inside a task rows are batched to the memory budget).
+SIM_BLOCK = 250
+
+#: Generative distributions: label -> (kind, nu).
+DISTRIBUTIONS = {"N": ("normal", None), "T6": ("t", 6.0)}
+
+
+def zeta_score(estimate, reference, ci_low, ci_high, *, target_u=0.0):
+    r"""ζ-score of paper 000 Eq. 20 (ErrViewLib ``fZetaBS``; METHODS §5.4).
+
+    .. math:: \zeta = \frac{\theta - \theta_{ref}}{\sqrt{(\theta - \ell)^2 + U_t^2}},
+              \quad \ell = \begin{cases} lo & \theta \ge \theta_{ref} \\ up & \text{else}
+              \end{cases}
+
+    i.e. the signed distance to the reference over the half-interval on the reference's
+    side; :math:`|\zeta| \le 1` iff the reference lies in the interval (when
+    :math:`U_t = 0`). ``target_u`` is the optional target uncertainty (000 uses
+    :math:`U_t = 2u(\tilde\theta_{ref})` for simulated references).
+
+    Examples
+    --------
+    >>> float(zeta_score(1.2, 1.0, 1.1, 1.3))
+    2.0
+    """
+    est = np.asarray(estimate, dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+    d = est - ref
+    lim = np.where(d >= 0, ci_low, ci_high)
+    width = np.sqrt((est - lim) ** 2 + np.asarray(target_u, dtype=np.float64) ** 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(d == 0, 0.0, d / width)
+    return z
+
+
+def zeta_sim2(estimate, reference, q_low, q_high):
+    r"""ζ_Sim2 of paper 000 Eq. 24 as coded (METHODS §5.4, §13.4).
+
+    .. math:: \zeta_{Sim2} = \begin{cases} (\theta - \tilde\theta)/(\tilde\theta - q_{2.5})
+              & \theta \le \tilde\theta \\ (\theta - \tilde\theta)/(q_{97.5} - \tilde\theta)
+              & \text{else} \end{cases}
+
+    Kept for comparison only: the paper advises against using it for decisions.
+    """
+    est = np.asarray(estimate, dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+    d = est - ref
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(d <= 0, d / (ref - np.asarray(q_low)), d / (np.asarray(q_high) - ref))
+
+
+def binomial_ci(x, n, *, method="wilsoncc", level=0.95):
+    r"""Binomial proportion interval (DescTools ``BinomCI``; METHODS §5.6).
+
+    ``method="wilson"``: :math:`c \pm h` with :math:`c = (x + \kappa^2/2)/(n+\kappa^2)`,
+    :math:`h = \kappa\sqrt n/(n+\kappa^2)\sqrt{\hat p\hat q + \kappa^2/(4n)}`;
+    ``method="wilsoncc"``: Newcombe (1998) method 4 with continuity correction. Integer
+    counts go through :meth:`scipy.stats.binomtest(x, n).proportion_ci
+    <scipy.stats._result_classes.BinomTestResult.proportion_ci>`; non-integer ``x`` and
+    ``n`` (calibration-curve bands, METHODS §10.1), which scipy does not take, use the
+    same closed forms (:func:`_wilson_formula`, checked against scipy on integers).
+
+    Examples
+    --------
+    >>> [round(float(v), 5) for v in binomial_ci(81, 263)]
+    [0.25351, 0.36818]
+    """
+    if method not in ("wilson", "wilsoncc"):
+        raise InputError(f"binomial_ci: method must be 'wilson' or 'wilsoncc', got {method!r}")
+    x = np.asarray(x, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    x, n = np.broadcast_arrays(x, n)
+    integer = (np.all(x == np.round(x)) and np.all(n == np.round(n)) and np.all(n >= 1)
+               and np.all((x >= 0) & (x <= n)))
+    if not integer:
+        return _wilson_formula(x, n, method=method, level=level)
+    from scipy.stats import binomtest
+
+    lo, hi = np.empty(x.shape), np.empty(x.shape)
+    for idx in np.ndindex(x.shape):
+        ci = binomtest(int(x[idx]), int(n[idx])).proportion_ci(confidence_level=level,
+                                                                method=method)
+        lo[idx], hi[idx] = ci.low, ci.high
+    return (lo[()], hi[()])
+
+
+def _wilson_formula(x, n, *, method="wilsoncc", level=0.95):
+    """Closed-form Wilson / Wilson-cc limits for any (also non-integer) x and n."""
+    k = ndtri((1 + level) / 2)
+    p = x / n
+    q = 1 - p
+    k2 = k * k
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if method == "wilson":
+            c = (x + k2 / 2) / (n + k2)
+            h = k * np.sqrt(n) / (n + k2) * np.sqrt(p * q + k2 / (4 * n))
+            lo, hi = c - h, c + h
+        else:
+            lo = (2 * x + k2 - 1 - k * np.sqrt(k2 - 2 - 1 / n + 4 * p * (n * q + 1))) / (
+                2 * (n + k2)
+            )
+            hi = (2 * x + k2 + 1 + k * np.sqrt(k2 + 2 - 1 / n + 4 * p * (n * q - 1))) / (
+                2 * (n + k2)
+            )
+            lo = np.where(x <= 0, 0.0, lo)
+            hi = np.where(x >= n, 1.0, hi)
+    return np.clip(lo, 0, 1), np.clip(hi, 0, 1)
+
+
+def draw_unit(source, size, *, dist="normal", nu=None, pool=None):
+    r"""Draw from a unit-variance generative distribution D (000 Sect. II D 2).
+
+    ``"normal"``: N(0, 1); ``"t"``: :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, ν > 2
+    (``nu = inf``: the normal); ``"data"``: values of ``pool`` (the data's z-scores at
+    unit mean square, :func:`uqx.engine.mctest.standardised_z`) drawn with replacement.
+
+    Parameters
+    ----------
+    source : numpy.random.SeedSequence, numpy.ndarray or numpy.random.Generator
+        A keyed stream (a SeedSequence, or a uint64[4] state from
+        :func:`uqx.engine.generators.stream_state`, advanced in place): the xoshiro256**
+        generators of :mod:`uqx.engine.generators` (ziggurat normal, Marsaglia–Tsang
+        :math:`t_s`, Lemire bounded integers for ``"data"``), the draws of the simulated
+        references and extrapolation nulls. The rows (last axis) are drawn one after the
+        other, each starting on a fresh output (``"data"``: a spare low half at the end
+        of a row is dropped), so ``draw_unit(st, (2, M))`` equals two calls
+        ``draw_unit(st, M)``: the bits never depend on how the rows are batched. A NumPy
+        ``Generator`` gives NumPy's own variates (``standard_normal``, ``standard_t``,
+        ``integers``).
+    size : int or tuple of int
+    dist : {"normal", "t", "data"}
+    nu : float, optional
+        Degrees of freedom of ``"t"`` (> 2; ``inf``: the normal).
+    pool : array_like, optional
+        The values resampled by ``"data"`` (at most 2**32 of them).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 of shape ``size``.
+    """
+    if isinstance(source, np.random.Generator):
+        _check_unit(dist, nu, pool)
+        return _draw_numpy(source, size, dist, nu, pool)
+    state, code, d, c, h, pool_arr = unit_args(source, dist, nu, pool)
+    shape = (int(size),) if np.ndim(size) == 0 else tuple(int(k) for k in size)
+    out = np.empty(shape, dtype=np.float64)
+    if out.size:
+        _unit_rows(state, code, d, c, h, pool_arr, out.reshape(-1, shape[-1]))
+    return out
+
+
+def _check_unit(dist, nu, pool):
+    if dist == "data":
+        if pool is None or np.size(pool) == 0:
+            raise InputError("dist 'data' needs the pool of the data's z-scores")
+    elif dist == "t":
+        if nu is None or not nu > 2:
+            raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
+    elif dist != "normal":
+        raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
+
+
+def unit_args(source, dist="normal", nu=None, pool=None):
+    """Arguments of :func:`unit_step` for a keyed stream and a generative distribution.
+
+    Checks ``dist``/``nu``/``pool`` as :func:`draw_unit` and returns
+    ``(state, code, d, c, h, pool)``: the uint64[4] stream state (``source`` itself when
+    it is one), the member code, :func:`uqx.engine.generators.t_params` and the pool as a
+    contiguous float64 array (a dummy of one value when unused).
+    """
+    _check_unit(dist, nu, pool)
+    if isinstance(source, np.random.SeedSequence):
+        state = stream_state(source)
+    elif (isinstance(source, np.ndarray) and source.dtype == np.uint64
+          and source.shape == (4,)):
+        state = source
+    else:
+        raise InputError("source must be a numpy Generator, a SeedSequence or a uint64[4] "
+                         "stream state (uqx.engine.generators.stream_state)")
+    if dist == "t":
+        code, (d, c, h) = 1, _t_params(float(nu))
+    else:
+        code, d, c, h = (2 if dist == "data" else 0), 1.0, 0.0, 1.0
+    return state, code, d, c, h, _pool_array(pool if dist == "data" else None)
+
+
+def _draw_numpy(rng, size, dist, nu, pool):
+    """NumPy ``Generator`` route of :func:`draw_unit` (arguments already checked)."""
+    if dist == "data":
+        return np.asarray(pool)[rng.integers(0, np.size(pool), size)]
+    if dist == "normal" or np.isinf(nu):  # the limit of t_s(nu): the normal
+        return rng.standard_normal(size)
+    return rng.standard_t(nu, size) / np.sqrt(nu / (nu - 2.0))
+
+
+def _pool_array(pool):
+    if pool is None:
+        return np.zeros(1)
+    pool = np.ascontiguousarray(pool, dtype=np.float64).ravel()
+    if pool.size > 2**32:
+        raise InputError("dist 'data': at most 2**32 values to resample")
+    return pool
+
+
+def unit_quantile(p, *, dist="normal", nu=None):
+    r"""Quantile of a unit-variance generative distribution D (METHODS §6).
+
+    ``dist="normal"``: :math:`\Phi^{-1}(p)`; ``dist="t"``: unit-variance Student
+    :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, requires :math:`\nu > 2`.
+    """
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    p = np.asarray(p, dtype=np.float64)
+    if dist == "normal":
+        return norm.ppf(p)
+    if dist == "t":
+        if nu is None or not nu > 2:
+            raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
+        return student_t.ppf(p, nu) / np.sqrt(nu / (nu - 2.0))
+    raise InputError(f"dist must be 'normal' or 't', got {dist!r}")
+
+
+def d_sensitive(ref_a, se_a, ref_b, se_b, *, k=2.0):
+    r"""D-sensitivity rule: :math:`|\tilde\theta_a - \tilde\theta_b| > k\sqrt{u_a^2 + u_b^2}`."""
+    return np.abs(np.asarray(ref_a) - ref_b) > k * np.sqrt(
+        np.asarray(se_a) ** 2 + np.asarray(se_b) ** 2
+    )
+
+
+# ------------------------------------------------------------ simulation kernels
+@numba.njit(inline="always")
+def unit_step(code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have):
+    r"""One unit draw ε of member ``code`` on the stream (s0..s3), in registers (numba).
+
+    For kernels that simulate calibrated copies without storing ε: arguments from
+    :func:`unit_args` (``n = pool.size``, ``th = (2**32 - n) % n`` as
+    :func:`uqx.engine.resample._thresh`), ``pend, have = 0, False`` at the start of each copy.
+    ``0`` N(0, 1) (ziggurat :func:`uqx.engine.generators.normal_step`); ``1`` unit-variance
+    :math:`t_s(\nu)` (:func:`uqx.engine.generators.t_step`, ``(d, c, h) = t_params(nu)``);
+    ``2`` ``pool[j]`` with ``j`` uniform in [0, n) by Lemire's method on the two 32-bit
+    halves of an output (:func:`uqx.engine.resample._draw2`): the high half first, an accepted
+    low half kept in ``(pend, have)`` for the next draw (the caller drops it at the end
+    of a row, as :func:`uqx.engine.resample.uniform_integers` does at the end of its draws).
+
+    Returns ``(eps, s0, s1, s2, s3, pend, have)``.
+    """
+    if code == 2:
+        if have:
+            return pool[pend], s0, s1, s2, s3, pend, False
+        while True:
+            j1, ok1, j2, ok2, s0, s1, s2, s3 = _draw2(s0, s1, s2, s3, n, th)
+            if ok1:
+                return pool[j1], s0, s1, s2, s3, j2, ok2
+            if ok2:
+                return pool[j2], s0, s1, s2, s3, j2, False
+    if code == 1:
+        e, s0, s1, s2, s3 = t_step(s0, s1, s2, s3, d, c, h)
+        return e, s0, s1, s2, s3, pend, have
+    e, s0, s1, s2, s3 = normal_step(s0, s1, s2, s3)
+    return e, s0, s1, s2, s3, pend, have
+
+
+@numba.njit(nogil=True, cache=True)
+def _unit_rows(state, code, d, c, h, pool, out):  # pragma: no cover - numba
+    """Fill the rows of ``out`` (k, M) with unit draws, row after row on one stream."""
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    n = np.uint64(max(pool.shape[0], 1))
+    th = _thresh(n)
+    for r in range(out.shape[0]):
+        pend, have = np.uint64(0), False
+        for i in range(out.shape[1]):
+            out[r, i], s0, s1, s2, s3, pend, have = unit_step(
+                code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
+              buf):  # pragma: no cover - numba
+    """Simulate ``k = out_seg.shape[0]`` calibrated copies ``E = u ε`` and sum them.
+
+    One pass per copy over the M positions in the uE order, ε drawn on the fly
+    (:func:`unit_step`, row after row on one stream: the same draws as
+    :func:`_unit_rows`). Per segment ``[seg[s], seg[s+1])`` of that order (the uE bins,
+    or the whole set) ``out_seg[r, s] = (Σε², Σ(uε)², Σuε, Σε)``; per bin ``b`` of every
+    other binning ``c`` (``binid[c, i]``: bin of position i, offsets ``boff``) the same
+    four sums in ``out_bin[r, boff[c] + b]``. The first ``buf.shape[0]`` copies also
+    keep ε in ``buf`` (rank statistics, the extrapolation nulls); nothing else is stored.
+    """
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    n = np.uint64(max(pool.shape[0], 1))
+    th = _thresh(n)
+    C = binid.shape[0]
+    for r in range(out_seg.shape[0]):
+        keep = r < buf.shape[0]
+        pend, have = np.uint64(0), False
+        for s in range(seg.shape[0] - 1):
+            # two sets of accumulators (even / odd positions): the additions of
+            # neighbouring values do not wait on each other (~1 ns per value less)
+            a0 = a1 = a2 = a3 = 0.0
+            b0 = b1 = b2 = b3 = 0.0
+            i0, i1 = seg[s], seg[s + 1]
+            if C == 0 and not keep:  # the common case: nothing but the sums
+                for i in range(i0, i1 - 1, 2):
+                    e, s0, s1, s2, s3, pend, have = unit_step(
+                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    f, s0, s1, s2, s3, pend, have = unit_step(
+                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    x = u[i] * e
+                    y = u[i + 1] * f
+                    a0 += e * e
+                    a1 += x * x
+                    a2 += x
+                    a3 += e
+                    b0 += f * f
+                    b1 += y * y
+                    b2 += y
+                    b3 += f
+                if (i1 - i0) & 1:
+                    e, s0, s1, s2, s3, pend, have = unit_step(
+                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    x = u[i1 - 1] * e
+                    a0 += e * e
+                    a1 += x * x
+                    a2 += x
+                    a3 += e
+                out_seg[r, s, 0] = a0 + b0
+                out_seg[r, s, 1] = a1 + b1
+                out_seg[r, s, 2] = a2 + b2
+                out_seg[r, s, 3] = a3 + b3
+                continue
+            for i in range(i0, i1 - 1, 2):
+                e, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                f, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                x = u[i] * e
+                e2 = e * e
+                x2 = x * x
+                for cc in range(C):
+                    b = boff[cc] + binid[cc, i]
+                    out_bin[r, b, 0] += e2
+                    out_bin[r, b, 1] += x2
+                    out_bin[r, b, 2] += x
+                    out_bin[r, b, 3] += e
+                if keep:
+                    buf[r, i] = e
+                y = u[i + 1] * f
+                f2 = f * f
+                y2 = y * y
+                for cc in range(C):
+                    b = boff[cc] + binid[cc, i + 1]
+                    out_bin[r, b, 0] += f2
+                    out_bin[r, b, 1] += y2
+                    out_bin[r, b, 2] += y
+                    out_bin[r, b, 3] += f
+                if keep:
+                    buf[r, i + 1] = f
+                a0 += e2
+                a1 += x2
+                a2 += x
+                a3 += e
+                b0 += f2
+                b1 += y2
+                b2 += y
+                b3 += f
+            if (i1 - i0) & 1:
+                e, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                x = u[i1 - 1] * e
+                e2 = e * e
+                x2 = x * x
+                for cc in range(C):
+                    b = boff[cc] + binid[cc, i1 - 1]
+                    out_bin[r, b, 0] += e2
+                    out_bin[r, b, 1] += x2
+                    out_bin[r, b, 2] += x
+                    out_bin[r, b, 3] += e
+                if keep:
+                    buf[r, i1 - 1] = e
+                a0 += e2
+                a1 += x2
+                a2 += x
+                a3 += e
+            out_seg[r, s, 0] = a0 + b0
+            out_seg[r, s, 1] = a1 + b1
+            out_seg[r, s, 2] = a2 + b2
+            out_seg[r, s, 3] = a3 + b3
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
+def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None):
+    r"""Statistics of ``nb`` simulated data sets (one keyed block) -> {name: (nb,)}.
+
+    The block's copies are drawn on one keyed xoshiro256** stream,
+    ``seed_sequence(seed, "sim", set key, member label, block)``, copy after copy, each
+    laid out in the stable uE order (ε is i.i.d., so any fixed layout gives calibrated
+    copies :math:`E = u\,\epsilon`). :func:`_sim_rows` draws, bins and sums a copy in
+    one pass without storing ε; only the copies that a rank statistic or the
+    extrapolation hook needs keep ε, in batches sized to
+    :data:`uqx.engine.resample.MEMORY_BUDGET` (about 12 float64 temporaries per value). The
+    stream is consumed in the same order whatever the batches, so the numbers do not
+    depend on the budget.
+    """
+    state, code, d, c, h, pool = unit_args(seed_sequence(seed, "sim", ss.key, dlabel, block),
+                                           dist, nu, ss.pool)
+    rank = any(s.family == "rank" for s in specs)
+    first = block * SIM_BLOCK  # index of the block's first copy in the whole stream
+    n_hook = 0 if hook is None else max(0, min(nb, hook.n_copies - first))
+    rows = rows_for_budget(12 * 8 * ss.M)
+    parts, hooked = [], []
+    lo = 0
+    while lo < nb:
+        if rank or lo < n_hook:  # these copies keep ε
+            k = min(rows, nb - lo) if rank else min(rows, n_hook - lo)
+            buf = np.empty((k, ss.M))
+        else:
+            k, buf = nb - lo, np.empty((0, ss.M))
+        out_seg = np.zeros((k, ss.seg.size - 1, 4))
+        out_bin = np.zeros((k, ss.n_extra, 4))
+        _sim_rows(state, code, d, c, h, pool, ss.u_sorted, ss.seg, ss.binid, ss.boff,
+                  out_seg, out_bin, buf)
+        parts.append(_sums_stats(out_seg, out_bin, buf if rank else None, ss, specs))
+        if lo < n_hook:  # the same draws, reused
+            hooked.append(hook(buf[: n_hook - lo]))
+        lo += k
+    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    if hooked:
+        out["_hook"] = np.concatenate(hooked)
+    return out
+
+
+# ------------------------------------------------- streamed route: moment statistics
+#: Rows of a group of the streamed moment route (part of its stream definition).
+SIM_GROUP_ROWS = 1 << 20
+
+
+def _u_sums(col_u, lo, hi):
+    """Σu² and Σ ln u² over rows lo:hi."""
+    u2 = read_rows(col_u.arr, lo, hi) ** 2
+    return np.array([u2.sum(), np.log(u2).sum()])
+
+
+def _stream_pool(E, u, M):
+    r"""Build the data's z-scores at unit mean square, :math:`z/\sqrt{\langle z^2\rangle}`.
+
+    Group by group (8 bytes a row: the ``"data"`` member resamples the whole set).
+    """
+    pool = np.empty(M)
+    s = 0.0
+    for lo in range(0, M, SIM_GROUP_ROWS):
+        hi = min(lo + SIM_GROUP_ROWS, M)
+        z = read_rows(E, lo, hi) / read_rows(u, lo, hi)
+        pool[lo:hi] = z
+        s += float(np.sum(z * z))
+    pool /= np.sqrt(s / M)
+    return pool
+
+
+def _moment_group(col_u, col_pool, lo, hi, seed, key, dlabel, block, g, nb, dist, nu):
+    """Sum (nb, 4) the block's copies over rows lo:hi (group g), in file order."""
+    u = read_rows(col_u.arr, lo, hi)
+    ss = seed_sequence(seed, "sim", key, dlabel, block, "rows", g)
+    state, code, d, c, h, pool = unit_args(ss, dist, nu, col_pool.arr)
+    out = np.zeros((nb, 1, 4))
+    _sim_rows(state, code, d, c, h, pool, u, np.array([0, hi - lo], dtype=np.int64),
+              np.zeros((0, 1), np.int32), np.zeros(0, np.int64), out, np.zeros((nb, 0, 4)),
+              np.empty((0, hi - lo)))
+    return out[:, 0]
+
+
+def _moment_block(parts, usums, specs, M):
+    """Statistics of a block's copies from the group sums, added in group order."""
+    tot = parts[0]
+    for p in parts[1:]:
+        tot = tot + p
+    us = usums[0]
+    for p in usums[1:]:
+        us = us + p
+    S = np.empty((tot.shape[0], 5))  # (z², u², E², z, ln u²) with z = ε
+    S[:, 0], S[:, 1], S[:, 2], S[:, 3], S[:, 4] = tot[:, 0], us[0], tot[:, 1], tot[:, 3], us[1]
+    return {s.name: MOMENT_STATS[s.base](S, M) for s in specs}
+
+
+def _moment_tasks(ds, i, specs, dist, nu, seed, dlabel, n_mc):
+    """Lazy blocks of set i by the streamed moment route (nothing loaded but one group).
+
+    Copy k of block b is drawn in file order, group by group: rows of group g on the
+    keyed stream ``seed_sequence(seed, "sim", key, label, b, "rows", g)``, copy after
+    copy; its sums (Σε², Σ(uε)², Σuε, Σε) are added in group order. The same code runs
+    on numpy and on dask columns, so both give the same bits.
+    """
+    m = int(ds["M"].values[i])
+    E, u = ds["E"].data[i, :m], ds["uE"].data[i, :m]
+    key = streamed_content_key(E, u, m, SIM_GROUP_ROWS)
+    groups = [(lo, min(lo + SIM_GROUP_ROWS, m)) for lo in range(0, m, SIM_GROUP_ROWS)]
+    col_u = ColumnRef(u)
+    col_pool = ColumnRef(_stream_pool(E, u, m) if dist == "data" else None)
+    usums = [dask.delayed(_u_sums, pure=False)(col_u, lo, hi) for lo, hi in groups]
+    blocks = []
+    for b in range(-(-n_mc // SIM_BLOCK)):
+        nb = min(SIM_BLOCK, n_mc - b * SIM_BLOCK)
+        parts = [dask.delayed(_moment_group, pure=False)(col_u, col_pool, lo, hi, seed, key,
+                                                         dlabel, b, g, nb, dist, nu)
+                 for g, (lo, hi) in enumerate(groups)]
+        blocks.append(dask.delayed(_moment_block, pure=False)(parts, usums, specs, m))
+    return blocks
+
+
+def _bin_sums(sums, u2, n, tot_x, M):
+    """Per-bin sums (k, N, 6) of the bin features from the kernel's (Σε², Σx², Σx, Σε).
+
+    Features of :func:`uqx.engine.statistic.bin_features` with ``x = E = uε``, ``z = ε`` and
+    ``E`` centred on the copy's mean ``m = ΣE/M``: ``Σ(E-m) = ΣE - n m`` and
+    ``Σ(E-m)² = ΣE² - 2mΣE + n m²``.
+    """
+    m = (tot_x / M)[:, None]
+    S = np.empty(sums.shape[:2] + (6,))
+    S[..., 0] = u2
+    S[..., 1] = sums[..., 1]
+    S[..., 2] = sums[..., 0]
+    S[..., 3] = sums[..., 2] - n * m
+    S[..., 4] = sums[..., 1] - 2.0 * m * sums[..., 2] + n * m * m
+    S[..., 5] = sums[..., 3]
+    return S
+
+
+def _sums_stats(out_seg, out_bin, eps, ss, specs):
+    """Statistics of the copies from the kernel's sums (and ε for the rank statistic)."""
+    out = {}
+    tot = out_seg.sum(axis=1)  # (k, 4): Σε², Σ(uε)², Σuε, Σε
+    moment = [s for s in specs if s.family == "moment"]
+    if moment:
+        # features (z², u², E², z, ln u²): z = ε, and the u-only ones are constants
+        S = np.empty((tot.shape[0], 5))
+        S[:, 0] = tot[:, 0]
+        S[:, 1] = ss.sum_u2
+        S[:, 2] = tot[:, 1]
+        S[:, 3] = tot[:, 3]
+        S[:, 4] = ss.sum_lnu2
+        for s in moment:
+            out[s.name] = MOMENT_STATS[s.base](S, ss.M)
+    for cond, (lo, hi, u2, n) in ss.layout.items():
+        sums = out_seg if lo is None else out_bin[:, lo:hi]
+        S = _bin_sums(sums, u2, n, tot[:, 2], ss.M)
+        for s in specs:
+            if s.family == "binned" and s.cond == cond:
+                out[s.name] = BINNED_STATS[s.base][0](S, n)
+    if any(s.family == "rank" for s in specs):
+        out["cc"] = _cc_fixed_u(np.abs(eps * ss.u_sorted), ss.ru)
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _cc_rows(ae, order, ru, out, tied):  # pragma: no cover - numba
+    """Spearman CC of each row of |E| (sorted by ``order``) with fixed centred ranks ``ru``.
+
+    Flags the rows with ties (their positions are not their average ranks).
+    """
+    k, M = ae.shape
+    denom = np.sqrt(np.sum(ru * ru) * M * (M * M - 1.0) / 12.0)
+    c = (M - 1) / 2.0
+    for r in range(k):  # serial: the callers run in parallel (dask tasks)
+        acc = 0.0
+        t = False
+        for i in range(M):
+            j = order[r, i]
+            if i > 0 and ae[r, j] == ae[r, order[r, i - 1]]:
+                t = True
+            acc += (i - c) * ru[j]
+        out[r] = acc / denom
+        tied[r] = t
+
+
+def _cc_fixed_u(ae, ru):
+    """Spearman CC of rows of |E| against fixed centred average ranks ``ru`` of u.
+
+    Continuous simulated errors have no ties: the rank of a value is its position in one
+    argsort per row, accumulated against ``ru`` in numba, and the rank variance is
+    M(M²-1)/12. Rows
+    with ties (discrete data, or the resampled "data" member) fall back to average ranks
+    (:func:`scipy.stats.rankdata`).
+    """
+    ae = np.ascontiguousarray(np.atleast_2d(ae), dtype=np.float64)
+    ru = np.ascontiguousarray(ru, dtype=np.float64)
+    M = ae.shape[-1]
+    out = np.empty(ae.shape[0])
+    tied = np.zeros(ae.shape[0], dtype=np.bool_)
+    _cc_rows(ae, np.argsort(ae, axis=-1), ru, out, tied)  # NumPy's vectorised sort
+    if tied.any():
+        from scipy.stats import rankdata
+
+        re_ = rankdata(ae[tied], axis=-1) - (M + 1) / 2.0
+        out[tied] = (re_ @ ru) / np.sqrt(np.sum(re_ * re_, axis=-1) * np.dot(ru, ru))
+    return out
+
+
+def _summarise_sims(computed, names, n_mc, level, keep_draws) -> xr.Dataset:
+    """Sim (mean, MC standard error) and Sim2 (quantile interval) of the simulated values."""
+    shape = (len(computed), len(names))
+    res = {k: np.full(shape, np.nan) for k in ("reference", "reference_se", "sim2_low",
+                                                "sim2_high")}
+    n_nan = np.zeros(shape, dtype=np.int64)
+    draws = np.full(shape + (n_mc,), np.nan) if keep_draws else None
+    for i, blocks in enumerate(computed):
+        for j, name in enumerate(names):
+            v = np.concatenate([b[name] for b in blocks])
+            ok = v[~np.isnan(v)]
+            n_nan[i, j] = v.size - ok.size
+            if ok.size:
+                res["reference"][i, j] = ok.mean()
+                res["reference_se"][i, j] = ok.std(ddof=1) / np.sqrt(ok.size)
+                res["sim2_low"][i, j], res["sim2_high"][i, j] = np.quantile(
+                    ok, [(1 - level) / 2, (1 + level) / 2], method="linear")
+            if draws is not None:
+                draws[i, j] = v
+    data = {k: (("set", "stat"), v) for k, v in res.items()}
+    data["n_nan"] = (("set", "stat"), n_nan)
+    if draws is not None:
+        data["draws"] = (("set", "stat", "mc"), draws)
+    return xr.Dataset(data, coords={"stat": names})
+
+
+class _SimSet:
+    """What the simulation of one data set needs: uE in stable order and the binnings.
+
+    Built once per data set and shared by every member and copy (:func:`prepare_sets`):
+    one stable sort of uE, and the bins as index intervals of that order (``seg``, for
+    the bins on uE) or as a bin index per position (``binid``, for X / V). ``layout[c]``
+    = (lo, hi, Σu² per bin, n per bin): ``lo = None`` for the segments, else the slice
+    of the kernel's extra bins.
+    """
+
+    def __init__(self, sd, conds, cfg, pool=False):
+        from uqx.engine.binning import make_bins, stable_order
+        from uqx.engine.mctest import standardised_z
+
+        self.name, self.M, self.cfg, self.conds = sd.name, sd.M, cfg, frozenset(conds)
+        self.key = content_key(sd.E, sd.uE)
+        self.pool = standardised_z(sd.E, sd.uE) if pool else None
+        order = stable_order(sd.uE)
+        self.u_sorted = np.ascontiguousarray(sd.uE[order])
+        u2 = self.u_sorted**2
+        self.sum_u2 = float(np.sum(u2))
+        self.sum_lnu2 = float(np.sum(np.log(u2)))
+        self._ru = None
+        where = np.empty(sd.M, dtype=np.int64)
+        where[order] = np.arange(sd.M)  # file index -> position in uE order
+        values = {"uE": sd.uE, "X": sd.X, "V": sd.V}
+        self.seg = np.array([0, sd.M], dtype=np.int64)
+        self.layout, ids, offs, off = {}, [], [], 0
+        for c in sorted(self.conds):
+            if values.get(c) is None:
+                raise InputError(f"{sd.name}: statistic needs variable {c!r}, absent here")
+            b = make_bins(values[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
+                          log=cfg.log)
+            edges = np.asarray(b.edges, dtype=np.int64)
+            n = np.diff(edges).astype(np.float64)
+            if c == "uE" and np.array_equal(b.order, order):  # index intervals of uE order
+                self.seg = np.ascontiguousarray(edges)
+                self.layout[c] = (None, None, np.add.reduceat(u2, edges[:-1]), n)
+                continue
+            bin_of = np.empty(sd.M, dtype=np.int32)
+            bin_of[where[b.order]] = np.repeat(np.arange(n.size, dtype=np.int32),
+                                               np.diff(edges))
+            ids.append(bin_of)
+            offs.append(off)
+            self.layout[c] = (off, off + n.size, np.bincount(bin_of, u2, n.size), n)
+            off += n.size
+        self.n_extra = off
+        self.binid = np.ascontiguousarray(np.stack(ids)) if ids else np.zeros((0, 1), np.int32)
+        self.boff = np.array(offs, dtype=np.int64)
+
+    @property
+    def ru(self):
+        """Centred average ranks of the sorted uE (the rank statistic only)."""
+        if self._ru is None:
+            from scipy.stats import rankdata
+
+            self._ru = rankdata(self.u_sorted) - (self.M + 1) / 2.0
+        return self._ru
+
+    def fits(self, conds, cfg, pool) -> bool:
+        """Whether this preparation serves a call with these binnings and pool."""
+        return self.cfg == cfg and self.conds == frozenset(conds) and (
+            not pool or self.pool is not None)
+
+
+def _binned_conds(specs):
+    return {s.cond for s in specs if s.family == "binned"}
+
+
+def prepare_sets(ds, stats, *, bins: int = 20, binning: str = "equal-count",
+                 pop_min: int = 30, pool: bool = False) -> list:
+    """Sort and bin each data set once for several :func:`simulate_reference` calls.
+
+    One stable sort of uE per set and one set of bins (index intervals of that order
+    for uE, a bin index per position for X / V) shared by every member and copy; with
+    ``pool`` also the standardised z-scores of the ``"data"`` member. Pass the result
+    as ``prepared=`` with the same ``stats`` and binning.
+    """
+    specs = [parse_stat(s) for s in stats]
+    cfg = BinningConfig(bins, binning, pop_min)
+    return [_SimSet(sd, _binned_conds(specs), cfg, pool)
+            for sd in iter_sets(as_stacked(ds))]
+
+
+def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks, prepared):
+    """Lazy blocks of every set by the route in uE order (binned, rank, hooks)."""
+    sets = list(iter_sets(ds))
+    conds = _binned_conds(specs)
+    per_set = np.ndim(nu) > 0
+    if prepared is None or len(prepared) != len(sets) or not all(
+            p.fits(conds, cfg, dist == "data") for p in prepared):
+        prepared = [_SimSet(sd, conds, cfg, dist == "data") for sd in sets]
+    tasks = [
+        [dask.delayed(_sim_block)(ss, specs, dist, float(nu[i]) if per_set else nu, seed,
+                                  dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook)
+         for b in range(n_blocks)]
+        for i, (ss, hook) in enumerate(zip(prepared, hooks, strict=True))
+    ]
+    return tasks
+
+
+def simulate_reference(
+    ds,
+    stats: Sequence[str] = ("cc", "ence", "zmse"),
+    *,
+    dist: str = "normal",
+    nu: float = 6.0,
+    n_mc: int = 10_000,
+    seed: int | None = None,
+    bins: int = 20,
+    binning: str = "equal-count",
+    pop_min: int = 30,
+    level: float = 0.95,
+    keep_draws: bool = False,
+    scheduler=None,
+    num_workers: int | None = None,
+    hooks=None,
+    label: str | None = None,
+    prepared: list | None = None,
+    progress: bool = False,
+) -> xr.Dataset:
+    r"""Simulate reference values of statistics (paper 000 Sect. II D 2, METHODS §6).
+
+    For k = 1..N_MC: :math:`E^{(k)} = u \odot \epsilon^{(k)}`, ε ~ D, statistic
+    :math:`\tilde\theta_k` with the same binning as the data;
+    :math:`\tilde\theta_{ref} = \overline{\tilde\theta_k}`,
+    :math:`u(\tilde\theta_{ref}) = \mathrm{sd}(\tilde\theta_k)/\sqrt{N_{MC}}`, and the
+    ``Sim2`` interval = type-7 quantiles at :math:`(1 \mp level)/2`.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input data set(s); only ``uE`` (and X/V for binning) are used.
+    stats : sequence of str
+        Statistic names (as for :func:`uqx.bootstrap`).
+    dist : {"normal", "t", "data"}
+        Generative distribution; ``"t"`` is the unit-variance Student :math:`t_s(\nu)`,
+        ``"data"`` each set's own z-scores at unit mean square, resampled with
+        replacement (:func:`uqx.engine.mctest.standardised_z`).
+    nu : float or sequence of float, default 6
+        Degrees of freedom of ``"t"`` (must be > 2; ``inf``: the normal), or one per
+        set (the data-matched member of :mod:`uqx.engine.mctest`; then give ``label``).
+    n_mc : int, default 10000
+        Number of simulated data sets.
+    label : str, optional
+        Label of the distribution in the keyed streams (default ``N`` or ``T<nu>``).
+    hooks : list, optional
+        One callable (or None) per set, applied to the unit draws ε (k, M) of its first
+        ``hook.n_copies`` simulated sets (laid out in the stable uE order); the results
+        come back as a second return value ``{set index: (n_copies, ...)}``
+        (:class:`uqx.inference.extrapolation.NullHook` uses it to share the draws).
+    prepared : list, optional
+        :func:`prepare_sets` of the same data and binning: the sort and the bins shared
+        by several calls (the members of :mod:`uqx.engine.mctest`); rebuilt when they do not
+        fit.
+    progress : bool
+        Progress bar on stderr (a terminal only, :func:`uqx.progress.progress_bar`).
+
+    Returns
+    -------
+    xarray.Dataset
+        Over (``set``, ``stat``): ``reference``, ``reference_se``, ``sim2_low``,
+        ``sim2_high``, ``n_nan`` [, ``draws`` over ``mc``].
+
+    Notes
+    -----
+    **Moment statistics only** (no hooks): streamed out of core
+    (:func:`_moment_tasks`). Copy k is drawn in file order, group by group of
+    :data:`SIM_GROUP_ROWS` rows, on the keyed streams ``seed_sequence(seed, "sim",
+    content key, label, k // SIM_BLOCK, "rows", g)``; a task reads only its group's uE
+    (dask columns are read chunk by chunk: a lazily opened NetCDF is never loaded), and
+    the sums are added in group order, so numpy and dask inputs give the same bits.
+    Memory: O(group) per task, plus the z-scores for ``"data"`` (8 bytes a row).
+
+    **Otherwise** (binned or rank statistics, hooks): the set is loaded and copy k is
+    drawn on ``seed_sequence(seed, "sim", content key, label, k // SIM_BLOCK)``, copy
+    after copy within a block, laid out in the stable uE order, binned and summed in the
+    same pass (:func:`_sim_rows`). Memory: uE in sort order (8 bytes a row), a bin index
+    per row for each binning on X or V (4 bytes a row), the z-scores for ``"data"``, and
+    ε only for the copies that CC or the hooks need (batches of
+    :data:`uqx.engine.resample.MEMORY_BUDGET`). In both routes the draws are the generators of
+    :mod:`uqx.engine.generators` (``"data"``: Lemire bounded integers) and the numbers depend
+    on neither the scheduler, the workers, nor the memory budget.
+    """
+    if not (isinstance(n_mc, (int, np.integer)) and n_mc >= 2):
+        raise InputError(f"n_mc must be an integer >= 2, got {n_mc!r}")
+    specs = [parse_stat(s) for s in stats]
+    if any(s.vector for s in specs):
+        raise InputError("per-bin statistics have no scalar simulated reference")
+    seed = resolve_seed(seed)
+    if dist not in ("normal", "t", "data"):
+        raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
+    ds = as_stacked(ds)
+    n_sets = ds.sizes["set"]
+    per_set = np.ndim(nu) > 0
+    nus = np.asarray(nu, dtype=np.float64).ravel() if per_set else None
+    if per_set and nus.size != n_sets:
+        raise InputError(f"nu: one value per set expected ({n_sets}), got {np.size(nu)}")
+    if dist == "t" and not (np.all(nus > 2) if per_set else (
+            isinstance(nu, (int, float, np.number)) and nu > 2)):
+        raise InputError(f"unit-variance Student t needs nu > 2, got {nu!r}")
+    if per_set and label is None:
+        raise InputError("one nu per set needs a label for its random streams")
+    dlabel = label or {"normal": "N", "data": "data"}.get(dist) or f"T{nu:g}"
+    cfg = BinningConfig(bins, binning, pop_min)
+    n_blocks = -(-n_mc // SIM_BLOCK)
+    hooks = hooks or [None] * n_sets
+    streamed = all(s.family == "moment" for s in specs) and all(h is None for h in hooks)
+    if streamed:  # moment statistics only: file order, group by group (out of core)
+        tasks = [_moment_tasks(ds, i, specs, dist, float(nus[i]) if per_set else nu, seed,
+                               dlabel, n_mc) for i in range(n_sets)]
+    else:
+        tasks = _sorted_tasks(ds, specs, cfg, dist, nus if per_set else nu, seed, dlabel,
+                              n_mc, n_blocks, hooks, prepared)
+
+    kw = {"scheduler": scheduler or "threads"}
+    if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
+        kw["num_workers"] = num_workers
+    from uqx.progress import progress_bar
+
+    with progress_bar(quiet=not progress):
+        (computed,) = dask.compute(tasks, **kw)
+    out = _summarise_sims(computed, [s.name for s in specs], n_mc, level, keep_draws)
+    out = out.assign_coords(set=ds["set"].values)
+    if per_set:
+        out["nu"] = ("set", nus.copy(), {"long_name": "degrees of freedom per set"})
+    out.attrs = {"dist": dist, "dist_label": dlabel,
+                 "nu": float(nu) if dist == "t" and not per_set else np.nan,
+                 "n_mc": int(n_mc), "seed": int(seed), "level": float(level),
+                 "binning_scheme": binning, "n_bins": int(bins), "pop_min": int(pop_min)}
+    out["reference"].attrs["long_name"] = "simulated reference (mean over N_MC draws)"
+    out["reference_se"].attrs["long_name"] = "Monte-Carlo standard error of the reference"
+    out["sim2_low"].attrs["long_name"] = "lower quantile of simulated values (Sim2)"
+    out["sim2_high"].attrs["long_name"] = "upper quantile of simulated values (Sim2)"
+    if any(h is not None for h in hooks):
+        return out, {i: np.concatenate([b["_hook"] for b in blocks if "_hook" in b])
+                     for i, blocks in enumerate(computed) if hooks[i] is not None}
+    return out

@@ -1,1 +1,0 @@
-"""Numpy kernels over the last axis (no xarray inside)."""

@@ -1,0 +1,317 @@
+"""Conditional calibration steps of the workflow: consistency (on uE) and adaptivity (X, V).
+
+* the **fraction of valid LZISD bins** (bins whose BCa interval of 1/sd(Z) contains 1)
+  with its Wilson-cc interval, compatible with the nominal 95 %? Every set gets its own
+  number of bins (ErrViewLib default max(min(floor(M/150), 15), 2)), so a set's result
+  does not depend on the sets analysed beside it. A diagnostic of the papers
+  (``conditional_valid``), not a test: its per-bin intervals under-cover with heavy
+  tails and few points per bin;
+* the **extrapolation to zero bins** of ENCE, ZMSE and ZVE (:mod:`uqx.inference.extrapolation`),
+  judged against the intercept's simulated null distribution;
+* the **headline** (:func:`headline_step`): one Monte-Carlo test combining the binned
+  statistics, CC and the intercepts on their shared calibrated copies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from uqx.dataio.model import InputError
+from uqx.engine.resample import content_key
+from uqx.inference.bootstrap import bootstrap_per_bin
+from uqx.inference.extrapolation import PRESETS, extrapolate_many
+from uqx.inference.reference import binomial_ci
+
+__all__ = ["default_cond_bins", "lzisd_step", "extrapolation_step", "headline_step",
+           "null_hooks"]
+
+_NOMINAL_FVAL = 0.95
+
+
+def default_cond_bins(M: int) -> int:
+    """ErrViewLib default bins for local analyses: max(min(floor(M/150), 15), 2)."""
+    return max(min(M // 150, 15), 2)
+
+
+def _conds(sets):
+    return ["uE"] + [c for c in ("X", "V") if any(getattr(sd, c) is not None for sd in sets)]
+
+
+#: Bins of at least this many points get the analytic 'cho' LZISD interval under
+#: ``lzisd_ci="auto"`` (ErrViewLib's 'auto' rule of plotLZV, methods page, Binned statistics).
+CHO_MIN_POP = 400
+
+
+def _lzisd_one(ds, i, sd, cond, *, nb, method, seed, level, n_boot, pop_min, common):
+    """LZISD per bin of one (set, cond): BCa from shared resamples, or 'cho'."""
+    from uqx.engine.binning import equal_count_edges
+
+    if method == "auto":
+        pops = np.diff(equal_count_edges(sd.M, nb, pop_min=pop_min))
+        method = "cho" if pops.min() >= CHO_MIN_POP else "bootstrap"
+    if method == "bootstrap":
+        stat = "lzisd" if cond == "uE" else f"lzisd_{cond}"
+        r = bootstrap_per_bin(ds.isel(set=[i]), stat, n_boot=n_boot, level=level, seed=seed,
+                              bins=nb, pop_min=pop_min, **common).isel(set=0)
+        return r, method
+    from uqx.inference.curves import local_z
+
+    r = local_z(sd, stat="lzisd", by=cond, n_bins=nb, pop_min=pop_min, ci="cho", level=level)
+    return r[["estimate", "ci_low", "ci_high", "n", "x_mid"]], method
+
+
+def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, common,
+               method="auto"):
+    """LZISD per bin, fraction of valid bins and its Wilson-cc interval per (set, cond).
+
+    ``method``: ``"bootstrap"`` (BCa per bin from shared resamples), ``"cho"`` (analytic,
+    methods page, Binned statistics) or ``"auto"``: 'cho' when every bin has at least
+    :data:`CHO_MIN_POP` points (large data: the bootstrap adds nothing there but cost),
+    else bootstrap.
+    """
+    conds = _conds(sets)
+    S, C = len(sets), len(conds)
+    per = {}
+    used = np.full((S, C), "", dtype=object)
+    for i, sd in enumerate(sets):
+        nb = cond_bins or default_cond_bins(sd.M)
+        for c, cond in enumerate(conds):
+            if cond != "uE" and getattr(sd, cond) is None:
+                continue
+            try:
+                per[i, c], used[i, c] = _lzisd_one(
+                    ds, i, sd, cond, nb=nb, method=method, seed=seed, level=level,
+                    n_boot=n_boot, pop_min=pop_min, common=common)
+            except InputError as exc:
+                notes.set(i, f"no LZISD analysis on {cond}: {exc}")
+    B = max([r.sizes["bin"] for r in per.values()], default=1)
+    arr = {k: np.full((S, C, B), np.nan) for k in ("estimate", "ci_low", "ci_high", "n", "x_mid")}
+    for (i, c), r in per.items():
+        for k in arr:
+            arr[k][i, c, : r.sizes["bin"]] = r[k].values
+    real = np.isfinite(arr["estimate"])
+    nb = real.sum(-1)
+    with np.errstate(invalid="ignore"):
+        ok = ((arr["ci_low"] - 1) * (arr["ci_high"] - 1) <= 0) & real
+    nv = ok.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fval = np.where(nb > 0, nv / nb, np.nan)
+        lo, hi = binomial_ci(nv, np.maximum(nb, 1), method="wilsoncc")
+    lo, hi = np.where(nb > 0, lo, np.nan), np.where(nb > 0, hi, np.nan)
+    compatible = np.where(nb > 0, np.where(hi >= _NOMINAL_FVAL, 1.0, 0.0), np.nan)
+    # a diagnostic, not a test: its per-bin intervals under-cover with heavy tails and few
+    # points per bin (up to 15 % "too few valid bins" on calibrated t_s(4) data, M = 2000)
+    fverdict = np.full(nb.shape, "not tested", dtype=object)
+    d3, d2 = ("set", "cond", "bin"), ("set", "cond")
+    return xr.Dataset(
+        {
+            "lzisd": (d3, arr["estimate"], {"long_name": "LZISD per bin, Var(Z)^-1/2"}),
+            "lzisd_ci_low": (d3, arr["ci_low"], {"long_name": "LZISD BCa lower limit"}),
+            "lzisd_ci_high": (d3, arr["ci_high"], {"long_name": "LZISD BCa upper limit"}),
+            "bin_n": (d3, arr["n"], {"long_name": "bin population"}),
+            "bin_x_mid": (d3, arr["x_mid"],
+                          {"long_name": "bin mid-range of the conditioning variable"}),
+            "cond_n_bins": (d2, nb, {"long_name": "number of LZISD bins (real, not padding)"}),
+            "lzisd_ci_method": (d2, used.astype(str), {"long_name": "LZISD interval method"}),
+            "fval": (d2, fval, {"long_name": "fraction of bins whose LZISD interval contains 1"}),
+            "fval_ci_low": (d2, lo, {"long_name": "Wilson-cc lower limit"}),
+            "fval_ci_high": (d2, hi, {"long_name": "Wilson-cc upper limit"}),
+            "fval_verdict": (d2, fverdict.astype(str),
+                             {"long_name": "not tested: the fraction of valid bins is a "
+                              "diagnostic (the headline cond_verdict decides)"}),
+            "conditional_valid": (d2, compatible,
+                                  {"long_name": f"fraction of valid bins compatible with "
+                                   f"{_NOMINAL_FVAL:.0%} (Wilson-cc upper limit >= it): 1 "
+                                   "yes, 0 no (papers' diagnostic)"}),
+        },
+        coords={"cond": conds, "bin": np.arange(B)},
+    )
+
+
+def _set_conds(sd, conds):
+    """Conditioning variables a set has, in the order of ``conds``."""
+    have = {c: (sd.uE if c == "uE" else getattr(sd, c)) for c in conds}
+    return {c: x for c, x in have.items() if x is not None}
+
+
+def null_hooks(sets, *, n_copies, preset="app-c"):
+    """One :class:`uqx.inference.extrapolation.NullHook` per set (None when the set is too small).
+
+    Handed to :func:`uqx.inference.reference.simulate_reference`, they compute the extrapolation
+    nulls on the draws of the simulated references (no draws of their own).
+    """
+    from uqx.engine.binning import stable_order
+    from uqx.inference.extrapolation import NullHook, bin_numbers
+
+    conds, st, hooks = _conds(sets), PRESETS[preset], []
+    for sd in sets:
+        try:
+            nb = bin_numbers(sd.M, st)
+        except InputError:
+            hooks.append(None)
+            continue
+        orders = [sd.uE[stable_order(x)] for x in _set_conds(sd, conds).values()]
+        hooks.append(NullHook(orders, nb, st, n_copies))
+    return hooks
+
+
+def extrapolation_step(sets, notes, *, seed, level, members, n_mc, preset="app-c",
+                       nulls=None):
+    """Zero-bin extrapolation of ENCE, ZMSE, ZVE per (set, cond) with the null verdict.
+
+    ``members``: the null family ``[(dist, nu, label), ...]`` of :mod:`uqx.engine.mctest` (the
+    data-matched member has one ν per set). ``nulls``: {set index: [null intercepts per
+    member]} computed on the draws of the simulated references (:func:`null_hooks`);
+    other sets draw their own copies.
+
+    Returns
+    -------
+    xarray.Dataset, dict
+        The fragment, and the null intercepts {(set, cond index): [(n, xstat) per member]}.
+    """
+    conds = _conds(sets)
+    st = PRESETS[preset]
+    stats = list(st.stats)
+    labels = [lab for *_, lab in members]
+    S, C, K, D = len(sets), len(conds), len(stats), len(labels)
+    L = len(st.n_bins)
+    f = {k: np.full((S, C, K), np.nan) for k in ("intercept", "intercept_se", "slope",
+                                                 "slope_se")}
+    papers = np.zeros((S, C, K), dtype=bool)
+    verdict = np.full((S, C, K), "not tested", dtype=object)
+    reason = np.full((S, C, K), "", dtype=object)
+    nlo, nhi = np.full((S, C, K, D), np.nan), np.full((S, C, K, D), np.nan)
+    pval = np.full((S, C, K, D), np.nan)
+    vals, nbins = np.full((S, C, L, K), np.nan), np.full((S, C, L), np.nan)
+    nulls = nulls or {}
+    copies = {}
+    for i, sd in enumerate(sets):
+        have = _set_conds(sd, conds)
+        dists = [(d, nu[i] if np.ndim(nu) else nu, lab) for d, nu, lab in members]
+        try:
+            rs = extrapolate_many(sd.E, sd.uE, have, preset=st, dists=dists, n_mc=n_mc,
+                                  seed=seed, key=content_key(sd.E, sd.uE), level=level,
+                                  nulls=nulls.get(i))
+        except InputError as exc:
+            notes.set(i, f"no zero-bin extrapolation: {exc}")
+            continue
+        for c, cond in enumerate(conds):
+            if cond not in rs:
+                continue
+            r = rs[cond]
+            for k in f:
+                f[k][i, c] = r[k]
+            papers[i, c] = r["papers_valid"]
+            verdict[i, c], reason[i, c] = r["verdict"], r["verdict_reason"]
+            nlo[i, c], nhi[i, c] = r["null_low"], r["null_high"]
+            pval[i, c] = r.get("p_value", np.nan)
+            if "null" in r:
+                copies[i, c] = r["null"]
+            n = r["n_bins"].size
+            vals[i, c, :n], nbins[i, c, :n] = r["values"], r["n_bins"]
+    d3 = ("set", "cond", "xstat")
+    out = xr.Dataset(
+        {f"extrap_{k}": (d3, v) for k, v in f.items()}
+        | {
+            "extrap_papers_valid": (d3, papers, {"long_name": "|intercept - ideal| <= 2 SE "
+                                                 "(papers' test, reported only)"}),
+            "extrap_verdict": (d3, verdict.astype(str),
+                               {"long_name": "intercept against its simulated null "
+                                "(one-sided Monte-Carlo test over the null family)"}),
+            "extrap_verdict_reason": (d3, reason.astype(str)),
+            "extrap_null_low": (d3 + ("dist",), nlo[..., :2],
+                                {"long_name": "null 2.5 % quantile"}),
+            "extrap_null_high": (d3 + ("dist",), nhi[..., :2],
+                                 {"long_name": "null 97.5 % quantile"}),
+            "extrap_p_value": (d3 + ("member",), pval,
+                               {"long_name": "Monte-Carlo p-value of the intercept (one-sided)"}),
+            "extrap_values": (("set", "cond", "sweep", "xstat"), vals,
+                              {"long_name": "statistic per number of bins of the sweep"}),
+            "extrap_n_bins": (("set", "cond", "sweep"), nbins,
+                              {"long_name": "number of equal-count bins of the sweep"}),
+        },
+        coords={"cond": conds, "xstat": stats, "sweep": np.arange(L), "member": labels},
+        attrs={"extrapolation_preset": preset, "extrapolation_n_mc": int(n_mc)},
+    )
+    out["extrap_intercept"].attrs["long_name"] = "intercept of lm(y ~ sqrt(N/M))"
+    out["extrap_intercept_se"].attrs["long_name"] = "OLS standard error of the intercept"
+    return out, copies
+
+
+def _routes(res, specs, draws, copies, i, c, cond):
+    """Routes of one headline: (name, observed p per member, copy p (member, n) or None)."""
+    from uqx.engine.mctest import DIRECTION, copy_pvalues, direction_of
+
+    out = []
+    for j, s in enumerate(specs):
+        on_cond = (s.family == "binned" and s.cond == cond) or (s.base == "cc" and cond == "uE")
+        if on_cond and np.isfinite(res["p_value"].values[i, j]).any():
+            pc = np.stack([copy_pvalues(draws[i, j, m], direction_of(s.base))
+                           for m in range(draws.shape[2])])
+            out.append((s.name.upper(), res["p_value"].values[i, j], pc))
+    null = copies.get((i, c))
+    for k, x in enumerate(res["xstat"].values if "xstat" in res.dims else []):
+        p = res["extrap_p_value"].values[i, c, k]
+        if np.isfinite(p).any():
+            pc = None if null is None else np.stack(
+                [copy_pvalues(n[:, k], DIRECTION["intercept"]) for n in null])
+            out.append((f"{str(x).upper()} intercept", p, pc))
+    return out
+
+
+def headline_step(res, specs, draws, copies, *, level=0.95, shared=True):
+    """Headline verdict per (set, cond): one test over the routes, over the null family.
+
+    The routes of consistency (cond = uE) are the binned statistics on uE of the run
+    (ENCE, ZMSE, ZVE), CC and the zero-bin intercepts of ENCE, ZMSE, ZVE; of adaptivity
+    (X, V), the binned statistics and intercepts on that variable. They share their
+    calibrated copies (the extrapolation nulls are computed on the first copies of the
+    simulated references), so their smallest p-value is calibrated on those copies
+    (:func:`uqx.engine.mctest.minp_pvalue`): the headline has the size of one test. Without
+    shared copies (``shared=False``) the smallest p-value is Bonferroni-corrected. Each
+    member gets its p-value; :func:`uqx.engine.mctest.family_verdict` decides.
+
+    Returns
+    -------
+    xarray.Dataset, dict
+        The fragment, and the headline p-values of the shared copies
+        {(set, cond index): (member, n)} (for the family-wise adjustment of the result).
+    """
+    from uqx.engine.mctest import copy_pvalues, family_verdict, minp_pvalue
+
+    S, C = res.sizes["set"], res.sizes["cond"]
+    copies_p = {}
+    labels = [str(m) for m in res["member"].values]
+    verdict = np.full((S, C), "not tested", dtype=object)
+    reason = np.full((S, C), "", dtype=object)
+    routes_txt = np.full((S, C), "", dtype=object)
+    pval = np.full((S, C, len(labels)), np.nan)
+    for i in range(S):
+        for c, cond in enumerate(str(x) for x in res["cond"].values):
+            routes = _routes(res, specs, draws, copies, i, c, cond)
+            if not routes:
+                continue
+            routes_txt[i, c] = ", ".join(r[0] for r in routes)
+            po = np.stack([r[1] for r in routes])  # (R, member)
+            if shared and all(r[2] is not None for r in routes):
+                n = min(r[2].shape[1] for r in routes)
+                null_p = np.full((len(labels), n), np.nan)
+                for m in range(len(labels)):
+                    pc = np.stack([r[2][m, :n] for r in routes])
+                    pval[i, c, m] = minp_pvalue(po[:, m], pc)
+                    with np.errstate(invalid="ignore"):  # a copy with a NaN route: NaN
+                        null_p[m] = copy_pvalues(np.min(pc, axis=0), -1)
+                copies_p[i, c] = null_p
+            else:
+                pval[i, c] = np.minimum(1.0, len(routes) * np.nanmin(po, axis=0))
+            verdict[i, c], reason[i, c] = family_verdict(pval[i, c], labels, alpha=1 - level)
+    return xr.Dataset({
+        "cond_verdict": (("set", "cond"), verdict.astype(str),
+                         {"long_name": "consistency (uE) / adaptivity (X, V) verdict"}),
+        "cond_verdict_reason": (("set", "cond"), reason.astype(str)),
+        "cond_p_value": (("set", "cond", "member"), pval,
+                         {"long_name": "min-p of the routes calibrated on shared copies"}),
+        "cond_routes": (("set", "cond"), routes_txt.astype(str),
+                        {"long_name": "routes combined in the headline"}),
+    }), copies_p
