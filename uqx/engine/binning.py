@@ -31,6 +31,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from uqx.engine.defaults import POP_MIN
 from uqx.engine.stats.tailedness import hd_window
 from uqx.errors import InputError
 
@@ -87,7 +88,7 @@ def stable_order(x) -> np.ndarray:
     return np.argsort(np.asarray(x, dtype=np.float64), axis=-1, kind="stable").astype(np.int64)
 
 
-def reduce_n_bins(n: int, n_bins: int, *, pop_min: int = 30) -> int:
+def reduce_n_bins(n: int, n_bins: int, *, pop_min: int = POP_MIN) -> int:
     r"""Return the number of bins after ErrViewLib's minimal-population reduction.
 
     .. math:: N \leftarrow \lfloor n / p_\mathrm{min} \rfloor
@@ -156,7 +157,7 @@ def _equal_count_edges(n: int, n_bins: int) -> np.ndarray:
     return edges
 
 
-def equal_count_edges(n: int, n_bins: int, *, pop_min: int = 30) -> np.ndarray:
+def equal_count_edges(n: int, n_bins: int, *, pop_min: int = POP_MIN) -> np.ndarray:
     r"""Return the edges of ErrViewLib's (nearly) equal-count bins of ``n`` sorted points.
 
     After the ``pop_min`` reduction (:func:`reduce_n_bins`), the breakpoints are the
@@ -201,7 +202,9 @@ def equal_count_edges(n: int, n_bins: int, *, pop_min: int = 30) -> np.ndarray:
     return _equal_count_edges(int(n), n_eff)
 
 
-def sliding_windows(n: int, n_bins: int, *, pop_min: int = 30) -> tuple[np.ndarray, np.ndarray]:
+def sliding_windows(
+    n: int, n_bins: int, *, pop_min: int = POP_MIN
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Return the sliding windows of ``genIntervals(slide = TRUE)``.
 
     After the ``pop_min`` reduction, the width is :math:`L = \lfloor n/N \rfloor` and the
@@ -340,7 +343,9 @@ def _merge_split(edges: list[int], n: int, n_bins0: int, pop_min: int) -> list[i
     return edges
 
 
-def adaptive_edges(x_sorted, n_bins: int, *, pop_min: int = 30, log: bool = True) -> np.ndarray:
+def adaptive_edges(
+    x_sorted, n_bins: int, *, pop_min: int = POP_MIN, log: bool = True
+) -> np.ndarray:
     r"""Return ErrViewLib's adaptive bins of sorted values (``equiPop = FALSE``).
 
     1. Reduce ``n_bins`` to :math:`N_0` (:func:`reduce_n_bins`).
@@ -444,7 +449,7 @@ def make_bins(
     n_bins: int,
     *,
     scheme: str = "equal-count",
-    pop_min: int = 30,
+    pop_min: int = POP_MIN,
     log: bool = True,
 ) -> Bins:
     """Bin a conditioning variable: stable sort, then cut the sorted order into bins.

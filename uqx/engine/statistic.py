@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from uqx.engine.defaults import N_BINS, POP_MIN
 from uqx.errors import InputError
 
 #: ln(2π) of the normal log-likelihood
@@ -221,9 +222,9 @@ _COND_RE = re.compile(r"^(?P<base>[a-z_]+?)(?:_(?P<cond>uE|X|V))?$")
 class BinningConfig:
     """How binned statistics cut the data (methods: bins)."""
 
-    n_bins: int = 20
+    n_bins: int = N_BINS
     scheme: str = "equal-count"
-    pop_min: int = 30
+    pop_min: int = POP_MIN
     log: bool = True
 
 

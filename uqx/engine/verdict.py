@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from uqx.engine.defaults import LEVEL
+
 __all__ = [
     "VERDICTS",
     "NOT_TESTED",
@@ -153,7 +155,7 @@ def limit_se(T, alpha) -> np.ndarray:
     return out
 
 
-def bca_alphas(z0, a, level: float = 0.95):
+def bca_alphas(z0, a, level: float = LEVEL):
     """BCa-adjusted quantile levels (lower, upper) from z0 and the acceleration."""
     z = ndtri(np.array([(1 - level) / 2, (1 + level) / 2]))[:, None]
     z0 = np.atleast_1d(np.asarray(z0, dtype=np.float64))

@@ -36,6 +36,7 @@ from uqx.dataio.model import (
     read_rows,
     streamed_content_key,
 )
+from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_BOOT_PER_BIN, POP_MIN
 from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.resample import (
     MEMORY_BUDGET,
@@ -116,7 +117,7 @@ def jackknife_acceleration(jack, *, chunk_rows: int = 262_144):
         return s3 / (6.0 * s2**1.5)
 
 
-def bca_interval(T, t0, jack, *, level=0.95):
+def bca_interval(T, t0, jack, *, level=LEVEL):
     r"""BCa interval with the conventions of ``nptest::np.boot`` (methods: bootstrap).
 
     Parameters
@@ -152,7 +153,7 @@ def _bca_limits(T, t0, a, level):
     return q[0], q[1], z0
 
 
-def bca_limits_mc_se(T, t0, a, *, level=0.95, groups: int = 10):
+def bca_limits_mc_se(T, t0, a, *, level=LEVEL, groups: int = 10):
     r"""Monte-Carlo standard errors of the BCa limits, by jackknife over replicate groups.
 
     The R replicates (row 0 of T is t0 and stays) are cut into ``groups`` contiguous
@@ -185,7 +186,7 @@ def bca_limits_mc_se(T, t0, a, *, level=0.95, groups: int = 10):
     return se[0], se[1]
 
 
-def percentile_interval(T, *, level=0.95):
+def percentile_interval(T, *, level=LEVEL):
     """Percentile interval: type-7 quantiles of T at ``(1 ± level)/2``."""
     T = np.atleast_2d(np.asarray(T, dtype=np.float64))
     p = np.broadcast_to(np.array([(1 - level) / 2, (1 + level) / 2])[:, None], (2, T.shape[1]))
@@ -193,7 +194,7 @@ def percentile_interval(T, *, level=0.95):
     return q[0], q[1]
 
 
-def basic_interval(T, t0, *, level=0.95):
+def basic_interval(T, t0, *, level=LEVEL):
     r"""Return the basic (reverse percentile) interval :math:`[2t_0 - q_{hi}, 2t_0 - q_{lo}]`."""
     lo, hi = percentile_interval(T, level=level)
     t0 = np.asarray(t0, dtype=np.float64)
@@ -467,14 +468,14 @@ def bootstrap_set(
     *,
     X=None,
     V=None,
-    n_boot: int = 10_000,
+    n_boot: int = N_BOOT,
     method: str = "bca",
-    level: float = 0.95,
+    level: float = LEVEL,
     seed: int | None = None,
     name: str = "data",
-    bins: int = 20,
+    bins: int = N_BINS,
     binning: str = "equal-count",
-    pop_min: int = 30,
+    pop_min: int = POP_MIN,
     keep_replicates: bool = False,
     scheduler=None,
     num_workers: int | None = None,
@@ -510,13 +511,13 @@ def bootstrap(
     ds,
     stats: Sequence[str] = ("zms", "rce"),
     *,
-    n_boot: int = 10_000,
+    n_boot: int = N_BOOT,
     method: str = "bca",
-    level: float = 0.95,
+    level: float = LEVEL,
     seed: int | None = None,
-    bins: int = 20,
+    bins: int = N_BINS,
     binning: str = "equal-count",
-    pop_min: int = 30,
+    pop_min: int = POP_MIN,
     keep_replicates: bool = False,
     scheduler=None,
     num_workers: int | None = None,
@@ -667,13 +668,13 @@ def bootstrap_per_bin(
     ds,
     stat: str = "lzisd",
     *,
-    n_boot: int = 5000,
+    n_boot: int = N_BOOT_PER_BIN,
     method: str = "bca",
-    level: float = 0.95,
+    level: float = LEVEL,
     seed: int | None = None,
-    bins: int = 20,
+    bins: int = N_BINS,
     binning: str = "equal-count",
-    pop_min: int = 30,
+    pop_min: int = POP_MIN,
     scheduler=None,
     num_workers: int | None = None,
 ) -> xr.Dataset:

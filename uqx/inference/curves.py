@@ -28,6 +28,7 @@ from scipy.special import ndtri
 
 from uqx.dataio.model import InputError, SetData, from_arrays, iter_sets
 from uqx.engine.binning import bin_sums, make_bins, sliding_windows
+from uqx.engine.defaults import LEVEL, N_BINS_LOCAL, N_BOOT_CURVES, POP_MIN, local_bins
 from uqx.engine.generators import stream_state
 from uqx.engine.resample import resolve_seed, seed_sequence
 from uqx.engine.stats.tailedness import hd_quantile
@@ -39,7 +40,6 @@ __all__ = [
     "calibration_curve",
     "conditional_calibration",
     "confidence_curve",
-    "default_n_bins",
     "lcp",
     "local_z",
     "over_sets",
@@ -109,16 +109,8 @@ def _cond(sd: SetData, by) -> tuple[np.ndarray, str]:
     return arr, "x"
 
 
-def default_n_bins(n: int) -> int:
-    r"""ErrViewLib default number of bins of the local analyses (methods: bins).
-
-    .. math:: N = \max(\min(\lfloor n/150 \rfloor, 15), 2)
-    """
-    return max(min(n // 150, 15), 2)
-
-
 def _bins(x, n_bins, binning, pop_min, log):
-    n_bins = default_n_bins(int(np.isfinite(x).sum())) if n_bins is None else n_bins
+    n_bins = local_bins(int(np.isfinite(x).sum())) if n_bins is None else n_bins
     return make_bins(x, n_bins, scheme=binning, pop_min=pop_min, log=log)
 
 
@@ -169,7 +161,7 @@ def _curve_sorted(E_sorted, n_rm, stat):
 
 @_per_set
 def confidence_curve(data, uE=None, *, stat="rmse", k=None, dist="normal", nu=None,
-                     n_rep=500, oracle=True, n_boot=0, normalize=False, level=0.95,
+                     n_rep=500, oracle=True, n_boot=0, normalize=False, level=LEVEL,
                      seed=0) -> xr.Dataset:
     r"""Confidence curve: statistic of E after removing the k % largest uncertainties.
 
@@ -289,7 +281,7 @@ def _miscal(p, eta, lo=None, hi=None):
 
 @_per_set
 def calibration_curve(data, uE=None, *, prob=None, dist="normal", nu=None,
-                      level=0.95) -> xr.Dataset:
+                      level=LEVEL) -> xr.Dataset:
     r"""Calibration curve of quantile-based intervals (ErrViewLib ``plotCalibration``).
 
     .. math:: \eta_p = \frac1M \#\{i : E_i \le u_i\, q_D(p)\}
@@ -322,8 +314,8 @@ def calibration_curve(data, uE=None, *, prob=None, dist="normal", nu=None,
 
 @_per_set
 def conditional_calibration(data, uE=None, *, by="uE", prob=None, dist="normal", nu=None,
-                            n_bins=15, binning="equal-count", pop_min=30, log=True,
-                            level=0.95) -> xr.Dataset:
+                            n_bins=N_BINS_LOCAL, binning="equal-count", pop_min=POP_MIN, log=True,
+                            level=LEVEL) -> xr.Dataset:
     r"""Conditional calibration curves: one :func:`calibration_curve` per bin of ``by``.
 
     Bins on the conditioning variable (default 15 equal-count bins, popMin 30); the
@@ -357,7 +349,7 @@ def conditional_calibration(data, uE=None, *, by="uE", prob=None, dist="normal",
 
 
 # ------------------------------------------------------------------ running quantiles
-def running_quantiles(x, y, *, n_bins=None, level=0.95, pop_min=30,
+def running_quantiles(x, y, *, n_bins=None, level=LEVEL, pop_min=POP_MIN,
                       max_elems=4_000_000) -> xr.Dataset:
     r"""Compute running HD quantiles of y on sliding windows of the data sorted by x.
 
@@ -403,8 +395,8 @@ def running_quantiles(x, y, *, n_bins=None, level=0.95, pop_min=30,
 # ------------------------------------------------------------------ binned curves
 @_per_set
 def lcp(data, uE=None, *, by="uE", U=None, prob=(0.25, 0.5, 0.75, 0.95), dist="normal",
-        nu=None, n_bins=None, binning="equal-count", pop_min=30, log=True,
-        method="wilson", level=0.95) -> xr.Dataset:
+        nu=None, n_bins=None, binning="equal-count", pop_min=POP_MIN, log=True,
+        method="wilson", level=LEVEL) -> xr.Dataset:
     r"""Local coverage probabilities per bin and probability level (``plotLCP``).
 
     .. math:: \mathrm{LCP}_{j,P} = \frac1{n_j}\#\{i \in B_j : |E_i| \le U_{i,P}\}
@@ -525,8 +517,8 @@ def _per_bin_ci(kind, values, edges, key, *, ci, n_boot, seed, level):
 
 @_per_set
 def reliability(data, uE=None, *, kind="sd", n_bins=None, binning="equal-count", by="uE",
-                pop_min=30, log=True, ci="cho", n_boot=500, seed=0,
-                level=0.95) -> xr.Dataset:
+                pop_min=POP_MIN, log=True, ci="cho", n_boot=N_BOOT_CURVES, seed=0,
+                level=LEVEL) -> xr.Dataset:
     r"""Reliability diagram values per bin (ErrViewLib ``plotRelDiag``; methods: binned statistics).
 
     :math:`x_j = \mathrm{RMV}_j = \sqrt{\langle u^2 \rangle_j}`, :math:`y_j = \mathrm{SD}_j`
@@ -565,7 +557,8 @@ def reliability(data, uE=None, *, kind="sd", n_bins=None, binning="equal-count",
 
 @_per_set
 def local_z(data, uE=None, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
-            pop_min=30, log=True, ci="cho", n_boot=500, seed=0, level=0.95) -> xr.Dataset:
+            pop_min=POP_MIN, log=True, ci="cho", n_boot=N_BOOT_CURVES, seed=0,
+            level=LEVEL) -> xr.Dataset:
     r"""LZISD (:math:`1/\mathrm{sd}(Z_j)`) or LZV (:math:`\mathrm{Var}(Z_j)`) per bin.
 
     Intervals: 'cho', :math:`v \pm z\sqrt{\mathrm{varvar}(Z_j)}` for LZV and

@@ -22,6 +22,7 @@ import xarray as xr
 
 from uqx._checks import is_lazy
 from uqx.dataio.model import as_stacked, iter_sets
+from uqx.engine.defaults import N_BINS, POP_MIN
 from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.statistic import (
     MOMENT_STATS,
@@ -137,9 +138,9 @@ def compute(
     ds,
     stats: Sequence[str] = DESCRIBE_STATS,
     *,
-    bins: int = 20,
+    bins: int = N_BINS,
     binning: str = "equal-count",
-    pop_min: int = 30,
+    pop_min: int = POP_MIN,
     drop_nonfinite: bool = False,
 ) -> xr.DataArray:
     """Point estimates of statistics for every set: DataArray over (``set``, ``stat``).
@@ -212,9 +213,9 @@ def describe(
     *,
     stats: Sequence[str] = DESCRIBE_STATS,
     tails: bool = True,
-    bins: int = 20,
+    bins: int = N_BINS,
     binning: str = "equal-count",
-    pop_min: int = 30,
+    pop_min: int = POP_MIN,
     drop_nonfinite: bool = False,
 ) -> xr.Dataset:
     """All statistics of the foundation and the tailedness metrics of every set.

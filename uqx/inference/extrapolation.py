@@ -31,6 +31,7 @@ import numba
 import numpy as np
 
 from uqx.engine.binning import equal_count_edges, reduce_n_bins, stable_order
+from uqx.engine.defaults import LEVEL, SWEEP_POP_MIN
 from uqx.engine.generators import stream_state
 from uqx.engine.resample import _thresh, seed_sequence
 from uqx.engine.statistic import BINNED_STATS, prefix_bin_features
@@ -143,7 +144,7 @@ def bin_numbers(M: int, settings: SweepSettings) -> np.ndarray:
     return n
 
 
-def sweep_statistics(E_sorted, u_sorted, n_bins, stats, *, pop_min: int = 20,
+def sweep_statistics(E_sorted, u_sorted, n_bins, stats, *, pop_min: int = SWEEP_POP_MIN,
                      rows: int = 1) -> np.ndarray:
     """Binned statistics for several numbers of equal-count bins, from one prefix sum.
 
@@ -272,7 +273,7 @@ def _sweep_three(eps, u, edges, offsets, out):  # pragma: no cover - numba
             out[r, li, 2] = np.exp(s_zve / nb)
 
 
-def sweep_three(eps, u_sorted, n_bins, *, pop_min: int = 20) -> np.ndarray:
+def sweep_three(eps, u_sorted, n_bins, *, pop_min: int = SWEEP_POP_MIN) -> np.ndarray:
     """ENCE, ZMSE, ZVE of calibrated copies ``u_sorted * eps`` for several bin numbers.
 
     The fused twin of :func:`sweep_statistics` for the null copies (one numba pass per
@@ -374,7 +375,7 @@ def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
 
 
 def sweep_copies(source, u_sorted, n_bins, *, dist: str = "normal", nu=None, pool=None,
-                 n_copies: int | None = None, pop_min: int = 20) -> np.ndarray:
+                 n_copies: int | None = None, pop_min: int = SWEEP_POP_MIN) -> np.ndarray:
     r"""ENCE, ZMSE, ZVE of calibrated copies drawn and swept in one pass (no ε stored).
 
     Copy r is :math:`E = u_r\,\epsilon_r`, ε drawn on the keyed stream ``source`` copy
@@ -500,7 +501,7 @@ def null_intercepts(
     return out[:, 0] if single else out
 
 
-def null_verdict(observed, nulls, *, level: float = 0.95, labels=None):
+def null_verdict(observed, nulls, *, level: float = LEVEL, labels=None):
     """Verdict of an observed intercept against its null distributions (one per D).
 
     A one-sided Monte-Carlo test (:func:`uqx.engine.mctest.mc_pvalue`): miscalibration makes the
@@ -557,7 +558,7 @@ def extrapolate_many(
     n_mc: int = 200,
     seed: int = 0,
     key=(),
-    level: float = 0.95,
+    level: float = LEVEL,
     memory_budget: int = 128 * 2**20,
     nulls=None,
 ) -> dict:

@@ -22,6 +22,7 @@ import xarray as xr
 
 from uqx.dataio.model import InputError, as_stacked, iter_sets
 from uqx.engine.binning import make_bins
+from uqx.engine.defaults import LEVEL, N_BINS_LOCAL, POP_MIN
 from uqx.engine.resample import content_key, resolve_seed, seed_sequence
 from uqx.engine.stats.tailedness import hd_quantile
 from uqx.inference.bootstrap import bca_interval
@@ -49,7 +50,7 @@ def half_ranges(ds: xr.Dataset, prob=(0.68, 0.95), *, dist="normal", nu=None) ->
                         coords={"prob": P})
 
 
-def picp(ds, prob=(0.68, 0.95), *, dist="normal", nu=None, level=0.95) -> xr.Dataset:
+def picp(ds, prob=(0.68, 0.95), *, dist="normal", nu=None, level=LEVEL) -> xr.Dataset:
     r"""Prediction-interval coverage probability of every set (003 Eq. 10).
 
     .. math:: \mathrm{PICP}_P = \frac1M\,\#\{i : |E_i| \le U_{i,P}\}
@@ -103,9 +104,9 @@ def _lrr(E, U, P):
     return 2.0 * np.sqrt(np.mean(U * U, axis=-1)) / (q[..., 1] - q[..., 0])
 
 
-def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = 15,
-                      binning: str = "equal-count", pop_min: int = 30, n_boot: int = 1000,
-                      seed: int | None = None, level: float = 0.95) -> xr.Dataset:
+def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = N_BINS_LOCAL,
+                      binning: str = "equal-count", pop_min: int = POP_MIN, n_boot: int = 1000,
+                      seed: int | None = None, level: float = LEVEL) -> xr.Dataset:
     r"""Local range ratio per bin of a conditioning variable (methods: binned statistics), with BCa.
 
     .. math:: \mathrm{LRR}_j = \frac{2\sqrt{\langle U_P^2\rangle_j}}

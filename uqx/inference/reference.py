@@ -31,6 +31,7 @@ from uqx.dataio.model import (
     read_rows,
     streamed_content_key,
 )
+from uqx.engine.defaults import LEVEL, N_BINS, N_MC, POP_MIN
 from uqx.engine.generators import normal_step, stream_state, t_step
 from uqx.engine.generators import t_params as _t_params
 from uqx.engine.resample import (
@@ -113,7 +114,7 @@ def zeta_sim2(estimate, reference, q_low, q_high):
         return np.where(d <= 0, d / (ref - np.asarray(q_low)), d / (np.asarray(q_high) - ref))
 
 
-def binomial_ci(x, n, *, method="wilsoncc", level=0.95):
+def binomial_ci(x, n, *, method="wilsoncc", level=LEVEL):
     r"""Binomial proportion interval (DescTools ``BinomCI``; METHODS §5.6).
 
     ``method="wilson"``: :math:`c \pm h` with :math:`c = (x + \kappa^2/2)/(n+\kappa^2)`,
@@ -148,7 +149,7 @@ def binomial_ci(x, n, *, method="wilsoncc", level=0.95):
     return (lo[()], hi[()])
 
 
-def _wilson_formula(x, n, *, method="wilsoncc", level=0.95):
+def _wilson_formula(x, n, *, method="wilsoncc", level=LEVEL):
     """Closed-form Wilson / Wilson-cc limits for any (also non-integer) x and n."""
     k = ndtri((1 + level) / 2)
     p = x / n
@@ -756,8 +757,8 @@ def _binned_conds(specs):
     return {s.cond for s in specs if s.family == "binned"}
 
 
-def prepare_sets(ds, stats, *, bins: int = 20, binning: str = "equal-count",
-                 pop_min: int = 30, pool: bool = False) -> list:
+def prepare_sets(ds, stats, *, bins: int = N_BINS, binning: str = "equal-count",
+                 pop_min: int = POP_MIN, pool: bool = False) -> list:
     """Sort and bin each data set once for several :func:`simulate_reference` calls.
 
     One stable sort of uE per set and one set of bins (index intervals of that order
@@ -794,12 +795,12 @@ def simulate_reference(
     *,
     dist: str = "normal",
     nu: float = 6.0,
-    n_mc: int = 10_000,
+    n_mc: int = N_MC,
     seed: int | None = None,
-    bins: int = 20,
+    bins: int = N_BINS,
     binning: str = "equal-count",
-    pop_min: int = 30,
-    level: float = 0.95,
+    pop_min: int = POP_MIN,
+    level: float = LEVEL,
     keep_draws: bool = False,
     scheduler=None,
     num_workers: int | None = None,

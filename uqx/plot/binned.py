@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from uqx.engine.defaults import N_BOOT_CURVES, local_bins
 from uqx.inference.curves import lcp as _lcp
 from uqx.inference.curves import local_z as _local_z
 from uqx.inference.curves import reliability as _reliability
@@ -52,12 +53,11 @@ def _engine_lzisd(ds, stat, by, n_bins, binning, n_boot, seed):
     """LZISD per bin and for the full set from :func:`uqx.inference.bootstrap.bootstrap_per_bin`."""
     from uqx.dataio.model import InputError
     from uqx.inference.bootstrap import bootstrap_per_bin
-    from uqx.inference.curves import default_n_bins
 
     if stat != "lzisd":
         raise InputError("ci='bootstrap-set' is available for LZISD only (use 'cho')")
     name = "lzisd" if by == "uE" else f"lzisd_{by}"
-    nb = n_bins or default_n_bins(int(ds["M"].min()))
+    nb = n_bins or local_bins(int(ds["M"].min()))
     res = bootstrap_per_bin(ds, name, n_boot=n_boot, seed=seed, bins=nb, binning=binning)
     full = bootstrap_per_bin(ds, "lzisd", n_boot=n_boot, seed=seed, bins=1, pop_min=1)
     out = res[["estimate", "ci_low", "ci_high", "x_mid", "n"]]
@@ -74,7 +74,7 @@ def _sets_of(res):
 
 
 def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins=True,
-                ci="cho", n_boot=500, seed=0, log="auto", size="double", font_size=None,
+                ci="cho", n_boot=N_BOOT_CURVES, seed=0, log="auto", size="double", font_size=None,
                 dpi=None, title=None):
     r"""Reliability diagram: per-bin SD(E) (or RMSE) against RMV with 95 % intervals.
 
@@ -140,7 +140,7 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
 
 
 def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
-          log_bins=True, ci="cho", n_boot=500, seed=0, logx="auto", size="double",
+          log_bins=True, ci="cho", n_boot=N_BOOT_CURVES, seed=0, logx="auto", size="double",
           font_size=None, dpi=None, title=None):
     r"""Local z inverse standard deviation (or local Var(Z)) per bin with 95 % intervals.
 

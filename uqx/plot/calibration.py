@@ -9,6 +9,7 @@ from __future__ import annotations
 import matplotlib as mpl
 import numpy as np
 
+from uqx.engine.defaults import N_BINS_LOCAL
 from uqx.inference.curves import calibration_curve as _calibration_curve
 from uqx.inference.curves import conditional_calibration as _conditional
 from uqx.inference.curves import confidence_curve as _confidence
@@ -72,7 +73,7 @@ def calibration(data, *, dist="normal", nu=None, prob=None, size="double", font_
     return S.finish(fig, title=title)
 
 
-def conditional_calibration(data, *, by="uE", dist="normal", nu=None, n_bins=15,
+def conditional_calibration(data, *, by="uE", dist="normal", nu=None, n_bins=N_BINS_LOCAL,
                             binning="equal-count", log_bins=True, size="double",
                             font_size=None, dpi=None, title=None):
     r"""Conditional calibration curves: one curve per bin of uE, X or V.

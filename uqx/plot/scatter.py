@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from uqx.dataio.model import iter_sets
+from uqx.engine.defaults import LEVEL
 from uqx.errors import InputError
 from uqx.inference.curves import running_quantiles
 from uqx.plot import style as S
@@ -31,7 +32,7 @@ def _quantile_lines(ax, rq, level, first):
     ax.plot(rq["x_mid"], rq["q_high"], color=S.COLORS["quantile"], lw=1.4, zorder=3)
 
 
-def e_vs_u(data, *, level=0.95, n_bins=None, logx="auto", ylim=None, size="double",
+def e_vs_u(data, *, level=LEVEL, n_bins=None, logx="auto", ylim=None, size="double",
            font_size=None, dpi=None, title=None):
     r"""Errors against uncertainties with guide lines and running quantiles (003 Fig. 2).
 
@@ -87,7 +88,7 @@ def e_vs_u(data, *, level=0.95, n_bins=None, logx="auto", ylim=None, size="doubl
     return S.finish(fig, title=title)
 
 
-def z_vs_x(data, *, by="X", level=0.95, n_bins=None, logx="auto", ylim=None,
+def z_vs_x(data, *, by="X", level=LEVEL, n_bins=None, logx="auto", ylim=None,
            size="double", font_size=None, dpi=None, title=None):
     r"""z-scores against an input feature or the prediction (003 Figs. 8, A1, 16b).
 

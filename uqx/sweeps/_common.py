@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from uqx.engine.defaults import LEVEL
 from uqx.errors import InputError
 from uqx.sweeps.engine import Study, finish_run, run_dir_for, run_sweep
 
@@ -82,7 +83,7 @@ def mean_se(da: xr.DataArray, dim: str = "replicate"):
     return mean, sd / np.sqrt(n)
 
 
-def zms_rce_bca(E, u, *, n_boot: int, seed: int, key, level: float = 0.95) -> dict:
+def zms_rce_bca(E, u, *, n_boot: int, seed: int, key, level: float = LEVEL) -> dict:
     """BCa intervals of ZMS and RCE of one data set (nptest conventions, methods page, Bootstrap).
 
     Uses the engine's kernels directly (no dask graph per call):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.engine.defaults import N_BINS, POP_MIN
 from uqx.sweeps._common import cell_set, check_int, execute, set_arrays, set_keys
 from uqx.sweeps.engine import Study
 
@@ -47,7 +48,7 @@ def kernel(cell, block, n, params, data):
     return {k: v[None] for k, v in out.items()}
 
 
-def define(ds=None, *, n_bins=20, pop_min=30, seed=0):
+def define(ds=None, *, n_bins=N_BINS, pop_min=POP_MIN, seed=0):
     """Check the options and build the study; ``ds`` default: the nine literature sets."""
     from uqx.dataio.datasets import load_paper_sets
     from uqx.engine.binning import reduce_n_bins

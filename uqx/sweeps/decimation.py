@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.engine.defaults import LEVEL
 from uqx.engine.resample import resolve_seed
 from uqx.sweeps._common import (
     cell_set,
@@ -66,7 +67,7 @@ def kernel(cell, block, n, params, data):
     return {k: np.asarray(v)[None] for k, v in out.items()}
 
 
-def define(ds=None, *, n_boot=5000, k_max=10.0, k_step=0.1, level=0.95, seed=0):
+def define(ds=None, *, n_boot=5000, k_max=10.0, k_step=0.1, level=LEVEL, seed=0):
     """Check the options and build the study; ``ds`` default: the nine literature sets."""
     from uqx.dataio.datasets import load_paper_sets
     from uqx.errors import InputError

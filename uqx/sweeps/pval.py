@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.engine.defaults import LEVEL
 from uqx.engine.resample import resolve_seed
 from uqx.errors import InputError
 from uqx.sweeps._common import check_axis, check_int, execute, rate_interval, zms_rce_bca
@@ -79,7 +80,7 @@ def kernel(cell, block, n, params, data):
 
 
 def define(*, scenario=("NIG", "TIG"), nu=None, n_datasets=1000, M=5000, n_boot=5000,
-           level=0.95, nu_ig_tig=6.0, seed=0) -> Study:
+           level=LEVEL, nu_ig_tig=6.0, seed=0) -> Study:
     """Check the options and build the study (``nu``: dict by scenario, or one list)."""
     scen = [scenario] if isinstance(scenario, str) else list(scenario)
     if not scen:

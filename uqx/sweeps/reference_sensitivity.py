@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.engine.defaults import N_MC
 from uqx.engine.resample import resolve_seed
 from uqx.sweeps._common import check_axis, check_int, execute, set_arrays, set_keys
 from uqx.sweeps.engine import Study
@@ -54,7 +55,7 @@ def _cell_set(cell, data):
     return data[cell["set"]]
 
 
-def define(ds=None, *, nu=DEFAULT_NU, n_mc=10_000, bins=50, stats=STATS, seed=0):
+def define(ds=None, *, nu=DEFAULT_NU, n_mc=N_MC, bins=50, stats=STATS, seed=0):
     """Check the options and build the study; ``ds`` default: Sets 7 and 8."""
     from uqx.engine.statistic import parse_stat
 

@@ -18,20 +18,18 @@ import numpy as np
 import xarray as xr
 
 from uqx.dataio.model import InputError
+from uqx.engine.defaults import LEVEL, local_bins
 from uqx.engine.resample import content_key
 from uqx.inference.bootstrap import bootstrap_per_bin
 from uqx.inference.extrapolation import PRESETS, extrapolate_many
 from uqx.inference.reference import binomial_ci
 
-__all__ = ["default_cond_bins", "lzisd_step", "extrapolation_step", "headline_step",
+__all__ = ["lzisd_step", "extrapolation_step", "headline_step",
            "null_hooks"]
 
 _NOMINAL_FVAL = 0.95
 
 
-def default_cond_bins(M: int) -> int:
-    """ErrViewLib default bins for local analyses: max(min(floor(M/150), 15), 2)."""
-    return max(min(M // 150, 15), 2)
 
 
 def _conds(sets):
@@ -75,7 +73,7 @@ def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, comm
     per = {}
     used = np.full((S, C), "", dtype=object)
     for i, sd in enumerate(sets):
-        nb = cond_bins or default_cond_bins(sd.M)
+        nb = cond_bins or local_bins(sd.M)
         for c, cond in enumerate(conds):
             if cond != "uE" and getattr(sd, cond) is None:
                 continue
@@ -260,7 +258,7 @@ def _routes(res, specs, draws, copies, i, c, cond):
     return out
 
 
-def headline_step(res, specs, draws, copies, *, level=0.95, shared=True):
+def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
     """Headline verdict per (set, cond): one test over the routes, over the null family.
 
     The routes of consistency (cond = uE) are the binned statistics on uE of the run

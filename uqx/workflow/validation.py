@@ -36,7 +36,8 @@ import xarray as xr
 
 from uqx._version import __version__
 from uqx.dataio.model import InputError, as_stacked, iter_sets
-from uqx.engine.mctest import N_HEADLINE, N_TEST, t_nu_from_tails
+from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_MC, NU, POP_MIN
+from uqx.engine.mctest import N_TEST, t_nu_from_tails
 from uqx.engine.resample import content_key, resolve_seed
 from uqx.engine.statistic import STAT_INFO, parse_stat
 from uqx.engine.stats.tailedness import (
@@ -55,6 +56,7 @@ from uqx.inference.reference import (
     zeta_score,
     zeta_sim2,
 )
+from uqx.workflow.settings import Settings
 from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
     WARN_SEP,
     paper_table_a,
@@ -64,9 +66,7 @@ from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
     split_warnings,
 )
 
-__all__ = ["validate", "default_cond_bins", "DEFAULT_STATS", "TAILEDNESS_VARS"]
-
-from uqx.workflow.conditional import default_cond_bins  # noqa: E402  (re-exported)
+__all__ = ["validate", "DEFAULT_STATS", "TAILEDNESS_VARS"]
 
 DEFAULT_STATS = ("zms", "rce", "cc", "ence", "zmse", "zve")
 TAILEDNESS_VARS = TAILEDNESS_KEYS
@@ -234,7 +234,7 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
         n = n_mc if full else n_test
         if not tested:
             continue
-        r = simulate_reference(ds, names, dist=dist, nu=6.0 if dnu is None else dnu,
+        r = simulate_reference(ds, names, dist=dist, nu=NU if dnu is None else dnu,
                                n_mc=n, seed=seed, level=level, hooks=hooks,
                                keep_draws=True, label=label if np.ndim(dnu) else None,
                                prepared=prepared, **common)
@@ -309,14 +309,14 @@ def validate(
     ds,
     stats: Sequence[str] | str = DEFAULT_STATS,
     *,
-    n_boot: int = 10_000,
-    n_mc: int = 10_000,
+    n_boot: int = N_BOOT,
+    n_mc: int = N_MC,
     seed: int | None = None,
-    bins: int = 20,
+    bins: int = N_BINS,
     binning: str = "equal-count",
-    pop_min: int = 30,
-    level: float = 0.95,
-    nu: float = 6.0,
+    pop_min: int = POP_MIN,
+    level: float = LEVEL,
+    nu: float = NU,
     simulate_all: bool = False,
     conditional: bool = True,
     cond_bins: int | None = None,
@@ -393,63 +393,59 @@ def validate(
     'valid'
     """
     specs = _check_arguments(stats, n_mc)
-    return _workflow(
-        as_stacked(ds, drop_nonfinite=drop_nonfinite), specs, seed=resolve_seed(seed),
-        n_boot=n_boot, n_mc=n_mc, bins=bins, binning=binning, pop_min=pop_min, level=level,
-        nu=nu, simulate_all=simulate_all, conditional=conditional, cond_bins=cond_bins,
-        cond_n_boot=cond_n_boot, cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc,
-        scheduler=scheduler, num_workers=num_workers)
+    settings = Settings(
+        seed=resolve_seed(seed), n_boot=n_boot, n_mc=n_mc, bins=bins, binning=binning,
+        pop_min=pop_min, level=level, nu=nu, simulate_all=simulate_all,
+        conditional=conditional, cond_bins=cond_bins, cond_n_boot=cond_n_boot,
+        cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc, scheduler=scheduler,
+        num_workers=num_workers)
+    return _workflow(as_stacked(ds, drop_nonfinite=drop_nonfinite), specs, settings)
 
 
-def _workflow(ds, specs, *, seed, n_boot, n_mc, bins, binning, pop_min, level, nu,
-              simulate_all, conditional, cond_bins, cond_n_boot, cond_ci,
-              extrapolation_n_mc, scheduler, num_workers) -> xr.Dataset:
-    """Run the steps of :func:`validate` on checked, stacked input."""
+def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
+    """Run the steps of :func:`validate` on checked, stacked input with settings ``cfg``."""
     sets = list(iter_sets(ds))
     notes = _Notes(len(sets), len(specs))
-    common = dict(bins=bins, binning=binning, pop_min=pop_min, scheduler=scheduler,
-                  num_workers=num_workers)
-    used = _binning_used(sets, specs, bins=bins, binning=binning, pop_min=pop_min, notes=notes)
+    common = cfg.binned
+    used = _binning_used(sets, specs, bins=cfg.bins, binning=cfg.binning,
+                         pop_min=cfg.pop_min, notes=notes)
     for i in range(len(sets)):
         n = int(ds["n_dropped"].values[i]) if "n_dropped" in ds else 0
         if n:
             notes.set(i, f"{n} row(s) dropped by filters")
     tails = _tailedness_step(sets, specs, notes)
-    boot = _bootstrap_step(ds, specs, notes, n_boot=n_boot, level=level, seed=seed,
-                           common=common)
-    n_extrap = min(n_mc, N_HEADLINE) if extrapolation_n_mc is None else extrapolation_n_mc
+    boot = _bootstrap_step(ds, specs, notes, n_boot=cfg.n_boot, level=cfg.level,
+                           seed=cfg.seed, common=common)
+    n_mc, n_extrap = cfg.n_mc, cfg.n_extrapolation
     hooks = None
-    if conditional and n_extrap >= 2:
+    if cfg.conditional and n_extrap >= 2:
         from uqx.workflow.conditional import null_hooks
 
         hooks = null_hooks(sets, n_copies=min(n_extrap, n_mc, N_TEST))
-    members, nu_fit = _members(nu, tails)
+    members, nu_fit = _members(cfg.nu, tails)
     refs, nulls, draws = _reference_step(
-        ds, specs, boot, notes, n_mc=n_mc, seed=seed, level=level, nu=nu,
-        simulate_all=simulate_all, common=common, members=members, hooks=hooks)
+        ds, specs, boot, notes, n_mc=n_mc, seed=cfg.seed, level=cfg.level, nu=cfg.nu,
+        simulate_all=cfg.simulate_all, common=common, members=members, hooks=hooks)
     boot = boot.isel(stat=slice(0, len(specs)))
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
     labels = [lab for *_, lab in members]
-    res = res.merge(verdict_step(res, specs, notes, draws, labels, level=level))
+    res = res.merge(verdict_step(res, specs, notes, draws, labels, level=cfg.level))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2"})
     head_copies, route_copies = {}, {}
-    if conditional:
+    if cfg.conditional:
         res, head_copies, route_copies = _conditional_steps(
-            res, ds, sets, notes, seed=seed, level=level, members=members, cond_bins=cond_bins,
-            n_boot=min(n_boot, 5000) if cond_n_boot is None else cond_n_boot, pop_min=pop_min,
-            method=cond_ci, specs=specs, draws=draws,
-            n_mc=n_extrap, nulls=nulls if n_extrap <= n_mc else None,
-            common=dict(scheduler=scheduler, num_workers=num_workers))
+            res, ds, sets, notes, seed=cfg.seed, level=cfg.level, members=members,
+            cond_bins=cfg.cond_bins, n_boot=cfg.n_boot_conditional, pop_min=cfg.pop_min,
+            method=cfg.cond_ci, specs=specs, draws=draws,
+            n_mc=n_extrap, nulls=nulls if n_extrap <= n_mc else None, common=cfg.compute)
     res = familywise_step(res, specs, draws, head_copies, n_shared=n_extrap if hooks else 0,
                           route_copies=route_copies)
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
                                         "(-1: none requested)"})
-    return res.assign_attrs(_result_attrs(
-        ds, sets, seed=seed, n_boot=n_boot, n_mc=n_mc, level=level, bins=bins,
-        binning=binning, pop_min=pop_min, nu=nu, extra=res.attrs))
+    return res.assign_attrs(_result_attrs(ds, sets, cfg, extra=res.attrs))
 
 
 def _check_arguments(stats, n_mc):
@@ -484,7 +480,7 @@ def _conditional_steps(res, ds, sets, notes, *, seed, level, members, cond_bins,
     return res.merge(head), head_copies, (ex_nulls if nulls is not None else {})
 
 
-def _result_attrs(ds, sets, *, seed, n_boot, n_mc, level, bins, binning, pop_min, nu, extra):
+def _result_attrs(ds, sets, cfg: Settings, *, extra):
     """Provenance and parameters of a validation result."""
     digests = [content_key(sd.E, sd.uE) for sd in sets]
     return {
@@ -492,14 +488,14 @@ def _result_attrs(ds, sets, *, seed, n_boot, n_mc, level, bins, binning, pop_min
         "workflow": "Pernot 2024 (000) Fig. 1 / (001) Sect. V, "
         "uqx verdict rules (uqx.engine.verdict)",
         "uqx_version": __version__,
-        "seed": int(seed),
-        "n_boot": int(n_boot),
-        "n_mc": int(n_mc),
-        "level": float(level),
-        "n_bins": int(bins),
-        "binning_scheme": binning,
-        "pop_min": int(pop_min),
-        "nu": float(nu),
+        "seed": int(cfg.seed),
+        "n_boot": int(cfg.n_boot),
+        "n_mc": int(cfg.n_mc),
+        "level": float(cfg.level),
+        "n_bins": int(cfg.bins),
+        "binning_scheme": cfg.binning,
+        "pop_min": int(cfg.pop_min),
+        "nu": float(cfg.nu),
         "d_sensitivity_rule": "|ref_N - ref_T| > 2 sqrt(u_N^2 + u_T^2)",
         "input_names": [sd.name for sd in sets],
         "input_sizes": [int(sd.M) for sd in sets],

@@ -1,0 +1,48 @@
+"""Default settings of uqx, defined once: every signature that needs one names it here.
+
+The values follow the papers and the R code they were computed with (methods page:
+conventions); changing one here changes it everywhere.
+"""
+
+from __future__ import annotations
+
+#: Minimum population of a bin (Pernot: bins of fewer than 30 points are merged).
+POP_MIN = 30
+#: Number of bins of the binned statistics (ENCE, ZMSE, ZVE, LZISD).
+N_BINS = 20
+#: Confidence level of the intervals and bands.
+LEVEL = 0.95
+#: Bootstrap replicates of the confidence intervals.
+N_BOOT = 10_000
+#: Bootstrap replicates of the per-bin intervals (:func:`uqx.bootstrap_per_bin`) and of
+#: the studies' per-set intervals.
+N_BOOT_PER_BIN = 5000
+#: Bootstrap replicates of the per-bin intervals drawn in the figures (curves).
+N_BOOT_CURVES = 500
+#: Monte-Carlo copies of the simulated references and of the verdicts' null family.
+N_MC = 10_000
+#: Degrees of freedom of the Student-t member of the references (t_s(6)).
+NU = 6.0
+#: Minimum bin population of the zero-bin extrapolation sweeps (paper 001 App. C).
+SWEEP_POP_MIN = 20
+#: Bins of the local analyses drawn with a fixed count (conditional calibration curves,
+#: local range ratio; ErrViewLib ``nBin = 15``), and the most that :func:`local_bins` gives.
+N_BINS_LOCAL = 15
+#: Points per bin of a local analysis (the 150 of ErrViewLib's M // 150).
+LOCAL_BIN_SIZE = 150
+
+
+def local_bins(M: int) -> int:
+    """ErrViewLib's default number of bins of a local analysis: ``max(min(M // 150, 15), 2)``.
+
+    Parameters
+    ----------
+    M : int
+        Number of points of the data set.
+
+    Returns
+    -------
+    int
+        The number of bins.
+    """
+    return max(min(int(M) // LOCAL_BIN_SIZE, N_BINS_LOCAL), 2)

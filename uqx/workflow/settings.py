@@ -1,0 +1,87 @@
+"""The settings of one validation run, in one frozen object.
+
+:func:`uqx.validate` takes its settings as keywords (users keep calling it so) and packs
+them into a :class:`Settings`; the steps of the workflow read them from there. The
+defaults are the named constants of :mod:`uqx.engine.defaults`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_BOOT_PER_BIN, N_MC, NU, POP_MIN
+from uqx.engine.mctest import N_HEADLINE
+
+__all__ = ["Settings"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings of :func:`uqx.validate`; see its docstring for each field.
+
+    Parameters
+    ----------
+    seed : int
+        Root seed of every random stream (resolved: never None here).
+    n_boot, n_mc : int
+        Bootstrap replicates and Monte-Carlo copies of the references.
+    bins, binning, pop_min : int, str, int
+        Binning of the binned statistics.
+    level : float
+        Confidence level.
+    nu : float
+        Degrees of freedom of the Student member t_s(ν) of the references.
+    simulate_all : bool
+        Also simulate the references of statistics with a predefined one.
+    conditional : bool
+        Run the conditional routes (LZISD, zero-bin extrapolation, headline).
+    cond_bins, cond_n_boot : int or None
+        Bins and replicates of the LZISD analysis (None: the defaults below).
+    cond_ci : str
+        LZISD per-bin intervals: ``"auto"``, ``"bootstrap"`` or ``"cho"``.
+    extrapolation_n_mc : int or None
+        Calibrated copies per distribution of the extrapolation null (None: the default
+        below).
+    scheduler, num_workers
+        Dask scheduler and its number of workers.
+    """
+
+    seed: int
+    n_boot: int = N_BOOT
+    n_mc: int = N_MC
+    bins: int = N_BINS
+    binning: str = "equal-count"
+    pop_min: int = POP_MIN
+    level: float = LEVEL
+    nu: float = NU
+    simulate_all: bool = False
+    conditional: bool = True
+    cond_bins: int | None = None
+    cond_n_boot: int | None = None
+    cond_ci: str = "auto"
+    extrapolation_n_mc: int | None = None
+    scheduler: object = None
+    num_workers: int | None = None
+
+    @property
+    def n_extrapolation(self) -> int:
+        """Copies of the extrapolation null: ``min(n_mc, N_HEADLINE)`` unless given."""
+        if self.extrapolation_n_mc is None:
+            return min(self.n_mc, N_HEADLINE)
+        return self.extrapolation_n_mc
+
+    @property
+    def n_boot_conditional(self) -> int:
+        """Replicates of the LZISD intervals: ``min(n_boot, N_BOOT_PER_BIN)`` unless given."""
+        return min(self.n_boot, N_BOOT_PER_BIN) if self.cond_n_boot is None else self.cond_n_boot
+
+    @property
+    def compute(self) -> dict:
+        """Keywords of the dask computations: ``scheduler``, ``num_workers``."""
+        return {"scheduler": self.scheduler, "num_workers": self.num_workers}
+
+    @property
+    def binned(self) -> dict:
+        """Keywords of the binned statistics and the computations (``common`` of the steps)."""
+        return {"bins": self.bins, "binning": self.binning, "pop_min": self.pop_min,
+                **self.compute}
