@@ -30,9 +30,15 @@ from uqx.dataio.model import InputError, SetData, from_arrays, iter_sets
 from uqx.engine.binning import bin_sums, make_bins, sliding_windows
 from uqx.engine.defaults import LEVEL, N_BINS_LOCAL, N_BOOT_CURVES, POP_MIN, local_bins
 from uqx.engine.generators import stream_state
-from uqx.engine.resample import resolve_seed, seed_sequence
+from uqx.engine.resample import (
+    BootstrapPlan,
+    content_key,
+    resolve_seed,
+    rows_for_budget,
+    seed_sequence,
+)
 from uqx.engine.stats.tailedness import hd_quantile
-from uqx.inference.bootstrap import bca_interval
+from uqx.inference.bootstrap import bootstrap_samples
 from uqx.inference.reference import binomial_ci, draw_unit, unit_quantile
 
 __all__ = [
@@ -52,6 +58,10 @@ __all__ = [
 CONFIDENCE_STATS = ("rmse", "mae", "rmsd", "q95")
 
 _Z975 = float(ndtri(0.975))  # qnorm(0.975) of the 'cho' intervals (methods: conventions)
+#: float64 arrays of one replicate's size held at once by the curve computations (draws or
+#: resampled values, their sorted copy, cumulative sums): blocks of replicates are sized
+#: so that these fit the engine's memory budget (:data:`uqx.engine.resample.MEMORY_BUDGET`).
+_ROW_ARRAYS = 4
 
 
 # ------------------------------------------------------------------ input helpers
@@ -227,8 +237,7 @@ def confidence_curve(data, uE=None, *, stat="rmse", k=None, dist="normal", nu=No
         lo_hi = hd_quantile(sims, [a, 1 - a], axis=0)
         out["ref_low"], out["ref_high"] = lo_hi[:, 0], lo_hi[:, 1]
     if n_boot:
-        rng = np.random.Generator(np.random.PCG64(seed_sequence(seed, "cc-boot", sd.name)))
-        out["boot_low"], out["boot_high"] = _boot_band(sd, n_rm, stat, n_boot, rng, a)
+        out["boot_low"], out["boot_high"] = _boot_band(sd, n_rm, stat, n_boot, seed, a)
     c0 = _curve_sorted(E_s, np.zeros(1, np.int64), stat)[0]
     if normalize:
         out = {key: v / c0 for key, v in out.items()}
@@ -248,19 +257,35 @@ def confidence_curve(data, uE=None, *, stat="rmse", k=None, dist="normal", nu=No
                       attrs=attrs)
 
 
-def _boot_band(sd, n_rm, stat, n_boot, rng, a):
-    """Percentile band of the confidence curve over resampled (E, u) pairs."""
+def _boot_band(sd, n_rm, stat, n_boot, seed, a):
+    """Percentile band of the confidence curve over resampled (E, u) pairs.
+
+    The resamples are the engine's (:class:`~uqx.engine.resample.BootstrapPlan`, keyed by
+    the set's content): a resample sorted by decreasing u is the sorted set with each
+    point repeated as often as it was drawn.
+    """
+    order = np.argsort(-sd.uE, kind="stable")
+    E_s = sd.E[order]
+    plan = BootstrapPlan(M=sd.M, n_boot=n_boot, seed=resolve_seed(seed),
+                         key=("cc-boot", content_key(sd.E, sd.uE)))
+    positions = np.arange(sd.M)
     boots = []
-    for b in _blocks(n_boot, sd.M):
-        idx = rng.integers(0, sd.M, size=(b, sd.M))
-        srt = np.argsort(-sd.uE[idx], axis=-1, kind="stable")
-        boots.append(_curve_sorted(np.take_along_axis(sd.E[idx], srt, -1), n_rm, stat))
+    for b in range(plan.n_blocks):
+        for counts in plan.iter_counts(b, batch=_rows(sd.M)):
+            c = counts[:, order].ravel()
+            idx = np.repeat(np.tile(positions, counts.shape[0]), c).reshape(-1, sd.M)
+            boots.append(_curve_sorted(E_s[idx], n_rm, stat))
     return np.quantile(np.concatenate(boots), [a, 1 - a], axis=0)
 
 
-def _blocks(n, M, max_elems=4_000_000):
-    """Split n replicates into blocks of at most ``max_elems`` simulated values."""
-    size = max(1, max_elems // max(M, 1))
+def _rows(M):
+    """Replicates of M values processed at once: the engine's memory budget."""
+    return rows_for_budget(M * 8 * _ROW_ARRAYS)
+
+
+def _blocks(n, M):
+    """Split n replicates into blocks that fit the memory budget (:func:`_rows`)."""
+    size = _rows(M)
     return [min(size, n - s) for s in range(0, n, size)]
 
 
@@ -349,8 +374,7 @@ def conditional_calibration(data, uE=None, *, by="uE", prob=None, dist="normal",
 
 
 # ------------------------------------------------------------------ running quantiles
-def running_quantiles(x, y, *, n_bins=None, level=LEVEL, pop_min=POP_MIN,
-                      max_elems=4_000_000) -> xr.Dataset:
+def running_quantiles(x, y, *, n_bins=None, level=LEVEL, pop_min=POP_MIN) -> xr.Dataset:
     r"""Compute running HD quantiles of y on sliding windows of the data sorted by x.
 
     Window width :math:`L = \lfloor n/N \rfloor` with default
@@ -383,7 +407,7 @@ def running_quantiles(x, y, *, n_bins=None, level=LEVEL, pop_min=POP_MIN,
     width = int(stops[0] - starts[0])
     a = (1 - level) / 2
     view = np.lib.stride_tricks.sliding_window_view(ys, width)
-    step = max(1, max_elems // width)
+    step = _rows(width)
     q = np.concatenate([hd_quantile(np.sort(view[s:s + step], axis=-1), [a, 0.5, 1 - a],
                                     sorted=True) for s in range(0, view.shape[0], step)])
     out = {"x_mid": (xs[starts] + xs[stops - 1]) / 2, "q_low": q[:, 0], "median": q[:, 1],
@@ -470,48 +494,41 @@ def _cho(kind, values):
     return s, s - half, s + half
 
 
-_STAT_FUNCS = {
-    "sd": lambda x: np.std(x, ddof=1, axis=-1),
-    "rmse": lambda x: np.sqrt(np.mean(x**2, axis=-1)),
-    "var_z": lambda x: np.var(x, ddof=1, axis=-1),
-    "lzisd": lambda x: 1 / np.std(x, ddof=1, axis=-1),
+#: Engine statistic of each per-bin statistic (on the bin's values, u = 1) and the map
+#: from it: sd and 1/sd come from the variance, rmse is the engine's own.
+_VIA_ENGINE = {
+    "sd": ("var_z", np.sqrt),
+    "rmse": ("rmse", None),
+    "var_z": ("var_z", None),
+    "lzisd": ("var_z", lambda v: 1 / np.sqrt(v)),
 }
 
 
-def _boot_bin(kind, values, n_boot, rng, level):
-    """BCa bootstrap (nptest conventions, exact jackknife) of one bin statistic."""
-    f = _STAT_FUNCS[kind]
-    n = values.size
-    t0 = f(values)
-    T = np.concatenate([[t0], *(f(values[rng.integers(0, n, size=(b, n))])
-                                for b in _blocks(n_boot, n))])
-    lo, hi, _, _ = bca_interval(T[:, None], [t0], _jackknife(kind, values)[:, None],
-                                level=level)
-    return t0, lo[0], hi[0]
+def _per_bin_ci(kind, values, edges, *, ci, n_boot, seed, level):
+    """Estimate and interval of one statistic per bin: 'cho' or the engine's bootstrap.
 
-
-def _jackknife(kind, x):
-    """Leave-one-out values of the moment statistics from the full sums (O(n))."""
-    n = x.size
-    if kind == "rmse":
-        return np.sqrt((np.sum(x * x) - x * x) / (n - 1))
-    d = x - x.mean()  # centring keeps the one-pass variance accurate
-    s1, s2 = d.sum() - d, np.sum(d * d) - d * d
-    v = (s2 - s1**2 / (n - 1)) / (n - 2)
-    return {"sd": np.sqrt(v), "var_z": v, "lzisd": 1 / np.sqrt(v)}[kind]
-
-
-def _per_bin_ci(kind, values, edges, key, *, ci, n_boot, seed, level):
+    'bootstrap': BCa with the exact jackknife of each bin
+    (:func:`~uqx.inference.bootstrap.bootstrap_samples`, nptest conventions) of the
+    variance (sd, 1/sd: the interval mapped through the monotone transform, as BCa allows)
+    or of the RMSE; values are centred for the variance (it does not change it).
+    """
     est, lo, hi = (np.full(edges.size - 1, np.nan) for _ in range(3))
-    for j in range(edges.size - 1):
+    full = [j for j in range(edges.size - 1) if edges[j + 1] - edges[j] >= 3]
+    if ci == "cho":
+        for j in full:
+            est[j], lo[j], hi[j] = _cho(kind, values[edges[j]:edges[j + 1]])
+        return est, lo, hi
+    stat, g = _VIA_ENGINE[kind]
+    samples = []
+    for j in full:
         v = values[edges[j]:edges[j + 1]]
-        if v.size < 3:
-            continue
-        if ci == "cho":
-            est[j], lo[j], hi[j] = _cho(kind, v)
-        else:
-            rng = np.random.Generator(np.random.PCG64(seed_sequence(seed, *key, j)))
-            est[j], lo[j], hi[j] = _boot_bin(kind, v, n_boot, rng, level)
+        samples.append((v - v.mean() if stat == "var_z" else v, np.ones_like(v)))
+    r = bootstrap_samples(samples, stat, n_boot=n_boot, seed=resolve_seed(seed), level=level)
+    if g is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ends = np.sort(g(r[:, 1:]), axis=1)  # 1/sd reverses the order of the limits
+            r = np.column_stack([g(r[:, 0]), ends])
+    est[full], lo[full], hi[full] = r[:, 0], r[:, 1], r[:, 2]
     return est, lo, hi
 
 
@@ -544,7 +561,7 @@ def reliability(data, uE=None, *, kind="sd", n_bins=None, binning="equal-count",
     E, u = sd.E[bins.order], sd.uE[bins.order]
     with np.errstate(invalid="ignore", divide="ignore"):
         rmv = np.sqrt(bin_sums(u * u, bins.edges) / bins.counts)
-    y, lo, hi = _per_bin_ci(kind, E, bins.edges, ("reldiag", sd.name), ci=ci, n_boot=n_boot,
+    y, lo, hi = _per_bin_ci(kind, E, bins.edges, ci=ci, n_boot=n_boot,
                             seed=seed, level=level)
     o = np.argsort(rmv, kind="stable")
     return xr.Dataset(
@@ -582,8 +599,8 @@ def local_z(data, uE=None, *, stat="lzisd", by="uE", n_bins=None, binning="equal
     seed = resolve_seed(seed)
     z = (sd.E / sd.uE)[bins.order]
     cfg = dict(ci=ci, n_boot=n_boot, seed=seed, level=level)
-    est, lo, hi = _per_bin_ci(kind, z, bins.edges, (stat, sd.name, cname), **cfg)
-    f, flo, fhi = _per_bin_ci(kind, z, np.array([0, z.size]), (stat, sd.name, "all"), **cfg)
+    est, lo, hi = _per_bin_ci(kind, z, bins.edges, **cfg)
+    f, flo, fhi = _per_bin_ci(kind, z, np.array([0, z.size]), **cfg)
     valid = ((lo - 1) * (hi - 1) <= 0).astype(np.float64)
     return xr.Dataset(
         {"estimate": ("bin", est), "ci_low": ("bin", lo), "ci_high": ("bin", hi),
