@@ -1,4 +1,4 @@
-"""The validation report (uqx.report.html, ``uqx report``, ``uqx demo``'s page).
+"""The validation report (uqx.report, ``uqx report``, ``uqx demo``'s page).
 
 The nine literature sets are validated once with small replicate counts (200 / 50); the
 page must hold one verdict row per set, every diagnostic figure as an embedded PNG, parse
@@ -17,7 +17,7 @@ import pytest
 from uqx.cli import main
 from uqx.dataio.files import read_netcdf
 from uqx.dataio.model import InputError, from_arrays, iter_sets, stack
-from uqx.report.html import VERDICT_STYLE, report, write_report
+from uqx.report import VERDICT_STYLE, report, write_report
 from uqx.workflow.validation import validate
 
 IMG = '<img src="data:image/png;base64,'

@@ -29,13 +29,13 @@ import pytest
 from PIL import Image
 
 from uqx.dataio.model import from_arrays, stack
-from uqx.report.html import write_report
+from uqx.report import write_report
 from uqx.workflow.validation import validate
 
 pytestmark = pytest.mark.chromium
 
 IMG = '<img src="data:image/png;base64,'
-#: CSS classes of the verdict cells -> background tint (uqx.report.html._CSS)
+#: CSS classes of the verdict cells -> background tint (uqx.report.render._CSS)
 TINTS = {"v-valid": (0xDB, 0xEA, 0xF7), "v-invalid": (0xFB, 0xE1, 0xD3),
          "v-inconclusive": (0xFD, 0xF3, 0xC4), "v-none": (0xEC, 0xEC, 0xEC)}
 

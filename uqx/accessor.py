@@ -271,13 +271,13 @@ class UqxAccessor:
         return _call("uqx.workflow.tables", "result_records", self._ds)
 
     def report(self, path=None, data=None, **kwargs):
-        """HTML or Markdown report of a result (:mod:`uqx.report.html`).
+        """HTML or Markdown report of a result (:mod:`uqx.report`).
 
         Parameters
         ----------
         path : str or path-like, optional
-            Write the report there (:func:`uqx.report.html.write_report`, format from the
-            suffix); without it the page is returned (:func:`uqx.report.html.report`).
+            Write the report there (:func:`uqx.report.document.write_report`, format from the
+            suffix); without it the page is returned (:func:`uqx.report.document.report`).
         data : xarray.Dataset, optional
             The validated inputs, for the figures of the raw data.
         **kwargs
@@ -289,8 +289,8 @@ class UqxAccessor:
             The file written, or the page.
         """
         if path is None:
-            return _call("uqx.report.html", "report", self._ds, data, **kwargs)
-        return _call("uqx.report.html", "write_report", self._ds, path, data, **kwargs)
+            return _call("uqx.report", "report", self._ds, data, **kwargs)
+        return _call("uqx.report", "write_report", self._ds, path, data, **kwargs)
 
     # ---------------------------------------------------------------- both
 

@@ -42,7 +42,7 @@ def _write_report(res, ds, out) -> int:
     import sys
 
     from uqx.errors import InputError
-    from uqx.report.html import write_report
+    from uqx.report import write_report
 
     path = out.with_suffix(".html") if out.suffix != ".html" else out.with_name(
         out.stem + "_report.html")

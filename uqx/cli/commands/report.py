@@ -65,7 +65,7 @@ def run(args) -> int:
 
     from uqx.cli.commands.validate import run_validation, validation_inputs
     from uqx.errors import InputError
-    from uqx.report.html import report_format, write_report
+    from uqx.report import report_format, write_report
 
     out = check_output(args.output, mkdir=args.mkdir)
     report_format(out)  # a bad suffix fails before any computation

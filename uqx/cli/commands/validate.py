@@ -157,12 +157,12 @@ def check_plots_dir(path):
 
 
 def write_plots(res, ds, directory) -> list:
-    """Write :func:`uqx.report.html.diagnostic_figures` as ``<set>_<figure>.png`` files.
+    """Write :func:`uqx.report.document.diagnostic_figures` as ``<set>_<figure>.png`` files.
 
     The ζ bars of all sets go to ``zeta_bars.png``; a figure that cannot be drawn is
     reported on stderr. Returns the written paths.
     """
-    from uqx.report.html import diagnostic_figures
+    from uqx.report import diagnostic_figures
 
     written, used = [], set()
     for name, figs in diagnostic_figures(res, ds).items():

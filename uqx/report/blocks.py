@@ -1,0 +1,266 @@
+"""The content of a report as a list of blocks, one small named structure per kind.
+
+The page is built (:mod:`uqx.report.document`) as a list of blocks — :class:`Heading`,
+:class:`Paragraph`, :class:`Note`, :class:`Items`, :class:`Table`, :class:`Figures` —
+then rendered as HTML or Markdown (:mod:`uqx.report.render`). Table cells are strings or
+:class:`Cell` (text with a CSS class and an optional link).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+import numpy as np
+
+from uqx._version import __version__
+
+__all__ = ["Cell", "Figure", "Figures", "Heading", "Items", "Note", "Paragraph", "Table",
+           "VERDICT_STYLE", "HOWTO", "header_blocks", "summary_blocks",
+           "warning_blocks", "set_blocks"]
+
+#: Verdict word -> (CSS class, symbol). Colours are light tints of the Okabe–Ito palette
+#: used by the figures (valid blue, invalid vermillion), dark text (contrast > 7:1), and
+#: the word itself is always printed, so that colour is never the only cue.
+VERDICT_STYLE = {"valid": ("v-valid", "\u2713"), "invalid": ("v-invalid", "\u2717"),
+                 "inconclusive": ("v-inconclusive", "?"), "not tested": ("v-none", "\u2013")}
+
+
+class Cell(NamedTuple):
+    """A table cell: its text (one line per line of the text), CSS class, optional link."""
+
+    text: str
+    css: str = ""
+    href: str | None = None
+
+
+class Heading(NamedTuple):
+    """A heading of the given level, with an optional anchor id."""
+
+    level: int
+    text: str
+    anchor: str | None = None
+
+
+class Paragraph(NamedTuple):
+    """A paragraph of text."""
+
+    text: str
+
+
+class Note(NamedTuple):
+    """A highlighted note (a figure or input that is missing, say)."""
+
+    text: str
+
+
+class Items(NamedTuple):
+    """A bulleted list: items are text, or ``(text, anchor)`` for a table of contents."""
+
+    items: list
+
+
+class Table(NamedTuple):
+    """A table: header strings and rows of cells (strings or :class:`Cell`)."""
+
+    header: list
+    rows: list
+
+
+class Figure(NamedTuple):
+    """One diagnostic figure: PNG bytes, or ``png=None`` and why it was not drawn."""
+
+    key: str
+    caption: str
+    png: bytes | None
+    why: str = ""
+
+
+class Figures(NamedTuple):
+    """A row of figures."""
+
+    figures: list
+
+
+def as_cell(c) -> Cell:
+    """Return a table cell as a :class:`Cell` (plain values become text without class)."""
+    return c if isinstance(c, Cell) else Cell(str(c))
+
+
+#: The page's short "how to read the verdicts".
+HOWTO = [
+    "Every statistic gets one verdict: valid, invalid, inconclusive or not tested. A "
+    "verdict is a Monte-Carlo test of the statistic against calibrated copies of the data "
+    "(same uncertainties, same bins), one-sided where miscalibration has a side (ENCE, "
+    "ZMSE, ZVE too large, CC too small), two-sided for ZMS, RCE.",
+    "The copies are drawn under four generative distributions: N(0,1), t_s(6), a "
+    "t_s(\u03bd) matched to the data's tails and the data's own z-scores resampled. Invalid: "
+    "every one rejects (p < 0.05); valid: the data's own z-scores accept; otherwise "
+    "inconclusive (then D decides, not the data).",
+    "Consistency (bins on uE) and adaptivity (bins on X or V): one test combining the "
+    "binned statistics, CC and the zero-bin intercepts of ENCE, ZMSE, ZVE on shared copies "
+    "(min-p). The fraction of valid LZISD bins and the papers' intercept \u00b1 2 SE are "
+    "shown as diagnostics.",
+    "An invalid must also hold for the set's result as a whole (family-wise 10 %): a "
+    "calibrated set gets an invalid somewhere in at most about 10 % of cases; the measured "
+    "error rates are in the documentation (How to read the verdicts).",
+    "\u03b6-scores (000 Eq. 20) are reported as in the papers; their decision is kept as "
+    "zeta_verdict. (borderline): the deciding p-value is within two Monte-Carlo standard "
+    "deviations of 0.05; rerun with more copies before acting on it.",
+    "Tailedness above the safety limits of 001 Table II makes the statistics that depend "
+    "on it unreliable (warnings).",
+]
+
+
+def _num(v, digits=4) -> str:
+    """Format a number for a table cell (``–`` for missing values)."""
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return "\u2013" if not np.isfinite(v) else f"{v + 0.0:.{digits}g}"  # no "-0"
+
+
+def _verdict_cell(label) -> Cell:
+    """Return the cell of a verdict label such as ``"valid (borderline)"``."""
+    label = str(label)
+    word = "not tested" if label.startswith("not tested") else label.split(" ")[0]
+    cls, sym = VERDICT_STYLE.get(word, ("", ""))
+    return Cell(f"{sym} {label}" if sym else label, cls)
+
+
+def _exceeded(res, i) -> list[str]:
+    """Tailedness metrics of set ``i`` above the safety limits of 001 Table II."""
+    from uqx.engine.stats.tailedness import SAFETY_LIMITS
+
+    lim = SAFETY_LIMITS
+    vals = {k: float(res[k].values[i]) for k in lim if k in res}  # NaN is never above
+    return [f"{k} = {v:.3g} > {lim[k]:g}" for k, v in vals.items() if v > lim[k]]
+
+
+def header_blocks(res, title, has_data) -> list:
+    """Build the title, the parameters and the inputs of the result."""
+    a = res.attrs
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    blocks = [Heading(1, title, "top"),
+              Paragraph(f"uqx {__version__}, report written {now}; result computed by uqx "
+                    f"{a.get('uqx_version', '?')} at {a.get('created_at', '?')}.")]
+    keys = [("n_boot", "bootstrap replicates"), ("n_mc", "simulated sets per reference"),
+            ("seed", "root seed"), ("level", "confidence level"),
+            ("n_bins", "bins of the binned statistics"), ("binning_scheme", "binning"),
+            ("pop_min", "minimal points per bin"), ("nu", "\u03bd of t_s(\u03bd)"),
+            ("extrapolation_preset", "zero-bin sweep preset"),
+            ("extrapolation_n_mc", "calibrated copies for the extrapolation null")]
+    rows = [[label, str(a[k])] for k, label in keys if k in a] + [
+        ["generative distributions D", ", ".join(str(d) for d in res["dist"].values)]]
+    if "member" in res.dims:
+        rows.append(["null family of the verdicts",
+                     ", ".join(str(m) for m in res["member"].values)])
+    blocks += [Heading(2, "Parameters", "parameters"), Table(["parameter", "value"], rows)]
+    names = list(a.get("input_names", [str(s) for s in res["set"].values]))
+    sizes = list(a.get("input_sizes", res["M"].values if "M" in res.coords else []))
+    digests = list(a.get("input_digests", []))
+    rows = [[str(n), str(sizes[i]) if i < len(sizes) else "",
+             str(digests[i]) if i < len(digests) else ""] for i, n in enumerate(names)]
+    blocks += [Heading(2, "Inputs", "inputs"),
+               Table(["data set", "M", "content digest (SHA-256, 128 bits)"], rows)]
+    if a.get("input_sources"):
+        blocks.append(Paragraph(f"Sources: {a['input_sources']}"))
+    if not has_data:
+        blocks.append(Note("Input data not given: the figures of the raw data (E vs uE, "
+                       "reliability, LZISD, calibration, confidence, distributions) are "
+                       "skipped; the \u03b6 bars and the extrapolation need only the result."))
+    return blocks
+
+
+def _stat_cell(r, st, label, dists) -> Cell:
+    """Cell of the statistics overview: verdict, estimate [BCa interval], ζ (per D)."""
+    x = r.sel(stat=st)
+    text, cls, _ = _verdict_cell(label)
+    text += (f"\n{_num(x['estimate'], 3)} [{_num(x['ci_low'], 3)}, {_num(x['ci_high'], 3)}]")
+    if str(x["reference_kind"].item()) == "simulated" and "zeta_sim" in x:
+        zetas = (f"\u03b6_{d} {_num(x['zeta_sim'].sel(dist=d), 3)}" for d in dists)
+        return Cell(text + "\n" + ", ".join(zetas), cls)
+    if np.isfinite(float(x["zeta"])):
+        text += f"\n\u03b6 {_num(x['zeta'], 3)}"
+    return Cell(text, cls)
+
+
+def summary_blocks(res, table) -> list:
+    """Build the verdict table and the statistics overview (one row per set each)."""
+    stats = [str(s) for s in res["stat"].values]
+    avg = [s for s in ("zms", "rce") if s in stats]
+    conds = [str(c) for c in res["cond"].values] if "cond_verdict" in res else []
+    dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
+    header = ["data set", "M"] + [f"average calibration: {s.upper()}" for s in avg]
+    header += ["consistency (uE)" if c == "uE" else f"adaptivity ({c})" for c in conds]
+    rows, over = [], []
+    for i, s in enumerate(res["set"].values):
+        r = res.isel(set=i)
+        name = [Cell(f"{s}", "", f"#set-{i + 1}"), Cell(str(int(r["M"])), "num")]
+        exc = _exceeded(res, i)
+        rows.append(name + [_verdict_cell(table.loc[(s, st), "verdict"]) for st in avg]
+                    + [_verdict_cell(r["cond_verdict"].sel(cond=c).item()) for c in conds]
+                    + [Cell("above the safety limits:\n" + "\n".join(exc), "warn") if exc
+                       else Cell("within the safety limits")])
+        over.append(name[:1] + [_stat_cell(r, st, table.loc[(s, st), "verdict"], dists)
+                                for st in stats])
+    return [Heading(2, "Verdicts", "verdicts"), Table(header + ["tailedness"], rows),
+            Paragraph("Every statistic: verdict, estimate [BCa interval] and \u03b6 (\u03b6_BS "
+             "for a predefined reference, \u03b6_Sim per generative distribution D "
+             "otherwise)."),
+            Table(["data set", *[st.upper() for st in stats]], over)]
+
+
+def warning_blocks(res) -> list:
+    """Build the list of the grouped warnings of every set."""
+    from uqx.workflow.tables import grouped_warnings
+
+    items = [f"{s}: {w}" for s in res["set"].values for w in grouped_warnings(res, s)]
+    return [Heading(2, "Warnings", "warnings"), Items(items or ["none"])]
+
+
+def _stat_rows(res, table, s):
+    """Detailed per-statistic rows of one set (``result_table``) with reasons."""
+    df = table.loc[s]
+    reason = res["verdict_reason"].sel(set=s) if "verdict_reason" in res else None
+    header = ["statistic", *[str(c) for c in df.columns], "reason"]
+    rows = []
+    for st, rec in df.iterrows():
+        cells = [str(st).upper()]
+        cells += [Cell(_num(v, 6), "num") for c, v in rec.items() if c != "verdict"]
+        cells.append(_verdict_cell(rec["verdict"]))
+        why = str(reason.sel(stat=st).item()) if reason is not None else ""
+        cells.append(Cell(why if "inconclusive" in str(rec["verdict"]) else "", "small"))
+        rows.append(cells)
+    return header, rows
+
+
+def _cond_rows(df, s):
+    """Conditional rows of one set (``conditional_table``), untested conditions left out."""
+    if df is None or df.empty or s not in df.index.get_level_values("set"):
+        return None
+    df = df.loc[s]
+    rows = []
+    for (cond, route), rec in df.iterrows():
+        if route == "headline" and rec["verdict"] == "not tested" and len(df.loc[cond]) == 1:
+            continue
+        rows.append([str(cond), str(route), Cell(str(rec["value"]), "num"),
+                     Cell(str(rec["interval"]), "small"), _verdict_cell(rec["verdict"])])
+    return (["conditioning", "route", "value", "interval", "verdict"], rows) if rows else None
+
+
+def set_blocks(res, i, figs, tables) -> list:
+    """Build the section of set ``i``: its tables and figures."""
+    s = str(res["set"].values[i])
+    blocks = [Heading(2, f"{s} (M = {int(res['M'].values[i])})", f"set-{i + 1}"),
+              Heading(3, "Average calibration and binned statistics"),
+              Table(*_stat_rows(res, tables[0], s))]
+    cond = _cond_rows(tables[1], s)
+    if cond is not None:
+        blocks += [Heading(3, "Consistency and adaptivity"), Table(*cond)]
+    if figs:
+        blocks += [Heading(3, "Figures"), Figures(figs)]
+    return blocks
+
+
