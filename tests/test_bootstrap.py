@@ -117,7 +117,7 @@ def test_jackknife_equals_brute_force_leave_one_out(M, n_bins, scheme):
     jack_edges = equal_count_edges(M - 1, n_bins)  # R's intrvJack = genIntervals(1:(M-1), nBin)
 
     def edges_of(c, vector):
-        b = ev._bins(c)
+        b = ev.bins_of(c)
         if scheme == "equal-count" and (jack_edges.size == b.edges.size or not vector):
             return jack_edges
         # adaptive scheme (and a per-bin statistic that must keep its N components): the
@@ -127,7 +127,7 @@ def test_jackknife_equals_brute_force_leave_one_out(M, n_bins, scheme):
         return b.edges[None, :] - (b.edges[None, :] > pos[:, None])
 
     if M == 600:
-        assert jack_edges.size == 20 and ev._bins("uE").edges.size == 21
+        assert jack_edges.size == 20 and ev.bins_of("uE").edges.size == 21
     rows = {"uE": leave_one_out_rows(u), "X": leave_one_out_rows(X)}
     ref = brute_all(ALL_STATS, leave_one_out_rows(E), rows["uE"], rows, edges_of)
     for name in ALL_STATS:
@@ -166,18 +166,19 @@ def test_replicates_equal_brute_force_on_expanded_resample(scheme):
     # that sequence; the bins are the fixed intervals of the original sample (for
     # equal-count, equal_count_edges(M, N)), as in SimRef calScoresBS2 (methods: bootstrap).
     cond = {"uE": u[idx], "X": X[idx]}
-    ref = brute_all(names, E[idx], u[idx], cond, lambda c, vector: ev._bins(c).edges)
+    ref = brute_all(names, E[idx], u[idx], cond, lambda c, vector: ev.bins_of(c).edges)
     for name in names:
         np.testing.assert_allclose(reps[name], ref[name], rtol=1e-10, atol=1e-13, err_msg=name)
     # the estimate is the statistic of the sample itself
     est = ev.estimate()
     ref0 = brute_all(
-        names, E[None], u[None], {"uE": u[None], "X": X[None]}, lambda c, vector: ev._bins(c).edges
+        names, E[None], u[None], {"uE": u[None], "X": X[None]},
+        lambda c, vector: ev.bins_of(c).edges,
     )
     for name in names:
         np.testing.assert_allclose(est[name], ref0[name][0], rtol=1e-10, atol=1e-13)
     if scheme == "equal-count":
-        np.testing.assert_array_equal(ev._bins("uE").edges, equal_count_edges(M, n_bins))
+        np.testing.assert_array_equal(ev.bins_of("uE").edges, equal_count_edges(M, n_bins))
 
 
 def test_replicate_order_ties_straddling_a_bin_boundary():

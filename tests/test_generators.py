@@ -17,7 +17,7 @@ import pytest
 from scipy import stats as sps
 
 from uqx.engine import generators as G
-from uqx.engine.resample import _xoshiro_state, seed_sequence
+from uqx.engine.resample import seed_sequence, xoshiro_state
 from uqx.errors import InputError
 
 N = 10**6
@@ -206,7 +206,7 @@ def test_python_twin_bit_identical(dist, kw, method, args):
     ss = seed_sequence(2026, "twin", dist, len(args) and args[0])
     n = 400
     got = G.draw(ss, n, dist, **kw)
-    twin = PyGen(_xoshiro_state(ss))
+    twin = PyGen(xoshiro_state(ss))
     ref = [getattr(twin, method)(*args) for _ in range(n)]
     assert np.array_equal(_bits(got), _bits(ref))
 
@@ -216,14 +216,14 @@ def test_python_twin_normal_rare_paths():
     ss = seed_sequence(7, "rare paths")
     n = 20_000
     got = G.draw(ss, n, "normal")
-    twin = PyGen(_xoshiro_state(ss))
+    twin = PyGen(xoshiro_state(ss))
     ref = [twin.normal() for _ in range(n)]
     assert np.array_equal(_bits(got), _bits(ref))
     assert twin.paths["tail"] > 0 and twin.paths["wedge"] > 100
     assert np.abs(got).max() > G._ZIG_R  # a tail draw came back
     ss = seed_sequence(7, "rare gamma")
     got = G.draw(ss, 3000, "gamma", shape=1.0)
-    twin = PyGen(_xoshiro_state(ss))
+    twin = PyGen(xoshiro_state(ss))
     ref = [twin.gamma(1.0) for _ in range(3000)]
     assert np.array_equal(_bits(got), _bits(ref))
     assert twin.paths["log"] > 10 and twin.paths["neg"] > 0
@@ -430,7 +430,7 @@ def test_numba_forms_match_the_twin(shape):
     a = np.empty((8, 50))
     st_a = G.stream_state(ss)
     _kernel_next(st_a, a, nu, shape)
-    twin = PyGen(_xoshiro_state(ss))
+    twin = PyGen(xoshiro_state(ss))
     ref = np.empty((8, 50))
     for k in range(50):
         ref[:, k] = [twin.uniform01(), twin.normal(), twin.gamma(shape), twin.invgamma(shape),

@@ -15,11 +15,11 @@ from uqx.engine.resample import (
     SAMPLE_BLOCK,
     BootstrapPlan,
     _draw_uniform,
-    _xoshiro_state,
     coord_key,
     resolve_seed,
     seed_sequence,
     uniform_integers,
+    xoshiro_state,
 )
 
 # ---------------------------------------------------------------- pure-Python twin
@@ -75,7 +75,7 @@ def test_python_twin_matches_published_vector():
 def test_uniform_integers_match_python_twin(size):
     ss = seed_sequence(123, "set A", 4)
     got = uniform_integers(ss, size, 300)
-    state = _xoshiro_state(seed_sequence(123, "set A", 4))
+    state = xoshiro_state(seed_sequence(123, "set A", 4))
     ref = py_lemire(py_xoshiro(state), size, 300)
     np.testing.assert_array_equal(got, ref)
     assert got.min() >= 0 and got.max() < size

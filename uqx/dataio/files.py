@@ -337,7 +337,7 @@ def read_csv(
 # -------------------------------------------------------------------------- NetCDF
 
 
-def _json_default(obj):
+def json_default(obj):
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, np.generic):
@@ -351,7 +351,7 @@ def _encode_attr(key: str, value, where: str):
     """Return a netCDF-storable version of an attribute value."""
     if isinstance(value, bool | np.bool_ | dict | list | tuple) or value is None:
         try:
-            return JSON_PREFIX + json.dumps(value, default=_json_default, allow_nan=True)
+            return JSON_PREFIX + json.dumps(value, default=json_default, allow_nan=True)
         except (TypeError, ValueError) as exc:
             raise InputError(
                 f"to_netcdf: attribute {key!r} of {where} cannot be stored ({exc})"
@@ -487,7 +487,7 @@ def to_netcdf(
     if parameters is not None or not isinstance(attrs.get("parameters"), str):
         try:
             attrs["parameters"] = json.dumps(
-                parameters or {}, default=_json_default, sort_keys=True
+                parameters or {}, default=json_default, sort_keys=True
             )
         except (TypeError, ValueError) as exc:
             raise InputError(f"to_netcdf: parameters cannot be JSON-encoded ({exc})") from None

@@ -26,16 +26,16 @@ import numpy as np
 
 from uqx.engine.binning import equal_count_edges, make_bins
 from uqx.engine.statistic import (
-    _F_E2,
-    _F_U2,
-    _F_Z2,
-    _MOMENT_COLUMNS,
     BINNED_STATS,
+    F_E2,
+    F_U2,
+    F_Z2,
+    MOMENT_COLUMNS,
     MOMENT_STATS,
     BinningConfig,
-    _bin_features,
-    _moment_features,
     bin_feature_sums,
+    bin_features,
+    moment_features,
     moment_sums,
 )
 from uqx.errors import InputError
@@ -255,10 +255,11 @@ class SetEvaluator:
 
     @cached_property
     def _features(self):
-        cols = {c for s in self._moment for c in _MOMENT_COLUMNS[s.base]}
-        return _moment_features(self.E, self.u, 3 if cols <= {_F_Z2, _F_U2, _F_E2} else 5)
+        cols = {c for s in self._moment for c in MOMENT_COLUMNS[s.base]}
+        return moment_features(self.E, self.u, 3 if cols <= {F_Z2, F_U2, F_E2} else 5)
 
-    def _bins(self, cond):
+    def bins_of(self, cond):
+        """Return the bins (:class:`~uqx.engine.binning.Bins`) of the conditioning variable."""
         return self._binnings[cond]
 
     @cached_property
@@ -276,7 +277,7 @@ class SetEvaluator:
         out = {}
         for c, bins in self._binnings.items():
             order = bins.order
-            F = np.ascontiguousarray(_bin_features(self.E[order], self.u[order]))
+            F = np.ascontiguousarray(bin_features(self.E[order], self.u[order]))
             out[c] = (bins, order, F)
         return out
 
@@ -290,7 +291,7 @@ class SetEvaluator:
 
     def n_components(self, spec) -> int:
         """Return the number of components of a statistic (bins for vector statistics)."""
-        return self._bins(spec.cond).n_bins if spec.vector else 1
+        return self.bins_of(spec.cond).n_bins if spec.vector else 1
 
     # -- evaluation from counts / sums
     def _from_counts(self, counts, moment_sums=None):

@@ -3,7 +3,7 @@ r"""Random variates in numba on the coordinate-keyed xoshiro256** streams of uqx
 Every generator here reads the stream of :mod:`uqx.engine.resample`: a 4-word uint64 state
 seeded from a :class:`numpy.random.SeedSequence` keyed by coordinates
 (:func:`uqx.engine.resample.seed_sequence`), stepped by xoshiro256** (Blackman & Vigna 2018,
-:func:`uqx.engine.resample._next`). So simulated data, like bootstrap resamples, never depend
+:func:`uqx.engine.resample.xoshiro_next`). So simulated data, like bootstrap resamples, never depend
 on chunking, scheduler or worker count, and no NumPy ``Generator`` is called from a
 kernel (about 60 ns per call from numba; ~5-30 ns per variate from Python).
 
@@ -104,7 +104,7 @@ import math
 import numba
 import numpy as np
 
-from uqx.engine.resample import _next, _xoshiro_state
+from uqx.engine.resample import xoshiro_next, xoshiro_state
 from uqx.errors import InputError
 
 __all__ = [
@@ -142,12 +142,12 @@ _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 
 @numba.njit(cache=True)
 def _adv(s0, s1, s2, s3):
-    """One step of the stream (:func:`uqx.engine.resample._next`), as an LLVM-level call.
+    """One step of the stream (:func:`uqx.engine.resample.xoshiro_next`), as an LLVM-level call.
 
     Compiled once; LLVM inlines it into every generator. Calling it instead of the
-    IR-inlined ``_next`` keeps numba's inlining tree (and compile time) small.
+    IR-inlined ``xoshiro_next`` keeps numba's inlining tree (and compile time) small.
     """
-    return _next(s0, s1, s2, s3)
+    return xoshiro_next(s0, s1, s2, s3)
 
 
 # --------------------------------------------------------------- ziggurat tables
@@ -515,7 +515,7 @@ def stream_state(ss: np.random.SeedSequence) -> np.ndarray:
     The same seeding as the resampling streams (:func:`uqx.engine.resample.uniform_integers`):
     ``ss.generate_state(4, uint64)``, the all-zero state replaced.
     """
-    return _xoshiro_state(ss)
+    return xoshiro_state(ss)
 
 
 def _param(dist, nu, shape) -> float:

@@ -113,7 +113,8 @@ def resolve_seed(seed) -> int:
     return value
 
 
-def _xoshiro_state(ss: np.random.SeedSequence) -> np.ndarray:
+def xoshiro_state(ss: np.random.SeedSequence) -> np.ndarray:
+    """Return the xoshiro256** state (4 uint64) seeded by ``ss`` (never all zero)."""
     st = ss.generate_state(4, np.uint64)
     if not st.any():  # the all-zero state is the one forbidden state
         st[0] = np.uint64(1)
@@ -126,12 +127,13 @@ def _rotl(x, k):
 
 
 @numba.njit(inline="always")
-def _thresh(n):
+def lemire_threshold(n):
+    """Return the rejection threshold ``(2**32 - n) % n`` of Lemire's bounded integers."""
     return (np.uint64(0x100000000) - n) % n
 
 
 @numba.njit(inline="always")
-def _next(s0, s1, s2, s3):
+def xoshiro_next(s0, s1, s2, s3):
     """One xoshiro256** step (Blackman & Vigna 2018): ``(output, s0, s1, s2, s3)``.
 
     Output ``rotl(5 s1, 7) * 9``; state update ``s2 ^= s0; s3 ^= s1; s1 ^= s2;
@@ -159,7 +161,7 @@ def _draw2(s0, s1, s2, s3, n, thresh):
     The state travels in scalars (registers). A replicate's draws start on a fresh
     output: a low half left over at its end is discarded.
     """
-    x, s0, s1, s2, s3 = _next(s0, s1, s2, s3)
+    x, s0, s1, s2, s3 = xoshiro_next(s0, s1, s2, s3)
     mask = np.uint64(0xFFFFFFFF)
     m1 = (x >> np.uint64(32)) * n
     m2 = (x & mask) * n
@@ -171,7 +173,7 @@ def _draw2(s0, s1, s2, s3, n, thresh):
 def _draw_counts(state, size, n_draws, out):
     """Add ``n_draws[r]`` uniform draws in [0, size) to ``out[r]`` (int32 counts)."""
     n = np.uint64(size)
-    th = _thresh(n)
+    th = lemire_threshold(n)
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     for r in range(n_draws.shape[0]):
         row = out[r]
@@ -191,7 +193,7 @@ def _draw_counts(state, size, n_draws, out):
 def _draw_sums3(state, F, n_draws, out):
     """Add to ``out[r]`` the sums of the 3 feature columns of ``F`` over the draws."""
     n = np.uint64(F.shape[0])
-    th = _thresh(n)
+    th = lemire_threshold(n)
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     for r in range(n_draws.shape[0]):
         a0 = a1 = a2 = 0.0
@@ -218,7 +220,7 @@ def _draw_sums3(state, F, n_draws, out):
 def _draw_sums5(state, F, n_draws, out):
     """Add to ``out[r]`` the sums of the 5 feature columns of ``F`` over the draws."""
     n = np.uint64(F.shape[0])
-    th = _thresh(n)
+    th = lemire_threshold(n)
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     for r in range(n_draws.shape[0]):
         a0 = a1 = a2 = a3 = a4 = 0.0
@@ -251,7 +253,7 @@ def _draw_sums5(state, F, n_draws, out):
 def _draw_uniform(state, size, out):
     """Fill ``out`` with uniform draws in [0, size) (one replicate's stream)."""
     n = np.uint64(size)
-    th = _thresh(n)
+    th = lemire_threshold(n)
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     i = 0
     while i < out.shape[0]:
@@ -268,7 +270,7 @@ def _draw_uniform(state, size, out):
 def uniform_integers(ss: np.random.SeedSequence, size: int, n: int) -> np.ndarray:
     """``n`` uniform integers in [0, size) from the xoshiro stream of ``ss``."""
     out = np.empty(n, np.int64)
-    _draw_uniform(_xoshiro_state(ss), size, out)
+    _draw_uniform(xoshiro_state(ss), size, out)
     return out
 
 
@@ -322,7 +324,7 @@ class BootstrapPlan:
         nb = draws.shape[0]
         batch = nb if batch is None else max(1, int(batch))
         states = [
-            _xoshiro_state(seed_sequence(self.seed, self.key, b, k))
+            xoshiro_state(seed_sequence(self.seed, self.key, b, k))
             for k in range(len(self.sample_blocks))
         ]
         for lo in range(0, nb, batch):
@@ -384,6 +386,6 @@ class BootstrapPlan:
         blocks = self.sample_blocks
         for j in range(g * SAMPLE_GROUP, min((g + 1) * SAMPLE_GROUP, len(blocks))):
             s, e = blocks[j]
-            st = _xoshiro_state(seed_sequence(self.seed, self.key, b, j))
+            st = xoshiro_state(seed_sequence(self.seed, self.key, b, j))
             kernel(st, F[s - offset : e - offset], draws[:, j], out)
         return out

@@ -53,60 +53,61 @@ __all__ = [
 
 # ---------------------------------------------------------------- moment statistics
 # features: 0 z^2, 1 u^2, 2 E^2, 3 z, 4 ln u^2
-_F_Z2, _F_U2, _F_E2, _F_Z, _F_LNU2 = range(5)
+#: Columns of the per-sample moment features (:func:`moment_features`).
+F_Z2, F_U2, F_E2, F_Z, F_LNU2 = range(5)
 
 
 #: features each moment statistic reads
-_MOMENT_COLUMNS = {
-    "zms": (_F_Z2,),
-    "rce": (_F_U2, _F_E2),
-    "mv": (_F_U2,),
-    "mse": (_F_E2,),
-    "rmv": (_F_U2,),
-    "rmse": (_F_E2,),
-    "mean_z": (_F_Z,),
-    "var_z": (_F_Z2, _F_Z),
-    "nll": (_F_Z2, _F_LNU2),
-    "nll_ref": (_F_LNU2,),
+MOMENT_COLUMNS = {
+    "zms": (F_Z2,),
+    "rce": (F_U2, F_E2),
+    "mv": (F_U2,),
+    "mse": (F_E2,),
+    "rmv": (F_U2,),
+    "rmse": (F_E2,),
+    "mean_z": (F_Z,),
+    "var_z": (F_Z2, F_Z),
+    "nll": (F_Z2, F_LNU2),
+    "nll_ref": (F_LNU2,),
 }
 
 
-def _moment_features(E, u, ncol=5):
+def moment_features(E, u, ncol=5):
     """Return the per-sample moment features, the first ``ncol`` of (z², u², E², z, ln u²).
 
     Three columns suffice for ZMS, RCE, MV, MSE: fewer bytes per draw in the kernels.
     """
     F = np.empty((E.size, ncol))  # written in place: no (M,) temporaries
     z = np.divide(E, u)
-    np.multiply(z, z, out=F[:, _F_Z2])
-    np.multiply(u, u, out=F[:, _F_U2])
-    np.multiply(E, E, out=F[:, _F_E2])
+    np.multiply(z, z, out=F[:, F_Z2])
+    np.multiply(u, u, out=F[:, F_U2])
+    np.multiply(E, E, out=F[:, F_E2])
     if ncol == 5:
-        F[:, _F_Z] = z
-        np.log(F[:, _F_U2], out=F[:, _F_LNU2])
+        F[:, F_Z] = z
+        np.log(F[:, F_U2], out=F[:, F_LNU2])
     return F
 
 
 def _m_rce(S, n):
-    rmv = np.sqrt(S[..., _F_U2] / n)
-    return (rmv - np.sqrt(S[..., _F_E2] / n)) / rmv
+    rmv = np.sqrt(S[..., F_U2] / n)
+    return (rmv - np.sqrt(S[..., F_E2] / n)) / rmv
 
 
 def _m_var_z(S, n):
-    return (S[..., _F_Z2] - S[..., _F_Z] ** 2 / n) / (n - 1)
+    return (S[..., F_Z2] - S[..., F_Z] ** 2 / n) / (n - 1)
 
 
 MOMENT_STATS = {
-    "zms": lambda S, n: S[..., _F_Z2] / n,
+    "zms": lambda S, n: S[..., F_Z2] / n,
     "rce": _m_rce,
-    "mv": lambda S, n: S[..., _F_U2] / n,
-    "mse": lambda S, n: S[..., _F_E2] / n,
-    "rmv": lambda S, n: np.sqrt(S[..., _F_U2] / n),
-    "rmse": lambda S, n: np.sqrt(S[..., _F_E2] / n),
-    "mean_z": lambda S, n: S[..., _F_Z] / n,
+    "mv": lambda S, n: S[..., F_U2] / n,
+    "mse": lambda S, n: S[..., F_E2] / n,
+    "rmv": lambda S, n: np.sqrt(S[..., F_U2] / n),
+    "rmse": lambda S, n: np.sqrt(S[..., F_E2] / n),
+    "mean_z": lambda S, n: S[..., F_Z] / n,
     "var_z": _m_var_z,
-    "nll": lambda S, n: 0.5 * (S[..., _F_Z2] / n + S[..., _F_LNU2] / n + LN_2PI),
-    "nll_ref": lambda S, n: 0.5 * (1.0 + S[..., _F_LNU2] / n + LN_2PI),
+    "nll": lambda S, n: 0.5 * (S[..., F_Z2] / n + S[..., F_LNU2] / n + LN_2PI),
+    "nll_ref": lambda S, n: 0.5 * (1.0 + S[..., F_LNU2] / n + LN_2PI),
 }
 
 # ---------------------------------------------------------------- binned statistics
@@ -126,10 +127,6 @@ def bin_features(E, u):
     z = E / u
     ec = E - E.mean(axis=-1, keepdims=True)
     return np.stack([u * u, E * E, z * z, ec, ec * ec, z], axis=-1)
-
-
-def _bin_features(E, u):
-    return bin_features(E, u)
 
 
 def _b_parts(S, n):

@@ -48,11 +48,11 @@ from uqx.engine.resample import (
     resolve_seed,
 )
 from uqx.engine.statistic import (
-    _MOMENT_COLUMNS,
+    MOMENT_COLUMNS,
     MOMENT_STATS,
     STAT_INFO,
     BinningConfig,
-    _moment_features,
+    moment_features,
     moment_sums,
     parse_stat,
 )
@@ -270,7 +270,7 @@ class _Acceleration:
 def _group_sums(src_E, src_u, lo, hi, plan, g, ncol):
     """Pass 1 over group g: feature sums of the estimate and of every replicate block."""
     E, u = read_rows(src_E.arr, lo, hi), read_rows(src_u.arr, lo, hi)
-    F = _moment_features(E, u, ncol)
+    F = moment_features(E, u, ncol)
     return moment_sums(E, u), [plan.sums_group(b, F, g, offset=lo)
                                for b in range(plan.n_blocks)]
 
@@ -322,7 +322,7 @@ def _streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
     """
     key = streamed_content_key(E, u, M, GROUP_ROWS)
     plan = BootstrapPlan(M=M, n_boot=n_boot, seed=seed, key=key)
-    cols = {c for s in specs for c in _MOMENT_COLUMNS[s.base]}
+    cols = {c for s in specs for c in MOMENT_COLUMNS[s.base]}
     ncol = 3 if cols <= {0, 1, 2} else 5
     groups = [plan.group_rows(g) for g in range(plan.n_groups)]
     sE, su = ColumnRef(E), ColumnRef(u)
@@ -764,7 +764,7 @@ def bootstrap_per_bin(
         for f in fields:
             arr[f][i, : nb[i]] = out[f]
         ev = _evaluator(sd, [spec], cfg)
-        b = ev._bins(spec.cond)
+        b = ev.bins_of(spec.cond)
         xs = ev.cond[spec.cond][b.order]
         arr["n"][i, : nb[i]] = b.counts
         first = np.minimum(b.edges[:-1], xs.size - 1)

@@ -33,7 +33,7 @@ import numpy as np
 from uqx.engine.binning import equal_count_edges, reduce_n_bins, stable_order
 from uqx.engine.defaults import LEVEL, SWEEP_POP_MIN
 from uqx.engine.generators import stream_state
-from uqx.engine.resample import _thresh, seed_sequence
+from uqx.engine.resample import lemire_threshold, seed_sequence
 from uqx.engine.statistic import BINNED_STATS, prefix_bin_features
 from uqx.errors import InputError
 from uqx.inference.reference import draw_unit, unit_args, unit_step
@@ -312,7 +312,7 @@ def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
     """
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     n = np.uint64(max(pool.shape[0], 1))
-    th = _thresh(n)
+    th = lemire_threshold(n)
     k = out.shape[0]
     L = offsets.size - 1
     P = np.zeros((bp.size, 4))

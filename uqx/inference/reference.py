@@ -36,8 +36,8 @@ from uqx.engine.generators import normal_step, stream_state, t_step
 from uqx.engine.generators import t_params as _t_params
 from uqx.engine.resample import (
     _draw2,
-    _thresh,
     content_key,
+    lemire_threshold,
     resolve_seed,
     rows_for_budget,
     seed_sequence,
@@ -301,7 +301,8 @@ def unit_step(code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have):
 
     For kernels that simulate calibrated copies without storing ε: arguments from
     :func:`unit_args` (``n = pool.size``, ``th = (2**32 - n) % n`` as
-    :func:`uqx.engine.resample._thresh`), ``pend, have = 0, False`` at the start of each copy.
+    :func:`uqx.engine.resample.lemire_threshold`), ``pend, have = 0, False`` at the start
+    of each copy.
     ``0`` N(0, 1) (ziggurat :func:`uqx.engine.generators.normal_step`); ``1`` unit-variance
     :math:`t_s(\nu)` (:func:`uqx.engine.generators.t_step`, ``(d, c, h) = t_params(nu)``);
     ``2`` ``pool[j]`` with ``j`` uniform in [0, n) by Lemire's method on the two 32-bit
@@ -332,7 +333,7 @@ def _unit_rows(state, code, d, c, h, pool, out):  # pragma: no cover - numba
     """Fill the rows of ``out`` (k, M) with unit draws, row after row on one stream."""
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     n = np.uint64(max(pool.shape[0], 1))
-    th = _thresh(n)
+    th = lemire_threshold(n)
     for r in range(out.shape[0]):
         pend, have = np.uint64(0), False
         for i in range(out.shape[1]):
@@ -356,7 +357,7 @@ def _sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
     """
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     n = np.uint64(max(pool.shape[0], 1))
-    th = _thresh(n)
+    th = lemire_threshold(n)
     C = binid.shape[0]
     for r in range(out_seg.shape[0]):
         keep = r < buf.shape[0]

@@ -15,7 +15,7 @@ from uqx.inference.curves import lcp as _lcp
 from uqx.inference.curves import local_z as _local_z
 from uqx.inference.curves import reliability as _reliability
 from uqx.plot import style as S
-from uqx.plot._input import as_sets, axis_label, load, panel_titles, units_of
+from uqx.plot.inputs import as_sets, axis_label, load, panel_titles, units_of
 
 __all__ = ["reliability", "lzisd", "lcp"]
 

@@ -14,7 +14,7 @@ from uqx.inference.curves import calibration_curve as _calibration_curve
 from uqx.inference.curves import conditional_calibration as _conditional
 from uqx.inference.curves import confidence_curve as _confidence
 from uqx.plot import style as S
-from uqx.plot._input import as_sets, axis_label, panel_titles, units_of
+from uqx.plot.inputs import as_sets, axis_label, panel_titles, units_of
 
 __all__ = ["calibration", "conditional_calibration", "confidence"]
 

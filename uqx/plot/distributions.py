@@ -20,7 +20,7 @@ from scipy import stats
 
 from uqx.dataio.model import InputError, iter_sets
 from uqx.plot import style as S
-from uqx.plot._input import as_sets, panel_titles
+from uqx.plot.inputs import as_sets, panel_titles
 
 __all__ = ["PANELS", "distributions"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from uqx.plot import style as S
-from uqx.plot._input import load
+from uqx.plot.inputs import load
 
 __all__ = ["error_rates", "SHOWN_TESTS"]
 
@@ -59,10 +59,10 @@ def error_rates(archive, *, tests=SHOWN_TESTS, size="double", font_size=None, dp
     -------
     matplotlib.figure.Figure
     """
-    from uqx.plot.study_panels import _need
+    from uqx.plot.study_panels import need_study
 
     ds = load(archive)
-    _need(ds, "error-rates", ["rate_invalid", "rate_valid", "n_sets"])
+    need_study(ds, "error-rates", ["rate_invalid", "rate_valid", "n_sets"])
     tests = [t for t in tests if t in [str(x) for x in ds["test"].values]]
     scen = [str(s) for s in ds["scenario"].values
             if int(ds["n_sets"].sel(scenario=s).max()) > 0]

@@ -15,7 +15,7 @@ import numpy as np
 from uqx.dataio.model import InputError
 from uqx.inference.extrapolation import IDEAL_INTERCEPT, PRESETS
 from uqx.plot import style as S
-from uqx.plot._input import load
+from uqx.plot.inputs import load
 
 __all__ = ["extrapolation"]
 

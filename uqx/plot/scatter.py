@@ -14,7 +14,7 @@ from uqx.engine.defaults import LEVEL
 from uqx.errors import InputError
 from uqx.inference.curves import running_quantiles
 from uqx.plot import style as S
-from uqx.plot._input import as_sets, axis_label, panel_titles, units_of
+from uqx.plot.inputs import as_sets, axis_label, panel_titles, units_of
 
 __all__ = ["e_vs_u", "z_vs_x"]
 

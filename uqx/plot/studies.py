@@ -16,7 +16,7 @@ import numpy as np
 
 from uqx.dataio.model import InputError
 from uqx.plot import style as S
-from uqx.plot._input import load
+from uqx.plot.inputs import load
 
 __all__ = ["study", "appendix_b"]
 

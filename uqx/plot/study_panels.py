@@ -20,14 +20,15 @@ import numpy as np
 
 from uqx.dataio.model import InputError
 from uqx.plot import style as S
-from uqx.plot._input import load
+from uqx.plot.inputs import load
 
 __all__ = ["pval", "bins", "decimation", "binned_tailedness", "reference_sensitivity"]
 
 _C = S.COLORS["series"]
 
 
-def _need(ds, study, variables):
+def need_study(ds, study, variables):
+    """Raise :class:`InputError` unless ``ds`` is a ``study`` archive holding ``variables``."""
     if ds.attrs.get("study") not in (None, study):
         raise InputError(f"this figure needs a '{study}' archive, got "
                          f"'{ds.attrs.get('study')}'")
@@ -63,7 +64,7 @@ def pval(archive, *, labels=None, size="double", font_size=None, dpi=None, title
     """
     archives, labels = _archives(archive, labels)
     for ds in archives:
-        _need(ds, "pval", ["p_val", "p_val_low", "p_val_high"])
+        need_study(ds, "pval", ["p_val", "p_val_low", "p_val_high"])
     ds = archives[0]
     scen = [str(s) for s in ds["scenario"].values]
     many = len(archives) > 1
@@ -124,7 +125,7 @@ def bins(archive, *, size="double", font_size=None, dpi=None, title=None):
     null-based verdict in the title.
     """
     ds = load(archive)
-    _need(ds, "bins", ["value", "intercept", "intercept_se", "slope"])
+    need_study(ds, "bins", ["value", "intercept", "intercept_se", "slope"])
     sets, stats = [str(s) for s in ds["set"].values], [str(s) for s in ds["stat"].values]
     abscissa = ds.attrs.get("abscissa", "sqrt(N/M)")
     with S.style(font_size=font_size, dpi=dpi, size=size):
@@ -178,7 +179,7 @@ def decimation(archive, *, size="double", font_size=None, dpi=None, title=None):
     leaving it means the statistic depends on a few large uncertainties.
     """
     ds = load(archive)
-    _need(ds, "decimation", ["delta", "bar_low", "bar_high"])
+    need_study(ds, "decimation", ["delta", "bar_low", "bar_high"])
     sets, stats = [str(s) for s in ds["set"].values], [str(s) for s in ds["stat"].values]
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(len(sets), size=size, ncols=min(3, len(sets)), aspect=0.8)
@@ -207,7 +208,7 @@ def binned_tailedness(archive, *, metric="beta_gm", size="double", font_size=Non
     ds = load(archive)
     if metric not in ("beta_gm", "kappa_cs"):
         raise InputError(f"metric must be beta_gm or kappa_cs, got {metric!r}")
-    _need(ds, "binned-tailedness", [metric, f"{metric}_full"])
+    need_study(ds, "binned-tailedness", [metric, f"{metric}_full"])
     sets, vars_ = [str(s) for s in ds["set"].values], [str(v) for v in ds["var"].values]
     sym = {"beta_gm": r"$\beta_{GM}$", "kappa_cs": r"$\kappa_{CS}$"}[metric]
     with S.style(font_size=font_size, dpi=dpi, size=size):
@@ -239,7 +240,7 @@ def reference_sensitivity(archive, *, labels=None, size="double", font_size=None
     """
     archives, labels = _archives(archive, labels)
     for ds in archives:
-        _need(ds, "reference-sensitivity", ["reference", "reference_se"])
+        need_study(ds, "reference-sensitivity", ["reference", "reference_se"])
     ds = archives[0]
     sets, stats = [str(s) for s in ds["set"].values], [str(s) for s in ds["stat"].values]
     with S.style(font_size=font_size, dpi=dpi, size=size):

@@ -17,7 +17,7 @@ from scipy import integrate, stats
 from uqx.dataio.model import InputError
 from uqx.engine.stats.tailedness import SAFETY_LIMITS, tailedness
 from uqx.plot import style as S
-from uqx.plot._input import as_sets, load
+from uqx.plot.inputs import as_sets, load
 
 __all__ = ["tailedness_map", "zeta_agreement", "zeta_bars", "tested_stats", "nig_beta_line",
            "nig_kappa_line"]

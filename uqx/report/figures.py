@@ -20,7 +20,7 @@ __all__ = ["diagnostic_figures", "load_result"]
 
 def load_result(result):
     """Return the validation result of ``result`` (a Dataset or a NetCDF path), checked."""
-    from uqx.plot._input import load
+    from uqx.plot.inputs import load
 
     res = load(result)
     if "verdict" not in res or "stat" not in res.dims:
@@ -56,7 +56,7 @@ def _draw(key, caption, make, dpi) -> Figure:
 
 def _one_set(ds, i):
     """Set ``i`` of stacked data as a one-set Dataset with its units and variable names."""
-    from uqx.plot._input import to_one
+    from uqx.plot.inputs import to_one
 
     one = to_one(ds, i)
     units = ds["units"].values[i] if "units" in ds else ds.attrs.get("units", "")
@@ -71,7 +71,7 @@ def _match_data(res, data) -> dict:
     """Map result set names to one-set Datasets (same content digest, else same name)."""
     from uqx.dataio.model import iter_sets
     from uqx.engine.resample import content_key
-    from uqx.plot._input import as_sets
+    from uqx.plot.inputs import as_sets
 
     if data is None:
         return {}

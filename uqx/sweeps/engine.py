@@ -117,10 +117,11 @@ class Study:
             "block": self.block,
             "params": self.params,
             "uqx_version": __version__,
-        }, default=_json_default, sort_keys=True))
+        }, default=json_default, sort_keys=True))
 
 
-def _json_default(obj):
+def json_default(obj):
+    """Convert numpy scalars and arrays for :func:`json.dumps` (its ``default``)."""
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):
