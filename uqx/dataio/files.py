@@ -338,6 +338,7 @@ def read_csv(
 
 
 def json_default(obj):
+    """Convert numpy arrays and scalars and paths for :func:`json.dumps` (its ``default``)."""
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, np.generic):

@@ -205,6 +205,6 @@ def execute(study: Study, summarise, *, output=None, chunk_size=None, scheduler=
 def _params_json(params) -> str:
     import json
 
-    from uqx.sweeps.engine import json_default
+    from uqx.dataio.files import json_default
 
     return json.dumps(params, default=json_default, sort_keys=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from uqx.dataio.files import atomic_write
+from uqx.dataio.files import atomic_write, json_default
 from uqx.errors import InputError
 
 __all__ = [
@@ -118,15 +118,6 @@ class Study:
             "params": self.params,
             "uqx_version": __version__,
         }, default=json_default, sort_keys=True))
-
-
-def json_default(obj):
-    """Convert numpy scalars and arrays for :func:`json.dumps` (its ``default``)."""
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"cannot JSON-encode {type(obj).__name__}")
 
 
 def run_dir_for(output) -> Path:
