@@ -1,6 +1,7 @@
 """Does PICP earn a verdict? Its rejection rates on calibrated data of many shapes (issue 12).
 
-PICP (:func:`uqx.intervals.picp`) is the fraction of errors inside their interval; for UQ that
+PICP (:func:`uqx.inference.intervals.picp`) is the fraction of errors inside their interval;
+for UQ that
 reports uE, the interval is built from an assumed generative distribution D:
 ``U_P = uE q_D((1+P)/2)``. Its ``valid`` (P inside the Wilson interval) therefore tests
 the pair (uE, D), not uE alone. This benchmark measures, on calibrated sets of the
@@ -32,9 +33,9 @@ PROBS = (0.68, 0.95)
 def rejections(design, M, n_sets, seed=11):
     """Rates of "not valid" per member (normal, t6, fit, all three) and P, over n_sets."""
     import uqx
-    from uqx.intervals import picp
-    from uqx.mctest import t_nu_from_tails
-    from uqx.stats.tailedness import tailedness
+    from uqx.engine.mctest import t_nu_from_tails
+    from uqx.engine.stats.tailedness import tailedness
+    from uqx.inference.intervals import picp
     from uqx.sweeps._common import rate_interval
     from uqx.sweeps.error_rates import synthetic_set
 
