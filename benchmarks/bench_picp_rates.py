@@ -1,8 +1,7 @@
 """Does PICP earn a verdict? Its rejection rates on calibrated data of many shapes (issue 12).
 
 PICP (:func:`uqx.inference.intervals.picp`) is the fraction of errors inside their interval;
-for UQ that
-reports uE, the interval is built from an assumed generative distribution D:
+for UQ that reports uE, the interval is built from an assumed generative distribution D:
 ``U_P = uE q_D((1+P)/2)``. Its ``valid`` (P inside the Wilson interval) therefore tests
 the pair (uE, D), not uE alone. This benchmark measures, on calibrated sets of the
 error-rates study (``uqx.sweeps.error_rates.synthetic_set``: E = uE·ε, ε of unit

@@ -152,7 +152,7 @@ def xoshiro_next(s0, s1, s2, s3):
 
 
 @numba.njit(inline="always")
-def _draw2(s0, s1, s2, s3, n, thresh):
+def lemire_pair(s0, s1, s2, s3, n, thresh):
     """One xoshiro256** step, two candidate integers in [0, n) (n <= 2**32).
 
     The 64-bit output is split into its high and low 32-bit halves; each is a candidate
@@ -179,7 +179,7 @@ def _draw_counts(state, size, n_draws, out):
         row = out[r]
         left = n_draws[r]
         while left > 0:
-            j1, ok1, j2, ok2, s0, s1, s2, s3 = _draw2(s0, s1, s2, s3, n, th)
+            j1, ok1, j2, ok2, s0, s1, s2, s3 = lemire_pair(s0, s1, s2, s3, n, th)
             if ok1:
                 row[j1] += 1
                 left -= 1
@@ -199,7 +199,7 @@ def _draw_sums3(state, F, n_draws, out):
         a0 = a1 = a2 = 0.0
         left = n_draws[r]
         while left > 0:
-            j1, ok1, j2, ok2, s0, s1, s2, s3 = _draw2(s0, s1, s2, s3, n, th)
+            j1, ok1, j2, ok2, s0, s1, s2, s3 = lemire_pair(s0, s1, s2, s3, n, th)
             if ok1:
                 a0 += F[j1, 0]
                 a1 += F[j1, 1]
@@ -226,7 +226,7 @@ def _draw_sums5(state, F, n_draws, out):
         a0 = a1 = a2 = a3 = a4 = 0.0
         left = n_draws[r]
         while left > 0:
-            j1, ok1, j2, ok2, s0, s1, s2, s3 = _draw2(s0, s1, s2, s3, n, th)
+            j1, ok1, j2, ok2, s0, s1, s2, s3 = lemire_pair(s0, s1, s2, s3, n, th)
             if ok1:
                 a0 += F[j1, 0]
                 a1 += F[j1, 1]
@@ -257,7 +257,7 @@ def _draw_uniform(state, size, out):
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     i = 0
     while i < out.shape[0]:
-        j1, ok1, j2, ok2, s0, s1, s2, s3 = _draw2(s0, s1, s2, s3, n, th)
+        j1, ok1, j2, ok2, s0, s1, s2, s3 = lemire_pair(s0, s1, s2, s3, n, th)
         if ok1:
             out[i] = j1
             i += 1

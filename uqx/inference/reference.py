@@ -35,8 +35,8 @@ from uqx.engine.defaults import LEVEL, N_BINS, N_MC, POP_MIN
 from uqx.engine.generators import normal_step, stream_state, t_step
 from uqx.engine.generators import t_params as _t_params
 from uqx.engine.resample import (
-    _draw2,
     content_key,
+    lemire_pair,
     lemire_threshold,
     resolve_seed,
     rows_for_budget,
@@ -306,7 +306,7 @@ def unit_step(code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have):
     ``0`` N(0, 1) (ziggurat :func:`uqx.engine.generators.normal_step`); ``1`` unit-variance
     :math:`t_s(\nu)` (:func:`uqx.engine.generators.t_step`, ``(d, c, h) = t_params(nu)``);
     ``2`` ``pool[j]`` with ``j`` uniform in [0, n) by Lemire's method on the two 32-bit
-    halves of an output (:func:`uqx.engine.resample._draw2`): the high half first, an accepted
+    halves of an output (:func:`uqx.engine.resample.lemire_pair`): the high half first, an accepted
     low half kept in ``(pend, have)`` for the next draw (the caller drops it at the end
     of a row, as :func:`uqx.engine.resample.uniform_integers` does at the end of its draws).
 
@@ -316,7 +316,7 @@ def unit_step(code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have):
         if have:
             return pool[pend], s0, s1, s2, s3, pend, False
         while True:
-            j1, ok1, j2, ok2, s0, s1, s2, s3 = _draw2(s0, s1, s2, s3, n, th)
+            j1, ok1, j2, ok2, s0, s1, s2, s3 = lemire_pair(s0, s1, s2, s3, n, th)
             if ok1:
                 return pool[j1], s0, s1, s2, s3, j2, ok2
             if ok2:
