@@ -61,11 +61,6 @@ def test_pages_are_in_the_toctree_and_verdicts_is_one_file():
         assert nb.stem in notebooks, nb.name
 
 
-#: modules still citing the developers' spec by section number, being rewritten by other
-#: work in progress (verdicts, references, studies): to be emptied, never extended
-PENDING = {"uqx/inference/reference.py", "uqx/inference/extrapolation.py"}
-
-
 def test_nothing_points_to_the_developers_spec():
     tracked = [p for d in ("uqx", "docs", "tests", "notebooks", "benchmarks", "data")
                for p in (ROOT / d).rglob("*")
@@ -76,4 +71,4 @@ def test_nothing_points_to_the_developers_spec():
     bad = [str(p.relative_to(ROOT)) for p in tracked
            if p != Path(__file__) and any(n in p.read_text(encoding="utf-8", errors="ignore")
                                           for n in needles)]
-    assert set(bad) <= PENDING, sorted(set(bad) - PENDING)
+    assert not bad, sorted(bad)

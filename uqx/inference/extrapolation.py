@@ -1,4 +1,6 @@
-r"""Extrapolation of binned statistics to zero bins (000 App. C, 002; METHODS §3.8).
+r"""Extrapolation of binned statistics to zero bins (000 App. C, 002).
+
+Methods page: zero-bin extrapolation.
 
 Binned statistics of calibrated data are biased upwards by the finite bin populations:
 ENCE and ZMSE grow about linearly with :math:`\sqrt{N/M}` (000 App. B) and ZVE with
@@ -60,7 +62,7 @@ IDEAL_INTERCEPT = {"ence": 0.0, "ence_sd": 0.0, "zmse": 0.0, "zve": 1.0}
 
 @dataclass(frozen=True)
 class SweepSettings:
-    """Bin-number sweep and fit settings (METHODS §3.8).
+    """Bin-number sweep and fit settings (methods: zero-bin extrapolation).
 
     Attributes
     ----------
@@ -572,7 +574,7 @@ def extrapolate_many(
         Conditioning variables (uE: consistency; X or V: adaptivity). The null copies of
         all of them share their draws.
     preset : {"app-c", "002"} or SweepSettings
-        Sweep settings (METHODS §3.8).
+        Sweep settings (methods: zero-bin extrapolation).
     dists : sequence of (str, float or None[, str])
         Generative distributions of the null (default N(0,1) and t_s(6)), with an
         optional label (``"fit"``: the data-matched member of :mod:`uqx.engine.mctest`).

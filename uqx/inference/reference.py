@@ -1,6 +1,7 @@
 r"""Reference values: ζ-scores, simulated references (Sim, Sim2), binomial intervals.
 
-Paper 000 (Sect. II D, Eqs. 20–24, Appendix A) and METHODS.md §5.4–5.6, §6:
+Paper 000 (Sect. II D, Eqs. 20–24, Appendix A); methods page: ζ-scores, simulated
+references:
 
 * ζ-score of a statistic θ with interval [lo, up] against a reference θ_ref;
 * simulated reference of a statistic without predefined reference: draw
@@ -9,7 +10,7 @@ Paper 000 (Sect. II D, Eqs. 20–24, Appendix A) and METHODS.md §5.4–5.6, §6
   the statistic with the same binning, and summarise over :math:`N_{MC}` draws:
   ``Sim`` = mean and its standard error, ``Sim2`` = the type-7 2.5/97.5 % quantiles;
 * D-sensitivity: a reference that changes with D beyond its Monte-Carlo uncertainty
-  (uqx rule, METHODS §15.3: :math:`|\\tilde\\theta_N - \\tilde\\theta_T| >
+  (uqx rule, methods page: simulated references; :math:`|\\tilde\\theta_N - \\tilde\\theta_T| >
   2\\sqrt{u_N^2 + u_T^2}`) means the statistic cannot be validated without knowing D.
 """
 
@@ -72,7 +73,7 @@ DISTRIBUTIONS = {"N": ("normal", None), "T6": ("t", 6.0)}
 
 
 def zeta_score(estimate, reference, ci_low, ci_high, *, target_u=0.0):
-    r"""ζ-score of paper 000 Eq. 20 (ErrViewLib ``fZetaBS``; METHODS §5.4).
+    r"""ζ-score of paper 000 Eq. 20 (ErrViewLib ``fZetaBS``; methods: ζ-scores).
 
     .. math:: \zeta = \frac{\theta - \theta_{ref}}{\sqrt{(\theta - \ell)^2 + U_t^2}},
               \quad \ell = \begin{cases} lo & \theta \ge \theta_{ref} \\ up & \text{else}
@@ -99,7 +100,9 @@ def zeta_score(estimate, reference, ci_low, ci_high, *, target_u=0.0):
 
 
 def zeta_sim2(estimate, reference, q_low, q_high):
-    r"""ζ_Sim2 of paper 000 Eq. 24 as coded (METHODS §5.4, §13.4).
+    r"""ζ_Sim2 of paper 000 Eq. 24 as coded.
+
+    Methods page: ζ-scores; where a paper and its code disagree.
 
     .. math:: \zeta_{Sim2} = \begin{cases} (\theta - \tilde\theta)/(\tilde\theta - q_{2.5})
               & \theta \le \tilde\theta \\ (\theta - \tilde\theta)/(q_{97.5} - \tilde\theta)
@@ -115,14 +118,14 @@ def zeta_sim2(estimate, reference, q_low, q_high):
 
 
 def binomial_ci(x, n, *, method="wilsoncc", level=LEVEL):
-    r"""Binomial proportion interval (DescTools ``BinomCI``; METHODS §5.6).
+    r"""Binomial proportion interval (DescTools ``BinomCI``; methods: ζ-scores).
 
     ``method="wilson"``: :math:`c \pm h` with :math:`c = (x + \kappa^2/2)/(n+\kappa^2)`,
     :math:`h = \kappa\sqrt n/(n+\kappa^2)\sqrt{\hat p\hat q + \kappa^2/(4n)}`;
     ``method="wilsoncc"``: Newcombe (1998) method 4 with continuity correction. Integer
     counts go through :meth:`scipy.stats.binomtest(x, n).proportion_ci
     <scipy.stats._result_classes.BinomTestResult.proportion_ci>`; non-integer ``x`` and
-    ``n`` (calibration-curve bands, METHODS §10.1), which scipy does not take, use the
+    ``n`` (calibration-curve bands, methods: curves), which scipy does not take, use the
     same closed forms (:func:`_wilson_formula`, checked against scipy on integers).
 
     Examples
@@ -269,7 +272,7 @@ def _pool_array(pool):
 
 
 def unit_quantile(p, *, dist="normal", nu=None):
-    r"""Quantile of a unit-variance generative distribution D (METHODS §6).
+    r"""Quantile of a unit-variance generative distribution D (methods: simulated references).
 
     ``dist="normal"``: :math:`\Phi^{-1}(p)`; ``dist="t"``: unit-variance Student
     :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, requires :math:`\nu > 2`.
@@ -843,7 +846,9 @@ def simulate_reference(
     prepared: list | None = None,
     progress: bool = False,
 ) -> xr.Dataset:
-    r"""Simulate reference values of statistics (paper 000 Sect. II D 2, METHODS §6).
+    r"""Simulate reference values of statistics (paper 000 Sect. II D 2).
+
+    Methods page: simulated references.
 
     For k = 1..N_MC: :math:`E^{(k)} = u \odot \epsilon^{(k)}`, ε ~ D, statistic
     :math:`\tilde\theta_k` with the same binning as the data;
