@@ -7,7 +7,7 @@ is 10^8 draws), peak memory ≤ 1.5 GB (the data alone are 1.6 GB). The file is
 written chunk by chunk to a temporary directory (about 1.6 GB: the free space is checked
 first) and deleted afterwards. The child process opens it lazily, computes the moment
 statistics (streamed, :func:`uqx.compute`), the bootstrap (streamed over groups of
-:data:`uqx.inference.bootstrap.GROUP_ROWS` rows) and the simulated references (streamed over
+:data:`uqx.inference.streamed.GROUP_ROWS` rows) and the simulated references (streamed over
 groups of :data:`uqx.inference.reference.SIM_GROUP_ROWS` rows); its peak RSS includes the
 interpreter, numba and the HDF5 caches. Floor: the bootstrap's bounded integers alone
 (n_boot x M, one thread), measured in the same run.

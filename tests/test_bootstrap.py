@@ -15,19 +15,17 @@ from scipy import stats as sps
 
 import uqx
 from uqx.engine.binning import equal_count_edges, make_bins
+from uqx.engine.confidence import (
+    basic_interval,
+    bca_interval,
+    jackknife_acceleration,
+    percentile_interval,
+)
 from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.resample import BootstrapPlan
 from uqx.engine.statistic import BinningConfig, parse_stat
 from uqx.engine.stats.correlation import spearman_cc
-from uqx.inference.bootstrap import (
-    basic_interval,
-    bca_interval,
-    bootstrap,
-    bootstrap_per_bin,
-    bootstrap_set,
-    jackknife_acceleration,
-    percentile_interval,
-)
+from uqx.inference.bootstrap import bootstrap, bootstrap_per_bin, bootstrap_set
 
 # ---------------------------------------------------------------- brute-force twins
 

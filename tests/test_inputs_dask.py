@@ -170,7 +170,9 @@ def test_streamed_moment_bootstrap_equals_in_memory_bitwise(tmp_path):
     import importlib
 
     B = importlib.import_module("uqx.inference.bootstrap")
-    m = 2 * B.GROUP_ROWS + 12_345
+    from uqx.inference.streamed import GROUP_ROWS
+
+    m = 2 * GROUP_ROWS + 12_345
     path = tmp_path / "boot.nc"
     _write_chunked(path, m, 300_000, seed=8)
     kw = dict(n_boot=200, seed=4, keep_replicates=True)

@@ -7,7 +7,8 @@ Conventions follow ``nptest::np.boot`` as used for the papers' numbers (methods:
 * :math:`z_0 = \Phi^{-1}(\#\{T < t_0\}/(R+1))` (strict <, t0 counted);
 * acceleration from the exact leave-one-out values :math:`t_{(i)}`:
   :math:`a = \sum (\bar t - t_{(i)})^3 / (6 (\sum (\bar t - t_{(i)})^2)^{3/2})`;
-* :math:`\alpha_k = \Phi(z_0 + (z_0+z_k)/(1 - a(z_0+z_k)))`, CI = type-7 quantiles of T.
+* :math:`\alpha_k = \Phi(z_0 + (z_0+z_k)/(1 - a(z_0+z_k)))`, CI = type-7 quantiles of T
+  (the interval formulas: :mod:`uqx.engine.confidence`).
 
 Work is cut into (set, replicate-block) tasks scheduled by dask; each block draws from a
 generator keyed by (seed, data content digest, block), so results are bitwise identical for any
@@ -24,191 +25,52 @@ from datetime import UTC, datetime
 import dask
 import numpy as np
 import xarray as xr
-from scipy.special import ndtr, ndtri
 
 from uqx._checks import is_lazy
 from uqx.dataio.model import (
-    ColumnRef,
     InputError,
     SetData,
     as_stacked,
     iter_sets,
-    read_rows,
-    streamed_content_key,
+)
+from uqx.engine.confidence import (
+    METHODS,
+    basic_interval,
+    bca_interval,
+    bca_limits,
+    percentile_interval,
 )
 from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_BOOT_PER_BIN, POP_MIN
 from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.resample import (
     MEMORY_BUDGET,
     REPLICATE_BLOCK,
-    SAMPLE_BLOCK,
-    SAMPLE_GROUP,
     BootstrapPlan,
     content_key,
     resolve_seed,
 )
 from uqx.engine.statistic import (
-    MOMENT_COLUMNS,
-    MOMENT_STATS,
     STAT_INFO,
     BinningConfig,
-    moment_features,
-    moment_sums,
     parse_stat,
 )
+from uqx.inference.streamed import GROUP_ROWS, Acceleration, streamed_tasks
 
 __all__ = [
     "bootstrap",
     "bootstrap_set",
     "bootstrap_samples",
-    "bca_interval",
-    "bca_limits_mc_se",
-    "percentile_interval",
-    "basic_interval",
-    "jackknife_acceleration",
+    "bootstrap_per_bin",
     "BootstrapResult",
-    "METHODS",
 ]
-
-METHODS = ("bca", "percentile", "basic")
-
-
-def _quantile7(T, p):
-    """Type-7 quantiles of each column of T (NaN dropped) at per-column probabilities p."""
-    T = np.asarray(T, dtype=np.float64)
-    p = np.asarray(p, dtype=np.float64)
-    out = np.full(p.shape, np.nan)
-    for k in range(T.shape[1]):
-        col = T[:, k]
-        col = col[~np.isnan(col)]
-        ok = np.isfinite(p[..., k]) & (col.size > 0)
-        if np.any(ok):
-            out[..., k][ok] = np.quantile(col, p[..., k][ok], method="linear")
-    return out
-
-
-def jackknife_acceleration(jack, *, chunk_rows: int = 262_144):
-    r"""BCa acceleration from leave-one-out values (Efron 1987; nptest).
-
-    .. math:: a = \frac{\sum_i (\bar t - t_{(i)})^3}{6\left(\sum_i (\bar t - t_{(i)})^2
-              \right)^{3/2}}
-
-    Accumulated over row chunks (memory O(chunk · K), not O(M · K)); NaN values ignored.
-
-    Parameters
-    ----------
-    jack : array_like, shape (M, K)
-
-    Returns
-    -------
-    numpy.ndarray, shape (K,)
-        NaN where the jackknife values are constant (0/0).
-    """
-    jack = np.asarray(jack, dtype=np.float64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN column: NaN, no warning
-        mean = np.nanmean(jack, axis=0)
-    s2 = np.zeros(jack.shape[1:])
-    s3 = np.zeros(jack.shape[1:])
-    for lo in range(0, jack.shape[0], chunk_rows):
-        d = mean - jack[lo : lo + chunk_rows]
-        s2 += np.nansum(d * d, axis=0)
-        s3 += np.nansum(d * d * d, axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return s3 / (6.0 * s2**1.5)
-
-
-def bca_interval(T, t0, jack, *, level=LEVEL):
-    r"""BCa interval with the conventions of ``nptest::np.boot`` (methods: bootstrap).
-
-    Parameters
-    ----------
-    T : array_like, shape (R+1, K)
-        Bootstrap distribution **including** t0 (row 0 or anywhere).
-    t0 : array_like, shape (K,)
-    jack : array_like, shape (M, K)
-        Leave-one-out values.
-    level : float
-
-    Returns
-    -------
-    lo, hi, z0, a : numpy.ndarray, shape (K,)
-        Degenerate cases (all T on one side of t0, constant jackknife) give NaN limits.
-    """
-    a = jackknife_acceleration(jack)
-    lo, hi, z0 = _bca_limits(T, t0, a, level)
-    return lo, hi, z0, a
-
-
-def _bca_limits(T, t0, a, level):
-    """BCa limits and z0 from T (t0 included) and a given acceleration."""
-    T = np.atleast_2d(np.asarray(T, dtype=np.float64))
-    t0 = np.atleast_1d(np.asarray(t0, dtype=np.float64))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        frac = np.sum(T < t0, axis=0) / T.shape[0]
-        z0 = ndtri(frac)
-        z = ndtri(np.array([(1 - level) / 2, (1 + level) / 2]))[:, None]
-        alpha = ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
-    alpha = np.where(np.isfinite(z0) & np.isfinite(a), alpha, np.nan)
-    q = _quantile7(T, alpha)
-    return q[0], q[1], z0
-
-
-def bca_limits_mc_se(T, t0, a, *, level=LEVEL, groups: int = 10):
-    r"""Monte-Carlo standard errors of the BCa limits, by jackknife over replicate groups.
-
-    The R replicates (row 0 of T is t0 and stays) are cut into ``groups`` contiguous
-    groups; the limits are recomputed without each group (z0 and the quantiles change,
-    the acceleration does not), and
-
-    .. math:: \mathrm{se}(\ell) = \sqrt{rac{g-1}{g}\sum_k (\ell_{(k)} - ar\ell)^2}
-
-    (jackknife-after-bootstrap over groups; Koehler, Brown & Haneuse 2009). This captures
-    the noise of z0 as well as of the extreme quantiles, which order-statistic formulas
-    miss for heavy-tailed bootstrap distributions.
-
-    Returns
-    -------
-    se_low, se_high : numpy.ndarray, shape (K,)
-    """
-    T = np.atleast_2d(np.asarray(T, dtype=np.float64))
-    R = T.shape[0] - 1
-    g = max(2, min(int(groups), R // 20))
-    cuts = np.linspace(1, R + 1, g + 1).astype(int)
-    lims = []
-    for k in range(g):
-        keep = np.r_[0, np.arange(1, cuts[k]), np.arange(cuts[k + 1], R + 1)]
-        lo, hi, _ = _bca_limits(T[keep], t0, a, level)
-        lims.append((lo, hi))
-    L = np.array(lims)  # (g, 2, K)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        se = np.sqrt((g - 1) / g * np.sum((L - L.mean(axis=0)) ** 2, axis=0))
-    return se[0], se[1]
-
-
-def percentile_interval(T, *, level=LEVEL):
-    """Percentile interval: type-7 quantiles of T at ``(1 ± level)/2``."""
-    T = np.atleast_2d(np.asarray(T, dtype=np.float64))
-    p = np.broadcast_to(np.array([(1 - level) / 2, (1 + level) / 2])[:, None], (2, T.shape[1]))
-    q = _quantile7(T, p)
-    return q[0], q[1]
-
-
-def basic_interval(T, t0, *, level=LEVEL):
-    r"""Return the basic (reverse percentile) interval :math:`[2t_0 - q_{hi}, 2t_0 - q_{lo}]`."""
-    lo, hi = percentile_interval(T, level=level)
-    t0 = np.asarray(t0, dtype=np.float64)
-    return 2 * t0 - hi, 2 * t0 - lo
-
 
 class BootstrapResult(dict):
     """Per-statistic results of :func:`bootstrap_set` (a dict of name -> dict of arrays)."""
 
 
 def _interval(method, T, t0, jack, level):
-    if method == "bca" and isinstance(jack, _Acceleration):  # streamed route
-        lo, hi, z0 = _bca_limits(T, t0, jack.a, level)
+    if method == "bca" and isinstance(jack, Acceleration):  # streamed route
+        lo, hi, z0 = bca_limits(T, t0, jack.a, level)
         a = jack.a
     elif method == "bca":
         lo, hi, z0, a = bca_interval(T, t0, jack, level=level)
@@ -248,116 +110,6 @@ def _summarise(T, t0, jack, method, level):
         "acceleration": a,
         "n_nan": n_nan,
     }
-
-
-# ------------------------------------------------------ streamed moment statistics
-#: Rows of one group of the streamed moment route: :data:`uqx.engine.resample.SAMPLE_GROUP`
-#: sample blocks of the resampling plan (a dask task reads these rows only).
-GROUP_ROWS = SAMPLE_GROUP * SAMPLE_BLOCK
-
-
-#: Rows of a sub-chunk of the leave-one-out pass (fixed: part of the summation order).
-_JACK_ROWS = 1 << 16
-
-
-class _Acceleration:
-    """BCa acceleration from the streamed route: stands for the jackknife values."""
-
-    def __init__(self, a):
-        self.a = np.asarray(a, dtype=np.float64)
-
-
-def _group_sums(src_E, src_u, lo, hi, plan, g, ncol):
-    """Pass 1 over group g: feature sums of the estimate and of every replicate block."""
-    E, u = read_rows(src_E.arr, lo, hi), read_rows(src_u.arr, lo, hi)
-    F = moment_features(E, u, ncol)
-    return moment_sums(E, u), [plan.sums_group(b, F, g, offset=lo)
-                               for b in range(plan.n_blocks)]
-
-
-def _group_jack(src_E, src_u, lo, hi, S, t0, specs, M):
-    r"""Pass 2 over a group: power sums of :math:`x_i = t_{(i)} - t_0` (leave-one-out).
-
-    Returns (K, 4): :math:`(n, \sum x, \sum x^2, \sum x^3)` over the finite values.
-    """
-    E, u = read_rows(src_E.arr, lo, hi), read_rows(src_u.arr, lo, hi)
-    out = np.zeros((len(specs), 4))
-    for a in range(0, E.size, _JACK_ROWS):  # fixed sub-chunks: small temporaries
-        b = a + _JACK_ROWS
-        loo = S[None, :] - moment_sums(E[a:b, None], u[a:b, None])
-        for k, s in enumerate(specs):
-            x = MOMENT_STATS[s.base](loo, M - 1) - t0[k]
-            x = x[np.isfinite(x)]
-            out[k] += (x.size, x.sum(), (x * x).sum(), (x * x * x).sum())
-    return out
-
-
-def _acceleration_from_power_sums(P):
-    r"""BCa acceleration from the power sums of :math:`x_i = t_{(i)} - t_0`.
-
-    With :math:`m = \sum x / n`: :math:`\sum (m - x)^2 = \sum x^2 - n m^2` and
-    :math:`\sum (m - x)^3 = -(\sum x^3 - 3m\sum x^2 + 2 n m^3)`, so
-    :math:`a = \sum (m - x)^3 / (6 (\sum (m - x)^2)^{3/2})` (the formula of
-    :func:`jackknife_acceleration`; the shift by t0 keeps the sums well conditioned:
-    :math:`|m| \ll` the spread of x for a smooth statistic).
-    """
-    n, s1, s2, s3 = P.T
-    with np.errstate(invalid="ignore", divide="ignore"):
-        m = s1 / n
-        c2 = s2 - n * m * m
-        c3 = -(s3 - 3.0 * m * s2 + 2.0 * n * m**3)
-        return c3 / (6.0 * c2**1.5)
-
-
-def _streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
-    """Lazy (t0, acceleration, blocks) of one set by the streamed moment route.
-
-    Group g holds the rows of the plan's group g (:meth:`BootstrapPlan.group_rows`,
-    :data:`GROUP_ROWS` rows); a task reads only
-    its rows (numpy slices, or the chunks of a dask array), so memory is O(G) per task
-    whatever M. Pass 1: the feature sums of the estimate and of every replicate block
-    (:meth:`uqx.engine.resample.BootstrapPlan.sums_group`, the same draws as the in-memory
-    route); pass 2 (BCa): power sums of the leave-one-out values. Partial sums are added
-    in group order, so the result does not depend on the chunking or the scheduler.
-    """
-    key = streamed_content_key(E, u, M, GROUP_ROWS)
-    plan = BootstrapPlan(M=M, n_boot=n_boot, seed=seed, key=key)
-    cols = {c for s in specs for c in MOMENT_COLUMNS[s.base]}
-    ncol = 3 if cols <= {0, 1, 2} else 5
-    groups = [plan.group_rows(g) for g in range(plan.n_groups)]
-    sE, su = ColumnRef(E), ColumnRef(u)
-    p1 = [dask.delayed(_group_sums, pure=False)(sE, su, lo, hi, plan, g, ncol)
-          for g, (lo, hi) in enumerate(groups)]
-
-    def reduce1(results):
-        S = results[0][0]
-        reps = list(results[0][1])
-        for s_g, r_g in results[1:]:
-            S = S + s_g
-            reps = [a + b for a, b in zip(reps, r_g, strict=True)]
-        t0 = {s.name: MOMENT_STATS[s.base](S[None, :], M) for s in specs}
-        blocks = [{s.name: MOMENT_STATS[s.base](
-            np.concatenate([r, np.zeros(r.shape[:-1] + (5 - r.shape[-1],))], axis=-1)
-            if r.shape[-1] < 5 else r, M)[:, None] for s in specs} for r in reps]
-        return S, t0, blocks
-
-    first = dask.delayed(reduce1)(p1)
-    S = first[0]
-    t0 = first[1]
-    if not want_jack:
-        return dask.delayed(lambda r: (r[1], None, r[2]))(first)
-    t0_vec = dask.delayed(lambda t: np.array([t[s.name][0] for s in specs]))(t0)
-    p2 = [dask.delayed(_group_jack, pure=False)(sE, su, lo, hi, S, t0_vec, specs, M)
-          for lo, hi in groups]
-
-    def reduce2(r, jacks):
-        P = jacks[0]
-        for j in jacks[1:]:
-            P = P + j
-        a = _acceleration_from_power_sums(P)
-        return r[1], {s.name: _Acceleration(a[k:k + 1]) for k, s in enumerate(specs)}, r[2]
-
-    return dask.delayed(reduce2)(first, p2)
 
 
 def _check_common(n_boot, level, method):
@@ -413,7 +165,7 @@ def _run_stacked(ds, specs, binning, n_boot, seed, scheduler, num_workers, want_
         sizes.append(m)
         E, u = ds["E"].data[i, :m], ds["uE"].data[i, :m]
         if moment_only and (is_lazy(E) or is_lazy(u) or m > GROUP_ROWS):
-            tasks[i] = _streamed_tasks(E, u, m, specs, n_boot, seed, want_jack)
+            tasks[i] = streamed_tasks(E, u, m, specs, n_boot, seed, want_jack)
         else:
             loaded.append(i)
     if loaded:
@@ -620,12 +372,13 @@ def bootstrap(
     -----
     **Out of core.** When every statistic is a moment statistic and the set is
     dask-backed (e.g. a chunked NetCDF opened with :func:`uqx.open_dataset`) or longer
-    than :data:`GROUP_ROWS`, the set is streamed (:func:`_streamed_tasks`): each task
-    reads one group of :data:`GROUP_ROWS` rows, the estimate and the replicates are
-    feature sums added in group order, and the BCa acceleration comes from power sums
-    of the leave-one-out values (a second pass). Memory is O(GROUP_ROWS) per task
-    (about 50 MB) whatever M, and numpy and dask inputs of the same data give the same
-    bits (tested). Binned and rank statistics hold the set and one sort order in memory.
+    than :data:`~uqx.inference.streamed.GROUP_ROWS`, the set is streamed
+    (:func:`~uqx.inference.streamed.streamed_tasks`): each task reads one group of rows,
+    the estimate and the replicates are feature sums added in group order, and the BCa
+    acceleration comes from power sums of the leave-one-out values (a second pass).
+    Memory is O(GROUP_ROWS) per task (about 50 MB) whatever M, and numpy and dask
+    inputs of the same data give the same bits (tested). Binned and rank statistics hold
+    the set and one sort order in memory.
 
     Examples
     --------

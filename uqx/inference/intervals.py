@@ -22,10 +22,10 @@ import xarray as xr
 
 from uqx.dataio.model import InputError, as_stacked, iter_sets
 from uqx.engine.binning import make_bins
+from uqx.engine.confidence import bca_interval
 from uqx.engine.defaults import LEVEL, N_BINS_LOCAL, POP_MIN
 from uqx.engine.resample import content_key, resolve_seed, seed_sequence
 from uqx.engine.stats.tailedness import hd_quantile
-from uqx.inference.bootstrap import bca_interval
 from uqx.inference.reference import binomial_ci, unit_quantile
 
 __all__ = ["half_ranges", "picp", "local_range_ratio"]
@@ -122,7 +122,7 @@ def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = N_BINS_LO
     (target 1: the intervals are as wide as the errors' own central P range). Each bin is
     resampled ``n_boot`` times (keyed stream per data set and bin); the BCa interval uses
     the exact jackknife of the bin (nptest conventions,
-    :func:`~uqx.inference.bootstrap.bca_interval`; ErrViewLib uses ``boot`` with regression
+    :func:`~uqx.engine.confidence.bca_interval`; ErrViewLib uses ``boot`` with regression
     influence values, methods: bootstrap).
 
     Parameters

@@ -89,17 +89,17 @@ def zms_rce_bca(E, u, *, n_boot: int, seed: int, key, level: float = LEVEL) -> d
     Uses the engine's kernels directly (no dask graph per call):
     :class:`uqx.engine.evaluator.SetEvaluator` estimate, jackknife and streamed replicate sums
     over the blocks of a :class:`uqx.engine.resample.BootstrapPlan`, then
-    :func:`uqx.inference.bootstrap.bca_interval` with t0 as row 0 of T.
+    :func:`uqx.engine.confidence.bca_interval` with t0 as row 0 of T.
 
     Returns
     -------
     dict
         ``estimate``, ``ci_low``, ``ci_high`` (arrays of 2: ZMS, RCE).
     """
+    from uqx.engine.confidence import bca_interval
     from uqx.engine.evaluator import SetEvaluator
     from uqx.engine.resample import BootstrapPlan
     from uqx.engine.statistic import parse_stat
-    from uqx.inference.bootstrap import bca_interval
 
     ev = SetEvaluator(E, u, [parse_stat("zms"), parse_stat("rce")])
     t0 = ev.estimate()

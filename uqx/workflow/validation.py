@@ -36,6 +36,7 @@ import xarray as xr
 
 from uqx._version import __version__
 from uqx.dataio.model import InputError, as_stacked, iter_sets
+from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST, t_nu_from_tails
 from uqx.engine.resample import content_key, resolve_seed
@@ -47,7 +48,7 @@ from uqx.engine.stats.tailedness import (
     tailedness,
 )
 from uqx.engine.verdict import NOT_TESTED
-from uqx.inference.bootstrap import bca_limits_mc_se, bootstrap
+from uqx.inference.bootstrap import bootstrap
 from uqx.inference.decision import familywise_step, verdict_step
 from uqx.inference.reference import (
     d_sensitive,
