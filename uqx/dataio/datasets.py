@@ -113,8 +113,10 @@ def _find_data_dir(data_dir: str | os.PathLike | None) -> Path:
         for path in defaults:  # a default folder counts once it holds a family folder
             if any((path / family).is_dir() for family in FAMILIES):
                 return path
-        where = (f"no data directory given, ${ENV_VAR} is not set and no default folder "
-                 f"({', '.join(str(p) for p in defaults)}) holds the data")
+        where = (
+            f"no data directory given, ${ENV_VAR} is not set and no default folder "
+            f"({', '.join(str(p) for p in defaults)}) holds the data"
+        )
     example = REGISTRY["Diffusion_RF_cal"].file
     raise InputError(
         f"literature data directory not found: {where}. Expected a directory holding "
@@ -242,8 +244,12 @@ def get_spec(name: str) -> DatasetSpec:
         close = difflib.get_close_matches(str(name), candidates, n=5, cutoff=0.5)
         if not close:
             by_lower = {c.lower(): c for c in candidates}
-            close = [by_lower[c] for c in difflib.get_close_matches(
-                str(name).lower(), list(by_lower), n=5, cutoff=0.5)]
+            close = [
+                by_lower[c]
+                for c in difflib.get_close_matches(
+                    str(name).lower(), list(by_lower), n=5, cutoff=0.5
+                )
+            ]
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise InputError(
             f"unknown dataset {name!r}.{hint} Run `uqx datasets list` (or "
@@ -297,8 +303,17 @@ def _resolve_files(spec: DatasetSpec, root: Path, verify: bool) -> dict[str, Pat
 
 #: Standard atomic weights (IUPAC conventional/abridged values), g/mol.
 ATOMIC_WEIGHTS = {
-    "H": 1.008, "B": 10.81, "C": 12.011, "N": 14.007, "O": 15.999, "F": 18.998403163,
-    "Si": 28.085, "P": 30.973761998, "S": 32.06, "Cl": 35.45, "Br": 79.904,
+    "H": 1.008,
+    "B": 10.81,
+    "C": 12.011,
+    "N": 14.007,
+    "O": 15.999,
+    "F": 18.998403163,
+    "Si": 28.085,
+    "P": 30.973761998,
+    "S": 32.06,
+    "Cl": 35.45,
+    "Br": 79.904,
     "I": 126.90447,
 }
 
@@ -359,9 +374,15 @@ def _masses(formulas) -> np.ndarray:
 def _read_pal2022(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
     path = paths[spec.file]
     df = read_frame(path)
-    ds = from_arrays(numeric_column(df, "E", path), numeric_column(df, "uE", path),
-                     X=numeric_column(df, "X", path), name=spec.name, units=spec.unit,
-                     source=str(path), min_uE_rel_sd=1e-6)
+    ds = from_arrays(
+        numeric_column(df, "E", path),
+        numeric_column(df, "uE", path),
+        X=numeric_column(df, "X", path),
+        name=spec.name,
+        units=spec.unit,
+        source=str(path),
+        min_uE_rel_sd=1e-6,
+    )
     ds = ds.rename({"X": "uE_other"})
     ds["uE_other"].attrs = {
         "long_name": "uE of the matching _cal/_uncal file (the file's column 'X'); "
@@ -384,11 +405,15 @@ def _read_bus2022(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
     with np.errstate(invalid="ignore"):
         uE = np.sqrt(variance)
     ds = from_arrays(
-        reference - prediction, uE, X=_masses(df["formula"]), V=prediction,
-        name=spec.name, units=spec.unit, source=str(path),
+        reference - prediction,
+        uE,
+        X=_masses(df["formula"]),
+        V=prediction,
+        name=spec.name,
+        units=spec.unit,
+        source=str(path),
     )
-    ds["X"].attrs.update(long_name="molecular mass (from the column 'formula')",
-                         units="g/mol")
+    ds["X"].attrs.update(long_name="molecular mass (from the column 'formula')", units="g/mol")
     ds["V"].attrs["units"] = spec.unit
     ds.attrs["sign_convention"] = f"E = {ref} - prediction ({SIGN_CONVENTION})"
     ds.attrs["uE_definition"] = "sqrt(uncertainty_total) (the column is a variance)"
@@ -403,8 +428,12 @@ def _read_ras2023_logp(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
     logp = numeric_column(df, "logP", path)
     y_pred = numeric_column(df, pred, path)
     ds = from_arrays(
-        logp - y_pred, numeric_column(df, uq, path), V=y_pred,
-        name=spec.name, units=spec.unit, source=str(path),
+        logp - y_pred,
+        numeric_column(df, uq, path),
+        V=y_pred,
+        name=spec.name,
+        units=spec.unit,
+        source=str(path),
     )
     ds.attrs["sign_convention"] = (
         f"E = logP - {pred} ({SIGN_CONVENTION}); the file's error column has the opposite sign"
@@ -424,8 +453,7 @@ def _read_ras2023_vertip(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Datase
         uE = numeric_column(df, "uq", path)
         uE_def = "column uq"
     y_preds = numeric_column(df, "y_preds", path)
-    ds = from_arrays(-error, uE, V=y_preds, name=spec.name, units=spec.unit,
-                     source=str(path))
+    ds = from_arrays(-error, uE, V=y_preds, name=spec.name, units=spec.unit, source=str(path))
     ds["V"].attrs["units"] = spec.unit
     ds.attrs["sign_convention"] = (
         f"E = -error ({SIGN_CONVENTION}): the files' error column is prediction - reference "
@@ -456,15 +484,22 @@ def _read_hu2022(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
         raise InputError(f"{spec.name}: {E.size} residuals but {X.size} distances")
     probs = np.array([0.68, 0.95])
     U = X[:, None] * np.array([qhat[p] for p in probs])[None, :]
-    ds = from_arrays(E, U[:, 1] / 1.96, X=X, name=spec.name, units=spec.unit,
-                     source=str(path))
+    ds = from_arrays(E, U[:, 1] / 1.96, X=X, name=spec.name, units=spec.unit, source=str(path))
     ds = ds.assign_coords(prob=("prob", probs, {"long_name": "interval coverage probability"}))
-    ds["U"] = (("sample", "prob"), U, {"units": spec.unit, "long_name":
-               "half-width of the conformal prediction interval (qhat_P * X)"})
-    ds["qhat"] = ("prob", np.array([qhat[p] for p in probs]),
-                  {"long_name": "conformal scale factor", "units": spec.unit})
-    ds["X"].attrs.update(long_name=f"{spec.name.split('_')[1]}-space distance",
-                         units="arbitrary")
+    ds["U"] = (
+        ("sample", "prob"),
+        U,
+        {
+            "units": spec.unit,
+            "long_name": "half-width of the conformal prediction interval (qhat_P * X)",
+        },
+    )
+    ds["qhat"] = (
+        "prob",
+        np.array([qhat[p] for p in probs]),
+        {"long_name": "conformal scale factor", "units": spec.unit},
+    )
+    ds["X"].attrs.update(long_name=f"{spec.name.split('_')[1]}-space distance", units="arbitrary")
     ds.attrs["sign_convention"] = f"E = residual ({SIGN_CONVENTION})"
     ds.attrs["uE_definition"] = "U_0.95 / 1.96 (standard-uncertainty proxy of the primer)"
     ds.attrs["source_files"] = ", ".join(str(p) for p in paths.values())
@@ -473,9 +508,13 @@ def _read_hu2022(spec: DatasetSpec, paths: dict[str, Path]) -> xr.Dataset:
 
 #: Parsing rule of each ``reader`` key of the registry file.
 _READERS: dict[str, Callable[[DatasetSpec, dict[str, Path]], xr.Dataset]] = {
-    "pal2022": _read_pal2022, "bus2022": _read_bus2022, "hu2022": _read_hu2022,
-    "ras2023_logp": _read_ras2023_logp, "ras2023_rf": _read_ras2023_logp,
-    "ras2023_vertip_ls": _read_ras2023_vertip, "ras2023_vertip_evidential": _read_ras2023_vertip,
+    "pal2022": _read_pal2022,
+    "bus2022": _read_bus2022,
+    "hu2022": _read_hu2022,
+    "ras2023_logp": _read_ras2023_logp,
+    "ras2023_rf": _read_ras2023_logp,
+    "ras2023_vertip_ls": _read_ras2023_vertip,
+    "ras2023_vertip_evidential": _read_ras2023_vertip,
 }
 
 
@@ -521,8 +560,13 @@ def load_dataset(
     paths = _resolve_files(spec, root, verify)
     ds = _READERS[spec.reader](spec, paths)
     ds.attrs.setdefault("sign_convention", SIGN_CONVENTION)
-    ds.attrs.update(name=spec.name, family=spec.family, source_file=spec.file,
-                    description=spec.description, sha256=spec.sha256)
+    ds.attrs.update(
+        name=spec.name,
+        family=spec.family,
+        source_file=spec.file,
+        description=spec.description,
+        sha256=spec.sha256,
+    )
     return ds
 
 
@@ -566,10 +610,12 @@ def list_datasets() -> pd.DataFrame:
         ``unit`` and ``description``, one row per registry entry.
     """
     cols = ("name", "family", "M", "file", "aliases", "unit", "description")
-    return pd.DataFrame([
-        {k: ", ".join(s.aliases) if k == "aliases" else getattr(s, k) for k in cols}
-        for s in REGISTRY.values()
-    ])
+    return pd.DataFrame(
+        [
+            {k: ", ".join(s.aliases) if k == "aliases" else getattr(s, k) for k in cols}
+            for s in REGISTRY.values()
+        ]
+    )
 
 
 def check_datasets(data_dir: str | os.PathLike | None = None) -> pd.DataFrame:
@@ -596,6 +642,5 @@ def check_datasets(data_dir: str | os.PathLike | None = None) -> pd.DataFrame:
                 present = ok = False
                 continue
             ok = ok and _sha256(path) == expected
-        rows.append({"name": spec.name, "file": spec.file, "present": present,
-                     "checksum_ok": ok})
+        rows.append({"name": spec.name, "file": spec.file, "present": present, "checksum_ok": ok})
     return pd.DataFrame(rows)

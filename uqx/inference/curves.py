@@ -74,8 +74,14 @@ def over_sets(func, data, *args, **kwargs) -> xr.Dataset:
     """
     parts = [func(sd, *args, **kwargs) for sd in iter_sets(data)]
     names = [str(s) for s in data["set"].values]
-    out = xr.concat(parts, dim=xr.DataArray(names, dims="set", name="set"), join="outer",
-                    combine_attrs="override", coords="different", compat="equals")
+    out = xr.concat(
+        parts,
+        dim=xr.DataArray(names, dims="set", name="set"),
+        join="outer",
+        combine_attrs="override",
+        coords="different",
+        compat="equals",
+    )
     for key, v in parts[0].attrs.items():
         vals = [p.attrs.get(key, np.nan) for p in parts]
         if isinstance(v, int | float) and len(set(vals)) > 1:
@@ -102,11 +108,13 @@ def _one(data, uE=None) -> SetData:
 
 def _per_set(func):
     """Decorate a one-set function: a stacked Dataset (``set`` dim) goes to over_sets."""
+
     @functools.wraps(func)
     def wrapper(data, *args, **kwargs):
         if isinstance(data, xr.Dataset) and "set" in data.dims:
             return over_sets(func, data, *args, **kwargs)
         return func(data, *args, **kwargs)
+
     return wrapper
 
 
@@ -131,9 +139,14 @@ def _mid_range(xs, edges):
 
 
 def _bin_attrs(bins, cond):
-    return {"binning": bins.scheme, "n_bins_requested": bins.n_requested,
-            "n_bins": bins.n_bins, "pop_min": bins.pop_min, "log_bins": int(bins.log),
-            "cond": cond}
+    return {
+        "binning": bins.scheme,
+        "n_bins_requested": bins.n_requested,
+        "n_bins": bins.n_bins,
+        "pop_min": bins.pop_min,
+        "log_bins": int(bins.log),
+        "cond": cond,
+    }
 
 
 # ------------------------------------------------------------------ confidence curves
@@ -170,9 +183,21 @@ def _curve_sorted(E_sorted, n_rm, stat):
 
 
 @_per_set
-def confidence_curve(data, uE=None, *, stat="rmse", k=None, dist="normal", nu=None,
-                     n_rep=500, oracle=True, n_boot=0, normalize=False, level=LEVEL,
-                     seed=0) -> xr.Dataset:
+def confidence_curve(
+    data,
+    uE=None,
+    *,
+    stat="rmse",
+    k=None,
+    dist="normal",
+    nu=None,
+    n_rep=500,
+    oracle=True,
+    n_boot=0,
+    normalize=False,
+    level=LEVEL,
+    seed=0,
+) -> xr.Dataset:
     r"""Confidence curve: statistic of E after removing the k % largest uncertainties.
 
     Sort (E, u) by u descending (stable), drop the first :math:`\lfloor kM/100 \rfloor`
@@ -223,16 +248,18 @@ def confidence_curve(data, uE=None, *, stat="rmse", k=None, dist="normal", nu=No
     n_rm = _removed(M, k)
     out = {"curve": _curve_sorted(E_s, n_rm, stat)}
     if oracle:
-        out["oracle"] = _curve_sorted(sd.E[np.argsort(-np.abs(sd.E), kind="stable")],
-                                      n_rm, stat)
+        out["oracle"] = _curve_sorted(sd.E[np.argsort(-np.abs(sd.E), kind="stable")], n_rm, stat)
     a = (1 - level) / 2
     if n_rep:
         # one keyed xoshiro256** stream (uqx.engine.generators), copy after copy: the batches
         # never change the draws
         state = stream_state(seed_sequence(seed, "confidence", sd.name, dist, nu or 0))
-        sims = np.concatenate([
-            _curve_sorted(u_s * draw_unit(state, (b, M), dist=dist, nu=nu), n_rm, stat)
-            for b in _blocks(n_rep, M)])
+        sims = np.concatenate(
+            [
+                _curve_sorted(u_s * draw_unit(state, (b, M), dist=dist, nu=nu), n_rm, stat)
+                for b in _blocks(n_rep, M)
+            ]
+        )
         out["reference"] = np.nanmean(sims, axis=0)
         lo_hi = hd_quantile(sims, [a, 1 - a], axis=0)
         out["ref_low"], out["ref_high"] = lo_hi[:, 0], lo_hi[:, 1]
@@ -241,9 +268,17 @@ def confidence_curve(data, uE=None, *, stat="rmse", k=None, dist="normal", nu=No
     c0 = _curve_sorted(E_s, np.zeros(1, np.int64), stat)[0]
     if normalize:
         out = {key: v / c0 for key, v in out.items()}
-    attrs = {"statistic": stat, "dist": dist, "nu": float(nu or 0), "n_rep": int(n_rep),
-             "n_boot": int(n_boot), "seed": int(seed), "level": float(level),
-             "normalized": int(normalize), "M": M}
+    attrs = {
+        "statistic": stat,
+        "dist": dist,
+        "nu": float(nu or 0),
+        "n_rep": int(n_rep),
+        "n_boot": int(n_boot),
+        "seed": int(seed),
+        "level": float(level),
+        "normalized": int(normalize),
+        "M": M,
+    }
     if not normalize:
         if oracle:
             attrs["auco"] = float(np.sum(np.abs(out["curve"] - out["oracle"])))
@@ -251,10 +286,15 @@ def confidence_curve(data, uE=None, *, stat="rmse", k=None, dist="normal", nu=No
             attrs["dfpr"] = float(np.sum(np.abs(out["curve"] - out["reference"])))
             dev = np.sum(np.abs(sims - out["reference"]), axis=-1)
             attrs["up95"] = float(hd_quantile(dev, 0.95))
-    return xr.Dataset({key: ("fraction", v) for key, v in out.items()},
-                      coords={"fraction": k / 100.0, "k": ("fraction", k),
-                              "u_threshold": ("fraction", u_s[np.minimum(n_rm, M - 1)])},
-                      attrs=attrs)
+    return xr.Dataset(
+        {key: ("fraction", v) for key, v in out.items()},
+        coords={
+            "fraction": k / 100.0,
+            "k": ("fraction", k),
+            "u_threshold": ("fraction", u_s[np.minimum(n_rm, M - 1)]),
+        },
+        attrs=attrs,
+    )
 
 
 def _boot_band(sd, n_rm, stat, n_boot, seed, a):
@@ -266,8 +306,9 @@ def _boot_band(sd, n_rm, stat, n_boot, seed, a):
     """
     order = np.argsort(-sd.uE, kind="stable")
     E_s = sd.E[order]
-    plan = BootstrapPlan(M=sd.M, n_boot=n_boot, seed=resolve_seed(seed),
-                         key=("cc-boot", content_key(sd.E, sd.uE)))
+    plan = BootstrapPlan(
+        M=sd.M, n_boot=n_boot, seed=resolve_seed(seed), key=("cc-boot", content_key(sd.E, sd.uE))
+    )
     positions = np.arange(sd.M)
     boots = []
     for b in range(plan.n_blocks):
@@ -305,8 +346,9 @@ def _miscal(p, eta, lo=None, hi=None):
 
 
 @_per_set
-def calibration_curve(data, uE=None, *, prob=None, dist="normal", nu=None,
-                      level=LEVEL) -> xr.Dataset:
+def calibration_curve(
+    data, uE=None, *, prob=None, dist="normal", nu=None, level=LEVEL
+) -> xr.Dataset:
     r"""Calibration curve of quantile-based intervals (ErrViewLib ``plotCalibration``).
 
     .. math:: \eta_p = \frac1M \#\{i : E_i \le u_i\, q_D(p)\}
@@ -329,18 +371,39 @@ def calibration_curve(data, uE=None, *, prob=None, dist="normal", nu=None,
     lo, hi = binomial_ci(eta * sd.M, sd.M, method="wilsoncc", level=level)
     area, up = _miscal(p, eta, lo, hi)
     return xr.Dataset(
-        {"eta": ("prob", eta, {"long_name": "observed fraction E <= u q_D(p)"}),
-         "ci_low": ("prob", lo), "ci_high": ("prob", hi)},
+        {
+            "eta": ("prob", eta, {"long_name": "observed fraction E <= u q_D(p)"}),
+            "ci_low": ("prob", lo),
+            "ci_high": ("prob", hi),
+        },
         coords={"prob": ("prob", p, {"long_name": "target probability"})},
-        attrs={"miscal_area": area, "miscal_up": up,
-               "cal_err": float(np.sqrt(np.sum((p - eta) ** 2))), "dist": dist,
-               "nu": float(nu or 0), "M": sd.M, "level": level})
+        attrs={
+            "miscal_area": area,
+            "miscal_up": up,
+            "cal_err": float(np.sqrt(np.sum((p - eta) ** 2))),
+            "dist": dist,
+            "nu": float(nu or 0),
+            "M": sd.M,
+            "level": level,
+        },
+    )
 
 
 @_per_set
-def conditional_calibration(data, uE=None, *, by="uE", prob=None, dist="normal", nu=None,
-                            n_bins=N_BINS_LOCAL, binning="equal-count", pop_min=POP_MIN, log=True,
-                            level=LEVEL) -> xr.Dataset:
+def conditional_calibration(
+    data,
+    uE=None,
+    *,
+    by="uE",
+    prob=None,
+    dist="normal",
+    nu=None,
+    n_bins=N_BINS_LOCAL,
+    binning="equal-count",
+    pop_min=POP_MIN,
+    log=True,
+    level=LEVEL,
+) -> xr.Dataset:
     r"""Conditional calibration curves: one :func:`calibration_curve` per bin of ``by``.
 
     Bins on the conditioning variable (default 15 equal-count bins, popMin 30); the
@@ -365,12 +428,17 @@ def conditional_calibration(data, uE=None, *, by="uE", prob=None, dist="normal",
     m = sd.M / bins.n_bins
     lo, hi = binomial_ci(p * m, m, method="wilsoncc", level=level)
     return xr.Dataset(
-        {"eta": (("bin", "prob"), eta), "n": ("bin", n),
-         "x_mid": ("bin", _mid_range(x[bins.order], bins.edges)),
-         "miscal_area": ("bin", [_miscal(p, e)[0] for e in eta]),
-         "band_low": ("prob", lo), "band_high": ("prob", hi)},
+        {
+            "eta": (("bin", "prob"), eta),
+            "n": ("bin", n),
+            "x_mid": ("bin", _mid_range(x[bins.order], bins.edges)),
+            "miscal_area": ("bin", [_miscal(p, e)[0] for e in eta]),
+            "band_low": ("prob", lo),
+            "band_high": ("prob", hi),
+        },
         coords={"bin": np.arange(bins.n_bins), "prob": p},
-        attrs={**_bin_attrs(bins, cname), "dist": dist, "nu": float(nu or 0), "M": sd.M})
+        attrs={**_bin_attrs(bins, cname), "dist": dist, "nu": float(nu or 0), "M": sd.M},
+    )
 
 
 # ------------------------------------------------------------------ running quantiles
@@ -408,19 +476,42 @@ def running_quantiles(x, y, *, n_bins=None, level=LEVEL, pop_min=POP_MIN) -> xr.
     a = (1 - level) / 2
     view = np.lib.stride_tricks.sliding_window_view(ys, width)
     step = _rows(width)
-    q = np.concatenate([hd_quantile(np.sort(view[s:s + step], axis=-1), [a, 0.5, 1 - a],
-                                    sorted=True) for s in range(0, view.shape[0], step)])
-    out = {"x_mid": (xs[starts] + xs[stops - 1]) / 2, "q_low": q[:, 0], "median": q[:, 1],
-           "q_high": q[:, 2]}
-    return xr.Dataset({k: ("window", v) for k, v in out.items()},
-                      attrs={"n_bins": int(n_bins), "width": width, "level": level})
+    q = np.concatenate(
+        [
+            hd_quantile(np.sort(view[s : s + step], axis=-1), [a, 0.5, 1 - a], sorted=True)
+            for s in range(0, view.shape[0], step)
+        ]
+    )
+    out = {
+        "x_mid": (xs[starts] + xs[stops - 1]) / 2,
+        "q_low": q[:, 0],
+        "median": q[:, 1],
+        "q_high": q[:, 2],
+    }
+    return xr.Dataset(
+        {k: ("window", v) for k, v in out.items()},
+        attrs={"n_bins": int(n_bins), "width": width, "level": level},
+    )
 
 
 # ------------------------------------------------------------------ binned curves
 @_per_set
-def lcp(data, uE=None, *, by="uE", U=None, prob=(0.25, 0.5, 0.75, 0.95), dist="normal",
-        nu=None, n_bins=None, binning="equal-count", pop_min=POP_MIN, log=True,
-        method="wilson", level=LEVEL) -> xr.Dataset:
+def lcp(
+    data,
+    uE=None,
+    *,
+    by="uE",
+    U=None,
+    prob=(0.25, 0.5, 0.75, 0.95),
+    dist="normal",
+    nu=None,
+    n_bins=None,
+    binning="equal-count",
+    pop_min=POP_MIN,
+    log=True,
+    method="wilson",
+    level=LEVEL,
+) -> xr.Dataset:
     r"""Local coverage probabilities per bin and probability level (``plotLCP``).
 
     .. math:: \mathrm{LCP}_{j,P} = \frac1{n_j}\#\{i \in B_j : |E_i| \le U_{i,P}\}
@@ -455,13 +546,25 @@ def lcp(data, uE=None, *, by="uE", U=None, prob=(0.25, 0.5, 0.75, 0.95), dist="n
     tot = inside.sum(axis=0).astype(np.float64)
     plo, phi = binomial_ci(tot, sd.M, method=method, level=level)
     return xr.Dataset(
-        {"coverage": (("bin", "prob"), cov), "ci_low": (("bin", "prob"), lo),
-         "ci_high": (("bin", "prob"), hi), "n": ("bin", n[:, 0]),
-         "x_mid": ("bin", _mid_range(x[bins.order], bins.edges)),
-         "picp": ("prob", tot / sd.M), "picp_low": ("prob", plo), "picp_high": ("prob", phi)},
+        {
+            "coverage": (("bin", "prob"), cov),
+            "ci_low": (("bin", "prob"), lo),
+            "ci_high": (("bin", "prob"), hi),
+            "n": ("bin", n[:, 0]),
+            "x_mid": ("bin", _mid_range(x[bins.order], bins.edges)),
+            "picp": ("prob", tot / sd.M),
+            "picp_low": ("prob", plo),
+            "picp_high": ("prob", phi),
+        },
         coords={"bin": np.arange(bins.n_bins), "prob": P},
-        attrs={**_bin_attrs(bins, cname), "ci_method": method, "dist": dist,
-               "nu": float(nu or 0), "intervals": "given U" if given else "uE"})
+        attrs={
+            **_bin_attrs(bins, cname),
+            "ci_method": method,
+            "dist": dist,
+            "nu": float(nu or 0),
+            "intervals": "given U" if given else "uE",
+        },
+    )
 
 
 def varvar(x, axis=-1):
@@ -516,12 +619,12 @@ def _per_bin_ci(kind, values, edges, *, ci, n_boot, seed, level):
     full = [j for j in range(edges.size - 1) if edges[j + 1] - edges[j] >= 3]
     if ci == "cho":
         for j in full:
-            est[j], lo[j], hi[j] = _cho(kind, values[edges[j]:edges[j + 1]])
+            est[j], lo[j], hi[j] = _cho(kind, values[edges[j] : edges[j + 1]])
         return est, lo, hi
     stat, g = _VIA_ENGINE[kind]
     samples = []
     for j in full:
-        v = values[edges[j]:edges[j + 1]]
+        v = values[edges[j] : edges[j + 1]]
         samples.append((v - v.mean() if stat == "var_z" else v, np.ones_like(v)))
     r = bootstrap_samples(samples, stat, n_boot=n_boot, seed=resolve_seed(seed), level=level)
     if g is not None:
@@ -533,9 +636,21 @@ def _per_bin_ci(kind, values, edges, *, ci, n_boot, seed, level):
 
 
 @_per_set
-def reliability(data, uE=None, *, kind="sd", n_bins=None, binning="equal-count", by="uE",
-                pop_min=POP_MIN, log=True, ci="cho", n_boot=N_BOOT_CURVES, seed=0,
-                level=LEVEL) -> xr.Dataset:
+def reliability(
+    data,
+    uE=None,
+    *,
+    kind="sd",
+    n_bins=None,
+    binning="equal-count",
+    by="uE",
+    pop_min=POP_MIN,
+    log=True,
+    ci="cho",
+    n_boot=N_BOOT_CURVES,
+    seed=0,
+    level=LEVEL,
+) -> xr.Dataset:
     r"""Reliability diagram values per bin (ErrViewLib ``plotRelDiag``; methods: binned statistics).
 
     :math:`x_j = \mathrm{RMV}_j = \sqrt{\langle u^2 \rangle_j}`, :math:`y_j = \mathrm{SD}_j`
@@ -561,21 +676,43 @@ def reliability(data, uE=None, *, kind="sd", n_bins=None, binning="equal-count",
     E, u = sd.E[bins.order], sd.uE[bins.order]
     with np.errstate(invalid="ignore", divide="ignore"):
         rmv = np.sqrt(bin_sums(u * u, bins.edges) / bins.counts)
-    y, lo, hi = _per_bin_ci(kind, E, bins.edges, ci=ci, n_boot=n_boot,
-                            seed=seed, level=level)
+    y, lo, hi = _per_bin_ci(kind, E, bins.edges, ci=ci, n_boot=n_boot, seed=seed, level=level)
     o = np.argsort(rmv, kind="stable")
     return xr.Dataset(
-        {"rmv": ("bin", rmv[o]), "y": ("bin", y[o]), "ci_low": ("bin", lo[o]),
-         "ci_high": ("bin", hi[o]), "n": ("bin", bins.counts[o].astype(np.float64))},
+        {
+            "rmv": ("bin", rmv[o]),
+            "y": ("bin", y[o]),
+            "ci_low": ("bin", lo[o]),
+            "ci_high": ("bin", hi[o]),
+            "n": ("bin", bins.counts[o].astype(np.float64)),
+        },
         coords={"bin": np.arange(bins.n_bins)},
-        attrs={**_bin_attrs(bins, cname), "kind": kind, "ci_method": ci,
-               "ence": float(np.nanmean(np.abs(rmv - y) / rmv)), "seed": seed})
+        attrs={
+            **_bin_attrs(bins, cname),
+            "kind": kind,
+            "ci_method": ci,
+            "ence": float(np.nanmean(np.abs(rmv - y) / rmv)),
+            "seed": seed,
+        },
+    )
 
 
 @_per_set
-def local_z(data, uE=None, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
-            pop_min=POP_MIN, log=True, ci="cho", n_boot=N_BOOT_CURVES, seed=0,
-            level=LEVEL) -> xr.Dataset:
+def local_z(
+    data,
+    uE=None,
+    *,
+    stat="lzisd",
+    by="uE",
+    n_bins=None,
+    binning="equal-count",
+    pop_min=POP_MIN,
+    log=True,
+    ci="cho",
+    n_boot=N_BOOT_CURVES,
+    seed=0,
+    level=LEVEL,
+) -> xr.Dataset:
     r"""LZISD (:math:`1/\mathrm{sd}(Z_j)`) or LZV (:math:`\mathrm{Var}(Z_j)`) per bin.
 
     Intervals: 'cho', :math:`v \pm z\sqrt{\mathrm{varvar}(Z_j)}` for LZV and
@@ -603,10 +740,24 @@ def local_z(data, uE=None, *, stat="lzisd", by="uE", n_bins=None, binning="equal
     f, flo, fhi = _per_bin_ci(kind, z, np.array([0, z.size]), **cfg)
     valid = ((lo - 1) * (hi - 1) <= 0).astype(np.float64)
     return xr.Dataset(
-        {"estimate": ("bin", est), "ci_low": ("bin", lo), "ci_high": ("bin", hi),
-         "x_mid": ("bin", _mid_range(x[bins.order], bins.edges)),
-         "n": ("bin", bins.counts.astype(np.float64)), "valid": ("bin", valid),
-         "full": f[0], "full_low": flo[0], "full_high": fhi[0]},
+        {
+            "estimate": ("bin", est),
+            "ci_low": ("bin", lo),
+            "ci_high": ("bin", hi),
+            "x_mid": ("bin", _mid_range(x[bins.order], bins.edges)),
+            "n": ("bin", bins.counts.astype(np.float64)),
+            "valid": ("bin", valid),
+            "full": f[0],
+            "full_low": flo[0],
+            "full_high": fhi[0],
+        },
         coords={"bin": np.arange(bins.n_bins)},
-        attrs={**_bin_attrs(bins, cname), "stat": stat, "ci_method": ci, "seed": seed,
-               "frac_valid": float(np.nanmean(valid)), "target": 1.0})
+        attrs={
+            **_bin_attrs(bins, cname),
+            "stat": stat,
+            "ci_method": ci,
+            "seed": seed,
+            "frac_valid": float(np.nanmean(valid)),
+            "target": 1.0,
+        },
+    )
