@@ -348,7 +348,7 @@ def test_cli_sweep(cli, tmp_path, capsys):
 
 
 def test_batched_sweep_statistics_matches_row_by_row():
-    from uqx.inference.extrapolation import sweep_statistics
+    from uqx.inference.binsweep import sweep_statistics
 
     rng = np.random.default_rng(1)
     u = np.sort(rng.uniform(0.5, 2.0, (30, 1800)), axis=1)

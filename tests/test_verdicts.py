@@ -16,16 +16,9 @@ from uqx.engine.binning import equal_count_edges, stable_order
 from uqx.engine.resample import content_key
 from uqx.engine.statistic import BINNED_STATS, bin_feature_sums
 from uqx.engine.verdict import agreement_verdict, interval_problem, limit_se, zeta_se
-from uqx.inference.extrapolation import (
-    PRESETS,
-    SweepSettings,
-    bin_numbers,
-    extrapolate,
-    null_intercepts,
-    null_verdict,
-    ols_fit,
-    sweep_statistics,
-)
+from uqx.inference.binsweep import PRESETS, SweepSettings, bin_numbers, ols_fit, sweep_statistics
+from uqx.inference.extrapolation import extrapolate
+from uqx.inference.extrapolation_null import null_intercepts, null_verdict
 from uqx.inference.synth import nig
 
 KW = dict(n_boot=400, n_mc=200, seed=3)
@@ -216,7 +209,7 @@ def test_sweep_copies_equals_sweep_statistics_on_the_same_draws(dist):
     """Slow twin of the fused draw-and-sweep kernel: the keyed draws redrawn by draw_unit,
     the copies materialised, then one prefix sum per copy (sweep_statistics)."""
     from uqx.engine.resample import seed_sequence
-    from uqx.inference.extrapolation import sweep_copies
+    from uqx.inference.extrapolation_null import sweep_copies
     from uqx.inference.reference import draw_unit
 
     rng = np.random.default_rng(5)

@@ -23,7 +23,8 @@ import xarray as xr
 
 from uqx.engine.resample import resolve_seed
 from uqx.errors import InputError
-from uqx.inference.extrapolation import PRESETS, SweepSettings, bin_numbers, extrapolate
+from uqx.inference.binsweep import PRESETS, SweepSettings, bin_numbers
+from uqx.inference.extrapolation import extrapolate
 from uqx.sweeps._common import cell_set, check_int, execute, set_arrays, set_keys
 from uqx.sweeps.engine import Study
 

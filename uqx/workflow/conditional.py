@@ -20,8 +20,9 @@ import xarray as xr
 from uqx.dataio.model import InputError
 from uqx.engine.defaults import LEVEL, local_bins
 from uqx.engine.resample import content_key
+from uqx.inference.binsweep import PRESETS
 from uqx.inference.bootstrap import bootstrap_per_bin
-from uqx.inference.extrapolation import PRESETS, extrapolate_many
+from uqx.inference.extrapolation import extrapolate_many
 from uqx.inference.reference import binomial_ci
 
 __all__ = ["lzisd_step", "extrapolation_step", "headline_step",
@@ -134,13 +135,14 @@ def _set_conds(sd, conds):
 
 
 def null_hooks(sets, *, n_copies, preset="app-c"):
-    """One :class:`uqx.inference.extrapolation.NullHook` per set (None when the set is too small).
+    """One :class:`~uqx.inference.extrapolation_null.NullHook` per set (None: set too small).
 
     Handed to :func:`uqx.inference.reference.simulate_reference`, they compute the extrapolation
     nulls on the draws of the simulated references (no draws of their own).
     """
     from uqx.engine.binning import stable_order
-    from uqx.inference.extrapolation import NullHook, bin_numbers
+    from uqx.inference.binsweep import bin_numbers
+    from uqx.inference.extrapolation_null import NullHook
 
     conds, st, hooks = _conds(sets), PRESETS[preset], []
     for sd in sets:

@@ -1,0 +1,269 @@
+r"""The simulated null of the zero-bin intercepts (the verdict of the extrapolation).
+
+The same sweep and fit (:mod:`uqx.inference.binsweep`) on ``n_mc`` calibrated copies
+:math:`E^{(k)} = u\,\epsilon^{(k)}`, ε ~ D, drawn directly in the sorted order, one pass
+per copy (:func:`sweep_copies`, :func:`null_intercepts`; :class:`NullHook` shares the
+draws of the simulated references); :func:`null_verdict` places the observed intercept
+in the null of every D. Methods page: zero-bin extrapolation.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from uqx.engine.binning import equal_count_edges
+from uqx.engine.defaults import LEVEL, SWEEP_POP_MIN
+from uqx.engine.generators import stream_state
+from uqx.engine.resample import lemire_threshold, seed_sequence
+from uqx.inference.binsweep import (
+    BINNED_FUSED,
+    SweepSettings,
+    fit_points,
+    ols_fit,
+    sweep_statistics,
+    sweep_three,
+)
+from uqx.inference.reference import draw_unit, unit_args, unit_step
+
+__all__ = ["NullHook", "null_intercepts", "null_verdict", "sweep_copies"]
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
+                 out):  # pragma: no cover - numba
+    """ENCE, ZMSE, ZVE of copies ``U[r] * ε`` drawn on the fly, every bin partition.
+
+    One pass per copy: ε from :func:`uqx.inference.reference.unit_step` (row after row on one
+    stream), the sums of (u², E², z², z) over each segment between the sorted
+    breakpoints ``bp`` of all partitions accumulated into prefix sums ``P`` at ``bp``;
+    ``edges[offsets[l]:offsets[l+1]]`` are the positions in ``bp``
+    of the edges of partition l. Formulas of :func:`_sweep_three`.
+    """
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    n = np.uint64(max(pool.shape[0], 1))
+    th = lemire_threshold(n)
+    k = out.shape[0]
+    L = offsets.size - 1
+    P = np.zeros((bp.size, 4))
+    for r in range(k):
+        u = U[r if U.shape[0] > 1 else 0]
+        pend, have = np.uint64(0), False
+        for j in range(1, bp.size):  # segment [bp[j-1], bp[j]): sums added to P[j-1]
+            i0, i1 = bp[j - 1], bp[j]
+            a0 = a1 = a2 = a3 = 0.0  # two sets of accumulators (even / odd positions)
+            b0 = b1 = b2 = b3 = 0.0
+            for i in range(i0, i1 - 1, 2):
+                e, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                f, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                x = u[i] * e
+                y = u[i + 1] * f
+                a0 += u[i] * u[i]
+                a1 += x * x
+                a2 += e * e
+                a3 += e
+                b0 += u[i + 1] * u[i + 1]
+                b1 += y * y
+                b2 += f * f
+                b3 += f
+            if (i1 - i0) & 1:
+                e, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                x = u[i1 - 1] * e
+                a0 += u[i1 - 1] * u[i1 - 1]
+                a1 += x * x
+                a2 += e * e
+                a3 += e
+            P[j, 0] = P[j - 1, 0] + (a0 + b0)
+            P[j, 1] = P[j - 1, 1] + (a1 + b1)
+            P[j, 2] = P[j - 1, 2] + (a2 + b2)
+            P[j, 3] = P[j - 1, 3] + (a3 + b3)
+        for li in range(L):
+            q0, q1 = offsets[li], offsets[li + 1]
+            nb = q1 - q0 - 1
+            s_ence = 0.0
+            s_zmse = 0.0
+            s_zve = 0.0
+            for b in range(nb):
+                lo, hi = edges[q0 + b], edges[q0 + b + 1]
+                cnt = bp[hi] - bp[lo]
+                mv = (P[hi, 0] - P[lo, 0]) / cnt
+                mse = (P[hi, 1] - P[lo, 1]) / cnt
+                sz2 = P[hi, 2] - P[lo, 2]
+                sz = P[hi, 3] - P[lo, 3]
+                var_z = max((sz2 - sz * sz / cnt) / (cnt - 1), 0.0)
+                rmv = np.sqrt(mv)
+                s_ence += abs(rmv - np.sqrt(mse)) / rmv
+                s_zmse += abs(np.log(sz2 / cnt))
+                s_zve += abs(np.log(var_z))
+            out[r, li, 0] = s_ence / nb
+            out[r, li, 1] = s_zmse / nb
+            out[r, li, 2] = np.exp(s_zve / nb)
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
+def sweep_copies(source, u_sorted, n_bins, *, dist: str = "normal", nu=None, pool=None,
+                 n_copies: int | None = None, pop_min: int = SWEEP_POP_MIN) -> np.ndarray:
+    r"""ENCE, ZMSE, ZVE of calibrated copies drawn and swept in one pass (no ε stored).
+
+    Copy r is :math:`E = u_r\,\epsilon_r`, ε drawn on the keyed stream ``source`` copy
+    after copy (the draws of :func:`uqx.inference.reference.draw_unit`), and swept over equal-count
+    bin numbers ``n_bins`` like :func:`sweep_three` (equal to ``sweep_three(draw_unit(
+    source, (k, M)), u)`` within rounding, tested): the running sums
+    :math:`\sum u^2, \sum E^2, \sum z^2, \sum z` are recorded at the union of the bin
+    edges, so a copy costs one draw and four additions per value.
+
+    Parameters
+    ----------
+    source : numpy.random.SeedSequence or numpy.ndarray
+        Keyed stream (or uint64[4] state, advanced in place).
+    u_sorted : array_like, shape (M,) or (k, M)
+        Sorted uncertainties: shared by every copy, or one row per copy.
+    n_bins : sequence of int
+    dist, nu, pool :
+        Generative distribution (:func:`uqx.inference.reference.draw_unit`).
+    n_copies : int, optional
+        Number of copies when ``u_sorted`` is one row (default 1).
+
+    Returns
+    -------
+    numpy.ndarray, shape (k, len(n_bins), 3)
+    """
+    U = np.ascontiguousarray(np.atleast_2d(u_sorted), dtype=np.float64)
+    k = U.shape[0] if U.shape[0] > 1 or n_copies is None else int(n_copies)
+    M = U.shape[1]
+    parts = [equal_count_edges(M, int(nb), pop_min=pop_min) for nb in n_bins]
+    bp = np.unique(np.concatenate(parts)).astype(np.int64)
+    edges = np.concatenate([np.searchsorted(bp, e) for e in parts]).astype(np.int64)
+    offsets = np.cumsum([0] + [e.size for e in parts]).astype(np.int64)
+    out = np.empty((k, len(parts), 3))
+    _sweep_draws(*unit_args(source, dist, nu, pool), U, bp, edges, offsets, out)
+    return out
+
+
+class NullHook:
+    """Intercepts of the sweep fit on calibrated copies built from given unit draws ε.
+
+    ``hook(eps)`` with ``eps`` (k, M) i.i.d. unit draws returns (k, C, S): for every
+    ordering c of the uncertainties, the copy ``u_orders[c] * eps`` is a calibrated data
+    set sorted by that conditioning variable, swept over ``n_bins`` and fitted. Used by
+    :func:`null_intercepts` (own draws) and by the validation workflow, which hands it
+    the draws of its simulated references so that the null costs no extra draws.
+    ``n_copies``: how many copies the caller should feed it.
+    """
+
+    def __init__(self, u_orders, n_bins, settings: SweepSettings, n_copies: int = 0):
+        self.u_orders = [np.ascontiguousarray(u, dtype=np.float64) for u in u_orders]
+        self.n_bins = np.asarray(n_bins)
+        self.settings = settings
+        self.n_copies = int(n_copies)
+        self.keep, self.x = fit_points(self.n_bins, settings, self.u_orders[0].size)
+
+    def __call__(self, eps) -> np.ndarray:
+        """Return the intercepts (k, C, S) of the copies ``u_orders[c] * eps``."""
+        st = self.settings
+        out = np.empty((eps.shape[0], len(self.u_orders), len(st.stats)))
+        fused = all(s in BINNED_FUSED for s in st.stats)
+        for c, u in enumerate(self.u_orders):
+            if fused:
+                y = sweep_three(eps, u, self.n_bins, pop_min=st.pop_min)
+                y = y[..., [BINNED_FUSED.index(s) for s in st.stats]]
+            else:
+                y = sweep_statistics(u * eps, u, self.n_bins, st.stats, pop_min=st.pop_min)
+            out[:, c] = ols_fit(self.x, np.moveaxis(y[:, self.keep], 1, -1))[0]
+        return out
+
+
+def null_intercepts(
+    u_orders,
+    n_bins,
+    settings: SweepSettings,
+    *,
+    dist: str = "normal",
+    nu: float | None = None,
+    n_mc: int = 200,
+    seed: int = 0,
+    key=(),
+    memory_budget: int = 128 * 2**20,
+    label: str | None = None,
+    pool=None,
+) -> np.ndarray:
+    """Return the intercepts of the sweep fit on ``n_mc`` calibrated copies E = u·ε, ε ~ D.
+
+    Parameters
+    ----------
+    u_orders : array_like (M,) or sequence of them
+        The uncertainties sorted by each conditioning variable. One draw of ε per copy
+        serves every ordering (ε is i.i.d., so ``u_order * ε`` is a calibrated copy
+        sorted by that variable): the draws, the dominant cost, are shared.
+    n_bins : array_like of int
+        Bin numbers of the sweep (:func:`bin_numbers`).
+
+    Batch ``b`` of 50 copies draws from the keyed xoshiro256** stream
+    ``seed_sequence(seed, "extrapolation", key, dist label, b)`` (the generators of
+    :mod:`uqx.engine.generators` through :func:`~uqx.inference.reference.draw_unit`; ``"data"``:
+    Lemire bounded integers into ``pool``), copy after copy; rows are drawn in sub-batches
+    sized to ``memory_budget`` from that stream, so the result does not depend on the
+    budget.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_mc, len(settings.stats)) for one ordering, else
+    (n_mc, n_orderings, len(settings.stats)).
+    """
+    single = np.ndim(u_orders[0]) == 0
+    hook = NullHook([u_orders] if single else u_orders, n_bins, settings)
+    M = hook.u_orders[0].size
+    label = label or {"normal": "N", "data": "data"}.get(dist) or f"T{nu:g}"
+    fixed = 50  # copies per keyed batch: part of the stream definition
+    rows = max(1, min(fixed, memory_budget // (M * 8 * 2)))
+    out = np.empty((n_mc, len(hook.u_orders), len(settings.stats)))
+    k0 = 0
+    for b in range(-(-n_mc // fixed)):
+        state = stream_state(seed_sequence(seed, "extrapolation", key, label, b))
+        nb = min(fixed, n_mc - b * fixed)
+        for lo in range(0, nb, rows):  # the stream continues: rows drawn one by one
+            eps = draw_unit(state, (min(rows, nb - lo), M), dist=dist, nu=nu, pool=pool)
+            out[k0 : k0 + eps.shape[0]] = hook(eps)
+            k0 += eps.shape[0]
+    return out[:, 0] if single else out
+
+
+def null_verdict(observed, nulls, *, level: float = LEVEL, labels=None):
+    """Verdict of an observed intercept against its null distributions (one per D).
+
+    A one-sided Monte-Carlo test (:func:`uqx.engine.mctest.mc_pvalue`): miscalibration makes the
+    intercept of ENCE, ZMSE and ZVE larger than calibrated copies give, never smaller.
+    The family rule of :func:`uqx.engine.mctest.family_verdict` combines the members.
+
+    Parameters
+    ----------
+    observed : float
+    nulls : sequence of numpy.ndarray
+        Null intercepts under each generative distribution.
+    level : float
+        Test at size ``1 - level``; the central ``level`` quantiles are returned too.
+    labels : sequence of str, optional
+        Member labels (default ``N``, ``T6``...: no data-matched member).
+
+    Returns
+    -------
+    verdict : str
+        ``valid``, ``invalid`` or ``inconclusive``.
+    reason : str
+        Empty unless inconclusive.
+    limits : numpy.ndarray, shape (len(nulls), 2)
+    pvalues : numpy.ndarray, shape (len(nulls),)
+    """
+    from uqx.engine.mctest import DIRECTION, family_verdict, mc_pvalue
+
+    lim = np.array(
+        [np.quantile(n, [(1 - level) / 2, (1 + level) / 2], method="linear") for n in nulls]
+    )
+    p = np.array([float(mc_pvalue(observed, n, DIRECTION["intercept"])) for n in nulls])
+    if not np.isfinite(observed) or not np.isfinite(p).all():
+        return "inconclusive", "intercept or its null distribution is not finite", lim, p
+    labels = list(labels) if labels is not None else [f"D{k}" for k in range(len(nulls))]
+    v, why = family_verdict(p, labels, alpha=1 - level)
+    return v, why, lim, p
