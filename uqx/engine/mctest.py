@@ -96,6 +96,16 @@ def standardised_z(E, uE) -> np.ndarray:
 
     Resampled with replacement, they are the "data" member of the null family: calibrated
     copies with the data's own shape, extremes included (consistency resampling).
+
+    Parameters
+    ----------
+    E, uE : array_like, shape (M,)
+        Errors and uncertainties of one set.
+
+    Returns
+    -------
+    numpy.ndarray, shape (M,)
+        The scaled z-scores.
     """
     z = np.asarray(E, dtype=np.float64) / np.asarray(uE, dtype=np.float64)
     return z / np.sqrt(np.mean(z * z))

@@ -358,6 +358,22 @@ def calibration_curve(
     :math:`\int_0^1 |\eta - p|\,dp` by trapezoids with (0,0) and (1,1) appended
     (methods: curves).
 
+    Parameters
+    ----------
+    data : xarray.Dataset, path or array_like
+        One data set (``E``, ``uE``; ``X``, ``V`` when present) or several stacked on
+        ``set`` (the result then has a ``set`` dimension); or the errors E as an array.
+    uE : array_like, optional
+        Uncertainties, when ``data`` is the errors as an array.
+    prob : array_like, optional
+        Probabilities p (default 0.005, 0.010, ..., 0.995).
+    dist : {"normal", "t"}, default "normal"
+        Generative distribution D of the intervals (unit-variance).
+    nu : float, optional
+        Degrees of freedom of :math:`t_s(\nu)` when ``dist="t"``.
+    level : float, default LEVEL (0.95)
+        Confidence level of the intervals.
+
     Returns
     -------
     xarray.Dataset
@@ -409,6 +425,32 @@ def conditional_calibration(
     Bins on the conditioning variable (default 15 equal-count bins, popMin 30); the
     Wilson-cc band is drawn around the identity with x = pM/N, n = M/N (ErrViewLib
     ``plotCalibrationQ``; methods: curves).
+
+    Parameters
+    ----------
+    data : xarray.Dataset, path or array_like
+        One data set (``E``, ``uE``; ``X``, ``V`` when present) or several stacked on
+        ``set`` (the result then has a ``set`` dimension); or the errors E as an array.
+    uE : array_like, optional
+        Uncertainties, when ``data`` is the errors as an array.
+    by : {"uE", "X", "V"} or array_like, default "uE"
+        Conditioning variable of the bins.
+    prob : array_like, optional
+        Probabilities p (default 0.005, 0.010, ..., 0.995).
+    dist : {"normal", "t"}, default "normal"
+        Generative distribution D of the intervals (unit-variance).
+    nu : float, optional
+        Degrees of freedom of :math:`t_s(\nu)` when ``dist="t"``.
+    n_bins : int, optional
+        Number of bins (default N_BINS_LOCAL, 15).
+    binning : {"equal-count", "equal-width", "adaptive"}, default "equal-count"
+        Binning scheme.
+    pop_min : int, default POP_MIN (30)
+        Minimum bin population.
+    log : bool, default True
+        Adaptive bins on the log of the conditioning variable.
+    level : float, default LEVEL (0.95)
+        Confidence level of the intervals.
 
     Returns
     -------
@@ -520,6 +562,36 @@ def lcp(
     ``U(sample, prob)`` (HU2022 conformal intervals: ``data["U"]`` when present); Wilson
     intervals per bin and for the full set (methods: binned statistics).
 
+    Parameters
+    ----------
+    data : xarray.Dataset, path or array_like
+        One data set (``E``, ``uE``; ``X``, ``V`` when present) or several stacked on
+        ``set`` (the result then has a ``set`` dimension); or the errors E as an array.
+    uE : array_like, optional
+        Uncertainties, when ``data`` is the errors as an array.
+    by : {"uE", "X", "V"} or array_like, default "uE"
+        Conditioning variable of the bins.
+    U : array_like, optional
+        Half-ranges ``(sample, prob)`` (default ``data["U"]`` or from D).
+    prob : sequence of float
+        Probability levels P.
+    dist : {"normal", "t"}, default "normal"
+        Generative distribution D of the intervals (unit-variance).
+    nu : float, optional
+        Degrees of freedom of :math:`t_s(\nu)` when ``dist="t"``.
+    n_bins : int, optional
+        Number of bins (default ``local_bins(M)``: max(min(M // 150, 15), 2)).
+    binning : {"equal-count", "equal-width", "adaptive"}, default "equal-count"
+        Binning scheme.
+    pop_min : int, default POP_MIN (30)
+        Minimum bin population.
+    log : bool, default True
+        Adaptive bins on the log of the conditioning variable.
+    method : {"wilson", "wilsoncc"}, default "wilson"
+        Binomial intervals (:func:`~uqx.inference.reference.binomial_ci`).
+    level : float, default LEVEL (0.95)
+        Confidence level of the intervals.
+
     Returns
     -------
     xarray.Dataset
@@ -572,6 +644,18 @@ def varvar(x, axis=-1):
 
     .. math:: \mathrm{varvar}(x) = \frac{m_4 - \frac{n-3}{n-1} m_2^2}{n}, \qquad
               m_k = \frac1n \sum (x - \bar x)^k
+
+    Parameters
+    ----------
+    x : array_like
+        Samples.
+    axis : int, default -1
+        Axis of the samples.
+
+    Returns
+    -------
+    numpy.ndarray
+        varvar along ``axis``.
     """
     x = np.asarray(x, dtype=np.float64)
     n, d = x.shape[axis], x - x.mean(axis=axis, keepdims=True)
@@ -661,6 +745,34 @@ def reliability(
     package's regression influence values (methods: bootstrap allows this simplification).
     Bins are sorted by RMV.
 
+    Parameters
+    ----------
+    data : xarray.Dataset, path or array_like
+        One data set (``E``, ``uE``; ``X``, ``V`` when present) or several stacked on
+        ``set`` (the result then has a ``set`` dimension); or the errors E as an array.
+    uE : array_like, optional
+        Uncertainties, when ``data`` is the errors as an array.
+    kind : {"sd", "rmse"}, default "sd"
+        Ordinate: SD(E) or RMSE per bin.
+    n_bins : int, optional
+        Number of bins (default ``local_bins(M)``: max(min(M // 150, 15), 2)).
+    binning : {"equal-count", "equal-width", "adaptive"}, default "equal-count"
+        Binning scheme.
+    pop_min : int, default POP_MIN (30)
+        Minimum bin population.
+    log : bool, default True
+        Adaptive bins on the log of the conditioning variable.
+    by : {"uE", "X", "V"} or array_like, default "uE"
+        Conditioning variable of the bins.
+    ci : {"cho", "bootstrap"}, default "cho"
+        Per-bin intervals: analytic (Cho et al.) or BCa bootstrap.
+    n_boot : int, default N_BOOT_CURVES (500)
+        Bootstrap replicates (``ci="bootstrap"``).
+    seed : int, default 0
+        Root seed of the bootstrap.
+    level : float, default LEVEL (0.95)
+        Confidence level of the intervals.
+
     Returns
     -------
     xarray.Dataset
@@ -719,6 +831,34 @@ def local_z(
     :math:`s \pm z\sqrt{\mathrm{varvar}(Z_j)}/(2v^{3/2})` for LZISD; or 'bootstrap', per-bin
     BCa with ``n_boot`` replicates (use :func:`uqx.inference.bootstrap.bootstrap_per_bin` for the
     SimRef replicate scheme). The full-set value uses the same method. Target 1.
+
+    Parameters
+    ----------
+    data : xarray.Dataset, path or array_like
+        One data set (``E``, ``uE``; ``X``, ``V`` when present) or several stacked on
+        ``set`` (the result then has a ``set`` dimension); or the errors E as an array.
+    uE : array_like, optional
+        Uncertainties, when ``data`` is the errors as an array.
+    stat : {"lzisd", "lzv"}, default "lzisd"
+        Statistic per bin.
+    by : {"uE", "X", "V"} or array_like, default "uE"
+        Conditioning variable of the bins.
+    n_bins : int, optional
+        Number of bins (default ``local_bins(M)``: max(min(M // 150, 15), 2)).
+    binning : {"equal-count", "equal-width", "adaptive"}, default "equal-count"
+        Binning scheme.
+    pop_min : int, default POP_MIN (30)
+        Minimum bin population.
+    log : bool, default True
+        Adaptive bins on the log of the conditioning variable.
+    ci : {"cho", "bootstrap"}, default "cho"
+        Per-bin intervals: analytic (Cho et al.) or BCa bootstrap.
+    n_boot : int, default N_BOOT_CURVES (500)
+        Bootstrap replicates (``ci="bootstrap"``).
+    seed : int, default 0
+        Root seed of the bootstrap.
+    level : float, default LEVEL (0.95)
+        Confidence level of the intervals.
 
     Returns
     -------

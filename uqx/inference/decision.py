@@ -76,6 +76,26 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datase
     combined by :func:`uqx.engine.mctest.family_verdict`; ``borderline`` when the deciding
     p-value is within two Monte-Carlo sd of the size. The papers' ζ rule is kept in
     ``zeta_verdict``.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The result so far (estimates, intervals, references over (set, stat)).
+    specs : list of StatSpec
+        The statistics.
+    notes : object
+        The workflow's collector of warnings.
+    draws : dict
+        Simulated values of each statistic under each member of the null family.
+    member_labels : list of str
+        Labels of the members.
+    level : float
+        Confidence level (the size of the tests is 1 − level).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``verdict``, ``verdict_reason``, ``borderline``, p-values over (set, stat).
     """
     S, K = res.sizes["set"], len(specs)
     alpha = 1 - level
@@ -160,6 +180,26 @@ def familywise_step(res, specs, draws, head_copies, *, n_shared,
     all when there is no headline). An ``invalid`` whose adjusted p-value is not below
     :data:`uqx.engine.mctest.ALPHA_RESULT` under every member becomes ``inconclusive``: then a
     calibrated set gets an ``invalid`` somewhere in at most 10 % of cases.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The result with the per-statistic verdicts.
+    specs : list of StatSpec
+        The statistics.
+    draws : dict
+        Simulated values of each statistic under each member.
+    head_copies : dict
+        Copies of the headline tests, per set and conditioning variable.
+    n_shared : int
+        Copies shared by all the tests of a set (0: none).
+    route_copies : dict, optional
+        Copies of the zero-bin intercept routes.
+
+    Returns
+    -------
+    xarray.Dataset
+        The result with the family-wise adjusted verdicts.
     """
     route_copies = route_copies or {}
     labels = [str(m) for m in res["member"].values]

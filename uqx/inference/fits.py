@@ -216,6 +216,15 @@ def fit_ig_mle(u2, *, start=(10.0, 1.0), optimizer: str = "nmmin") -> dict:
     The gamma law Gamma(shape k, scale s) is fitted to 1/u² (R ``fitdist(1/u2,
     "gamma", start = list(shape = 10, scale = 1))``); the IG scale is θ = 1/s.
 
+    Parameters
+    ----------
+    u2 : array_like
+        Squared uncertainties.
+    start : tuple of float
+        Starting values of the optimiser.
+    optimizer : {"nmmin", ...}, default "nmmin"
+        Optimiser (R ``optim`` Nelder–Mead as in the papers' code).
+
     Returns
     -------
     dict
@@ -238,6 +247,15 @@ def fit_ig_ks(u2, *, start=(10.0, 1.0), optimizer: str = "nmmin") -> dict:
 
     Gamma(shape, scale) fitted to 1/u² with the ``mgedist`` KS objective
     (:func:`ks_distance`); ν(u²) is the gamma shape and the IG scale is 1/scale.
+
+    Parameters
+    ----------
+    u2 : array_like
+        Squared uncertainties.
+    start : tuple of float
+        Starting values of the optimiser.
+    optimizer : {"nmmin", ...}, default "nmmin"
+        Optimiser (R ``optim`` Nelder–Mead as in the papers' code).
 
     Returns
     -------
@@ -262,6 +280,15 @@ def fit_scaled_f_ks(x2, *, start=(10.0, 1.0), optimizer: str = "nmmin") -> dict:
     Model cdf :math:`F_{1,\nu}(x/\sigma)` (E²/σ² ~ F(1, ν) under the NIG model, 001
     Eq. 19), start ν = 10, σ = 1.
 
+    Parameters
+    ----------
+    x2 : array_like
+        Squared data (E² or Z²).
+    start : tuple of float
+        Starting values of the optimiser.
+    optimizer : {"nmmin", ...}, default "nmmin"
+        Optimiser (R ``optim`` Nelder–Mead as in the papers' code).
+
     Returns
     -------
     dict
@@ -284,6 +311,15 @@ def fit_student_t(x, *, start=None, optimizer: str = "nmmin") -> dict:
 
     Density :math:`(1/\sigma)\,t_\nu((x-\mu)/\sigma)`, start ν = 20, μ = mean(x),
     σ = sd(x) (n − 1).
+
+    Parameters
+    ----------
+    x : array_like
+        Data (errors E or z-scores).
+    start : tuple of float, optional
+        Starting (ν, μ, σ) (default 20, mean, sd).
+    optimizer : {"nmmin", ...}, default "nmmin"
+        Optimiser (R ``optim`` Nelder–Mead as in the papers' code).
 
     Returns
     -------

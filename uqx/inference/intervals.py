@@ -37,6 +37,22 @@ def half_ranges(ds: xr.Dataset, prob=(0.68, 0.95), *, dist="normal", nu=None) ->
     The dataset's own ``U`` when it has one (interval-based UQ, e.g. HU2022), else
     :math:`U_P = u_E\,q_D((1+P)/2)` for the generative distribution D (normal, or the
     unit-variance Student t_s(ν)).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        One data set.
+    prob : sequence of float
+        Probability levels P.
+    dist : {"normal", "t"}, default "normal"
+        Generative distribution D of the intervals (unit-variance).
+    nu : float, optional
+        Degrees of freedom of :math:`t_s(\nu)` when ``dist="t"``.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``U(sample, prob)``.
     """
     if "U" in ds:
         have = [float(p) for p in ds["prob"].values]

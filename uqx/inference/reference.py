@@ -84,6 +84,17 @@ def zeta_score(estimate, reference, ci_low, ci_high, *, target_u=0.0):
     :math:`U_t = 0`). ``target_u`` is the optional target uncertainty (000 uses
     :math:`U_t = 2u(\tilde\theta_{ref})` for simulated references).
 
+    Parameters
+    ----------
+    estimate : array_like
+        The statistic θ.
+    reference : array_like
+        Its reference θ_ref.
+    ci_low, ci_high : array_like
+        Its confidence interval [lo, up].
+    target_u : float or array_like, default 0
+        Target uncertainty :math:`U_t`.
+
     Examples
     --------
     >>> float(zeta_score(1.2, 1.0, 1.1, 1.3))
@@ -127,6 +138,17 @@ def binomial_ci(x, n, *, method="wilsoncc", level=LEVEL):
     <scipy.stats._result_classes.BinomTestResult.proportion_ci>`; non-integer ``x`` and
     ``n`` (calibration-curve bands, methods: curves), which scipy does not take, use the
     same closed forms (:func:`_wilson_formula`, checked against scipy on integers).
+
+    Parameters
+    ----------
+    x : array_like
+        Successes (may be non-integer for the calibration-curve bands).
+    n : array_like
+        Trials.
+    method : {"wilson", "wilsoncc"}, default "wilsoncc"
+        Interval (without, with continuity correction).
+    level : float, default LEVEL (0.95)
+        Confidence level of the intervals.
 
     Examples
     --------

@@ -122,6 +122,21 @@ def nig(M: int, nu: float, *, seed: int = 0, key=("nig",), ig_shape="half-nu", i
     ``sort_u=True`` sorts u increasingly before E is drawn (000 App. B ``testENCE.R``;
     matters only for binnings on the row order).
 
+    Parameters
+    ----------
+    M : int
+        Sample size.
+    nu : float
+        ν of the IG distribution of u² (E ~ t(ν) by default).
+    seed : int, default 0
+        Root seed.
+    key : tuple
+        Key of the random stream.
+    ig_shape, ig_scale
+        Parametrisation of the IG law (:func:`ig_parameters`).
+    sort_u : bool, default False
+        Sort u increasingly before E is drawn.
+
     Returns
     -------
     E, uE : numpy.ndarray, shape (M,)
@@ -141,6 +156,19 @@ def tig_uncertainties(M: int, *, nu_ig: float = 6.0, seed: int = 0, key=("tig-u"
     001 Fig. 4 right (``testValidRCE2.R``, methods: synthetic data) draws u = √IG(3, 3) (ν_IG = 6)
     once and reuses it for every ν_D and every replicate; pass the result as ``uE`` to
     :func:`tig`.
+
+    Parameters
+    ----------
+    M : int
+        Sample size.
+    nu_ig : float, default 6
+        ν of the IG law of u².
+    seed : int, default 0
+        Root seed.
+    key : tuple
+        Key of the random stream.
+    ig_shape : str, default "half-nu"
+        Parametrisation of the IG law (:func:`ig_parameters`).
 
     Returns
     -------
@@ -252,6 +280,15 @@ def primer_case(name: str, *, M: int = 5000, seed: int = PRIMER_SEED):
 def primer_cases(names="ABCDEF", *, M: int = 5000, seed: int = PRIMER_SEED):
     """Stack the primer cases on ``set`` (:func:`primer_case` for each name).
 
+    Parameters
+    ----------
+    names : iterable of str, default "ABCDEF"
+        The cases (003 Table I).
+    M : int, default 5000
+        Size of each set.
+    seed : int, default 12345
+        Root seed.
+
     Returns
     -------
     xarray.Dataset
@@ -281,6 +318,18 @@ def demo_sets(M: int = 5000, *, seed: int = 20240101):
     * ``nonadaptive``: E grows with X while u does not (consistent on average over X-blind
       bins, fails adaptivity);
     * ``heavy_tailed``: TIG with ν_D = 3 (calibrated but beyond the tailedness limits).
+
+    Parameters
+    ----------
+    M : int, default 5000
+        Size of each set.
+    seed : int, default 20240101
+        Root seed.
+
+    Returns
+    -------
+    xarray.Dataset
+        The six sets stacked on ``set``.
     """
     E, u = nig(M, 6.0, seed=seed, key=("demo",))
     rng = _rng(seed, "demo-extra")

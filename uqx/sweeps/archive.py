@@ -211,7 +211,20 @@ def _table_groups(ds):
 
 
 def summary_text(obj, *, max_rows: int = 200) -> str:
-    """Readable tables of any sweep archive (attributes, then summaries by dimensions)."""
+    """Readable tables of any sweep archive (attributes, then summaries by dimensions).
+
+    Parameters
+    ----------
+    obj : xarray.Dataset or path
+        A sweep archive (``uqx sweep`` output).
+    max_rows : int, default 200
+        Rows shown per table.
+
+    Returns
+    -------
+    str
+        The tables.
+    """
     from uqx.workflow.tables import format_df
 
     ds = load(obj)

@@ -48,6 +48,18 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
     Monte-Carlo p-value under the data's own resampled z-scores, the member of
     :mod:`uqx.engine.mctest` whose acceptance makes a verdict valid), verdict (with
     "(borderline)" when that p-value is within its Monte-Carlo noise of the size).
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        :func:`uqx.validate` output.
+    digits : int, default 4
+        Significant digits of the numbers.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by (set, stat).
     """
     cols = ["estimate", "bias", "ci_low", "ci_high", "reference", "zeta"]
     df = res[cols].to_dataframe()[cols].astype(float)
@@ -172,6 +184,18 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
     the central 95 % of its simulated null for the papers' distributions, its p-value
     under the data's own z-scores, and the verdict), then the headline (its routes and
     min-p p-value).
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        :func:`uqx.validate` output with the conditional routes.
+    digits : int, default 4
+        Significant digits of the numbers.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by (set, cond, route).
     """
     rows = []
     dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
@@ -312,7 +336,20 @@ def result_records(res: xr.Dataset) -> list[dict]:
 
 
 def grouped_warnings(res: xr.Dataset, s) -> list[str]:
-    """Warnings of one set, one line per cause: statistics sharing a message are grouped."""
+    """Warnings of one set, one line per cause: statistics sharing a message are grouped.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        :func:`uqx.validate` output.
+    s : str
+        Name of the set.
+
+    Returns
+    -------
+    list of str
+        One line per cause.
+    """
     r = res.sel(set=s)
     lines = list(split_warnings(r["set_warnings"].item()))
     by_text: dict[str, list[str]] = {}
