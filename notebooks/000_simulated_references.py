@@ -56,7 +56,7 @@ import uqx
 from uqx import plot
 from uqx.inference.fits import fit_sets
 from uqx.plot import style as S
-from uqx.inference.reference import draw_unit
+from uqx.engine.unit_variance import draw_unit
 from uqx.workflow.tables import paper_table_a
 from uqx.engine.resample import seed_sequence
 from uqx.engine.stats.tailedness import beta_gm

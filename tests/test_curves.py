@@ -9,8 +9,8 @@ from uqx.dataio.model import InputError, from_arrays
 from uqx.engine.binning import make_bins
 from uqx.engine.stats.tailedness import hd_quantile
 from uqx.inference import curves as C
-from uqx.inference.reference import binomial_ci
 from uqx.inference.synth import demo_sets, nig
+from uqx.inference.zeta import binomial_ci
 
 
 @pytest.fixture(scope="module")

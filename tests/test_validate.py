@@ -17,8 +17,8 @@ from uqx.dataio.files import read_netcdf, to_netcdf
 from uqx.dataio.model import InputError
 from uqx.engine.mctest import ALPHA_RESULT, MEMBERS, family_verdict
 from uqx.engine.verdict import NOT_TESTED, VERDICTS, interval_problem, simulated_verdict
-from uqx.inference.reference import d_sensitive, zeta_score, zeta_sim2
 from uqx.inference.synth import demo_sets, nig, tig
+from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
 from uqx.workflow.validation import (
     DEFAULT_STATS,
     TAILEDNESS_VARS,

@@ -209,8 +209,8 @@ def test_sweep_copies_equals_sweep_statistics_on_the_same_draws(dist):
     """Slow twin of the fused draw-and-sweep kernel: the keyed draws redrawn by draw_unit,
     the copies materialised, then one prefix sum per copy (sweep_statistics)."""
     from uqx.engine.resample import seed_sequence
+    from uqx.engine.unit_variance import draw_unit
     from uqx.inference.extrapolation_null import sweep_copies
-    from uqx.inference.reference import draw_unit
 
     rng = np.random.default_rng(5)
     U = np.sort(rng.uniform(0.3, 2.0, (4, 1500)), axis=-1)  # one u per copy (appendix-b)

@@ -13,7 +13,7 @@ from scipy import stats as _sps  # noqa: F401
 
 from uqx.engine.binning import bin_sums  # noqa: F401  (re-exported for the tests)
 from uqx.engine.stats.correlation import paired
-from uqx.inference.reference import unit_quantile  # noqa: F401
+from uqx.engine.unit_variance import unit_quantile  # noqa: F401
 
 _CAL = [
     "LN_2PI",

@@ -5,8 +5,8 @@ Every function takes one data set — an :class:`xarray.Dataset` with ``E``/``uE
 (``set`` dimension) gives a ``set`` dimension in the result (ragged ``bin`` dimensions are
 padded with NaN). The engine provides the pieces: binning (:mod:`uqx.engine.binning`),
 Harrell–Davis quantiles (:mod:`uqx.engine.stats.tailedness`), Wilson intervals
-(:func:`~uqx.inference.reference.binomial_ci`), unit-variance draws
-(:func:`~uqx.inference.reference.draw_unit`)
+(:func:`~uqx.inference.zeta.binomial_ci`), unit-variance draws
+(:func:`~uqx.engine.unit_variance.draw_unit`)
 with keyed random streams (:func:`uqx.engine.resample.seed_sequence`).
 
 * :func:`confidence_curve` — statistic after removing the k % largest u, oracle,
@@ -38,8 +38,9 @@ from uqx.engine.resample import (
     seed_sequence,
 )
 from uqx.engine.stats.tailedness import hd_quantile
+from uqx.engine.unit_variance import draw_unit, unit_quantile
 from uqx.inference.bootstrap import bootstrap_samples
-from uqx.inference.reference import binomial_ci, draw_unit, unit_quantile
+from uqx.inference.zeta import binomial_ci
 
 __all__ = [
     "CONFIDENCE_STATS",
@@ -588,7 +589,7 @@ def lcp(
     log : bool, default True
         Adaptive bins on the log of the conditioning variable.
     method : {"wilson", "wilsoncc"}, default "wilson"
-        Binomial intervals (:func:`~uqx.inference.reference.binomial_ci`).
+        Binomial intervals (:func:`~uqx.inference.zeta.binomial_ci`).
     level : float, default LEVEL (0.95)
         Confidence level of the intervals.
 

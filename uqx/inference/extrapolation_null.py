@@ -16,6 +16,7 @@ from uqx.engine.binning import equal_count_edges
 from uqx.engine.defaults import LEVEL, SWEEP_POP_MIN
 from uqx.engine.generators import stream_state
 from uqx.engine.resample import lemire_threshold, seed_sequence
+from uqx.engine.unit_variance import draw_unit, unit_args, unit_step
 from uqx.inference.binsweep import (
     BINNED_FUSED,
     SweepSettings,
@@ -24,7 +25,6 @@ from uqx.inference.binsweep import (
     sweep_statistics,
     sweep_three,
 )
-from uqx.inference.reference import draw_unit, unit_args, unit_step
 
 __all__ = ["NullHook", "null_intercepts", "null_verdict", "sweep_copies"]
 
@@ -33,7 +33,7 @@ def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
                  out):  # pragma: no cover - numba
     """ENCE, ZMSE, ZVE of copies ``U[r] * ε`` drawn on the fly, every bin partition.
 
-    One pass per copy: ε from :func:`uqx.inference.reference.unit_step` (row after row on one
+    One pass per copy: ε from :func:`uqx.engine.unit_variance.unit_step` (row after row on one
     stream), the sums of (u², E², z², z) over each segment between the sorted
     breakpoints ``bp`` of all partitions accumulated into prefix sums ``P`` at ``bp``;
     ``edges[offsets[l]:offsets[l+1]]`` are the positions in ``bp``
@@ -108,7 +108,7 @@ def sweep_copies(source, u_sorted, n_bins, *, dist: str = "normal", nu=None, poo
     r"""ENCE, ZMSE, ZVE of calibrated copies drawn and swept in one pass (no ε stored).
 
     Copy r is :math:`E = u_r\,\epsilon_r`, ε drawn on the keyed stream ``source`` copy
-    after copy (the draws of :func:`uqx.inference.reference.draw_unit`), and swept over equal-count
+    after copy (the draws of :func:`uqx.engine.unit_variance.draw_unit`), and swept over equal-count
     bin numbers ``n_bins`` like :func:`sweep_three` (equal to ``sweep_three(draw_unit(
     source, (k, M)), u)`` within rounding, tested): the running sums
     :math:`\sum u^2, \sum E^2, \sum z^2, \sum z` are recorded at the union of the bin
@@ -122,7 +122,7 @@ def sweep_copies(source, u_sorted, n_bins, *, dist: str = "normal", nu=None, poo
         Sorted uncertainties: shared by every copy, or one row per copy.
     n_bins : sequence of int
     dist, nu, pool :
-        Generative distribution (:func:`uqx.inference.reference.draw_unit`).
+        Generative distribution (:func:`uqx.engine.unit_variance.draw_unit`).
     n_copies : int, optional
         Number of copies when ``u_sorted`` is one row (default 1).
 
@@ -202,7 +202,7 @@ def null_intercepts(
 
     Batch ``b`` of 50 copies draws from the keyed xoshiro256** stream
     ``seed_sequence(seed, "extrapolation", key, dist label, b)`` (the generators of
-    :mod:`uqx.engine.generators` through :func:`~uqx.inference.reference.draw_unit`; ``"data"``:
+    :mod:`uqx.engine.generators` through :func:`~uqx.engine.unit_variance.draw_unit`; ``"data"``:
     Lemire bounded integers into ``pool``), copy after copy; rows are drawn in sub-batches
     sized to ``memory_budget`` from that stream, so the result does not depend on the
     budget.

@@ -26,7 +26,8 @@ from uqx.engine.confidence import bca_interval
 from uqx.engine.defaults import LEVEL, N_BINS_LOCAL, POP_MIN
 from uqx.engine.resample import content_key, resolve_seed, seed_sequence
 from uqx.engine.stats.tailedness import hd_quantile
-from uqx.inference.reference import binomial_ci, unit_quantile
+from uqx.engine.unit_variance import unit_quantile
+from uqx.inference.zeta import binomial_ci
 
 __all__ = ["half_ranges", "picp", "local_range_ratio"]
 

@@ -1,17 +1,12 @@
-r"""Reference values: ζ-scores, simulated references (Sim, Sim2), binomial intervals.
+r"""Simulated references (Sim, Sim2) of the statistics without a predefined one.
 
-Paper 000 (Sect. II D, Eqs. 20–24, Appendix A); methods page: ζ-scores, simulated
-references:
-
-* ζ-score of a statistic θ with interval [lo, up] against a reference θ_ref;
-* simulated reference of a statistic without predefined reference: draw
-  :math:`E^{(k)}_i = u_i\\,\\epsilon^{(k)}_i` with ε ~ D(0, 1) (D = N(0,1) or the
-  unit-variance Student :math:`t_s(\\nu)`) using the data's own uncertainties, compute
-  the statistic with the same binning, and summarise over :math:`N_{MC}` draws:
-  ``Sim`` = mean and its standard error, ``Sim2`` = the type-7 2.5/97.5 % quantiles;
-* D-sensitivity: a reference that changes with D beyond its Monte-Carlo uncertainty
-  (uqx rule, methods page: simulated references; :math:`|\\tilde\\theta_N - \\tilde\\theta_T| >
-  2\\sqrt{u_N^2 + u_T^2}`) means the statistic cannot be validated without knowing D.
+Paper 000 (Sect. II D 2, Appendix A); methods page: simulated references. Draw
+:math:`E^{(k)}_i = u_i\,\epsilon^{(k)}_i` with ε ~ D(0, 1) (D = N(0,1) or the
+unit-variance Student :math:`t_s(\nu)`: :mod:`uqx.engine.unit_variance`) using the data's
+own uncertainties, compute the statistic with the same binning, and summarise over
+:math:`N_{MC}` draws: ``Sim`` = mean and its standard error, ``Sim2`` = the type-7
+2.5/97.5 % quantiles. The ζ-scores that hold an estimate against these references, and
+the D-sensitivity rule, are :mod:`uqx.inference.zeta`.
 """
 
 from __future__ import annotations
@@ -22,7 +17,6 @@ import dask
 import numba
 import numpy as np
 import xarray as xr
-from scipy.special import ndtri
 
 from uqx.dataio.model import (
     ColumnRef,
@@ -33,11 +27,8 @@ from uqx.dataio.model import (
     streamed_content_key,
 )
 from uqx.engine.defaults import LEVEL, N_BINS, N_MC, POP_MIN
-from uqx.engine.generators import normal_step, stream_state, t_step
-from uqx.engine.generators import t_params as _t_params
 from uqx.engine.resample import (
     content_key,
-    lemire_pair,
     lemire_threshold,
     resolve_seed,
     rows_for_budget,
@@ -49,18 +40,11 @@ from uqx.engine.statistic import (
     BinningConfig,
     parse_stat,
 )
+from uqx.engine.unit_variance import unit_args, unit_step
 
 __all__ = [
-    "zeta_score",
-    "zeta_sim2",
-    "binomial_ci",
-    "draw_unit",
-    "unit_step",
-    "unit_args",
-    "unit_quantile",
     "simulate_reference",
     "prepare_sets",
-    "d_sensitive",
     "DISTRIBUTIONS",
 ]
 
@@ -70,301 +54,6 @@ SIM_BLOCK = 250
 
 #: Generative distributions: label -> (kind, nu).
 DISTRIBUTIONS = {"N": ("normal", None), "T6": ("t", 6.0)}
-
-
-def zeta_score(estimate, reference, ci_low, ci_high, *, target_u=0.0):
-    r"""ζ-score of paper 000 Eq. 20 (ErrViewLib ``fZetaBS``; methods: ζ-scores).
-
-    .. math:: \zeta = \frac{\theta - \theta_{ref}}{\sqrt{(\theta - \ell)^2 + U_t^2}},
-              \quad \ell = \begin{cases} lo & \theta \ge \theta_{ref} \\ up & \text{else}
-              \end{cases}
-
-    i.e. the signed distance to the reference over the half-interval on the reference's
-    side; :math:`|\zeta| \le 1` iff the reference lies in the interval (when
-    :math:`U_t = 0`). ``target_u`` is the optional target uncertainty (000 uses
-    :math:`U_t = 2u(\tilde\theta_{ref})` for simulated references).
-
-    Parameters
-    ----------
-    estimate : array_like
-        The statistic θ.
-    reference : array_like
-        Its reference θ_ref.
-    ci_low, ci_high : array_like
-        Its confidence interval [lo, up].
-    target_u : float or array_like, default 0
-        Target uncertainty :math:`U_t`.
-
-    Examples
-    --------
-    >>> float(zeta_score(1.2, 1.0, 1.1, 1.3))
-    2.0
-    """
-    est = np.asarray(estimate, dtype=np.float64)
-    ref = np.asarray(reference, dtype=np.float64)
-    d = est - ref
-    lim = np.where(d >= 0, ci_low, ci_high)
-    width = np.sqrt((est - lim) ** 2 + np.asarray(target_u, dtype=np.float64) ** 2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = np.where(d == 0, 0.0, d / width)
-    return z
-
-
-def zeta_sim2(estimate, reference, q_low, q_high):
-    r"""ζ_Sim2 of paper 000 Eq. 24 as coded.
-
-    Methods page: ζ-scores; where a paper and its code disagree.
-
-    .. math:: \zeta_{Sim2} = \begin{cases} (\theta - \tilde\theta)/(\tilde\theta - q_{2.5})
-              & \theta \le \tilde\theta \\ (\theta - \tilde\theta)/(q_{97.5} - \tilde\theta)
-              & \text{else} \end{cases}
-
-    Kept for comparison only: the paper advises against using it for decisions.
-    """
-    est = np.asarray(estimate, dtype=np.float64)
-    ref = np.asarray(reference, dtype=np.float64)
-    d = est - ref
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(d <= 0, d / (ref - np.asarray(q_low)), d / (np.asarray(q_high) - ref))
-
-
-def binomial_ci(x, n, *, method="wilsoncc", level=LEVEL):
-    r"""Binomial proportion interval (DescTools ``BinomCI``; methods: ζ-scores).
-
-    ``method="wilson"``: :math:`c \pm h` with :math:`c = (x + \kappa^2/2)/(n+\kappa^2)`,
-    :math:`h = \kappa\sqrt n/(n+\kappa^2)\sqrt{\hat p\hat q + \kappa^2/(4n)}`;
-    ``method="wilsoncc"``: Newcombe (1998) method 4 with continuity correction. Integer
-    counts go through :meth:`scipy.stats.binomtest(x, n).proportion_ci
-    <scipy.stats._result_classes.BinomTestResult.proportion_ci>`; non-integer ``x`` and
-    ``n`` (calibration-curve bands, methods: curves), which scipy does not take, use the
-    same closed forms (:func:`_wilson_formula`, checked against scipy on integers).
-
-    Parameters
-    ----------
-    x : array_like
-        Successes (may be non-integer for the calibration-curve bands).
-    n : array_like
-        Trials.
-    method : {"wilson", "wilsoncc"}, default "wilsoncc"
-        Interval (without, with continuity correction).
-    level : float, default LEVEL (0.95)
-        Confidence level of the intervals.
-
-    Examples
-    --------
-    >>> [round(float(v), 5) for v in binomial_ci(81, 263)]
-    [0.25351, 0.36818]
-    """
-    if method not in ("wilson", "wilsoncc"):
-        raise InputError(f"binomial_ci: method must be 'wilson' or 'wilsoncc', got {method!r}")
-    x = np.asarray(x, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    x, n = np.broadcast_arrays(x, n)
-    integer = (np.all(x == np.round(x)) and np.all(n == np.round(n)) and np.all(n >= 1)
-               and np.all((x >= 0) & (x <= n)))
-    if not integer:
-        return _wilson_formula(x, n, method=method, level=level)
-    from scipy.stats import binomtest
-
-    lo, hi = np.empty(x.shape), np.empty(x.shape)
-    for idx in np.ndindex(x.shape):
-        ci = binomtest(int(x[idx]), int(n[idx])).proportion_ci(confidence_level=level,
-                                                                method=method)
-        lo[idx], hi[idx] = ci.low, ci.high
-    return (lo[()], hi[()])
-
-
-def _wilson_formula(x, n, *, method="wilsoncc", level=LEVEL):
-    """Closed-form Wilson / Wilson-cc limits for any (also non-integer) x and n."""
-    k = ndtri((1 + level) / 2)
-    p = x / n
-    q = 1 - p
-    k2 = k * k
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if method == "wilson":
-            c = (x + k2 / 2) / (n + k2)
-            h = k * np.sqrt(n) / (n + k2) * np.sqrt(p * q + k2 / (4 * n))
-            lo, hi = c - h, c + h
-        else:
-            lo = (2 * x + k2 - 1 - k * np.sqrt(k2 - 2 - 1 / n + 4 * p * (n * q + 1))) / (
-                2 * (n + k2)
-            )
-            hi = (2 * x + k2 + 1 + k * np.sqrt(k2 + 2 - 1 / n + 4 * p * (n * q - 1))) / (
-                2 * (n + k2)
-            )
-            lo = np.where(x <= 0, 0.0, lo)
-            hi = np.where(x >= n, 1.0, hi)
-    return np.clip(lo, 0, 1), np.clip(hi, 0, 1)
-
-
-def draw_unit(source, size, *, dist="normal", nu=None, pool=None):
-    r"""Draw from a unit-variance generative distribution D (000 Sect. II D 2).
-
-    ``"normal"``: N(0, 1); ``"t"``: :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, ν > 2
-    (``nu = inf``: the normal); ``"data"``: values of ``pool`` (the data's z-scores at
-    unit mean square, :func:`uqx.engine.mctest.standardised_z`) drawn with replacement.
-
-    Parameters
-    ----------
-    source : numpy.random.SeedSequence, numpy.ndarray or numpy.random.Generator
-        A keyed stream (a SeedSequence, or a uint64[4] state from
-        :func:`uqx.engine.generators.stream_state`, advanced in place): the xoshiro256**
-        generators of :mod:`uqx.engine.generators` (ziggurat normal, Marsaglia–Tsang
-        :math:`t_s`, Lemire bounded integers for ``"data"``), the draws of the simulated
-        references and extrapolation nulls. The rows (last axis) are drawn one after the
-        other, each starting on a fresh output (``"data"``: a spare low half at the end
-        of a row is dropped), so ``draw_unit(st, (2, M))`` equals two calls
-        ``draw_unit(st, M)``: the bits never depend on how the rows are batched. A NumPy
-        ``Generator`` gives NumPy's own variates (``standard_normal``, ``standard_t``,
-        ``integers``).
-    size : int or tuple of int
-    dist : {"normal", "t", "data"}
-    nu : float, optional
-        Degrees of freedom of ``"t"`` (> 2; ``inf``: the normal).
-    pool : array_like, optional
-        The values resampled by ``"data"`` (at most 2**32 of them).
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 of shape ``size``.
-    """
-    if isinstance(source, np.random.Generator):
-        _check_unit(dist, nu, pool)
-        return _draw_numpy(source, size, dist, nu, pool)
-    state, code, d, c, h, pool_arr = unit_args(source, dist, nu, pool)
-    shape = (int(size),) if np.ndim(size) == 0 else tuple(int(k) for k in size)
-    out = np.empty(shape, dtype=np.float64)
-    if out.size:
-        _unit_rows(state, code, d, c, h, pool_arr, out.reshape(-1, shape[-1]))
-    return out
-
-
-def _check_unit(dist, nu, pool):
-    if dist == "data":
-        if pool is None or np.size(pool) == 0:
-            raise InputError("dist 'data' needs the pool of the data's z-scores")
-    elif dist == "t":
-        if nu is None or not nu > 2:
-            raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
-    elif dist != "normal":
-        raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
-
-
-def unit_args(source, dist="normal", nu=None, pool=None):
-    """Arguments of :func:`unit_step` for a keyed stream and a generative distribution.
-
-    Checks ``dist``/``nu``/``pool`` as :func:`draw_unit` and returns
-    ``(state, code, d, c, h, pool)``: the uint64[4] stream state (``source`` itself when
-    it is one), the member code, :func:`uqx.engine.generators.t_params` and the pool as a
-    contiguous float64 array (a dummy of one value when unused).
-    """
-    _check_unit(dist, nu, pool)
-    if isinstance(source, np.random.SeedSequence):
-        state = stream_state(source)
-    elif (isinstance(source, np.ndarray) and source.dtype == np.uint64
-          and source.shape == (4,)):
-        state = source
-    else:
-        raise InputError("source must be a numpy Generator, a SeedSequence or a uint64[4] "
-                         "stream state (uqx.engine.generators.stream_state)")
-    if dist == "t":
-        code, (d, c, h) = 1, _t_params(float(nu))
-    else:
-        code, d, c, h = (2 if dist == "data" else 0), 1.0, 0.0, 1.0
-    return state, code, d, c, h, _pool_array(pool if dist == "data" else None)
-
-
-def _draw_numpy(rng, size, dist, nu, pool):
-    """NumPy ``Generator`` route of :func:`draw_unit` (arguments already checked)."""
-    if dist == "data":
-        return np.asarray(pool)[rng.integers(0, np.size(pool), size)]
-    if dist == "normal" or np.isinf(nu):  # the limit of t_s(nu): the normal
-        return rng.standard_normal(size)
-    return rng.standard_t(nu, size) / np.sqrt(nu / (nu - 2.0))
-
-
-def _pool_array(pool):
-    if pool is None:
-        return np.zeros(1)
-    pool = np.ascontiguousarray(pool, dtype=np.float64).ravel()
-    if pool.size > 2**32:
-        raise InputError("dist 'data': at most 2**32 values to resample")
-    return pool
-
-
-def unit_quantile(p, *, dist="normal", nu=None):
-    r"""Quantile of a unit-variance generative distribution D (methods: simulated references).
-
-    ``dist="normal"``: :math:`\Phi^{-1}(p)`; ``dist="t"``: unit-variance Student
-    :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, requires :math:`\nu > 2`.
-    """
-    from scipy.stats import norm
-    from scipy.stats import t as student_t
-
-    p = np.asarray(p, dtype=np.float64)
-    if dist == "normal":
-        return norm.ppf(p)
-    if dist == "t":
-        if nu is None or not nu > 2:
-            raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
-        return student_t.ppf(p, nu) / np.sqrt(nu / (nu - 2.0))
-    raise InputError(f"dist must be 'normal' or 't', got {dist!r}")
-
-
-def d_sensitive(ref_a, se_a, ref_b, se_b, *, k=2.0):
-    r"""D-sensitivity rule: :math:`|\tilde\theta_a - \tilde\theta_b| > k\sqrt{u_a^2 + u_b^2}`."""
-    return np.abs(np.asarray(ref_a) - ref_b) > k * np.sqrt(
-        np.asarray(se_a) ** 2 + np.asarray(se_b) ** 2
-    )
-
-
-# ------------------------------------------------------------ simulation kernels
-@numba.njit(inline="always")
-def unit_step(code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have):
-    r"""One unit draw ε of member ``code`` on the stream (s0..s3), in registers (numba).
-
-    For kernels that simulate calibrated copies without storing ε: arguments from
-    :func:`unit_args` (``n = pool.size``, ``th = (2**32 - n) % n`` as
-    :func:`uqx.engine.resample.lemire_threshold`), ``pend, have = 0, False`` at the start
-    of each copy.
-    ``0`` N(0, 1) (ziggurat :func:`uqx.engine.generators.normal_step`); ``1`` unit-variance
-    :math:`t_s(\nu)` (:func:`uqx.engine.generators.t_step`, ``(d, c, h) = t_params(nu)``);
-    ``2`` ``pool[j]`` with ``j`` uniform in [0, n) by Lemire's method on the two 32-bit
-    halves of an output (:func:`uqx.engine.resample.lemire_pair`): the high half first, an accepted
-    low half kept in ``(pend, have)`` for the next draw (the caller drops it at the end
-    of a row, as :func:`uqx.engine.resample.uniform_integers` does at the end of its draws).
-
-    Returns ``(eps, s0, s1, s2, s3, pend, have)``.
-    """
-    if code == 2:
-        if have:
-            return pool[pend], s0, s1, s2, s3, pend, False
-        while True:
-            j1, ok1, j2, ok2, s0, s1, s2, s3 = lemire_pair(s0, s1, s2, s3, n, th)
-            if ok1:
-                return pool[j1], s0, s1, s2, s3, j2, ok2
-            if ok2:
-                return pool[j2], s0, s1, s2, s3, j2, False
-    if code == 1:
-        e, s0, s1, s2, s3 = t_step(s0, s1, s2, s3, d, c, h)
-        return e, s0, s1, s2, s3, pend, have
-    e, s0, s1, s2, s3 = normal_step(s0, s1, s2, s3)
-    return e, s0, s1, s2, s3, pend, have
-
-
-@numba.njit(nogil=True, cache=True)
-def _unit_rows(state, code, d, c, h, pool, out):  # pragma: no cover - numba
-    """Fill the rows of ``out`` (k, M) with unit draws, row after row on one stream."""
-    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
-    n = np.uint64(max(pool.shape[0], 1))
-    th = lemire_threshold(n)
-    for r in range(out.shape[0]):
-        pend, have = np.uint64(0), False
-        for i in range(out.shape[1]):
-            out[r, i], s0, s1, s2, s3, pend, have = unit_step(
-                code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
-    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")

@@ -23,7 +23,7 @@ import numpy as np
 
 from uqx.dataio.model import InputError, from_arrays, stack
 from uqx.engine.resample import seed_sequence
-from uqx.inference.reference import draw_unit
+from uqx.engine.unit_variance import draw_unit
 
 __all__ = [
     "nig",

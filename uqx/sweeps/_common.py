@@ -63,7 +63,7 @@ def rate_interval(x, n):
     -------
     rate, low, high : numpy.ndarray
     """
-    from uqx.inference.reference import binomial_ci
+    from uqx.inference.zeta import binomial_ci
 
     x, n = np.asarray(x), np.asarray(n)
     lo, hi = np.full(n.shape, np.nan), np.full(n.shape, np.nan)

@@ -24,7 +24,7 @@ independent of u. Scenarios other than ``calibrated`` run at ``power_M`` only.
 
 Every data set has its own stream, keyed by (design, M, scenario, index), so blocks of
 :data:`BLOCK` sets and the tasks grouping them never change the numbers. Rates come with
-Wilson-cc 95 % intervals (:func:`uqx.inference.reference.binomial_ci`).
+Wilson-cc 95 % intervals (:func:`uqx.inference.zeta.binomial_ci`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Per grid point, ``n_datasets`` (1000) calibrated synthetic sets of M = 5000:
 Each set gets the nptest BCa intervals of (ZMS, RCE) with ``n_boot`` (5000) replicates
 (:func:`uqx.sweeps._common.zms_rce_bca`); ``valid = lo <= ref <= hi`` (inclusive,
 methods page, ζ-scores) with ref = 1 (ZMS) and 0 (RCE); :math:`p_{val}` = fraction valid with
-the Wilson interval with continuity correction (:func:`uqx.inference.reference.binomial_ci`,
+the Wilson interval with continuity correction (:func:`uqx.inference.zeta.binomial_ci`,
 methods page, ζ-scores), and the mean β_GM / κ_CS of u² and E² of the sets (upper axes). Every
 data set has its own stream (keyed by scenario, ν and its index), so blocks of
 :data:`BLOCK` sets and the tasks that group them never change the numbers.

@@ -23,7 +23,7 @@ from uqx.engine.resample import content_key
 from uqx.inference.binsweep import PRESETS
 from uqx.inference.bootstrap import bootstrap_per_bin
 from uqx.inference.extrapolation import extrapolate_many
-from uqx.inference.reference import binomial_ci
+from uqx.inference.zeta import binomial_ci
 
 __all__ = ["lzisd_step", "extrapolation_step", "headline_step",
            "null_hooks"]

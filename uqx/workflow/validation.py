@@ -50,13 +50,8 @@ from uqx.engine.stats.tailedness import (
 from uqx.engine.verdict import NOT_TESTED
 from uqx.inference.bootstrap import bootstrap
 from uqx.inference.decision import familywise_step, verdict_step
-from uqx.inference.reference import (
-    d_sensitive,
-    prepare_sets,
-    simulate_reference,
-    zeta_score,
-    zeta_sim2,
-)
+from uqx.inference.reference import prepare_sets, simulate_reference
+from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
 from uqx.workflow.settings import Settings
 from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
     WARN_SEP,

@@ -1,0 +1,182 @@
+r"""Unit-variance draws of the generative distributions D of the simulated references.
+
+ε ~ D(0, 1) with D = N(0, 1), the unit-variance Student :math:`t_s(\nu)`, or the data's
+own z-scores resampled (``"data"``), on the keyed xoshiro256** streams of
+:mod:`uqx.engine.generators`: :func:`draw_unit` (arrays), :func:`unit_args` and the numba
+step :func:`unit_step` (inside the simulation kernels), :func:`unit_quantile` (the
+quantiles :math:`q_D`). Methods page: simulated references.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from uqx.engine.generators import normal_step, stream_state, t_step
+from uqx.engine.generators import t_params as _t_params
+from uqx.engine.resample import lemire_pair, lemire_threshold
+from uqx.errors import InputError
+
+__all__ = ["draw_unit", "unit_args", "unit_quantile", "unit_step"]
+
+
+def draw_unit(source, size, *, dist="normal", nu=None, pool=None):
+    r"""Draw from a unit-variance generative distribution D (000 Sect. II D 2).
+
+    ``"normal"``: N(0, 1); ``"t"``: :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, ν > 2
+    (``nu = inf``: the normal); ``"data"``: values of ``pool`` (the data's z-scores at
+    unit mean square, :func:`uqx.engine.mctest.standardised_z`) drawn with replacement.
+
+    Parameters
+    ----------
+    source : numpy.random.SeedSequence, numpy.ndarray or numpy.random.Generator
+        A keyed stream (a SeedSequence, or a uint64[4] state from
+        :func:`uqx.engine.generators.stream_state`, advanced in place): the xoshiro256**
+        generators of :mod:`uqx.engine.generators` (ziggurat normal, Marsaglia–Tsang
+        :math:`t_s`, Lemire bounded integers for ``"data"``), the draws of the simulated
+        references and extrapolation nulls. The rows (last axis) are drawn one after the
+        other, each starting on a fresh output (``"data"``: a spare low half at the end
+        of a row is dropped), so ``draw_unit(st, (2, M))`` equals two calls
+        ``draw_unit(st, M)``: the bits never depend on how the rows are batched. A NumPy
+        ``Generator`` gives NumPy's own variates (``standard_normal``, ``standard_t``,
+        ``integers``).
+    size : int or tuple of int
+    dist : {"normal", "t", "data"}
+    nu : float, optional
+        Degrees of freedom of ``"t"`` (> 2; ``inf``: the normal).
+    pool : array_like, optional
+        The values resampled by ``"data"`` (at most 2**32 of them).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 of shape ``size``.
+    """
+    if isinstance(source, np.random.Generator):
+        _check_unit(dist, nu, pool)
+        return _draw_numpy(source, size, dist, nu, pool)
+    state, code, d, c, h, pool_arr = unit_args(source, dist, nu, pool)
+    shape = (int(size),) if np.ndim(size) == 0 else tuple(int(k) for k in size)
+    out = np.empty(shape, dtype=np.float64)
+    if out.size:
+        _unit_rows(state, code, d, c, h, pool_arr, out.reshape(-1, shape[-1]))
+    return out
+
+
+def _check_unit(dist, nu, pool):
+    if dist == "data":
+        if pool is None or np.size(pool) == 0:
+            raise InputError("dist 'data' needs the pool of the data's z-scores")
+    elif dist == "t":
+        if nu is None or not nu > 2:
+            raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
+    elif dist != "normal":
+        raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
+
+
+def unit_args(source, dist="normal", nu=None, pool=None):
+    """Arguments of :func:`unit_step` for a keyed stream and a generative distribution.
+
+    Checks ``dist``/``nu``/``pool`` as :func:`draw_unit` and returns
+    ``(state, code, d, c, h, pool)``: the uint64[4] stream state (``source`` itself when
+    it is one), the member code, :func:`uqx.engine.generators.t_params` and the pool as a
+    contiguous float64 array (a dummy of one value when unused).
+    """
+    _check_unit(dist, nu, pool)
+    if isinstance(source, np.random.SeedSequence):
+        state = stream_state(source)
+    elif (isinstance(source, np.ndarray) and source.dtype == np.uint64
+          and source.shape == (4,)):
+        state = source
+    else:
+        raise InputError("source must be a numpy Generator, a SeedSequence or a uint64[4] "
+                         "stream state (uqx.engine.generators.stream_state)")
+    if dist == "t":
+        code, (d, c, h) = 1, _t_params(float(nu))
+    else:
+        code, d, c, h = (2 if dist == "data" else 0), 1.0, 0.0, 1.0
+    return state, code, d, c, h, _pool_array(pool if dist == "data" else None)
+
+
+def _draw_numpy(rng, size, dist, nu, pool):
+    """NumPy ``Generator`` route of :func:`draw_unit` (arguments already checked)."""
+    if dist == "data":
+        return np.asarray(pool)[rng.integers(0, np.size(pool), size)]
+    if dist == "normal" or np.isinf(nu):  # the limit of t_s(nu): the normal
+        return rng.standard_normal(size)
+    return rng.standard_t(nu, size) / np.sqrt(nu / (nu - 2.0))
+
+
+def _pool_array(pool):
+    if pool is None:
+        return np.zeros(1)
+    pool = np.ascontiguousarray(pool, dtype=np.float64).ravel()
+    if pool.size > 2**32:
+        raise InputError("dist 'data': at most 2**32 values to resample")
+    return pool
+
+
+def unit_quantile(p, *, dist="normal", nu=None):
+    r"""Quantile of a unit-variance generative distribution D (methods: simulated references).
+
+    ``dist="normal"``: :math:`\Phi^{-1}(p)`; ``dist="t"``: unit-variance Student
+    :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, requires :math:`\nu > 2`.
+    """
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    p = np.asarray(p, dtype=np.float64)
+    if dist == "normal":
+        return norm.ppf(p)
+    if dist == "t":
+        if nu is None or not nu > 2:
+            raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
+        return student_t.ppf(p, nu) / np.sqrt(nu / (nu - 2.0))
+    raise InputError(f"dist must be 'normal' or 't', got {dist!r}")
+
+
+@numba.njit(inline="always")
+def unit_step(code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have):
+    r"""One unit draw ε of member ``code`` on the stream (s0..s3), in registers (numba).
+
+    For kernels that simulate calibrated copies without storing ε: arguments from
+    :func:`unit_args` (``n = pool.size``, ``th = (2**32 - n) % n`` as
+    :func:`uqx.engine.resample.lemire_threshold`), ``pend, have = 0, False`` at the start
+    of each copy.
+    ``0`` N(0, 1) (ziggurat :func:`uqx.engine.generators.normal_step`); ``1`` unit-variance
+    :math:`t_s(\nu)` (:func:`uqx.engine.generators.t_step`, ``(d, c, h) = t_params(nu)``);
+    ``2`` ``pool[j]`` with ``j`` uniform in [0, n) by Lemire's method on the two 32-bit
+    halves of an output (:func:`uqx.engine.resample.lemire_pair`): the high half first, an accepted
+    low half kept in ``(pend, have)`` for the next draw (the caller drops it at the end
+    of a row, as :func:`uqx.engine.resample.uniform_integers` does at the end of its draws).
+
+    Returns ``(eps, s0, s1, s2, s3, pend, have)``.
+    """
+    if code == 2:
+        if have:
+            return pool[pend], s0, s1, s2, s3, pend, False
+        while True:
+            j1, ok1, j2, ok2, s0, s1, s2, s3 = lemire_pair(s0, s1, s2, s3, n, th)
+            if ok1:
+                return pool[j1], s0, s1, s2, s3, j2, ok2
+            if ok2:
+                return pool[j2], s0, s1, s2, s3, j2, False
+    if code == 1:
+        e, s0, s1, s2, s3 = t_step(s0, s1, s2, s3, d, c, h)
+        return e, s0, s1, s2, s3, pend, have
+    e, s0, s1, s2, s3 = normal_step(s0, s1, s2, s3)
+    return e, s0, s1, s2, s3, pend, have
+
+
+@numba.njit(nogil=True, cache=True)
+def _unit_rows(state, code, d, c, h, pool, out):  # pragma: no cover - numba
+    """Fill the rows of ``out`` (k, M) with unit draws, row after row on one stream."""
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    n = np.uint64(max(pool.shape[0], 1))
+    th = lemire_threshold(n)
+    for r in range(out.shape[0]):
+        pend, have = np.uint64(0), False
+        for i in range(out.shape[1]):
+            out[r, i], s0, s1, s2, s3, pend, have = unit_step(
+                code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
