@@ -27,7 +27,7 @@
 # * **Fig. 3** — PAL2022 Diffusion_RF / Perovskite_RF, uncalibrated and calibrated.
 #
 # Engine: `uqx.sweeps.bins` (preset `"002"`, i.e. `uqx.inference.extrapolation.extrapolate`) for the
-# sweeps and fits, `uqx.inference.curves.reliability` for the Monte-Carlo ENCE of Fig. 1. Figures are
+# sweeps and fits, `uqx.inference.binned_curves.reliability` for the Monte-Carlo ENCE of Fig. 1. Figures are
 # written to `notebooks/_output/` (git-ignored).
 #
 # **Run time** (2-core machine shared with other jobs, measured): quick mode (`QUICK=1`:
@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 import uqx
-from uqx.inference.curves import reliability
+from uqx.inference.binned_curves import reliability
 from uqx.plot import style as S
 from uqx.engine.resample import seed_sequence
 from uqx.sweeps import bins
@@ -71,7 +71,7 @@ def save(fig, name):
 # Semi-analytic curves: for N bins of k = round(M/N) points, the bin standard deviation of
 # calibrated errors is χ_k/√k; the ENCE (SD convention) is the average over bins of
 # |x − u|/u. Dots: ENCE of `N_REAL` samples E ~ N(0, 1) with u ≡ 1 (`plotRelDiag`
-# equivalent: `uqx.inference.curves.reliability(kind="sd")`), seeded.
+# equivalent: `uqx.inference.binned_curves.reliability(kind="sd")`), seeded.
 
 # %%
 M = 5000

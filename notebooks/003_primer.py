@@ -50,7 +50,7 @@ import pandas as pd
 
 import uqx
 from uqx import plot
-from uqx.inference.curves import local_z
+from uqx.inference.binned_curves import local_z
 from uqx.plot import style as S
 from uqx.inference.synth import primer_cases
 
@@ -171,7 +171,7 @@ save(plot.lzisd(cases, by="V", title="003 Fig. A1 (right): LZISD vs V"), "figA1_
 # ## Fig. 12 — PAL2022: mean Z and Var(Z), uncalibrated vs calibrated
 #
 # (a) mean Z with the script's interval mean ± 1.96·sd(Z)/M (the code divides by M, not
-# √M; methods: where a paper and its code disagree); (b) Var(Z) with its 'cho' interval (`uqx.inference.curves.local_z`, one bin).
+# √M; methods: where a paper and its code disagree); (b) Var(Z) with its 'cho' interval (`uqx.inference.binned_curves.local_z`, one bin).
 
 # %%
 MODELS = [(mat, meth) for meth in ("RF", "LR", "GPR_Bayesian")

@@ -8,6 +8,7 @@ import xarray as xr
 from uqx.dataio.model import InputError, from_arrays
 from uqx.engine.binning import make_bins
 from uqx.engine.stats.tailedness import hd_quantile
+from uqx.inference import binned_curves as BC
 from uqx.inference import curves as C
 from uqx.inference.synth import demo_sets, nig
 from uqx.inference.zeta import binomial_ci
@@ -128,12 +129,12 @@ def test_running_quantiles_windows(calib):
 
 
 def test_lcp_given_intervals_equal_uE_route(calib):
-    a = C.lcp(calib, n_bins=6)
+    a = BC.lcp(calib, n_bins=6)
     P = a["prob"].values
     from scipy.stats import norm
 
     U = calib["uE"].values[:, None] * norm.ppf((1 + P) / 2)[None, :]
-    b = C.lcp(calib, U=U, prob=P, n_bins=6)
+    b = BC.lcp(calib, U=U, prob=P, n_bins=6)
     np.testing.assert_allclose(a["coverage"].values, b["coverage"].values)
     assert b.attrs["intervals"] == "given U"
     np.testing.assert_allclose(a["picp"].values, P, atol=0.04)
@@ -143,13 +144,13 @@ def test_lcp_given_intervals_equal_uE_route(calib):
 def test_lcp_from_dataset_U_variable(calib):
     ds = calib.assign_coords(prob=[0.5, 0.9])
     ds["U"] = (("sample", "prob"), np.c_[calib["uE"].values, 2 * calib["uE"].values])
-    res = C.lcp(ds, n_bins=4)
+    res = BC.lcp(ds, n_bins=4)
     assert list(res["prob"].values) == [0.5, 0.9] and res.attrs["intervals"] == "given U"
 
 
 def test_local_z_cho_and_bootstrap(calib):
-    cho = C.local_z(calib, n_bins=5)
-    bs = C.local_z(calib, n_bins=5, ci="bootstrap", n_boot=300, seed=1)
+    cho = BC.local_z(calib, n_bins=5)
+    bs = BC.local_z(calib, n_bins=5, ci="bootstrap", n_boot=300, seed=1)
     np.testing.assert_allclose(cho["estimate"].values, bs["estimate"].values)
     assert np.all(bs["ci_low"] < bs["estimate"]) and np.all(bs["estimate"] < bs["ci_high"])
     # cho: symmetric about the estimate
@@ -160,33 +161,33 @@ def test_local_z_cho_and_bootstrap(calib):
 
     eng = bootstrap_per_bin(calib, "lzisd", n_boot=20, bins=5, seed=0)
     np.testing.assert_allclose(eng["estimate"].values[0], cho["estimate"].values, rtol=1e-9)
-    lzv = C.local_z(calib, stat="lzv", n_bins=5)
+    lzv = BC.local_z(calib, stat="lzv", n_bins=5)
     np.testing.assert_allclose(lzv["estimate"].values, cho["estimate"].values ** -2)
 
 
 def test_demo_inconsistent_lzisd_off_target():
     ds = demo_sets(M=3000)
-    res = C.local_z(ds, n_bins=10)
+    res = BC.local_z(ds, n_bins=10)
     assert res.sizes["set"] == 6
     frac = res["frac_valid"].sel(set=["calibrated", "inconsistent"]).values
     assert frac[0] >= 0.7 and frac[1] <= 0.3
 
 
 def test_reliability_rmse_and_bootstrap(calib):
-    r = C.reliability(calib, n_bins=6, kind="rmse")
-    b = C.reliability(calib, n_bins=6, ci="bootstrap", n_boot=200)
+    r = BC.reliability(calib, n_bins=6, kind="rmse")
+    b = BC.reliability(calib, n_bins=6, ci="bootstrap", n_boot=200)
     assert np.all(np.diff(r["rmv"].values) >= 0)
     assert np.all(b["ci_low"] < b["y"]) and np.all(b["y"] < b["ci_high"])
     assert 0 < r.attrs["ence"] < 0.3
     with pytest.raises(InputError):
-        C.reliability(calib, kind="mad")
+        BC.reliability(calib, kind="mad")
 
 
 def test_over_sets_pads_and_keeps_scores():
     ds = demo_sets(M=800)
     res = C.calibration_curve(ds)
     assert res.sizes["set"] == 6 and res["miscal_area"].dims == ("set",)
-    lz = C.local_z(ds, by="X", binning="adaptive", n_bins=8)
+    lz = BC.local_z(ds, by="X", binning="adaptive", n_bins=8)
     assert isinstance(lz, xr.Dataset) and lz["estimate"].dims == ("set", "bin")
 
 
@@ -209,7 +210,7 @@ def test_set1_calibration_and_lcp_oracles(set1):
     cal = C.calibration_curve(set1, prob=[0.025, 0.25, 0.5, 0.75, 0.975])
     np.testing.assert_allclose(
         cal["eta"], [0.02254902, 0.2166667, 0.5181373, 0.7852941, 0.9838235], rtol=1e-6)
-    lc = C.lcp(set1, prob=[0.95], n_bins=10)
+    lc = BC.lcp(set1, prob=[0.95], n_bins=10)
     np.testing.assert_allclose(
         lc["coverage"].values[:, 0],
         [0.951, 0.9755, 0.9804, 0.9804, 0.9118, 0.951, 0.9755, 0.9559, 0.9657, 0.9657],
@@ -219,10 +220,10 @@ def test_set1_calibration_and_lcp_oracles(set1):
 
 @pytest.mark.data
 def test_set1_bin_oracles(set1):
-    lz = C.local_z(set1, n_bins=10)
-    lv = C.local_z(set1, stat="lzv", n_bins=10)
-    rel = C.reliability(set1, n_bins=10)
-    rms = C.reliability(set1, n_bins=10, kind="rmse")
+    lz = BC.local_z(set1, n_bins=10)
+    lv = BC.local_z(set1, stat="lzv", n_bins=10)
+    rel = BC.reliability(set1, n_bins=10)
+    rms = BC.reliability(set1, n_bins=10, kind="rmse")
     for j, mid, v, vlo, vhi, s, slo, shi, rmv, sde, rmse in [
         (0, 0.13425, 1.54919, 0.67805, 2.42033, 0.80343, 0.57754, 1.02932,
          0.15843, 0.19941, 0.20690),

@@ -194,7 +194,7 @@ def test_lzisd_engine_bootstrap_matches_cho_estimates(demo):
 
     ds = demo.isel(set=[0, 3])
     eng = _engine_lzisd(ds, "lzisd", "X", 5, "equal-count", 200, 1)
-    from uqx.inference.curves import local_z
+    from uqx.inference.binned_curves import local_z
 
     cho = local_z(ds, by="X", n_bins=5)
     np.testing.assert_allclose(eng["estimate"].values, cho["estimate"].values, rtol=1e-9)

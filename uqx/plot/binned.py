@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from uqx.engine.defaults import N_BOOT_CURVES, local_bins
-from uqx.inference.curves import lcp as _lcp
-from uqx.inference.curves import local_z as _local_z
-from uqx.inference.curves import reliability as _reliability
+from uqx.inference.binned_curves import lcp as _lcp
+from uqx.inference.binned_curves import local_z as _local_z
+from uqx.inference.binned_curves import reliability as _reliability
 from uqx.plot import style as S
 from uqx.plot.inputs import as_sets, axis_label, load, panel_titles, units_of
 
@@ -78,9 +78,9 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
                 dpi=None, title=None):
     r"""Reliability diagram: per-bin SD(E) (or RMSE) against RMV with 95 % intervals.
 
-    Bins on uE (:func:`uqx.inference.curves.reliability`, ErrViewLib ``plotRelDiag``); identity line
-    as reference; bins whose interval misses the identity in vermillion; ENCE of the
-    binning in the corner (003 Fig. 4).
+    Bins on uE (:func:`uqx.inference.binned_curves.reliability`, ErrViewLib
+    ``plotRelDiag``); identity line as reference; bins whose interval misses the identity
+    in vermillion; ENCE of the binning in the corner (003 Fig. 4).
 
     Parameters
     ----------
@@ -145,9 +145,10 @@ def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
     r"""Local z inverse standard deviation (or local Var(Z)) per bin with 95 % intervals.
 
     Per-bin :math:`1/\mathrm{sd}(Z_j)` (``stat="lzisd"``) or :math:`\mathrm{Var}(Z_j)`
-    (``"lzv"``) at the bin mid-range of ``by`` (:func:`~uqx.inference.curves.local_z`), reference
-    line at 1, the full-set value and interval on a right-side marker "all", fraction of valid
-    bins in the corner (003 Figs. 5, 10, A1; 002).
+    (``"lzv"``) at the bin mid-range of ``by``
+    (:func:`~uqx.inference.binned_curves.local_z`), reference line at 1, the full-set value
+    and interval on a right-side marker "all", fraction of valid bins in the corner
+    (003 Figs. 5, 10, A1; 002).
 
     Parameters
     ----------
@@ -206,7 +207,8 @@ def lcp(data, *, by="uE", prob=(0.25, 0.5, 0.75, 0.95), dist="normal", nu=None,
 
     For each P the coverage of the intervals :math:`|E| \le U_P` per bin of ``by`` with
     Wilson 95 % intervals, a dashed reference line at P and the full-set coverage (PICP)
-    at the right (:func:`uqx.inference.curves.lcp`; 003 Figs. 6, 11, 19b/e). Intervals come from
+    at the right (:func:`uqx.inference.binned_curves.lcp`; 003 Figs. 6, 11, 19b/e).
+    Intervals come from
     :math:`U_P = u_E\,q_D((1+P)/2)`, or from a ``U(sample, prob)`` variable of a one-set
     input (HU2022 conformal intervals).
 

@@ -54,7 +54,7 @@ def _lzisd_one(ds, i, sd, cond, *, nb, method, seed, level, n_boot, pop_min, com
         r = bootstrap_per_bin(ds.isel(set=[i]), stat, n_boot=n_boot, level=level, seed=seed,
                               bins=nb, pop_min=pop_min, **common).isel(set=0)
         return r, method
-    from uqx.inference.curves import local_z
+    from uqx.inference.binned_curves import local_z
 
     r = local_z(sd, stat="lzisd", by=cond, n_bins=nb, pop_min=pop_min, ci="cho", level=level)
     return r[["estimate", "ci_low", "ci_high", "n", "x_mid"]], method
