@@ -1,8 +1,8 @@
 """Helpers shared by the ``uqx`` subcommands.
 
-Only :mod:`argparse`, :mod:`os`, :mod:`re`, :mod:`sys` and :mod:`pathlib` are imported at
-module level; numpy, pandas and the uqx engine are imported inside the functions, so that
-``uqx --help`` stays fast.
+Only :mod:`argparse`, :mod:`os`, :mod:`re`, :mod:`sys`, :mod:`pathlib` and the default
+numbers of :mod:`uqx.engine.defaults` are imported at module level; numpy, pandas and the
+uqx engine are imported inside the functions, so that ``uqx --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import re
 import sys
 from pathlib import Path
 
+from uqx.engine.defaults import N_BINS
+
 __all__ = [
     "HelpFormatter",
     "add_inputs",
@@ -20,6 +22,7 @@ __all__ = [
     "input_kwargs",
     "load_inputs",
     "check_output",
+    "writable_directory",
     "write_result",
     "print_df",
     "fmt",
@@ -63,7 +66,7 @@ def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     p.add_argument(
         "--data-dir", default=None, help="literature data directory (else $UQX_DATA_DIR)"
     )
-    p.add_argument("--bins", type=int, default=20, help="bins of the binned statistics")
+    p.add_argument("--bins", type=int, default=N_BINS, help="bins of the binned statistics")
     p.add_argument(
         "--binning",
         default="equal-count",
@@ -161,22 +164,51 @@ def check_output(path, *, mkdir: bool = False) -> Path | None:
     path = Path(path)
     if path.is_dir():
         raise InputError(f"output {path} is a directory; give a file name such as {path}/res.nc")
-    parent = path.parent
-    if not parent.exists():
-        if not mkdir:
-            raise InputError(
-                f"output directory {parent} does not exist (create it, or pass --mkdir)"
-            )
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"cannot create output directory {parent}: {exc.strerror}") from None
-    if not parent.is_dir():
-        raise InputError(f"output directory {parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"output directory {parent} is not writable")
+    writable_directory(path.parent, what="output directory", create=mkdir,
+                       hint=" (create it, or pass --mkdir)")
     if path.exists() and not os.access(path, os.W_OK):
         raise InputError(f"output file {path} exists and is not writable")
+    return path
+
+
+def writable_directory(path, *, what: str, create: bool = True, hint: str = "") -> Path:
+    """Check, before any computation, that ``path`` is a directory that can be written to.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The directory.
+    what : str
+        What it is, for the messages (``"output directory"``, ``"figure directory"``).
+    create : bool, default True
+        Create it (and its parents) when missing; otherwise a missing directory is an error.
+    hint : str, optional
+        Appended to the message of a missing directory.
+
+    Returns
+    -------
+    pathlib.Path
+        The directory.
+
+    Raises
+    ------
+    uqx.InputError
+        It is a file, is missing (and not created), cannot be created or is not writable.
+    """
+    from uqx.errors import InputError
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{what} {path} is not a directory")
+    if not path.exists():
+        if not create:
+            raise InputError(f"{what} {path} does not exist{hint}")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create {what} {path}: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InputError(f"{what} {path} is not writable")
     return path
 
 

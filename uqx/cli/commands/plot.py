@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from uqx.cli.commands._common import HelpFormatter, add_inputs, check_output, input_kwargs
+from uqx.engine.defaults import N_BOOT_CURVES, NU
 
 NAME = "plot"
 
@@ -64,7 +65,7 @@ def register(subparsers):
                    help="conditioning variable of binned figures (z-vs-x: X unless given)")
     p.add_argument("--dist", default="normal", choices=["normal", "t"],
                    help="generative distribution D (t: unit-variance Student)")
-    p.add_argument("--nu", type=float, default=6.0, help="degrees of freedom of --dist t")
+    p.add_argument("--nu", type=float, default=NU, help="degrees of freedom of --dist t")
     p.add_argument("--levels", default="0.25,0.5,0.75,0.95",
                    help="LCP probabilities, comma-separated")
     p.add_argument("--stat", default=None,
@@ -74,7 +75,7 @@ def register(subparsers):
     p.add_argument("--ci", default="cho", choices=["cho", "bootstrap", "bootstrap-set"],
                    help="per-bin interval method (reliability, lzisd, lzv): analytic, "
                    "per-bin BCa, or BCa over whole-set resamples (lzisd only)")
-    p.add_argument("--n-boot", type=int, default=500, help="bootstrap replicates")
+    p.add_argument("--n-boot", type=int, default=N_BOOT_CURVES, help="bootstrap replicates")
     p.add_argument("--oracle", action="store_true",
                    help="confidence: also draw the oracle (errors removed by |E|)")
     p.add_argument("--n-rep", type=int, default=500,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 
@@ -15,8 +14,10 @@ from uqx.cli.commands._common import (
     input_kwargs,
     load_inputs,
     validation_text,
+    writable_directory,
     write_result,
 )
+from uqx.engine.defaults import N_BOOT, N_MC, NU, POP_MIN
 
 NAME = "validate"
 DEFAULT_STATS = "ZMS,RCE,CC,ENCE,ZMSE,ZVE"
@@ -56,11 +57,11 @@ def add_validation_options(p) -> None:
         help=f"comma-separated statistics; None means {DEFAULT_STATS} "
         f"({PAPER_STATS} with --paper-sets)",
     )
-    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap replicates")
-    p.add_argument("--n-mc", type=int, default=10_000, help="simulated data sets per reference")
+    p.add_argument("--n-boot", type=int, default=N_BOOT, help="bootstrap replicates")
+    p.add_argument("--n-mc", type=int, default=N_MC, help="simulated data sets per reference")
     p.add_argument("--seed", type=int, default=None, help="root seed (drawn when not given)")
-    p.add_argument("--nu", type=float, default=6.0, help="Student t_s(nu) reference")
-    p.add_argument("--pop-min", type=int, default=30,
+    p.add_argument("--nu", type=float, default=NU, help="Student t_s(nu) reference")
+    p.add_argument("--pop-min", type=int, default=POP_MIN,
                    help="minimal number of points per bin (binned statistics and LZISD)")
     p.add_argument("--cond-bins", type=int, default=None,
                    help="LZISD bins per set; None means max(min(M // 150, 15), 2) per set")
@@ -138,22 +139,7 @@ def run_validation(args, ds):
 
 def check_plots_dir(path):
     """Create the figure directory of ``--plots`` if needed and check it is writable."""
-    from pathlib import Path
-
-    from uqx.errors import InputError
-
-    if path is None:
-        return None
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise InputError(f"--plots {path}: exists and is not a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the figure directory {path}: {exc.strerror}") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise InputError(f"figure directory {path} is not writable")
-    return path
+    return None if path is None else writable_directory(path, what="figure directory")
 
 
 def write_plots(res, ds, directory) -> list:
