@@ -144,7 +144,8 @@ def verdict_codes(res) -> np.ndarray:
 
 def kernel(cell, block, n, params, data):
     """Verdict codes of ``n`` sets of one (design, M, scenario) cell."""
-    import uqx
+    from uqx.dataio.model import from_arrays
+    from uqx.workflow.validation import validate
 
     design, M, scenario = str(cell["design"]), int(cell["M"]), str(cell["scenario"])
     out = {"verdict": np.full((n, len(TESTS)), np.nan), "nu_fit": np.full(n, np.nan)}
@@ -154,9 +155,9 @@ def kernel(cell, block, n, params, data):
     for r in range(n):
         i = block * BLOCK + r
         E, u, X = synthetic_set(design, scenario, M, seed=params["seed"], index=i)
-        ds = uqx.from_arrays(E, u, X=X, name=f"{design}-{scenario}-{i}")
-        res = uqx.validate(ds, list(STATS), n_boot=params["n_boot"], n_mc=params["n_mc"],
-                           seed=params["seed"] + i, scheduler="synchronous")
+        ds = from_arrays(E, u, X=X, name=f"{design}-{scenario}-{i}")
+        res = validate(ds, list(STATS), n_boot=params["n_boot"], n_mc=params["n_mc"],
+                       seed=params["seed"] + i, scheduler="synchronous")
         out["verdict"][r] = verdict_codes(res)
         out["nu_fit"][r] = float(res["nu_fit"].values[0])
     return out
