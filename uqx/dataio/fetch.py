@@ -339,8 +339,11 @@ def _api_file(src: Source, base_url) -> tuple[str, str | None]:
     except (ValueError, KeyError, TypeError, AttributeError):
         raise DownloadError(f"{api}: unexpected answer (no file list)") from None
     zips = [k for k in files if k.endswith(".zip")]
-    key = src.archive if src.archive in files else (zips[0] if len(zips) == 1 else None)
-    if key is None:
+    if src.archive in files:
+        key = src.archive
+    elif len(zips) == 1:  # the record's only archive, under another name
+        key = zips[0]
+    else:
         raise DownloadError(f"Zenodo record {src.doi} has no archive {src.archive!r} "
                             f"(files: {', '.join(sorted(files))})")
     entry = files[key]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from uqx.dataio.model import InputError
+from uqx.inference.binsweep import IDEAL_INTERCEPT
 from uqx.plot import style as S
 from uqx.plot.inputs import load
 
@@ -167,7 +168,7 @@ def _bins_panel(ax, r, x, st):
                 dx = (d + 1) * 0.02 * grid[-1]
                 ax.plot([dx, dx], [lo, hi], lw=3, alpha=0.7, color=_C[d + 1],
                         label=f"null 95 % ({dist})")
-    ideal = float(r["ideal"]) if "ideal" in r else (1.0 if st == "zve" else 0.0)
+    ideal = float(r["ideal"]) if "ideal" in r else IDEAL_INTERCEPT.get(st, 0.0)
     S.reference_line(ax, ideal, kind="h")
     ax.set_xlim(-0.02 * grid[-1], grid[-1])
 
