@@ -141,6 +141,19 @@ def bca_limits_mc_se(T, t0, a, *, level=LEVEL, groups: int = 10):
     the noise of z0 as well as of the extreme quantiles, which order-statistic formulas
     miss for heavy-tailed bootstrap distributions.
 
+    Parameters
+    ----------
+    T : array_like, shape (R+1, K)
+        Bootstrap distribution, t0 in row 0.
+    t0 : array_like, shape (K,)
+        Estimates.
+    a : array_like, shape (K,)
+        Accelerations (kept fixed).
+    level : float, default LEVEL (0.95)
+        Confidence level.
+    groups : int, default 10
+        Replicate groups of the jackknife.
+
     Returns
     -------
     se_low, se_high : numpy.ndarray, shape (K,)
@@ -162,7 +175,20 @@ def bca_limits_mc_se(T, t0, a, *, level=LEVEL, groups: int = 10):
 
 
 def percentile_interval(T, *, level=LEVEL):
-    """Percentile interval: type-7 quantiles of T at ``(1 ± level)/2``."""
+    """Percentile interval: type-7 quantiles of T at ``(1 ± level)/2``.
+
+    Parameters
+    ----------
+    T : array_like, shape (R+1, K)
+        Bootstrap distribution, t0 in row 0.
+    level : float, default LEVEL (0.95)
+        Confidence level.
+
+    Returns
+    -------
+    lo, hi : numpy.ndarray, shape (K,)
+        The limits.
+    """
     T = np.atleast_2d(np.asarray(T, dtype=np.float64))
     p = np.broadcast_to(np.array([(1 - level) / 2, (1 + level) / 2])[:, None], (2, T.shape[1]))
     q = _quantile7(T, p)
@@ -170,7 +196,22 @@ def percentile_interval(T, *, level=LEVEL):
 
 
 def basic_interval(T, t0, *, level=LEVEL):
-    r"""Return the basic (reverse percentile) interval :math:`[2t_0 - q_{hi}, 2t_0 - q_{lo}]`."""
+    r"""Return the basic (reverse percentile) interval :math:`[2t_0 - q_{hi}, 2t_0 - q_{lo}]`.
+
+    Parameters
+    ----------
+    T : array_like, shape (R+1, K)
+        Bootstrap distribution, t0 in row 0.
+    t0 : array_like, shape (K,)
+        Estimates.
+    level : float, default LEVEL (0.95)
+        Confidence level.
+
+    Returns
+    -------
+    lo, hi : numpy.ndarray, shape (K,)
+        The limits.
+    """
     lo, hi = percentile_interval(T, level=level)
     t0 = np.asarray(t0, dtype=np.float64)
     return 2 * t0 - hi, 2 * t0 - lo

@@ -268,6 +268,15 @@ def moment_statistic(name: str, E=None, u=None, *, axis: int = -1):
     u (padding) is ignored. Statistics of u only (``mv``, ``rmv``, ``nll_ref``) take
     ``E=None``, those of E only (``mse``, ``rmse``) ``u=None``.
 
+    Parameters
+    ----------
+    name : str
+        A moment statistic (:data:`MOMENT_STATS`).
+    E, u : array_like, optional
+        Errors and uncertainties.
+    axis : int, default -1
+        Axis of the samples.
+
     Examples
     --------
     >>> float(moment_statistic("zms", np.array([1.0, -2.0, np.nan]), np.array([1.0, 2.0, 1.0])))

@@ -75,12 +75,23 @@ def _check_unit(dist, nu, pool):
 
 
 def unit_args(source, dist="normal", nu=None, pool=None):
-    """Arguments of :func:`unit_step` for a keyed stream and a generative distribution.
+    r"""Arguments of :func:`unit_step` for a keyed stream and a generative distribution.
 
     Checks ``dist``/``nu``/``pool`` as :func:`draw_unit` and returns
     ``(state, code, d, c, h, pool)``: the uint64[4] stream state (``source`` itself when
     it is one), the member code, :func:`uqx.engine.generators.t_params` and the pool as a
     contiguous float64 array (a dummy of one value when unused).
+
+    Parameters
+    ----------
+    source : numpy.random.SeedSequence, numpy.random.Generator or numpy.ndarray
+        A keyed seed sequence, a generator, or a uint64[4] stream state.
+    dist : {"normal", "t", "data"}, default "normal"
+        Generative distribution D.
+    nu : float, optional
+        Degrees of freedom of :math:`t_s(\nu)` when ``dist="t"``.
+    pool : array_like, optional
+        The values resampled by ``dist="data"``.
     """
     _check_unit(dist, nu, pool)
     if isinstance(source, np.random.SeedSequence):
@@ -121,6 +132,20 @@ def unit_quantile(p, *, dist="normal", nu=None):
 
     ``dist="normal"``: :math:`\Phi^{-1}(p)`; ``dist="t"``: unit-variance Student
     :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, requires :math:`\nu > 2`.
+
+    Parameters
+    ----------
+    p : array_like
+        Probabilities.
+    dist : {"normal", "t"}, default "normal"
+        Generative distribution D.
+    nu : float, optional
+        Degrees of freedom of :math:`t_s(\nu)` (> 2) when ``dist="t"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The quantiles.
     """
     from scipy.stats import norm
     from scipy.stats import t as student_t

@@ -47,7 +47,18 @@ NOT_TESTED = frozenset({"mv", "rmv", "nll_ref"})
 
 
 def interval_problem(estimate, ci_low, ci_high) -> str:
-    """Return why a bootstrap interval is unsound for a verdict ('' when it is sound)."""
+    """Return why a bootstrap interval is unsound for a verdict ('' when it is sound).
+
+    Parameters
+    ----------
+    estimate, ci_low, ci_high : float
+        The estimate and its bootstrap interval.
+
+    Returns
+    -------
+    str
+        The reason, or ``''``.
+    """
     if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
         return (
             "bootstrap interval is NaN (all replicates on one side of the estimate, or a "
@@ -71,6 +82,13 @@ def zeta_verdict(zeta) -> str:
 
 def agreement_verdict(zetas, labels) -> tuple[str, str]:
     """Verdict from ζ-scores against several references (one per generative distribution).
+
+    Parameters
+    ----------
+    zetas : sequence of float
+        ζ-scores, one per reference.
+    labels : sequence of str
+        Names of the references (generative distributions), for the reason.
 
     Returns
     -------
@@ -106,6 +124,13 @@ def simulated_verdict(zetas, zetas2, labels) -> tuple[str, str]:
     inconsistent; on 2·10^6 calibrated points ENCE's BCa interval contains its estimate
     yet both ζ_Sim < −1 while the estimate is well inside the calibrated range), and the
     verdict is ``inconclusive``. ζ_Sim2 alone never decides (000 Sect. II D).
+
+    Parameters
+    ----------
+    zetas, zetas2 : sequence of float
+        ζ_Sim and ζ_Sim2, one per generative distribution.
+    labels : sequence of str
+        Names of the distributions, for the reason.
     """
     v, why = agreement_verdict(zetas, labels)
     z2 = np.asarray(zetas2, dtype=np.float64)

@@ -108,6 +108,13 @@ def settings_of(preset) -> SweepSettings:
 def bin_numbers(M: int, settings: SweepSettings) -> np.ndarray:
     """Bin numbers of the sweep for M points: the candidates with M/N > ``min_per_bin``.
 
+    Parameters
+    ----------
+    M : int
+        Number of points.
+    settings : SweepSettings
+        Sweep settings (a preset's, :data:`PRESETS`).
+
     Raises
     ------
     InputError
@@ -178,6 +185,13 @@ def ols_fit(x, y):
               \hat a = \bar y - \hat b\bar x,\quad
               s^2 = \frac{\sum r^2}{n-2},\quad
               SE(\hat a) = s\sqrt{\frac1n + \frac{\bar x^2}{\sum (x-\bar x)^2}}
+
+    Parameters
+    ----------
+    x : array_like, shape (n,)
+        Abscissae.
+    y : array_like, shape (..., n)
+        Ordinates, one series per leading index.
 
     Returns
     -------

@@ -493,6 +493,26 @@ def bootstrap_per_bin(
     statistics, methods: bootstrap). Sets may have different numbers of bins; the ``bin``
     dimension is padded with NaN.
 
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input data (one set or several stacked on ``set``).
+    stat : str, default "lzisd"
+        Per-bin statistic: ``lzisd`` or ``lzms``, suffix ``_X``/``_V`` to bin on the
+        feature or the prediction.
+    n_boot : int, default N_BOOT_PER_BIN (5000)
+        Bootstrap replicates.
+    method : {"bca", "percentile", "basic"}, default "bca"
+        Interval method.
+    level : float, default LEVEL (0.95)
+        Confidence level.
+    seed : int, optional
+        Root seed; drawn and recorded in ``attrs["seed"]`` if omitted.
+    bins, binning, pop_min : int, str, int
+        Binning (:func:`uqx.engine.binning.make_bins`).
+    scheduler, num_workers
+        Passed to :func:`dask.compute` (default: threads). Results do not depend on them.
+
     Returns
     -------
     xarray.Dataset

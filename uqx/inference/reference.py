@@ -513,6 +513,22 @@ def prepare_sets(ds, stats, *, bins: int = N_BINS, binning: str = "equal-count",
     for uE, a bin index per position for X / V) shared by every member and copy; with
     ``pool`` also the standardised z-scores of the ``"data"`` member. Pass the result
     as ``prepared=`` with the same ``stats`` and binning.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input data.
+    stats : sequence of str
+        The statistics to simulate.
+    bins, binning, pop_min : int, str, int
+        Binning of the binned statistics.
+    pool : bool, default False
+        Also keep the standardised z-scores (the ``"data"`` member).
+
+    Returns
+    -------
+    list
+        One prepared set per data set.
     """
     specs = [parse_stat(s) for s in stats]
     cfg = BinningConfig(bins, binning, pop_min)

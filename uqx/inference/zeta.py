@@ -66,6 +66,20 @@ def zeta_sim2(estimate, reference, q_low, q_high):
               & \text{else} \end{cases}
 
     Kept for comparison only: the paper advises against using it for decisions.
+
+    Parameters
+    ----------
+    estimate : array_like
+        The statistic θ.
+    reference : array_like
+        The simulated reference :math:`\tilde\theta`.
+    q_low, q_high : array_like
+        The 2.5 % and 97.5 % quantiles of the simulated values.
+
+    Returns
+    -------
+    numpy.ndarray
+        ζ_Sim2.
     """
     est = np.asarray(estimate, dtype=np.float64)
     ref = np.asarray(reference, dtype=np.float64)
@@ -144,7 +158,22 @@ def _wilson_formula(x, n, *, method="wilsoncc", level=LEVEL):
 
 
 def d_sensitive(ref_a, se_a, ref_b, se_b, *, k=2.0):
-    r"""D-sensitivity rule: :math:`|\tilde\theta_a - \tilde\theta_b| > k\sqrt{u_a^2 + u_b^2}`."""
+    r"""D-sensitivity rule: :math:`|\tilde\theta_a - \tilde\theta_b| > k\sqrt{u_a^2 + u_b^2}`.
+
+    Parameters
+    ----------
+    ref_a, se_a : array_like
+        Reference under one distribution and its Monte-Carlo standard error.
+    ref_b, se_b : array_like
+        The same under another distribution.
+    k : float, default 2
+        Coverage factor.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        Whether the two references differ beyond their uncertainty.
+    """
     return np.abs(np.asarray(ref_a) - ref_b) > k * np.sqrt(
         np.asarray(se_a) ** 2 + np.asarray(se_b) ** 2
     )

@@ -398,6 +398,18 @@ def paper_table_a(res: xr.Dataset, stat: str) -> pd.DataFrame:
 
     Columns: θ_est, θ_ref, b_BS, I_BS, ζ_BS, then for each generative distribution
     θ̃_ref, u(θ̃_ref), ζ_Sim, I_Sim2, ζ_Sim2.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        :func:`uqx.validate` output with simulated references.
+    stat : str
+        The statistic.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per set.
     """
     r = res.sel(stat=stat)
     cols = {

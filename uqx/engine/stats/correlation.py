@@ -24,6 +24,18 @@ def pearson(x, y, *, axis=-1):
     r"""Pearson correlation over ``axis``, ignoring NaN pairs.
 
     .. math:: r = \frac{\sum (x-\bar x)(y-\bar y)}{\sqrt{\sum (x-\bar x)^2 \sum (y-\bar y)^2}}
+
+    Parameters
+    ----------
+    x, y : array_like
+        Paired values.
+    axis : int, default -1
+        Axis of the samples.
+
+    Returns
+    -------
+    numpy.ndarray
+        r, reduced over ``axis``.
     """
     x, y = paired(x, y)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -44,6 +56,13 @@ def spearman_cc(E, uE, *, axis=-1):
     Positive values indicate that larger uncertainties go with larger errors; the
     reference value depends on the uncertainty distribution and must be simulated
     (000 Sect. II D 2).
+
+    Parameters
+    ----------
+    E, uE : array_like
+        Errors and uncertainties.
+    axis : int, default -1
+        Axis of the samples.
 
     Examples
     --------
