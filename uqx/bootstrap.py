@@ -26,7 +26,6 @@ import numpy as np
 import xarray as xr
 from scipy.special import ndtr, ndtri
 
-from uqx._checks import is_lazy
 from uqx.data import (
     ColumnRef,
     InputError,
@@ -410,7 +409,9 @@ def _run_stacked(ds, specs, binning, n_boot, seed, scheduler, num_workers, want_
         m = int(ds["M"].values[i])
         sizes.append(m)
         E, u = ds["E"].data[i, :m], ds["uE"].data[i, :m]
-        if moment_only and (is_lazy(E) or is_lazy(u) or m > GROUP_ROWS):
+        # the route depends on M only, not on the storage: numpy and dask input of the
+        # same rows give the same bits (a dask set of at most one group is read, <= 16 MB)
+        if moment_only and m > GROUP_ROWS:
             tasks[i] = _streamed_tasks(E, u, m, specs, n_boot, seed, want_jack)
         else:
             loaded.append(i)
@@ -561,9 +562,11 @@ def bootstrap(
 
     Notes
     -----
-    **Out of core.** When every statistic is a moment statistic and the set is
-    dask-backed (e.g. a chunked NetCDF opened with :func:`uqx.open_dataset`) or longer
-    than :data:`GROUP_ROWS`, the set is streamed (:func:`_streamed_tasks`): each task
+    **Out of core.** When every statistic is a moment statistic and the set is longer
+    than :data:`GROUP_ROWS`, numpy- or dask-backed (e.g. a chunked NetCDF opened with
+    :func:`uqx.io.open_dataset`), the set is streamed (:func:`_streamed_tasks`; a
+    shorter dask-backed set is read, at most 16 MB, and takes the in-memory route, so
+    that the route depends on M only): each task
     reads one group of :data:`GROUP_ROWS` rows, the estimate and the replicates are
     feature sums added in group order, and the BCa acceleration comes from power sums
     of the leave-one-out values (a second pass). Memory is O(GROUP_ROWS) per task

@@ -114,7 +114,10 @@ def load_inputs(
 ):
     """Resolve CLI inputs (CSV paths or registered dataset names) into one stacked Dataset.
 
-    A name with a CSV/TXT/TSV suffix, or an existing path, is read with
+    A name with a NetCDF suffix (``.nc``, ``.nc4``, ``.netcdf``, ``.cdf``) is opened
+    lazily with :func:`uqx.io.open_dataset` (dask chunks; what the commands then hold in
+    memory is said by each command, e.g. :func:`uqx.validate.memory_note`); a name with a
+    CSV/TXT/TSV suffix, or another existing path, is read with
     :func:`uqx.io.read_csv`; anything else must be a registered dataset
     (:func:`uqx.datasets.load_dataset`). Two inputs with the same name (the same file
     twice, or equal stems in two folders) get distinct names ``name#i``.
@@ -122,7 +125,7 @@ def load_inputs(
     from uqx.data import stack
     from uqx.datasets import get_spec, load_dataset
     from uqx.errors import InputError
-    from uqx.io import read_csv
+    from uqx.io import NETCDF_SUFFIXES, open_dataset, read_csv
 
     if not inputs:
         raise InputError(
@@ -131,7 +134,13 @@ def load_inputs(
     out = []
     for item in inputs:
         p = Path(item)
-        if p.suffix.lower() in (".csv", ".txt", ".tsv") or p.exists():
+        if p.suffix.lower() in NETCDF_SUFFIXES:
+            if min_uE_rel_sd is not None:
+                raise InputError(f"{p}: --min-uE-rel-sd is not available for NetCDF inputs "
+                                 "(opened lazily); filter the file first")
+            out.append(open_dataset(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
+                                    drop_nonfinite=drop_nonfinite))
+        elif p.suffix.lower() in (".csv", ".txt", ".tsv") or p.exists():
             out.append(
                 read_csv(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
                          drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
