@@ -79,6 +79,11 @@ TAILEDNESS_VARS = TAILEDNESS_KEYS
 _EXTRAP_STATS = ("ence", "zmse", "zve")
 #: Rows read at a time from a dask-backed column (one group of the streamed routes).
 _READ_ROWS = 1 << 20
+#: Peak memory of the in-memory bootstrap of binned statistics with moment statistics
+#: beside them, bytes a row (measured at 10^7 rows, ZMS + RCE + ENCE: the sorted bin
+#: features, 6 float64, their prefix sums for the jackknife, the moment features and the
+#: leave-one-out values; benchmarks/README.md, bench_validate_disk.py).
+_BINNED_BYTES_PER_ROW = 180
 
 
 class _Notes:
@@ -123,7 +128,9 @@ def _tailedness_step(sets, specs, notes) -> xr.Dataset:
     """Step 1: tailedness metrics per set; warnings for the statistics that depend on them."""
     tails = {k: np.full(len(sets), np.nan) for k in TAILEDNESS_VARS}
     for i, sd in enumerate(sets):
-        t = _tailedness_streamed(sd.E, sd.uE, sd.M) if is_lazy(sd.E) else tailedness(sd.E, sd.uE)
+        # large or disk-backed sets: one column at a time (the same bits, 8 B a row)
+        big = is_lazy(sd.E) or sd.M > _READ_ROWS
+        t = _tailedness_streamed(sd.E, sd.uE, sd.M) if big else tailedness(sd.E, sd.uE)
         for k in TAILEDNESS_VARS:
             tails[k][i] = float(t[k])
         exceeded = [
@@ -154,7 +161,7 @@ def _fill_sorted(buf, rows):
 
 
 def _tailedness_streamed(E, u, M):
-    """:func:`uqx.stats.tailedness.tailedness` of a dask-backed set, one column at a time.
+    """:func:`uqx.stats.tailedness.tailedness` of a dask-backed or long set, one column at a time.
 
     One buffer of M float64 (8 bytes a row) is filled group by group with u (then u²,
     squared in place), E², Z², each sorted in place and summarised by
@@ -449,7 +456,10 @@ def validate(
       columns are read once into memory, chunk by chunk (8 bytes a row each for E, uE
       and X, V when present), and the in-memory workflow runs on them: one stable sort
       order of uE (int64) with the values in that order, and the per-row bin features of
-      the binned bootstrap (6 float64 a row) and its leave-one-out prefix sums.
+      the binned bootstrap (6 float64 a row) and its leave-one-out prefix sums: about
+      180 bytes a row at peak (measured at 10^7 rows; 10^8 rows do not fit in 6 GB).
+      The tailedness step of sets longer than 2^20 rows works one column at a time
+      here too (the same bits).
 
     Both routes give the same numbers as the in-memory input, bit for bit (tested).
 
@@ -586,10 +596,16 @@ def memory_note(ds, stats, *, conditional: bool) -> str | None:
                 f"one column at a time for the exact tailedness quantiles ({gib:.2f} GiB) "
                 f"and the z-scores of the resampled-data member ({gib:.2f} GiB)")
     cols = [k for k in ("E", "uE", "X", "V") if k in ds]
+    specs = [s if hasattr(s, "family") else parse_stat(s)
+             for s in ([stats] if isinstance(stats, str) else stats)]
+    peak = ""
+    if any(s.family == "binned" for s in specs):
+        peak = (f"; the bootstrap of binned statistics peaks at about {_BINNED_BYTES_PER_ROW} "
+                f"bytes a row ({_BINNED_BYTES_PER_ROW * rows / 2**30:.1f} GiB here)")
     return (f"disk-backed input ({rows} rows) loaded into memory ({'+'.join(cols)}: "
             f"{len(cols) * gib:.2f} GiB): binned/rank statistics and the conditional routes "
-            "hold one stable sort order of uE and per-row bin features (several times the "
-            "columns); moment statistics alone with --no-conditional stream instead")
+            "hold one stable sort order of uE, per-row bin features and their prefix sums"
+            f"{peak}; moment statistics alone with --no-conditional stream instead")
 
 
 def _lazy_sets(ds):
