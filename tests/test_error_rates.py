@@ -8,6 +8,7 @@ spread (3 sd above a 5 % size, 3 sd below a 95 % power); the full grid is
 import numpy as np
 import pytest
 
+from uqx.errors import InputError
 from uqx.sweeps.error_rates import (
     CODES,
     DESIGNS,
@@ -91,6 +92,11 @@ def test_archive_summary_plot_and_table(tmp_path):
     table = rates_table(out)
     assert "| calibrated | 400 | 2 (3 sets each) | invalid (max) |" in table
     assert "| scale0.8 | 400 | 1 (3 sets each) | invalid (min) |" in table
+    one = rates_table(out, designs=["uniform_skewed"])
+    assert "| calibrated | 400 | 1 (3 sets each) | invalid (max) |" in one
+    assert "scale0.8" not in one  # no power cell on that design
+    with pytest.raises(InputError, match="ig3_t4"):
+        rates_table(out, designs=["ig3_t4"])
     fig = panel(out)
     assert len([a for a in fig.axes if a.get_title()]) == 2
     import xarray as xr

@@ -432,6 +432,25 @@ def test_cc_fast_path_falls_back_with_ties_in_errors():
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
 
 
+def test_cc_fast_path_orders_near_ties_exactly():
+    # values that agree in every bit the packed sort keys keep: the insertion pass
+    # must restore their exact order (a slow twin: scipy's average ranks)
+    rng = np.random.default_rng(3)
+    M = 5000
+    u = rng.uniform(0.1, 2.0, M)
+    ru = sps.rankdata(u) - (M + 1) / 2.0
+    base = np.repeat(np.abs(rng.standard_normal((3, M // 10))), 10, axis=-1)
+    ae = base * (1.0 + rng.integers(1, 2000, (3, M)) * np.finfo(float).eps)
+    ae = rng.permuted(ae, axis=-1)
+    keys, shift = R._sorted_keys(ae.copy())
+    assert shift == 13 and np.any(np.diff(keys >> np.uint64(shift), axis=-1) == 0)
+    got = R._cc_fixed_u(ae, ru)
+    want = [sps.spearmanr(row, u).statistic for row in ae]
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
+    with pytest.raises(ValueError, match="non-negative"):
+        R._cc_fixed_u(-ae, ru)
+
+
 # ------------------------------------ moment statistics: streamed in file order (out of core)
 
 

@@ -56,6 +56,11 @@ def picp(ds, prob=(0.68, 0.95), *, dist="normal", nu=None, level=0.95) -> xr.Dat
 
     with its Wilson interval (methods: ζ-scores); ``valid`` when P lies inside it.
 
+    With intervals built from uE (no ``U`` in the data), ``valid`` tests the pair
+    (uE, D): calibrated uncertainties whose errors are not shaped like D are rejected
+    (measured in the documentation, "How to read the verdicts": e.g. always for uniform
+    errors, whatever D). It is a diagnostic of intervals, not a verdict on uE.
+
     Parameters
     ----------
     ds : xarray.Dataset
@@ -89,7 +94,9 @@ def picp(ds, prob=(0.68, 0.95), *, dist="normal", nu=None, level=0.95) -> xr.Dat
             "picp": (dims, out, {"long_name": "prediction-interval coverage probability"}),
             "picp_low": (dims, lo, {"long_name": f"Wilson {level:.0%} lower limit"}),
             "picp_high": (dims, hi, {"long_name": f"Wilson {level:.0%} upper limit"}),
-            "valid": (dims, (lo <= P) & (P <= hi), {"long_name": "P inside the interval"}),
+            "valid": (dims, (lo <= P) & (P <= hi), {
+                "long_name": "P inside the interval",
+                "note": "tests the intervals; built from uE, it also tests the shape D"}),
         },
         coords={"set": stacked["set"].values, "prob": P},
         attrs={"intervals": "given U" if given else f"uE x q_{dist}((1+P)/2)",

@@ -618,41 +618,74 @@ def _sums_stats(out_seg, out_bin, eps, ss, specs):
 
 
 @numba.njit(nogil=True, cache=True)
-def _cc_rows(ae, order, ru, out, tied):  # pragma: no cover - numba
-    """Spearman CC of each row of |E| (sorted by ``order``) with fixed centred ranks ``ru``.
+def _cc_rows(ae, keys, shift, ru, out, tied):  # pragma: no cover - numba
+    """Spearman CC of each row of |E| against fixed centred ranks ``ru``, from sorted keys.
 
-    Flags the rows with ties (their positions are not their average ranks).
+    ``keys[r]`` holds row r's packed keys sorted: the bits of |E| (non-negative floats
+    order like their bit patterns) with the low ``shift`` bits replaced by the position.
+    Values equal in the kept bits come out in position order, so one insertion pass on
+    the exact values restores the exact order (linear: only such near-ties move). Flags
+    the rows with ties (their positions are not their average ranks).
     """
     k, M = ae.shape
     denom = np.sqrt(np.sum(ru * ru) * M * (M * M - 1.0) / 12.0)
     c = (M - 1) / 2.0
+    mask = (np.uint64(1) << np.uint64(shift)) - np.uint64(1)
+    order = np.empty(M, dtype=np.int64)
+    vals = np.empty(M)
     for r in range(k):  # serial: the callers run in parallel (dask tasks)
+        for i in range(M):
+            j = np.int64(keys[r, i] & mask)
+            v = ae[r, j]
+            p = i
+            while p > 0 and vals[p - 1] > v:
+                order[p] = order[p - 1]
+                vals[p] = vals[p - 1]
+                p -= 1
+            order[p] = j
+            vals[p] = v
         acc = 0.0
         t = False
         for i in range(M):
-            j = order[r, i]
-            if i > 0 and ae[r, j] == ae[r, order[r, i - 1]]:
+            if i > 0 and vals[i] == vals[i - 1]:
                 t = True
-            acc += (i - c) * ru[j]
+            acc += (i - c) * ru[order[i]]
         out[r] = acc / denom
         tied[r] = t
+
+
+def _sorted_keys(ae):
+    """Row-wise sorted packed keys of non-negative ``ae`` and the bits of the position.
+
+    One ``np.sort`` of 64-bit integers (NumPy's SIMD sort, about 3.5x faster than
+    ``argsort`` of the floats at M = 20000) in place of an argsort per row.
+    """
+    M = ae.shape[-1]
+    shift = max(1, int(M - 1).bit_length())
+    keys = ae.view(np.uint64) >> np.uint64(shift)
+    keys <<= np.uint64(shift)
+    keys |= np.arange(M, dtype=np.uint64)
+    keys.sort(axis=-1)
+    return keys, shift
 
 
 def _cc_fixed_u(ae, ru):
     """Spearman CC of rows of |E| against fixed centred average ranks ``ru`` of u.
 
     Continuous simulated errors have no ties: the rank of a value is its position in one
-    argsort per row, accumulated against ``ru`` in numba, and the rank variance is
-    M(M²-1)/12. Rows
-    with ties (discrete data, or the resampled "data" member) fall back to average ranks
-    (:func:`scipy.stats.rankdata`).
+    sort per row (:func:`_sorted_keys`), accumulated against ``ru`` in numba, and the rank
+    variance is M(M²-1)/12. Rows with ties (discrete data, or the resampled "data"
+    member) fall back to average ranks (:func:`scipy.stats.rankdata`).
     """
     ae = np.ascontiguousarray(np.atleast_2d(ae), dtype=np.float64)
+    if ae.size and not ae.min() >= 0.0:
+        raise ValueError("_cc_fixed_u needs non-negative, non-NaN |E|")
     ru = np.ascontiguousarray(ru, dtype=np.float64)
     M = ae.shape[-1]
     out = np.empty(ae.shape[0])
     tied = np.zeros(ae.shape[0], dtype=np.bool_)
-    _cc_rows(ae, np.argsort(ae, axis=-1), ru, out, tied)  # NumPy's vectorised sort
+    keys, shift = _sorted_keys(ae)
+    _cc_rows(ae, keys, shift, ru, out, tied)
     if tied.any():
         from scipy.stats import rankdata
 

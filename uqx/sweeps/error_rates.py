@@ -243,7 +243,7 @@ def error_rates(*, output=None, chunk_size=None, scheduler=None, num_workers=Non
 
 
 def rates_table(archive, *, tests=("zms", "rce", "cc", "ence", "zmse", "zve", "consistency",
-                                   "adaptivity", "any"), zeta=False) -> str:
+                                   "adaptivity", "any"), zeta=False, designs=None) -> str:
     """Markdown table of the measured rates of an archive (README and documentation).
 
     Calibrated rows: the largest ``invalid`` rate over the designs at each M (size) and
@@ -259,10 +259,17 @@ def rates_table(archive, *, tests=("zms", "rce", "cc", "ence", "zmse", "zve", "c
     tests : sequence of str
     zeta : bool
         Tabulate the papers' ζ rule (``<stat>_zeta``) instead of the verdicts.
+    designs : sequence of str, optional
+        Only these designs (default: every design of the archive).
     """
     from uqx.sweeps.archive import load
 
     ds = load(archive)
+    if designs is not None:
+        missing = [d for d in designs if d not in set(ds["design"].values.astype(str))]
+        if missing:
+            raise InputError(f"designs {missing} are not in the archive")
+        ds = ds.sel(design=list(designs))
     names = [f"{t}_zeta" if zeta and f"{t}_zeta" in TESTS else t for t in tests]
     have = [str(t) for t in ds["test"].values]
     names = [t for t in names if t in have]
