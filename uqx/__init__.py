@@ -44,6 +44,7 @@ _LAZY = {
     "describe": "uqx.describe",
     "from_dataframe": "uqx.io",
     "read_csv": "uqx.io",
+    "open_dataset": "uqx.io",
     "read_netcdf": "uqx.io",
     "to_netcdf": "uqx.io",
     "binomial_ci": "uqx.reference",

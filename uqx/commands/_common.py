@@ -39,10 +39,12 @@ def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
         "inputs",
         nargs="+" if required else "*",
         metavar="INPUT",
-        help="CSV file or registered dataset name (e.g. QM9_E, Set7; see 'uqx datasets list')",
+        help="CSV file, NetCDF file (.nc: opened lazily, read in chunks), or registered "
+        "dataset name (e.g. QM9_E, Set7; see 'uqx datasets list')",
     )
-    p.add_argument("--E", default="E", help="CSV column of errors (reference - prediction)")
-    p.add_argument("--uE", default="uE", help="CSV column of uncertainties")
+    p.add_argument("--E", default="E",
+                   help="CSV column (NetCDF variable) of errors (reference - prediction)")
+    p.add_argument("--uE", default="uE", help="CSV column (NetCDF variable) of uncertainties")
     p.add_argument("--X", default=None, help="CSV column of the input feature (adaptivity)")
     p.add_argument("--V", default=None, help="CSV column of the predicted value")
     p.add_argument(
