@@ -73,6 +73,19 @@ def test_open_dataset_is_lazy_and_checked(disk, tmp_path):
         open_dataset(bad)
     with pytest.raises(InputError, match="chunks"):
         open_dataset(path, chunks=0)
+    import netCDF4
+
+    odd = tmp_path / "odd.nc"
+    with netCDF4.Dataset(odd, "w") as nc:
+        nc.createDimension("a", 4)
+        nc.createDimension("b", 3)
+        nc.createVariable("E", "f8", ("a", "b"))[:] = np.ones((4, 3))
+        nc.createVariable("uE", "f8", ("b",))[:] = np.ones(3)
+        nc.createVariable("E1", "f8", ("a",))[:] = np.ones(4)
+    with pytest.raises(InputError, match="one-dimensional"):
+        open_dataset(odd)
+    with pytest.raises(InputError, match="different dimensions"):
+        open_dataset(odd, E="E1")
 
 
 def test_sorted_tailedness_bitwise(rng):
@@ -126,3 +139,5 @@ def test_cli_validate_netcdf(disk, tmp_path, capsys):
     np.testing.assert_array_equal(res["ci_low"].values, ref["ci_low"].values)
     rc = main(["validate", str(tmp_path / "none.nc"), "--stats", "zms"])
     assert rc == 2 and "file not found" in capsys.readouterr().err
+    rc = main(["validate", str(path), "--stats", "zms", "--min-uE-rel-sd", "1e-6"])
+    assert rc == 2 and "not available for NetCDF" in capsys.readouterr().err
