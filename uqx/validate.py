@@ -280,9 +280,10 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
     # needed by the streamed route of moment statistics without hooks)
     file_order = all(specs[j].family == "moment" for j in tested) and (
         hooks is None or all(h is None for h in hooks))
-    prepared = prepare_sets(ds, names, bins=common["bins"], binning=common["binning"],
-                            pop_min=common["pop_min"], pool=True) if tested and not (
-        file_order) else None
+    prepared = None
+    if tested and not file_order:
+        prepared = prepare_sets(ds, names, bins=common["bins"], binning=common["binning"],
+                                pop_min=common["pop_min"], pool=True)
     for d, (dist, dnu, label) in enumerate(members):
         # the papers' references need n_mc copies, a test N_TEST; one keyed stream per
         # member, so the first copies are the same draws for every statistic: one call
