@@ -38,6 +38,7 @@ bench: $(STAMP)
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_large.py
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_sweeps.py
 	$(BIN)/python benchmarks/bench_outofcore.py   # writes and deletes a 1.6 GB NetCDF
+	$(BIN)/python benchmarks/bench_validate_disk.py   # the same size, uqx validate FILE.nc
 
 DOCS_STAMP := $(VENV)/.docs-installed
 

@@ -12,8 +12,10 @@ groups of :data:`uqx.inference.reference.SIM_GROUP_ROWS` rows); its peak RSS inc
 interpreter, numba and the HDF5 caches. Floor: the bootstrap's bounded integers alone
 (n_boot x M, one thread), measured in the same run.
 
-Not covered here: ``uqx.validate`` still loads a set in memory (tailedness quantiles,
-binned statistics: one sort order).
+The full workflow (``uqx validate FILE.nc``: tailedness, bootstrap, simulated references
+of the four null members, verdicts) on the same file is measured by
+``bench_validate_disk.py``: the moment-only workflow streams every step (the tailedness
+quantiles from one column at a time); binned statistics read the columns into memory.
 
 Run: ``.venv/bin/python benchmarks/bench_outofcore.py [M] [n_boot] [n_sim]``.
 """

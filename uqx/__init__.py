@@ -43,6 +43,7 @@ _LAZY = {
     "describe": "uqx.inference.describe",
     "from_dataframe": "uqx.dataio.files",
     "read_csv": "uqx.dataio.files",
+    "open_dataset": "uqx.dataio.files",
     "read_netcdf": "uqx.dataio.files",
     "to_netcdf": "uqx.dataio.files",
     "binomial_ci": "uqx.inference.zeta",

@@ -16,6 +16,9 @@
   stored as JSON strings with the prefix :data:`JSON_PREFIX`.
 * :func:`read_netcdf` loads a file into memory (the file is closed on return) and undoes
   those encodings.
+* :func:`open_dataset` opens the (E, uE) columns of a NetCDF file lazily (dask chunks),
+  for data larger than memory: :func:`uqx.validate`, :func:`uqx.bootstrap`,
+  :func:`uqx.compute` and :func:`uqx.simulate_reference` stream over its chunks.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ __all__ = [
     "atomic_write",
     "to_netcdf",
     "read_netcdf",
+    "open_dataset",
+    "NETCDF_SUFFIXES",
     "JSON_PREFIX",
     "DTYPE_ATTR",
 ]
@@ -51,6 +56,11 @@ JSON_PREFIX = "uqx-json:"
 #: Variable attribute recording the in-memory dtype of a variable that netCDF stores
 #: differently (``bool`` stored as ``int8``; ``object``/``<U..`` strings).
 DTYPE_ATTR = "uqx_dtype"
+
+#: File suffixes read as NetCDF inputs by :func:`open_dataset` (and the CLI).
+NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf", ".cdf")
+#: Rows per dask chunk of :func:`open_dataset` (2^20: one group of the streamed routes).
+OPEN_CHUNK_ROWS = 1 << 20
 
 _COMPRESSION = {"zlib": True, "complevel": 4, "shuffle": True}
 
@@ -601,3 +611,97 @@ def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
         attrs=_decode_attrs(dict(raw.attrs)),
     )
     return out
+
+
+def open_dataset(
+    path: str | os.PathLike,
+    *,
+    E: str = "E",
+    uE: str = "uE",
+    X: str | None = None,
+    V: str | None = None,
+    name: str | None = None,
+    chunks: int = OPEN_CHUNK_ROWS,
+    uE_is_variance: bool = False,
+    drop_nonfinite: bool = False,
+) -> xr.Dataset:
+    """Open the error / uncertainty columns of a NetCDF file lazily (out of core).
+
+    The variables stay on disk as dask arrays of ``chunks`` rows; the checks of
+    :func:`uqx.dataio.model.from_arrays` (finite values, ``uE > 0``, at least 2 rows) read the
+    file once, chunk by chunk. The moment statistics (:func:`uqx.compute`), their
+    bootstrap (:func:`uqx.bootstrap`), their simulated references
+    (:func:`uqx.simulate_reference`) and :func:`uqx.validate` of moment statistics then
+    stream over the chunks without loading the columns; binned and rank statistics and
+    the conditional routes of :func:`uqx.validate` load them (see its Notes).
+
+    Parameters
+    ----------
+    path : str or path-like
+        NetCDF file (netCDF4/HDF5 or classic) with one-dimensional variables ``E`` and
+        ``uE`` (any names, see below) over the same dimension.
+    E, uE : str
+        Names of the error and uncertainty variables.
+    X, V : str, optional
+        Names of the input-feature and predicted-value variables.
+    name : str, optional
+        Data set name; defaults to the file's ``name`` attribute, else its stem.
+    chunks : int, default 2^20
+        Rows per dask chunk (the file's own HDF5 chunking is read as it is).
+    uE_is_variance : bool, default False
+        The ``uE`` variable holds variances (``sign(v) * sqrt(|v|)`` is used, lazily).
+    drop_nonfinite : bool, default False
+        Drop (and count) rows with NaN/inf instead of raising; dropping makes the
+        columns' length unknown to dask until computed, so prefer clean files.
+
+    Returns
+    -------
+    xarray.Dataset
+        Canonical input data set (dask-backed ``E``, ``uE`` [, ``X``, ``V``] over
+        ``sample``, no ``sample`` coordinate); attrs ``name``, ``source`` (the path).
+
+    Raises
+    ------
+    InputError
+        Missing file, a file that is not NetCDF, an unknown variable (the message lists
+        the variables), a variable that is not one-dimensional or not numeric, columns
+        over different dimensions, ``chunks`` < 1, and everything
+        :func:`uqx.dataio.model.from_arrays` rejects.
+
+    Examples
+    --------
+    >>> ds = open_dataset("forces.nc", E="err", uE="sigma")  # doctest: +SKIP
+    >>> uqx.validate(ds, ["zms", "rce"], n_boot=1000, conditional=False)  # doctest: +SKIP
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: file not found")
+    if not (isinstance(chunks, (int, np.integer)) and chunks >= 1):
+        raise InputError(f"chunks must be a positive integer (rows), got {chunks!r}")
+    try:
+        raw = xr.open_dataset(path, engine="netcdf4", chunks={}, mask_and_scale=True)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot read as NetCDF ({exc})") from None
+    wanted = {"E": E, "uE": uE, "X": X, "V": V}
+    cols, dim = {}, None
+    for key, var in wanted.items():
+        if var is None:
+            continue
+        if var not in raw.variables:
+            avail = ", ".join(map(str, raw.variables)) or "none"
+            raise InputError(f"{path}: no variable {var!r} (for {key}); variables: {avail}")
+        arr = raw[var]
+        if arr.ndim != 1:
+            raise InputError(f"{path}: variable {var!r} must be one-dimensional, got dims "
+                             f"{arr.dims}")
+        if dim is not None and arr.dims[0] != dim:
+            raise InputError(f"{path}: variables {E!r} and {var!r} are over different "
+                             f"dimensions ({dim!r}, {arr.dims[0]!r})")
+        dim = arr.dims[0]
+        cols[key] = arr.chunk({dim: int(chunks)}).data
+    if uE_is_variance:
+        v = cols["uE"].astype(np.float64)
+        cols["uE"] = np.sign(v) * np.sqrt(np.abs(v))
+    label = name if name is not None else str(raw.attrs.get("name") or path.stem)
+    return from_arrays(cols["E"], cols["uE"], X=cols.get("X"), V=cols.get("V"), name=label,
+                       source=str(path), drop_nonfinite=drop_nonfinite)

@@ -26,7 +26,6 @@ import dask
 import numpy as np
 import xarray as xr
 
-from uqx._checks import is_lazy
 from uqx.dataio.model import (
     InputError,
     SetData,
@@ -164,7 +163,9 @@ def _run_stacked(ds, specs, binning, n_boot, seed, scheduler, num_workers, want_
         m = int(ds["M"].values[i])
         sizes.append(m)
         E, u = ds["E"].data[i, :m], ds["uE"].data[i, :m]
-        if moment_only and (is_lazy(E) or is_lazy(u) or m > GROUP_ROWS):
+        # the route depends on M only, not on the storage: numpy and dask input of the
+        # same rows give the same bits (a dask set of at most one group is read, <= 16 MB)
+        if moment_only and m > GROUP_ROWS:
             tasks[i] = streamed_tasks(E, u, m, specs, n_boot, seed, want_jack)
         else:
             loaded.append(i)
@@ -370,15 +371,16 @@ def bootstrap(
 
     Notes
     -----
-    **Out of core.** When every statistic is a moment statistic and the set is
-    dask-backed (e.g. a chunked NetCDF opened with :func:`uqx.open_dataset`) or longer
-    than :data:`~uqx.inference.streamed.GROUP_ROWS`, the set is streamed
-    (:func:`~uqx.inference.streamed.streamed_tasks`): each task reads one group of rows,
-    the estimate and the replicates are feature sums added in group order, and the BCa
-    acceleration comes from power sums of the leave-one-out values (a second pass).
-    Memory is O(GROUP_ROWS) per task (about 50 MB) whatever M, and numpy and dask
-    inputs of the same data give the same bits (tested). Binned and rank statistics hold
-    the set and one sort order in memory.
+    **Out of core.** When every statistic is a moment statistic and the set is longer
+    than :data:`~uqx.inference.streamed.GROUP_ROWS`, numpy- or dask-backed (e.g. a chunked
+    NetCDF opened with :func:`uqx.open_dataset`), the set is streamed
+    (:func:`~uqx.inference.streamed.streamed_tasks`; a shorter dask-backed set is read, at
+    most 16 MB, and takes the in-memory route, so that the route depends on M only): each
+    task reads one group of rows, the estimate and the replicates are feature sums added in
+    group order, and the BCa acceleration comes from power sums of the leave-one-out values
+    (a second pass). Memory is O(GROUP_ROWS) per task (about 50 MB) whatever M, and numpy
+    and dask inputs of the same data give the same bits (tested). Binned and rank
+    statistics hold the set and one sort order in memory.
 
     Examples
     --------

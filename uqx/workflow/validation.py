@@ -22,6 +22,9 @@ For every data set, named steps each return a fragment of the result, merged at 
 6. :func:`~uqx.inference.decision.familywise_step` — an ``invalid`` must also hold once every test
    of the set is taken together (single-step min-p at 10 %).
 
+Disk-backed input (dask arrays, e.g. :func:`uqx.dataio.files.open_dataset`): see the Notes of
+:func:`validate` and :func:`memory_note` for what is streamed and what is held in memory.
+
 The rules and their measured error rates: the documentation page "How to read the
 verdicts" and the ``error-rates`` study (:mod:`uqx.sweeps.error_rates`).
 """
@@ -34,8 +37,16 @@ from datetime import UTC, datetime
 import numpy as np
 import xarray as xr
 
+from uqx._checks import is_lazy
 from uqx._version import __version__
-from uqx.dataio.model import InputError, as_stacked, iter_sets
+from uqx.dataio.model import (
+    InputError,
+    SetData,
+    as_stacked,
+    iter_sets,
+    read_rows,
+    streamed_content_key,
+)
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST, t_nu_from_tails
@@ -45,6 +56,7 @@ from uqx.engine.stats.tailedness import (
     SAFETY_LIMITS,
     STATISTIC_DEPENDENCIES,
     TAILEDNESS_KEYS,
+    sorted_tailedness,
     tailedness,
 )
 from uqx.engine.verdict import NOT_TESTED
@@ -62,11 +74,18 @@ from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
     split_warnings,
 )
 
-__all__ = ["validate", "DEFAULT_STATS", "TAILEDNESS_VARS"]
+__all__ = ["validate", "memory_note", "streams", "DEFAULT_STATS", "TAILEDNESS_VARS"]
 
 DEFAULT_STATS = ("zms", "rce", "cc", "ence", "zmse", "zve")
 TAILEDNESS_VARS = TAILEDNESS_KEYS
 _EXTRAP_STATS = ("ence", "zmse", "zve")
+#: Rows read at a time from a dask-backed column (one group of the streamed routes).
+_READ_ROWS = 1 << 20
+#: Peak memory of the in-memory bootstrap of binned statistics with moment statistics
+#: beside them, bytes a row (measured at 10^7 rows, ZMS + RCE + ENCE: the sorted bin
+#: features, 6 float64, their prefix sums for the jackknife, the moment features and the
+#: leave-one-out values; benchmarks/README.md, bench_validate_disk.py).
+_BINNED_BYTES_PER_ROW = 180
 
 
 class _Notes:
@@ -111,7 +130,9 @@ def _tailedness_step(sets, specs, notes) -> xr.Dataset:
     """Step 1: tailedness metrics per set; warnings for the statistics that depend on them."""
     tails = {k: np.full(len(sets), np.nan) for k in TAILEDNESS_VARS}
     for i, sd in enumerate(sets):
-        t = tailedness(sd.E, sd.uE)
+        # large or disk-backed sets: one column at a time (the same bits, 8 B a row)
+        big = is_lazy(sd.E) or sd.M > _READ_ROWS
+        t = _tailedness_streamed(sd.E, sd.uE, sd.M) if big else tailedness(sd.E, sd.uE)
         for k in TAILEDNESS_VARS:
             tails[k][i] = float(t[k])
         exceeded = [
@@ -131,6 +152,44 @@ def _tailedness_step(sets, specs, notes) -> xr.Dataset:
                               "safety_limit": SAFETY_LIMITS.get(k, np.nan)})
         for k in TAILEDNESS_VARS
     })
+
+
+def _fill_sorted(buf, rows):
+    """Fill ``buf`` with ``rows(lo, hi)`` group by group, then sort it in place."""
+    for lo in range(0, buf.shape[0], _READ_ROWS):
+        hi = min(lo + _READ_ROWS, buf.shape[0])
+        buf[lo:hi] = rows(lo, hi)
+    buf.sort()
+
+
+def _tailedness_streamed(E, u, M):
+    """Tailedness of a dask-backed or long set, one column at a time.
+
+    One buffer of M float64 (8 bytes a row) is filled group by group with u (then u²,
+    squared in place), E², Z², each sorted in place and summarised by
+    :func:`uqx.engine.stats.tailedness.sorted_tailedness`: the same bits as the in-memory
+    :func:`~uqx.engine.stats.tailedness.tailedness`, exact HD quantiles (not approximations).
+    """
+    buf = np.empty(M)
+    out = {}
+
+    def e2(lo, hi):
+        e = read_rows(E, lo, hi)
+        return e * e
+
+    def z2(lo, hi):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (read_rows(E, lo, hi) / read_rows(u, lo, hi)) ** 2
+
+    _fill_sorted(buf, lambda lo, hi: read_rows(u, lo, hi))
+    out["beta_gm_u"], _ = sorted_tailedness(buf, kappa=False)
+    np.multiply(buf, buf, out=buf)  # u > 0: squaring keeps the order
+    out["beta_gm_u2"], out["kappa_cs_u2"] = sorted_tailedness(buf, kappa=True)
+    _fill_sorted(buf, e2)
+    out["beta_gm_e2"], out["kappa_cs_e2"] = sorted_tailedness(buf, kappa=True)
+    _fill_sorted(buf, z2)
+    out["beta_gm_z2"], out["kappa_cs_z2"] = sorted_tailedness(buf, kappa=True)
+    return out
 
 
 def _bootstrap_step(ds, specs, notes, *, n_boot, level, seed, common) -> xr.Dataset:
@@ -219,9 +278,14 @@ def _reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_a
     nulls = {}
     n_test = min(n_mc, N_TEST)
     names = [specs[j].name for j in tested]
-    # one sort of uE and one set of bins per set, shared by every member and copy
-    prepared = prepare_sets(ds, names, bins=common["bins"], binning=common["binning"],
-                            pop_min=common["pop_min"], pool=True) if tested else None
+    # one sort of uE and one set of bins per set, shared by every member and copy (not
+    # needed by the streamed route of moment statistics without hooks)
+    file_order = all(specs[j].family == "moment" for j in tested) and (
+        hooks is None or all(h is None for h in hooks))
+    prepared = None
+    if tested and not file_order:
+        prepared = prepare_sets(ds, names, bins=common["bins"], binning=common["binning"],
+                                pop_min=common["pop_min"], pool=True)
     for d, (dist, dnu, label) in enumerate(members):
         # the papers' references need n_mc copies, a test N_TEST; one keyed stream per
         # member, so the first copies are the same draws for every statistic: one call
@@ -378,6 +442,30 @@ def validate(
         ``n_bins_used``, warnings; over (``set``, ``cond``, ...): the conditional routes
         and ``cond_verdict`` (documentation: "How to read the verdicts").
 
+    Notes
+    -----
+    **Disk-backed input** (dask arrays, e.g. a chunked NetCDF opened with
+    :func:`uqx.dataio.files.open_dataset`; :func:`memory_note` says the same for a given call):
+
+    * moment statistics only (ZMS, RCE, mean/var of Z, MV, MSE, NLL, ...) without the
+      conditional routes (``conditional=False``, :func:`streams`): nothing is loaded. The
+      estimates, their BCa bootstrap and the simulated references of every member stream
+      over groups of 2^20 rows (the routes of :func:`uqx.bootstrap` and
+      :func:`uqx.simulate_reference`); the tailedness metrics are exact (not
+      approximate quantiles): one column at a time (u, u², E², Z²) is read into one
+      buffer, sorted in place and summarised. Held in memory: that buffer (8 bytes a
+      row) and, for the resampled-data member, the standardised z-scores (8 bytes a row).
+    * otherwise (binned statistics ENCE/ZMSE/ZVE/UCE, CC, the conditional routes): the
+      columns are read once into memory, chunk by chunk (8 bytes a row each for E, uE
+      and X, V when present), and the in-memory workflow runs on them: one stable sort
+      order of uE (int64) with the values in that order, and the per-row bin features of
+      the binned bootstrap (6 float64 a row) and its leave-one-out prefix sums: about
+      180 bytes a row at peak (measured at 10^7 rows; 10^8 rows do not fit in 6 GB).
+      The tailedness step of sets longer than 2^20 rows works one column at a time
+      here too (the same bits).
+
+    Both routes give the same numbers as the in-memory input, bit for bit (tested).
+
     Examples
     --------
     >>> import numpy as np, uqx
@@ -400,7 +488,14 @@ def validate(
 
 def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     """Run the steps of :func:`validate` on checked, stacked input with settings ``cfg``."""
-    sets = list(iter_sets(ds))
+    if _is_lazy_input(ds):
+        if streams(specs, conditional=cfg.conditional):
+            sets = _lazy_sets(ds)  # nothing loaded: every step streams
+        else:
+            ds = _load_columns(ds)
+            sets = list(iter_sets(ds))
+    else:
+        sets = list(iter_sets(ds))
     notes = _Notes(len(sets), len(specs))
     common = cfg.binned
     used = _binning_used(sets, specs, bins=cfg.bins, binning=cfg.binning,
@@ -444,6 +539,102 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     return res.assign_attrs(_result_attrs(ds, sets, cfg, extra=res.attrs))
 
 
+def _is_lazy_input(ds) -> bool:
+    return any(is_lazy(ds[k].data) for k in ("E", "uE", "X", "V") if k in ds)
+
+
+def streams(stats, *, conditional: bool) -> bool:
+    """Whether :func:`validate` streams disk-backed input without loading it.
+
+    True for moment statistics only (and their data-dependent references such as
+    NLL_ref) without the conditional routes; binned and rank statistics and the
+    conditional routes load the columns (see the Notes of :func:`validate`).
+
+    Parameters
+    ----------
+    stats : str or sequence of str or StatSpec
+        Statistic names (or parsed specifications).
+    conditional : bool
+        Whether the conditional routes run.
+
+    Returns
+    -------
+    bool
+    """
+    if isinstance(stats, str):
+        stats = [stats]
+    specs = [s if hasattr(s, "family") else parse_stat(s) for s in stats]
+    return not conditional and all(s.family == "moment" for s in specs)
+
+
+def memory_note(ds, stats, *, conditional: bool) -> str | None:
+    """Say what :func:`validate` holds in memory for disk-backed input (None for numpy).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Checked input (:func:`uqx.dataio.model.as_stacked`).
+    stats : str or sequence of str
+        Statistic names.
+    conditional : bool
+        Whether the conditional routes run.
+
+    Returns
+    -------
+    str or None
+        One sentence for the user (the CLI prints it on stderr), or None when the input
+        is already in memory.
+    """
+    if not _is_lazy_input(ds):
+        return None
+    rows = int(np.sum(ds["M"].values)) if "M" in ds else int(ds.sizes["sample"])
+    gib = 8 * rows / 2**30
+    if streams(stats, conditional=conditional):
+        return (f"disk-backed input ({rows} rows): moment statistics, their BCa bootstrap "
+                "and simulated references stream over chunks of 2^20 rows; held in memory: "
+                f"one column at a time for the exact tailedness quantiles ({gib:.2f} GiB) "
+                f"and the z-scores of the resampled-data member ({gib:.2f} GiB)")
+    cols = [k for k in ("E", "uE", "X", "V") if k in ds]
+    specs = [s if hasattr(s, "family") else parse_stat(s)
+             for s in ([stats] if isinstance(stats, str) else stats)]
+    peak = ""
+    if any(s.family == "binned" for s in specs):
+        peak = (f"; the bootstrap of binned statistics peaks at about {_BINNED_BYTES_PER_ROW} "
+                f"bytes a row ({_BINNED_BYTES_PER_ROW * rows / 2**30:.1f} GiB here)")
+    return (f"disk-backed input ({rows} rows) loaded into memory ({'+'.join(cols)}: "
+            f"{len(cols) * gib:.2f} GiB): binned/rank statistics and the conditional routes "
+            "hold one stable sort order of uE, per-row bin features and their prefix sums"
+            f"{peak}; moment statistics alone with --no-conditional stream instead")
+
+
+def _lazy_sets(ds):
+    """SetData of every set with the dask-backed rows (nothing read)."""
+    return [SetData(str(name), ds["E"].data[i, :m], ds["uE"].data[i, :m])
+            for i, (name, m) in enumerate(zip(ds["set"].values,
+                                               np.asarray(ds["M"].values, dtype=np.int64),
+                                               strict=True))]
+
+
+def _load_columns(ds):
+    """Copy dask-backed stacked input into numpy, chunk by chunk (one copy a column).
+
+    ``Dataset.load`` would hold the chunks and their concatenation at once (twice the
+    column); here each column is preallocated and filled in groups of 2^20 rows.
+    """
+    out = ds.copy()
+    for k in ("E", "uE", "X", "V"):
+        if k not in ds or not is_lazy(ds[k].data):
+            continue
+        arr = ds[k].data
+        buf = np.empty(arr.shape, dtype=np.float64)
+        for i in range(arr.shape[0]):
+            for lo in range(0, arr.shape[1], _READ_ROWS):
+                hi = min(lo + _READ_ROWS, arr.shape[1])
+                buf[i, lo:hi] = read_rows(arr[i], lo, hi)
+        out[k] = (ds[k].dims, buf, ds[k].attrs)
+    return out
+
+
 def _check_arguments(stats, n_mc):
     """Parse the statistic names (one name or several) and check the counts."""
     if isinstance(stats, str):
@@ -478,7 +669,8 @@ def _conditional_steps(res, ds, sets, notes, *, seed, level, members, cond_bins,
 
 def _result_attrs(ds, sets, cfg: Settings, *, extra):
     """Provenance and parameters of a validation result."""
-    digests = [content_key(sd.E, sd.uE) for sd in sets]
+    digests = [streamed_content_key(sd.E, sd.uE, sd.M) if is_lazy(sd.E)
+               else content_key(sd.E, sd.uE) for sd in sets]
     return {
         "title": "uqx validation of prediction uncertainties",
         "workflow": "Pernot 2024 (000) Fig. 1 / (001) Sect. V, "

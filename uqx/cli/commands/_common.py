@@ -42,10 +42,12 @@ def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
         "inputs",
         nargs="+" if required else "*",
         metavar="INPUT",
-        help="CSV file or registered dataset name (e.g. QM9_E, Set7; see 'uqx datasets list')",
+        help="CSV file, NetCDF file (.nc: opened lazily, read in chunks), or registered "
+        "dataset name (e.g. QM9_E, Set7; see 'uqx datasets list')",
     )
-    p.add_argument("--E", default="E", help="CSV column of errors (reference - prediction)")
-    p.add_argument("--uE", default="uE", help="CSV column of uncertainties")
+    p.add_argument("--E", default="E",
+                   help="CSV column (NetCDF variable) of errors (reference - prediction)")
+    p.add_argument("--uE", default="uE", help="CSV column (NetCDF variable) of uncertainties")
     p.add_argument("--X", default=None, help="CSV column of the input feature (adaptivity)")
     p.add_argument("--V", default=None, help="CSV column of the predicted value")
     p.add_argument(
@@ -117,13 +119,17 @@ def load_inputs(
 ):
     """Resolve CLI inputs (CSV paths or registered dataset names) into one stacked Dataset.
 
-    A name with a CSV/TXT/TSV suffix, or an existing path, is read with
+    A name with a NetCDF suffix (``.nc``, ``.nc4``, ``.netcdf``, ``.cdf``) is opened
+    lazily with :func:`uqx.dataio.files.open_dataset` (dask chunks; what the commands then
+    hold in memory is said by each command, e.g.
+    :func:`uqx.workflow.validation.memory_note`); a name with a CSV/TXT/TSV suffix, or
+    another existing path, is read with
     :func:`uqx.dataio.files.read_csv`; anything else must be a registered dataset
     (:func:`uqx.dataio.datasets.load_dataset`). Two inputs with the same name (the same file
     twice, or equal stems in two folders) get distinct names ``name#i``.
     """
     from uqx.dataio.datasets import get_spec, load_dataset
-    from uqx.dataio.files import read_csv
+    from uqx.dataio.files import NETCDF_SUFFIXES, open_dataset, read_csv
     from uqx.dataio.model import stack
     from uqx.errors import InputError
 
@@ -134,7 +140,13 @@ def load_inputs(
     out = []
     for item in inputs:
         p = Path(item)
-        if p.suffix.lower() in (".csv", ".txt", ".tsv") or p.exists():
+        if p.suffix.lower() in NETCDF_SUFFIXES:
+            if min_uE_rel_sd is not None:
+                raise InputError(f"{p}: --min-uE-rel-sd is not available for NetCDF inputs "
+                                 "(opened lazily); filter the file first")
+            out.append(open_dataset(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
+                                    drop_nonfinite=drop_nonfinite))
+        elif p.suffix.lower() in (".csv", ".txt", ".tsv") or p.exists():
             out.append(
                 read_csv(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
                          drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
