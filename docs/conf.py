@@ -26,6 +26,7 @@ release = version = uqx.__version__
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax copied into _static: formulas render offline
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_nb",
