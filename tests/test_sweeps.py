@@ -357,3 +357,27 @@ def test_batched_sweep_statistics_matches_row_by_row():
     got = sweep_statistics(E, u, [10, 20, 50], stats, pop_min=30, rows=7)
     want = [sweep_statistics(E[r], u[r], [10, 20, 50], stats, pop_min=30) for r in range(30)]
     np.testing.assert_allclose(got, np.array(want), rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("name", sorted(__import__("uqx.sweeps", fromlist=["STUDIES"]).STUDIES))
+def test_cli_defaults_are_the_study_defaults(name):
+    # the CLI spells each study's defaults out (its --help shows them without importing
+    # the study); they must be the defaults of the study's define()
+    import inspect
+    from importlib import import_module
+
+    from uqx.cli import build_parser
+    from uqx.cli.commands.sweep import _options
+    from uqx.sweeps import STUDY_MODULES
+
+    args = build_parser().parse_args(["sweep", name])
+    define = import_module(f"uqx.sweeps.{STUDY_MODULES[name]}").define
+    params = inspect.signature(define).parameters
+    opts = _options(args)
+    assert opts, name
+    for key, value in opts.items():
+        want = params[key].default
+        if isinstance(want, (tuple, list)):
+            value, want = list(value), list(want)
+        assert value == want, (name, key, value, want)
+    assert args.seed == params["seed"].default
