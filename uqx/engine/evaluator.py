@@ -34,7 +34,6 @@ from uqx.engine.statistic import (
     MOMENT_STATS,
     BinningConfig,
     bin_feature_sums,
-    bin_features,
     moment_features,
     moment_sums,
 )
@@ -45,14 +44,17 @@ __all__ = ["SetEvaluator", "spearman_jackknife", "RANK_JACK_PAIRS"]
 
 # ---------------------------------------------------------------- numba kernels
 @numba.njit(nogil=True, cache=True)
-def _weighted_bin_sums(counts, order, F, edges, out):
+def _weighted_bin_sums(counts, order, Es, us, mean, edges, out):
     """Per-bin feature sums of a count-weighted sample re-sorted by the binning variable.
 
     ``counts`` (b, M) in file order, ``order`` (M,) stable sort order of the binning
-    variable, ``F`` (M, 6) bin features in sorted order, ``edges`` (N+1,) rank boundaries
-    (edges[-1] == counts[r].sum()); ``out`` (b, N, k) receives the sums. Copies of a
-    sample that straddle a bin boundary are split between the two bins, exactly as in
-    the sorted resample.
+    variable, ``Es``, ``us`` (M,) E and u in that order and ``mean`` the mean of ``Es``
+    (``Es.mean()``): the 6 bin features of
+    :func:`~uqx.engine.statistic.bin_features` are computed here, per sorted position,
+    with the same operations (so the same bits) instead of being stored (48 bytes a
+    row). ``edges`` (N+1,) rank boundaries (edges[-1] == counts[r].sum()); ``out``
+    (b, N, 6) receives the sums. Copies of a sample that straddle a bin boundary are
+    split between the two bins, exactly as in the sorted resample.
     """
     b, M = counts.shape
     N = edges.shape[0] - 1
@@ -67,14 +69,22 @@ def _weighted_bin_sums(counts, order, F, edges, out):
         a0 = a1 = a2 = a3 = a4 = a5 = 0.0
         for p in range(M):
             c = counts[r, order[p]]
+            e = Es[p]
+            uu = us[p]
+            z = e / uu
+            ec = e - mean
+            f0 = uu * uu
+            f1 = e * e
+            f2 = z * z
+            f4 = ec * ec
             if c >= room:
                 while c >= room:  # this sample closes bin j
-                    out[r, j, 0] = a0 + room * F[p, 0]
-                    out[r, j, 1] = a1 + room * F[p, 1]
-                    out[r, j, 2] = a2 + room * F[p, 2]
-                    out[r, j, 3] = a3 + room * F[p, 3]
-                    out[r, j, 4] = a4 + room * F[p, 4]
-                    out[r, j, 5] = a5 + room * F[p, 5]
+                    out[r, j, 0] = a0 + room * f0
+                    out[r, j, 1] = a1 + room * f1
+                    out[r, j, 2] = a2 + room * f2
+                    out[r, j, 3] = a3 + room * ec
+                    out[r, j, 4] = a4 + room * f4
+                    out[r, j, 5] = a5 + room * z
                     a0 = a1 = a2 = a3 = a4 = a5 = 0.0
                     c -= room
                     j += 1
@@ -86,13 +96,66 @@ def _weighted_bin_sums(counts, order, F, edges, out):
                 if j == N:
                     break
             cf = np.float64(c)
-            a0 += cf * F[p, 0]
-            a1 += cf * F[p, 1]
-            a2 += cf * F[p, 2]
-            a3 += cf * F[p, 3]
-            a4 += cf * F[p, 4]
-            a5 += cf * F[p, 5]
+            a0 += cf * f0
+            a1 += cf * f1
+            a2 += cf * f2
+            a3 += cf * ec
+            a4 += cf * f4
+            a5 += cf * z
             room -= c
+
+
+@numba.njit(nogil=True, cache=True)
+def _prefix_at(Es, us, mean, pos, out):
+    """Prefix sums of the bin features, kept only at the sorted positions ``pos``.
+
+    ``out[k]`` receives the sum of the features of sorted positions ``0 .. pos[k] - 1``
+    (``pos`` ascending, in [0, M]), accumulated one position after the other from the
+    first feature row as ``np.cumsum(bin_features(Es, us), axis=0)`` does: the same
+    bits, without the (M, 6) features and their (M + 1, 6) prefix sums.
+    """
+    M = Es.shape[0]
+    K = pos.shape[0]
+    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+    k = 0
+    for p in range(M + 1):
+        while k < K and pos[k] == p:
+            out[k, 0] = a0
+            out[k, 1] = a1
+            out[k, 2] = a2
+            out[k, 3] = a3
+            out[k, 4] = a4
+            out[k, 5] = a5
+            k += 1
+        if p == M or k == K:
+            break
+        e = Es[p]
+        uu = us[p]
+        z = e / uu
+        ec = e - mean
+        if p == 0:  # cumsum starts from the first row (keeps the sign of a zero)
+            a0 = uu * uu
+            a1 = e * e
+            a2 = z * z
+            a3 = ec
+            a4 = ec * ec
+            a5 = z
+        else:
+            a0 += uu * uu
+            a1 += e * e
+            a2 += z * z
+            a3 += ec
+            a4 += ec * ec
+            a5 += z
+
+
+def _features_at(Es, us, mean, lo, hi):
+    """Bin features (hi - lo, 6) of sorted positions lo..hi-1 (as :func:`bin_features`)."""
+    e = Es[lo:hi]
+    uu = us[lo:hi]
+    z = e / uu
+    ec = e - mean
+    return np.stack([uu * uu, e * e, z * z, ec, ec * ec, z], axis=-1)
 
 
 @numba.njit(inline="always")
@@ -273,12 +336,17 @@ class SetEvaluator:
 
     @cached_property
     def _bin_prep(self):
-        # sorted bin features: only built for replicates and the jackknife
+        # E and u in the sort order of each binning variable (16 bytes a row) and the
+        # mean of E that centres the bin features: the features themselves (6 float64 a
+        # row) are computed where they are summed (_weighted_bin_sums, the jackknife)
         out = {}
         for c, bins in self._binnings.items():
             order = bins.order
-            F = np.ascontiguousarray(bin_features(self.E[order], self.u[order]))
-            out[c] = (bins, order, F)
+            Es = self.E[order]
+            us = self.u[order]
+            # the centring of bin_features(Es, us): the same reduction, the same bits
+            mean = float(Es.mean(axis=-1, keepdims=True)[0])
+            out[c] = (bins, order, Es, us, mean)
         return out
 
     @cached_property
@@ -303,9 +371,9 @@ class SetEvaluator:
         b = counts.shape[0]
         out = self._from_moment_sums(moment_sums) if self._moment else {}
         for c in self._binned_conds:
-            bins, order, F = self._bin_prep[c]
-            S = np.zeros((b, bins.n_bins, F.shape[1]))
-            _weighted_bin_sums(counts, order, F, np.ascontiguousarray(bins.edges), S)
+            bins, order, Es, us, mean = self._bin_prep[c]
+            S = np.zeros((b, bins.n_bins, 6))
+            _weighted_bin_sums(counts, order, Es, us, mean, np.ascontiguousarray(bins.edges), S)
             self._binned_from_sums(c, S, bins.edges, out)
         if any(s.family == "rank" for s in self.specs):
             ou, gu, oe, ge = self._rank_prep
@@ -396,9 +464,7 @@ class SetEvaluator:
                 for s in self._moment:
                     out[s.name][lo : lo + step, 0] = MOMENT_STATS[s.base](S, M - 1)
         for c in self._binned_conds:
-            bins, order, F = self._bin_prep[c]
-            P = np.zeros((M + 1, F.shape[1]))
-            np.cumsum(F, axis=0, out=P[1:])
+            bins, order, Es, us, mean = self._bin_prep[c]
             edges = bins.edges
             ej = None
             if bins.scheme == "equal-count":
@@ -406,6 +472,12 @@ class SetEvaluator:
                     ej = equal_count_edges(M - 1, bins.n_requested, pop_min=bins.pop_min)
                 except InputError:
                     ej = None
+            # the leave-one-out shift reads the prefix sums only next to the bin edges:
+            # P[e - 1], P[e], P[e + 1] (and P[ej], P[ej + 1]), kept at those positions
+            near = [edges, edges - 1, edges + 1] + ([ej, ej + 1] if ej is not None else [])
+            pos = np.unique(np.clip(np.concatenate(near), 0, M)).astype(np.int64)
+            Pc = np.zeros((pos.size, 6))
+            _prefix_at(Es, us, mean, pos, Pc)
             specs = [s for s in self.specs if s.family == "binned" and s.cond == c]
             res = {}  # filled in file order chunk by chunk: one (M, K) array per statistic
             # R's intrvJack (equal-count; it may hold one bin less when the popMin reduction
@@ -417,7 +489,7 @@ class SetEvaluator:
                 groups.setdefault(use_ej, []).append(s)
             for use_ej, group in groups.items():
                 ne = ej.size if use_ej else edges.size
-                step = max(1, chunk_elems // (ne * F.shape[1]))
+                step = max(1, chunk_elems // (ne * 6))
                 for lo in range(0, M, step):
                     i = np.arange(lo, min(lo + step, M))[:, None]
                     if use_ej:
@@ -425,9 +497,10 @@ class SetEvaluator:
                     else:
                         EJ = edges[None, :] - (edges[None, :] > i)
                     keep = (EJ <= i)[..., None]
-                    Sat = np.where(
-                        keep, P[EJ], P[np.minimum(EJ + 1, M)] - F[i[:, 0]][:, None, :]
-                    )
+                    Fi = _features_at(Es, us, mean, lo, lo + i.shape[0])
+                    at = np.searchsorted(pos, EJ)
+                    after = np.searchsorted(pos, np.minimum(EJ + 1, M))
+                    Sat = np.where(keep, Pc[at], Pc[after] - Fi[:, None, :])
                     Sb = np.diff(Sat, axis=1)
                     n = np.diff(EJ, axis=1).astype(np.float64)
                     for s in group:
