@@ -317,9 +317,18 @@ class SetEvaluator:
         return sorted({s.cond for s in self.specs if s.family == "binned"})
 
     @cached_property
-    def _features(self):
+    def _ncol(self):
         cols = {c for s in self._moment for c in MOMENT_COLUMNS[s.base]}
-        return moment_features(self.E, self.u, 3 if cols <= {F_Z2, F_U2, F_E2} else 5)
+        return 3 if cols <= {F_Z2, F_U2, F_E2} else 5
+
+    def _moment_features(self, lo, hi):
+        """Moment features of rows lo..hi-1 (row-wise: the same bits as a slice of all)."""
+        return moment_features(self.E[lo:hi], self.u[lo:hi], self._ncol)
+
+    def _moment_block_sums(self, plan, block, group):
+        """:meth:`BootstrapPlan.sums_group` of one group from the features of its rows."""
+        lo, hi = plan.group_rows(group)
+        return plan.sums_group(block, self._moment_features(lo, hi), group, offset=lo)
 
     def bins_of(self, cond):
         """Return the bins (:class:`~uqx.engine.binning.Bins`) of the conditioning variable."""
@@ -420,7 +429,7 @@ class SetEvaluator:
 
     def moment_partial(self, plan, block: int, group: int):
         """Streamed feature sums of one sample-block group (a task on large data)."""
-        return plan.sums_group(block, self._features, group)
+        return self._moment_block_sums(plan, block, group)
 
     def from_moment_partials(self, partials) -> dict:
         """Moment statistics from group partial sums, added in group order (as ``sums``)."""
@@ -436,7 +445,11 @@ class SetEvaluator:
         same draws as the counts), so their values are bitwise the same whichever other
         statistics share the call.
         """
-        S = plan.sums(block, self._features) if self._moment else None
+        S = None
+        if self._moment:  # as plan.sums: groups added in group order, features per group
+            S = self._moment_block_sums(plan, block, 0)
+            for g in range(1, plan.n_groups):
+                S = S + self._moment_block_sums(plan, block, g)
         if not self.needs_counts:  # no count matrix at all (memory O(features))
             return self._from_moment_sums(S)
         batch = max(1, batch_elems // max(self.M, 1))
@@ -452,13 +465,20 @@ class SetEvaluator:
         M = self.M
         out = {}
         if self._moment:
-            F = self._features
-            total = F.sum(axis=0)
+            # row chunks: memory O(chunk), not the (M, 3 or 5) features
+            step = max(1, chunk_elems // self._ncol)
+            total = None
+            for lo in range(0, M, step):
+                # the sum over axis 0 adds row after row: carried over the chunks, it
+                # has the bits of the sum of all features at once
+                Fc = self._moment_features(lo, lo + step)
+                if total is not None:
+                    Fc[0] += total
+                total = Fc.sum(axis=0)
             for s in self._moment:
                 out[s.name] = np.empty((M, 1))
-            step = max(1, chunk_elems // F.shape[1])
-            for lo in range(0, M, step):  # row chunks: memory O(chunk), not O(5 M)
-                S = total[None, :] - F[lo : lo + step]
+            for lo in range(0, M, step):
+                S = total[None, :] - self._moment_features(lo, lo + step)
                 if S.shape[-1] < 5:
                     S = np.concatenate([S, np.zeros((S.shape[0], 5 - S.shape[-1]))], axis=-1)
                 for s in self._moment:
