@@ -418,8 +418,9 @@ class SetEvaluator:
         out = {}
         if self._moment:
             out.update(self._from_moment_sums(moment_sums(self.E, self.u)[None, :]))
-        for c, bins in self._binnings.items():
-            S = bin_feature_sums(self.E[bins.order], self.u[bins.order], bins.edges)
+        for c in self._binned_conds:  # E, u in bin order shared with the bootstrap
+            bins, _, Es, us, _ = self._bin_prep[c]
+            S = bin_feature_sums(Es, us, bins.edges)
             self._binned_from_sums(c, S, bins.edges, out)
         if any(s.family == "rank" for s in self.specs):
             cc = np.empty(1)
