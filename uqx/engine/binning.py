@@ -85,7 +85,9 @@ def stable_order(x) -> np.ndarray:
     >>> stable_order([2.0, np.nan, 1.0, 2.0]).tolist()
     [2, 0, 3, 1]
     """
-    return np.argsort(np.asarray(x, dtype=np.float64), axis=-1, kind="stable").astype(np.int64)
+    # argsort gives intp (int64 here): no copy then
+    return np.argsort(np.asarray(x, dtype=np.float64), axis=-1, kind="stable").astype(
+        np.int64, copy=False)
 
 
 def reduce_n_bins(n: int, n_bins: int, *, pop_min: int = POP_MIN) -> int:
@@ -494,7 +496,8 @@ def make_bins(
     if xa.ndim != 1:
         raise InputError(f"x must be one-dimensional, got shape {xa.shape}")
     order = stable_order(xa)
-    order = order[np.isfinite(xa[order])]
+    if not np.isfinite(xa).all():  # NaN padding (sorted last): drop it from the order
+        order = order[np.isfinite(xa[order])]
     order.setflags(write=False)
     n_requested = _check_int(n_bins, "n_bins", minimum=1)
     pop_min = _check_int(pop_min, "pop_min", minimum=1)
