@@ -13,6 +13,7 @@ import tracemalloc
 
 import numpy as np
 
+from uqx.engine import evaluator
 from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.resample import BootstrapPlan
 from uqx.engine.statistic import parse_stat
@@ -23,8 +24,12 @@ def main():
     ap.add_argument("--m", type=float, default=1e7)
     ap.add_argument("--n-boot", type=int, default=20)
     ap.add_argument("--save", default=None, help="write the results to this .npz")
+    ap.add_argument("--gather", action="store_true",
+                    help="the route of sets beyond SORTED_COPY_ROWS (no sorted copies)")
     a = ap.parse_args()
     M = int(a.m)
+    if a.gather:
+        evaluator.SORTED_COPY_ROWS = 0
     rng = np.random.default_rng(1)
     u = rng.gamma(4.0, 0.25, M)
     E = u * rng.standard_normal(M)

@@ -39,17 +39,23 @@ from uqx.engine.statistic import (
 )
 from uqx.errors import InputError
 
-__all__ = ["SetEvaluator", "spearman_jackknife", "RANK_JACK_PAIRS"]
+__all__ = ["SetEvaluator", "spearman_jackknife", "RANK_JACK_PAIRS", "SORTED_COPY_ROWS"]
+
+#: Sets up to this many rows keep E and u in the bin order for the binned kernels
+#: (16 bytes a row, sequential reads); longer sets read the columns through the sort
+#: order instead (random reads, nothing held): the same values, the same bits.
+SORTED_COPY_ROWS = 1 << 24
 
 
 # ---------------------------------------------------------------- numba kernels
 @numba.njit(nogil=True, cache=True)
-def _weighted_bin_sums(counts, order, Es, us, mean, edges, out):
+def _weighted_bin_sums(counts, order, Es, us, gathered, mean, edges, out):
     """Per-bin feature sums of a count-weighted sample re-sorted by the binning variable.
 
     ``counts`` (b, M) in file order, ``order`` (M,) stable sort order of the binning
-    variable, ``Es``, ``us`` (M,) E and u in that order and ``mean`` the mean of ``Es``
-    (``Es.mean()``): the 6 bin features of
+    variable, ``Es``, ``us`` (M,) E and u in that order (``gathered`` False) or in file
+    order, read through ``order`` (``gathered`` True: nothing stored), and ``mean`` the
+    mean of E in that order (``E[order].mean()``): the 6 bin features of
     :func:`~uqx.engine.statistic.bin_features` are computed here, per sorted position,
     with the same operations (so the same bits) instead of being stored (48 bytes a
     row). ``edges`` (N+1,) rank boundaries (edges[-1] == counts[r].sum()); ``out``
@@ -68,9 +74,11 @@ def _weighted_bin_sums(counts, order, Es, us, mean, edges, out):
         # the 6 bin features accumulate in registers; the rare bin closings write out
         a0 = a1 = a2 = a3 = a4 = a5 = 0.0
         for p in range(M):
-            c = counts[r, order[p]]
-            e = Es[p]
-            uu = us[p]
+            i = order[p]
+            c = counts[r, i]
+            q = i if gathered else p
+            e = Es[q]
+            uu = us[q]
             z = e / uu
             ec = e - mean
             f0 = uu * uu
@@ -106,13 +114,14 @@ def _weighted_bin_sums(counts, order, Es, us, mean, edges, out):
 
 
 @numba.njit(nogil=True, cache=True)
-def _prefix_at(Es, us, mean, pos, out):
+def _prefix_at(Es, us, order, gathered, mean, pos, out):
     """Prefix sums of the bin features, kept only at the sorted positions ``pos``.
 
     ``out[k]`` receives the sum of the features of sorted positions ``0 .. pos[k] - 1``
     (``pos`` ascending, in [0, M]), accumulated one position after the other from the
     first feature row as ``np.cumsum(bin_features(Es, us), axis=0)`` does: the same
-    bits, without the (M, 6) features and their (M + 1, 6) prefix sums.
+    bits, without the (M, 6) features and their (M + 1, 6) prefix sums. ``Es``, ``us``
+    as in :func:`_weighted_bin_sums` (read through ``order`` when ``gathered``).
     """
     M = Es.shape[0]
     K = pos.shape[0]
@@ -129,8 +138,9 @@ def _prefix_at(Es, us, mean, pos, out):
             k += 1
         if p == M or k == K:
             break
-        e = Es[p]
-        uu = us[p]
+        q = order[p] if gathered else p
+        e = Es[q]
+        uu = us[q]
         z = e / uu
         ec = e - mean
         if p == 0:  # cumsum starts from the first row (keeps the sign of a zero)
@@ -149,10 +159,10 @@ def _prefix_at(Es, us, mean, pos, out):
             a5 += z
 
 
-def _features_at(Es, us, mean, lo, hi):
+def _features_at(Es, us, order, gathered, mean, lo, hi):
     """Bin features (hi - lo, 6) of sorted positions lo..hi-1 (as :func:`bin_features`)."""
-    e = Es[lo:hi]
-    uu = us[lo:hi]
+    e = Es[order[lo:hi]] if gathered else Es[lo:hi]
+    uu = us[order[lo:hi]] if gathered else us[lo:hi]
     z = e / uu
     ec = e - mean
     return np.stack([uu * uu, e * e, z * z, ec, ec * ec, z], axis=-1)
@@ -345,17 +355,27 @@ class SetEvaluator:
 
     @cached_property
     def _bin_prep(self):
-        # E and u in the sort order of each binning variable (16 bytes a row) and the
-        # mean of E that centres the bin features: the features themselves (6 float64 a
-        # row) are computed where they are summed (_weighted_bin_sums, the jackknife)
+        """Per binning variable: (bins, order, Es, us, gathered, mean).
+
+        Up to :data:`SORTED_COPY_ROWS` rows, ``Es``, ``us`` are E and u in the sort order
+        (16 bytes a row, sequential reads in the kernels); beyond, they are the file-order
+        columns themselves, read through ``order`` (``gathered``: nothing held but the
+        order). ``mean`` is the mean of E in that order, the centring of
+        :func:`~uqx.engine.statistic.bin_features` (the same reduction, the same bits).
+        The bin features themselves (6 float64 a row) are computed where they are summed
+        (:func:`_weighted_bin_sums`, :func:`_prefix_at`, :func:`_features_at`).
+        """
         out = {}
+        gathered = self.M > SORTED_COPY_ROWS
         for c, bins in self._binnings.items():
             order = bins.order
             Es = self.E[order]
-            us = self.u[order]
-            # the centring of bin_features(Es, us): the same reduction, the same bits
             mean = float(Es.mean(axis=-1, keepdims=True)[0])
-            out[c] = (bins, order, Es, us, mean)
+            if gathered:
+                Es, us = self.E, self.u
+            else:
+                us = self.u[order]
+            out[c] = (bins, order, Es, us, gathered, mean)
         return out
 
     @cached_property
@@ -380,9 +400,10 @@ class SetEvaluator:
         b = counts.shape[0]
         out = self._from_moment_sums(moment_sums) if self._moment else {}
         for c in self._binned_conds:
-            bins, order, Es, us, mean = self._bin_prep[c]
+            bins, order, Es, us, gathered, mean = self._bin_prep[c]
             S = np.zeros((b, bins.n_bins, 6))
-            _weighted_bin_sums(counts, order, Es, us, mean, np.ascontiguousarray(bins.edges), S)
+            _weighted_bin_sums(counts, order, Es, us, gathered, mean,
+                               np.ascontiguousarray(bins.edges), S)
             self._binned_from_sums(c, S, bins.edges, out)
         if any(s.family == "rank" for s in self.specs):
             ou, gu, oe, ge = self._rank_prep
@@ -419,8 +440,11 @@ class SetEvaluator:
         if self._moment:
             out.update(self._from_moment_sums(moment_sums(self.E, self.u)[None, :]))
         for c in self._binned_conds:  # E, u in bin order shared with the bootstrap
-            bins, _, Es, us, _ = self._bin_prep[c]
-            S = bin_feature_sums(Es, us, bins.edges)
+            bins, order, Es, us, gathered, _ = self._bin_prep[c]
+            if gathered:  # a transient copy in bin order (the estimate runs first)
+                S = bin_feature_sums(Es[order], us[order], bins.edges)
+            else:
+                S = bin_feature_sums(Es, us, bins.edges)
             self._binned_from_sums(c, S, bins.edges, out)
         if any(s.family == "rank" for s in self.specs):
             cc = np.empty(1)
@@ -485,7 +509,7 @@ class SetEvaluator:
                 for s in self._moment:
                     out[s.name][lo : lo + step, 0] = MOMENT_STATS[s.base](S, M - 1)
         for c in self._binned_conds:
-            bins, order, Es, us, mean = self._bin_prep[c]
+            bins, order, Es, us, gathered, mean = self._bin_prep[c]
             edges = bins.edges
             ej = None
             if bins.scheme == "equal-count":
@@ -498,7 +522,7 @@ class SetEvaluator:
             near = [edges, edges - 1, edges + 1] + ([ej, ej + 1] if ej is not None else [])
             pos = np.unique(np.clip(np.concatenate(near), 0, M)).astype(np.int64)
             Pc = np.zeros((pos.size, 6))
-            _prefix_at(Es, us, mean, pos, Pc)
+            _prefix_at(Es, us, order, gathered, mean, pos, Pc)
             specs = [s for s in self.specs if s.family == "binned" and s.cond == c]
             res = {}  # filled in file order chunk by chunk: one (M, K) array per statistic
             # R's intrvJack (equal-count; it may hold one bin less when the popMin reduction
@@ -518,7 +542,7 @@ class SetEvaluator:
                     else:
                         EJ = edges[None, :] - (edges[None, :] > i)
                     keep = (EJ <= i)[..., None]
-                    Fi = _features_at(Es, us, mean, lo, lo + i.shape[0])
+                    Fi = _features_at(Es, us, order, gathered, mean, lo, lo + i.shape[0])
                     at = np.searchsorted(pos, EJ)
                     after = np.searchsorted(pos, np.minimum(EJ + 1, M))
                     Sat = np.where(keep, Pc[at], Pc[after] - Fi[:, None, :])
