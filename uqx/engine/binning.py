@@ -453,6 +453,7 @@ def make_bins(
     scheme: str = "equal-count",
     pop_min: int = POP_MIN,
     log: bool = True,
+    order: np.ndarray | None = None,
 ) -> Bins:
     """Bin a conditioning variable: stable sort, then cut the sorted order into bins.
 
@@ -473,6 +474,8 @@ def make_bins(
         Minimal bin population ("equal-count", "adaptive").
     log : bool, default True
         Log-spaced limits ("equal-width", "adaptive"; ErrViewLib's ``logBin`` default).
+    order : numpy.ndarray of int64, optional
+        ``stable_order(x)`` when the caller already holds it (not sorted again).
 
     Returns
     -------
@@ -495,7 +498,7 @@ def make_bins(
     xa = np.asarray(x, dtype=np.float64)
     if xa.ndim != 1:
         raise InputError(f"x must be one-dimensional, got shape {xa.shape}")
-    order = stable_order(xa)
+    order = stable_order(xa) if order is None else np.asarray(order, dtype=np.int64).view()
     if not np.isfinite(xa).all():  # NaN padding (sorted last): drop it from the order
         order = order[np.isfinite(xa[order])]
     order.setflags(write=False)

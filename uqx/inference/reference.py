@@ -466,7 +466,7 @@ class _SimSet:
             if values.get(c) is None:
                 raise InputError(f"{sd.name}: statistic needs variable {c!r}, absent here")
             b = make_bins(values[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
-                          log=cfg.log)
+                          log=cfg.log, order=order if c == "uE" else None)
             edges = np.asarray(b.edges, dtype=np.int64)
             n = np.diff(edges).astype(np.float64)
             if c == "uE" and np.array_equal(b.order, order):  # index intervals of uE order
