@@ -2,7 +2,8 @@
 
 tracemalloc peak of each step (estimate, one replicate block, jackknife) on M rows of
 ZMS + RCE + ENCE, beyond the two input columns (16 bytes a row), and what stays held
-between steps. Run: ``python benchmarks/mem_binned_evaluator.py [--m 1e7] [--n-boot 20]``.
+between steps (``--gather``: the route of sets beyond ``SORTED_COPY_ROWS``). Run:
+``python benchmarks/mem_binned_evaluator.py [--m 1e7] [--n-boot 20] [--gather] [--save F.npz]``.
 """
 
 from __future__ import annotations
