@@ -537,7 +537,7 @@ def test_moment_replicates_streamed_equal_counts_route():
     ev = SetEvaluator(E, u, [parse_stat(s) for s in ("zms", "rce", "var_z", "nll")])
     plan = BootstrapPlan(M=M, n_boot=3, seed=1, key="big")
     streamed = ev.replicates(plan, 0)
-    from_counts = ev._from_moment_sums(plan.counts(0) @ ev._features)
+    from_counts = ev._from_moment_sums(plan.counts(0) @ ev._moment_features(0, M))
     for k in streamed:
         np.testing.assert_allclose(streamed[k], from_counts[k], rtol=1e-10)
 
@@ -598,3 +598,29 @@ def test_bootstrap_per_bin_empty_bins_are_nan():
         v = r[f].values[0]
         assert np.isnan(v[1:3]).all() and np.isfinite(v[[0, 3]]).all(), f
     assert 1.0 <= r.x_mid.values[0, 0] <= 1.2 and 3.0 <= r.x_mid.values[0, 3] <= 3.2
+
+
+def test_binned_route_without_sorted_copies_same_bits(monkeypatch):
+    # sets beyond SORTED_COPY_ROWS read E and u through the sort order (nothing held):
+    # estimate, replicates and jackknife have the bits of the sorted-copy route
+    from uqx.engine import evaluator
+
+    M = 3000
+    rng = np.random.default_rng(7)
+    u = rng.gamma(4.0, 0.25, M)
+    E = u * rng.standard_normal(M)
+    X = rng.uniform(size=M)
+    specs = [parse_stat(s) for s in ("zms", "rce", "ence", "zve_X", "lzms")]
+    plan = BootstrapPlan(M=M, n_boot=30, seed=2, key="gather")
+
+    def run():
+        ev = SetEvaluator(E, u, specs, cond={"X": X})
+        return ev.estimate(), ev.replicates(plan, 0), ev.jackknife(chunk_elems=5000)
+
+    stored = run()
+    monkeypatch.setattr(evaluator, "SORTED_COPY_ROWS", 0)
+    gathered = run()
+    for a, b in zip(stored, gathered, strict=True):
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)

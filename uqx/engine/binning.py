@@ -85,7 +85,9 @@ def stable_order(x) -> np.ndarray:
     >>> stable_order([2.0, np.nan, 1.0, 2.0]).tolist()
     [2, 0, 3, 1]
     """
-    return np.argsort(np.asarray(x, dtype=np.float64), axis=-1, kind="stable").astype(np.int64)
+    # argsort gives intp (int64 here): no copy then
+    return np.argsort(np.asarray(x, dtype=np.float64), axis=-1, kind="stable").astype(
+        np.int64, copy=False)
 
 
 def reduce_n_bins(n: int, n_bins: int, *, pop_min: int = POP_MIN) -> int:
@@ -451,6 +453,7 @@ def make_bins(
     scheme: str = "equal-count",
     pop_min: int = POP_MIN,
     log: bool = True,
+    order: np.ndarray | None = None,
 ) -> Bins:
     """Bin a conditioning variable: stable sort, then cut the sorted order into bins.
 
@@ -471,6 +474,8 @@ def make_bins(
         Minimal bin population ("equal-count", "adaptive").
     log : bool, default True
         Log-spaced limits ("equal-width", "adaptive"; ErrViewLib's ``logBin`` default).
+    order : numpy.ndarray of int64, optional
+        ``stable_order(x)`` when the caller already holds it (not sorted again).
 
     Returns
     -------
@@ -493,8 +498,9 @@ def make_bins(
     xa = np.asarray(x, dtype=np.float64)
     if xa.ndim != 1:
         raise InputError(f"x must be one-dimensional, got shape {xa.shape}")
-    order = stable_order(xa)
-    order = order[np.isfinite(xa[order])]
+    order = stable_order(xa) if order is None else np.asarray(order, dtype=np.int64).view()
+    if not np.isfinite(xa).all():  # NaN padding (sorted last): drop it from the order
+        order = order[np.isfinite(xa[order])]
     order.setflags(write=False)
     n_requested = _check_int(n_bins, "n_bins", minimum=1)
     pop_min = _check_int(pop_min, "pop_min", minimum=1)

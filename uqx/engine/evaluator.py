@@ -14,6 +14,14 @@ exact routes of each family (methods: bootstrap):
 ``rank``
     Spearman CC from average ranks per tie group of the counts; jackknife by the ±1, ±½
     re-ranking rule (O(M²) in parallel numba, subsampled beyond a work bound).
+
+Memory (binned and moment statistics, beyond the E, u columns): one stable sort order
+per binning variable (int64, 8 bytes a row) and, up to :data:`SORTED_COPY_ROWS` rows,
+E and u in that order (16 bytes a row); the leave-one-out values of every statistic
+(8 bytes a row each), the output of :meth:`SetEvaluator.jackknife`. Per-row features
+(moment and bin features, their prefix sums) are never held: they are computed where
+they are summed, group by group or chunk by chunk, and the jackknife keeps the prefix
+sums only next to the bin edges.
 """
 
 from __future__ import annotations
@@ -34,25 +42,33 @@ from uqx.engine.statistic import (
     MOMENT_STATS,
     BinningConfig,
     bin_feature_sums,
-    bin_features,
     moment_features,
     moment_sums,
 )
 from uqx.errors import InputError
 
-__all__ = ["SetEvaluator", "spearman_jackknife", "RANK_JACK_PAIRS"]
+__all__ = ["SetEvaluator", "spearman_jackknife", "RANK_JACK_PAIRS", "SORTED_COPY_ROWS"]
+
+#: Sets up to this many rows keep E and u in the bin order for the binned kernels
+#: (16 bytes a row, sequential reads); longer sets read the columns through the sort
+#: order instead (random reads, nothing held): the same values, the same bits.
+SORTED_COPY_ROWS = 1 << 24
 
 
 # ---------------------------------------------------------------- numba kernels
 @numba.njit(nogil=True, cache=True)
-def _weighted_bin_sums(counts, order, F, edges, out):
+def _weighted_bin_sums(counts, order, Es, us, gathered, mean, edges, out):
     """Per-bin feature sums of a count-weighted sample re-sorted by the binning variable.
 
     ``counts`` (b, M) in file order, ``order`` (M,) stable sort order of the binning
-    variable, ``F`` (M, 6) bin features in sorted order, ``edges`` (N+1,) rank boundaries
-    (edges[-1] == counts[r].sum()); ``out`` (b, N, k) receives the sums. Copies of a
-    sample that straddle a bin boundary are split between the two bins, exactly as in
-    the sorted resample.
+    variable, ``Es``, ``us`` (M,) E and u in that order (``gathered`` False) or in file
+    order, read through ``order`` (``gathered`` True: nothing stored), and ``mean`` the
+    mean of E in that order (``E[order].mean()``): the 6 bin features of
+    :func:`~uqx.engine.statistic.bin_features` are computed here, per sorted position,
+    with the same operations (so the same bits) instead of being stored (48 bytes a
+    row). ``edges`` (N+1,) rank boundaries (edges[-1] == counts[r].sum()); ``out``
+    (b, N, 6) receives the sums. Copies of a sample that straddle a bin boundary are
+    split between the two bins, exactly as in the sorted resample.
     """
     b, M = counts.shape
     N = edges.shape[0] - 1
@@ -66,15 +82,25 @@ def _weighted_bin_sums(counts, order, F, edges, out):
         # the 6 bin features accumulate in registers; the rare bin closings write out
         a0 = a1 = a2 = a3 = a4 = a5 = 0.0
         for p in range(M):
-            c = counts[r, order[p]]
+            i = order[p]
+            c = counts[r, i]
+            q = i if gathered else p
+            e = Es[q]
+            uu = us[q]
+            z = e / uu
+            ec = e - mean
+            f0 = uu * uu
+            f1 = e * e
+            f2 = z * z
+            f4 = ec * ec
             if c >= room:
                 while c >= room:  # this sample closes bin j
-                    out[r, j, 0] = a0 + room * F[p, 0]
-                    out[r, j, 1] = a1 + room * F[p, 1]
-                    out[r, j, 2] = a2 + room * F[p, 2]
-                    out[r, j, 3] = a3 + room * F[p, 3]
-                    out[r, j, 4] = a4 + room * F[p, 4]
-                    out[r, j, 5] = a5 + room * F[p, 5]
+                    out[r, j, 0] = a0 + room * f0
+                    out[r, j, 1] = a1 + room * f1
+                    out[r, j, 2] = a2 + room * f2
+                    out[r, j, 3] = a3 + room * ec
+                    out[r, j, 4] = a4 + room * f4
+                    out[r, j, 5] = a5 + room * z
                     a0 = a1 = a2 = a3 = a4 = a5 = 0.0
                     c -= room
                     j += 1
@@ -86,13 +112,68 @@ def _weighted_bin_sums(counts, order, F, edges, out):
                 if j == N:
                     break
             cf = np.float64(c)
-            a0 += cf * F[p, 0]
-            a1 += cf * F[p, 1]
-            a2 += cf * F[p, 2]
-            a3 += cf * F[p, 3]
-            a4 += cf * F[p, 4]
-            a5 += cf * F[p, 5]
+            a0 += cf * f0
+            a1 += cf * f1
+            a2 += cf * f2
+            a3 += cf * ec
+            a4 += cf * f4
+            a5 += cf * z
             room -= c
+
+
+@numba.njit(nogil=True, cache=True)
+def _prefix_at(Es, us, order, gathered, mean, pos, out):
+    """Prefix sums of the bin features, kept only at the sorted positions ``pos``.
+
+    ``out[k]`` receives the sum of the features of sorted positions ``0 .. pos[k] - 1``
+    (``pos`` ascending, in [0, M]), accumulated one position after the other from the
+    first feature row as ``np.cumsum(bin_features(Es, us), axis=0)`` does: the same
+    bits, without the (M, 6) features and their (M + 1, 6) prefix sums. ``Es``, ``us``
+    as in :func:`_weighted_bin_sums` (read through ``order`` when ``gathered``).
+    """
+    M = Es.shape[0]
+    K = pos.shape[0]
+    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+    k = 0
+    for p in range(M + 1):
+        while k < K and pos[k] == p:
+            out[k, 0] = a0
+            out[k, 1] = a1
+            out[k, 2] = a2
+            out[k, 3] = a3
+            out[k, 4] = a4
+            out[k, 5] = a5
+            k += 1
+        if p == M or k == K:
+            break
+        q = order[p] if gathered else p
+        e = Es[q]
+        uu = us[q]
+        z = e / uu
+        ec = e - mean
+        if p == 0:  # cumsum starts from the first row (keeps the sign of a zero)
+            a0 = uu * uu
+            a1 = e * e
+            a2 = z * z
+            a3 = ec
+            a4 = ec * ec
+            a5 = z
+        else:
+            a0 += uu * uu
+            a1 += e * e
+            a2 += z * z
+            a3 += ec
+            a4 += ec * ec
+            a5 += z
+
+
+def _features_at(Es, us, order, gathered, mean, lo, hi):
+    """Bin features (hi - lo, 6) of sorted positions lo..hi-1 (as :func:`bin_features`)."""
+    e = Es[order[lo:hi]] if gathered else Es[lo:hi]
+    uu = us[order[lo:hi]] if gathered else us[lo:hi]
+    z = e / uu
+    ec = e - mean
+    return np.stack([uu * uu, e * e, z * z, ec, ec * ec, z], axis=-1)
 
 
 @numba.njit(inline="always")
@@ -210,6 +291,15 @@ class SetEvaluator:
         Conditioning variables by name (``"uE"`` always; ``"X"``, ``"V"`` when present).
     specs : list of StatSpec
     binning : BinningConfig
+
+    Notes
+    -----
+    Held in memory (see the module docstring): the sort order of each binning variable
+    (8 bytes a row), E and u in that order up to :data:`SORTED_COPY_ROWS` rows (16 bytes
+    a row; read through the order beyond), and the jackknife's leave-one-out values (8
+    bytes a row per statistic). Measured with ``benchmarks/mem_binned_evaluator.py`` at
+    10^7 rows, ZMS + RCE + ENCE, columns included: 71 bytes a row at peak (55 on the
+    route of longer sets), down from 175.
     """
 
     E: np.ndarray
@@ -254,9 +344,18 @@ class SetEvaluator:
         return sorted({s.cond for s in self.specs if s.family == "binned"})
 
     @cached_property
-    def _features(self):
+    def _ncol(self):
         cols = {c for s in self._moment for c in MOMENT_COLUMNS[s.base]}
-        return moment_features(self.E, self.u, 3 if cols <= {F_Z2, F_U2, F_E2} else 5)
+        return 3 if cols <= {F_Z2, F_U2, F_E2} else 5
+
+    def _moment_features(self, lo, hi):
+        """Moment features of rows lo..hi-1 (row-wise: the same bits as a slice of all)."""
+        return moment_features(self.E[lo:hi], self.u[lo:hi], self._ncol)
+
+    def _moment_block_sums(self, plan, block, group):
+        """:meth:`BootstrapPlan.sums_group` of one group from the features of its rows."""
+        lo, hi = plan.group_rows(group)
+        return plan.sums_group(block, self._moment_features(lo, hi), group, offset=lo)
 
     def bins_of(self, cond):
         """Return the bins (:class:`~uqx.engine.binning.Bins`) of the conditioning variable."""
@@ -273,12 +372,27 @@ class SetEvaluator:
 
     @cached_property
     def _bin_prep(self):
-        # sorted bin features: only built for replicates and the jackknife
+        """Per binning variable: (bins, order, Es, us, gathered, mean).
+
+        Up to :data:`SORTED_COPY_ROWS` rows, ``Es``, ``us`` are E and u in the sort order
+        (16 bytes a row, sequential reads in the kernels); beyond, they are the file-order
+        columns themselves, read through ``order`` (``gathered``: nothing held but the
+        order). ``mean`` is the mean of E in that order, the centring of
+        :func:`~uqx.engine.statistic.bin_features` (the same reduction, the same bits).
+        The bin features themselves (6 float64 a row) are computed where they are summed
+        (:func:`_weighted_bin_sums`, :func:`_prefix_at`, :func:`_features_at`).
+        """
         out = {}
+        gathered = self.M > SORTED_COPY_ROWS
         for c, bins in self._binnings.items():
             order = bins.order
-            F = np.ascontiguousarray(bin_features(self.E[order], self.u[order]))
-            out[c] = (bins, order, F)
+            Es = self.E[order]
+            mean = float(Es.mean(axis=-1, keepdims=True)[0])
+            if gathered:
+                Es, us = self.E, self.u
+            else:
+                us = self.u[order]
+            out[c] = (bins, order, Es, us, gathered, mean)
         return out
 
     @cached_property
@@ -303,9 +417,10 @@ class SetEvaluator:
         b = counts.shape[0]
         out = self._from_moment_sums(moment_sums) if self._moment else {}
         for c in self._binned_conds:
-            bins, order, F = self._bin_prep[c]
-            S = np.zeros((b, bins.n_bins, F.shape[1]))
-            _weighted_bin_sums(counts, order, F, np.ascontiguousarray(bins.edges), S)
+            bins, order, Es, us, gathered, mean = self._bin_prep[c]
+            S = np.zeros((b, bins.n_bins, 6))
+            _weighted_bin_sums(counts, order, Es, us, gathered, mean,
+                               np.ascontiguousarray(bins.edges), S)
             self._binned_from_sums(c, S, bins.edges, out)
         if any(s.family == "rank" for s in self.specs):
             ou, gu, oe, ge = self._rank_prep
@@ -341,8 +456,12 @@ class SetEvaluator:
         out = {}
         if self._moment:
             out.update(self._from_moment_sums(moment_sums(self.E, self.u)[None, :]))
-        for c, bins in self._binnings.items():
-            S = bin_feature_sums(self.E[bins.order], self.u[bins.order], bins.edges)
+        for c in self._binned_conds:  # E, u in bin order shared with the bootstrap
+            bins, order, Es, us, gathered, _ = self._bin_prep[c]
+            if gathered:  # a transient copy in bin order (the estimate runs first)
+                S = bin_feature_sums(Es[order], us[order], bins.edges)
+            else:
+                S = bin_feature_sums(Es, us, bins.edges)
             self._binned_from_sums(c, S, bins.edges, out)
         if any(s.family == "rank" for s in self.specs):
             cc = np.empty(1)
@@ -352,7 +471,7 @@ class SetEvaluator:
 
     def moment_partial(self, plan, block: int, group: int):
         """Streamed feature sums of one sample-block group (a task on large data)."""
-        return plan.sums_group(block, self._features, group)
+        return self._moment_block_sums(plan, block, group)
 
     def from_moment_partials(self, partials) -> dict:
         """Moment statistics from group partial sums, added in group order (as ``sums``)."""
@@ -368,7 +487,11 @@ class SetEvaluator:
         same draws as the counts), so their values are bitwise the same whichever other
         statistics share the call.
         """
-        S = plan.sums(block, self._features) if self._moment else None
+        S = None
+        if self._moment:  # as plan.sums: groups added in group order, features per group
+            S = self._moment_block_sums(plan, block, 0)
+            for g in range(1, plan.n_groups):
+                S = S + self._moment_block_sums(plan, block, g)
         if not self.needs_counts:  # no count matrix at all (memory O(features))
             return self._from_moment_sums(S)
         batch = max(1, batch_elems // max(self.M, 1))
@@ -384,21 +507,26 @@ class SetEvaluator:
         M = self.M
         out = {}
         if self._moment:
-            F = self._features
-            total = F.sum(axis=0)
+            # row chunks: memory O(chunk), not the (M, 3 or 5) features
+            step = max(1, chunk_elems // self._ncol)
+            total = None
+            for lo in range(0, M, step):
+                # the sum over axis 0 adds row after row: carried over the chunks, it
+                # has the bits of the sum of all features at once
+                Fc = self._moment_features(lo, lo + step)
+                if total is not None:
+                    Fc[0] += total
+                total = Fc.sum(axis=0)
             for s in self._moment:
                 out[s.name] = np.empty((M, 1))
-            step = max(1, chunk_elems // F.shape[1])
-            for lo in range(0, M, step):  # row chunks: memory O(chunk), not O(5 M)
-                S = total[None, :] - F[lo : lo + step]
+            for lo in range(0, M, step):
+                S = total[None, :] - self._moment_features(lo, lo + step)
                 if S.shape[-1] < 5:
                     S = np.concatenate([S, np.zeros((S.shape[0], 5 - S.shape[-1]))], axis=-1)
                 for s in self._moment:
                     out[s.name][lo : lo + step, 0] = MOMENT_STATS[s.base](S, M - 1)
         for c in self._binned_conds:
-            bins, order, F = self._bin_prep[c]
-            P = np.zeros((M + 1, F.shape[1]))
-            np.cumsum(F, axis=0, out=P[1:])
+            bins, order, Es, us, gathered, mean = self._bin_prep[c]
             edges = bins.edges
             ej = None
             if bins.scheme == "equal-count":
@@ -406,6 +534,12 @@ class SetEvaluator:
                     ej = equal_count_edges(M - 1, bins.n_requested, pop_min=bins.pop_min)
                 except InputError:
                     ej = None
+            # the leave-one-out shift reads the prefix sums only next to the bin edges:
+            # P[e - 1], P[e], P[e + 1] (and P[ej], P[ej + 1]), kept at those positions
+            near = [edges, edges - 1, edges + 1] + ([ej, ej + 1] if ej is not None else [])
+            pos = np.unique(np.clip(np.concatenate(near), 0, M)).astype(np.int64)
+            Pc = np.zeros((pos.size, 6))
+            _prefix_at(Es, us, order, gathered, mean, pos, Pc)
             specs = [s for s in self.specs if s.family == "binned" and s.cond == c]
             res = {}  # filled in file order chunk by chunk: one (M, K) array per statistic
             # R's intrvJack (equal-count; it may hold one bin less when the popMin reduction
@@ -417,7 +551,7 @@ class SetEvaluator:
                 groups.setdefault(use_ej, []).append(s)
             for use_ej, group in groups.items():
                 ne = ej.size if use_ej else edges.size
-                step = max(1, chunk_elems // (ne * F.shape[1]))
+                step = max(1, chunk_elems // (ne * 6))
                 for lo in range(0, M, step):
                     i = np.arange(lo, min(lo + step, M))[:, None]
                     if use_ej:
@@ -425,9 +559,10 @@ class SetEvaluator:
                     else:
                         EJ = edges[None, :] - (edges[None, :] > i)
                     keep = (EJ <= i)[..., None]
-                    Sat = np.where(
-                        keep, P[EJ], P[np.minimum(EJ + 1, M)] - F[i[:, 0]][:, None, :]
-                    )
+                    Fi = _features_at(Es, us, order, gathered, mean, lo, lo + i.shape[0])
+                    at = np.searchsorted(pos, EJ)
+                    after = np.searchsorted(pos, np.minimum(EJ + 1, M))
+                    Sat = np.where(keep, Pc[at], Pc[after] - Fi[:, None, :])
                     Sb = np.diff(Sat, axis=1)
                     n = np.diff(EJ, axis=1).astype(np.float64)
                     for s in group:

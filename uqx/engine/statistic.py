@@ -309,11 +309,12 @@ def moment_sums(E, u):
     E = np.asarray(E, dtype=np.float64)
     u = np.broadcast_to(np.asarray(u, dtype=np.float64), E.shape)
     z = E / u
-    return np.stack(
-        [np.sum(z * z, -1), np.sum(u * u, -1), np.sum(E * E, -1), np.sum(z, -1),
-         np.sum(np.log(u * u), -1)],
-        axis=-1,
-    )
+    sums = [np.sum(z * z, -1), np.sum(u * u, -1), np.sum(E * E, -1), np.sum(z, -1)]
+    del z
+    lnu2 = u * u
+    np.log(lnu2, out=lnu2)  # in place: two (..., M) temporaries at a time, not three
+    sums.append(np.sum(lnu2, -1))
+    return np.stack(sums, axis=-1)
 
 
 def bin_feature_sums(E_sorted, u_sorted, edges):

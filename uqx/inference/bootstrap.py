@@ -193,12 +193,21 @@ def _run_sets(sets, specs, binning, n_boot, seed, scheduler, num_workers, want_j
                     scheduler, num_workers)
 
 
+def _call(fn, _after, *args, **kwargs):
+    """``fn(*args, **kwargs)`` once the task ``_after`` is done (an ordering edge)."""
+    return fn(*args, **kwargs)
+
+
 def _set_tasks(sd, specs, binning, n_boot, seed, want_jack):
     """Lazy (t0, jackknife, blocks) of one in-memory set through its evaluator."""
     ev = _evaluator(sd, specs, binning)
     plan = BootstrapPlan(M=sd.M, n_boot=n_boot, seed=seed, key=content_key(sd.E, sd.uE))
     est = dask.delayed(ev.estimate)()
-    jack = dask.delayed(ev.jackknife)() if want_jack else None
+    # the estimate builds the evaluator's shared preparations (sort orders) with its own
+    # transients; the jackknife and the count blocks (replicate-block tasks) wait for it,
+    # so those never overlap the leave-one-out values (memory only: same results)
+    after = est if ev.needs_counts else None
+    jack = dask.delayed(_call, pure=False)(ev.jackknife, after) if want_jack else None
     if not ev.needs_counts and plan.n_groups > 1:
         # large data, moments only: one task per (replicate block, sample-block group),
         # summed in group order (same bits as the single-task route)
@@ -210,7 +219,8 @@ def _set_tasks(sd, specs, binning, n_boot, seed, want_jack):
         ]
     else:
         # count batches of MEMORY_BUDGET / 16 (int32): two threads stay well under 1 GB
-        blocks = [dask.delayed(ev.replicates)(plan, b, batch_elems=MEMORY_BUDGET // 16)
+        blocks = [dask.delayed(_call, pure=False)(ev.replicates, after, plan, b,
+                                                   batch_elems=MEMORY_BUDGET // 16)
                   for b in range(plan.n_blocks)]
     return est, jack, blocks
 

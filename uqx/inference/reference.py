@@ -457,10 +457,8 @@ class _SimSet:
         self.u_sorted = np.ascontiguousarray(sd.uE[order])
         u2 = self.u_sorted**2
         self.sum_u2 = float(np.sum(u2))
-        self.sum_lnu2 = float(np.sum(np.log(u2)))
         self._ru = None
-        where = np.empty(sd.M, dtype=np.int64)
-        where[order] = np.arange(sd.M)  # file index -> position in uE order
+        where = None  # file index -> position in uE order: built only for bins on X / V
         values = {"uE": sd.uE, "X": sd.X, "V": sd.V}
         self.seg = np.array([0, sd.M], dtype=np.int64)
         self.layout, ids, offs, off = {}, [], [], 0
@@ -468,13 +466,16 @@ class _SimSet:
             if values.get(c) is None:
                 raise InputError(f"{sd.name}: statistic needs variable {c!r}, absent here")
             b = make_bins(values[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
-                          log=cfg.log)
+                          log=cfg.log, order=order if c == "uE" else None)
             edges = np.asarray(b.edges, dtype=np.int64)
             n = np.diff(edges).astype(np.float64)
             if c == "uE" and np.array_equal(b.order, order):  # index intervals of uE order
                 self.seg = np.ascontiguousarray(edges)
                 self.layout[c] = (None, None, np.add.reduceat(u2, edges[:-1]), n)
                 continue
+            if where is None:
+                where = np.empty(sd.M, dtype=np.int64)
+                where[order] = np.arange(sd.M)
             bin_of = np.empty(sd.M, dtype=np.int32)
             bin_of[where[b.order]] = np.repeat(np.arange(n.size, dtype=np.int32),
                                                np.diff(edges))
@@ -482,6 +483,9 @@ class _SimSet:
             offs.append(off)
             self.layout[c] = (off, off + n.size, np.bincount(bin_of, u2, n.size), n)
             off += n.size
+        order = b = where = None  # free before the log pass
+        np.log(u2, out=u2)  # ln u² in place of u² (its last use): one M temporary less
+        self.sum_lnu2 = float(np.sum(u2))
         self.n_extra = off
         self.binid = np.ascontiguousarray(np.stack(ids)) if ids else np.zeros((0, 1), np.int32)
         self.boff = np.array(offs, dtype=np.int64)

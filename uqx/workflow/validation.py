@@ -81,11 +81,15 @@ TAILEDNESS_VARS = TAILEDNESS_KEYS
 _EXTRAP_STATS = ("ence", "zmse", "zve")
 #: Rows read at a time from a dask-backed column (one group of the streamed routes).
 _READ_ROWS = 1 << 20
-#: Peak memory of the in-memory bootstrap of binned statistics with moment statistics
-#: beside them, bytes a row (measured at 10^7 rows, ZMS + RCE + ENCE: the sorted bin
-#: features, 6 float64, their prefix sums for the jackknife, the moment features and the
-#: leave-one-out values; benchmarks/README.md, bench_validate_disk.py).
-_BINNED_BYTES_PER_ROW = 180
+#: Peak memory of the in-memory workflow with binned statistics, bytes a row, columns
+#: included (tracemalloc at 10^7 rows, ZMS + RCE + ENCE, on the route of sets longer
+#: than 2^24 rows: E, uE 16, the sort order of uE 8, the leave-one-out values 8 per
+#: statistic, a count row of the bootstrap 4; the simulated references' preparation
+#: peaks lower; benchmarks/README.md, bench_validate_disk.py). 180 before issue 13.
+_BINNED_BYTES_PER_ROW = 60
+#: The same for sets of at most 2^24 rows (E and uE also held in the sort order: 16 more
+#: and the count batches of the bootstrap weigh more per row).
+_BINNED_BYTES_PER_ROW_SMALL = 80
 
 
 class _Notes:
@@ -457,10 +461,14 @@ def validate(
       row) and, for the resampled-data member, the standardised z-scores (8 bytes a row).
     * otherwise (binned statistics ENCE/ZMSE/ZVE/UCE, CC, the conditional routes): the
       columns are read once into memory, chunk by chunk (8 bytes a row each for E, uE
-      and X, V when present), and the in-memory workflow runs on them: one stable sort
-      order of uE (int64) with the values in that order, and the per-row bin features of
-      the binned bootstrap (6 float64 a row) and its leave-one-out prefix sums: about
-      180 bytes a row at peak (measured at 10^7 rows; 10^8 rows do not fit in 6 GB).
+      and X, V when present), and the in-memory workflow runs on them. The binned
+      bootstrap holds one stable sort order of uE (int64, 8 bytes a row; E and uE in that
+      order too, 16 bytes a row, for sets up to 2^24 rows) and the leave-one-out values
+      of every statistic (8 bytes a row each); the bin features are computed where they
+      are summed, never stored. The simulated references hold the sorted uE (8 bytes a
+      row) and the z-scores of the resampled-data member (8 bytes a row). About 60
+      bytes a row at peak, columns included (80 up to 2^24 rows; tracemalloc at 10^7
+      rows, ZMS + RCE + ENCE; 180 before): 5890 MiB peak RSS for 10^8 rows.
       The tailedness step of sets longer than 2^20 rows works one column at a time
       here too (the same bits).
 
@@ -599,11 +607,13 @@ def memory_note(ds, stats, *, conditional: bool) -> str | None:
              for s in ([stats] if isinstance(stats, str) else stats)]
     peak = ""
     if any(s.family == "binned" for s in specs):
-        peak = (f"; the bootstrap of binned statistics peaks at about {_BINNED_BYTES_PER_ROW} "
-                f"bytes a row ({_BINNED_BYTES_PER_ROW * rows / 2**30:.1f} GiB here)")
+        per_row = _BINNED_BYTES_PER_ROW if rows > 1 << 24 else _BINNED_BYTES_PER_ROW_SMALL
+        peak = (f"; the binned workflow peaks at about {per_row} bytes a row, columns "
+                f"included ({per_row * rows / 2**30:.1f} GiB here)")
     return (f"disk-backed input ({rows} rows) loaded into memory ({'+'.join(cols)}: "
             f"{len(cols) * gib:.2f} GiB): binned/rank statistics and the conditional routes "
-            "hold one stable sort order of uE, per-row bin features and their prefix sums"
+            "hold one stable sort order of uE (8 bytes a row) and the leave-one-out "
+            "values of each statistic (8 bytes a row each), not per-row bin features"
             f"{peak}; moment statistics alone with --no-conditional stream instead")
 
 
