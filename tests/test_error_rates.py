@@ -119,8 +119,8 @@ def test_synthetic_sets_are_what_they_say():
     # reported c·u^0.5 with the mean square of u: E[u²] = 3/2 for u² ~ IG(3, 3)
     assert np.mean(u2**2) == pytest.approx(1.5, rel=0.03)
     assert np.mean(E2**2) == pytest.approx(np.mean(u2**2), rel=0.03)  # RCE ≈ 0
-    E3, _, X3 = synthetic_set("uniform_skewed", "x-variance", 200_000, seed=1, index=0)
-    z = E3 / synthetic_set("uniform_skewed", "calibrated", 200_000, seed=1, index=0)[1]
+    E3, u3, X3 = synthetic_set("uniform_skewed", "x-variance", 200_000, seed=1, index=0)
+    z = E3 / u3
     lo, hi = X3 < 0.2, X3 > 0.8
     assert np.mean(z[hi] ** 2) > 3 * np.mean(z[lo] ** 2)  # variance grows with X
     for d in DESIGNS:
@@ -138,3 +138,41 @@ def test_bad_options():
     with pytest.raises(InputError, match="n_mc"):
         define(n_mc=3)
     assert set(SCENARIOS) >= {"calibrated", "gamma0.5", "x-variance"}
+
+
+def test_sets_of_a_design_and_M_share_u_and_X():
+    E0, u0, X0 = synthetic_set("ig3_t6", "calibrated", 500, seed=4, index=0)
+    E1, u1, X1 = synthetic_set("ig3_t6", "calibrated", 500, seed=4, index=1)
+    Es, us, Xs = synthetic_set("ig3_t6", "shift0.2", 500, seed=4, index=0)
+    np.testing.assert_array_equal(u0, u1)
+    np.testing.assert_array_equal(X0, X1)
+    np.testing.assert_array_equal(u0, us)
+    np.testing.assert_array_equal(X0, Xs)
+    assert not np.any(E0 == E1) and not np.any(E0 == Es)
+    _, u2, X2 = synthetic_set("ig3_t6", "calibrated", 600, seed=4, index=0)
+    assert not np.array_equal(u0, u2[:500]) and not np.array_equal(X0, X2[:500])
+
+
+def test_block_of_sets_gives_the_verdicts_of_one_set_at_a_time():
+    """The kernel validates a block in one call, sharing the E-free members' copies."""
+    from uqx.dataio.model import from_arrays, stack
+    from uqx.inference.reference import shared_nulls
+    from uqx.sweeps.error_rates import STATS, kernel, verdict_codes
+    from uqx.workflow.validation import validate
+
+    study = define(designs=["ig6_t6"], M=[600], scenarios=["calibrated"], n_datasets=3,
+                   n_boot=200, n_mc=100, seed=3)
+    cell = {"design": "ig6_t6", "M": 600, "scenario": "calibrated"}
+    got = kernel(cell, 0, 3, study.params, None)
+    sets = [from_arrays(*synthetic_set("ig6_t6", "calibrated", 600, seed=3, index=i)[:2],
+                        X=synthetic_set("ig6_t6", "calibrated", 600, seed=3, index=i)[2],
+                        name=f"one-{i}") for i in range(3)]
+    kw = dict(n_boot=200, n_mc=100, seed=3, scheduler="synchronous")
+    with shared_nulls():
+        block = validate(stack(sets), list(STATS), **kw)
+    for i in range(3):
+        one = validate(sets[i], list(STATS), **kw)
+        np.testing.assert_array_equal(got["verdict"][i], verdict_codes(one))
+        assert got["nu_fit"][i] == float(one["nu_fit"].values[0])
+        for v in ("p_value", "cond_p_value", "estimate", "ci_low", "zeta"):
+            np.testing.assert_array_equal(block[v].values[i], one[v].values[0], err_msg=v)

@@ -145,3 +145,19 @@ def test_familywise_pvalues_match_twin_and_control_the_family():
         p_obs = mc_pvalue(x[:, 0], x[:, 1:], 1)
         hits += np.any(familywise_pvalues(p_obs, copy_pvalues(x[:, 1:], 1)) < 0.1)
     assert hits / n_sets < 0.1 + 3 * np.sqrt(0.09 / n_sets), hits / n_sets
+
+
+def test_nu_on_grid():
+    from uqx.engine.mctest import NU_GRID_STEP, nu_on_grid
+
+    nu = np.array([3.0, 3.1, 5.9, 6.0, 6.3, 12.0, 150.0, 250.0, np.inf, np.nan])
+    got = nu_on_grid(nu)
+    fin = np.isfinite(got)
+    k = 1 / got[fin] / NU_GRID_STEP
+    np.testing.assert_allclose(k, np.round(k), atol=1e-9)  # on the grid of 1/nu
+    assert np.all(np.abs(1 / got[fin] - 1 / nu[fin]) <= NU_GRID_STEP / 2 + 1e-12)
+    assert got[0] == pytest.approx(1 / 0.33) and got[0] >= NU_MIN  # 1/3 -> 0.33
+    assert np.isinf(got[7]) and np.isinf(got[8])  # 1/250 < step/2: the normal
+    assert np.isnan(got[9])
+    assert nu_on_grid(2.5)[()] == NU_MIN  # bounded below
+    np.testing.assert_array_equal(nu_on_grid(got), got)  # idempotent

@@ -351,7 +351,8 @@ def test_simulated_statistics_equal_brute_force_on_same_draws(dist):
                            keep_draws=True, scheduler="synchronous")
     label = {"normal": "N", "t": "T6", "data": "data"}[dist]
     pool = standardised_z(E, u)
-    eps = draw_unit(seed_sequence(9, "sim", content_key(E, u), label, 0), (n_mc, M),
+    key = content_key(E, u) if dist == "data" else content_key(u)  # N, t: uE alone
+    eps = draw_unit(seed_sequence(9, "sim", key, label, 0), (n_mc, M),
                     dist=dist, nu=6.0, pool=pool)
     if dist == "t":  # kurtosis of t_s(6) is 3 (excess); just check it is heavier than N
         assert sps.kurtosis(eps.ravel()) > 1
@@ -470,7 +471,7 @@ def test_moment_references_stream_bitwise_and_equal_their_twin(monkeypatch, dist
     b = simulate_reference(lazy, ["zms", "rce", "var_z"], scheduler="synchronous", **kw)
     np.testing.assert_array_equal(a["draws"].values, b["draws"].values)
     label = {"normal": "N", "t": "T5", "data": "data"}[dist]
-    key = content_key(E, u)
+    key = content_key(E, u) if dist == "data" else content_key(u)  # N, t: uE alone
     z = E / u
     pool = z / np.sqrt(np.sum(z * z) / M)  # the pool of the streamed route
     assert np.allclose(pool, standardised_z(E, u), rtol=1e-13)
@@ -488,3 +489,51 @@ def test_moment_references_stream_bitwise_and_equal_their_twin(monkeypatch, dist
         for j, s in enumerate(["zms", "rce", "var_z"]):
             got = a["draws"].values[0, j, blk * R.SIM_BLOCK: blk * R.SIM_BLOCK + nb]
             np.testing.assert_allclose(got, want[s], rtol=1e-10, atol=1e-13, err_msg=s)
+
+
+def _same_u_sets(M=800):
+    """Two sets with the same uE and X, different E."""
+    rng = np.random.default_rng(11)
+    u = np.sqrt(1 / rng.gamma(3, 1 / 3, M))
+    X = rng.uniform(size=M)
+    return uqx.stack([uqx.from_arrays(u * rng.standard_normal(M), u, X=X, name=n)
+                      for n in ("a", "b")])
+
+
+@pytest.mark.parametrize("dist, nu", [("normal", 6.0), ("t", 6.0), ("t", [5.0, 5.0])])
+def test_members_that_ignore_E_are_keyed_by_uE_alone(dist, nu):
+    ds = _same_u_sets()
+    kw = dict(n_mc=300, seed=5, keep_draws=True, label="fit" if np.ndim(nu) else None)
+    for stats in (["zms", "rce"], ["zms", "cc", "ence", "zve_X"]):  # streamed, sorted
+        d = simulate_reference(ds, stats, dist=dist, nu=nu, **kw)["draws"].values
+        np.testing.assert_array_equal(d[0], d[1])  # same uE (and X): the same copies
+    data = simulate_reference(ds, ["zms", "ence"], dist="data", **kw)["draws"].values
+    assert not np.any(data[0] == data[1])  # the data's own z-scores differ
+
+
+def test_shared_nulls_same_bits_fewer_simulations(monkeypatch):
+    ds = _same_u_sets()
+    stats = ["zms", "cc", "ence", "zmse", "zve_X"]
+    calls = []
+    real = R._simulate_block
+    monkeypatch.setattr(R, "_simulate_block", lambda *a, **k: calls.append(1) or real(*a, **k))
+    kw = dict(n_mc=600, seed=9, keep_draws=True, scheduler="synchronous")
+    plain = {d: simulate_reference(ds, stats, dist=d, **kw) for d in ("normal", "data")}
+    n_plain = len(calls)
+    R._SHARED["blocks"].clear()
+    calls.clear()
+    with R.shared_nulls():
+        shared = {d: simulate_reference(ds, stats, dist=d, **kw) for d in ("normal", "data")}
+        again = simulate_reference(ds, stats, dist="normal", **kw)
+    for d in plain:
+        for v in ("draws", "reference", "sim2_low"):
+            np.testing.assert_array_equal(plain[d][v].values, shared[d][v].values)
+    np.testing.assert_array_equal(plain["normal"]["draws"].values, again["draws"].values)
+    blocks = -(-600 // R.SIM_BLOCK)
+    assert n_plain == 2 * 2 * blocks  # 2 members x 2 sets x blocks
+    # normal: set b and the repeated call reuse set a's blocks; data: never shared
+    assert len(calls) == blocks + 2 * blocks
+    # outside the context nothing is reused
+    calls.clear()
+    simulate_reference(ds, stats, dist="normal", **kw)
+    assert len(calls) == 2 * blocks

@@ -27,6 +27,7 @@ __all__ = [
     "InputError",
     "from_arrays",
     "stack",
+    "select_sets",
     "as_stacked",
     "iter_sets",
     "provenance",
@@ -400,6 +401,25 @@ def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool) -> xr.Dat
     })
 
 
+def select_sets(ds: xr.Dataset, index) -> xr.Dataset:
+    """``ds.isel(set=index)`` of a stacked data set, still known as checked when ``ds`` is.
+
+    A selection of the sets of a checked data set passes the same checks, so
+    :func:`as_stacked` does not run them again on it (workflow steps that go set by set).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Stacked data set (:func:`as_stacked`).
+    index : int, slice or sequence of int
+        Sets to keep (as for ``isel``).
+    """
+    out = ds.isel(set=index)
+    if _CHECKED.get(id(ds)) is ds and "set" in out.dims:
+        _CHECKED[id(out)] = out
+    return out
+
+
 def as_stacked(ds: xr.Dataset | Iterable[xr.Dataset], *, drop_nonfinite: bool = False):
     """Check any input form and return it stacked on ``set`` (the entry of every function).
 
@@ -571,14 +591,17 @@ def read_rows(arr, lo: int, hi: int) -> np.ndarray:
     return np.asarray(part, dtype=np.float64)
 
 
-def streamed_content_key(E, u, M: int, step: int = 1 << 20) -> tuple[int, int, int, int]:
+def streamed_content_key(E, u, M: int, step: int = 1 << 20, *,
+                         columns=None) -> tuple[int, int, int, int]:
     """:func:`uqx.engine.resample.content_key` of (E, u) read ``step`` rows at a time.
 
     The same bytes in the same order (E, ``|``, uE, ``|``), so the same key as the
-    in-memory arrays, with memory O(step) for dask-backed data.
+    in-memory arrays, with memory O(step) for dask-backed data. ``columns`` (a sequence
+    of arrays) replaces (E, u): ``columns=(u,)`` is ``content_key(u)``, the key of the
+    members of the null family that do not look at E.
     """
     h = hashlib.sha256()
-    for arr in (E, u):
+    for arr in (E, u) if columns is None else columns:
         for lo in range(0, M, step):
             h.update(np.ascontiguousarray(read_rows(arr, lo, min(lo + step, M))).tobytes())
         h.update(b"|")

@@ -182,13 +182,22 @@ def _group_ranks(w, order, bounds, m, rank_out):
     cum = 0.0
     ss = 0.0
     for g in range(bounds.shape[0] - 1):
+        lo, hi = bounds[g], bounds[g + 1]
+        if hi - lo == 1:  # no tie: one row, the usual case
+            i = order[lo]
+            W = w[i] * 1.0
+            rank = cum + (W + 1.0) / 2.0 - m
+            cum += W
+            ss += W * rank * rank
+            rank_out[i] = rank
+            continue
         W = 0.0
-        for p in range(bounds[g], bounds[g + 1]):
+        for p in range(lo, hi):
             W += w[order[p]]
         rank = cum + (W + 1.0) / 2.0 - m
         cum += W
         ss += W * rank * rank
-        for p in range(bounds[g], bounds[g + 1]):
+        for p in range(lo, hi):
             rank_out[order[p]] = rank
     return ss
 
@@ -199,19 +208,40 @@ def _spearman_from_counts(counts, ou, gu, oe, ge, out):
 
     ``ou``/``oe`` stable sort orders of u and |E|; ``gu``/``ge`` tie-group boundaries in
     those orders (length G+1). A group holding W drawn copies after ``cum`` smaller ones
-    gets the average rank cum + (W+1)/2; mean rank is (M+1)/2.
+    gets the average rank cum + (W+1)/2; mean rank is (M+1)/2. Two passes a replicate:
+    the ranks of u, then the ranks of |E| with Σ w·r_u·r_E in the same pass (the same
+    terms in the same order as a third pass over the |E| order). Rows drawn zero times
+    add nothing; a tie-free group (the usual case) skips the group loops.
     """
     b, M = counts.shape
     m = (M + 1) / 2.0
     ru = np.empty(M)
-    re_ = np.empty(M)
+    G_e = ge.shape[0] - 1
     for r in range(b):
-        sxx = _group_ranks(counts[r], ou, gu, m, ru)
-        syy = _group_ranks(counts[r], oe, ge, m, re_)
+        c = counts[r]
+        sxx = _group_ranks(c, ou, gu, m, ru)
+        cum = 0.0
+        syy = 0.0
         sxy = 0.0
-        for p in range(M):
-            i = oe[p]
-            sxy += counts[r, i] * ru[i] * re_[i]
+        for g in range(G_e):
+            lo, hi = ge[g], ge[g + 1]
+            if hi - lo == 1:
+                i = oe[lo]
+                W = c[i] * 1.0
+                rank = cum + (W + 1.0) / 2.0 - m
+                cum += W
+                syy += W * rank * rank
+                sxy += c[i] * ru[i] * rank
+                continue
+            W = 0.0
+            for p in range(lo, hi):
+                W += c[oe[p]]
+            rank = cum + (W + 1.0) / 2.0 - m
+            cum += W
+            syy += W * rank * rank
+            for p in range(lo, hi):
+                i = oe[p]
+                sxy += c[i] * ru[i] * rank
         den = sxx * syy  # 0 when u or |E| is constant: NaN, not ZeroDivisionError
         out[r] = sxy / np.sqrt(den) if den > 0.0 else np.nan
 

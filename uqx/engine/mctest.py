@@ -54,6 +54,8 @@ __all__ = [
     "N_HEADLINE",
     "family_verdict",
     "t_nu_from_tails",
+    "nu_on_grid",
+    "NU_GRID_STEP",
     "kappa_cs_z2_of_t",
     "pvalue_noise",
 ]
@@ -87,6 +89,8 @@ FIT_MEMBERS = ("data",)
 #: Lower bound of the fitted degrees of freedom (t_s needs ν > 2; below 3 its Z² has
 #: an infinite mean-square spread and the test would accept anything).
 NU_MIN = 3.0
+#: Step of the grid of 1/ν on which the fitted member's ν̂ is placed (:func:`nu_on_grid`).
+NU_GRID_STEP = 0.01
 
 _KAPPA_OFFSET = 2.91
 
@@ -352,3 +356,33 @@ def t_nu_from_tails(kappa_cs_z2, *, nu_min: float = NU_MIN) -> np.ndarray:
     nu = np.interp(k, _KAPPA_GRID[::-1], _NU_GRID[::-1])
     nu = np.where(k <= _KAPPA_NORMAL, np.inf, np.maximum(nu, nu_min))
     return np.where(np.isnan(k), np.nan, nu)
+
+
+def nu_on_grid(nu, *, step: float = NU_GRID_STEP, nu_min: float = NU_MIN) -> np.ndarray:
+    r"""Place ν̂ on the grid :math:`1/\nu \in \{0, s, 2s, \dots\}` (nearest point).
+
+    The fitted member of the null family guards an ``invalid`` against tails heavier
+    than the normal; its ν̂ comes from a quantile ratio with a sampling spread far wider
+    than the grid (at ν = 6 the step s = 0.01 moves ν by at most 3 %). On the grid, the
+    member is one of a few distributions, so its calibrated copies are keyed by (uE, ν̂)
+    and shared by the data sets with the same uncertainties
+    (:func:`uqx.inference.reference.shared_nulls`). 1/ν below s/2 becomes the normal
+    (ν = inf); the grid point is bounded below by ``nu_min``.
+
+    Parameters
+    ----------
+    nu : array_like
+        ν̂ in [nu_min, inf] (:func:`t_nu_from_tails`); NaN stays NaN.
+    step : float
+        Grid step s of 1/ν.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    nu = np.asarray(nu, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        k = np.round(1.0 / nu / step)
+        out = np.where(k > 0, 1.0 / (k * step), np.inf)
+    out = np.where(np.isfinite(out), np.maximum(out, nu_min), out)
+    return np.where(np.isnan(nu), np.nan, out)

@@ -15,7 +15,7 @@ import numpy as np
 from uqx.engine.binning import equal_count_edges
 from uqx.engine.defaults import LEVEL, SWEEP_POP_MIN
 from uqx.engine.generators import stream_state
-from uqx.engine.resample import lemire_threshold, seed_sequence
+from uqx.engine.resample import content_key, lemire_threshold, seed_sequence
 from uqx.engine.unit_variance import draw_unit, unit_args, unit_step
 from uqx.inference.binsweep import (
     BINNED_FUSED,
@@ -159,6 +159,10 @@ class NullHook:
         self.settings = settings
         self.n_copies = int(n_copies)
         self.keep, self.x = fit_points(self.n_bins, settings, self.u_orders[0].size)
+
+    def cache_key(self) -> tuple:
+        """Everything the hook's output depends on besides ε (for shared copies)."""
+        return (content_key(*self.u_orders, self.n_bins), self.settings, self.n_copies)
 
     def __call__(self, eps) -> np.ndarray:
         """Return the intercepts (k, C, S) of the copies ``u_orders[c] * eps``."""

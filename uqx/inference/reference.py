@@ -11,7 +11,10 @@ the D-sensitivity rule, are :mod:`uqx.inference.zeta`.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 import dask
 import numba
@@ -45,6 +48,7 @@ from uqx.engine.unit_variance import unit_args, unit_step
 __all__ = [
     "simulate_reference",
     "prepare_sets",
+    "shared_nulls",
     "DISTRIBUTIONS",
 ]
 
@@ -171,11 +175,80 @@ def _sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
     state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 
-def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None):
+# ------------------------------------------- copies shared by sets with the same uE
+_SHARED = {"on": 0, "lock": threading.Lock(), "blocks": OrderedDict(), "max": 512}
+
+
+@contextmanager
+def shared_nulls(max_blocks: int = 512):
+    r"""Reuse the simulated copies of the members that do not look at E.
+
+    The N and :math:`t_s(\nu)` members of the null family (the fitted one too, its ν̂
+    on a grid: :func:`uqx.engine.mctest.nu_on_grid`) draw their copies on streams keyed
+    by the content of uE alone (:func:`simulate_reference`), so every data set with the
+    same uncertainties, ν and binnings gets the same copies. Inside this context a
+    block of copies is simulated once and its statistics (and hook results) are reused
+    by the next set that asks for the same block: same seed, uE, member, binnings,
+    statistics and hook. The numbers are those of a call without the context, bit for
+    bit. A Monte-Carlo study whose sets share their uncertainties (the ``error-rates``
+    study draws uE once per cell) pays for those members once per cell.
+
+    Parameters
+    ----------
+    max_blocks : int, default 512
+        Blocks kept (least recently used first out); a block holds the statistics of
+        :data:`SIM_BLOCK` copies (a few kB). The store outlives the context (it is
+        consulted only inside it), so successive calls of a study reuse it.
+    """
+    with _SHARED["lock"]:
+        _SHARED["on"] += 1
+        _SHARED["max"] = int(max_blocks)
+    try:
+        yield
+    finally:
+        with _SHARED["lock"]:
+            _SHARED["on"] -= 1
+
+
+def _block_key(ss, specs, dist, nu, seed, dlabel, block, nb, hook):
+    """Everything a block of copies of an E-free member depends on (None: not shareable)."""
+    hook_key = None
+    if hook is not None:
+        describe = getattr(hook, "cache_key", None)
+        if describe is None:
+            return None
+        hook_key = describe()
+    grid = content_key(ss.seg, ss.binid, ss.boff)
+    return (int(seed), ss.ukey, str(dlabel), str(dist), float(nu), int(block), int(nb),
+            tuple(s.name for s in specs), ss.cfg, tuple(sorted(ss.conds)), grid, hook_key)
+
+
+def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own_key=True):
+    """Statistics of one keyed block of copies, reused across sets inside shared_nulls()."""
+    key = None if own_key or not _SHARED["on"] else _block_key(
+        ss, specs, dist, nu, seed, dlabel, block, nb, hook)
+    if key is not None:
+        with _SHARED["lock"]:
+            hit = _SHARED["blocks"].get(key)
+            if hit is not None:
+                _SHARED["blocks"].move_to_end(key)
+                return {k: v.copy() for k, v in hit.items()}
+    out = _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook, own_key)
+    if key is not None:
+        with _SHARED["lock"]:
+            _SHARED["blocks"][key] = {k: v.copy() for k, v in out.items()}
+            while len(_SHARED["blocks"]) > _SHARED["max"]:
+                _SHARED["blocks"].popitem(last=False)
+    return out
+
+
+def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own_key=True):
     r"""Statistics of ``nb`` simulated data sets (one keyed block) -> {name: (nb,)}.
 
     The block's copies are drawn on one keyed xoshiro256** stream,
-    ``seed_sequence(seed, "sim", set key, member label, block)``, copy after copy, each
+    ``seed_sequence(seed, "sim", key, member label, block)`` (``key``: the content of
+    (E, uE) for the data's own z-scores, ``own_key``; of uE alone for N and
+    :math:`t_s(\nu)`, which look at E through ν at most), copy after copy, each
     laid out in the stable uE order (ε is i.i.d., so any fixed layout gives calibrated
     copies :math:`E = u\,\epsilon`). :func:`_sim_rows` draws, bins and sums a copy in
     one pass without storing ε; only the copies that a rank statistic or the
@@ -184,8 +257,9 @@ def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None):
     stream is consumed in the same order whatever the batches, so the numbers do not
     depend on the budget.
     """
-    state, code, d, c, h, pool = unit_args(seed_sequence(seed, "sim", ss.key, dlabel, block),
-                                           dist, nu, ss.pool)
+    state, code, d, c, h, pool = unit_args(
+        seed_sequence(seed, "sim", ss.key if own_key else ss.ukey, dlabel, block), dist, nu,
+        ss.pool)
     rank = any(s.family == "rank" for s in specs)
     first = block * SIM_BLOCK  # index of the block's first copy in the whole stream
     n_hook = 0 if hook is None else max(0, min(nb, hook.n_copies - first))
@@ -264,7 +338,7 @@ def _moment_block(parts, usums, specs, M):
     return {s.name: MOMENT_STATS[s.base](S, M) for s in specs}
 
 
-def _moment_tasks(ds, i, specs, dist, nu, seed, dlabel, n_mc):
+def _moment_tasks(ds, i, specs, dist, nu, seed, dlabel, n_mc, own_key=True):
     """Lazy blocks of set i by the streamed moment route (nothing loaded but one group).
 
     Copy k of block b is drawn in file order, group by group: rows of group g on the
@@ -274,7 +348,7 @@ def _moment_tasks(ds, i, specs, dist, nu, seed, dlabel, n_mc):
     """
     m = int(ds["M"].values[i])
     E, u = ds["E"].data[i, :m], ds["uE"].data[i, :m]
-    key = streamed_content_key(E, u, m, SIM_GROUP_ROWS)
+    key = streamed_content_key(E, u, m, SIM_GROUP_ROWS, columns=None if own_key else (u,))
     groups = [(lo, min(lo + SIM_GROUP_ROWS, m)) for lo in range(0, m, SIM_GROUP_ROWS)]
     col_u = ColumnRef(u)
     col_pool = ColumnRef(_stream_pool(E, u, m) if dist == "data" else None)
@@ -452,6 +526,7 @@ class _SimSet:
 
         self.name, self.M, self.cfg, self.conds = sd.name, sd.M, cfg, frozenset(conds)
         self.key = content_key(sd.E, sd.uE)
+        self.ukey = content_key(sd.uE)  # the members that never look at E
         self.pool = standardised_z(sd.E, sd.uE) if pool else None
         order = stable_order(sd.uE)
         self.u_sorted = np.ascontiguousarray(sd.uE[order])
@@ -540,7 +615,8 @@ def prepare_sets(ds, stats, *, bins: int = N_BINS, binning: str = "equal-count",
             for sd in iter_sets(as_stacked(ds))]
 
 
-def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks, prepared):
+def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks, prepared,
+                  own_key=True):
     """Lazy blocks of every set by the route in uE order (binned, rank, hooks)."""
     sets = list(iter_sets(ds))
     conds = _binned_conds(specs)
@@ -550,7 +626,8 @@ def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks,
         prepared = [_SimSet(sd, conds, cfg, dist == "data") for sd in sets]
     tasks = [
         [dask.delayed(_sim_block)(ss, specs, dist, float(nu[i]) if per_set else nu, seed,
-                                  dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook)
+                                  dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook,
+                                  own_key)
          for b in range(n_blocks)]
         for i, (ss, hook) in enumerate(zip(prepared, hooks, strict=True))
     ]
@@ -641,6 +718,12 @@ def simulate_reference(
     :data:`uqx.engine.resample.MEMORY_BUDGET`). In both routes the draws are the generators of
     :mod:`uqx.engine.generators` (``"data"``: Lemire bounded integers) and the numbers depend
     on neither the scheduler, the workers, nor the memory budget.
+
+    **Content key.** For ``"data"`` (the set's own z-scores) the key is the content of
+    (E, uE); for N and :math:`t_s(\nu)` (one ν, or one per set) it is the content of uE
+    alone: those copies depend on E through ν at most, so sets with the same uncertainties
+    (and ν) get the same copies, and :func:`shared_nulls` can simulate them once for all
+    such sets.
     """
     if not (isinstance(n_mc, (int, np.integer)) and n_mc >= 2):
         raise InputError(f"n_mc must be an integer >= 2, got {n_mc!r}")
@@ -666,12 +749,13 @@ def simulate_reference(
     n_blocks = -(-n_mc // SIM_BLOCK)
     hooks = hooks or [None] * n_sets
     streamed = all(s.family == "moment" for s in specs) and all(h is None for h in hooks)
+    own = dist == "data"  # the resampled z-scores; N and t_s(nu) key on uE alone
     if streamed:  # moment statistics only: file order, group by group (out of core)
         tasks = [_moment_tasks(ds, i, specs, dist, float(nus[i]) if per_set else nu, seed,
-                               dlabel, n_mc) for i in range(n_sets)]
+                               dlabel, n_mc, own) for i in range(n_sets)]
     else:
         tasks = _sorted_tasks(ds, specs, cfg, dist, nus if per_set else nu, seed, dlabel,
-                              n_mc, n_blocks, hooks, prepared)
+                              n_mc, n_blocks, hooks, prepared, own)
 
     kw = {"scheduler": scheduler or "threads"}
     if num_workers is not None and kw["scheduler"] in ("threads", "processes"):

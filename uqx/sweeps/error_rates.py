@@ -22,8 +22,16 @@ centred, scaled χ²₄ (``skewed``, skewness √2).
 on X); ``shift0.2`` (:math:`E = u(\epsilon + 0.2)`). Every set has an X ~ U(0, 1)
 independent of u. Scenarios other than ``calibrated`` run at ``power_M`` only.
 
-Every data set has its own stream, keyed by (design, M, scenario, index), so blocks of
-:data:`BLOCK` sets and the tasks grouping them never change the numbers. Rates come with
+The uncertainties and X of a (design, M) are drawn once, on the stream keyed by (design,
+M), and shared by its scenarios and sets; the errors ε of each set on their own stream,
+keyed by (design, M, scenario, index), so blocks of :data:`BLOCK` sets and the tasks
+grouping them never change the numbers. The rates are therefore those of a test
+conditional on uE and X, the way the tests are built (their null copies keep the data's
+uE and X), measured on one draw of (uE, X) per (design, M): 36 draws on the named grid.
+Sets with the same uE share the copies of the N, :math:`t_s(6)` and fitted
+:math:`t_s(\hat\nu)` members (ν̂ on a grid: :func:`uqx.engine.mctest.nu_on_grid`;
+:func:`uqx.inference.reference.shared_nulls`), so the study pays for them about once per
+task; the resampled z-scores of each set are simulated for every set. Rates come with
 Wilson-cc 95 % intervals (:func:`uqx.inference.zeta.binomial_ci`).
 """
 
@@ -42,6 +50,10 @@ __all__ = ["error_rates", "define", "summarise", "rates_table", "synthetic_set",
 
 NAME = "error-rates"
 BLOCK = 10
+#: Sets per task by default: the blocks of a task run in one worker one after the other,
+#: so the copies shared by a cell's sets (:func:`uqx.inference.reference.shared_nulls`)
+#: are simulated once per task whatever order the scheduler picks for the tasks.
+TASK_SETS = 100
 #: Verdict codes in the archive.
 CODES = ("valid", "invalid", "inconclusive", "not tested")
 STATS = ("zms", "rce", "cc", "ence", "zmse", "zve")
@@ -83,7 +95,10 @@ def _errors(kind, rng, M):
 
 
 def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int):
-    """One synthetic set of the study: (E, reported u, X), drawn from its own stream.
+    """One synthetic set of the study: (E, reported u, X).
+
+    u and X are drawn once per (design, M), for every scenario and set; ε on the set's
+    own stream, keyed by (design, M, scenario, index).
 
     Parameters
     ----------
@@ -99,12 +114,13 @@ def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int):
         raise InputError(f"unknown design {design!r}; choose from {', '.join(DESIGNS)}")
     if scenario not in SCENARIOS:
         raise InputError(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
+    cell = np.random.Generator(np.random.PCG64(seed_sequence(seed, NAME, design, M)))
     rng = np.random.Generator(np.random.PCG64(
         seed_sequence(seed, NAME, design, M, scenario, index)))
     ukind, ekind = design.split("_")
-    u = _uncertainties(ukind, rng, M)
+    u = _uncertainties(ukind, cell, M)  # uE and X: once per cell
+    X = cell.uniform(0.0, 1.0, M)
     eps = _errors(ekind, rng, M)
-    X = rng.uniform(0.0, 1.0, M)
     E, reported = u * eps, u
     if scenario.startswith("scale"):
         reported = u * float(scenario[5:])
@@ -143,8 +159,14 @@ def verdict_codes(res) -> np.ndarray:
 
 
 def kernel(cell, block, n, params, data):
-    """Verdict codes of ``n`` sets of one (design, M, scenario) cell."""
-    from uqx.dataio.model import from_arrays
+    """Verdict codes of ``n`` sets of one (design, M, scenario) cell, validated together.
+
+    The sets of a block go through one :func:`uqx.validate` call (every random stream
+    there is keyed by the set's content, so this gives the numbers of one call per set),
+    inside :func:`uqx.inference.reference.shared_nulls`.
+    """
+    from uqx.dataio.model import from_arrays, stack
+    from uqx.inference.reference import shared_nulls
     from uqx.workflow.validation import validate
 
     design, M, scenario = str(cell["design"]), int(cell["M"]), str(cell["scenario"])
@@ -152,14 +174,17 @@ def kernel(cell, block, n, params, data):
     if scenario != "calibrated" and (M not in params["power_M"]
                                      or design not in params["power_designs"]):
         return out
+    sets = []
     for r in range(n):
         i = block * BLOCK + r
         E, u, X = synthetic_set(design, scenario, M, seed=params["seed"], index=i)
-        ds = from_arrays(E, u, X=X, name=f"{design}-{scenario}-{i}")
-        res = validate(ds, list(STATS), n_boot=params["n_boot"], n_mc=params["n_mc"],
-                       seed=params["seed"] + i, scheduler="synchronous")
-        out["verdict"][r] = verdict_codes(res)
-        out["nu_fit"][r] = float(res["nu_fit"].values[0])
+        sets.append(from_arrays(E, u, X=X, name=f"{design}-{scenario}-{i}"))
+    with shared_nulls():
+        res = validate(stack(sets), list(STATS), n_boot=params["n_boot"],
+                       n_mc=params["n_mc"], seed=params["seed"], scheduler="synchronous")
+    for r in range(n):
+        out["verdict"][r] = verdict_codes(res.isel(set=[r]))
+        out["nu_fit"][r] = float(res["nu_fit"].values[r])
     return out
 
 
@@ -223,7 +248,8 @@ def error_rates(*, output=None, chunk_size=None, scheduler=None, num_workers=Non
         :func:`define`: ``designs`` (default the 3 × 3 named grid), ``M`` (500, 2000,
         5000, 20000), ``scenarios`` (all), ``n_datasets`` (400), ``n_boot`` (1000),
         ``n_mc`` (500), ``power_M`` (2000), ``power_designs``, ``seed``. Execution
-        options as :func:`uqx.sweeps.appendix_b.appendix_b`.
+        options as :func:`uqx.sweeps.appendix_b.appendix_b`; ``chunk_size`` defaults to
+        :data:`TASK_SETS` sets per task.
 
     Returns
     -------
@@ -237,7 +263,8 @@ def error_rates(*, output=None, chunk_size=None, scheduler=None, num_workers=Non
     attrs = {"n_boot": p["n_boot"], "n_mc": p["n_mc"],
              "rule": "Monte-Carlo tests over the null family (uqx.engine.mctest)",
              "rate_interval": "Wilson with continuity correction"}
-    return execute(study, summarise, output=output, chunk_size=chunk_size,
+    return execute(study, summarise, output=output,
+                   chunk_size=TASK_SETS if chunk_size is None else chunk_size,
                    scheduler=scheduler, num_workers=num_workers, resume=resume,
                    keep_run=keep_run, quiet=quiet, mkdir=mkdir, attrs=attrs,
                    _stop_after=_stop_after)

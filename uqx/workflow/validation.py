@@ -49,7 +49,7 @@ from uqx.dataio.model import (
 )
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_MC, NU, POP_MIN
-from uqx.engine.mctest import N_TEST, t_nu_from_tails
+from uqx.engine.mctest import N_TEST, nu_on_grid, t_nu_from_tails
 from uqx.engine.resample import content_key, resolve_seed
 from uqx.engine.statistic import STAT_INFO, parse_stat
 from uqx.engine.stats.tailedness import (
@@ -230,8 +230,11 @@ def _dists(nu):
 
 
 def _members(nu, tails):
-    """Null family of the Monte-Carlo tests: the papers' D and the data-matched t_s(ν̂)."""
-    nu_fit = t_nu_from_tails(tails["kappa_cs_z2"].values)
+    """Null family of the Monte-Carlo tests: the papers' D and the data-matched t_s(ν̂).
+
+    ν̂ is placed on the grid of :func:`uqx.engine.mctest.nu_on_grid`.
+    """
+    nu_fit = nu_on_grid(t_nu_from_tails(tails["kappa_cs_z2"].values))
     return _dists(nu) + [("t", nu_fit, "fit"), ("data", None, "data")], nu_fit
 
 
