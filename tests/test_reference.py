@@ -16,6 +16,7 @@ from scipy import stats as sps
 
 import uqx
 from uqx.dataio.model import InputError
+from uqx.engine.copies import cc_fixed_u, sorted_keys
 from uqx.engine.unit_variance import draw_unit
 from uqx.inference import reference as R
 from uqx.inference.reference import simulate_reference
@@ -412,7 +413,7 @@ def test_cc_fast_path_matches_scipy_spearman():
             u = np.round(u, 1)  # many ties in u: average ranks
         ru = sps.rankdata(u) - (M + 1) / 2.0
         ae = np.abs(rng.standard_normal((6, M)))
-        got = R._cc_fixed_u(ae, ru)
+        got = cc_fixed_u(ae, ru)
         want = [sps.spearmanr(row, u).statistic for row in ae]
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
 
@@ -423,7 +424,7 @@ def test_cc_fast_path_falls_back_with_ties_in_errors():
     u = rng.uniform(0.1, 2.0, M)
     ru = sps.rankdata(u) - (M + 1) / 2.0
     ae = np.round(np.abs(rng.standard_normal((4, M))), 1)  # ties in |E|
-    got = R._cc_fixed_u(ae, ru)
+    got = cc_fixed_u(ae, ru)
     want = [sps.spearmanr(row, u).statistic for row in ae]
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
 
@@ -438,13 +439,13 @@ def test_cc_fast_path_orders_near_ties_exactly():
     base = np.repeat(np.abs(rng.standard_normal((3, M // 10))), 10, axis=-1)
     ae = base * (1.0 + rng.integers(1, 2000, (3, M)) * np.finfo(float).eps)
     ae = rng.permuted(ae, axis=-1)
-    keys, shift = R._sorted_keys(ae.copy())
+    keys, shift = sorted_keys(ae.copy())
     assert shift == 13 and np.any(np.diff(keys >> np.uint64(shift), axis=-1) == 0)
-    got = R._cc_fixed_u(ae, ru)
+    got = cc_fixed_u(ae, ru)
     want = [sps.spearmanr(row, u).statistic for row in ae]
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
     with pytest.raises(ValueError, match="non-negative"):
-        R._cc_fixed_u(-ae, ru)
+        cc_fixed_u(-ae, ru)
 
 
 # ------------------------------------ moment statistics: streamed in file order (out of core)

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 
 import dask
-import numba
 import numpy as np
 import xarray as xr
 
@@ -29,10 +28,10 @@ from uqx.dataio.model import (
     read_rows,
     streamed_content_key,
 )
+from uqx.engine.copies import cc_fixed_u, copy_bin_features, sim_rows
 from uqx.engine.defaults import LEVEL, N_BINS, N_MC, POP_MIN
 from uqx.engine.resample import (
     content_key,
-    lemire_threshold,
     resolve_seed,
     rows_for_budget,
     seed_sequence,
@@ -43,7 +42,7 @@ from uqx.engine.statistic import (
     BinningConfig,
     parse_stat,
 )
-from uqx.engine.unit_variance import unit_args, unit_step
+from uqx.engine.unit_variance import unit_args
 
 __all__ = [
     "simulate_reference",
@@ -58,121 +57,6 @@ SIM_BLOCK = 250
 
 #: Generative distributions: label -> (kind, nu).
 DISTRIBUTIONS = {"N": ("normal", None), "T6": ("t", 6.0)}
-
-
-@numba.njit(nogil=True, cache=True, error_model="numpy")
-def _sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
-              buf):  # pragma: no cover - numba
-    """Simulate ``k = out_seg.shape[0]`` calibrated copies ``E = u ε`` and sum them.
-
-    One pass per copy over the M positions in the uE order, ε drawn on the fly
-    (:func:`unit_step`, row after row on one stream: the same draws as
-    :func:`_unit_rows`). Per segment ``[seg[s], seg[s+1])`` of that order (the uE bins,
-    or the whole set) ``out_seg[r, s] = (Σε², Σ(uε)², Σuε, Σε)``; per bin ``b`` of every
-    other binning ``c`` (``binid[c, i]``: bin of position i, offsets ``boff``) the same
-    four sums in ``out_bin[r, boff[c] + b]``. The first ``buf.shape[0]`` copies also
-    keep ε in ``buf`` (rank statistics, the extrapolation nulls); nothing else is stored.
-    """
-    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
-    n = np.uint64(max(pool.shape[0], 1))
-    th = lemire_threshold(n)
-    C = binid.shape[0]
-    for r in range(out_seg.shape[0]):
-        keep = r < buf.shape[0]
-        pend, have = np.uint64(0), False
-        for s in range(seg.shape[0] - 1):
-            # two sets of accumulators (even / odd positions): the additions of
-            # neighbouring values do not wait on each other (~1 ns per value less)
-            a0 = a1 = a2 = a3 = 0.0
-            b0 = b1 = b2 = b3 = 0.0
-            i0, i1 = seg[s], seg[s + 1]
-            if C == 0 and not keep:  # the common case: nothing but the sums
-                for i in range(i0, i1 - 1, 2):
-                    e, s0, s1, s2, s3, pend, have = unit_step(
-                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
-                    f, s0, s1, s2, s3, pend, have = unit_step(
-                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
-                    x = u[i] * e
-                    y = u[i + 1] * f
-                    a0 += e * e
-                    a1 += x * x
-                    a2 += x
-                    a3 += e
-                    b0 += f * f
-                    b1 += y * y
-                    b2 += y
-                    b3 += f
-                if (i1 - i0) & 1:
-                    e, s0, s1, s2, s3, pend, have = unit_step(
-                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
-                    x = u[i1 - 1] * e
-                    a0 += e * e
-                    a1 += x * x
-                    a2 += x
-                    a3 += e
-                out_seg[r, s, 0] = a0 + b0
-                out_seg[r, s, 1] = a1 + b1
-                out_seg[r, s, 2] = a2 + b2
-                out_seg[r, s, 3] = a3 + b3
-                continue
-            for i in range(i0, i1 - 1, 2):
-                e, s0, s1, s2, s3, pend, have = unit_step(
-                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
-                f, s0, s1, s2, s3, pend, have = unit_step(
-                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
-                x = u[i] * e
-                e2 = e * e
-                x2 = x * x
-                for cc in range(C):
-                    b = boff[cc] + binid[cc, i]
-                    out_bin[r, b, 0] += e2
-                    out_bin[r, b, 1] += x2
-                    out_bin[r, b, 2] += x
-                    out_bin[r, b, 3] += e
-                if keep:
-                    buf[r, i] = e
-                y = u[i + 1] * f
-                f2 = f * f
-                y2 = y * y
-                for cc in range(C):
-                    b = boff[cc] + binid[cc, i + 1]
-                    out_bin[r, b, 0] += f2
-                    out_bin[r, b, 1] += y2
-                    out_bin[r, b, 2] += y
-                    out_bin[r, b, 3] += f
-                if keep:
-                    buf[r, i + 1] = f
-                a0 += e2
-                a1 += x2
-                a2 += x
-                a3 += e
-                b0 += f2
-                b1 += y2
-                b2 += y
-                b3 += f
-            if (i1 - i0) & 1:
-                e, s0, s1, s2, s3, pend, have = unit_step(
-                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
-                x = u[i1 - 1] * e
-                e2 = e * e
-                x2 = x * x
-                for cc in range(C):
-                    b = boff[cc] + binid[cc, i1 - 1]
-                    out_bin[r, b, 0] += e2
-                    out_bin[r, b, 1] += x2
-                    out_bin[r, b, 2] += x
-                    out_bin[r, b, 3] += e
-                if keep:
-                    buf[r, i1 - 1] = e
-                a0 += e2
-                a1 += x2
-                a2 += x
-                a3 += e
-            out_seg[r, s, 0] = a0 + b0
-            out_seg[r, s, 1] = a1 + b1
-            out_seg[r, s, 2] = a2 + b2
-            out_seg[r, s, 3] = a3 + b3
-    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 
 # ------------------------------------------- copies shared by sets with the same uE
@@ -250,7 +134,7 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
     (E, uE) for the data's own z-scores, ``own_key``; of uE alone for N and
     :math:`t_s(\nu)`, which look at E through ν at most), copy after copy, each
     laid out in the stable uE order (ε is i.i.d., so any fixed layout gives calibrated
-    copies :math:`E = u\,\epsilon`). :func:`_sim_rows` draws, bins and sums a copy in
+    copies :math:`E = u\,\epsilon`). :func:`sim_rows` draws, bins and sums a copy in
     one pass without storing ε; only the copies that a rank statistic or the
     extrapolation hook needs keep ε, in batches sized to
     :data:`uqx.engine.resample.MEMORY_BUDGET` (about 12 float64 temporaries per value). The
@@ -274,7 +158,7 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
             k, buf = nb - lo, np.empty((0, ss.M))
         out_seg = np.zeros((k, ss.seg.size - 1, 4))
         out_bin = np.zeros((k, ss.n_extra, 4))
-        _sim_rows(state, code, d, c, h, pool, ss.u_sorted, ss.seg, ss.binid, ss.boff,
+        sim_rows(state, code, d, c, h, pool, ss.u_sorted, ss.seg, ss.binid, ss.boff,
                   out_seg, out_bin, buf)
         parts.append(_sums_stats(out_seg, out_bin, buf if rank else None, ss, specs))
         if lo < n_hook:  # the same draws, reused
@@ -319,7 +203,7 @@ def _moment_group(col_u, col_pool, lo, hi, seed, key, dlabel, block, g, nb, dist
     ss = seed_sequence(seed, "sim", key, dlabel, block, "rows", g)
     state, code, d, c, h, pool = unit_args(ss, dist, nu, col_pool.arr)
     out = np.zeros((nb, 1, 4))
-    _sim_rows(state, code, d, c, h, pool, u, np.array([0, hi - lo], dtype=np.int64),
+    sim_rows(state, code, d, c, h, pool, u, np.array([0, hi - lo], dtype=np.int64),
               np.zeros((0, 1), np.int32), np.zeros(0, np.int64), out, np.zeros((nb, 0, 4)),
               np.empty((0, hi - lo)))
     return out[:, 0]
@@ -363,24 +247,6 @@ def _moment_tasks(ds, i, specs, dist, nu, seed, dlabel, n_mc, own_key=True):
     return blocks
 
 
-def _bin_sums(sums, u2, n, tot_x, M):
-    """Per-bin sums (k, N, 6) of the bin features from the kernel's (Σε², Σx², Σx, Σε).
-
-    Features of :func:`uqx.engine.statistic.bin_features` with ``x = E = uε``, ``z = ε`` and
-    ``E`` centred on the copy's mean ``m = ΣE/M``: ``Σ(E-m) = ΣE - n m`` and
-    ``Σ(E-m)² = ΣE² - 2mΣE + n m²``.
-    """
-    m = (tot_x / M)[:, None]
-    S = np.empty(sums.shape[:2] + (6,))
-    S[..., 0] = u2
-    S[..., 1] = sums[..., 1]
-    S[..., 2] = sums[..., 0]
-    S[..., 3] = sums[..., 2] - n * m
-    S[..., 4] = sums[..., 1] - 2.0 * m * sums[..., 2] + n * m * m
-    S[..., 5] = sums[..., 3]
-    return S
-
-
 def _sums_stats(out_seg, out_bin, eps, ss, specs):
     """Statistics of the copies from the kernel's sums (and ε for the rank statistic)."""
     out = {}
@@ -398,89 +264,12 @@ def _sums_stats(out_seg, out_bin, eps, ss, specs):
             out[s.name] = MOMENT_STATS[s.base](S, ss.M)
     for cond, (lo, hi, u2, n) in ss.layout.items():
         sums = out_seg if lo is None else out_bin[:, lo:hi]
-        S = _bin_sums(sums, u2, n, tot[:, 2], ss.M)
+        S = copy_bin_features(sums, u2, n, tot[:, 2], ss.M)
         for s in specs:
             if s.family == "binned" and s.cond == cond:
                 out[s.name] = BINNED_STATS[s.base][0](S, n)
     if any(s.family == "rank" for s in specs):
-        out["cc"] = _cc_fixed_u(np.abs(eps * ss.u_sorted), ss.ru)
-    return out
-
-
-@numba.njit(nogil=True, cache=True)
-def _cc_rows(ae, keys, shift, ru, out, tied):  # pragma: no cover - numba
-    """Spearman CC of each row of |E| against fixed centred ranks ``ru``, from sorted keys.
-
-    ``keys[r]`` holds row r's packed keys sorted: the bits of |E| (non-negative floats
-    order like their bit patterns) with the low ``shift`` bits replaced by the position.
-    Values equal in the kept bits come out in position order, so one insertion pass on
-    the exact values restores the exact order (linear: only such near-ties move). Flags
-    the rows with ties (their positions are not their average ranks).
-    """
-    k, M = ae.shape
-    denom = np.sqrt(np.sum(ru * ru) * M * (M * M - 1.0) / 12.0)
-    c = (M - 1) / 2.0
-    mask = (np.uint64(1) << np.uint64(shift)) - np.uint64(1)
-    order = np.empty(M, dtype=np.int64)
-    vals = np.empty(M)
-    for r in range(k):  # serial: the callers run in parallel (dask tasks)
-        for i in range(M):
-            j = np.int64(keys[r, i] & mask)
-            v = ae[r, j]
-            p = i
-            while p > 0 and vals[p - 1] > v:
-                order[p] = order[p - 1]
-                vals[p] = vals[p - 1]
-                p -= 1
-            order[p] = j
-            vals[p] = v
-        acc = 0.0
-        t = False
-        for i in range(M):
-            if i > 0 and vals[i] == vals[i - 1]:
-                t = True
-            acc += (i - c) * ru[order[i]]
-        out[r] = acc / denom
-        tied[r] = t
-
-
-def _sorted_keys(ae):
-    """Row-wise sorted packed keys of non-negative ``ae`` and the bits of the position.
-
-    One ``np.sort`` of 64-bit integers (NumPy's SIMD sort, about 3.5x faster than
-    ``argsort`` of the floats at M = 20000) in place of an argsort per row.
-    """
-    M = ae.shape[-1]
-    shift = max(1, int(M - 1).bit_length())
-    keys = ae.view(np.uint64) >> np.uint64(shift)
-    keys <<= np.uint64(shift)
-    keys |= np.arange(M, dtype=np.uint64)
-    keys.sort(axis=-1)
-    return keys, shift
-
-
-def _cc_fixed_u(ae, ru):
-    """Spearman CC of rows of |E| against fixed centred average ranks ``ru`` of u.
-
-    Continuous simulated errors have no ties: the rank of a value is its position in one
-    sort per row (:func:`_sorted_keys`), accumulated against ``ru`` in numba, and the rank
-    variance is M(M²-1)/12. Rows with ties (discrete data, or the resampled "data"
-    member) fall back to average ranks (:func:`scipy.stats.rankdata`).
-    """
-    ae = np.ascontiguousarray(np.atleast_2d(ae), dtype=np.float64)
-    if ae.size and not ae.min() >= 0.0:
-        raise ValueError("_cc_fixed_u needs non-negative, non-NaN |E|")
-    ru = np.ascontiguousarray(ru, dtype=np.float64)
-    M = ae.shape[-1]
-    out = np.empty(ae.shape[0])
-    tied = np.zeros(ae.shape[0], dtype=np.bool_)
-    keys, shift = _sorted_keys(ae)
-    _cc_rows(ae, keys, shift, ru, out, tied)
-    if tied.any():
-        from scipy.stats import rankdata
-
-        re_ = rankdata(ae[tied], axis=-1) - (M + 1) / 2.0
-        out[tied] = (re_ @ ru) / np.sqrt(np.sum(re_ * re_, axis=-1) * np.dot(ru, ru))
+        out["cc"] = cc_fixed_u(np.abs(eps * ss.u_sorted), ss.ru)
     return out
 
 
@@ -712,7 +501,7 @@ def simulate_reference(
     **Otherwise** (binned or rank statistics, hooks): the set is loaded and copy k is
     drawn on ``seed_sequence(seed, "sim", content key, label, k // SIM_BLOCK)``, copy
     after copy within a block, laid out in the stable uE order, binned and summed in the
-    same pass (:func:`_sim_rows`). Memory: uE in sort order (8 bytes a row), a bin index
+    same pass (:func:`sim_rows`). Memory: uE in sort order (8 bytes a row), a bin index
     per row for each binning on X or V (4 bytes a row), the z-scores for ``"data"``, and
     ε only for the copies that CC or the hooks need (batches of
     :data:`uqx.engine.resample.MEMORY_BUDGET`). In both routes the draws are the generators of

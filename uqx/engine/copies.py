@@ -1,0 +1,294 @@
+r"""Calibrated copies :math:`E = u\,\epsilon` of a data set, drawn and summarised in one pass.
+
+The kernels under :func:`uqx.inference.reference.simulate_reference` (and so under every
+Monte-Carlo test of :mod:`uqx.engine.mctest`): :func:`sim_rows` draws ε on a keyed
+xoshiro256** stream, multiplies by u in the stable uE order, and adds the per-bin sums
+of every binning without storing ε; :func:`copy_bin_features` turns those sums into the
+bin features of :func:`uqx.engine.statistic.bin_features`; :func:`cc_fixed_u` gives the
+Spearman CC of each copy against the fixed ranks of u, from one SIMD sort of packed keys
+per copy (:func:`sorted_keys`, :func:`cc_rows`). Pure NumPy/numba over arrays.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from uqx.engine.resample import lemire_threshold
+from uqx.engine.unit_variance import unit_step
+
+__all__ = ["sim_rows", "copy_bin_features", "cc_fixed_u", "sorted_keys", "cc_rows"]
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
+             buf):  # pragma: no cover - numba
+    """Simulate ``k = out_seg.shape[0]`` calibrated copies ``E = u ε`` and sum them.
+
+    One pass per copy over the M positions in the uE order, ε drawn on the fly
+    (:func:`uqx.engine.unit_variance.unit_step`, row after row on one stream: the
+    same draws as :func:`uqx.engine.unit_variance.draw_unit`). Per segment
+    ``[seg[s], seg[s+1])`` of that order (the uE bins, or the whole set)
+    ``out_seg[r, s] = (Σε², Σ(uε)², Σuε, Σε)``; per bin ``b`` of every other binning
+    ``c`` (``binid[c, i]``: bin of position i, offsets ``boff``) the same four sums in
+    ``out_bin[r, boff[c] + b]``. The first ``buf.shape[0]`` copies also
+    keep ε in ``buf`` (rank statistics, the extrapolation nulls); nothing else is stored.
+
+    Parameters
+    ----------
+    state : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** state, advanced in place (the next call continues the stream).
+    code, d, c, h, pool
+        The unit-variance generator (:func:`uqx.engine.unit_variance.unit_args`).
+    u : numpy.ndarray, shape (M,)
+        Uncertainties in the stable uE order.
+    seg : numpy.ndarray of int64, shape (S + 1,)
+        Segment boundaries in that order.
+    binid : numpy.ndarray of int32, shape (C, M)
+        Bin of each position for the other binnings; ``boff`` (C,) their offsets.
+    out_seg, out_bin : numpy.ndarray, shape (k, S, 4) and (k, B, 4)
+        Filled with the sums (``out_bin`` must start at zero).
+    buf : numpy.ndarray, shape (k_keep, M)
+        Receives ε of the first ``k_keep`` copies.
+    """
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    n = np.uint64(max(pool.shape[0], 1))
+    th = lemire_threshold(n)
+    C = binid.shape[0]
+    for r in range(out_seg.shape[0]):
+        keep = r < buf.shape[0]
+        pend, have = np.uint64(0), False
+        for s in range(seg.shape[0] - 1):
+            # two sets of accumulators (even / odd positions): the additions of
+            # neighbouring values do not wait on each other (~1 ns per value less)
+            a0 = a1 = a2 = a3 = 0.0
+            b0 = b1 = b2 = b3 = 0.0
+            i0, i1 = seg[s], seg[s + 1]
+            if C == 0 and not keep:  # the common case: nothing but the sums
+                for i in range(i0, i1 - 1, 2):
+                    e, s0, s1, s2, s3, pend, have = unit_step(
+                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    f, s0, s1, s2, s3, pend, have = unit_step(
+                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    x = u[i] * e
+                    y = u[i + 1] * f
+                    a0 += e * e
+                    a1 += x * x
+                    a2 += x
+                    a3 += e
+                    b0 += f * f
+                    b1 += y * y
+                    b2 += y
+                    b3 += f
+                if (i1 - i0) & 1:
+                    e, s0, s1, s2, s3, pend, have = unit_step(
+                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    x = u[i1 - 1] * e
+                    a0 += e * e
+                    a1 += x * x
+                    a2 += x
+                    a3 += e
+                out_seg[r, s, 0] = a0 + b0
+                out_seg[r, s, 1] = a1 + b1
+                out_seg[r, s, 2] = a2 + b2
+                out_seg[r, s, 3] = a3 + b3
+                continue
+            for i in range(i0, i1 - 1, 2):
+                e, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                f, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                x = u[i] * e
+                e2 = e * e
+                x2 = x * x
+                for cc in range(C):
+                    b = boff[cc] + binid[cc, i]
+                    out_bin[r, b, 0] += e2
+                    out_bin[r, b, 1] += x2
+                    out_bin[r, b, 2] += x
+                    out_bin[r, b, 3] += e
+                if keep:
+                    buf[r, i] = e
+                y = u[i + 1] * f
+                f2 = f * f
+                y2 = y * y
+                for cc in range(C):
+                    b = boff[cc] + binid[cc, i + 1]
+                    out_bin[r, b, 0] += f2
+                    out_bin[r, b, 1] += y2
+                    out_bin[r, b, 2] += y
+                    out_bin[r, b, 3] += f
+                if keep:
+                    buf[r, i + 1] = f
+                a0 += e2
+                a1 += x2
+                a2 += x
+                a3 += e
+                b0 += f2
+                b1 += y2
+                b2 += y
+                b3 += f
+            if (i1 - i0) & 1:
+                e, s0, s1, s2, s3, pend, have = unit_step(
+                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                x = u[i1 - 1] * e
+                e2 = e * e
+                x2 = x * x
+                for cc in range(C):
+                    b = boff[cc] + binid[cc, i1 - 1]
+                    out_bin[r, b, 0] += e2
+                    out_bin[r, b, 1] += x2
+                    out_bin[r, b, 2] += x
+                    out_bin[r, b, 3] += e
+                if keep:
+                    buf[r, i1 - 1] = e
+                a0 += e2
+                a1 += x2
+                a2 += x
+                a3 += e
+            out_seg[r, s, 0] = a0 + b0
+            out_seg[r, s, 1] = a1 + b1
+            out_seg[r, s, 2] = a2 + b2
+            out_seg[r, s, 3] = a3 + b3
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+
+
+def copy_bin_features(sums, u2, n, tot_x, M):
+    """Per-bin sums (k, N, 6) of the bin features from the kernel's (Σε², Σx², Σx, Σε).
+
+    Features of :func:`uqx.engine.statistic.bin_features` with ``x = E = uε``, ``z = ε`` and
+    ``E`` centred on the copy's mean ``m = ΣE/M``: ``Σ(E-m) = ΣE - n m`` and
+    ``Σ(E-m)² = ΣE² - 2mΣE + n m²``.
+
+    Parameters
+    ----------
+    sums : numpy.ndarray, shape (k, N, 4)
+        (Σε², Σx², Σx, Σε) per copy and bin (:func:`sim_rows`).
+    u2 : numpy.ndarray, shape (N,)
+        Σu² per bin; ``n`` (N,) the bin counts.
+    tot_x : numpy.ndarray, shape (k,)
+        ΣE of each whole copy; ``M`` its size.
+
+    Returns
+    -------
+    numpy.ndarray, shape (k, N, 6)
+    """
+    m = (tot_x / M)[:, None]
+    S = np.empty(sums.shape[:2] + (6,))
+    S[..., 0] = u2
+    S[..., 1] = sums[..., 1]
+    S[..., 2] = sums[..., 0]
+    S[..., 3] = sums[..., 2] - n * m
+    S[..., 4] = sums[..., 1] - 2.0 * m * sums[..., 2] + n * m * m
+    S[..., 5] = sums[..., 3]
+    return S
+
+
+@numba.njit(nogil=True, cache=True)
+def cc_rows(ae, keys, shift, ru, out, tied):  # pragma: no cover - numba
+    """Spearman CC of each row of |E| against fixed centred ranks ``ru``, from sorted keys.
+
+    ``keys[r]`` holds row r's packed keys sorted: the bits of |E| (non-negative floats
+    order like their bit patterns) with the low ``shift`` bits replaced by the position.
+    Values equal in the kept bits come out in position order, so one insertion pass on
+    the exact values restores the exact order (linear: only such near-ties move). Flags
+    the rows with ties (their positions are not their average ranks).
+
+    Parameters
+    ----------
+    ae : numpy.ndarray, shape (k, M)
+        |E| of each copy; ``keys``, ``shift`` from :func:`sorted_keys`.
+    ru : numpy.ndarray, shape (M,)
+        Centred average ranks of u.
+    out : numpy.ndarray, shape (k,)
+        Receives the CC; ``tied`` (k,) bool, the rows with tied values.
+    """
+    k, M = ae.shape
+    denom = np.sqrt(np.sum(ru * ru) * M * (M * M - 1.0) / 12.0)
+    c = (M - 1) / 2.0
+    mask = (np.uint64(1) << np.uint64(shift)) - np.uint64(1)
+    order = np.empty(M, dtype=np.int64)
+    vals = np.empty(M)
+    for r in range(k):  # serial: the callers run in parallel (dask tasks)
+        for i in range(M):
+            j = np.int64(keys[r, i] & mask)
+            v = ae[r, j]
+            p = i
+            while p > 0 and vals[p - 1] > v:
+                order[p] = order[p - 1]
+                vals[p] = vals[p - 1]
+                p -= 1
+            order[p] = j
+            vals[p] = v
+        acc = 0.0
+        t = False
+        for i in range(M):
+            if i > 0 and vals[i] == vals[i - 1]:
+                t = True
+            acc += (i - c) * ru[order[i]]
+        out[r] = acc / denom
+        tied[r] = t
+
+
+def sorted_keys(ae):
+    """Row-wise sorted packed keys of non-negative ``ae`` and the bits of the position.
+
+    One ``np.sort`` of 64-bit integers (NumPy's SIMD sort, about 3.5x faster than
+    ``argsort`` of the floats at M = 20000) in place of an argsort per row.
+
+    Parameters
+    ----------
+    ae : numpy.ndarray, shape (k, M)
+        Non-negative float64 values.
+
+    Returns
+    -------
+    keys : numpy.ndarray of uint64, shape (k, M)
+        Sorted rows of (value bits above ``shift``) | position.
+    shift : int
+        Bits of the position.
+    """
+    M = ae.shape[-1]
+    shift = max(1, int(M - 1).bit_length())
+    keys = ae.view(np.uint64) >> np.uint64(shift)
+    keys <<= np.uint64(shift)
+    keys |= np.arange(M, dtype=np.uint64)
+    keys.sort(axis=-1)
+    return keys, shift
+
+
+def cc_fixed_u(ae, ru):
+    """Spearman CC of rows of |E| against fixed centred average ranks ``ru`` of u.
+
+    Continuous simulated errors have no ties: the rank of a value is its position in one
+    sort per row (:func:`sorted_keys`), accumulated against ``ru`` in numba, and the rank
+    variance is M(M²-1)/12. Rows with ties (discrete data, or the resampled "data"
+    member) fall back to average ranks (:func:`scipy.stats.rankdata`).
+
+    Parameters
+    ----------
+    ae : array_like, shape (k, M) or (M,)
+        |E| of each copy (non-negative, no NaN).
+    ru : array_like, shape (M,)
+        Centred average ranks of u, in the same layout.
+
+    Returns
+    -------
+    numpy.ndarray, shape (k,)
+        :math:`\rho_S(u, |E|)` of each row.
+    """
+    ae = np.ascontiguousarray(np.atleast_2d(ae), dtype=np.float64)
+    if ae.size and not ae.min() >= 0.0:
+        raise ValueError("cc_fixed_u needs non-negative, non-NaN |E|")
+    ru = np.ascontiguousarray(ru, dtype=np.float64)
+    M = ae.shape[-1]
+    out = np.empty(ae.shape[0])
+    tied = np.zeros(ae.shape[0], dtype=np.bool_)
+    keys, shift = sorted_keys(ae)
+    cc_rows(ae, keys, shift, ru, out, tied)
+    if tied.any():
+        from scipy.stats import rankdata
+
+        re_ = rankdata(ae[tied], axis=-1) - (M + 1) / 2.0
+        out[tied] = (re_ @ ru) / np.sqrt(np.sum(re_ * re_, axis=-1) * np.dot(ru, ru))
+    return out
