@@ -258,7 +258,7 @@ def sorted_keys(ae):
 
 
 def cc_fixed_u(ae, ru):
-    """Spearman CC of rows of |E| against fixed centred average ranks ``ru`` of u.
+    r"""Spearman CC of rows of |E| against fixed centred average ranks ``ru`` of u.
 
     Continuous simulated errors have no ties: the rank of a value is its position in one
     sort per row (:func:`sorted_keys`), accumulated against ``ru`` in numba, and the rank
