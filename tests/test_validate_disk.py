@@ -19,7 +19,7 @@ from uqx.cli import main
 from uqx.dataio.files import open_dataset
 from uqx.engine.stats.tailedness import pairwise_sum, sorted_tailedness, tailedness
 from uqx.errors import InputError
-from uqx.workflow.validation import memory_note, streams
+from uqx.workflow.disk import memory_note, streams
 
 M = 200_000
 CHUNK = 1 << 14

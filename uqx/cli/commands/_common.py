@@ -122,7 +122,7 @@ def load_inputs(
     A name with a NetCDF suffix (``.nc``, ``.nc4``, ``.netcdf``, ``.cdf``) is opened
     lazily with :func:`uqx.dataio.files.open_dataset` (dask chunks; what the commands then
     hold in memory is said by each command, e.g.
-    :func:`uqx.workflow.validation.memory_note`); a name with a CSV/TXT/TSV suffix, or
+    :func:`uqx.workflow.disk.memory_note`); a name with a CSV/TXT/TSV suffix, or
     another existing path, is read with
     :func:`uqx.dataio.files.read_csv`; anything else must be a registered dataset
     (:func:`uqx.dataio.datasets.load_dataset`). Two inputs with the same name (the same file

@@ -1,0 +1,169 @@
+"""Disk-backed input in the validation workflow: what streams, what is loaded, and how.
+
+:func:`streams` says whether :func:`uqx.validate` can stream a dask-backed input (moment
+statistics without the conditional routes) and :func:`memory_note` tells the user what is
+held in memory otherwise; :func:`load_columns` loads the columns chunk by chunk (one copy
+a column) and :func:`tailedness_streamed` computes the exact tailedness metrics one column
+at a time (8 bytes a row).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from uqx._checks import is_lazy
+from uqx.dataio.model import SetData, read_rows
+from uqx.engine.statistic import parse_stat
+from uqx.engine.stats.tailedness import sorted_tailedness
+
+__all__ = ["streams", "memory_note", "is_lazy_input", "lazy_sets", "load_columns",
+           "tailedness_streamed", "READ_ROWS"]
+
+#: Rows read at a time from a dask-backed column (one group of the streamed routes).
+READ_ROWS = 1 << 20
+#: Peak memory of the in-memory workflow with binned statistics, bytes a row, columns
+#: included (tracemalloc at 10^7 rows, ZMS + RCE + ENCE, on the route of sets longer
+#: than 2^24 rows: E, uE 16, the sort order of uE 8, the leave-one-out values 8 per
+#: statistic, a count row of the bootstrap 4; the simulated references' preparation
+#: peaks lower; benchmarks/README.md, bench_validate_disk.py). 180 before issue 13.
+_BINNED_BYTES_PER_ROW = 60
+#: The same for sets of at most 2^24 rows (E and uE also held in the sort order: 16 more
+#: and the count batches of the bootstrap weigh more per row).
+_BINNED_BYTES_PER_ROW_SMALL = 80
+
+
+def _fill_sorted(buf, rows):
+    """Fill ``buf`` with ``rows(lo, hi)`` group by group, then sort it in place."""
+    for lo in range(0, buf.shape[0], READ_ROWS):
+        hi = min(lo + READ_ROWS, buf.shape[0])
+        buf[lo:hi] = rows(lo, hi)
+    buf.sort()
+
+
+def tailedness_streamed(E, u, M):
+    """Tailedness of a dask-backed or long set, one column at a time.
+
+    One buffer of M float64 (8 bytes a row) is filled group by group with u (then u²,
+    squared in place), E², Z², each sorted in place and summarised by
+    :func:`uqx.engine.stats.tailedness.sorted_tailedness`: the same bits as the in-memory
+    :func:`~uqx.engine.stats.tailedness.tailedness`, exact HD quantiles (not approximations).
+    """
+    buf = np.empty(M)
+    out = {}
+
+    def e2(lo, hi):
+        e = read_rows(E, lo, hi)
+        return e * e
+
+    def z2(lo, hi):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (read_rows(E, lo, hi) / read_rows(u, lo, hi)) ** 2
+
+    _fill_sorted(buf, lambda lo, hi: read_rows(u, lo, hi))
+    out["beta_gm_u"], _ = sorted_tailedness(buf, kappa=False)
+    np.multiply(buf, buf, out=buf)  # u > 0: squaring keeps the order
+    out["beta_gm_u2"], out["kappa_cs_u2"] = sorted_tailedness(buf, kappa=True)
+    _fill_sorted(buf, e2)
+    out["beta_gm_e2"], out["kappa_cs_e2"] = sorted_tailedness(buf, kappa=True)
+    _fill_sorted(buf, z2)
+    out["beta_gm_z2"], out["kappa_cs_z2"] = sorted_tailedness(buf, kappa=True)
+    return out
+
+
+def is_lazy_input(ds) -> bool:
+    """Whether any column of ``ds`` (E, uE, X, V) is a dask array."""
+    return any(is_lazy(ds[k].data) for k in ("E", "uE", "X", "V") if k in ds)
+
+
+def streams(stats, *, conditional: bool) -> bool:
+    """Whether :func:`validate` streams disk-backed input without loading it.
+
+    True for moment statistics only (and their data-dependent references such as
+    NLL_ref) without the conditional routes; binned and rank statistics and the
+    conditional routes load the columns (see the Notes of :func:`validate`).
+
+    Parameters
+    ----------
+    stats : str or sequence of str or StatSpec
+        Statistic names (or parsed specifications).
+    conditional : bool
+        Whether the conditional routes run.
+
+    Returns
+    -------
+    bool
+    """
+    if isinstance(stats, str):
+        stats = [stats]
+    specs = [s if hasattr(s, "family") else parse_stat(s) for s in stats]
+    return not conditional and all(s.family == "moment" for s in specs)
+
+
+def memory_note(ds, stats, *, conditional: bool) -> str | None:
+    """Say what :func:`validate` holds in memory for disk-backed input (None for numpy).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Checked input (:func:`uqx.dataio.model.as_stacked`).
+    stats : str or sequence of str
+        Statistic names.
+    conditional : bool
+        Whether the conditional routes run.
+
+    Returns
+    -------
+    str or None
+        One sentence for the user (the CLI prints it on stderr), or None when the input
+        is already in memory.
+    """
+    if not is_lazy_input(ds):
+        return None
+    rows = int(np.sum(ds["M"].values)) if "M" in ds else int(ds.sizes["sample"])
+    gib = 8 * rows / 2**30
+    if streams(stats, conditional=conditional):
+        return (f"disk-backed input ({rows} rows): moment statistics, their BCa bootstrap "
+                "and simulated references stream over chunks of 2^20 rows; held in memory: "
+                f"one column at a time for the exact tailedness quantiles ({gib:.2f} GiB) "
+                f"and the z-scores of the resampled-data member ({gib:.2f} GiB)")
+    cols = [k for k in ("E", "uE", "X", "V") if k in ds]
+    specs = [s if hasattr(s, "family") else parse_stat(s)
+             for s in ([stats] if isinstance(stats, str) else stats)]
+    peak = ""
+    if any(s.family == "binned" for s in specs):
+        per_row = _BINNED_BYTES_PER_ROW if rows > 1 << 24 else _BINNED_BYTES_PER_ROW_SMALL
+        peak = (f"; the binned workflow peaks at about {per_row} bytes a row, columns "
+                f"included ({per_row * rows / 2**30:.1f} GiB here)")
+    return (f"disk-backed input ({rows} rows) loaded into memory ({'+'.join(cols)}: "
+            f"{len(cols) * gib:.2f} GiB): binned/rank statistics and the conditional routes "
+            "hold one stable sort order of uE (8 bytes a row) and the leave-one-out "
+            "values of each statistic (8 bytes a row each), not per-row bin features"
+            f"{peak}; moment statistics alone with --no-conditional stream instead")
+
+
+def lazy_sets(ds):
+    """SetData of every set of checked stacked ``ds`` with its dask-backed rows (nothing read)."""
+    return [SetData(str(name), ds["E"].data[i, :m], ds["uE"].data[i, :m])
+            for i, (name, m) in enumerate(zip(ds["set"].values,
+                                               np.asarray(ds["M"].values, dtype=np.int64),
+                                               strict=True))]
+
+
+def load_columns(ds):
+    """Copy dask-backed stacked input into numpy, chunk by chunk (one copy a column).
+
+    ``Dataset.load`` would hold the chunks and their concatenation at once (twice the
+    column); here each column is preallocated and filled in groups of 2^20 rows.
+    """
+    out = ds.copy()
+    for k in ("E", "uE", "X", "V"):
+        if k not in ds or not is_lazy(ds[k].data):
+            continue
+        arr = ds[k].data
+        buf = np.empty(arr.shape, dtype=np.float64)
+        for i in range(arr.shape[0]):
+            for lo in range(0, arr.shape[1], READ_ROWS):
+                hi = min(lo + READ_ROWS, arr.shape[1])
+                buf[i, lo:hi] = read_rows(arr[i], lo, hi)
+        out[k] = (ds[k].dims, buf, ds[k].attrs)
+    return out

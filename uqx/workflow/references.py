@@ -1,0 +1,160 @@
+"""Step 3 of the validation workflow: references, ζ-scores and the null family's copies.
+
+Predefined references (ZMS → 1, RCE → 0, Var(Z) → 1, mean Z → 0, NLL → NLL_ref) give
+ζ_BS (paper 000 Sect. II D 1); the other statistics get the papers' simulated references
+(Sim, Sim2) under N(0, 1) and t_s(ν) and their ζ_Sim, ζ_Sim2 (000 Sect. II D 2). Every
+tested statistic is also simulated under every member of the null family of the
+Monte-Carlo tests (:mod:`uqx.engine.mctest`), the copies kept for the verdicts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from uqx.engine.defaults import NU
+from uqx.engine.mctest import N_TEST, nu_on_grid, t_nu_from_tails
+from uqx.engine.statistic import STAT_INFO
+from uqx.engine.verdict import NOT_TESTED
+from uqx.inference.reference import prepare_sets, simulate_reference
+from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
+
+__all__ = ["reference_step", "null_family", "papers_members", "predefined_references",
+           "predefined_reference"]
+
+def predefined_reference(base, estimates):
+    """Predefined reference of a statistic, or None (see STAT_INFO)."""
+    ref = STAT_INFO.get(base, (None, None))[1]
+    if isinstance(ref, str):  # data-dependent reference, e.g. NLL_ref
+        return estimates[ref]
+    return ref
+
+
+def papers_members(nu):
+    """Return the papers' generative distributions D, N(0, 1) and t_s(ν), as (dist, ν, label)."""
+    return [("normal", None, "N"), ("t", float(nu), f"T{nu:g}")]
+
+
+def null_family(nu, tails):
+    """Null family of the Monte-Carlo tests: the papers' D and the data-matched t_s(ν̂).
+
+    ν̂ is placed on the grid of :func:`uqx.engine.mctest.nu_on_grid`.
+    """
+    nu_fit = nu_on_grid(t_nu_from_tails(tails["kappa_cs_z2"].values))
+    return papers_members(nu) + [("t", nu_fit, "fit"), ("data", None, "data")], nu_fit
+
+
+def predefined_references(boot, specs):
+    """Predefined reference, its kind and ζ_BS of every (set, stat) that has one."""
+    S, K = boot.sizes["set"], len(specs)
+    est_all = boot["estimate"].values  # may hold nll_ref after the requested statistics
+    lo, hi = boot["ci_low"].values[:, :K], boot["ci_high"].values[:, :K]
+    ref = np.full((S, K), np.nan)
+    kind = np.full((S, K), "", dtype=object)
+    zeta = np.full((S, K), np.nan)
+    names = list(boot["stat"].values)
+    for i in range(S):
+        est_i = dict(zip(names, est_all[i], strict=True))
+        for j, s in enumerate(specs):
+            r = predefined_reference(s.base, est_i)
+            if r is not None:
+                ref[i, j] = r
+                kind[i, j] = "predefined" if s.base != "nll" else "predefined (NLL_ref)"
+                zeta[i, j] = zeta_score(est_all[i, j], r, lo[i, j], hi[i, j])
+    return ref, kind, zeta
+
+
+def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_all, common,
+                    members, hooks=None):
+    """Step 3: predefined references and ζ_BS; simulated references, ζ_Sim and the nulls.
+
+    Every tested statistic is simulated under every member of the null family
+    (:func:`null_family`); the papers' references (mean, Sim2, ζ_Sim) are kept for the
+    statistics without a predefined one (all with ``simulate_all``). ``hooks`` (one per
+    set, or None) reuse the simulation draws for the extrapolation nulls.
+
+    Returns
+    -------
+    xarray.Dataset, dict, numpy.ndarray
+        The fragment; the extrapolation nulls {set index: [one per member]}; the
+        simulated values (set, stat, member, mc) of every tested statistic.
+    """
+    S, K = boot.sizes["set"], len(specs)
+    est = boot["estimate"].values[:, :K]
+    lo, hi = boot["ci_low"].values[:, :K], boot["ci_high"].values[:, :K]
+    ref, kind, zeta = predefined_references(boot, specs)
+    D = 2  # the papers' N and t_s(ν)
+    sim = {k: np.full((S, K, D), np.nan) for k in ("ref", "se", "lo", "hi")}
+    tested = [j for j, s in enumerate(specs) if s.base not in NOT_TESTED]
+    sim_idx = [j for j in tested if simulate_all or np.all(kind[:, j] == "")]
+    draws = np.full((S, K, len(members), n_mc), np.nan)
+    nulls = {}
+    n_test = min(n_mc, N_TEST)
+    names = [specs[j].name for j in tested]
+    # one sort of uE and one set of bins per set, shared by every member and copy (not
+    # needed by the streamed route of moment statistics without hooks)
+    file_order = all(specs[j].family == "moment" for j in tested) and (
+        hooks is None or all(h is None for h in hooks))
+    prepared = None
+    if tested and not file_order:
+        prepared = prepare_sets(ds, names, bins=common["bins"], binning=common["binning"],
+                                pop_min=common["pop_min"], pool=True)
+    for d, (dist, dnu, label) in enumerate(members):
+        # the papers' references need n_mc copies, a test N_TEST; one keyed stream per
+        # member, so the first copies are the same draws for every statistic: one call
+        # per member, the test-only statistics keep the first n_test copies
+        full = sim_idx if d < D else []
+        n = n_mc if full else n_test
+        if not tested:
+            continue
+        r = simulate_reference(ds, names, dist=dist, nu=NU if dnu is None else dnu,
+                               n_mc=n, seed=seed, level=level, hooks=hooks,
+                               keep_draws=True, label=label if np.ndim(dnu) else None,
+                               prepared=prepared, **common)
+        if isinstance(r, tuple):
+            r, hooked = r
+            for i, arr in hooked.items():
+                nulls.setdefault(i, []).append(arr)
+        for jj, j in enumerate(tested):
+            m = n if j in full else n_test
+            draws[:, j, d, :m] = r["draws"].values[:, jj, :m]
+            if j in full:
+                sim["ref"][:, j, d] = r["reference"].values[:, jj]
+                sim["se"][:, j, d] = r["reference_se"].values[:, jj]
+                sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
+                sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
+    e3 = est[..., None]
+    zs = zeta_score(e3, sim["ref"], lo[..., None], hi[..., None], target_u=2 * sim["se"])
+    zs2 = zeta_sim2(e3, sim["ref"], sim["lo"], sim["hi"])
+    sens = d_sensitive(sim["ref"][..., 0], sim["se"][..., 0], sim["ref"][..., 1], sim["se"][..., 1])
+    for j in sim_idx:
+        for i in range(S):
+            if kind[i, j]:
+                continue
+            kind[i, j] = "simulated"
+            ref[i, j] = sim["ref"][i, j, 0]
+            zeta[i, j] = zs[i, j, 0]
+    ref_se = np.where(kind == "simulated", sim["se"][..., 0], np.where(kind != "", 0.0, np.nan))
+    sdims = ("set", "stat", "dist")
+    frag = xr.Dataset(
+        {
+            "reference": (("set", "stat"), ref, {"long_name": "reference value (N for simulated)"}),
+            "reference_se": (("set", "stat"), ref_se,
+                             {"long_name": "standard uncertainty of the reference (Monte-Carlo)"}),
+            "zeta": (("set", "stat"), zeta, {"long_name": "zeta-score (000 Eq. 20): zeta_BS or "
+                                             "zeta_Sim with D = N"}),
+            "reference_kind": (("set", "stat"), kind.astype(str),
+                               {"long_name": "predefined / simulated / none"}),
+            "d_sensitive": (("set", "stat"), sens & (kind == "simulated"),
+                            {"long_name": "references of the distributions differ beyond "
+                             "2 sqrt(u_N^2 + u_T^2)"}),
+            "sim_reference": (sdims, sim["ref"], {"long_name": "simulated reference (Sim)"}),
+            "sim_reference_se": (sdims, sim["se"], {"long_name": "MC standard error of Sim"}),
+            "sim2_low": (sdims, sim["lo"], {"long_name": "Sim2 interval lower limit"}),
+            "sim2_high": (sdims, sim["hi"], {"long_name": "Sim2 interval upper limit"}),
+            "zeta_sim": (sdims, zs, {"long_name": "zeta_Sim (U_t = 2u) per distribution"}),
+            "zeta_sim2": (sdims, zs2, {"long_name": "zeta_Sim2 (comparison only)"}),
+        },
+        coords={"dist": [lab for *_, lab in members[:D]]},
+    )
+    return frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws
