@@ -3,7 +3,7 @@
 Target (issue 13 item 3): the full command-line workflow on a chunked NetCDF of 10^8
 (E, uE) rows (1.6 GB on disk, written chunk by chunk by :func:`bench_outofcore.write`
 to a temporary directory and deleted afterwards), opened lazily by the CLI
-(:func:`uqx.dataio.files.open_dataset`):
+(:func:`uqx.dataio.netcdf.open_dataset`):
 
 * ``moments``: ``--stats zms,rce --no-conditional`` (n_boot = 1000 by default): every
   step streams (tailedness from one column sorted in place, BCa bootstrap, simulated

@@ -10,7 +10,7 @@ import xarray as xr
 
 import uqx
 from uqx.accessor import PLOT_KINDS
-from uqx.dataio.files import atomic_write
+from uqx.dataio.netcdf import atomic_write
 from uqx.inference.synth import nig
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from uqx.cli import main
-from uqx.dataio.files import read_netcdf
+from uqx.dataio.netcdf import read_netcdf
 
 STATS_KEYS = ["mv", "mse", "rmv", "rmse", "rce", "mean_z", "var_z", "zms", "nll", "nll_ref",
               "cc", "uce", "ence", "ence_sd", "zmse", "zve"]

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from uqx.dataio.files import read_netcdf
+from uqx.dataio.netcdf import read_netcdf
 from uqx.sweeps import appendix_b, compare
 from uqx.sweeps.engine import run_dir_for
 

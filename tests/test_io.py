@@ -9,9 +9,10 @@ import pytest
 import xarray as xr
 
 from uqx import __version__
-from uqx.dataio import files as uio
-from uqx.dataio.files import read_csv, read_netcdf, to_netcdf
+from uqx.dataio import netcdf as uio
+from uqx.dataio.frames import read_csv
 from uqx.dataio.model import InputError
+from uqx.dataio.netcdf import read_netcdf, to_netcdf
 from uqx.errors import OutputError
 
 

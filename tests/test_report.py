@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from uqx.cli import main
-from uqx.dataio.files import read_netcdf
 from uqx.dataio.model import InputError, from_arrays, iter_sets, stack
+from uqx.dataio.netcdf import read_netcdf
 from uqx.report import VERDICT_STYLE, report, write_report
 from uqx.workflow.validation import validate
 

@@ -7,7 +7,7 @@ import uqx
 from uqx import plot as P
 from uqx import sweeps
 from uqx.cli import main
-from uqx.dataio.files import to_netcdf
+from uqx.dataio.netcdf import to_netcdf
 from uqx.inference.synth import nig
 
 

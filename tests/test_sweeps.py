@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import uqx
-from uqx.dataio.files import read_netcdf
 from uqx.dataio.model import from_arrays, stack
+from uqx.dataio.netcdf import read_netcdf
 from uqx.errors import InputError
 from uqx.inference.synth import nig
 from uqx.sweeps import (

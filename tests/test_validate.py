@@ -13,8 +13,8 @@ import pytest
 import xarray as xr
 
 import uqx
-from uqx.dataio.files import read_netcdf, to_netcdf
 from uqx.dataio.model import InputError
+from uqx.dataio.netcdf import read_netcdf, to_netcdf
 from uqx.engine.mctest import ALPHA_RESULT, MEMBERS, family_verdict
 from uqx.engine.verdict import NOT_TESTED, VERDICTS, interval_problem, simulated_verdict
 from uqx.inference.synth import demo_sets, nig, tig

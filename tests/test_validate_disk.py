@@ -1,6 +1,6 @@
 """uqx.validate and ``uqx validate FILE.nc`` on disk-backed (dask) input (issue 13 item 3).
 
-The workflow on a chunked NetCDF opened lazily (:func:`uqx.dataio.files.open_dataset`) equals the
+The workflow on a chunked NetCDF opened lazily (:func:`uqx.dataio.netcdf.open_dataset`) equals the
 workflow on the same rows in memory, bit for bit: the moment-only workflow without the
 conditional routes streams every step (bootstrap and simulated references by their
 streamed routes, which add group sums in the same order for numpy and dask input; the
@@ -16,7 +16,7 @@ import xarray as xr
 
 import uqx
 from uqx.cli import main
-from uqx.dataio.files import open_dataset
+from uqx.dataio.netcdf import open_dataset
 from uqx.engine.stats.tailedness import pairwise_sum, sorted_tailedness, tailedness
 from uqx.errors import InputError
 from uqx.workflow.disk import memory_note, streams

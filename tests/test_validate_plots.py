@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from uqx.cli import main
-from uqx.dataio.files import read_netcdf
 from uqx.dataio.model import InputError
+from uqx.dataio.netcdf import read_netcdf
 from uqx.plot.extrapolation import extrapolation
 
 CSV = Path(__file__).resolve().parents[1] / "data" / "examples" / "primer_C.csv"

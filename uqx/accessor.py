@@ -314,4 +314,4 @@ class UqxAccessor:
         pathlib.Path
             The file written.
         """
-        return _call("uqx.dataio.files", "to_netcdf", self._ds, path, **kwargs)
+        return _call("uqx.dataio.netcdf", "to_netcdf", self._ds, path, **kwargs)

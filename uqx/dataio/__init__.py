@@ -1,7 +1,8 @@
 """Data and I/O: the xarray data model of the sets, files, and the literature datasets.
 
 :mod:`~uqx.dataio.model` (``from_arrays``, ``stack``: the checked ``(set, sample)``
-Dataset), :mod:`~uqx.dataio.files` (CSV, DataFrame and NetCDF reading and writing),
+Dataset), :mod:`~uqx.dataio.frames` (CSV and DataFrame reading), :mod:`~uqx.dataio.netcdf`
+(NetCDF archives: atomic writes, reads, lazy opening),
 :mod:`~uqx.dataio.datasets` (the registry of the literature sets and their parsing rules)
 and :mod:`~uqx.dataio.fetch` (download from Zenodo).
 """

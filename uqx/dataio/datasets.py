@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from uqx.dataio.files import numeric_column, read_frame
+from uqx.dataio.frames import numeric_column, read_frame
 from uqx.dataio.model import InputError, from_arrays, stack
 
 __all__ = [

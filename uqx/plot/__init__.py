@@ -3,7 +3,7 @@
 Built on :mod:`uqx.inference.curves` (methods: curves).
 
 Every function takes a data set or a result — in memory or a NetCDF path read with
-:func:`uqx.dataio.files.read_netcdf` — and returns a :class:`matplotlib.figure.Figure`; a stacked
+:func:`uqx.dataio.netcdf.read_netcdf` — and returns a :class:`matplotlib.figure.Figure`; a stacked
 input (``set`` dimension) gives one panel per set with the same binning options. Shared
 options: ``size="single"|"double"`` (column or full width of a two-column paper),
 ``font_size``, ``dpi`` and ``title``; colours are the Okabe–Ito palette

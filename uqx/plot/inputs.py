@@ -16,13 +16,13 @@ __all__ = ["load", "as_sets", "panel_titles", "units_of", "to_one", "axis_label"
 def load(data) -> xr.Dataset:
     """Return a Dataset from a Dataset, a NetCDF path or a list of them.
 
-    Paths are read with :func:`uqx.dataio.files.read_netcdf`.
+    Paths are read with :func:`uqx.dataio.netcdf.read_netcdf`.
     """
     if isinstance(data, str | os.PathLike):
         path = Path(data)
         if path.suffix.lower() not in (".nc", ".nc4", ".netcdf"):
             raise InputError(f"{path}: figure input must be a NetCDF file (.nc) or a Dataset")
-        from uqx.dataio.files import read_netcdf
+        from uqx.dataio.netcdf import read_netcdf
 
         return read_netcdf(path)
     if isinstance(data, xr.Dataset):

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from uqx.dataio.files import atomic_write
 from uqx.dataio.model import InputError
+from uqx.dataio.netcdf import atomic_write
 from uqx.report.blocks import (
     HOWTO,
     VERDICT_STYLE,
@@ -128,7 +128,7 @@ def report_format(path) -> str:
 
 def write_report(result, path, data=None, *, figures: bool = True, title: str | None = None,
                  dpi: float = 110) -> Path:
-    """Write :func:`report` to ``path`` atomically (:func:`uqx.dataio.files.atomic_write`).
+    """Write :func:`report` to ``path`` atomically (:func:`uqx.dataio.netcdf.atomic_write`).
 
     The format follows the suffix (``.html`` or ``.md``); a Markdown report gets its
     figures as PNG files in ``<stem>_figures/`` next to it.

@@ -177,10 +177,10 @@ def execute(study: Study, summarise, *, output=None, chunk_size=None, scheduler=
 
     With ``output``, the output is checked before any computation, finished blocks go
     to the run directory ``OUT.nc.run`` (resumable with ``resume=True``), the NetCDF is
-    written atomically (:func:`uqx.dataio.files.to_netcdf`) and the run directory removed
+    written atomically (:func:`uqx.dataio.netcdf.to_netcdf`) and the run directory removed
     afterwards unless ``keep_run``.
     """
-    from uqx.dataio.files import to_netcdf
+    from uqx.dataio.netcdf import to_netcdf
 
     run_dir = None
     if output is not None:
@@ -205,6 +205,6 @@ def execute(study: Study, summarise, *, output=None, chunk_size=None, scheduler=
 def _params_json(params) -> str:
     import json
 
-    from uqx.dataio.files import json_default
+    from uqx.dataio.netcdf import json_default
 
     return json.dumps(params, default=json_default, sort_keys=True)

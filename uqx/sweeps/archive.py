@@ -53,8 +53,8 @@ _VOLATILE = {"created_at", "uqx_version"}
 
 
 def load(obj) -> xr.Dataset:
-    """Return an archive as a Dataset (a path is read with :func:`uqx.dataio.files.read_netcdf`)."""
-    from uqx.dataio.files import read_netcdf
+    """Return an archive as a Dataset (a path: read with :func:`uqx.dataio.netcdf.read_netcdf`)."""
+    from uqx.dataio.netcdf import read_netcdf
 
     ds = obj if isinstance(obj, xr.Dataset) else read_netcdf(obj)
     if "study" not in ds.attrs or ds.attrs["study"] not in STUDY_MODULES:

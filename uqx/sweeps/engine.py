@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from uqx.dataio.files import atomic_write, json_default
+from uqx.dataio.netcdf import atomic_write, json_default
 from uqx.errors import InputError
 
 __all__ = [
@@ -131,7 +131,7 @@ def _block_path(run_dir: Path, cell_index: int, b: int) -> Path:
 
 
 def _save_block(run_dir, cell_index, b, values):
-    """Write one block's arrays atomically (:func:`uqx.dataio.files.atomic_write`)."""
+    """Write one block's arrays atomically (:func:`uqx.dataio.netcdf.atomic_write`)."""
     atomic_write(_block_path(Path(run_dir), cell_index, b),
                  lambda tmp: np.savez(tmp, **values), what="block")
 

@@ -23,7 +23,7 @@ For every data set, named steps each return a fragment of the result, merged at 
 6. :func:`~uqx.inference.decision.familywise_step` — an ``invalid`` must also hold once every test
    of the set is taken together (single-step min-p at 10 %).
 
-Disk-backed input (dask arrays, e.g. :func:`uqx.dataio.files.open_dataset`): see the Notes of
+Disk-backed input (dask arrays, e.g. :func:`uqx.dataio.netcdf.open_dataset`): see the Notes of
 :func:`validate` and :func:`uqx.workflow.disk.memory_note` for what is streamed and what
 is held in memory.
 
@@ -272,7 +272,7 @@ def validate(
     Notes
     -----
     **Disk-backed input** (dask arrays, e.g. a chunked NetCDF opened with
-    :func:`uqx.dataio.files.open_dataset`; :func:`uqx.workflow.disk.memory_note` says the same
+    :func:`uqx.dataio.netcdf.open_dataset`; :func:`uqx.workflow.disk.memory_note` says the same
     for a given call):
 
     * moment statistics only (ZMS, RCE, mean/var of Z, MV, MSE, NLL, ...) without the

@@ -120,17 +120,18 @@ def load_inputs(
     """Resolve CLI inputs (CSV paths or registered dataset names) into one stacked Dataset.
 
     A name with a NetCDF suffix (``.nc``, ``.nc4``, ``.netcdf``, ``.cdf``) is opened
-    lazily with :func:`uqx.dataio.files.open_dataset` (dask chunks; what the commands then
+    lazily with :func:`uqx.dataio.netcdf.open_dataset` (dask chunks; what the commands then
     hold in memory is said by each command, e.g.
     :func:`uqx.workflow.disk.memory_note`); a name with a CSV/TXT/TSV suffix, or
     another existing path, is read with
-    :func:`uqx.dataio.files.read_csv`; anything else must be a registered dataset
+    :func:`uqx.dataio.frames.read_csv`; anything else must be a registered dataset
     (:func:`uqx.dataio.datasets.load_dataset`). Two inputs with the same name (the same file
     twice, or equal stems in two folders) get distinct names ``name#i``.
     """
     from uqx.dataio.datasets import get_spec, load_dataset
-    from uqx.dataio.files import NETCDF_SUFFIXES, open_dataset, read_csv
+    from uqx.dataio.frames import read_csv
     from uqx.dataio.model import stack
+    from uqx.dataio.netcdf import NETCDF_SUFFIXES, open_dataset
     from uqx.errors import InputError
 
     if not inputs:
@@ -230,7 +231,7 @@ def write_result(res, path, *, parameters: dict, seed) -> int:
     Returns 0 on success (and prints where the file went), 2 after printing
     ``uqx: error: ...`` on stderr.
     """
-    from uqx.dataio.files import to_netcdf
+    from uqx.dataio.netcdf import to_netcdf
     from uqx.errors import InputError
 
     try:

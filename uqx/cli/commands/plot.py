@@ -107,7 +107,7 @@ def _load(args):
 
     nc = [s for s in args.inputs if Path(s).suffix.lower() in (".nc", ".nc4")]
     if nc:
-        from uqx.dataio.files import read_netcdf
+        from uqx.dataio.netcdf import read_netcdf
         from uqx.errors import InputError
 
         if len(args.inputs) != 1:

@@ -45,7 +45,7 @@ def register(subparsers):
 def _saved_result(args):
     """Read ``RESULT.nc`` and the ``--data`` inputs; returns ``(result, data)``."""
     from uqx.cli.commands._common import load_inputs
-    from uqx.dataio.files import read_netcdf
+    from uqx.dataio.netcdf import read_netcdf
     from uqx.errors import InputError
 
     if len(args.inputs) != 1:

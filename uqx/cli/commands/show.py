@@ -25,7 +25,7 @@ def register(subparsers):
 
 def run(args) -> int:
     """Read the result file and print it."""
-    from uqx.dataio.files import read_netcdf
+    from uqx.dataio.netcdf import read_netcdf
     from uqx.errors import InputError
     from uqx.workflow.tables import result_records
 
