@@ -233,3 +233,22 @@ def test_study_appendix_b_panels(tmp_path):
     bad = _fake_appendix_b().assign_attrs(study="unknown")
     with pytest.raises(ValueError, match="no figure"):
         P.study(bad)
+
+
+def test_log_ticks_tidied_unless_the_panel_chose_them():
+    from uqx.plot import style as S
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(4, 2))
+    for ax in (a, b):
+        ax.plot([500, 20000], [0, 1])
+        ax.set_xscale("log")
+    b.set_xticks([500, 2000, 5000, 20000], ["500", "2000", "5000", "20000"])
+    b.minorticks_off()
+    S.finish(fig)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in b.get_xticklabels()]
+    assert labels == ["500", "2000", "5000", "20000"]  # kept: no 1000 / 10000 in between
+    shown = [t.get_text() for t in a.get_xticklabels() if a.get_xlim()[0] <= t.get_position()[0]
+             <= a.get_xlim()[1]]
+    assert shown and all("e" not in s and "$" not in s for s in shown)  # plain numbers
+    plt.close(fig)

@@ -21,6 +21,13 @@ SHOWN_TESTS = ("zms", "rce", "cc", "ence", "zmse", "zve", "consistency", "adapti
 _MARK = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
 
 
+def _color(k, test):
+    """Colour of a test: the series palette; "any" (the whole result) in grey."""
+    if test == "any":
+        return "0.45"
+    return S.COLORS["series"][k % len(S.COLORS["series"])]
+
+
 def _worst(ds, var, test, scenario, *, largest):
     """Worst rate over the designs per M, with its Wilson limits (NaN cells skipped)."""
     r = ds[var].sel(test=test, scenario=scenario).values  # (design, M)
@@ -80,7 +87,7 @@ def error_rates(archive, *, tests=SHOWN_TESTS, size="double", font_size=None, dp
 def _calibrated_panel(ax, ds, tests):
     M = ds["M"].values.astype(float)
     for k, t in enumerate(tests):
-        color = S.COLORS["series"][k % len(S.COLORS["series"])]
+        color = _color(k, t)
         mark = _MARK[k % len(_MARK)]
         shift = 1 + 0.012 * (k - len(tests) / 2)
         inv = _worst(ds, "rate_invalid", t, "calibrated", largest=True)
@@ -94,6 +101,8 @@ def _calibrated_panel(ax, ds, tests):
     S.reference_line(ax, 0.05, kind="h")
     S.reference_line(ax, 0.90, kind="h")
     ax.set_xscale("log")
+    ax.set_xticks(M, [f"{int(m)}" for m in M])  # the sizes run, not the decades
+    ax.minorticks_off()
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("M")
     ax.set_ylabel("invalid (—), valid (- -)")
@@ -108,7 +117,7 @@ def _power_panel(ax, ds, tests, sc):
     for k, t in enumerate(tests):
         m = list(ds["M"].values).index(M)
         rate[:, k] = _worst(ds, "rate_invalid", t, sc, largest=False)[:, m]
-    colors = [S.COLORS["series"][k % len(S.COLORS["series"])] for k in range(len(tests))]
+    colors = [_color(k, t) for k, t in enumerate(tests)]
     ok = np.isfinite(rate[0])
     ax.bar(x[ok], rate[0, ok], color=[c for c, o in zip(colors, ok, strict=True) if o],
            width=0.7, yerr=[rate[0, ok] - rate[1, ok], rate[2, ok] - rate[0, ok]],

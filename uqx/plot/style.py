@@ -289,6 +289,8 @@ def _tidy_log_ticks(ax):
         if getattr(ax, f"get_{name}scale")() != "log":
             continue
         axis = getattr(ax, f"{name}axis")
+        if isinstance(axis.get_major_locator(), ticker.FixedLocator):
+            continue  # the panel chose its ticks (e.g. the sizes of a study)
         lo, hi = sorted(getattr(ax, f"get_{name}lim")())
         decades = np.log10(hi / lo) if lo > 0 else 3.0
         if decades > 2.5:
