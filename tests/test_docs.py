@@ -72,3 +72,16 @@ def test_nothing_points_to_the_developers_spec():
            if p != Path(__file__) and any(n in p.read_text(encoding="utf-8", errors="ignore")
                                           for n in needles)]
     assert not bad, sorted(bad)
+
+
+def test_what_users_read_does_not_point_to_the_developers_folder():
+    """The README, the documentation and the package name no ``../shared`` path (CI's data
+    folder is the Makefile's default only)."""
+    read = [p for d in ("uqx", "docs", "notebooks", "data")
+            for p in (ROOT / d).rglob("*")
+            if p.is_file() and p.suffix in (".py", ".md", ".rst", ".json", ".txt")
+            and "_build" not in p.parts]
+    read.append(ROOT / "README.md")
+    bad = [str(p.relative_to(ROOT)) for p in read
+           if "../shared" in p.read_text(encoding="utf-8", errors="ignore")]
+    assert not bad, sorted(bad)
