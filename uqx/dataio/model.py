@@ -526,6 +526,16 @@ def iter_sets(ds) -> Iterator[SetData]:
 
     The input goes through :func:`as_stacked` (free for its own output), so the arrays
     are finite with ``uE > 0``; ``X``/``V`` are None in a set where they are absent.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset or sequence of xarray.Dataset
+        Any input form accepted by :func:`as_stacked`.
+
+    Yields
+    ------
+    SetData
+        ``name``, ``E``, ``uE``, ``X``, ``V`` and ``M`` of one set.
     """
     ds = as_stacked(ds)
     for i, name in enumerate(ds["set"].values):
@@ -543,6 +553,11 @@ def provenance(ds) -> dict:
 
     The digest is SHA-256 over the bytes of ``E`` then ``uE`` (float64 little-endian, the
     ``M`` real rows in order), computed chunk by chunk for dask-backed data.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset or sequence of xarray.Dataset
+        Any input form accepted by :func:`as_stacked`.
 
     Returns
     -------

@@ -244,7 +244,32 @@ def bootstrap_set(
     scheduler=None,
     num_workers: int | None = None,
 ) -> BootstrapResult:
-    """Bootstrap one data set given as arrays; see :func:`bootstrap` for the parameters.
+    """Bootstrap one data set given as arrays (:func:`bootstrap` on ``from_arrays``).
+
+    Parameters
+    ----------
+    E, uE : array_like, shape (M,)
+        Errors and their uncertainties (> 0).
+    stats : sequence of str, default ("zms", "rce")
+        Statistic names (as for :func:`bootstrap`).
+    X, V : array_like, shape (M,), optional
+        Conditioning variables of the statistics binned on X or V.
+    n_boot : int, default 10000
+        Bootstrap replicates.
+    method : {"bca", "percentile", "basic"}, default "bca"
+        Interval method.
+    level : float, default 0.95
+        Confidence level.
+    seed : int, optional
+        Root seed (drawn and recorded when None).
+    name : str, default "data"
+        Name of the set (attributes only: the random streams are keyed by content).
+    bins, binning, pop_min : int, str, int
+        Binning of the binned statistics (20 equal-count bins, at least 30 points).
+    keep_replicates : bool, default False
+        Also return the replicates.
+    scheduler, num_workers
+        Dask scheduler and its workers (as for :func:`bootstrap`).
 
     Returns
     -------

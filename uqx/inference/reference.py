@@ -468,6 +468,18 @@ def simulate_reference(
         set (the data-matched member of :mod:`uqx.engine.mctest`; then give ``label``).
     n_mc : int, default 10000
         Number of simulated data sets.
+    seed : int, optional
+        Root seed of the keyed streams (drawn and recorded when None).
+    bins, binning, pop_min : int, str, int
+        Binning of the binned statistics, as for the data (default 20 equal-count bins,
+        at least 30 points per bin).
+    level : float, default 0.95
+        Level of the Sim2 quantile interval.
+    keep_draws : bool, default False
+        Also return the simulated values (``draws`` over ``mc``).
+    scheduler, num_workers
+        Dask scheduler (default threads) and its workers; the numbers do not depend on
+        them.
     label : str, optional
         Label of the distribution in the keyed streams (default ``N`` or ``T<nu>``).
     hooks : list, optional

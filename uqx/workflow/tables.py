@@ -318,6 +318,16 @@ def result_records(res: xr.Dataset) -> list[dict]:
     for simulated references), ``conditional.<uE|X|V>`` (fraction of valid bins,
     ``extrapolation.<ence|zmse|zve>`` with ``intercept`` and ``verdict``, headline
     ``verdict``) and ``warnings`` (one line per cause).
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        A :func:`uqx.validate` result.
+
+    Returns
+    -------
+    list of dict
+        One JSON-serialisable record per data set.
     """
     dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
     recs = []

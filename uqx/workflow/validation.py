@@ -259,6 +259,9 @@ def validate(
         ``min(n_mc, N_HEADLINE)``, 200: :data:`uqx.engine.mctest.N_HEADLINE`).
     drop_nonfinite : bool
         Drop (and count) rows with NaN/inf instead of raising :class:`InputError`.
+    scheduler, num_workers
+        Dask scheduler of the computations (default threads) and its workers; the
+        numbers do not depend on them.
 
     Returns
     -------
