@@ -453,3 +453,21 @@ def test_default_stats_and_demo_sets():
     # the inconsistent set (u shuffled) fails consistency on uE
     assert float(r["conditional_valid"].sel(set="inconsistent", cond="uE")) == 0.0
     assert "tailedness above" in r["set_warnings"].sel(set="heavy_tailed").item()
+
+
+def test_fitted_member_reads_nu_from_z_scaled_in_bins_unless_streamed():
+    from uqx.engine.mctest import kappa_cs_z2_local, nu_on_grid, t_nu_from_tails
+
+    rng = np.random.default_rng(8)
+    u = np.sqrt(1 / rng.gamma(3, 1 / 3, 1200))
+    E = u * rng.standard_t(5, 1200) / np.sqrt(5 / 3)
+    ds = uqx.from_arrays(E, np.sqrt(u) * np.sqrt(np.mean(u * u) / np.mean(u)), name="g")
+    kw = dict(n_boot=200, n_mc=100, seed=2)
+    loaded = validate(ds, ["zms", "ence"], **kw)
+    streamed = validate(ds, ["zms", "rce"], conditional=False, **kw)
+    rep = ds["uE"].values
+    want_local = nu_on_grid(t_nu_from_tails(kappa_cs_z2_local(E, rep)))
+    want_global = nu_on_grid(t_nu_from_tails(streamed["kappa_cs_z2"].values[0]))
+    assert loaded["nu_fit"].values[0] == want_local
+    assert streamed["nu_fit"].values[0] == want_global
+    assert want_local > want_global  # the inconsistency no longer passes for heavy tails

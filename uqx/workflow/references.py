@@ -13,7 +13,7 @@ import numpy as np
 import xarray as xr
 
 from uqx.engine.defaults import NU
-from uqx.engine.mctest import N_TEST, nu_on_grid, t_nu_from_tails
+from uqx.engine.mctest import N_TEST, kappa_cs_z2_local, nu_on_grid, t_nu_from_tails
 from uqx.engine.statistic import STAT_INFO
 from uqx.engine.verdict import NOT_TESTED
 from uqx.inference.reference import prepare_sets, simulate_reference
@@ -35,12 +35,36 @@ def papers_members(nu):
     return [("normal", None, "N"), ("t", float(nu), f"T{nu:g}")]
 
 
-def null_family(nu, tails):
+def null_family(nu, tails, sets=None):
     """Null family of the Monte-Carlo tests: the papers' D and the data-matched t_s(ν̂).
 
-    ν̂ is placed on the grid of :func:`uqx.engine.mctest.nu_on_grid`.
+    ν̂ inverts the κ_CS of Z² scaled within the bins of uE
+    (:func:`uqx.engine.mctest.kappa_cs_z2_local`: the errors' shape, not a scale that
+    varies with uE) when the sets are given: every route that loads the data. The
+    streamed route of moment statistics, which holds no order of uE, reads it from Z
+    itself (``tails["kappa_cs_z2"]``), on disk as in memory. ν̂ is then placed on the
+    grid of :func:`uqx.engine.mctest.nu_on_grid`.
+
+    Parameters
+    ----------
+    nu : float
+        ν of the papers' t_s(ν).
+    tails : xarray.Dataset
+        The tailedness step's metrics over ``set``.
+    sets : list of SetData, optional
+        The loaded sets (None on the streamed route).
+
+    Returns
+    -------
+    members : list of (dist, nu, label)
+    nu_fit : numpy.ndarray
+        ν̂ per set.
     """
-    nu_fit = nu_on_grid(t_nu_from_tails(tails["kappa_cs_z2"].values))
+    if sets is None:
+        kappa = tails["kappa_cs_z2"].values
+    else:
+        kappa = np.array([kappa_cs_z2_local(sd.E, sd.uE) for sd in sets])
+    nu_fit = nu_on_grid(t_nu_from_tails(kappa))
     return papers_members(nu) + [("t", nu_fit, "fit"), ("data", None, "data")], nu_fit
 
 

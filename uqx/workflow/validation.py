@@ -348,7 +348,9 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
         from uqx.workflow.conditional import null_hooks
 
         hooks = null_hooks(sets, n_copies=min(n_extrap, n_mc, N_TEST))
-    members, nu_fit = null_family(cfg.nu, tails)
+    # streamed moment route: no order of uE held, ν̂ from Z itself (on disk as in memory)
+    streamed = streams(specs, conditional=cfg.conditional)
+    members, nu_fit = null_family(cfg.nu, tails, None if streamed else sets)
     refs, nulls, draws = reference_step(
         ds, specs, boot, notes, n_mc=n_mc, seed=cfg.seed, level=cfg.level, nu=cfg.nu,
         simulate_all=cfg.simulate_all, common=common, members=members, hooks=hooks)
@@ -357,7 +359,8 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     labels = [lab for *_, lab in members]
     res = res.merge(verdict_step(res, specs, notes, draws, labels, level=cfg.level))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
-                                     "t_s null (inf: normal), from kappa_cs of Z^2"})
+                                     "t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
+                                     "within the bins of uE unless streamed)"})
     head_copies, route_copies = {}, {}
     if cfg.conditional:
         res, head_copies, route_copies = _conditional_steps(
