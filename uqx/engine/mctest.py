@@ -18,8 +18,9 @@ RCE, ...) are wrong on **both** sides.
 The generative distribution of ε is a nuisance. The null is simulated under a family of
 members (:data:`MEMBERS`): the papers' N(0, 1) and :math:`t_s(6)`, and two members built
 from the data: a :math:`t_s(\hat\nu)` whose ν̂ matches the Crow–Siddiqui kurtosis of the
-data's Z² (:func:`t_nu_from_tails`, bounded below by :data:`NU_MIN`; N when the tails are
-not heavier than the normal), and the data's own z-scores scaled to unit mean square and
+data's Z², scaled within the bins of uE (:func:`kappa_cs_z2_local`, :func:`t_nu_from_tails`,
+bounded below by :data:`NU_MIN`; N when the tails are not heavier than the normal; on the
+grid of :func:`nu_on_grid`), and the data's own z-scores scaled to unit mean square and
 resampled with replacement (:func:`standardised_z`), which carries the data's realised
 extremes that no quantile-matched distribution sees. :func:`family_verdict`:
 ``invalid`` only when every member rejects, ``valid`` when the resampled data member
