@@ -425,7 +425,8 @@ def kappa_cs_z2_local(E, uE, n_bins: int | None = None) -> float:
     M = E.shape[0]
     order = stable_order(u)
     z = np.take(E, order)
-    z /= np.take(u, order)
+    for lo in range(0, M, 1 << 20):  # no third array of M values
+        z[lo:lo + (1 << 20)] /= u[order[lo:lo + (1 << 20)]]
     del order
     edges = equal_count_edges(M, local_bins(M) if n_bins is None else int(n_bins))
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
