@@ -295,7 +295,7 @@ def validate(
       are summed, never stored. The simulated references hold the sorted uE (8 bytes a
       row) and the z-scores of the resampled-data member (8 bytes a row). About 60
       bytes a row at peak, columns included (80 up to 2^24 rows; tracemalloc at 10^7
-      rows, ZMS + RCE + ENCE; 180 before): 5890 MiB peak RSS for 10^8 rows.
+      rows, ZMS + RCE + ENCE; 180 before): 6021 MiB peak RSS for 10^8 rows.
       The tailedness step of sets longer than 2^20 rows works one column at a time
       here too (the same bits).
 
