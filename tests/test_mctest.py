@@ -12,8 +12,10 @@ from uqx.engine.mctest import (
     family_verdict,
     familywise_pvalues,
     kappa_cs_z2_of_t,
+    kappa_cs_z2_se_of_t,
     mc_pvalue,
     minp_pvalue,
+    nu_heavy_bound,
     standardised_z,
     t_nu_from_tails,
 )
@@ -119,6 +121,40 @@ def test_kappa_of_t_and_its_inverse():
     # the population value is what kappa_cs estimates on a large sample
     z = stats.t.rvs(5, size=400_000, random_state=5)
     assert float(kappa_cs(z**2)) == pytest.approx(float(kappa_cs_z2_of_t(5.0)), rel=0.03)
+
+
+def _sample_kappas(nu, M, n, seed):
+    """Slow twin: κ_CS of Z² (type-7 quantiles) over n samples of t(ν), by simulation."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_t(nu, (n, M)) if np.isfinite(nu) else rng.standard_normal((n, M))
+    return np.array([float(kappa_cs(row**2)) for row in z])
+
+
+@pytest.mark.parametrize(("nu", "M"), [(4.0, 500), (6.0, 2000), (np.inf, 2000), (3.0, 5000)])
+def test_kappa_se_of_t_matches_simulation(nu, M):
+    # 400 samples: the simulated sd is known to ±3.5 %; the delta method to ±15 %
+    sd = float(np.std(_sample_kappas(nu, M, 400, seed=int(M + 10 * min(nu, 99)))))
+    assert float(kappa_cs_z2_se_of_t(nu, M)) == pytest.approx(sd, rel=0.15)
+    assert float(kappa_cs_z2_se_of_t(nu, 4 * M)) == pytest.approx(
+        float(kappa_cs_z2_se_of_t(nu, M)) / 2)
+
+
+def test_nu_heavy_bound_covers_nu_and_is_the_heavy_side_of_nu_hat():
+    for nu, M in ((4.0, 500), (6.0, 2000)):
+        k = _sample_kappas(nu, M, 400, seed=int(M + nu))
+        bound = nu_heavy_bound(k, M)  # one standard error: 84 % one-sided
+        # at least the nominal 84 % (sd 1.8 % over 400); above it where the floor
+        # NU_MIN = 3 sits inside the set (ν = 4, M = 500)
+        assert 0.78 <= np.mean(bound <= nu) <= (0.90 if M == 2000 else 1.0)
+        assert np.all(bound <= t_nu_from_tails(k))  # never lighter than the estimate
+        # two standard errors: a wider set, heavier (or equal) bounds
+        assert np.all(nu_heavy_bound(k, M, z=2.0) <= bound)
+    # the set shrinks onto ν̂ as M grows; NaN stays NaN; the floor is NU_MIN
+    k6 = float(kappa_cs_z2_of_t(6.0))
+    assert float(nu_heavy_bound(k6, 10**9)) == pytest.approx(6.0, rel=0.01)
+    assert np.isnan(nu_heavy_bound(np.nan, 500))
+    assert float(nu_heavy_bound(50.0, 500)) == NU_MIN
+    assert np.isinf(nu_heavy_bound(-5.0, 10**6))  # lighter than any t_s
 
 
 def test_standardised_z_has_unit_mean_square():

@@ -471,3 +471,33 @@ def test_fitted_member_reads_nu_from_z_scaled_in_bins_unless_streamed():
     assert loaded["nu_fit"].values[0] == want_local
     assert streamed["nu_fit"].values[0] == want_global
     assert want_local > want_global  # the inconsistency no longer passes for heavy tails
+
+
+def test_two_sided_statistics_fit_member_sits_at_the_heavy_end_of_nu():
+    # a t_s(4) set of 500 that missed its rare extremes: <Z^2> = 0.74 and tails that
+    # look like t_s(4) only; at nu_hat every member rejected ZMS (issue 12's size miss)
+    from uqx.engine.mctest import kappa_cs_z2_local, nu_heavy_bound, nu_on_grid
+    from uqx.sweeps.error_rates import synthetic_set
+
+    E, u, _ = synthetic_set("ig3_t4", "calibrated", 500, seed=0, index=59)
+    ds = uqx.from_arrays(E, u, name="t4")
+    r = validate(ds, ["zms", "ence"], n_boot=400, n_mc=500, seed=0, conditional=False)
+    nu_two = float(r["nu_fit_two_sided"].values[0])
+    assert nu_two == float(nu_on_grid(nu_heavy_bound(kappa_cs_z2_local(E, u), 500)))
+    assert nu_two < float(r["nu_fit"].values[0])
+    p = r["p_value"].sel(stat="zms").values[0]
+    labels = list(r["member"].values)
+    assert p[labels.index("fit")] >= 0.05 > max(p[labels.index(m)] for m in ("N", "T6", "data"))
+    assert str(r["verdict"].sel(stat="zms").values[0]) == "inconclusive"
+    assert "not under fit" in str(r["verdict_reason"].sel(stat="zms").values[0])
+    # the one-sided statistics keep nu_hat, ZMS gets nu_two: their p-values under the
+    # fitted member are those of copies simulated at these nu (in uE order, prepared)
+    from uqx.engine.mctest import mc_pvalue
+    from uqx.inference.reference import prepare_sets
+
+    for stat, nu, d in (("ence", float(r["nu_fit"].values[0]), 1), ("zms", nu_two, 0)):
+        sim = uqx.simulate_reference(ds, [stat], dist="t", nu=[nu], label="fit", n_mc=500,
+                                     seed=0, keep_draws=True, prepared=prepare_sets(ds, [stat]))
+        want = mc_pvalue(float(r["estimate"].sel(stat=stat).values[0]),
+                         sim["draws"].values[0, 0], d)
+        assert r["p_value"].sel(stat=stat).values[0][labels.index("fit")] == want

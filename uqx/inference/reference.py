@@ -549,9 +549,12 @@ def simulate_reference(
     cfg = BinningConfig(bins, binning, pop_min)
     n_blocks = -(-n_mc // SIM_BLOCK)
     hooks = hooks or [None] * n_sets
-    streamed = all(s.family == "moment" for s in specs) and all(h is None for h in hooks)
+    # moment statistics alone stream in file order, group by group (out of core), unless
+    # the caller holds the sorted sets (then the copies are shared, shared_nulls)
+    streamed = (all(s.family == "moment" for s in specs) and all(h is None for h in hooks)
+                and prepared is None)
     own = dist == "data"  # the resampled z-scores; N and t_s(nu) key on uE alone
-    if streamed:  # moment statistics only: file order, group by group (out of core)
+    if streamed:
         tasks = [_moment_tasks(ds, i, specs, dist, float(nus[i]) if per_set else nu, seed,
                                dlabel, n_mc, own) for i in range(n_sets)]
     else:

@@ -13,7 +13,14 @@ import numpy as np
 import xarray as xr
 
 from uqx.engine.defaults import NU
-from uqx.engine.mctest import N_TEST, kappa_cs_z2_local, nu_on_grid, t_nu_from_tails
+from uqx.engine.mctest import (
+    N_TEST,
+    direction_of,
+    kappa_cs_z2_local,
+    nu_heavy_bound,
+    nu_on_grid,
+    t_nu_from_tails,
+)
 from uqx.engine.statistic import STAT_INFO
 from uqx.engine.verdict import NOT_TESTED
 from uqx.inference.reference import prepare_sets, simulate_reference
@@ -35,7 +42,7 @@ def papers_members(nu):
     return [("normal", None, "N"), ("t", float(nu), f"T{nu:g}")]
 
 
-def null_family(nu, tails, sets=None):
+def null_family(nu, tails, sets=None, M=None):
     """Null family of the Monte-Carlo tests: the papers' D and the data-matched t_s(ν̂).
 
     ν̂ inverts the κ_CS of Z² scaled within the bins of uE
@@ -45,6 +52,12 @@ def null_family(nu, tails, sets=None):
     itself (``tails["kappa_cs_z2"]``), on disk as in memory. ν̂ is then placed on the
     grid of :func:`uqx.engine.mctest.nu_on_grid`.
 
+    The statistics tested on both sides (average calibration: ZMS, RCE, ...) draw their
+    fitted member at the heavy end of the confidence set of ν
+    (:func:`uqx.engine.mctest.nu_heavy_bound`), on the same grid: a small sample of
+    heavy-tailed errors that misses its rare extremes has a small ⟨Z²⟩ *and* looks
+    light-tailed, so at ν̂ every member would reject it.
+
     Parameters
     ----------
     nu : float
@@ -53,19 +66,24 @@ def null_family(nu, tails, sets=None):
         The tailedness step's metrics over ``set``.
     sets : list of SetData, optional
         The loaded sets (None on the streamed route).
+    M : array_like, optional
+        Sizes of the sets (taken from ``sets`` when given).
 
     Returns
     -------
     members : list of (dist, nu, label)
-    nu_fit : numpy.ndarray
-        ν̂ per set.
+    nu_fit, nu_two_sided : numpy.ndarray
+        ν̂ per set, and the fitted member's ν of the two-sided statistics.
     """
     if sets is None:
         kappa = tails["kappa_cs_z2"].values
     else:
         kappa = np.array([kappa_cs_z2_local(sd.E, sd.uE) for sd in sets])
+        M = np.array([sd.M for sd in sets])
     nu_fit = nu_on_grid(t_nu_from_tails(kappa))
-    return papers_members(nu) + [("t", nu_fit, "fit"), ("data", None, "data")], nu_fit
+    nu_two = nu_on_grid(nu_heavy_bound(kappa, np.asarray(M, dtype=np.float64)))
+    members = papers_members(nu) + [("t", nu_fit, "fit"), ("data", None, "data")]
+    return members, nu_fit, nu_two
 
 
 def predefined_references(boot, specs):
@@ -89,13 +107,16 @@ def predefined_references(boot, specs):
 
 
 def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_all, common,
-                    members, hooks=None):
+                    members, hooks=None, nu_two_sided=None):
     """Step 3: predefined references and ζ_BS; simulated references, ζ_Sim and the nulls.
 
     Every tested statistic is simulated under every member of the null family
     (:func:`null_family`); the papers' references (mean, Sim2, ζ_Sim) are kept for the
     statistics without a predefined one (all with ``simulate_all``). ``hooks`` (one per
-    set, or None) reuse the simulation draws for the extrapolation nulls.
+    set, or None) reuse the simulation draws for the extrapolation nulls. With
+    ``nu_two_sided`` (one ν per set, :func:`null_family`), the fitted member of the
+    statistics tested on both sides (:data:`uqx.engine.mctest.DIRECTION` 0) is drawn at
+    that ν instead.
 
     Returns
     -------
@@ -131,22 +152,30 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
         n = n_mc if full else n_test
         if not tested:
             continue
-        r = simulate_reference(ds, names, dist=dist, nu=NU if dnu is None else dnu,
-                               n_mc=n, seed=seed, level=level, hooks=hooks,
-                               keep_draws=True, label=label if np.ndim(dnu) else None,
-                               prepared=prepared, **common)
-        if isinstance(r, tuple):
-            r, hooked = r
-            for i, arr in hooked.items():
-                nulls.setdefault(i, []).append(arr)
-        for jj, j in enumerate(tested):
-            m = n if j in full else n_test
-            draws[:, j, d, :m] = r["draws"].values[:, jj, :m]
-            if j in full:
-                sim["ref"][:, j, d] = r["reference"].values[:, jj]
-                sim["se"][:, j, d] = r["reference_se"].values[:, jj]
-                sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
-                sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
+        groups = [(tested, dnu)]
+        if label == "fit" and nu_two_sided is not None:  # two-sided: the heavy end of ν
+            two = [j for j in tested if direction_of(specs[j].base) == 0]
+            one = [j for j in tested if j not in two]
+            groups = [(g, v) for g, v in ((one, dnu), (two, nu_two_sided)) if g]
+        for k, (idx, gnu) in enumerate(groups):
+            # the extrapolation nulls (hooks) ride on the first group's copies
+            r = simulate_reference(ds, [names[tested.index(j)] for j in idx], dist=dist,
+                                   nu=NU if gnu is None else gnu, n_mc=n, seed=seed,
+                                   level=level, hooks=hooks if k == 0 else None,
+                                   keep_draws=True, label=label if np.ndim(gnu) else None,
+                                   prepared=prepared, **common)
+            if isinstance(r, tuple):
+                r, hooked = r
+                for i, arr in hooked.items():
+                    nulls.setdefault(i, []).append(arr)
+            for jj, j in enumerate(idx):
+                m = n if j in full else n_test
+                draws[:, j, d, :m] = r["draws"].values[:, jj, :m]
+                if j in full:
+                    sim["ref"][:, j, d] = r["reference"].values[:, jj]
+                    sim["se"][:, j, d] = r["reference_se"].values[:, jj]
+                    sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
+                    sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
     e3 = est[..., None]
     zs = zeta_score(e3, sim["ref"], lo[..., None], hi[..., None], target_u=2 * sim["se"])
     zs2 = zeta_sim2(e3, sim["ref"], sim["lo"], sim["hi"])

@@ -350,10 +350,13 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
         hooks = null_hooks(sets, n_copies=min(n_extrap, n_mc, N_TEST))
     # streamed moment route: no order of uE held, ν̂ from Z itself (on disk as in memory)
     streamed = streams(specs, conditional=cfg.conditional)
-    members, nu_fit = null_family(cfg.nu, tails, None if streamed else sets)
+    members, nu_fit, nu_two = null_family(cfg.nu, tails, None if streamed else sets,
+                                          M=ds["M"].values if "M" in ds else np.full(
+                                              len(sets), ds.sizes["sample"]))
     refs, nulls, draws = reference_step(
         ds, specs, boot, notes, n_mc=n_mc, seed=cfg.seed, level=cfg.level, nu=cfg.nu,
-        simulate_all=cfg.simulate_all, common=common, members=members, hooks=hooks)
+        simulate_all=cfg.simulate_all, common=common, members=members, hooks=hooks,
+        nu_two_sided=nu_two)
     boot = boot.isel(stat=slice(0, len(specs)))
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
     labels = [lab for *_, lab in members]
@@ -361,6 +364,10 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
                                      "within the bins of uE unless streamed)"})
+    res["nu_fit_two_sided"] = ("set", nu_two, {
+        "long_name": "degrees of freedom of the data-matched t_s null of the statistics "
+                     "tested on both sides: heavy end of the confidence set of nu "
+                     "(one standard error of kappa_cs)"})
     head_copies, route_copies = {}, {}
     if cfg.conditional:
         res, head_copies, route_copies = _conditional_steps(
