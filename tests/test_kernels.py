@@ -645,7 +645,7 @@ def _jackknife_twin(ru, re_, u, ae):
 def test_spearman_jackknife_equals_direct_rerank_bit_for_bit(M, ties):
     from scipy.stats import rankdata
 
-    from uqx.engine.evaluator import _avg_ranks, _tie_bounds, spearman_jackknife
+    from uqx.engine.ranks import average_ranks, spearman_jackknife, tie_bounds
 
     rng = np.random.default_rng(M)
     u = rng.gamma(2.0, size=M)
@@ -655,9 +655,9 @@ def test_spearman_jackknife_equals_direct_rerank_bit_for_bit(M, ties):
         u[1], ae[2] = u[0], ae[0]
         assert np.unique(u).size < M and np.unique(ae).size < M
     ou, oe = np.argsort(u, kind="stable"), np.argsort(ae, kind="stable")
-    gu, ge = _tie_bounds(u[ou]), _tie_bounds(ae[oe])
+    gu, ge = tie_bounds(u[ou]), tie_bounds(ae[oe])
     ru, re_ = np.empty(M), np.empty(M)
-    ru[ou], re_[oe] = _avg_ranks(gu), _avg_ranks(ge)
+    ru[ou], re_[oe] = average_ranks(gu), average_ranks(ge)
     np.testing.assert_array_equal(ru, rankdata(u))
     got = spearman_jackknife(ru, re_, ou, gu, oe, ge)
     twin = _jackknife_twin(ru, re_, u, ae)

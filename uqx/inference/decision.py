@@ -155,8 +155,9 @@ def _family(res, specs, draws, head_copies, route_copies, i, m, n):
     out = []
     for j, s in enumerate(specs):
         if s.base not in NOT_TESTED:
-            out.append((("stat", j), res["p_value"].values[i, j, m],
-                        copy_pvalues(draws[i, j, m], direction_of(s.base))[:n]))
+            d = direction_of(s.base)  # observed p on the same (joint) copies
+            out.append((("stat", j), mc_pvalue(res["estimate"].values[i, j], draws[i, j, m], d),
+                        copy_pvalues(draws[i, j, m], d)[:n]))
     C = res.sizes["cond"] if "cond_verdict" in res else 0
     for c in range(C):
         if (i, c) in head_copies:
@@ -187,8 +188,10 @@ def familywise_step(res, specs, draws, head_copies, *, n_shared,
         The result with the per-statistic verdicts.
     specs : list of StatSpec
         The statistics.
-    draws : dict
-        Simulated values of each statistic under each member.
+    draws : numpy.ndarray
+        Simulated values (set, stat, member, copy) of each statistic under each member,
+        every statistic of a copy from the same simulated data (the joint law min-p
+        needs); the statistics' observed p-values are taken on them too.
     head_copies : dict
         Copies of the headline tests, per set and conditioning variable.
     n_shared : int

@@ -114,15 +114,18 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
     (:func:`null_family`); the papers' references (mean, Sim2, ζ_Sim) are kept for the
     statistics without a predefined one (all with ``simulate_all``). ``hooks`` (one per
     set, or None) reuse the simulation draws for the extrapolation nulls. With
-    ``nu_two_sided`` (one ν per set, :func:`null_family`), the fitted member of the
-    statistics tested on both sides (:data:`uqx.engine.mctest.DIRECTION` 0) is drawn at
-    that ν instead.
+    ``nu_two_sided`` (one ν per set, :func:`null_family`), the statistics tested on
+    both sides (:data:`uqx.engine.mctest.DIRECTION` 0) are simulated once more under the
+    fitted member, at that ν, for their own tests.
 
     Returns
     -------
-    xarray.Dataset, dict, numpy.ndarray
+    xarray.Dataset, dict, numpy.ndarray, numpy.ndarray
         The fragment; the extrapolation nulls {set index: [one per member]}; the
-        simulated values (set, stat, member, mc) of every tested statistic.
+        simulated values (set, stat, member, mc) of every tested statistic, every
+        statistic of a copy computed on the same simulated data (the headlines and the
+        family-wise step need that joint law); the same with the fitted member of the
+        two-sided statistics drawn at ``nu_two_sided`` (their own tests).
     """
     S, K = boot.sizes["set"], len(specs)
     est = boot["estimate"].values[:, :K]
@@ -152,30 +155,33 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
         n = n_mc if full else n_test
         if not tested:
             continue
-        groups = [(tested, dnu)]
-        if label == "fit" and nu_two_sided is not None:  # two-sided: the heavy end of ν
-            two = [j for j in tested if direction_of(specs[j].base) == 0]
-            one = [j for j in tested if j not in two]
-            groups = [(g, v) for g, v in ((one, dnu), (two, nu_two_sided)) if g]
-        for k, (idx, gnu) in enumerate(groups):
-            # the extrapolation nulls (hooks) ride on the first group's copies
-            r = simulate_reference(ds, [names[tested.index(j)] for j in idx], dist=dist,
-                                   nu=NU if gnu is None else gnu, n_mc=n, seed=seed,
-                                   level=level, hooks=hooks if k == 0 else None,
-                                   keep_draws=True, label=label if np.ndim(gnu) else None,
-                                   prepared=prepared, **common)
-            if isinstance(r, tuple):
-                r, hooked = r
-                for i, arr in hooked.items():
-                    nulls.setdefault(i, []).append(arr)
-            for jj, j in enumerate(idx):
-                m = n if j in full else n_test
-                draws[:, j, d, :m] = r["draws"].values[:, jj, :m]
-                if j in full:
-                    sim["ref"][:, j, d] = r["reference"].values[:, jj]
-                    sim["se"][:, j, d] = r["reference_se"].values[:, jj]
-                    sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
-                    sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
+        r = simulate_reference(ds, names, dist=dist, nu=NU if dnu is None else dnu,
+                               n_mc=n, seed=seed, level=level, hooks=hooks,
+                               keep_draws=True, label=label if np.ndim(dnu) else None,
+                               prepared=prepared, **common)
+        if isinstance(r, tuple):
+            r, hooked = r
+            for i, arr in hooked.items():
+                nulls.setdefault(i, []).append(arr)
+        for jj, j in enumerate(tested):
+            m = n if j in full else n_test
+            draws[:, j, d, :m] = r["draws"].values[:, jj, :m]
+            if j in full:
+                sim["ref"][:, j, d] = r["reference"].values[:, jj]
+                sim["se"][:, j, d] = r["reference_se"].values[:, jj]
+                sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
+                sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
+    # the two-sided statistics' own tests: the fitted member again, at the heavy end of ν
+    test_draws = draws
+    two = [j for j in tested if direction_of(specs[j].base) == 0]
+    fit = [d for d, (*_, lab) in enumerate(members) if lab == "fit"]
+    if nu_two_sided is not None and two and fit:
+        test_draws = draws.copy()
+        r = simulate_reference(ds, [names[tested.index(j)] for j in two], dist="t",
+                               nu=nu_two_sided, n_mc=n_test, seed=seed, level=level,
+                               keep_draws=True, label="fit", prepared=prepared, **common)
+        for jj, j in enumerate(two):
+            test_draws[:, j, fit[0], :n_test] = r["draws"].values[:, jj, :n_test]
     e3 = est[..., None]
     zs = zeta_score(e3, sim["ref"], lo[..., None], hi[..., None], target_u=2 * sim["se"])
     zs2 = zeta_sim2(e3, sim["ref"], sim["lo"], sim["hi"])
@@ -210,4 +216,5 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
         },
         coords={"dist": [lab for *_, lab in members[:D]]},
     )
-    return frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws
+    return (frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
+            test_draws)

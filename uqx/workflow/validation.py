@@ -353,14 +353,14 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     members, nu_fit, nu_two = null_family(cfg.nu, tails, None if streamed else sets,
                                           M=ds["M"].values if "M" in ds else np.full(
                                               len(sets), ds.sizes["sample"]))
-    refs, nulls, draws = reference_step(
+    refs, nulls, draws, test_draws = reference_step(
         ds, specs, boot, notes, n_mc=n_mc, seed=cfg.seed, level=cfg.level, nu=cfg.nu,
         simulate_all=cfg.simulate_all, common=common, members=members, hooks=hooks,
         nu_two_sided=nu_two)
     boot = boot.isel(stat=slice(0, len(specs)))
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
     labels = [lab for *_, lab in members]
-    res = res.merge(verdict_step(res, specs, notes, draws, labels, level=cfg.level))
+    res = res.merge(verdict_step(res, specs, notes, test_draws, labels, level=cfg.level))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
                                      "within the bins of uE unless streamed)"})
