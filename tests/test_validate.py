@@ -490,6 +490,9 @@ def test_two_sided_statistics_fit_member_sits_at_the_heavy_end_of_nu():
     assert p[labels.index("fit")] >= 0.05 > max(p[labels.index(m)] for m in ("N", "T6", "data"))
     assert str(r["verdict"].sel(stat="zms").values[0]) == "inconclusive"
     assert "not under fit" in str(r["verdict_reason"].sel(stat="zms").values[0])
+    # the family-wise step takes the joint copies, the fitted member at nu_hat for all
+    adj = r["p_adjusted"].sel(stat="zms").values[0]
+    assert adj[labels.index("fit")] < 0.05 < p[labels.index("fit")]
     # the one-sided statistics keep nu_hat, ZMS gets nu_two: their p-values under the
     # fitted member are those of copies simulated at these nu (in uE order, prepared)
     from uqx.engine.mctest import mc_pvalue
