@@ -40,7 +40,7 @@ def test_registry_covers_all_families():
     assert {s.family for s in D.REGISTRY.values()} == {"PAL2022", "BUS2022", "RAS2023", "HU2022"}
     for spec in D.REGISTRY.values():
         assert len(spec.sha256) == 64 and spec.M > 0
-        assert spec.reader in D._READERS
+        assert spec.reader in D.READERS
 
 
 def test_aliases_resolve():
