@@ -538,3 +538,22 @@ def test_shared_nulls_same_bits_fewer_simulations(monkeypatch):
     calls.clear()
     simulate_reference(ds, stats, dist="normal", **kw)
     assert len(calls) == 2 * blocks
+
+
+@pytest.mark.parametrize("dist", ["t", "data"])
+def test_moment_copies_from_a_binned_preparation_need_no_second_sort(monkeypatch, dist):
+    # the fitted member of the two-sided statistics reuses the workflow's preparation
+    # (sorted uE, bins on uE and X): its unbinned view gives the copies of a preparation
+    # made for the moment statistics alone, bit for bit, without a second _SimSet
+    ds = _same_u_sets()
+    kw = dict(dist=dist, n_mc=300, seed=5, keep_draws=True)
+    if dist == "t":
+        kw.update(nu=[5.0, 5.0], label="fit")
+    binned = R.prepare_sets(ds, ["zms", "ence", "zve_X"], pool=True)
+    alone = R.prepare_sets(ds, ["zms", "rce"], pool=True)
+    want = simulate_reference(ds, ["zms", "rce"], prepared=alone, **kw)["draws"].values
+    built = []
+    monkeypatch.setattr(R, "_SimSet", lambda *a, **k: built.append(1))
+    got = simulate_reference(ds, ["zms", "rce"], prepared=binned, **kw)["draws"].values
+    np.testing.assert_array_equal(got, want)
+    assert not built

@@ -504,3 +504,26 @@ def test_two_sided_statistics_fit_member_sits_at_the_heavy_end_of_nu():
         want = mc_pvalue(float(r["estimate"].sel(stat=stat).values[0]),
                          sim["draws"].values[0, 0], d)
         assert r["p_value"].sel(stat=stat).values[0][labels.index("fit")] == want
+
+
+def test_fitted_member_drawn_once_when_every_test_is_two_sided(monkeypatch):
+    import uqx.workflow.references as refs
+
+    calls = []
+    real = refs.simulate_reference
+    monkeypatch.setattr(refs, "simulate_reference",
+                        lambda ds, names, **kw: calls.append((tuple(names), kw.get("nu")))
+                        or real(ds, names, **kw))
+    rng = np.random.default_rng(4)
+    u = np.sqrt(1 / rng.gamma(3, 1 / 3, 600))
+    ds = uqx.from_arrays(u * rng.standard_t(5, 600) / np.sqrt(5 / 3), u, name="t5")
+    kw = dict(n_boot=200, n_mc=200, seed=1)
+    mixed = validate(ds, ["zms", "ence"], conditional=False, **kw)
+    assert len(calls) == 5  # N, T6, fit at nu_hat (joint), data; fit again for ZMS
+    assert calls[-1][0] == ("zms",)
+    assert calls[-1][1][0] == mixed["nu_fit_two_sided"].values[0]
+    calls.clear()
+    moment = validate(ds, ["zms", "rce"], conditional=False, **kw)  # streamed route
+    assert len(calls) == 4
+    nus = [c[1] for c in calls if np.ndim(c[1])]
+    assert len(nus) == 1 and nus[0][0] == moment["nu_fit_two_sided"].values[0]

@@ -368,6 +368,21 @@ class _SimSet:
         return self.cfg == cfg and self.conds == frozenset(conds) and (
             not pool or self.pool is not None)
 
+    def unbinned(self):
+        """The same set without bins, for moment statistics alone (nothing copied).
+
+        Shares the sorted uE, its sums and keys: what a preparation with no binning
+        would hold, bit for bit, without a second sort of uE.
+        """
+        import copy
+
+        view = copy.copy(self)
+        view.conds, view.layout, view.n_extra = frozenset(), {}, 0
+        view.seg = np.array([0, self.M], dtype=np.int64)
+        view.binid = np.zeros((0, 1), np.int32)
+        view.boff = np.zeros(0, dtype=np.int64)
+        return view
+
 
 def _binned_conds(specs):
     return {s.cond for s in specs if s.family == "binned"}
@@ -410,9 +425,13 @@ def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks,
     sets = list(iter_sets(ds))
     conds = _binned_conds(specs)
     per_set = np.ndim(nu) > 0
-    if prepared is None or len(prepared) != len(sets) or not all(
-            p.fits(conds, cfg, dist == "data") for p in prepared):
-        prepared = [_SimSet(sd, conds, cfg, dist == "data") for sd in sets]
+    pool = dist == "data"
+    if (not conds and prepared is not None and len(prepared) == len(sets)
+            and all(not pool or p.pool is not None for p in prepared)):
+        prepared = [p.unbinned() for p in prepared]  # moment statistics: no second sort
+    elif prepared is None or len(prepared) != len(sets) or not all(
+            p.fits(conds, cfg, pool) for p in prepared):
+        prepared = [_SimSet(sd, conds, cfg, pool) for sd in sets]
     tasks = [
         [dask.delayed(_sim_block)(ss, specs, dist, float(nu[i]) if per_set else nu, seed,
                                   dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook,

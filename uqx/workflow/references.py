@@ -116,7 +116,9 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
     set, or None) reuse the simulation draws for the extrapolation nulls. With
     ``nu_two_sided`` (one ν per set, :func:`null_family`), the statistics tested on
     both sides (:data:`uqx.engine.mctest.DIRECTION` 0) are simulated once more under the
-    fitted member, at that ν, for their own tests.
+    fitted member, at that ν, for their own tests; when they are all the tests and no
+    extrapolation null rides on the copies (the streamed route), the fitted member is
+    drawn once, at that ν, for everything.
 
     Returns
     -------
@@ -147,6 +149,14 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
     if tested and not file_order:
         prepared = prepare_sets(ds, names, bins=common["bins"], binning=common["binning"],
                                 pop_min=common["pop_min"], pool=True)
+    two = [j for j in tested if direction_of(specs[j].base) == 0]
+    fit = [d for d, (*_, lab) in enumerate(members) if lab == "fit"]
+    second = nu_two_sided is not None and bool(two) and bool(fit)
+    if second and two == tested and (hooks is None or all(h is None for h in hooks)):
+        # every test two-sided and no extrapolation null riding on the copies: one draw
+        # of the fitted member, at the heavy end, serves the tests and their joint law
+        members = [(dd, nu_two_sided if lab == "fit" else v, lab) for dd, v, lab in members]
+        second = False
     for d, (dist, dnu, label) in enumerate(members):
         # the papers' references need n_mc copies, a test N_TEST; one keyed stream per
         # member, so the first copies are the same draws for every statistic: one call
@@ -173,9 +183,7 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
                 sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
     # the two-sided statistics' own tests: the fitted member again, at the heavy end of ν
     test_draws = draws
-    two = [j for j in tested if direction_of(specs[j].base) == 0]
-    fit = [d for d, (*_, lab) in enumerate(members) if lab == "fit"]
-    if nu_two_sided is not None and two and fit:
+    if second:
         test_draws = draws.copy()
         r = simulate_reference(ds, [names[tested.index(j)] for j in two], dist="t",
                                nu=nu_two_sided, n_mc=n_test, seed=seed, level=level,
