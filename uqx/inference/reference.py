@@ -369,7 +369,7 @@ class _SimSet:
             not pool or self.pool is not None)
 
     def unbinned(self):
-        """The same set without bins, for moment statistics alone (nothing copied).
+        """Return the same set without bins, for moment statistics alone (nothing copied).
 
         Shares the sorted uE, its sums and keys: what a preparation with no binning
         would hold, bit for bit, without a second sort of uE.
