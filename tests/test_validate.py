@@ -527,3 +527,16 @@ def test_fitted_member_drawn_once_when_every_test_is_two_sided(monkeypatch):
     assert len(calls) == 4
     nus = [c[1] for c in calls if np.ndim(c[1])]
     assert len(nus) == 1 and nus[0][0] == moment["nu_fit_two_sided"].values[0]
+
+
+def test_conditional_table_says_when_no_route_could_be_tested():
+    from uqx.workflow.tables import conditional_table
+
+    rng = np.random.default_rng(3)
+    u = np.sqrt(1 / rng.gamma(3, 1 / 3, 500))
+    ds = uqx.from_arrays(u * rng.standard_normal(500), u, X=rng.uniform(size=500), name="s")
+    r = validate(ds, ["zms", "ence"], n_boot=200, n_mc=100, seed=1)  # M = 500: no X route
+    t = conditional_table(r)
+    head = t.loc[("s", "adaptivity (X)", "headline"), "interval"]
+    assert head == "no route could be tested"
+    assert t.loc[("s", "consistency (uE)", "headline"), "interval"].startswith("min-p of ENCE")

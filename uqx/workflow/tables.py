@@ -234,8 +234,11 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                     })
             if "cond_verdict" in res and len(rows) > n_rows:  # no route: variable absent
                 head = ""
-                if "cond_p_value" in res and "data" in res["member"].values:
-                    head = f"min-p of {r['cond_routes'].item()}; p(data) = " \
+                routes = str(r["cond_routes"].item()) if "cond_routes" in r else ""
+                if not routes:  # e.g. too few points for a zero-bin fit on X
+                    head = "no route could be tested"
+                elif "cond_p_value" in res and "data" in res["member"].values:
+                    head = f"min-p of {routes}; p(data) = " \
                            f"{float(r['cond_p_value'].sel(member='data')):.3g}"
                 rows.append({"set": s, "cond": name, "route": "headline", "value": "",
                              "interval": head, "verdict": str(r["cond_verdict"].item())})
