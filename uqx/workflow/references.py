@@ -143,8 +143,8 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
     names = [specs[j].name for j in tested]
     # one sort of uE and one set of bins per set, shared by every member and copy (not
     # needed by the streamed route of moment statistics without hooks)
-    file_order = all(specs[j].family == "moment" for j in tested) and (
-        hooks is None or all(h is None for h in hooks))
+    no_hooks = hooks is None or all(h is None for h in hooks)
+    file_order = all(specs[j].family == "moment" for j in tested) and no_hooks
     prepared = None
     if tested and not file_order:
         prepared = prepare_sets(ds, names, bins=common["bins"], binning=common["binning"],
@@ -152,7 +152,7 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
     two = [j for j in tested if direction_of(specs[j].base) == 0]
     fit = [d for d, (*_, lab) in enumerate(members) if lab == "fit"]
     second = nu_two_sided is not None and bool(two) and bool(fit)
-    if second and two == tested and (hooks is None or all(h is None for h in hooks)):
+    if second and two == tested and no_hooks:
         # every test two-sided and no extrapolation null riding on the copies: one draw
         # of the fitted member, at the heavy end, serves the tests and their joint law
         members = [(dd, nu_two_sided if lab == "fit" else v, lab) for dd, v, lab in members]
@@ -181,15 +181,41 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
                 sim["se"][:, j, d] = r["reference_se"].values[:, jj]
                 sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
                 sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
-    # the two-sided statistics' own tests: the fitted member again, at the heavy end of ν
     test_draws = draws
-    if second:
-        test_draws = draws.copy()
-        r = simulate_reference(ds, [names[tested.index(j)] for j in two], dist="t",
-                               nu=nu_two_sided, n_mc=n_test, seed=seed, level=level,
-                               keep_draws=True, label="fit", prepared=prepared, **common)
-        for jj, j in enumerate(two):
-            test_draws[:, j, fit[0], :n_test] = r["draws"].values[:, jj, :n_test]
+    if second:  # the two-sided statistics' own tests: the fitted member at the heavy end
+        test_draws = _heavy_end_draws(ds, specs, two, draws, fit[0], nu_two_sided,
+                                      n_test=n_test, seed=seed, level=level,
+                                      prepared=prepared, common=common)
+    frag = _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx,
+                            [lab for *_, lab in members[:D]])
+    return (frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
+            test_draws)
+
+
+def _heavy_end_draws(ds, specs, two, draws, d_fit, nu_two_sided, *, n_test, seed, level,
+                     prepared, common):
+    """``draws`` with the fitted member of the statistics ``two`` redrawn at ``nu_two_sided``.
+
+    Same keyed streams (label ``fit``) and the same preparation as the joint copies (an
+    unbinned view of it, :meth:`uqx.inference.reference._SimSet.unbinned`).
+    """
+    out = draws.copy()
+    r = simulate_reference(ds, [specs[j].name for j in two], dist="t", nu=nu_two_sided,
+                           n_mc=n_test, seed=seed, level=level, keep_draws=True,
+                           label="fit", prepared=prepared, **common)
+    for jj, j in enumerate(two):
+        out[:, j, d_fit, :n_test] = r["draws"].values[:, jj, :n_test]
+    return out
+
+
+def _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx, dist_labels):
+    """Build the papers' references as a result fragment: Sim, Sim2, ζ_Sim per distribution.
+
+    Statistics without a predefined reference (``sim_idx``, ``kind`` empty) take the
+    simulated reference under N and its ζ_Sim (000 Eq. 20, U_t = 2u); ``ref``, ``kind``
+    and ``zeta`` are completed in place.
+    """
+    S = est.shape[0]
     e3 = est[..., None]
     zs = zeta_score(e3, sim["ref"], lo[..., None], hi[..., None], target_u=2 * sim["se"])
     zs2 = zeta_sim2(e3, sim["ref"], sim["lo"], sim["hi"])
@@ -203,7 +229,7 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
             zeta[i, j] = zs[i, j, 0]
     ref_se = np.where(kind == "simulated", sim["se"][..., 0], np.where(kind != "", 0.0, np.nan))
     sdims = ("set", "stat", "dist")
-    frag = xr.Dataset(
+    return xr.Dataset(
         {
             "reference": (("set", "stat"), ref, {"long_name": "reference value (N for simulated)"}),
             "reference_se": (("set", "stat"), ref_se,
@@ -222,7 +248,5 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
             "zeta_sim": (sdims, zs, {"long_name": "zeta_Sim (U_t = 2u) per distribution"}),
             "zeta_sim2": (sdims, zs2, {"long_name": "zeta_Sim2 (comparison only)"}),
         },
-        coords={"dist": [lab for *_, lab in members[:D]]},
+        coords={"dist": list(dist_labels)},
     )
-    return (frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
-            test_draws)
