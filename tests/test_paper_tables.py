@@ -107,7 +107,8 @@ def paper_sets(data_dir):
 
 @pytest.fixture(scope="module")
 def table_iv(paper_sets):
-    return validate(paper_sets, ["zms", "rce"], n_boot=10_000, seed=1, conditional=False)
+    return validate(paper_sets, ["zms", "rce"], n_boot=10_000, seed=1, conditional=False,
+                    ties="file-order")
 
 
 def test_table_iv_point_estimates(table_iv):

@@ -28,6 +28,7 @@ __all__ = [
     "from_arrays",
     "stack",
     "select_sets",
+    "permute_rows",
     "as_stacked",
     "iter_sets",
     "provenance",
@@ -416,6 +417,41 @@ def select_sets(ds: xr.Dataset, index) -> xr.Dataset:
     """
     out = ds.isel(set=index)
     if _CHECKED.get(id(ds)) is ds and "set" in out.dims:
+        _CHECKED[id(out)] = out
+    return out
+
+
+def permute_rows(ds: xr.Dataset, orders) -> xr.Dataset:
+    """Reorder the real rows of every set of a stacked data set (padding stays last).
+
+    The result passes the same checks as ``ds``, so :func:`as_stacked` does not run them
+    again when ``ds`` was checked (as :func:`select_sets`).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Stacked, in-memory data set (:func:`as_stacked`).
+    orders : sequence of numpy.ndarray
+        For set ``i``, a permutation of ``range(M[i])``.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ds`` with ``E``, ``uE`` and ``X``/``V`` (where present) of each set taken in
+        ``orders[i]``.
+    """
+    M = ds["M"].values
+    data = {}
+    for key in ("E", "uE", "X", "V"):
+        if key not in ds:
+            continue
+        arr = np.array(ds[key].values, dtype=np.float64, copy=True)
+        for i, order in enumerate(orders):
+            m = int(M[i])
+            arr[i, :m] = arr[i, :m][np.asarray(order)]
+        data[key] = (ds[key].dims, arr, ds[key].attrs)
+    out = ds.assign(data)
+    if _CHECKED.get(id(ds)) is ds:
         _CHECKED[id(out)] = out
     return out
 

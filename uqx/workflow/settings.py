@@ -42,6 +42,10 @@ class Settings:
     extrapolation_n_mc : int or None
         Calibrated copies per distribution of the extrapolation null (None: the default
         below).
+    ties : str
+        How tie groups of a conditioning variable are ordered before binning:
+        ``"content"`` (every result a function of the set of rows) or ``"file-order"``
+        (the papers' R convention); :data:`uqx.engine.binning.TIES`.
     scheduler, num_workers
         Dask scheduler and its number of workers.
     """
@@ -60,6 +64,7 @@ class Settings:
     cond_n_boot: int | None = None
     cond_ci: str = "auto"
     extrapolation_n_mc: int | None = None
+    ties: str = "content"
     scheduler: object = None
     num_workers: int | None = None
 

@@ -45,8 +45,10 @@ from uqx.dataio.model import (
     InputError,
     as_stacked,
     iter_sets,
+    permute_rows,
     streamed_content_key,
 )
+from uqx.engine.binning import TIES, content_order
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST
@@ -211,6 +213,7 @@ def validate(
     cond_ci: str = "auto",
     extrapolation_n_mc: int | None = None,
     drop_nonfinite: bool = False,
+    ties: str = "content",
     scheduler=None,
     num_workers: int | None = None,
 ) -> xr.Dataset:
@@ -259,6 +262,16 @@ def validate(
         ``min(n_mc, N_HEADLINE)``, 200: :data:`uqx.engine.mctest.N_HEADLINE`).
     drop_nonfinite : bool
         Drop (and count) rows with NaN/inf instead of raising :class:`InputError`.
+    ties : {"content", "file-order"}
+        Order of the rows before anything is computed. ``"content"`` (default): rows in
+        the order of uE, tie groups ordered by a hash of each row
+        (:func:`uqx.engine.binning.content_order`), so every output (estimates,
+        intervals, p-values, verdicts) is a function of the set of rows: any permutation
+        of the input gives the same result, bit for bit. ``"file-order"``: the input
+        order, with ties of uE, X, V split by it (R ``order()``, the papers' convention;
+        ``uqx validate --paper-sets`` uses it to reproduce their numbers). Input
+        streamed from disk (moment statistics of a lazy data set without the conditional
+        routes) is always read in file order.
     scheduler, num_workers
         Dask scheduler of the computations (default threads) and its workers; the
         numbers do not depend on them.
@@ -312,12 +325,14 @@ def validate(
     'valid'
     """
     specs = _check_arguments(stats, n_mc)
+    if ties not in TIES:
+        raise InputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     settings = Settings(
         seed=resolve_seed(seed), n_boot=n_boot, n_mc=n_mc, bins=bins, binning=binning,
         pop_min=pop_min, level=level, nu=nu, simulate_all=simulate_all,
         conditional=conditional, cond_bins=cond_bins, cond_n_boot=cond_n_boot,
-        cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc, scheduler=scheduler,
-        num_workers=num_workers)
+        cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc, ties=ties,
+        scheduler=scheduler, num_workers=num_workers)
     return _workflow(as_stacked(ds, drop_nonfinite=drop_nonfinite), specs, settings)
 
 
@@ -331,6 +346,9 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
             sets = list(iter_sets(ds))
     else:
         sets = list(iter_sets(ds))
+    given = sets  # the input digests identify the rows as given
+    if cfg.ties == "content" and not is_lazy_input(ds):
+        ds, sets = _content_order_step(ds, sets)
     notes = _Notes(len(sets), len(specs))
     common = cfg.binned
     used = _binning_used(sets, specs, bins=cfg.bins, binning=cfg.binning,
@@ -381,7 +399,21 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
                                         "(-1: none requested)"})
-    return res.assign_attrs(_result_attrs(ds, sets, cfg, extra=res.attrs))
+    return res.assign_attrs(_result_attrs(ds, given, cfg, extra=res.attrs))
+
+
+def _content_order_step(ds, sets):
+    """Step 0: put every set's rows in content order (:func:`uqx.engine.binning.content_order`).
+
+    After it, nothing downstream sees the input order: the result is a function of the
+    set of rows (tie groups of uE, X and V split by a row hash instead of file order).
+    """
+    orders = [content_order(sd.uE, sd.E, *(c for c in (sd.X, sd.V) if c is not None))
+              for sd in sets]
+    if all(np.array_equal(o, np.arange(o.size)) for o in orders):
+        return ds, sets
+    ds = permute_rows(ds, orders)
+    return ds, list(iter_sets(ds))
 
 
 def _check_arguments(stats, n_mc):
@@ -432,6 +464,7 @@ def _result_attrs(ds, sets, cfg: Settings, *, extra):
         "n_bins": int(cfg.bins),
         "binning_scheme": cfg.binning,
         "pop_min": int(cfg.pop_min),
+        "ties": cfg.ties,
         "nu": float(cfg.nu),
         "d_sensitivity_rule": "|ref_N - ref_T| > 2 sqrt(u_N^2 + u_T^2)",
         "input_names": [sd.name for sd in sets],

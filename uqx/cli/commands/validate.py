@@ -73,6 +73,12 @@ def add_validation_options(p) -> None:
                    help="calibrated copies per distribution for the zero-bin extrapolation "
                    "null; None means min(n_mc, 200)")
     p.add_argument(
+        "--ties", default=None, choices=["content", "file-order"],
+        help="how rows with equal uE (or X, V) are split between bins: 'content' (by a "
+        "hash of each row, so the result does not depend on the order of the rows) or "
+        "'file-order' (the papers' R convention); None means content, or file-order with "
+        "--paper-sets")
+    p.add_argument(
         "--no-conditional", action="store_true",
         help="skip the conditional routes (LZISD bins, zero-bin extrapolation)"
     )
@@ -137,6 +143,7 @@ def run_validation(args, ds):
             nu=args.nu,
             simulate_all=args.paper_sets,
             conditional=not args.no_conditional,
+            ties=args.ties or ("file-order" if args.paper_sets else "content"),
         )
     return res, stats
 
