@@ -10,6 +10,7 @@ from uqx.engine.mctest import (
     NU_MIN,
     copy_pvalues,
     family_verdict,
+    smallest_pvalue,
     familywise_pvalues,
     kappa_cs_z2_of_t,
     kappa_cs_z2_se_of_t,
@@ -94,16 +95,35 @@ def test_minp_ignores_missing_routes():
 
 @pytest.mark.parametrize("p, verdict", [
     ([0.01, 0.02, 0.01, 0.03], "invalid"),       # every member rejects
-    ([0.01, 0.20, 0.30, 0.40], "valid"),         # the data member accepts
-    ([0.50, 0.60, 0.01, 0.40], "valid"),         # the t fit alone rejects: not decisive
-    ([0.50, 0.60, 0.30, 0.01], "inconclusive"),  # the data member rejects, others accept
-    ([0.01, 0.01, 0.01, 0.20], "valid"),
+    ([0.06, 0.20, 0.30, 0.40], "valid"),         # no member rejects
+    ([0.01, 0.20, 0.30, 0.40], "inconclusive"),  # one member rejects: valid is no claim
+    ([0.50, 0.60, 0.01, 0.40], "inconclusive"),  # the t fit alone rejects
+    ([0.50, 0.60, 0.30, 0.01], "inconclusive"),  # the data member alone rejects
+    ([0.004, 0.004, 0.004, 0.10], "inconclusive"),  # issue 21: was valid (data member)
     ([0.50, np.nan, 0.50, 0.50], "inconclusive"),
 ])
 def test_family_verdict(p, verdict):
-    v, why = family_verdict(p, MEMBERS)
+    v, why = family_verdict(p, MEMBERS, n_copies=1000)
     assert v == verdict
     assert (why == "") == (verdict != "inconclusive")
+
+
+def test_family_verdict_borderline_rejection_does_not_block_valid():
+    # 0.045 is within 2 Monte-Carlo sd of 0.05 with 500 copies (sd 0.0097): borderline
+    assert family_verdict([0.045, 0.3, 0.3, 0.3], MEMBERS, n_copies=500)[0] == "valid"
+    assert family_verdict([0.02, 0.3, 0.3, 0.3], MEMBERS, n_copies=500)[0] == "inconclusive"
+    # without the count no band: any rejection blocks valid
+    assert family_verdict([0.045, 0.3, 0.3, 0.3], MEMBERS)[0] == "inconclusive"
+
+
+@pytest.mark.parametrize("n, direction, ok", [(10, 0, False), (38, 0, False), (40, 0, True),
+                                              (19, 1, False), (20, 1, True)])
+def test_family_verdict_needs_copies_that_can_reach_the_level(n, direction, ok):
+    v, why = family_verdict([0.5] * 4, MEMBERS, n_copies=n, direction=direction)
+    assert (v == "valid") == ok
+    if not ok:
+        assert v == "inconclusive" and "cannot give p < 0.05" in why
+    assert smallest_pvalue(n, direction) == pytest.approx((2 - abs(direction)) / (n + 1))
 
 
 def test_family_without_data_member_needs_every_member():

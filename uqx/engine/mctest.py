@@ -8,8 +8,11 @@ Lee et al. 2023). The Monte-Carlo p-value
 
 .. math:: p = \frac{1 + \#\{k : d\,\tilde\theta_k \ge d\,\theta\}}{1 + n}
 
-(:func:`mc_pvalue`) is exact for exchangeable copies: a test that rejects at
-:math:`p < \alpha` has size :math:`\alpha` whatever the statistic. The direction ``d``
+(:func:`mc_pvalue`) gives a test of exact size when the copies are drawn from the same
+law as the data (exchangeable with it): true for the members whose law is the data's, and
+only approximately for the others (a fitted member matches the tails, the resampled
+z-scores are an estimate of the shape): the sizes are therefore measured, by the
+``error-rates`` study, not assumed. The direction ``d``
 says which side means miscalibration (:data:`DIRECTION`): binned errors (ENCE, ZMSE,
 ZVE, UCE) and zero-bin intercepts are too **large** when uncertainties are inconsistent,
 the rank correlation CC is too **small**, and the average-calibration statistics (ZMS,
@@ -24,9 +27,9 @@ grid of :func:`nu_on_grid`; for the statistics tested on both sides, the heavy e
 the confidence set of ν, :func:`nu_heavy_bound`), and the data's own z-scores scaled to
 unit mean square and resampled with replacement (:func:`standardised_z`), which carries
 the data's realised extremes that no quantile-matched distribution sees.
-:func:`family_verdict`: ``invalid`` only when every member rejects, ``valid`` when the
-resampled data member accepts, ``inconclusive`` (with the reason) otherwise: then the
-conclusion depends on D, not on the data.
+:func:`family_verdict`: ``invalid`` only when every member rejects, ``valid`` only when
+no member rejects (borderline p-values aside), ``inconclusive`` (with the reason)
+otherwise: then the conclusion depends on the shape of the errors, not on the data.
 
 Several routes of one headline (consistency on uE, adaptivity on X or V) share their
 copies; :func:`minp_pvalue` calibrates their smallest p-value on those copies
@@ -43,7 +46,6 @@ __all__ = [
     "ALPHA",
     "DIRECTION",
     "MEMBERS",
-    "FIT_MEMBERS",
     "standardised_z",
     "NU_MIN",
     "direction_of",
@@ -55,6 +57,7 @@ __all__ = [
     "N_TEST",
     "N_HEADLINE",
     "family_verdict",
+    "smallest_pvalue",
     "t_nu_from_tails",
     "kappa_cs_z2_local",
     "nu_on_grid",
@@ -88,10 +91,6 @@ DIRECTION = {
 #: Members of the null family: the papers' D ("N", "T6"), the t_s(ν̂) matched to the
 #: data's tails ("fit") and the data's own standardised z-scores resampled ("data").
 MEMBERS = ("N", "T6", "fit", "data")
-#: The member whose acceptance makes a statistic valid: the data's own z-scores, the
-#: closest to the truth for any shape (the fitted t_s(ν̂) can miss a shape that is not
-#: Student-like, e.g. a scale mixture; it only guards ``invalid`` against heavy tails).
-FIT_MEMBERS = ("data",)
 #: Lower bound of the fitted degrees of freedom (t_s needs ν > 2; below 3 its Z² has
 #: an infinite mean-square spread and the test would accept anything).
 NU_MIN = 3.0
@@ -279,46 +278,86 @@ def pvalue_noise(p, n, alpha: float = ALPHA):
     return np.sqrt(alpha * (1 - alpha) / np.maximum(np.asarray(n, dtype=np.float64), 1))
 
 
-def family_verdict(pvalues, labels=MEMBERS, *, alpha: float = ALPHA,
-                   fit_members=FIT_MEMBERS) -> tuple[str, str]:
-    """Verdict of one test over the family of null members.
+def smallest_pvalue(n, direction: int = 0):
+    r"""Smallest p-value that ``n`` calibrated copies can give (:func:`mc_pvalue`).
+
+    :math:`1/(1+n)` on one side, :math:`2/(1+n)` on both: a test whose smallest p-value is
+    not below its size can never reject, and its acceptance says nothing.
+
+    Parameters
+    ----------
+    n : int or array_like
+        Number of finite copies.
+    direction : {1, -1, 0}
+        Side of the test (0: both sides).
+    """
+    return (1.0 if direction else 2.0) / (np.asarray(n, dtype=np.float64) + 1)
+
+
+def family_verdict(pvalues, labels=MEMBERS, *, alpha: float = ALPHA, n_copies=None,
+                   direction: int = 0, p_floor=None) -> tuple[str, str]:
+    r"""Verdict of one test over the family of null members.
+
+    The generative distribution of the errors is a nuisance: the test is run under every
+    member of the family (:data:`MEMBERS`) and a verdict is a claim only when it holds
+    under all of them:
+
+    * ``invalid`` when every member rejects (:math:`p < \alpha`);
+    * ``valid`` when no member rejects, a member whose p-value is within two Monte-Carlo
+      standard deviations of α (:func:`pvalue_noise`, ``borderline``) not counting as a
+      rejection;
+    * ``inconclusive`` otherwise, naming the members that reject and those that accept:
+      the conclusion depends on the shape of the errors, not on the data alone;
+    * ``inconclusive`` also when ``n_copies`` copies cannot give a p-value below α
+      (:func:`smallest_pvalue`): a test that can never reject proves nothing.
 
     Parameters
     ----------
     pvalues : array_like, shape (len(labels),)
         P-value of the statistic under each member (:func:`mc_pvalue`).
     labels : sequence of str
-        Member labels; a statistic is valid when every member of ``fit_members`` (the
-        data's own resampled z-scores) accepts.
+        Member labels, for the reason.
+    alpha : float
+        Size of the test.
+    n_copies : int or array_like, optional
+        Finite copies behind each p-value (the smallest over members decides whether the
+        test can reach α, and sets the borderline band); None: not checked, no band.
+    direction : {1, -1, 0}
+        Side of the test (for the smallest attainable p-value).
+    p_floor : float, optional
+        Smallest attainable p-value when it is not that of ``n_copies`` copies on
+        ``direction`` (e.g. a Bonferroni-corrected minimum).
 
     Returns
     -------
     verdict, reason : str
-        ``invalid`` when every member rejects (p < alpha); ``valid`` when the
-        deciding member(s) ``fit_members`` accept (every member, when the family has
-        none); else ``inconclusive`` with the reason.
+        The verdict, and why when it is ``inconclusive`` (else ``''``).
     """
     p = np.asarray(pvalues, dtype=np.float64)
     labels = list(labels)
     if p.size == 0 or not np.isfinite(p).all():
         return "inconclusive", "a Monte-Carlo p-value is not finite (no usable copy)"
+    if n_copies is not None:
+        n = int(np.min(n_copies))
+        floor = float(smallest_pvalue(n, direction) if p_floor is None else p_floor)
+        if floor >= alpha:
+            return "inconclusive", (
+                f"{n} calibrated copies cannot give p < {alpha:g} (smallest p {floor:.3g}): "
+                "no verdict; increase --n-mc")
+        band = 2 * pvalue_noise(p, n, alpha)
+    else:
+        band = 0.0
     reject = p < alpha
     if reject.all():
         return "invalid", ""
-    acc = ", ".join(f"{lab} (p = {v:.3g})" for lab, v in zip(labels, p, strict=True)
-                    if v >= alpha)
-    matched = [k for k, lab in enumerate(labels) if lab in fit_members]
-    if not matched:  # no data-matched member: every member must accept
-        if not reject.any():
-            return "valid", ""
-        return "inconclusive", (f"accepted under {acc} only: the conclusion depends on the "
-                                "generative distribution")
-    if not reject[matched].any():
+    if not np.any(p < alpha - band):
         return "valid", ""
-    rej = ", ".join(f"{labels[k]} (p = {p[k]:.3g})" for k in matched if reject[k])
-    return "inconclusive", (
-        f"rejected under the data's own z-scores, {rej}, but not under {acc}: the "
-        "conclusion depends on the generative distribution")
+    rej = ", ".join(f"{lab} (p = {v:.3g})" for lab, v, r in zip(labels, p, reject, strict=True)
+                    if r)
+    acc = ", ".join(f"{lab} (p = {v:.3g})" for lab, v, r in zip(labels, p, reject, strict=True)
+                    if not r)
+    return "inconclusive", (f"rejected under {rej}, but not under {acc}: the conclusion "
+                            "depends on the generative distribution of the errors")
 
 
 # ------------------------------------------------------------- tails of the data's Z

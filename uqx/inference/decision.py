@@ -16,7 +16,6 @@ import xarray as xr
 from uqx.engine.mctest import (
     ALPHA_RESULT,
     DIRECTION,
-    FIT_MEMBERS,
     copy_pvalues,
     direction_of,
     family_verdict,
@@ -24,6 +23,8 @@ from uqx.engine.mctest import (
     mc_pvalue,
     pvalue_noise,
 )
+from uqx.engine.stats.tailedness import SAFETY_LIMITS
+from uqx.engine.resolution import RESOLUTION_KIND, scale_resolution
 from uqx.engine.verdict import (
     NOT_TESTED,
     interval_problem,
@@ -32,8 +33,8 @@ from uqx.engine.verdict import (
     zeta_verdict,
 )
 
-__all__ = ["verdict_step", "familywise_step", "papers_verdict", "zeta_borderline",
-           "not_familywise_reason"]
+__all__ = ["verdict_step", "familywise_step", "tails_step", "tails_reason", "papers_verdict",
+           "zeta_borderline", "not_familywise_reason"]
 
 
 def zeta_borderline(res, i, j) -> bool:
@@ -107,7 +108,7 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datase
     pv = np.full((S, K, len(member_labels)), np.nan)
     labels = [str(d) for d in res["dist"].values]
     est = res["estimate"].values
-    fits = [member_labels.index(m) for m in FIT_MEMBERS]
+    resolution = np.full((S, K, 2), np.nan)
     for i in range(S):
         for j, s in enumerate(specs):
             if s.base in NOT_TESTED:
@@ -119,16 +120,22 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datase
                                        res["ci_high"].values[i, j])
             if problem:
                 notes.stat(i, j, problem + " (ζ-scores only; the verdict does not use it)")
-            pv[i, j] = mc_pvalue(est[i, j], draws[i, j], direction_of(s.base))
-            verdict[i, j], reason[i, j] = family_verdict(pv[i, j], member_labels, alpha=alpha)
-            n = np.isfinite(draws[i, j, fits[0]]).sum()
-            smallest = (1 if direction_of(s.base) else 2) / (n + 1)
-            if smallest >= alpha:  # the test could never reject: its "valid" means nothing
-                verdict[i, j], reason[i, j] = "inconclusive", (
-                    f"{n} calibrated copies cannot give p < {alpha:g} (smallest p "
-                    f"{smallest:.3g}): increase --n-mc")
-            borderline[i, j] = bool(np.any(np.abs(pv[i, j, fits] - alpha)
-                                           < 2 * pvalue_noise(pv[i, j, fits], n, alpha)))
+            d = direction_of(s.base)
+            pv[i, j] = mc_pvalue(est[i, j], draws[i, j], d)
+            n = np.isfinite(draws[i, j]).sum(-1)  # finite copies per member
+            verdict[i, j], reason[i, j] = family_verdict(pv[i, j], member_labels, alpha=alpha,
+                                                         n_copies=n, direction=d)
+            with np.errstate(invalid="ignore"):
+                borderline[i, j] = bool(np.any(np.abs(pv[i, j] - alpha)
+                                               < 2 * pvalue_noise(pv[i, j], n.min(), alpha)))
+            if s.base in RESOLUTION_KIND:  # the least powerful member: the widest factors
+                lims = np.array([scale_resolution(s.base, draws[i, j, m], alpha=alpha)
+                                 for m in range(len(member_labels))])
+                with np.errstate(invalid="ignore"):
+                    resolution[i, j] = (np.min(lims[:, 0]) if np.isfinite(lims[:, 0]).all()
+                                        else np.nan,
+                                        np.max(lims[:, 1]) if np.isfinite(lims[:, 1]).all()
+                                        else np.nan)
     valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
     return xr.Dataset({
         "verdict": (("set", "stat"), verdict.astype(str),
@@ -137,8 +144,18 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datase
         "verdict_reason": (("set", "stat"), reason.astype(str),
                            {"long_name": "why the verdict is inconclusive"}),
         "borderline": (("set", "stat"), borderline,
-                       {"long_name": "p-value of a data-matched member within 2 Monte-Carlo "
-                        "sd of the size"}),
+                       {"long_name": "p-value of a member within 2 Monte-Carlo sd of the "
+                        "size"}),
+        "resolution_low": (("set", "stat"), resolution[..., 0],
+                           {"long_name": "smallest miscalibration below calibration that the "
+                            "test detects with 80 % power: the factor f of errors f*uE "
+                            "(scale; mean_z: bias b of Z, in units of uE)",
+                            "power": 0.8}),
+        "resolution_high": (("set", "stat"), resolution[..., 1],
+                            {"long_name": "smallest miscalibration above calibration that the "
+                             "test detects with 80 % power: the factor f of errors f*uE "
+                             "(scale; mean_z: bias b of Z, in units of uE)",
+                             "power": 0.8}),
         "valid": (("set", "stat"), valid, {"long_name": "1 valid, 0 invalid, NaN otherwise"}),
         "p_value": (("set", "stat", "member"), pv,
                     {"long_name": "Monte-Carlo p-value under each member of the null family"}),
@@ -249,3 +266,63 @@ def not_familywise_reason(p_adj) -> str:
     return (f"rejected on its own, but not once every test of this set is taken together "
             f"(family-wise adjusted p = {worst:.3g} >= {ALPHA_RESULT:g}): the evidence is "
             "not strong enough for a verdict of invalid")
+
+
+def tails_reason(kappa) -> str:
+    """Why an ``invalid`` cannot stand on errors this heavy-tailed ('' when it can).
+
+    The null family reaches t_s(3) at its heaviest (:data:`uqx.engine.mctest.NU_MIN`) and
+    its sizes are measured within the safety limits of 001 Table II. Beyond the limit on
+    the Crow–Siddiqui kurtosis of Z² (measured within the bins of uE, so that an
+    inconsistency is not read as tails), a rejection may come from tails that no member
+    represents.
+
+    Parameters
+    ----------
+    kappa : float
+        κ_CS of the set's Z² (``kappa_cs_z2_local`` of a result).
+    """
+    limit = SAFETY_LIMITS["kappa_cs_z2"]
+    if not (np.isfinite(kappa) and kappa > limit):
+        return ""
+    return (f"rejected, but the errors' tails are beyond the safety limit (kappa_cs of Z^2 "
+            f"within the bins of uE = {kappa:.3g} > {limit:g}, 001 Table II): the null "
+            "family does not represent such tails, the rejection may come from them")
+
+
+def tails_step(res) -> xr.Dataset:
+    """Step 8: an ``invalid`` on errors beyond the safety limits becomes ``inconclusive``.
+
+    Applies :func:`tails_reason` to every verdict of the result (statistics, headlines,
+    zero-bin intercept routes), after the family-wise step.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The result, with ``kappa_cs_z2_local`` over ``set``.
+
+    Returns
+    -------
+    xarray.Dataset
+        The result with the verdicts and reasons updated (``valid`` recomputed).
+    """
+    if "kappa_cs_z2_local" not in res:
+        return res
+    kappa = res["kappa_cs_z2_local"].values
+    for v, r in (("verdict", "verdict_reason"), ("cond_verdict", "cond_verdict_reason"),
+                 ("extrap_verdict", "extrap_verdict_reason")):
+        if v not in res:
+            continue
+        verdict = res[v].values.astype(object)
+        reason = res[r].values.astype(object)
+        for i in range(res.sizes["set"]):
+            why = tails_reason(float(kappa[i]))
+            if why:
+                hit = verdict[i] == "invalid"
+                verdict[i][hit] = "inconclusive"
+                reason[i][hit] = why
+        res = res.assign({v: (res[v].dims, verdict.astype(str), res[v].attrs),
+                          r: (res[r].dims, reason.astype(str), res[r].attrs)})
+    res["valid"] = (("set", "stat"), np.where(res["verdict"].values == "valid", 1.0, np.where(
+        res["verdict"].values == "invalid", 0.0, np.nan)), res["valid"].attrs)
+    return res

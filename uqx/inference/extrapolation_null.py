@@ -269,5 +269,7 @@ def null_verdict(observed, nulls, *, level: float = LEVEL, labels=None):
     if not np.isfinite(observed) or not np.isfinite(p).all():
         return "inconclusive", "intercept or its null distribution is not finite", lim, p
     labels = list(labels) if labels is not None else [f"D{k}" for k in range(len(nulls))]
-    v, why = family_verdict(p, labels, alpha=1 - level)
+    n = min(int(np.isfinite(x).sum()) for x in nulls)
+    v, why = family_verdict(p, labels, alpha=1 - level, n_copies=n,
+                            direction=DIRECTION["intercept"])
     return v, why, lim, p

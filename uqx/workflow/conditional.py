@@ -260,6 +260,14 @@ def _routes(res, specs, draws, copies, i, c, cond):
     return out
 
 
+def _route_copies(draws, copies, specs, res, i, c, cond) -> int:
+    """Fewest finite copies behind a route of headline (set ``i``, cond ``c``)."""
+    counts = [int(np.isfinite(draws[i, j]).sum(-1).min()) for j, s in enumerate(specs)
+              if (s.family == "binned" and s.cond == cond) or (s.base == "cc" and cond == "uE")]
+    counts += [int(np.isfinite(n).all(-1).sum()) for n in copies.get((i, c), [])]
+    return min(counts) if counts else 0
+
+
 def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
     """Headline verdict per (set, cond): one test over the routes, over the null family.
 
@@ -294,6 +302,7 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
                 continue
             routes_txt[i, c] = ", ".join(r[0] for r in routes)
             po = np.stack([r[1] for r in routes])  # (R, member)
+            floor = None
             if shared and all(r[2] is not None for r in routes):
                 n = min(r[2].shape[1] for r in routes)
                 null_p = np.full((len(labels), n), np.nan)
@@ -305,7 +314,11 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
                 copies_p[i, c] = null_p
             else:
                 pval[i, c] = np.minimum(1.0, len(routes) * np.nanmin(po, axis=0))
-            verdict[i, c], reason[i, c] = family_verdict(pval[i, c], labels, alpha=1 - level)
+                n = _route_copies(draws, copies, specs, res, i, c, cond)
+                floor = min(1.0, len(routes) / (1 + n))  # Bonferroni of the best route
+            verdict[i, c], reason[i, c] = family_verdict(pval[i, c], labels, alpha=1 - level,
+                                                         n_copies=n, direction=-1,
+                                                         p_floor=floor)
     return xr.Dataset({
         "cond_verdict": (("set", "cond"), verdict.astype(str),
                          {"long_name": "consistency (uE) / adaptivity (X, V) verdict"}),

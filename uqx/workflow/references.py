@@ -74,6 +74,8 @@ def null_family(nu, tails, sets=None, M=None):
     members : list of (dist, nu, label)
     nu_fit, nu_two_sided : numpy.ndarray
         ν̂ per set, and the fitted member's ν of the two-sided statistics.
+    kappa : numpy.ndarray
+        The κ_CS of Z² that ν̂ inverts (scaled within the bins of uE unless streamed).
     """
     if sets is None:
         kappa = tails["kappa_cs_z2"].values
@@ -83,7 +85,7 @@ def null_family(nu, tails, sets=None, M=None):
     nu_fit = nu_on_grid(t_nu_from_tails(kappa))
     nu_two = nu_on_grid(nu_heavy_bound(kappa, np.asarray(M, dtype=np.float64)))
     members = papers_members(nu) + [("t", nu_fit, "fit"), ("data", None, "data")]
-    return members, nu_fit, nu_two
+    return members, nu_fit, nu_two, np.asarray(kappa, dtype=np.float64)
 
 
 def predefined_references(boot, specs):

@@ -45,9 +45,11 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
 
     Columns: estimate, bias, BCa interval, reference (predefined, or simulated with
     D = N), ζ (ζ_BS or ζ_Sim with D = N), ζ_Sim for every other distribution, ``p`` (the
-    Monte-Carlo p-value under the data's own resampled z-scores, the member of
-    :mod:`uqx.engine.mctest` whose acceptance makes a verdict valid), verdict (with
-    "(borderline)" when that p-value is within its Monte-Carlo noise of the size).
+    ``p_min`` / ``p_max`` (the smallest and largest Monte-Carlo p-value over the members
+    of the null family, :mod:`uqx.engine.mctest`: ``valid`` needs every member to accept,
+    ``invalid`` every one to reject), ``resolution`` (:func:`resolution_text`: the
+    miscalibration the test detects with 80 % power), verdict (with "(borderline)" when
+    a member's p-value is within its Monte-Carlo noise of the size).
 
     Parameters
     ----------
@@ -68,10 +70,15 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
             z = res["zeta_sim"].sel(dist=d).to_series()
             df[f"zeta_{d}"] = z.where(res["reference_kind"].to_series() == "simulated")
     if "p_value" in res and "member" in res.dims:
-        # the evidence under the data's own z-scores, the member that makes a verdict valid
-        if "data" in res["member"].values:
-            df["p"] = res["p_value"].sel(member="data").to_series()
+        # valid needs every member to accept (smallest p), invalid every one to reject
+        with np.errstate(invalid="ignore"):
+            df["p_min"] = res["p_value"].min("member").to_series()
+            df["p_max"] = res["p_value"].max("member").to_series()
     df = df.round(digits)
+    if "resolution_low" in res:
+        df["resolution"] = [resolution_text(st, lo, hi) for (_, st), lo, hi in zip(
+            df.index, res["resolution_low"].to_series(), res["resolution_high"].to_series(),
+            strict=True)]
     bl = res["borderline"].to_series() if "borderline" in res else False
     verdict = res["verdict"].to_series()
     df["verdict"] = [
@@ -79,6 +86,32 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                                              [False] * len(verdict), strict=True)
     ]
     return df
+
+
+def resolution_text(stat, low, high) -> str:
+    """Render the resolution of a test (:mod:`uqx.engine.resolution`) for the tables.
+
+    Parameters
+    ----------
+    stat : str
+        The statistic (``mean_z``: a bias of Z in units of uE; otherwise a scale f of
+        the errors, E = f·uE·ε).
+    low, high : float
+        The factors (biases) below and above calibration detected with 80 % power.
+
+    Returns
+    -------
+    str
+        ``"f <= 0.93 or >= 1.08"``, ``"bias <= -0.12 or >= 0.12"``, ``"beyond x4"`` when
+        out of reach, ``""`` for a statistic without a resolution.
+    """
+    if not (np.isfinite(low) or np.isfinite(high)):
+        return ""
+    def one(x, fmt):
+        return fmt.format(x) if np.isfinite(x) else "out of reach"
+    if str(stat).lower().startswith("mean_z"):
+        return f"bias <= {one(low, '{:.3g}')} or >= {one(high, '{:.3g}')}"
+    return f"f <= {one(low, '{:.3g}')} or >= {one(high, '{:.3g}')}"
 
 
 def _cond_name(c) -> str:
@@ -268,6 +301,14 @@ def _stat_record(x, dists) -> dict:
     }
     if "borderline" in x:
         rec["borderline"] = bool(x["borderline"].item())
+    if "p_value" in x:
+        rec["p_value"] = {str(m): _num(x["p_value"].sel(member=m)) for m in x["member"].values}
+    if "resolution_low" in x and np.isfinite(x["resolution_low"].item()) | np.isfinite(
+            x["resolution_high"].item()):
+        rec["resolution"] = {"low": _num(x["resolution_low"]), "high": _num(x["resolution_high"]),
+                             "power": 0.8,
+                             "kind": "bias" if str(x["stat"].item()).startswith("mean_z")
+                             else "scale"}
     if rec["verdict"] == "inconclusive" and "verdict_reason" in x:
         rec["verdict_reason"] = str(x["verdict_reason"].item())
     if rec["reference_kind"] == "simulated" and "zeta_sim" in x:

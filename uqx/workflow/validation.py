@@ -22,6 +22,9 @@ For every data set, named steps each return a fragment of the result, merged at 
    their shared copies.
 6. :func:`~uqx.inference.decision.familywise_step` — an ``invalid`` must also hold once every test
    of the set is taken together (single-step min-p at 10 %).
+7. :func:`~uqx.inference.decision.tails_step` — errors whose tails are beyond the safety
+   limit of 001 Table II (κ_CS of Z², scaled within the bins of uE, above 5) are beyond
+   what the null family represents: an ``invalid`` there becomes ``inconclusive``.
 
 Disk-backed input (dask arrays, e.g. :func:`uqx.dataio.netcdf.open_dataset`): see the Notes of
 :func:`validate` and :func:`uqx.workflow.disk.memory_note` for what is streamed and what
@@ -61,7 +64,7 @@ from uqx.engine.stats.tailedness import (
     tailedness,
 )
 from uqx.inference.bootstrap import bootstrap
-from uqx.inference.decision import familywise_step, verdict_step
+from uqx.inference.decision import familywise_step, tails_step, verdict_step
 from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exported)
     READ_ROWS,
     is_lazy_input,
@@ -368,7 +371,7 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
         hooks = null_hooks(sets, n_copies=min(n_extrap, n_mc, N_TEST))
     # streamed moment route: no order of uE held, ν̂ from Z itself (on disk as in memory)
     streamed = streams(specs, conditional=cfg.conditional)
-    members, nu_fit, nu_two = null_family(cfg.nu, tails, None if streamed else sets,
+    members, nu_fit, nu_two, kappa = null_family(cfg.nu, tails, None if streamed else sets,
                                           M=ds["M"].values if "M" in ds else np.full(
                                               len(sets), ds.sizes["sample"]))
     refs, nulls, draws, test_draws = reference_step(
@@ -378,6 +381,10 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     boot = boot.isel(stat=slice(0, len(specs)))
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
     labels = [lab for *_, lab in members]
+    res["kappa_cs_z2_local"] = ("set", kappa, {
+        "long_name": "Crow-Siddiqui kurtosis of Z^2 scaled within the bins of uE (Z itself "
+                     "when streamed): the shape of the errors the null family must match",
+        "safety_limit": SAFETY_LIMITS["kappa_cs_z2"]})
     res = res.merge(verdict_step(res, specs, notes, test_draws, labels, level=cfg.level))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
@@ -395,6 +402,7 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
             n_mc=n_extrap, nulls=nulls if n_extrap <= n_mc else None, common=cfg.compute)
     res = familywise_step(res, specs, draws, head_copies, n_shared=n_extrap if hooks else 0,
                           route_copies=route_copies)
+    res = tails_step(res)
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
