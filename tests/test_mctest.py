@@ -249,3 +249,24 @@ def test_kappa_local_equals_its_twin_and_removes_a_scale_trend():
     k_local = kappa_cs_z2_local(E, rep)
     k_eps = float(tailedness(eps, np.ones(M))["kappa_cs_z2"])
     assert k_global > k_eps + 0.5 and abs(k_local - k_eps) < abs(k_global - k_eps) / 2
+
+
+def test_plausible_members_screen_the_fixed_shapes():
+    from uqx.engine.mctest import kappa_cs_z2_of_t, plausible_members
+
+    nus = [np.inf, 6.0, None, None]  # N, T6, fit, data
+    k_n, k_6, k_3 = (float(kappa_cs_z2_of_t(v)) for v in (np.inf, 6.0, 3.0))
+    got = plausible_members([k_n, k_6, k_3, np.nan], 2000, nus)
+    assert got.tolist() == [[True, False, True, True],    # normal tails: T6 excluded
+                            [False, True, True, True],    # t6 tails: N excluded
+                            [False, False, True, True],   # t3 tails: both excluded
+                            [True, True, True, True]]     # unknown: all kept
+    # at M = 200 the screening cannot tell N from t6 apart: both kept
+    assert plausible_members([k_n], 200, nus)[0].tolist() == [True, True, True, True]
+
+
+def test_family_verdict_ignores_excluded_members():
+    # N rejects but is excluded (the data's tails are not normal): valid
+    use = [False, True, True, True]
+    assert family_verdict([0.001, 0.3, 0.4, 0.5], MEMBERS, n_copies=500, use=use)[0] == "valid"
+    assert family_verdict([0.3, 0.01, 0.01, 0.02], MEMBERS, n_copies=500, use=use)[0] == "invalid"

@@ -58,6 +58,8 @@ __all__ = [
     "N_HEADLINE",
     "family_verdict",
     "smallest_pvalue",
+    "plausible_members",
+    "PLAUSIBLE_Z",
     "t_nu_from_tails",
     "kappa_cs_z2_local",
     "nu_on_grid",
@@ -101,6 +103,10 @@ NU_GRID_STEP = 0.01
 #: error, 84 % one-sided). Chosen on measured rates: 1.645 also holds the size, but
 #: costs a tenth of the power against uncertainties scaled by 0.9 with t_s(6) errors.
 NU_BOUND_Z = 1.0
+
+#: Width, in standard errors of κ_CS, of the screening of the fixed members' shapes
+#: (:func:`plausible_members`).
+PLAUSIBLE_Z = 1.96
 
 _KAPPA_OFFSET = 2.91
 
@@ -295,7 +301,7 @@ def smallest_pvalue(n, direction: int = 0):
 
 
 def family_verdict(pvalues, labels=MEMBERS, *, alpha: float = ALPHA, n_copies=None,
-                   direction: int = 0, p_floor=None) -> tuple[str, str]:
+                   direction: int = 0, p_floor=None, use=None) -> tuple[str, str]:
     r"""Verdict of one test over the family of null members.
 
     The generative distribution of the errors is a nuisance: the test is run under every
@@ -327,6 +333,9 @@ def family_verdict(pvalues, labels=MEMBERS, *, alpha: float = ALPHA, n_copies=No
     p_floor : float, optional
         Smallest attainable p-value when it is not that of ``n_copies`` copies on
         ``direction`` (e.g. a Bonferroni-corrected minimum).
+    use : array_like of bool, optional
+        Members that take part (:func:`plausible_members`: a fixed member whose shape the
+        data's tails exclude does not); default all.
 
     Returns
     -------
@@ -335,6 +344,11 @@ def family_verdict(pvalues, labels=MEMBERS, *, alpha: float = ALPHA, n_copies=No
     """
     p = np.asarray(pvalues, dtype=np.float64)
     labels = list(labels)
+    if use is not None:
+        use = np.asarray(use, dtype=bool)
+        p, labels = p[use], [lab for lab, k in zip(labels, use, strict=True) if k]
+        if n_copies is not None and np.ndim(n_copies):
+            n_copies = np.asarray(n_copies)[use]
     if p.size == 0 or not np.isfinite(p).all():
         return "inconclusive", "a Monte-Carlo p-value is not finite (no usable copy)"
     if n_copies is not None:
@@ -358,6 +372,51 @@ def family_verdict(pvalues, labels=MEMBERS, *, alpha: float = ALPHA, n_copies=No
                     if not r)
     return "inconclusive", (f"rejected under {rej}, but not under {acc}: the conclusion "
                             "depends on the generative distribution of the errors")
+
+
+def plausible_members(kappa, M, member_nus, *, z: float = None) -> np.ndarray:
+    r"""Members of the null family whose shape the data's tails do not exclude.
+
+    A fixed member t_s(ν_m) (the papers' N, ν = ∞, and t_s(6)) takes part in a verdict
+    only when the data's κ_CS of Z² lies within ``z`` standard errors of that member's
+    own, :math:`|\hat\kappa - \kappa(
+u_m)| \le z\,\mathrm{se}(
+u_m, M)`
+    (:func:`kappa_cs_z2_of_t`, :func:`kappa_cs_z2_se_of_t`): N is no null for clearly
+    heavy-tailed errors, t_s(6) none for clearly normal ones, and requiring their
+    acceptance would make ``valid`` unreachable on calibrated data of another shape.
+    The data-matched members (``None`` in ``member_nus``: the fitted t_s(ν̂) and the
+    resampled z-scores) always take part. This is a screening of the nuisance shape at
+    about the 95 % level, not a formal confidence-set test: its effect on the error
+    rates is measured by the ``error-rates`` study.
+
+    Parameters
+    ----------
+    kappa : array_like, shape (S,)
+        κ_CS of Z² of each set (scaled within the bins of uE).
+    M : array_like, shape (S,)
+        Sizes of the sets.
+    member_nus : sequence of float or None
+        ν of each member (inf: normal); None for the data-matched members.
+    z : float, optional
+        Width in standard errors (default :data:`PLAUSIBLE_Z`).
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (S, len(member_nus))
+    """
+    z = PLAUSIBLE_Z if z is None else z
+    kappa = np.atleast_1d(np.asarray(kappa, dtype=np.float64))
+    M = np.broadcast_to(np.asarray(M, dtype=np.float64), kappa.shape)
+    out = np.ones((kappa.size, len(member_nus)), dtype=bool)
+    for m, nu in enumerate(member_nus):
+        if nu is None:
+            continue
+        k0 = kappa_cs_z2_of_t(nu)
+        se = kappa_cs_z2_se_of_t(nu, M)
+        with np.errstate(invalid="ignore"):
+            out[:, m] = ~(np.abs(kappa - k0) > z * se)  # NaN kappa: kept
+    return out
 
 
 # ------------------------------------------------------------- tails of the data's Z

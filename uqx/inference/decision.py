@@ -33,8 +33,50 @@ from uqx.engine.verdict import (
     zeta_verdict,
 )
 
-__all__ = ["verdict_step", "familywise_step", "tails_step", "tails_reason", "papers_verdict",
+__all__ = ["verdict_step", "familywise_step", "members_used", "restrict_route_verdicts", "tails_step", "tails_reason", "papers_verdict",
            "zeta_borderline", "not_familywise_reason"]
+
+
+def members_used(res, n_members) -> np.ndarray:
+    """Members taking part in each set's verdicts, (set, member) bool (all when unknown)."""
+    if "member_plausible" in res:
+        return res["member_plausible"].values.astype(bool)
+    return np.ones((res.sizes["set"], n_members), dtype=bool)
+
+
+def restrict_route_verdicts(res, *, n_copies, level) -> xr.Dataset:
+    """Re-decide the zero-bin intercept routes over the members that take part.
+
+    The intercepts' p-values per member are stored (``extrap_p_value``); the verdict is
+    :func:`uqx.engine.mctest.family_verdict` over the members of :func:`members_used`.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The result with ``extrap_verdict`` and ``extrap_p_value``.
+    n_copies : int
+        Copies of the intercepts' nulls.
+    level : float
+        Confidence level (size 1 − level).
+    """
+    if "extrap_verdict" not in res or "extrap_p_value" not in res:
+        return res
+    p = res["extrap_p_value"].values  # (set, cond, xstat, member)
+    labels = [str(m) for m in res["member"].values]
+    use = members_used(res, p.shape[-1])
+    verdict = res["extrap_verdict"].values.astype(object)
+    reason = res["extrap_verdict_reason"].values.astype(object)
+    for idx in np.ndindex(verdict.shape):
+        if verdict[idx] == "not tested" or not np.isfinite(p[idx]).any():
+            continue
+        verdict[idx], reason[idx] = family_verdict(
+            p[idx], labels, alpha=1 - level, n_copies=n_copies,
+            direction=DIRECTION["intercept"], use=use[idx[0]])
+    return res.assign(extrap_verdict=(res["extrap_verdict"].dims, verdict.astype(str),
+                                      res["extrap_verdict"].attrs),
+                      extrap_verdict_reason=(res["extrap_verdict_reason"].dims,
+                                             reason.astype(str),
+                                             res["extrap_verdict_reason"].attrs))
 
 
 def zeta_borderline(res, i, j) -> bool:
@@ -109,6 +151,7 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datase
     labels = [str(d) for d in res["dist"].values]
     est = res["estimate"].values
     resolution = np.full((S, K, 2), np.nan)
+    use = members_used(res, len(member_labels))
     for i in range(S):
         for j, s in enumerate(specs):
             if s.base in NOT_TESTED:
@@ -124,13 +167,13 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datase
             pv[i, j] = mc_pvalue(est[i, j], draws[i, j], d)
             n = np.isfinite(draws[i, j]).sum(-1)  # finite copies per member
             verdict[i, j], reason[i, j] = family_verdict(pv[i, j], member_labels, alpha=alpha,
-                                                         n_copies=n, direction=d)
+                                                         n_copies=n, direction=d, use=use[i])
             with np.errstate(invalid="ignore"):
-                borderline[i, j] = bool(np.any(np.abs(pv[i, j] - alpha)
+                borderline[i, j] = bool(np.any(np.abs(pv[i, j, use[i]] - alpha)
                                                < 2 * pvalue_noise(pv[i, j], n.min(), alpha)))
             if s.base in RESOLUTION_KIND:  # the least powerful member: the widest factors
                 lims = np.array([scale_resolution(s.base, draws[i, j, m], alpha=alpha)
-                                 for m in range(len(member_labels))])
+                                 for m in range(len(member_labels)) if use[i, m]])
                 with np.errstate(invalid="ignore"):
                     resolution[i, j] = (np.min(lims[:, 0]) if np.isfinite(lims[:, 0]).all()
                                         else np.nan,

@@ -287,6 +287,7 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
         {(set, cond index): (member, n)} (for the family-wise adjustment of the result).
     """
     from uqx.engine.mctest import copy_pvalues, family_verdict, minp_pvalue
+    from uqx.inference.decision import members_used
 
     S, C = res.sizes["set"], res.sizes["cond"]
     copies_p = {}
@@ -295,6 +296,7 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
     reason = np.full((S, C), "", dtype=object)
     routes_txt = np.full((S, C), "", dtype=object)
     pval = np.full((S, C, len(labels)), np.nan)
+    use = members_used(res, len(labels))
     for i in range(S):
         for c, cond in enumerate(str(x) for x in res["cond"].values):
             routes = _routes(res, specs, draws, copies, i, c, cond)
@@ -318,7 +320,7 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
                 floor = min(1.0, len(routes) / (1 + n))  # Bonferroni of the best route
             verdict[i, c], reason[i, c] = family_verdict(pval[i, c], labels, alpha=1 - level,
                                                          n_copies=n, direction=-1,
-                                                         p_floor=floor)
+                                                         p_floor=floor, use=use[i])
     return xr.Dataset({
         "cond_verdict": (("set", "cond"), verdict.astype(str),
                          {"long_name": "consistency (uE) / adaptivity (X, V) verdict"}),

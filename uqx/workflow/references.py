@@ -14,6 +14,7 @@ import xarray as xr
 
 from uqx.engine.defaults import NU
 from uqx.engine.mctest import (
+    plausible_members,
     N_TEST,
     direction_of,
     kappa_cs_z2_local,
@@ -76,6 +77,9 @@ def null_family(nu, tails, sets=None, M=None):
         ν̂ per set, and the fitted member's ν of the two-sided statistics.
     kappa : numpy.ndarray
         The κ_CS of Z² that ν̂ inverts (scaled within the bins of uE unless streamed).
+    plausible : numpy.ndarray of bool, shape (set, member)
+        Members whose shape the data's tails do not exclude
+        (:func:`uqx.engine.mctest.plausible_members`).
     """
     if sets is None:
         kappa = tails["kappa_cs_z2"].values
@@ -85,7 +89,11 @@ def null_family(nu, tails, sets=None, M=None):
     nu_fit = nu_on_grid(t_nu_from_tails(kappa))
     nu_two = nu_on_grid(nu_heavy_bound(kappa, np.asarray(M, dtype=np.float64)))
     members = papers_members(nu) + [("t", nu_fit, "fit"), ("data", None, "data")]
-    return members, nu_fit, nu_two, np.asarray(kappa, dtype=np.float64)
+    kappa = np.asarray(kappa, dtype=np.float64)
+    nus = [np.inf if d == "normal" else (float(v) if d == "t" and lab != "fit" else None)
+           for d, v, lab in members]
+    plausible = plausible_members(kappa, np.asarray(M, dtype=np.float64), nus)
+    return members, nu_fit, nu_two, kappa, plausible
 
 
 def predefined_references(boot, specs):

@@ -71,9 +71,12 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
             df[f"zeta_{d}"] = z.where(res["reference_kind"].to_series() == "simulated")
     if "p_value" in res and "member" in res.dims:
         # valid needs every member to accept (smallest p), invalid every one to reject
+        pv = res["p_value"]
+        if "member_plausible" in res:  # the members that take part in the verdict
+            pv = pv.where(res["member_plausible"])
         with np.errstate(invalid="ignore"):
-            df["p_min"] = res["p_value"].min("member").to_series()
-            df["p_max"] = res["p_value"].max("member").to_series()
+            df["p_min"] = pv.min("member").to_series()
+            df["p_max"] = pv.max("member").to_series()
     df = df.round(digits)
     if "resolution_low" in res:
         df["resolution"] = [resolution_text(st, lo, hi) for (_, st), lo, hi in zip(

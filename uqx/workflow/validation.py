@@ -64,7 +64,12 @@ from uqx.engine.stats.tailedness import (
     tailedness,
 )
 from uqx.inference.bootstrap import bootstrap
-from uqx.inference.decision import familywise_step, tails_step, verdict_step
+from uqx.inference.decision import (
+    familywise_step,
+    restrict_route_verdicts,
+    tails_step,
+    verdict_step,
+)
 from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exported)
     READ_ROWS,
     is_lazy_input,
@@ -371,7 +376,7 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
         hooks = null_hooks(sets, n_copies=min(n_extrap, n_mc, N_TEST))
     # streamed moment route: no order of uE held, ν̂ from Z itself (on disk as in memory)
     streamed = streams(specs, conditional=cfg.conditional)
-    members, nu_fit, nu_two, kappa = null_family(cfg.nu, tails, None if streamed else sets,
+    members, nu_fit, nu_two, kappa, plausible = null_family(cfg.nu, tails, None if streamed else sets,
                                           M=ds["M"].values if "M" in ds else np.full(
                                               len(sets), ds.sizes["sample"]))
     refs, nulls, draws, test_draws = reference_step(
@@ -385,6 +390,10 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
         "long_name": "Crow-Siddiqui kurtosis of Z^2 scaled within the bins of uE (Z itself "
                      "when streamed): the shape of the errors the null family must match",
         "safety_limit": SAFETY_LIMITS["kappa_cs_z2"]})
+    res["member_plausible"] = (("set", "member"), plausible, {
+        "long_name": "member takes part in the verdicts: its shape not excluded by the "
+                     "data's kappa_cs of Z^2 (uqx.engine.mctest.plausible_members)"})
+    res = res.assign_coords(member=labels)
     res = res.merge(verdict_step(res, specs, notes, test_draws, labels, level=cfg.level))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
@@ -451,6 +460,7 @@ def _conditional_steps(res, ds, sets, notes, *, seed, level, members, cond_bins,
     ex, ex_nulls = extrapolation_step(sets, notes, seed=seed, level=level, members=members,
                                       n_mc=n_mc, nulls=nulls)
     res = res.merge(lz).merge(ex, combine_attrs="override")
+    res = restrict_route_verdicts(res, n_copies=n_mc, level=level)
     head, head_copies = headline_step(res, specs, draws, ex_nulls, level=level,
                                       shared=nulls is not None)
     return res.merge(head), head_copies, (ex_nulls if nulls is not None else {})
