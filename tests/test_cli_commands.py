@@ -109,7 +109,15 @@ def test_every_command_registered_and_defaults_shown():
                 continue
             if action.dest == "help":
                 continue
-            assert f"(default: {action.default})" in text, (name, action.dest)
+            if action.default is None or isinstance(action.default, bool):
+                # nothing to say (issue 22): no "(default: None)", "(default: False)"
+                assert f"(default: {action.default})" not in text, (name, action.dest)
+                continue
+            help_text = " ".join(action.help.split())
+            shown = (f"{action.default:g}" if isinstance(action.default, float)
+                     else action.default)
+            assert (f"(default: {shown})" in text
+                    or "default" in help_text.lower()), (name, action.dest)
 
 
 def test_adding_a_command_is_one_line(monkeypatch, capsys):

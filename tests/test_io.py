@@ -246,7 +246,9 @@ def test_netcdf_input_record_round_trip(tmp_path):
 
 def test_netcdf_overwrite_and_parent_creation(tmp_path):
     target = tmp_path / "sub" / "dir" / "res.nc"
-    to_netcdf(result_dataset(), target)
+    with pytest.raises(OutputError, match="does not exist"):  # one policy with the CLI
+        to_netcdf(result_dataset(), target)
+    to_netcdf(result_dataset(), target, mkdir=True)
     ds2 = result_dataset().assign(n_nan=("set", np.array([9, 9, 9])))
     to_netcdf(ds2, target)
     assert read_netcdf(target)["n_nan"].values.tolist() == [9, 9, 9]

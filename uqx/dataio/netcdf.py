@@ -29,6 +29,7 @@ import numpy as np
 import xarray as xr
 
 from uqx.dataio.model import from_arrays
+from uqx.dataio.paths import check_output_path
 from uqx.errors import InputError, OutputError
 
 __all__ = [
@@ -140,12 +141,16 @@ def to_netcdf(
     *,
     parameters: dict | None = None,
     seed: int | None = None,
+    mkdir: bool = False,
 ) -> Path:
     """Write a data set to NetCDF atomically, with provenance attributes.
 
     The file is first written to a hidden temporary file in the target directory and
     then moved into place with :func:`os.replace`, so that a reader never sees a partial
     file and a failure leaves any previous file untouched (the temporary is removed).
+    The path is checked first by :func:`uqx.dataio.paths.check_output_path`, the policy
+    that the command line follows too: a NetCDF suffix, not a directory, device or FIFO,
+    and an existing directory (unless ``mkdir``).
 
     Parameters
     ----------
@@ -156,13 +161,16 @@ def to_netcdf(
         JSON strings prefixed with :data:`JSON_PREFIX`. :func:`read_netcdf` restores all
         of them.
     path : str or path-like
-        Target file (parent directories are created).
+        Target file, with a NetCDF suffix (``.nc``, ``.nc4``, ``.netcdf``, ``.cdf``).
     parameters : dict, optional
         Run parameters, stored as the JSON string attribute ``parameters`` (when not
         given, an existing ``parameters`` string attribute of ``ds`` is kept, else ``{}``).
     seed : int, optional
         Root random seed, stored as the attribute ``seed`` (when not given, an existing
         ``seed`` attribute of ``ds`` is kept).
+    mkdir : bool, default False
+        Create a missing directory of ``path``; otherwise a missing directory is refused
+        (:class:`~uqx.errors.OutputError` naming it), as on the command line.
 
     Returns
     -------
@@ -175,7 +183,8 @@ def to_netcdf(
         Attributes or variables that cannot be stored.
     uqx.errors.OutputError
         The file cannot be written (an :class:`OSError`; the message names ``path``,
-        never the temporary file).
+        never the temporary file): another suffix than NetCDF's, a directory, a device,
+        a FIFO, a missing directory (without ``mkdir``) or an unwritable one.
 
     Notes
     -----
@@ -191,7 +200,7 @@ def to_netcdf(
 
     if not isinstance(ds, xr.Dataset):
         raise InputError(f"to_netcdf: expected an xarray.Dataset, got {type(ds).__name__}")
-    path = Path(path)
+    path = check_output_path(path, kind="netcdf", mkdir=mkdir)
     variables = {}
     encoding = {}
     for name, var in ds.variables.items():
@@ -222,12 +231,13 @@ def to_netcdf(
 
     return atomic_write(
         path, lambda tmp: out.to_netcdf(tmp, engine="netcdf4", encoding=encoding),
-        what="NetCDF file",
+        what="NetCDF file", mkdir=mkdir,
     )
 
 
 def atomic_write(
-    path: str | os.PathLike, write: Callable[[Path], object], *, what: str = "file"
+    path: str | os.PathLike, write: Callable[[Path], object], *, what: str = "file",
+    mkdir: bool = True,
 ) -> Path:
     """Write a file atomically: a reader sees the old file or the complete new one.
 
@@ -239,13 +249,18 @@ def atomic_write(
     Parameters
     ----------
     path : str or path-like
-        Target file. Missing parent directories are created.
+        Target file; checked by :func:`uqx.dataio.paths.check_output_path` (not a
+        directory, device or FIFO; an existing directory unless ``mkdir``).
     write : callable
         ``write(tmp)`` writes the whole content to the :class:`pathlib.Path` ``tmp``
         (which keeps the suffix of ``path``, so that writers that add a suffix, such as
         :func:`numpy.savez`, do not rename it). Its return value is ignored.
     what : str, default "file"
         What is written, for the error message (``"NetCDF file"``, ``"report"``).
+    mkdir : bool, default True
+        Create a missing directory of ``path`` (this low-level helper writes the blocks
+        of the studies into their run directories); the public writers
+        (:func:`to_netcdf`, :func:`uqx.report.write_report`) pass False unless asked.
 
     Returns
     -------
@@ -255,21 +270,15 @@ def atomic_write(
     Raises
     ------
     uqx.errors.OutputError
-        ``path`` is a directory, its directory cannot be created, or ``write`` failed;
-        the message names ``path``, never the temporary file.
+        ``path`` is a directory, a device or a FIFO, its directory is missing (without
+        ``mkdir``) or cannot be created, or ``write`` failed; the message names ``path``,
+        never the temporary file.
 
     Examples
     --------
     >>> atomic_write("notes.txt", lambda tmp: tmp.write_text("done"))  # doctest: +SKIP
     """
-    path = Path(path)
-    if path.is_dir():
-        raise OutputError(f"{path}: is a directory, expected a file name")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        msg = f"{path}: cannot create directory {path.parent} ({exc.strerror})"
-        raise OutputError(msg) from exc
+    path = check_output_path(path, mkdir=mkdir, probe=False)
     tmp = path.parent / f".{path.stem}.{uuid.uuid4().hex}.tmp{path.suffix}"
     try:
         write(tmp)

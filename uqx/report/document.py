@@ -127,7 +127,7 @@ def report_format(path) -> str:
 
 
 def write_report(result, path, data=None, *, figures: bool = True, title: str | None = None,
-                 dpi: float = 110) -> Path:
+                 dpi: float = 110, mkdir: bool = False) -> Path:
     """Write :func:`report` to ``path`` atomically (:func:`uqx.dataio.netcdf.atomic_write`).
 
     The format follows the suffix (``.html`` or ``.md``); a Markdown report gets its
@@ -147,6 +147,10 @@ def write_report(result, path, data=None, *, figures: bool = True, title: str | 
         Page title.
     dpi : float, default 110
         Resolution of the figures.
+    mkdir : bool, default False
+        Create a missing directory of ``path``; otherwise it is refused, before anything
+        is drawn (:func:`uqx.dataio.paths.check_output_path`, the policy of
+        :func:`uqx.to_netcdf` and of the command line).
 
     Returns
     -------
@@ -158,12 +162,16 @@ def write_report(result, path, data=None, *, figures: bool = True, title: str | 
     InputError
         Unknown suffix, or a result that is not a validation result.
     uqx.errors.OutputError
-        The file cannot be written.
+        The file cannot be written: a directory, a device, a FIFO, a missing directory
+        (without ``mkdir``), an unwritable one.
     """
+    from uqx.dataio.paths import check_output_path
+
     path = Path(path)
     fmt = report_format(path)
+    check_output_path(path, kind="report", mkdir=mkdir)
     fig_dir = path.with_name(path.stem + "_figures") if fmt == "md" and figures else None
     text = report(result, data, figures=figures, fmt=fmt, title=title, dpi=dpi,
                   figure_dir=fig_dir)
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"),
-                        what="report")
+                        what="report", mkdir=mkdir)

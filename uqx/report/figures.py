@@ -15,7 +15,7 @@ import numpy as np
 from uqx.dataio.model import InputError
 from uqx.report.blocks import Figure
 
-__all__ = ["diagnostic_figures", "load_result"]
+__all__ = ["diagnostic_figures", "load_result", "data_mismatches"]
 
 
 def load_result(result):
@@ -93,6 +93,26 @@ def _match_data(res, data) -> dict:
         else:
             out[s] = "no input data with this name or content: figures of the raw data skipped"
     return out
+
+
+def data_mismatches(result, data) -> list[str]:
+    """Why the given data do not go with a saved result: one line per set without its data.
+
+    Parameters
+    ----------
+    result : xarray.Dataset or path to NetCDF
+        :func:`uqx.validate` output.
+    data : xarray.Dataset, list of Dataset or path to NetCDF
+        The inputs given with it (``uqx report RESULT.nc --data ...``).
+
+    Returns
+    -------
+    list of str
+        ``"<set>: <reason>"`` for every set of the result whose input data are missing
+        or differ (content digest); empty when all match.
+    """
+    res = load_result(result)
+    return [f"{s}: {why}" for s, why in _match_data(res, data).items() if isinstance(why, str)]
 
 
 def _data_figures(one, dpi) -> list:

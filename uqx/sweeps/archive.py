@@ -10,7 +10,7 @@ another ``ig_shape``) are refused.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import import_module
 
 import numpy as np
@@ -90,9 +90,15 @@ class CompareResult:
         Per-cell z (``z_<name>``) of the Monte-Carlo summaries, and absolute differences
         (``diff_<name>``) of exact variables, on the common coordinates.
     identical : bool
-        Every common variable equal bit for bit (NaN = NaN) on the common coordinates.
+        The two archives have the same grid (coordinates) and every common variable is
+        equal bit for bit (NaN = NaN).
     n_flagged : int
         Cells with |z| > threshold, or exact variables that differ.
+    only_a, only_b : dict
+        Per dimension, the coordinate values that only archive A (B) has: their cells
+        are not compared. Empty when the grids are the same.
+    common_identical : bool
+        Every common variable equal bit for bit on the common coordinates.
     """
 
     study: str
@@ -100,6 +106,9 @@ class CompareResult:
     cells: xr.Dataset
     identical: bool
     n_flagged: int
+    only_a: dict = field(default_factory=dict)
+    only_b: dict = field(default_factory=dict)
+    common_identical: bool = False
 
 
 def _check_same(a, b):
@@ -124,14 +133,52 @@ def _aligned(a, b, name):
     return None if xa.size == 0 else (xa, xb)
 
 
+def _grid_difference(a, b) -> tuple[dict, dict]:
+    """Coordinate values per dimension that only ``a`` has, and only ``b`` has."""
+    only_a, only_b = {}, {}
+    for dim in sorted(set(a.indexes) | set(b.indexes), key=str):
+        if dim not in a.dims and dim not in b.dims:
+            continue
+        va = list(a[dim].values) if dim in a.indexes else []
+        vb = list(b[dim].values) if dim in b.indexes else []
+        sa, sb = set(map(_key, va)), set(map(_key, vb))
+        ea = [v for v in va if _key(v) not in sb]
+        eb = [v for v in vb if _key(v) not in sa]
+        if ea:
+            only_a[str(dim)] = [_plain(v) for v in ea]
+        if eb:
+            only_b[str(dim)] = [_plain(v) for v in eb]
+    return only_a, only_b
+
+
+def _key(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _plain(v):
+    v = _key(v)
+    return v.decode() if isinstance(v, bytes) else v
+
+
 def compare(a, b, *, threshold: float = 3.0) -> CompareResult:
     """Compare two archives of one study on their common coordinates.
+
+    Cells that only one archive has (another grid of M, N, ν...) are not compared; they
+    are listed in ``only_a`` / ``only_b`` and the archives are then never called
+    identical.
 
     Parameters
     ----------
     a, b : path or xarray.Dataset
+        The archives (``uqx sweep NAME -o``).
     threshold : float, default 3
         Flag cells with :math:`|z| > threshold`.
+
+    Returns
+    -------
+    CompareResult
+        The table per variable, the per-cell z / differences, the flags and the grid
+        difference.
 
     Raises
     ------
@@ -173,13 +220,16 @@ def compare(a, b, *, threshold: float = 3.0) -> CompareResult:
                      "mean_z": np.nan, "flagged": 0 if same else int(np.sum(d.values > 0))})
     if not rows:
         raise InputError("the two archives have no common cells to compare")
-    identical = True
+    common = True
     for name in set(a.data_vars) & set(b.data_vars):
         pair = _aligned(a, b, name)
         if pair is not None and not np.array_equal(pair[0].values, pair[1].values,
                                                    equal_nan=pair[0].dtype.kind == "f"):
-            identical = False
-    return CompareResult(study, pd.DataFrame(rows), xr.Dataset(cells), identical, n_flag)
+            common = False
+    only_a, only_b = _grid_difference(a, b)
+    identical = common and not only_a and not only_b
+    return CompareResult(study, pd.DataFrame(rows), xr.Dataset(cells), identical, n_flag,
+                         only_a=only_a, only_b=only_b, common_identical=common)
 
 
 def format_compare(res: CompareResult, *, threshold: float = 3.0) -> str:
@@ -194,9 +244,26 @@ def format_compare(res: CompareResult, *, threshold: float = 3.0) -> str:
         bad = z.where(np.abs(z) > threshold).to_dataframe(name="z").dropna()
         if len(bad):
             lines += [f"\n# flagged cells of {name[2:]}", format_df(bad)]
-    verdict = ("identical (bit for bit on the common cells)" if res.identical else
-               f"{res.n_flagged} flagged" if res.n_flagged else
-               "compatible (no cell beyond the threshold)")
+    differ = bool(res.only_a or res.only_b)
+    if differ:
+        lines.append("\n# the grids differ: these cells are in one archive only (not compared)")
+        for label, only in (("A", res.only_a), ("B", res.only_b)):
+            for dim, values in only.items():
+                shown = ", ".join(map(str, values[:20])) + (
+                    f", ... ({len(values)} in all)" if len(values) > 20 else "")
+                lines.append(f"only in {label}: {dim} = {shown}")
+    if res.identical:
+        verdict = "identical (same grid, bit for bit)"
+    elif res.n_flagged:
+        verdict = f"{res.n_flagged} flagged"
+    elif differ and getattr(res, "common_identical", False):
+        verdict = ("equal bit for bit on the common cells only; the grids differ (cells "
+                   "above not compared)")
+    elif differ:
+        verdict = ("compatible on the common cells (no cell beyond the threshold); the "
+                   "grids differ (cells above not compared)")
+    else:
+        verdict = "compatible (no cell beyond the threshold)"
     lines.append(f"\nresult: {verdict}")
     return "\n".join(lines)
 

@@ -19,9 +19,15 @@ __all__ = [
     "HelpFormatter",
     "add_inputs",
     "add_output",
+    "BINS_DEFAULT",
+    "bins_chosen",
+    "add_fail_on",
+    "fail_on_status",
+    "EXIT_CODES_HELP",
     "input_kwargs",
     "load_inputs",
     "check_output",
+    "check_not_input",
     "writable_directory",
     "write_result",
     "print_df",
@@ -32,8 +38,58 @@ __all__ = [
 ]
 
 
+class DefaultInt(int):
+    """An int default that can be told from the same number typed by the user.
+
+    ``args.bins is BINS_DEFAULT`` is True only when ``--bins`` was not given (argparse
+    keeps the default object as it is; a typed value is a new ``int``).
+    """
+
+
+#: Default of ``--bins`` (:data:`uqx.engine.defaults.N_BINS`), marked as a default.
+BINS_DEFAULT = DefaultInt(N_BINS)
+
+
+def bins_chosen(args) -> bool:
+    """Whether the user gave ``--bins`` (not the default :data:`BINS_DEFAULT`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+
+    Returns
+    -------
+    bool
+        True when ``--bins`` was on the command line.
+    """
+    return getattr(args, "bins", None) is not BINS_DEFAULT
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Help text with every default shown (``(default: ...)`` after each option)."""
+    """Help text with the defaults shown plainly (``(default: 20)``, ``(default: NIG,T6IG)``).
+
+    A default is added after an option's help unless the help already says it (it
+    mentions "default" or "None means"), or the default says nothing (None, False of a
+    flag, suppressed); lists are shown as the comma list the option takes.
+    """
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if (default is None or default is False or default is argparse.SUPPRESS
+                or not action.option_strings or "%(default)" in text
+                or "default" in text.lower() or "none means" in text.lower()
+                or isinstance(action, argparse._StoreConstAction | argparse._StoreTrueAction
+                              | argparse._CountAction | argparse._AppendConstAction)):
+            return text
+        if isinstance(default, list | tuple):
+            shown = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in default)
+        elif isinstance(default, float):
+            shown = f"{default:g}"
+        else:
+            shown = str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})"
 
 
 def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -68,7 +124,9 @@ def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     p.add_argument(
         "--data-dir", default=None, help="literature data directory (else $UQX_DATA_DIR)"
     )
-    p.add_argument("--bins", type=int, default=N_BINS, help="bins of the binned statistics")
+    p.add_argument("--bins", type=int, default=BINS_DEFAULT,
+                   help="bins of the binned statistics (fewer when a bin would hold fewer "
+                   "than --pop-min points)")
     p.add_argument(
         "--binning",
         default="equal-count",
@@ -78,17 +136,96 @@ def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
 
 
-def add_output(p: argparse.ArgumentParser, *, default: str | None = None) -> None:
-    """Add ``-o/--output`` and ``--mkdir``."""
+def add_output(p: argparse.ArgumentParser, *, default: str | None = None,
+               tables: bool = False) -> None:
+    """Add ``-o/--output`` and ``--mkdir``.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's parser.
+    default : str, optional
+        Default output file.
+    tables : bool, default False
+        The command also writes ``.csv`` / ``.json`` tables (:func:`write_result`).
+    """
+    what = ("the result: .nc NetCDF (everything; read by 'uqx show' and 'uqx report'), "
+            ".csv table (one row per set and statistic) or .json records; the format "
+            "follows the suffix" if tables else "the result to this NetCDF file (.nc)")
     p.add_argument(
         "-o",
         "--output",
         default=default,
-        help="write the result to this NetCDF file (an existing file is replaced atomically)",
+        help=f"write {what}. An existing file is replaced atomically; an input file, a "
+        "directory, a device or a FIFO is refused before anything is computed",
     )
     p.add_argument(
         "--mkdir", action="store_true", help="create the directory of --output if missing"
     )
+
+
+#: Exit status of ``--fail-on``: some verdict met the condition.
+EXIT_FAIL_ON = 1
+#: Exit status of a bad input, option or output (``uqx: error: ...`` on stderr).
+EXIT_ERROR = 2
+
+EXIT_CODES_HELP = (
+    "Exit status: 0 done (whatever the verdicts, unless --fail-on); 1 a verdict met "
+    "--fail-on; 2 bad input, option or output (uqx: error: ... on stderr); 130 interrupted."
+)
+
+
+def add_fail_on(p: argparse.ArgumentParser) -> None:
+    """Add ``--fail-on {invalid,inconclusive}`` (exit status 1 for CI pipelines)."""
+    p.add_argument(
+        "--fail-on", default=None, choices=["invalid", "inconclusive"],
+        help="exit with status 1 when a verdict is invalid (or, with 'inconclusive', invalid "
+        "or inconclusive): statistics and conditional headlines, every set; default: exit "
+        "0 whatever the verdicts")
+
+
+def fail_on_status(args, res) -> int:
+    """Exit status of ``--fail-on`` for a validation result (0 or :data:`EXIT_FAIL_ON`).
+
+    The verdicts looked at are those of the statistics (``verdict``) and the
+    conditional headlines (``cond_verdict``); ``--fail-on invalid`` fails on
+    ``invalid``, ``--fail-on inconclusive`` on ``invalid`` or ``inconclusive``. The
+    verdicts that failed are named on stderr (also with ``--quiet``: they explain the
+    status).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments (``fail_on``).
+    res : xarray.Dataset
+        The validation result.
+
+    Returns
+    -------
+    int
+        0, or 1 when some verdict met the condition.
+    """
+    mode = getattr(args, "fail_on", None)
+    if not mode:
+        return 0
+    bad = ("invalid",) if mode == "invalid" else ("invalid", "inconclusive")
+    hits = []
+    for var, dim in (("verdict", "stat"), ("cond_verdict", "cond")):
+        if var not in res or dim not in res[var].dims:
+            continue
+        da = res[var].transpose("set", dim)
+        for i, s in enumerate(res["set"].values):
+            for j, k in enumerate(res[dim].values):
+                v = str(da.values[i, j]).split()[0] if str(da.values[i, j]).strip() else ""
+                if v in bad:
+                    what = str(k) if dim == "stat" else f"conditional ({k})"
+                    hits.append(f"{s}: {what} {v}")
+    if not hits:
+        return 0
+    shown = "; ".join(hits[:12]) + (f"; ... ({len(hits)} in all)" if len(hits) > 12 else "")
+    print(f"uqx: --fail-on {mode}: {len(hits)} verdict(s) met it ({shown}); exit status "
+          f"{EXIT_FAIL_ON}", file=sys.stderr)
+    return EXIT_FAIL_ON
 
 
 def input_kwargs(args) -> dict:
@@ -163,25 +300,70 @@ def load_inputs(
     return stack([d[[k for k in keep if k in d]].assign_attrs(d.attrs) for d in out])
 
 
-def check_output(path, *, mkdir: bool = False) -> Path | None:
+def check_output(path, *, mkdir: bool = False, kind="netcdf", inputs=()) -> Path | None:
     """Check, before any computation, that a result can be written to ``path``.
 
-    Raises :class:`uqx.InputError` when the path is a directory, its directory is missing
-    (unless ``mkdir``, which creates it) or not writable, or an existing file is not
-    writable.
+    The one output policy of uqx, :func:`uqx.dataio.paths.check_output_path`: the suffix
+    fits ``kind``, the path is not a directory, device or FIFO, not one of ``inputs``, its
+    directory exists (or ``mkdir`` creates it) and can be written.
+
+    Parameters
+    ----------
+    path : str, path-like or None
+        The ``-o`` value (None: nothing is written, nothing checked).
+    mkdir : bool, default False
+        ``--mkdir``: create a missing directory.
+    kind : str or sequence of str, default "netcdf"
+        What is written (keys of :data:`uqx.dataio.paths.OUTPUT_SUFFIXES`).
+    inputs : iterable of str, optional
+        The command's inputs (files; dataset names are ignored).
+
+    Returns
+    -------
+    pathlib.Path or None
+        The path.
+
+    Raises
+    ------
+    uqx.errors.OutputError
+        The path breaks the policy (the message names it and the fix).
     """
-    from uqx.errors import InputError
+    from uqx.dataio.paths import check_output_path
 
     if path is None:
         return None
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"output {path} is a directory; give a file name such as {path}/res.nc")
-    writable_directory(path.parent, what="output directory", create=mkdir,
-                       hint=" (create it, or pass --mkdir)")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise InputError(f"output file {path} exists and is not writable")
-    return path
+    return check_output_path(path, kind=kind, inputs=inputs, mkdir=mkdir)
+
+
+def check_not_input(path, ds, *, inputs=()) -> None:
+    """Refuse an output that is one of the files an input Dataset was read from.
+
+    Run once the inputs are loaded (a registered dataset's file is known only then),
+    still before any computation.
+
+    Parameters
+    ----------
+    path : path-like or None
+        The output (None: nothing checked).
+    ds : xarray.Dataset or None
+        The loaded inputs (their ``source``/``sources`` attributes).
+    inputs : iterable of str, optional
+        Further input files.
+
+    Raises
+    ------
+    uqx.errors.OutputError
+        ``path`` is one of them.
+    """
+    from uqx.dataio.paths import input_paths, same_file
+    from uqx.errors import OutputError
+
+    if path is None:
+        return
+    for item in [*input_paths(ds), *inputs]:
+        if item and same_file(path, item):
+            raise OutputError(f"output {path} is the input file {item}: uqx never writes over "
+                              "its inputs; give another output name")
 
 
 def writable_directory(path, *, what: str, create: bool = True, hint: str = "") -> Path:
@@ -222,20 +404,70 @@ def writable_directory(path, *, what: str, create: bool = True, hint: str = "") 
             raise InputError(f"cannot create {what} {path}: {exc.strerror}") from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise InputError(f"{what} {path} is not writable")
+    try:  # os.access says yes to root on /proc and on read-only mounts
+        import tempfile
+
+        fd, probe = tempfile.mkstemp(prefix=".uqx-probe-", dir=path)
+    except OSError as exc:
+        raise InputError(f"{what} {path} is not writable ({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(probe)
     return path
 
 
 def write_result(res, path, *, parameters: dict, seed) -> int:
     """Write a result after it was printed; report a failure without losing the output.
 
-    Returns 0 on success (and prints where the file went), 2 after printing
-    ``uqx: error: ...`` on stderr.
+    The format follows the suffix of ``path`` (checked before the computation by
+    :func:`check_output`): NetCDF (``.nc``...: everything, readable by ``uqx show`` and
+    ``uqx report``), ``.csv`` (:func:`uqx.workflow.tables.result_dataframe`, one row per
+    set and statistic) or ``.json`` (the records of ``--format json``). Every write is
+    atomic.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The :func:`uqx.validate` result.
+    path : path-like
+        The ``-o`` file.
+    parameters : dict
+        Run parameters stored in the NetCDF provenance.
+    seed : int
+        The root seed.
+
+    Returns
+    -------
+    int
+        0 on success (and prints where the file went), 2 after printing
+        ``uqx: error: ...`` on stderr.
     """
-    from uqx.dataio.netcdf import to_netcdf
+    from pathlib import Path
+
+    from uqx.dataio.netcdf import atomic_write, json_default, to_netcdf
+    from uqx.dataio.paths import OUTPUT_SUFFIXES
     from uqx.errors import InputError
 
+    path = Path(path)
+    suffix = path.suffix.lower()
     try:
-        to_netcdf(res, path, parameters=parameters, seed=seed)
+        if suffix in OUTPUT_SUFFIXES["netcdf"]:
+            to_netcdf(res, path, parameters=parameters, seed=seed)
+        elif suffix == ".csv":
+            from uqx.workflow.tables import result_dataframe
+
+            df = result_dataframe(res)
+            atomic_write(path, lambda tmp: df.to_csv(tmp, index=False), what="CSV table",
+                         mkdir=False)
+        elif suffix == ".json":
+            import json
+
+            from uqx.workflow.tables import result_records
+
+            text = json.dumps(result_records(res), indent=1, default=json_default)
+            atomic_write(path, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"),
+                         what="JSON file", mkdir=False)
+        else:  # refused by check_output before the computation
+            raise InputError(f"output {path}: unknown suffix {path.suffix!r}")
     except (InputError, OSError) as exc:
         print(f"uqx: error: results not written: {cli_message(str(exc))}", file=sys.stderr)
         return 2

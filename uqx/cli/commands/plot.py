@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from uqx.cli.commands._common import HelpFormatter, add_inputs, check_output, input_kwargs
+from uqx.cli.commands._common import (
+    HelpFormatter,
+    add_inputs,
+    check_not_input,
+    check_output,
+    input_kwargs,
+)
 from uqx.engine.defaults import N_BOOT_CURVES, NU
 
 NAME = "plot"
@@ -189,6 +195,14 @@ def _figure(args, ds):
     return P.zeta_bars(ds, stats=stats, **common)
 
 
+def _save(fig, path) -> None:
+    """Write a figure atomically (format from the suffix): never half a file."""
+    from uqx.dataio.netcdf import atomic_write
+
+    fmt = path.suffix.lower().lstrip(".")
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt), what="figure", mkdir=False)
+
+
 def run(args) -> int:
     """Draw the figure and write it; ``zeta`` also writes FILE_agreement.SUFFIX."""
     from pathlib import Path
@@ -199,15 +213,20 @@ def run(args) -> int:
     out = Path(args.output)
     if out.suffix.lower() not in _FORMATS:
         raise InputError(f"output {out}: the suffix must be one of {', '.join(_FORMATS)}")
-    check_output(out, mkdir=args.mkdir)
+    check_output(out, mkdir=args.mkdir, kind="figure", inputs=args.inputs)
+    if args.kind == "zeta":
+        check_output(out.with_name(f"{out.stem}_agreement{out.suffix}"), kind="figure",
+                     inputs=args.inputs)
     ds = _load(args)
     if not isinstance(ds, list):
+        check_not_input(out, ds)
         ds = _relabel(ds, args.label)
     fig = _figure(args, ds)
-    fig.savefig(out)
+    _save(fig, out)
     print(f"figure written to {out}")
     if args.kind == "zeta" and {"zms", "rce"} <= set(P.tested_stats(ds)):
         extra = out.with_name(f"{out.stem}_agreement{out.suffix}")
-        P.zeta_agreement(ds, size="single", dpi=args.dpi, font_size=args.font_size).savefig(extra)
+        _save(P.zeta_agreement(ds, size="single", dpi=args.dpi, font_size=args.font_size),
+              extra)
         print(f"figure written to {extra}")
     return 0

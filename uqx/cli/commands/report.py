@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from uqx.cli.commands._common import HelpFormatter, add_inputs, check_output, input_kwargs, note
+from uqx.cli.commands._common import (
+    EXIT_CODES_HELP,
+    HelpFormatter,
+    add_fail_on,
+    add_inputs,
+    check_not_input,
+    check_output,
+    fail_on_status,
+    input_kwargs,
+    note,
+)
 from uqx.cli.commands.validate import add_validation_options
 
 NAME = "report"
@@ -20,6 +30,7 @@ def register(subparsers):
         "verdicts, per-set tables and figures (embedded PNG, no network needed). "
         "'uqx report RESULT.nc --data INPUT...' reports a saved result; without --data "
         "the figures that need the raw data are skipped.",
+        epilog=EXIT_CODES_HELP,
         formatter_class=HelpFormatter,
     )
     add_inputs(p, required=False)
@@ -39,6 +50,7 @@ def register(subparsers):
     p.add_argument("--no-figures", action="store_true", help="tables only (fast)")
     p.add_argument("--title", default=None, help="page title")
     p.add_argument("--dpi", type=float, default=110, help="resolution of the figures")
+    add_fail_on(p)
     return p
 
 
@@ -60,17 +72,33 @@ def _saved_result(args):
 
 
 def run(args) -> int:
-    """Validate the inputs (or read a saved result) and write the report."""
+    """Validate the inputs (or read a saved result) and write the report.
+
+    Returns the exit status: 1 when a verdict met ``--fail-on``, else 0.
+    """
+    import sys
     from pathlib import Path
 
     from uqx.cli.commands.validate import run_validation, validation_inputs
     from uqx.errors import InputError
     from uqx.report import report_format, write_report
 
-    out = check_output(args.output, mkdir=args.mkdir)
+    out = check_output(args.output, mkdir=args.mkdir, kind="report",
+                       inputs=[*args.inputs, *(args.data or [])])
     report_format(out)  # a bad suffix fails before any computation
+    if out.suffix.lower() in (".md", ".markdown"):
+        figs = out.with_name(out.stem + "_figures")
+        if figs.exists() and not figs.is_dir():
+            raise InputError(f"the figure folder {figs} of the Markdown report is a file; "
+                             "give another report name")
     if any(Path(s).suffix.lower() in (".nc", ".nc4") for s in args.inputs):
         res, data = _saved_result(args)
+        check_not_input(out, data)
+        if data is not None:
+            from uqx.report.figures import data_mismatches
+
+            for line in data_mismatches(res, data):
+                print(f"uqx: warning: {line}", file=sys.stderr)
     else:
         if not args.paper_sets and not args.inputs:
             raise InputError("report needs INPUT files/names, --paper-sets or a RESULT.nc")
@@ -78,8 +106,10 @@ def run(args) -> int:
             raise InputError("--data goes with a saved result (RESULT.nc); the INPUT files "
                              "are the data here")
         data = validation_inputs(args)
+        check_not_input(out, data)
         res, _ = run_validation(args, data)
     note(args, "writing the report" + ("" if args.no_figures else " (drawing the figures)"))
-    write_report(res, out, data, figures=not args.no_figures, title=args.title, dpi=args.dpi)
+    write_report(res, out, data, figures=not args.no_figures, title=args.title, dpi=args.dpi,
+                 mkdir=args.mkdir)
     print(f"report written to {out}")
-    return 0
+    return fail_on_status(args, res)

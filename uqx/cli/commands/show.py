@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import json
 
-from uqx.cli.commands._common import HelpFormatter, validation_text
+from uqx.cli.commands._common import (
+    EXIT_CODES_HELP,
+    HelpFormatter,
+    add_fail_on,
+    fail_on_status,
+    validation_text,
+)
 
 NAME = "show"
 
@@ -16,15 +22,17 @@ def register(subparsers):
         help="print the tables of a saved result (uqx validate -o FILE.nc)",
         description="Print a validation result saved by 'uqx validate -o' or 'uqx demo', "
         "with the same text as when it was computed.",
+        epilog=EXIT_CODES_HELP,
         formatter_class=HelpFormatter,
     )
     p.add_argument("file", metavar="FILE", help="NetCDF result file")
     p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
+    add_fail_on(p)
     return p
 
 
 def run(args) -> int:
-    """Read the result file and print it."""
+    """Read the result file and print it; 1 when a verdict met ``--fail-on``, else 0."""
     from uqx.dataio.netcdf import read_netcdf
     from uqx.errors import InputError
     from uqx.workflow.tables import result_records
@@ -44,4 +52,4 @@ def run(args) -> int:
     else:
         paper = bool(params.get("paper_sets", False)) if isinstance(params, dict) else False
         print(validation_text(res, paper_sets=paper))
-    return 0
+    return fail_on_status(args, res)

@@ -24,7 +24,7 @@ STUDY_HELP = {
             "zero-bin extrapolation of each set",
     "binned-tailedness": "001 Fig. 8: beta_GM and kappa_CS of u2, E2, Z2 in equal-count "
                          "uE bins of each set",
-    "decimation": "001 Fig. 7: delta RCE and delta ZMS after removing the k %% largest "
+    "decimation": "001 Fig. 7: delta RCE and delta ZMS after removing the k % largest "
                   "uncertainties, with full-set BCa bars",
     "reference-sensitivity": "000 Fig. 7: simulated references of ZMS, CC, ENCE, ZMSE "
                              "for t_s(nu) errors, per set and nu",
@@ -77,11 +77,18 @@ def _inputs(p, default):
     p.add_argument("--data-dir", default=None, help="literature data directory")
 
 
+def _h(name):
+    """STUDY_HELP[name] for a ``help=`` (argparse %-formats helps, not descriptions)."""
+    return STUDY_HELP[name].replace("%", "%%")
+
+
 def _study_parsers(sub):
-    p = sub.add_parser("appendix-b", help=STUDY_HELP["appendix-b"],
+    p = sub.add_parser("appendix-b", help=_h("appendix-b"),
                        description=STUDY_HELP["appendix-b"], formatter_class=HelpFormatter)
-    p.add_argument("--models", type=_list(str), default=["NIG", "T6IG"], help="NIG,T6IG")
-    p.add_argument("--M", type=_list(int), default=[2000, 4000, 8000, 12000, 16000])
+    p.add_argument("--models", type=_list(str), default=["NIG", "T6IG"],
+                   help="error models: NIG (normal errors) and/or T6IG (Student t_s(6) errors)")
+    p.add_argument("--M", type=_list(int), default=[2000, 4000, 8000, 12000, 16000],
+                   help="sizes of the simulated data sets")
     p.add_argument("--N", type=_list(int), default=[10, 20, 30, 40, 50], help="bin numbers")
     p.add_argument("--nu", type=_list(float), default=[3, 4, 5, 6, 12, 24],
                    help="IG parameter (see --ig-shape)")
@@ -89,16 +96,17 @@ def _study_parsers(sub):
     p.add_argument("--ig-shape", default="nu", choices=["nu", "half-nu"],
                    help="u2 ~ IG(nu, nu) (reference code) or IG(nu/2, nu/2) (paper text)")
     _common(p)
-    p = sub.add_parser("pval", help=STUDY_HELP["pval"], description=STUDY_HELP["pval"],
+    p = sub.add_parser("pval", help=_h("pval"), description=STUDY_HELP["pval"],
                        formatter_class=HelpFormatter)
-    p.add_argument("--scenario", type=_list(str), default=["NIG", "TIG"], help="NIG,TIG")
+    p.add_argument("--scenario", type=_list(str), default=["NIG", "TIG"],
+                   help="scenarios: NIG (normal errors, IG variances) and/or TIG (t errors)")
     p.add_argument("--nu", type=_list(float), default=None,
                    help="nu_IG (NIG) / nu_D (TIG) values (default: the reference grids)")
     p.add_argument("--n-datasets", type=int, default=1000, help="data sets per point")
     p.add_argument("--M", type=int, default=5000, help="size of each data set")
     p.add_argument("--n-boot", type=int, default=5000, help="BCa replicates (papers: 5000)")
     _common(p)
-    p = sub.add_parser("bins", help=STUDY_HELP["bins"], description=STUDY_HELP["bins"],
+    p = sub.add_parser("bins", help=_h("bins"), description=STUDY_HELP["bins"],
                        formatter_class=HelpFormatter)
     _inputs(p, "the nine literature sets")
     p.add_argument("--preset", default="app-c", choices=["app-c", "002"],
@@ -108,24 +116,25 @@ def _study_parsers(sub):
     p.add_argument("--fit-min", type=int, default=None,
                    help="smallest fitted N (default: the preset's, per set for 002)")
     _common(p)
-    p = sub.add_parser("binned-tailedness", help=STUDY_HELP["binned-tailedness"],
+    p = sub.add_parser("binned-tailedness", help=_h("binned-tailedness"),
                        description=STUDY_HELP["binned-tailedness"],
                        formatter_class=HelpFormatter)
     _inputs(p, "the nine literature sets")
     p.add_argument("--n-bins", type=int, default=20, help="equal-count uE bins")
     _common(p)
-    p = sub.add_parser("decimation", help=STUDY_HELP["decimation"],
+    p = sub.add_parser("decimation", help=_h("decimation"),
                        description=STUDY_HELP["decimation"], formatter_class=HelpFormatter)
     _inputs(p, "the nine literature sets")
     p.add_argument("--n-boot", type=int, default=5000, help="BCa replicates of the bars")
     p.add_argument("--k-max", type=float, default=10.0, help="largest percentage removed")
     p.add_argument("--k-step", type=float, default=0.1, help="percentage step")
     _common(p)
-    p = sub.add_parser("reference-sensitivity", help=STUDY_HELP["reference-sensitivity"],
+    p = sub.add_parser("reference-sensitivity", help=_h("reference-sensitivity"),
                        description=STUDY_HELP["reference-sensitivity"],
                        formatter_class=HelpFormatter)
     _inputs(p, "QM9_E and logP_10k_a_LS-GCN (Sets 7, 8)")
-    p.add_argument("--nu", type=_list(float), default=[3, 4, 5, 7, 10, 15, 20])
+    p.add_argument("--nu", type=_list(float), default=[3, 4, 5, 7, 10, 15, 20],
+                   help="degrees of freedom of the t_s(nu) errors")
     p.add_argument("--n-mc", type=int, default=10_000, help="simulated sets per (set, nu)")
     p.add_argument("--bins", type=int, default=50, help="bins of ENCE and ZMSE")
     _common(p)
@@ -134,13 +143,14 @@ def _study_parsers(sub):
 
 def _error_rates_parser(sub):
     # defaults live in uqx.sweeps.error_rates (importing it here would slow down --help)
-    p = sub.add_parser("error-rates", help=STUDY_HELP["error-rates"],
+    p = sub.add_parser("error-rates", help=_h("error-rates"),
                        description=STUDY_HELP["error-rates"], formatter_class=HelpFormatter)
     p.add_argument("--designs", type=_list(str), default=None,
                    help="designs UNCERTAINTIES_ERRORS with UNCERTAINTIES in ig3, ig6, ig20, "
                    "lognormal, uniform and ERRORS in normal, t4, t6, laplace, uniform, "
                    "skewed (default: ig{3,6,20}_{normal,t4,t6})")
-    p.add_argument("--M", type=_list(int), default=[500, 2000, 5000, 20000])
+    p.add_argument("--M", type=_list(int), default=[500, 2000, 5000, 20000],
+                   help="sizes of the calibrated synthetic sets")
     p.add_argument("--scenarios", type=_list(str), default=None,
                    help="calibrated, scale0.8, scale1.25, scale0.9, scale1.1, gamma0.5, "
                    "x-variance, shift0.2 (default: all)")
@@ -174,6 +184,9 @@ def register(subparsers):
     c.add_argument("a", metavar="A", help="first archive")
     c.add_argument("b", metavar="B", help="second archive")
     c.add_argument("--threshold", type=float, default=3.0, help="flag cells with |z| above")
+    for q in (s, c):
+        q.epilog = ("Exit status: 0 done (compare: no flagged cell); 1 compare flagged "
+                    "cells; 2 bad input or output (uqx: error: ...).")
     _quiet(c)
     return p
 
@@ -220,9 +233,13 @@ def run(args) -> int:
         res = compare(args.a, args.b, threshold=args.threshold)
         print(format_compare(res, threshold=args.threshold))
         return 1 if res.n_flagged else 0
+    from uqx.cli.commands._common import check_not_input, check_output
     from uqx.sweeps import run_study, summary_text
 
     opts = _options(args)
+    inputs = list(getattr(args, "inputs", None) or [])
+    if args.output is not None:  # the policy of every command, before any computation
+        check_output(args.output, mkdir=args.mkdir, kind="netcdf", inputs=inputs)
     positional = ()
     if hasattr(args, "inputs"):
         ds = None
@@ -230,6 +247,7 @@ def run(args) -> int:
             from uqx.cli.commands._common import load_inputs
 
             ds = load_inputs(args.inputs, E=args.E, uE=args.uE, data_dir=args.data_dir)
+            check_not_input(args.output, ds)
         elif args.data_dir:
             import os
 

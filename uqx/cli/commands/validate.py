@@ -7,10 +7,15 @@ import re
 import sys
 
 from uqx.cli.commands._common import (
+    EXIT_CODES_HELP,
     HelpFormatter,
+    add_fail_on,
     add_inputs,
     add_output,
+    bins_chosen,
+    check_not_input,
     check_output,
+    fail_on_status,
     input_kwargs,
     load_inputs,
     validation_text,
@@ -32,11 +37,13 @@ def register(subparsers):
         description="Validate average calibration, consistency and adaptivity: BCa "
         "bootstrap intervals, references (predefined or simulated), zeta scores and the "
         "fraction of valid LZISD bins.",
+        epilog=EXIT_CODES_HELP,
         formatter_class=HelpFormatter,
     )
     add_inputs(p, required=False)
     add_validation_options(p)
-    add_output(p)
+    add_output(p, tables=True)
+    add_fail_on(p)
     p.add_argument("--plots", default=None, metavar="DIR",
                    help="also write the diagnostic figures of every data set as PNG files "
                    "into DIR (created if needed): E vs uE, reliability, LZISD on uE/X/V, "
@@ -54,8 +61,8 @@ def add_validation_options(p) -> None:
     p.add_argument(
         "--stats",
         default=None,
-        help=f"comma-separated statistics; None means {DEFAULT_STATS} "
-        f"({PAPER_STATS} with --paper-sets)",
+        help=f"comma-separated statistics (default: {DEFAULT_STATS}; {PAPER_STATS} with "
+        "--paper-sets)",
     )
     p.add_argument("--n-boot", type=int, default=N_BOOT, help="bootstrap replicates")
     p.add_argument("--n-mc", type=int, default=N_MC, help="simulated data sets per reference")
@@ -64,19 +71,19 @@ def add_validation_options(p) -> None:
     p.add_argument("--pop-min", type=int, default=POP_MIN,
                    help="minimal number of points per bin (binned statistics and LZISD)")
     p.add_argument("--cond-bins", type=int, default=None,
-                   help="LZISD bins per set; None means max(min(M // 150, 15), 2) per set")
+                   help="LZISD bins per set (default: max(min(M // 150, 15), 2) per set)")
     p.add_argument("--cond-n-boot", type=int, default=None,
-                   help="LZISD bootstrap replicates; None means min(n_boot, 5000)")
+                   help="LZISD bootstrap replicates (default: min(--n-boot, 5000))")
     p.add_argument("--cond-ci", default="auto", choices=["auto", "bootstrap", "cho"],
                    help="LZISD per-bin intervals (auto: 'cho' when every bin has >= 400 points)")
     p.add_argument("--extrapolation-n-mc", type=int, default=None,
                    help="calibrated copies per distribution for the zero-bin extrapolation "
-                   "null; None means min(n_mc, 200)")
+                   "null (default: min(--n-mc, 200))")
     p.add_argument(
         "--ties", default=None, choices=["content", "file-order"],
         help="how rows with equal uE (or X, V) are split between bins: 'content' (by a "
         "hash of each row, so the result does not depend on the order of the rows) or "
-        "'file-order' (the papers' R convention); None means content, or file-order with "
+        "'file-order' (the papers' R convention); default: content, or file-order with "
         "--paper-sets")
     p.add_argument(
         "--no-conditional", action="store_true",
@@ -145,7 +152,42 @@ def run_validation(args, ds):
             conditional=not args.no_conditional,
             ties=args.ties or ("file-order" if args.paper_sets else "content"),
         )
+    if not bins_chosen(args):
+        res = drop_bins_note(res)
     return res, stats
+
+
+#: The note of :func:`uqx.validate` when fewer bins than requested were used.
+_BINS_NOTE = re.compile(r"^\d+ bins requested, \d+ used\b")
+
+
+def drop_bins_note(res):
+    """Remove the "N bins requested, K used" note of the sets (bins not chosen by the user).
+
+    The note tells the user that the ``--bins`` they asked for could not be honoured;
+    with the default number of bins it tells them nothing they chose (the bins used are
+    in ``n_bins_used`` and the tables).
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        A :func:`uqx.validate` result.
+
+    Returns
+    -------
+    xarray.Dataset
+        The result, with that note left out of ``set_warnings``.
+    """
+    if "set_warnings" not in res:
+        return res
+    import numpy as np
+
+    from uqx.workflow.tables import WARN_SEP
+
+    kept = [WARN_SEP.join(w for w in str(v).split(WARN_SEP) if w and not _BINS_NOTE.match(w))
+            for v in res["set_warnings"].values]
+    return res.assign(set_warnings=(res["set_warnings"].dims, np.array(kept, dtype=str),
+                                    res["set_warnings"].attrs))
 
 
 def check_plots_dir(path):
@@ -178,15 +220,21 @@ def write_plots(res, ds, directory) -> list:
 
 
 def run(args) -> int:
-    """Validate the inputs, print the tables (or JSON), then write the NetCDF result."""
+    """Validate the inputs, print the tables (or JSON), then write the result.
+
+    Returns the exit status: 2 when a file could not be written, else 1 when a verdict
+    met ``--fail-on``, else 0.
+    """
     from uqx.errors import InputError
     from uqx.workflow.tables import result_records
 
     if not args.paper_sets and not args.inputs:
         raise InputError("validate needs INPUT files/names or --paper-sets")
-    out_path = check_output(args.output, mkdir=args.mkdir)
+    out_path = check_output(args.output, mkdir=args.mkdir, kind=("netcdf", "table"),
+                            inputs=args.inputs)
     plots = check_plots_dir(args.plots)
     ds = validation_inputs(args)
+    check_not_input(out_path, ds)
     res, stats = run_validation(args, ds)
     if args.format == "json":
         print(json.dumps(result_records(res), indent=1))
@@ -202,13 +250,13 @@ def run(args) -> int:
         else:
             print(f"\n{len(files)} figure(s) written to {plots}",
                   file=sys.stderr if args.format == "json" else sys.stdout)
-    if out_path is None:
-        return status
-    params = {
-        "command": NAME,
-        "inputs": list(args.inputs),
-        "stats": stats,
-        "paper_sets": bool(args.paper_sets),
-    }
-    return max(status, write_result(res, out_path, parameters=params,
-                                    seed=int(res.attrs["seed"])))
+    if out_path is not None:
+        params = {
+            "command": NAME,
+            "inputs": list(args.inputs),
+            "stats": stats,
+            "paper_sets": bool(args.paper_sets),
+        }
+        status = max(status, write_result(res, out_path, parameters=params,
+                                          seed=int(res.attrs["seed"])))
+    return status or fail_on_status(args, res)
