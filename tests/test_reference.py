@@ -353,13 +353,28 @@ def test_simulated_statistics_equal_brute_force_on_same_draws(dist):
     label = {"normal": "N", "t": "T6", "data": "data"}[dist]
     pool = standardised_z(E, u)
     key = content_key(E, u) if dist == "data" else content_key(u)  # N, t: uE alone
-    eps = draw_unit(seed_sequence(9, "sim", key, label, 0), (n_mc, M),
-                    dist=dist, nu=6.0, pool=pool)
+    o = np.argsort(u, kind="stable")
+    if dist == "data":
+        # with bins on uE the data's z-scores are resampled within each bin, each bin
+        # standardised on its own: every bin a row of draw_unit on the continuing stream
+        from uqx.engine.binning import make_bins
+        from uqx.engine.generators import stream_state
+        from uqx.engine.mctest import standardised_z_local
+
+        seg = make_bins(u, n_bins).edges
+        local = standardised_z_local((E / u)[o], seg)
+        state = stream_state(seed_sequence(9, "sim", key, label, 0))
+        eps = np.empty((n_mc, M))
+        for k in range(n_mc):
+            for lo, hi in zip(seg[:-1], seg[1:], strict=True):
+                eps[k, lo:hi] = draw_unit(state, (hi - lo,), dist="data", pool=local[lo:hi])
+                assert np.isin(eps[k, lo:hi], local[lo:hi]).all()  # the bin's own values
+        np.testing.assert_allclose(np.add.reduceat(local**2, seg[:-1]), np.diff(seg))
+    else:
+        eps = draw_unit(seed_sequence(9, "sim", key, label, 0), (n_mc, M),
+                        dist=dist, nu=6.0, pool=pool)
     if dist == "t":  # kurtosis of t_s(6) is 3 (excess); just check it is heavier than N
         assert sps.kurtosis(eps.ravel()) > 1
-    if dist == "data":  # values of the pool only
-        assert np.isin(eps, pool).all()
-    o = np.argsort(u, kind="stable")
     us, Xs = u[o], X[o]  # the draws are laid out in the uE order
     for k in range(n_mc):
         want = _brute(us * eps[k], us, n_bins) | _brute_extra(us * eps[k], us, Xs, n_bins)

@@ -534,9 +534,11 @@ def test_fitted_member_drawn_once_when_every_test_is_two_sided(monkeypatch):
     ds = uqx.from_arrays(u * rng.standard_t(5, 600) / np.sqrt(5 / 3), u, name="t5")
     kw = dict(n_boot=200, n_mc=200, seed=1)
     mixed = validate(ds, ["zms", "ence"], conditional=False, **kw)
-    assert len(calls) == 5  # N, T6, fit at nu_hat (joint), data; fit again for ZMS
-    assert calls[-1][0] == ("zms",)
-    assert calls[-1][1][0] == mixed["nu_fit_two_sided"].values[0]
+    # N, T6, fit at nu_hat (joint), data (within the bins of uE); fit again for ZMS at
+    # the heavy end, and the data's z-scores of the whole set for ZMS
+    assert len(calls) == 6
+    assert calls[-2][0] == ("zms",) and calls[-1][0] == ("zms",)
+    assert calls[-2][1][0] == mixed["nu_fit_two_sided"].values[0]
     calls.clear()
     moment = validate(ds, ["zms", "rce"], conditional=False, **kw)  # streamed route
     assert len(calls) == 4

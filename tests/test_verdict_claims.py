@@ -98,3 +98,27 @@ def test_heavy_tails_beyond_the_safety_limits_are_not_rejected():
         assert "invalid" not in set(res[v].values.ravel()), v
     reasons = " ".join(res["verdict_reason"].values.ravel())
     assert "safety limit" in reasons or "depends on the generative" in reasons
+
+
+def _shape_changes_with_u(k, M=2000):
+    """Consistent in variance (E[Z^2 | uE] = 1), normal errors below the median of uE and
+    t_s(5) errors above it: consistent by the definition, of two shapes."""
+    rng = np.random.default_rng(300 + k)
+    u = np.sqrt(1 / rng.gamma(3, 1 / 3, M))
+    eps = np.where(u > np.median(u), rng.standard_t(5, M) / np.sqrt(5 / 3),
+                   rng.standard_normal(M))
+    return uqx.from_arrays(u * eps, u, X=rng.uniform(0, 1, M), name=f"s{k}")
+
+
+def test_consistent_data_whose_shape_changes_with_u_are_not_rejected():
+    """Finding 4: CC's copies assumed one shape for every uE (invalid on 37/40 sets); the
+    data member now resamples each bin of uE from its own standardised z-scores."""
+    res = uqx.validate(uqx.stack([_shape_changes_with_u(k) for k in range(10)]),
+                       ["zms", "rce", "cc", "ence", "zmse", "zve"], n_boot=200, n_mc=300,
+                       seed=1)
+    cc = res["verdict"].sel(stat="cc").values
+    head = res["cond_verdict"].sel(cond="uE").values
+    assert np.sum(cc == "invalid") <= 1 and np.sum(head == "invalid") <= 1, (cc, head)
+    # the data member accepts CC where the single-shape members reject it
+    p = res["p_value"].sel(stat="cc").values
+    assert np.mean(p[:, list(res["member"].values).index("data")] >= 0.05) >= 0.8

@@ -40,6 +40,10 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
         xoshiro256** state, advanced in place (the next call continues the stream).
     code, d, c, h, pool
         The unit-variance generator (:func:`uqx.engine.unit_variance.unit_args`).
+        ``code = 3``: the data's z-scores resampled *within each segment* (the bins of
+        uE), ``pool`` in the uE order, each segment's values standardised on their own
+        (:func:`uqx.engine.mctest.standardised_z_local`): copies that keep the shape of
+        the errors at each level of uE (consistency's null, whatever that shape).
     u : numpy.ndarray, shape (M,)
         Uncertainties in the stable uE order.
     seg : numpy.ndarray of int64, shape (S + 1,)
@@ -64,12 +68,19 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
             a0 = a1 = a2 = a3 = 0.0
             b0 = b1 = b2 = b3 = 0.0
             i0, i1 = seg[s], seg[s + 1]
+            if code == 3:  # the data's z-scores resampled within this segment only
+                cd, p = 2, pool[i0:i1]
+                nn = np.uint64(max(i1 - i0, 1))
+                tt = lemire_threshold(nn)
+                pend, have = np.uint64(0), False
+            else:
+                cd, p, nn, tt = code, pool[0:pool.shape[0]], n, th  # one array type
             if C == 0 and not keep:  # the common case: nothing but the sums
                 for i in range(i0, i1 - 1, 2):
                     e, s0, s1, s2, s3, pend, have = unit_step(
-                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                        cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
                     f, s0, s1, s2, s3, pend, have = unit_step(
-                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                        cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
                     x = u[i] * e
                     y = u[i + 1] * f
                     a0 += e * e
@@ -82,7 +93,7 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
                     b3 += f
                 if (i1 - i0) & 1:
                     e, s0, s1, s2, s3, pend, have = unit_step(
-                        code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                        cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
                     x = u[i1 - 1] * e
                     a0 += e * e
                     a1 += x * x
@@ -95,9 +106,9 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
                 continue
             for i in range(i0, i1 - 1, 2):
                 e, s0, s1, s2, s3, pend, have = unit_step(
-                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
                 f, s0, s1, s2, s3, pend, have = unit_step(
-                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
                 x = u[i] * e
                 e2 = e * e
                 x2 = x * x
@@ -130,7 +141,7 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
                 b3 += f
             if (i1 - i0) & 1:
                 e, s0, s1, s2, s3, pend, have = unit_step(
-                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
                 x = u[i1 - 1] * e
                 e2 = e * e
                 x2 = x * x

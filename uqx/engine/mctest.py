@@ -47,6 +47,7 @@ __all__ = [
     "DIRECTION",
     "MEMBERS",
     "standardised_z",
+    "standardised_z_local",
     "NU_MIN",
     "direction_of",
     "mc_pvalue",
@@ -129,6 +130,35 @@ def standardised_z(E, uE) -> np.ndarray:
     """
     z = np.asarray(E, dtype=np.float64) / np.asarray(uE, dtype=np.float64)
     return z / np.sqrt(np.mean(z * z))
+
+
+def standardised_z_local(z_sorted, seg) -> np.ndarray:
+    r"""Scale z-scores to unit mean square within each segment of the uE order.
+
+    The pool of the "data" member when the statistics bin on uE: copies resample each
+    bin's own standardised z-scores (:func:`uqx.engine.copies.sim_rows`, ``code = 3``),
+    so they keep the shape of the errors at each level of uE, and the null is exactly
+    consistency (:math:`\mathrm{E}[Z^2 \mid u_E] = 1`) whatever that shape, not one
+    shape for every uE.
+
+    Parameters
+    ----------
+    z_sorted : array_like, shape (M,)
+        The z-scores in the stable order of uE.
+    seg : array_like of int, shape (S + 1,)
+        Segment boundaries in that order (the bins on uE).
+
+    Returns
+    -------
+    numpy.ndarray, shape (M,)
+        Each segment divided by the root of its own mean square (a zero segment: zeros).
+    """
+    z = np.array(z_sorted, dtype=np.float64)
+    seg = np.asarray(seg, dtype=np.int64)
+    ms = np.add.reduceat(z * z, seg[:-1]) / np.diff(seg)
+    scale = np.repeat(np.sqrt(ms), np.diff(seg))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(scale > 0, z / scale, 0.0)
 
 
 def direction_of(base: str) -> int:

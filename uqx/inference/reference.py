@@ -141,9 +141,12 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
     stream is consumed in the same order whatever the batches, so the numbers do not
     depend on the budget.
     """
+    local = dist == "data" and ss.pool_local is not None
     state, code, d, c, h, pool = unit_args(
         seed_sequence(seed, "sim", ss.key if own_key else ss.ukey, dlabel, block), dist, nu,
-        ss.pool)
+        ss.pool_local if local else ss.pool)
+    if local:
+        code = 3  # resampled within the bins of uE (sim_rows)
     rank = any(s.family == "rank" for s in specs)
     first = block * SIM_BLOCK  # index of the block's first copy in the whole stream
     n_hook = 0 if hook is None else max(0, min(nb, hook.n_copies - first))
@@ -351,6 +354,13 @@ class _SimSet:
         np.log(u2, out=u2)  # ln u² in place of u² (its last use): one M temporary less
         self.sum_lnu2 = float(np.sum(u2))
         self.n_extra = off
+        # the "data" member within the bins of uE: their own standardised z-scores
+        self.pool_local = None
+        if pool and self.seg.size > 2:
+            from uqx.engine.mctest import standardised_z_local
+
+            o = stable_order(sd.uE)
+            self.pool_local = standardised_z_local(sd.E[o] / sd.uE[o], self.seg)
         self.binid = np.ascontiguousarray(np.stack(ids)) if ids else np.zeros((0, 1), np.int32)
         self.boff = np.array(offs, dtype=np.int64)
 
@@ -379,6 +389,7 @@ class _SimSet:
         view = copy.copy(self)
         view.conds, view.layout, view.n_extra = frozenset(), {}, 0
         view.seg = np.array([0, self.M], dtype=np.int64)
+        view.pool_local = None  # one segment: the whole set's z-scores
         view.binid = np.zeros((0, 1), np.int32)
         view.boff = np.zeros(0, dtype=np.int64)
         return view

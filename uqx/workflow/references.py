@@ -196,6 +196,12 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
         test_draws = _heavy_end_draws(ds, specs, two, draws, fit[0], nu_two_sided,
                                       n_test=n_test, seed=seed, level=level,
                                       prepared=prepared, common=common)
+    data = [d for d, (*_, lab) in enumerate(members) if lab == "data"]
+    if two and data and prepared is not None and any(
+            p.pool_local is not None for p in prepared):
+        test_draws = _whole_set_data_draws(ds, specs, two, test_draws, data[0], n_test=n_test,
+                                           seed=seed, level=level, prepared=prepared,
+                                           common=common)
     frag = _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx,
                             [lab for *_, lab in members[:D]])
     return (frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
@@ -215,6 +221,24 @@ def _heavy_end_draws(ds, specs, two, draws, d_fit, nu_two_sided, *, n_test, seed
                            label="fit", prepared=prepared, **common)
     for jj, j in enumerate(two):
         out[:, j, d_fit, :n_test] = r["draws"].values[:, jj, :n_test]
+    return out
+
+
+def _whole_set_data_draws(ds, specs, two, draws, d_data, *, n_test, seed, level, prepared,
+                          common):
+    """``draws`` with the data member of the statistics ``two`` resampled from the whole set.
+
+    The joint copies resample each bin of uE from its own z-scores (consistency's null);
+    average calibration is about the whole set, whose tails a bin's standardisation
+    would thin (a bin of 25 points standardised on itself loses its extremes), so its
+    statistics resample the whole set's standardised z-scores, as on the unbinned route.
+    """
+    out = draws.copy()
+    r = simulate_reference(ds, [specs[j].name for j in two], dist="data", n_mc=n_test,
+                           seed=seed, level=level, keep_draws=True, prepared=prepared,
+                           **common)
+    for jj, j in enumerate(two):
+        out[:, j, d_data, :n_test] = r["draws"].values[:, jj, :n_test]
     return out
 
 
