@@ -12,7 +12,7 @@ options: ``size="single"|"double"`` (column or full width of a two-column paper)
 
 from __future__ import annotations
 
-from uqx.plot.binned import lcp, lzisd, reliability
+from uqx.plot.binned import lcp, lzisd, lzisd_of_result, reliability
 from uqx.plot.calibration import calibration, conditional_calibration, confidence
 from uqx.plot.distributions import distributions
 from uqx.plot.error_rates import error_rates
@@ -33,6 +33,7 @@ __all__ = [
     "z_vs_x",
     "reliability",
     "lzisd",
+    "lzisd_of_result",
     "lcp",
     "calibration",
     "conditional_calibration",

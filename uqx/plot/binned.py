@@ -10,19 +10,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from uqx.engine.defaults import N_BOOT_CURVES, local_bins
+from uqx.engine.defaults import N_BOOT_CURVES, POP_MIN, local_bins
 from uqx.inference.binned_curves import lcp as _lcp
 from uqx.inference.binned_curves import local_z as _local_z
 from uqx.inference.binned_curves import reliability as _reliability
 from uqx.plot import style as S
 from uqx.plot.inputs import as_sets, axis_label, load, panel_titles, units_of
 
-__all__ = ["reliability", "lzisd", "lcp"]
+__all__ = ["reliability", "lzisd", "lzisd_of_result", "lcp", "CI_WORDS"]
+
+#: Interval methods as the figures name them.
+CI_WORDS = {"cho": "analytic (Cho)", "bootstrap": "BCa bootstrap per bin",
+            "bootstrap-set": "BCa over whole-set resamples"}
 
 _BIN_DOC = """n_bins : int, optional
         Number of bins (default ErrViewLib's max(min(M // 150, 15), 2)).
     binning : {"equal-count", "equal-width", "adaptive"}, default "equal-count"
-        Binning scheme (:func:`uqx.engine.binning.make_bins`); ``log_bins`` for the last two."""
+        Binning scheme (:func:`uqx.engine.binning.make_bins`); ``log_bins`` for the last two.
+    pop_min : int, default POP_MIN (30)
+        Fewest points per bin (fewer bins than ``n_bins`` when needed)."""
+
+
+def _bins_text(n, binning, ci=None) -> str:
+    """Return ``"20 equal-count bins, 95 % CI: analytic (Cho)"``: what a panel shows."""
+    text = f"{n} {binning} bin{'s' if n != 1 else ''}"
+    return text if ci is None else f"{text}, 95 % CI: {CI_WORDS.get(ci, ci)}"
 
 
 def _log_x(r, ok, logx, binning, log_bins, values=None):
@@ -75,12 +87,14 @@ def _sets_of(res):
 
 def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins=True,
                 ci="cho", n_boot=N_BOOT_CURVES, seed=0, log="auto", size="double", font_size=None,
-                dpi=None, title=None):
+                dpi=None, title=None, pop_min=POP_MIN):
     r"""Reliability diagram: per-bin SD(E) (or RMSE) against RMV with 95 % intervals.
 
     Bins on uE (:func:`uqx.inference.binned_curves.reliability`, ErrViewLib
     ``plotRelDiag``); identity line as reference; bins whose interval misses the identity
-    in vermillion; ENCE of the binning in the corner (003 Fig. 4).
+    in vermillion; in the corner the ENCE of these bins (with ``kind="rmse"`` the ENCE
+    of :func:`uqx.validate`, RMSE per bin; with ``"sd"`` ErrViewLib's, sd(E) per bin),
+    the number and kind of bins and the interval method (003 Fig. 4).
 
     Parameters
     ----------
@@ -108,7 +122,7 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
 
         raise InputError(f"log must be True, False or 'auto', got {log!r}")
     res = _reliability(ds, kind=kind, n_bins=n_bins, binning=binning, log=log_bins, ci=ci,
-                       n_boot=n_boot, seed=seed)
+                       n_boot=n_boot, seed=seed, pop_min=pop_min)
     units = units_of(ds, "E")
     logs = [S.wants_log(u, log) for u in _panel_values(ds, "uE")]
     with S.style(font_size=font_size, dpi=dpi, size=size):
@@ -131,7 +145,9 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
             ax.set_ylim(lim)
             ax.set_aspect("equal", adjustable="box")
             ence = float(r["ence"]) if "ence" in r else res.attrs["ence"]
-            S.corner_text(ax, f"ENCE = {ence:.3f}", loc="upper left", headroom=False)
+            nb = int(np.isfinite(r["rmv"].values).sum())
+            S.corner_text(ax, f"ENCE = {ence:.3f}\n{_bins_text(nb, res.attrs['binning'], ci)}",
+                          loc="upper left", headroom=False)
             ax.set_xlabel(S.label("RMV", units))
             ax.set_ylabel(S.label("SD(E)" if kind == "sd" else "RMSE", units))
             S.set_title(ax, name)
@@ -141,14 +157,15 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
 
 def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
           log_bins=True, ci="cho", n_boot=N_BOOT_CURVES, seed=0, logx="auto", size="double",
-          font_size=None, dpi=None, title=None):
+          font_size=None, dpi=None, title=None, pop_min=POP_MIN):
     r"""Local z inverse standard deviation (or local Var(Z)) per bin with 95 % intervals.
 
     Per-bin :math:`1/\mathrm{sd}(Z_j)` (``stat="lzisd"``) or :math:`\mathrm{Var}(Z_j)`
     (``"lzv"``) at the bin mid-range of ``by``
     (:func:`~uqx.inference.binned_curves.local_z`), reference line at 1, the full-set value
-    and interval on a right-side marker "all", fraction of valid bins in the corner
-    (003 Figs. 5, 10, A1; 002).
+    and interval on a right-side marker "all", in the corner the valid bins ("k of n") with
+    the number and kind of bins and the interval method (003 Figs. 5, 10, A1; 002). The
+    LZISD of a :func:`uqx.validate` result, as validated: :func:`lzisd_of_result`.
 
     Parameters
     ----------
@@ -177,7 +194,7 @@ def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
         res = _engine_lzisd(ds, stat, by, n_bins, binning, n_boot, seed)
     else:
         res = _local_z(ds, stat=stat, by=by, n_bins=n_bins, binning=binning, log=log_bins,
-                       ci=ci, n_boot=n_boot, seed=seed)
+                       ci=ci, n_boot=n_boot, seed=seed, pop_min=pop_min)
     ylab = "LZISD = 1/sd(Z) per bin" if stat == "lzisd" else "LZV = Var(Z) per bin"
     values = _panel_values(ds, by) or [None] * ds.sizes["set"]
     with S.style(font_size=font_size, dpi=dpi, size=size):
@@ -191,11 +208,93 @@ def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
                 S.log_axis(ax)
             S.full_set_marker(ax, float(r["full"]), float(r["full_low"]),
                               float(r["full_high"]), target=1.0)
-            fval = float(r["frac_valid"]) if "frac_valid" in r else res.attrs["frac_valid"]
-            S.corner_text(ax, f"valid bins: {fval:.0%}", loc="upper left")
+            nb = int(ok.sum())
+            lo, hi = r["ci_low"].values[ok], r["ci_high"].values[ok]
+            nv = int(np.sum((lo - 1) * (hi - 1) <= 0))
+            S.corner_text(ax, _valid_text(nv, nb) + "\n" + _bins_text(
+                nb, res.attrs.get("binning", binning), ci), loc="upper left")
             ax.set_xlabel(axis_label(ds, by))
             ax.set_ylabel(ylab)
             S.set_title(ax, name)
+        S.legend(fig, axes)
+    return S.finish(fig, title=title)
+
+
+def _valid_text(nv, nb) -> str:
+    """Return ``"valid bins: 3 of 13 (23 %)"``."""
+    return f"valid bins: {nv} of {nb} ({100 * nv / nb:.0f} %)" if nb else "no bins"
+
+
+def lzisd_of_result(result, *, cond="uE", logx="auto", size="double", font_size=None,
+                    dpi=None, title=None):
+    r"""LZISD per bin as validated: the bins, intervals and valid bins of a result.
+
+    Draws what :func:`uqx.validate` computed for the consistency (``cond="uE"``) or
+    adaptivity (``"X"``, ``"V"``) diagnostic, nothing recomputed: per-bin
+    :math:`1/\mathrm{sd}(Z_j)` (``lzisd``) with its interval (``lzisd_ci_low``,
+    ``lzisd_ci_high``; method ``lzisd_ci_method``) at the bin mid-range (``bin_x_mid``),
+    reference line at 1, bins whose interval misses 1 in vermillion; in the corner the
+    valid bins "k of n (f %)" (``fval``, ``cond_n_bins``) with the number and kind of bins
+    (equal-count) and the interval method. One panel per set that has the variable.
+
+    Parameters
+    ----------
+    result : xarray.Dataset or path to NetCDF
+        A :func:`uqx.validate` result with the conditional routes.
+    cond : {"uE", "X", "V"}, default "uE"
+        Conditioning variable.
+    logx : bool or "auto", default "auto"
+        Log x axis; "auto": the bin mid-ranges are positive and skewed
+        (:func:`uqx.plot.style.wants_log`).
+    size, font_size, dpi, title
+        Figure options (:mod:`uqx.plot.style`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    uqx.InputError
+        Not a result with LZISD bins, or no set with bins on ``cond``.
+    """
+    from uqx.dataio.model import InputError
+
+    res = load(result)
+    if "lzisd" not in res or "cond" not in res.dims:
+        raise InputError("no LZISD bins in this result (validated without the conditional "
+                         "routes?)")
+    if cond not in [str(c) for c in res["cond"].values]:
+        raise InputError(f"no LZISD bins on {cond} in this result")
+    one = res.sel(cond=cond)
+    keep = [i for i in range(res.sizes["set"])
+            if np.isfinite(one["bin_x_mid"].values[i]).any()]
+    if not keep:
+        raise InputError(f"no set of this result has LZISD bins on {cond}")
+    units = res.attrs.get("input_units", "")
+    units = "" if not isinstance(units, str) or units == "mixed" else units
+    xlab = S.label(cond, units) if cond == "uE" else cond
+    with S.style(font_size=font_size, dpi=dpi, size=size):
+        fig, axes = S.panel_grid(len(keep), size=size)
+        for ax, i in zip(axes, keep, strict=True):
+            r = one.isel(set=i)
+            ok = np.isfinite(r["bin_x_mid"].values) & np.isfinite(r["lzisd"].values)
+            x, y = r["bin_x_mid"].values[ok], r["lzisd"].values[ok]
+            lo, hi = r["lzisd_ci_low"].values[ok], r["lzisd_ci_high"].values[ok]
+            S.reference_line(ax, 1.0, label="target 1")
+            S.interval_bars(ax, x, y, lo, hi, target=1.0)
+            if S.wants_log(x, logx) and np.all(x > 0):
+                S.log_axis(ax)
+            nb = int(r["cond_n_bins"]) if "cond_n_bins" in r else int(ok.sum())
+            nv = int(round(float(r["fval"]) * nb)) if "fval" in r else int(
+                np.sum((lo - 1) * (hi - 1) <= 0))
+            method = str(r["lzisd_ci_method"].values) if "lzisd_ci_method" in r else "bootstrap"
+            S.corner_text(ax, _valid_text(nv, nb) + "\n" + _bins_text(nb, "equal-count",
+                                                                        method),
+                          loc="upper left")
+            ax.set_xlabel(xlab)
+            ax.set_ylabel("LZISD = 1/sd(Z) per bin")
+            S.set_title(ax, str(res["set"].values[i]))
         S.legend(fig, axes)
     return S.finish(fig, title=title)
 

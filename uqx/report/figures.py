@@ -115,33 +115,145 @@ def data_mismatches(result, data) -> list[str]:
     return [f"{s}: {why}" for s, why in _match_data(res, data).items() if isinstance(why, str)]
 
 
-def _data_figures(one, dpi) -> list:
-    """Draw the diagnostic figures of one set's raw data (:mod:`uqx.plot`)."""
+_NOT_RESULT = ("a description of this figure computed from the data, not a statistic of "
+               "the validation (it is in no table)")
+
+
+def _stat_value(res, i, stat):
+    """``(estimate, ci_low, ci_high)`` of ``stat`` for set ``i``, or None if not validated."""
+    if "stat" not in res.dims or stat not in [str(s) for s in res["stat"].values]:
+        return None
+    r = res.isel(set=i).sel(stat=stat)
+    return tuple(float(r[k]) for k in ("estimate", "ci_low", "ci_high"))
+
+
+def _reliability_spec(one, res, i):
+    """Return the reliability diagram on the bins of the validated ENCE, with its caption."""
+    import uqx.plot as P
+    from uqx.engine.defaults import N_BINS, POP_MIN
+    from uqx.inference.binned_curves import reliability as curve
+
+    used = int(res["n_bins_used"].values[i]) if "n_bins_used" in res else -1
+    requested = int(res.attrs.get("n_bins", N_BINS))
+    n_bins = used if used > 0 else requested
+    binning = str(res.attrs.get("binning_scheme", "equal-count"))
+    pop_min = int(res.attrs.get("pop_min", POP_MIN))
+    kw = dict(kind="rmse", n_bins=n_bins, binning=binning, pop_min=pop_min)
+    caption = (f"Reliability diagram: per-bin RMSE against RMV on {n_bins} {binning} bins "
+               f"of uE (at least {pop_min} points per bin), the bins of the validated ENCE; "
+               "per-bin 95 % intervals: analytic (Cho), bins missing the identity in "
+               "vermillion (003 Fig. 4).")
+    val = _stat_value(res, i, "ence")
+    try:
+        drawn = float(np.asarray(curve(one, **kw).attrs["ence"]))
+    except InputError:
+        drawn = None
+    if val is None:
+        caption += (" The ENCE in the corner is that of these bins; ENCE was not among the "
+                    "validated statistics.")
+    elif drawn is not None and abs(drawn - val[0]) > 5e-4 * max(1.0, abs(val[0])):
+        caption += (f" The ENCE in the corner ({drawn:.3f}) differs from the validated ENCE "
+                    f"({val[0]:.4g}): the figure's bins are not exactly those of the "
+                    "validation (ties of uE split otherwise); the table's value is the "
+                    "validated one.")
+    else:
+        caption += (f" The ENCE in the corner is the validated ENCE = {val[0]:.4g} (BCa 95 % "
+                    f"interval [{val[1]:.4g}, {val[2]:.4g}] in the table).")
+    return ("reliability", caption, lambda: P.reliability(one, size="single", **kw))
+
+
+def _lzisd_specs(res, i):
+    """LZISD per bin of every conditioning variable, as validated (from the result)."""
+    import uqx.plot as P
+
+    if "lzisd" not in res or "cond" not in res.dims:
+        return []
+    out, one = [], res.isel(set=[i])
+    for c in (str(c) for c in res["cond"].values):
+        r = one.isel(set=0).sel(cond=c)
+        if not np.isfinite(r["bin_x_mid"].values).any():
+            continue
+        nb = int(r["cond_n_bins"])
+        method = str(r["lzisd_ci_method"].values)
+        ci = {"cho": "analytic (Cho)", "bootstrap": "BCa bootstrap per bin, from whole-set "
+              "resamples"}.get(method, method)
+        what = "consistency" if c == "uE" else "adaptivity"
+        fval = float(r["fval"])
+        cap = (f"LZISD = 1/sd(Z) per bin of {c} ({what}), target 1, as validated: {nb} "
+               f"equal-count bins of {c}, per-bin 95 % intervals: {ci}; "
+               f"{round(fval * nb)} of {nb} bins ({fval:.0%}) contain 1 (fraction of valid "
+               f"bins {fval:.3f}, Wilson-cc [{float(r['fval_ci_low']):.3f}, "
+               f"{float(r['fval_ci_high']):.3f}]; a diagnostic, not tested) (003 Figs. 5, "
+               "10). The full set is judged by ZMS and RCE (table), so no 'all' marker.")
+        out.append((f"lzisd_{c}", cap,
+                    lambda c=c: P.lzisd_of_result(one, cond=c, size="single")))
+    return out
+
+
+def _lzisd_data_specs(one, res):
+    """LZISD from the data when the result has none (validated without the routes)."""
+    import uqx.plot as P
+    from uqx.engine.defaults import POP_MIN, local_bins
+
+    pop_min = int(res.attrs.get("pop_min", POP_MIN))
+    nb = local_bins(int(one.sizes["sample"]))
+    out = []
+    for c in ["uE"] + [k for k in ("X", "V") if k in one]:
+        what = "consistency" if c == "uE" else "adaptivity"
+        out.append((f"lzisd_{c}", f"LZISD = 1/sd(Z) per bin of {c} ({what}), target 1, "
+                    f"drawn from the data: up to {nb} equal-count bins of {c} (at least "
+                    f"{pop_min} points per bin), per-bin 95 % intervals: analytic (Cho); "
+                    "'all' is the full set. The validation ran without the conditional "
+                    "routes, so the valid bins in the corner are "
+                    f"{_NOT_RESULT} (003 Figs. 5, 10).",
+                    lambda c=c: P.lzisd(one, by=c, n_bins=nb, pop_min=pop_min,
+                                        size="single")))
+    return out
+
+
+def _data_figures(one, dpi, res=None, i=0) -> list:
+    """Draw the diagnostic figures of one set (:mod:`uqx.plot`), matched to its result.
+
+    The binned figures use the bins of the result (the reliability diagram those of the
+    validated ENCE, the LZISD panels the result's own bins and intervals); numbers drawn
+    that are not in the result are said so in the captions.
+    """
     import uqx.plot as P
 
     specs = [
         ("e_vs_u", "Errors against uncertainties: guide lines E = \u00b1k uE (k = 1, 2, 3) "
          "and running 95 % quantiles (003 Fig. 2).", lambda: P.e_vs_u(one, size="single")),
-        ("reliability", "Reliability diagram: per-bin SD(E) against RMV with 95 % intervals; "
-         "bins missing the identity in vermillion (003 Fig. 4).",
-         lambda: P.reliability(one, size="single")),
-        ("lzisd_uE", "LZISD = 1/sd(Z) per bin of uE (consistency), target 1; 'all' is the "
-         "full set (003 Fig. 5).", lambda: P.lzisd(one, size="single")),
     ]
-    for key in ("X", "V"):
-        if key in one:
-            specs.append((f"lzisd_{key}", f"LZISD per bin of {key} (adaptivity), target 1 "
-                          "(003 Fig. 10).", lambda k=key: P.lzisd(one, by=k, size="single")))
+    if res is not None:
+        specs.append(_reliability_spec(one, res, i))
+        validated = _lzisd_specs(res, i)
+        specs += validated or _lzisd_data_specs(one, res)
+    else:
+        specs.append(("reliability", "Reliability diagram: per-bin SD(E) against RMV with 95 % "
+                      "intervals (analytic, Cho); bins missing the identity in vermillion "
+                      "(003 Fig. 4).", lambda: P.reliability(one, size="single")))
     specs += [
-        ("calibration", "Calibration curve with its Wilson-cc 95 % band and the "
-         "miscalibration area (003 Fig. 1).", lambda: P.calibration(one, size="single")),
+        ("calibration", "Calibration curve with its Wilson-cc 95 % band (normal errors). The "
+         f"miscalibration area in the corner is {_NOT_RESULT} (003 Fig. 1).",
+         lambda: P.calibration(one, size="single")),
         ("confidence", "Confidence curve: RMSE of the errors left after removing the k % "
          "largest uE, oracle and probabilistic reference with its 95 % band (003 Fig. 7).",
          lambda: P.confidence(one, size="single", n_rep=200)),
-        ("distributions", "Distributions of ln u\u00b2, ln E\u00b2, ln Z\u00b2, E and Z with "
-         "their fitted models.", lambda: P.distributions(one)),
+        ("distributions", _distributions_caption(res, i),
+         lambda: P.distributions(one)),
     ]
     return [_draw(k, c, f, dpi) for k, c, f in specs]
+
+
+def _distributions_caption(res, i) -> str:
+    text = ("Distributions of ln u\u00b2, ln E\u00b2, ln Z\u00b2, E and Z with their fitted "
+            "models. The \u03bd in the axis labels come from the fits of this figure (min-KS "
+            "for the squares, maximum likelihood for E and Z: 'uqx fit'), "
+            f"{_NOT_RESULT}")
+    if res is not None and "nu_fit" in res:
+        text += (f"; the validation's null family uses its own data-matched "
+                 f"t_s(\u03bd = {float(res['nu_fit'].values[i]):.3g}), from the tails of Z\u00b2")
+    return text + "."
 
 
 def _result_figures(res, i, dpi) -> list:
@@ -153,7 +265,13 @@ def _result_figures(res, i, dpi) -> list:
         if not np.isfinite(one["extrap_intercept"].sel(cond=c).values).any():
             continue
         what = "consistency" if c == "uE" else "adaptivity"
-        out.append(_draw(f"extrapolation_{c}", f"Zero-bin extrapolation on {c} bins "
+        nbins = ""
+        if "extrap_n_bins" in one:
+            n = one["extrap_n_bins"].sel(cond=c).values
+            n = n[np.isfinite(n)]
+            if n.size:
+                nbins = f" (equal-count bins, N = {int(n.min())} to {int(n.max())})"
+        out.append(_draw(f"extrapolation_{c}", f"Zero-bin extrapolation on {c} bins{nbins} "
                          f"({what}): statistic against \u221a(N/M), fitted line, intercept "
                          "\u00b1 2 SE (papers, shown only) and the null 95 % interval per D "
                          "that decides the verdict (000 App. C).",
@@ -208,8 +326,11 @@ def diagnostic_figures(result, data=None, *, dpi: float = 110) -> dict:
     out = {None: _zeta_figure(res, dpi)}
     for i, s in enumerate(str(x) for x in res["set"].values):
         one = matched.get(s)
-        figs = [Figure("data", "", None, one)] if isinstance(one, str) else (
-            _data_figures(one, dpi) if one is not None else [])
+        if isinstance(one, str) or one is None:  # no raw data: the result's figures only
+            figs = [Figure("data", "", None, one)] if isinstance(one, str) else []
+            figs += [_draw(k, c, f, dpi) for k, c, f in _lzisd_specs(res, i)]
+        else:
+            figs = _data_figures(one, dpi, res, i)
         out[s] = figs + _result_figures(res, i, dpi)
     return out
 

@@ -1,0 +1,170 @@
+"""A report never contradicts itself (issue 22, part A.2).
+
+Every number drawn in a figure of a report (and of ``validate --plots``, the same
+:func:`uqx.report.diagnostic_figures`) comes from the result it illustrates, with the
+same bins and intervals, or the caption says why it differs; every binned figure states
+its bins (number, kind) and its interval method. The test reads the text artists of each
+figure as it is drawn (tick labels aside) and checks each number against the result.
+"""
+
+import re
+
+import numpy as np
+import pytest
+from matplotlib.axes._base import _AxesBase
+from matplotlib.text import Text
+
+import uqx
+import uqx.report.figures as F
+from uqx.cli import main
+from uqx.cli.commands._common import load_inputs
+from uqx.report import report
+
+DEMO = "data/examples/demo_inconsistent.csv"
+
+
+def _texts(fig):
+    ticks = set()  # tick labels (of secondary axes too) are axes, not results
+    for ax in fig.findobj(lambda a: isinstance(a, _AxesBase)):
+        for which in ("major", "minor"):
+            ticks.update(map(id, ax.get_xticklabels(which=which)))
+            ticks.update(map(id, ax.get_yticklabels(which=which)))
+    return [t.get_text() for t in fig.findobj(Text)
+            if t.get_visible() and t.get_text().strip() and id(t) not in ticks]
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Record, per figure key, its caption and the texts drawn in it."""
+    seen = {}
+    real = F._draw
+
+    def spy(key, caption, make, dpi):
+        def made():
+            fig = make()
+            seen[key] = (caption, _texts(fig))
+            return fig
+        return real(key, caption, made, dpi)
+
+    monkeypatch.setattr(F, "_draw", spy)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def data():
+    return load_inputs([DEMO], X="X")
+
+
+@pytest.fixture(scope="module")
+def result(data):
+    return uqx.validate(data, ["zms", "rce", "cc", "ence", "zmse", "zve"], n_boot=200,
+                        n_mc=100, seed=1)
+
+
+def _ci_word(method):
+    return {"cho": "analytic", "bootstrap": "BCa"}[method]
+
+
+def check_figure(res, key, caption, texts):
+    """Every number in ``texts`` is the result's (or explained in ``caption``)."""
+    unexplained = []
+    level = f"{100 * float(res.attrs['level']):.0f}"
+    for text in texts:
+        rest = text
+        m = re.search(r"ENCE = ([-\d.]+)\n(\d+) ([a-z-]+) bins, 95 % CI: (.+)", rest)
+        if m:
+            assert key == "reliability"
+            ence = float(res["estimate"].sel(stat="ence").values[0])
+            assert float(m[1]) == pytest.approx(round(ence, 3), abs=1e-9), (m[1], ence)
+            assert int(m[2]) == int(res["n_bins_used"].values[0])
+            assert m[3] == res.attrs["binning_scheme"]
+            assert f"{m[2]} {m[3]} bins" in caption and "analytic" in caption
+            assert m[4].startswith("analytic")
+            rest = rest.replace(m[0], "")
+        m = re.search(r"valid bins: (\d+) of (\d+) \((\d+) %\)\n(\d+) equal-count bins, "
+                      r"95 % CI: (.+)", rest)
+        if m:
+            cond = key.split("_", 1)[1]
+            r = res.isel(set=0).sel(cond=cond)
+            nb, fval = int(r["cond_n_bins"]), float(r["fval"])
+            assert (int(m[1]), int(m[2]), int(m[4])) == (round(fval * nb), nb, nb)
+            assert int(m[3]) == round(100 * fval)
+            method = str(r["lzisd_ci_method"].values)
+            assert m[5].startswith(_ci_word(method))
+            assert f"{nb} equal-count bins of {cond}" in caption
+            assert _ci_word(method) in caption and f"{fval:.3f}" in caption
+            rest = rest.replace(m[0], "")
+        for pattern, explained in [
+            (r"area = [\d.]+", "not a statistic of the validation"),
+            (r"\(\$?ν(_\{eff\})?\$? = [\d.]+\)", "not a statistic of the validation"),
+            (r"k = 1, 2, 3", "k = 1, 2, 3"),
+            (r"± 2 SE", "2 SE"),
+            (r"1/sd\(Z\)", "1/sd(Z)"),  # the definition of LZISD
+            (r"target 1\b", "target 1"),  # the calibrated value of LZISD
+        ]:
+            if re.search(pattern, rest):
+                assert explained in caption, (key, text, caption)
+            rest = re.sub(pattern, "", rest)
+        rest = re.sub(rf"\b{level} ?%", "", rest)  # the intervals' level
+        nu = f"{float(res.attrs['nu']):g}"
+        rest = re.sub(rf"T{nu}\b", "", rest)  # the t_s(nu) member of the references
+        rest = rest.replace("Sim2", "")  # a name (000: the second simulated reference)
+        rest = re.sub(r"\^\{?2\}?|²", "", rest)  # squares in names (ln u², E²)
+        if re.search(r"\d", rest):
+            unexplained.append(text)
+    assert not unexplained, (key, unexplained, caption)
+
+
+def test_every_number_of_every_report_figure_comes_from_the_result(drawn, result, data):
+    page = report(result, data, dpi=40)
+    assert {"reliability", "lzisd_uE", "lzisd_X", "calibration", "distributions",
+            "zeta_bars"} <= set(drawn)
+    for key, (caption, texts) in drawn.items():
+        check_figure(result, key, caption, texts)
+        assert caption.split(" (")[0].replace("'", "&#x27;") in page or \
+            caption.split(" (")[0] in page, key
+    # every binned figure states its bins and its interval method in the caption
+    for key in ("reliability", "lzisd_uE", "lzisd_X"):
+        caption = drawn[key][0]
+        assert re.search(r"\d+ equal-count bins", caption) and "95 % intervals" in caption
+    for key in ("extrapolation_uE", "extrapolation_X"):
+        if key in drawn:
+            assert re.search(r"equal-count bins, N = \d+ to \d+", drawn[key][0])
+
+
+def test_reliability_follows_the_validated_bins(drawn, data):
+    res = uqx.validate(data, ["zms", "ence"], n_boot=100, n_mc=50, seed=2, bins=7,
+                       conditional=False)
+    report(res, data, dpi=40)
+    caption, texts = drawn["reliability"]
+    check_figure(res, "reliability", caption, texts)
+    assert "7 equal-count bins" in texts[0] or any("7 equal-count" in t for t in texts)
+
+
+def test_reliability_without_validated_ence_says_so(drawn, data):
+    res = uqx.validate(data, ["zms", "rce"], n_boot=100, n_mc=50, seed=2, conditional=False)
+    report(res, data, dpi=40)
+    caption, texts = drawn["reliability"]
+    assert "ENCE was not among the validated statistics" in caption
+    assert any(re.search(r"ENCE = [\d.]+\n20 equal-count bins", t) for t in texts)
+    # no LZISD in the result: drawn from the data, and the caption says its numbers are not
+    assert "not a statistic of the validation" in drawn["lzisd_uE"][0]
+
+
+def test_saved_result_without_data_still_draws_the_validated_lzisd(drawn, result):
+    report(result, None, dpi=40)
+    assert {"lzisd_uE", "lzisd_X"} <= set(drawn) and "reliability" not in drawn
+    for key in ("lzisd_uE", "lzisd_X"):
+        check_figure(result, key, *drawn[key])
+
+
+def test_validate_plots_draw_the_same_figures(drawn, tmp_path, capsys):
+    rc = main(["validate", DEMO, "--X", "X", "--n-boot", "100", "--n-mc", "50", "--seed",
+               "1", "--plots", str(tmp_path / "figs"), "-q"])
+    capsys.readouterr()
+    assert rc == 0
+    res_text = {k: v for k, v in drawn.items()}
+    assert {"reliability", "lzisd_uE"} <= set(res_text)
+    assert (tmp_path / "figs" / "demo_inconsistent_lzisd_uE.png").is_file()
+    ence = [t for t in drawn["reliability"][1] if t.startswith("ENCE")]
+    assert len(ence) == 1 and np.isfinite(float(ence[0].split()[2]))
