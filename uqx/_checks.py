@@ -13,7 +13,17 @@ import numpy as np
 
 from uqx.errors import InputError
 
-__all__ = ["check_columns", "is_lazy", "describe_bad", "count_problems", "NUMERIC_KINDS"]
+__all__ = [
+    "check_columns",
+    "is_lazy",
+    "describe_bad",
+    "count_problems",
+    "check_scale",
+    "check_stats_argument",
+    "constant_reason",
+    "NUMERIC_KINDS",
+    "SCALE_LIMIT",
+]
 
 #: dtype kinds accepted as numbers (float, signed and unsigned integers)
 NUMERIC_KINDS = "fiu"
@@ -157,4 +167,161 @@ def check_columns(
             "uncertainties must be strictly positive (a documented filter such as "
             "min_uE_rel_sd=1e-6 drops them)"
         )
+    check_scale(cols, name)
     return cols, n_dropped, filters
+
+
+#: Largest magnitude of E, uE and Z (and smallest of uE) that uqx accepts: 2**480 (about
+#: 3e144). Squares and fourth powers of the values, and their sums over up to 2**60 rows,
+#: then stay within the normal float64 range, so every statistic is the same function of
+#: Z whatever the unit of E and uE (scale invariance).
+SCALE_LIMIT = 2.0**480
+
+
+def _extremes(cols: dict) -> list[float]:
+    """Return max abs(E), min uE, max uE, max abs(Z) and the ranges of X, V (one pass)."""
+    E, u = cols["E"], cols["uE"]
+    vals = [abs(E).max(), u.min(), u.max(), abs(E / u).max()]
+    for key in ("X", "V"):
+        if key in cols:
+            vals.append(cols[key].max() - cols[key].min())
+    if any(is_lazy(v) for v in vals):
+        import dask
+
+        vals = list(dask.compute(*vals))
+    return [float(v) for v in vals]
+
+
+def check_scale(cols: dict, name: str) -> None:
+    """Refuse values whose squares leave the float64 range (scale invariance of Z).
+
+    Every result of uqx depends on E and uE through Z = E/uE (and, for MV, MSE, RMV,
+    RMSE, UCE, NLL, through their unit). Squares of values above about 1e154 overflow
+    and those of values below 1e-154 underflow, which would change estimates and verdicts
+    with the unit of E and uE. Within ``[1/SCALE_LIMIT, SCALE_LIMIT]`` (about 3e-145 to
+    3e144) every estimate of a scale-free statistic is the same for (c E, c uE), up to
+    rounding; outside, the input is refused with the factor that brings it back.
+
+    Parameters
+    ----------
+    cols : dict of str -> array
+        ``E``, ``uE`` (finite, ``uE > 0``) and optional ``X``, ``V`` of one data set.
+    name : str
+        Data set name, first word of the message.
+
+    Raises
+    ------
+    InputError
+        max |E| or max uE above :data:`SCALE_LIMIT`, min uE below its inverse, |Z| above
+        :data:`SCALE_LIMIT` or a range of X or V that overflows.
+    """
+    if int(cols["E"].shape[0]) == 0:
+        return
+    ext = _extremes(cols)
+    e_max, u_min, u_max, z_max = ext[:4]
+    lim = SCALE_LIMIT
+    if e_max == 0:
+        raise InputError(
+            f"{name}: all errors E are 0, so Z = E/uE is 0 on every row and there is "
+            "nothing to validate; check that E holds the errors (reference - prediction), "
+            "not a column of zeros"
+        )
+    why = ""
+    if e_max > lim or u_max > lim:
+        why = f"values up to {max(e_max, u_max):.3g}"
+        big = max(e_max, u_max)
+    elif u_min < 1 / lim:
+        why = f"uE down to {u_min:.3g}"
+        big = u_max
+    if why:
+        k = -int(np.round(np.log2(big))) if big > 0 else 0
+        raise InputError(
+            f"{name}: E and uE are out of the range uqx computes in ({why}; accepted "
+            f"{1 / lim:.3g} <= uE, |E| <= {lim:.3g}): their squares would overflow or "
+            f"underflow float64 and change the results. Multiply E and uE together by a "
+            f"power of two such as 2**{k} (exact; Z = E/uE does not change) or express them "
+            "in another unit"
+        )
+    if z_max > lim:
+        raise InputError(
+            f"{name}: |Z| = |E|/uE reaches {z_max:.3g} (> {lim:.3g}): such z-scores "
+            "cannot be squared in float64; check that uE is the standard uncertainty of E "
+            "(same unit)"
+        )
+    for key, rng in zip([k for k in ("X", "V") if k in cols], ext[4:], strict=True):
+        if not np.isfinite(rng):
+            raise InputError(
+                f"{name}: the range of {key} (max - min) overflows float64; rescale {key}"
+            )
+
+
+def constant_reason(values, label: str) -> str:
+    """Why statistics binned on (or ranked by) ``values`` are untestable ('' if they are not).
+
+    A conditioning variable with a single value (a constant uE, or a constant X) gives
+    nothing to bin on or to rank by: consistency (for uE) or adaptivity (for X, V), the
+    statistics binned on it (ENCE, ZMSE, ZVE, UCE) and the rank correlation CC cannot be
+    tested. Padding (NaN) is ignored.
+
+    Parameters
+    ----------
+    values : array_like
+        The conditioning variable of one set.
+    label : str
+        Its name in the message (``"uE"``, ``"X"``, ``"V"``).
+
+    Returns
+    -------
+    str
+        The reason, or ``""`` when ``values`` take at least two distinct values.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[np.isfinite(arr)]
+    if arr.size == 0 or arr.min() < arr.max():
+        return ""
+    return (f"{label} is constant ({label} = {arr[0]:.6g} on all {arr.size} rows): "
+            f"nothing to bin on or rank by, so what depends on {label} cannot be tested")
+
+
+def check_stats_argument(stats):
+    """Check the ``stats`` argument of :func:`uqx.validate` and return it as a list.
+
+    Parameters
+    ----------
+    stats : str or sequence of str
+        One statistic name, a comma-separated string of names, or a sequence of names.
+
+    Returns
+    -------
+    list of str
+        The names, stripped (a comma-separated string is split).
+
+    Raises
+    ------
+    InputError
+        ``None``, an empty string or sequence, a name that is not a string, or an empty
+        name in a comma-separated list.
+    """
+    if stats is None:
+        raise InputError("stats: give at least one statistic (e.g. 'zms' or ['zms', 'rce']), "
+                         "got None")
+    if isinstance(stats, str):
+        parts = [p.strip() for p in stats.split(",")]
+        if not stats.strip():
+            raise InputError("stats: empty string; give at least one statistic (e.g. 'zms')")
+        if any(not p for p in parts):
+            raise InputError(f"stats: empty name in {stats!r}")
+        return parts
+    if isinstance(stats, bytes) or not hasattr(stats, "__iter__"):
+        raise InputError(f"stats: expected a statistic name or a list of names, got "
+                         f"{type(stats).__name__}")
+    items = list(stats)
+    if not items:
+        raise InputError("stats: empty list; give at least one statistic (e.g. ['zms'])")
+    bad = [x for x in items if not isinstance(x, str)]
+    if bad:
+        raise InputError(f"stats: statistic names must be strings, got {bad[0]!r} "
+                         f"({type(bad[0]).__name__})")
+    if any(not x.strip() for x in items):
+        raise InputError(f"stats: empty name in {items!r}")
+    return [x.strip() for x in items]

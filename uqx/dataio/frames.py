@@ -19,7 +19,7 @@ import xarray as xr
 from uqx.dataio.model import from_arrays, stack
 from uqx.errors import InputError
 
-__all__ = ["from_dataframe", "read_csv", "read_frame", "numeric_column"]
+__all__ = ["from_dataframe", "read_csv", "read_frame", "numeric_column", "sniff_delimiter"]
 
 
 def read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs) -> pd.DataFrame:
@@ -60,10 +60,46 @@ def read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs)
         raise InputError(f"{path}: not a text CSV file ({exc})") from None
 
 
+#: delimiters recognised in a CSV file besides the comma
+_DELIMITERS = {";": "semicolon", "\t": "tab", "|": "vertical bar"}
+
+
+def sniff_delimiter(path: str | os.PathLike) -> str:
+    """Return the column delimiter of a text table: ``","`` unless the header says otherwise.
+
+    The header line is split on each of ``,``, ``;``, tab and ``|``; the delimiter that
+    gives the most columns (at least 2) wins, the comma on ties, so that a comma-separated
+    file is always read as before.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    str
+        The delimiter.
+    """
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            header = ""
+            for line in fh:
+                if line.strip():
+                    header = line
+                    break
+    except OSError:
+        return ","
+    counts = {d: header.count(d) for d in (",", *_DELIMITERS)}
+    best = max(counts, key=lambda d: (counts[d], d == ","))
+    return best if counts[best] > 0 else ","
+
+
 def _check_header(path: Path, *, comment: str | None = None) -> None:
     """Reject duplicate column names (pandas would silently rename them ``E.1``...)."""
     try:
-        header = pd.read_csv(path, header=None, nrows=1, comment=comment, dtype=str)
+        header = pd.read_csv(path, header=None, nrows=1, comment=comment, dtype=str,
+                             sep=sniff_delimiter(path))
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
         return  # reported by read_frame
     names = [str(c).strip() for c in header.iloc[0].tolist()] if len(header) else []
@@ -126,6 +162,11 @@ def _one_frame(df, label, *, E, uE, X, V, name, units, source, uE_is_variance,
     if df.shape[0] == 0:
         raise InputError(f"{label}: no data rows")
     mapping = {"E": E, "uE": uE, "X": X, "V": V}
+    if E is not None and E == uE:
+        raise InputError(
+            f"{label}: the same column {E!r} is given for E and uE: Z = E/uE would be 1 on "
+            "every row; name the error column and the uncertainty column"
+        )
     cols = {key: numeric_column(df, col, label) for key, col in mapping.items()
             if col is not None}
     if uE_is_variance:
@@ -221,9 +262,22 @@ def from_dataframe(
     if by not in df.columns:
         available = ", ".join(repr(str(c)) for c in df.columns)
         raise InputError(f"DataFrame: no column {by!r} for by=; available columns: {available}")
+    missing = df[by].isna()
+    if missing.any():
+        rows = np.flatnonzero(missing.to_numpy())
+        raise InputError(
+            f"DataFrame: column {by!r} (by=) has {rows.size} missing label(s) (None/NaN; "
+            f"first in row {rows[0]}): every row must name its data set; fill them (e.g. "
+            f"df[{by!r}].fillna('unknown')) or drop those rows"
+        )
     groups = list(df.groupby(by, sort=False, dropna=False))
     if not groups:
         raise InputError("DataFrame: no data rows")
+    names = [str(k) for k, _ in groups]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(f"DataFrame: labels of column {by!r} that differ only in type "
+                         f"name the same data set {dup}; make them distinct")
     return stack([_one_frame(g, f"DataFrame rows with {by} = {k!r}", name=str(k),
                              source=f"DataFrame ({by} = {k})", **options)
                   for k, g in groups])
@@ -247,7 +301,9 @@ def read_csv(
     Parameters
     ----------
     path : str or path-like
-        CSV file with a header line.
+        CSV file with a header line. Columns separated by commas, or by semicolons, tabs
+        or vertical bars (found from the header line by :func:`sniff_delimiter`, recorded
+        in ``attrs["delimiter"]`` and in ``attrs["columns"]``).
     E, uE : str
         Names of the error (reference - prediction) and uncertainty columns.
     X, V : str, optional
@@ -288,11 +344,16 @@ def read_csv(
     >>> ds = read_csv("preds.csv", E="err", uE="unc", X="mass")  # doctest: +SKIP
     """
     path = Path(path)
-    df = read_frame(path, comment=comment)
+    sep = sniff_delimiter(path) if path.is_file() else ","
+    df = read_frame(path, comment=comment, sep=sep)
     _check_header(path, comment=comment)
     if df.shape[0] == 0:
         raise InputError(f"{path}: no data rows (header only)")
-    return _one_frame(df, path, E=E, uE=uE, X=X, V=V,
-                      name=name if name is not None else path.stem, units="",
-                      source=str(path), uE_is_variance=uE_is_variance,
-                      drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
+    ds = _one_frame(df, path, E=E, uE=uE, X=X, V=V,
+                    name=name if name is not None else path.stem, units="",
+                    source=str(path), uE_is_variance=uE_is_variance,
+                    drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
+    if sep != ",":
+        ds.attrs["delimiter"] = sep
+        ds.attrs["columns"] += f" ({_DELIMITERS[sep]}-separated file)"
+    return ds

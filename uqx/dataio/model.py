@@ -13,6 +13,7 @@ Every entry point (:func:`uqx.validate`, :func:`uqx.bootstrap`, :func:`uqx.compu
 from __future__ import annotations
 
 import hashlib
+import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -51,16 +52,35 @@ VARIABLES = {
 _SET_ATTRS = ("name", "n_dropped", "filters", "units")
 
 
+def _kind_problem(kind: str) -> str:
+    """Why a dtype kind is refused as a column ('' for real numbers)."""
+    if kind == "c":
+        return ("is not numeric: complex values; uqx needs real numbers (take .real or "
+                "abs() yourself if that is what you mean)")
+    if kind == "b":
+        return "is not numeric: boolean (True/False) values, expected numbers"
+    return ""
+
+
 def _as_1d(values, label: str, name: str):
     if isinstance(values, xr.DataArray):
         values = values.data
+    if hasattr(values, "to_numpy") and hasattr(values, "index"):  # pandas Series
+        values = values.to_numpy()
     if is_lazy(values):  # dask: dtype and shape checks only, values stay lazy
+        problem = _kind_problem(values.dtype.kind)
+        if problem:
+            raise InputError(f"{name}: column {label!r} {problem}")
         if values.dtype.kind not in NUMERIC_KINDS:
             raise InputError(f"{name}: column {label!r} is not numeric (dtype {values.dtype})")
         arr = values.astype(np.float64)
     else:
+        raw = values if isinstance(values, np.ndarray) else np.asarray(values)
+        problem = _kind_problem(raw.dtype.kind)
+        if problem:
+            raise InputError(f"{name}: column {label!r} {problem}")
         try:
-            arr = np.asarray(values, dtype=np.float64)
+            arr = np.asarray(raw, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise InputError(f"{name}: column {label!r} is not numeric ({exc})") from None
     if arr.ndim != 1 and arr.size == max(arr.shape, default=0):
@@ -113,11 +133,8 @@ def from_arrays(
     InputError
         Length mismatch, NaN/inf values, ``uE <= 0``, fewer than 2 points, non-numeric data.
     """
-    cols = {"E": _as_1d(E, "E", name), "uE": _as_1d(uE, "uE", name)}
-    if X is not None:
-        cols["X"] = _as_1d(X, "X", name)
-    if V is not None:
-        cols["V"] = _as_1d(V, "V", name)
+    given = _align_series({"E": E, "uE": uE, "X": X, "V": V}, name)
+    cols = {k: _as_1d(v, k, name) for k, v in given.items()}
     sizes = {k: v.shape[0] for k, v in cols.items()}
     if len(set(sizes.values())) != 1:
         desc = ", ".join(f"{k}={n}" for k, n in sizes.items())
@@ -127,6 +144,43 @@ def from_arrays(
     )
     return _single(cols, name=name, units=units, source=source, n_dropped=n_dropped,
                    filters=filters)
+
+
+def _align_series(columns: dict, name: str) -> dict:
+    """Pair pandas Series by their index, not by position (None columns left out).
+
+    Series with the same labels in another order are aligned on the index of the first
+    one; Series whose labels differ (or repeat) are refused: pairing them by position
+    would pair the wrong rows without a word.
+    """
+    columns = {k: v for k, v in columns.items() if v is not None}
+    series = {k: v for k, v in columns.items()
+              if hasattr(v, "index") and hasattr(v, "reindex") and getattr(v, "ndim", 0) == 1}
+    if len(series) < 2:
+        return columns
+    (k0, s0), *rest = series.items()
+    for key, ser in rest:
+        if ser.index.equals(s0.index):
+            continue
+        if not (s0.index.is_unique and ser.index.is_unique):
+            raise InputError(
+                f"{name}: pandas Series {k0} and {key} have different indexes with repeated "
+                "labels: uqx cannot pair their rows; pass .to_numpy() of each (paired by "
+                "position) or give them the same index"
+            )
+        if len(ser.index) != len(s0.index) or not ser.index.sort_values().equals(
+                s0.index.sort_values()):
+            only = s0.index.difference(ser.index)
+            extra = ser.index.difference(s0.index)
+            raise InputError(
+                f"{name}: pandas Series {k0} and {key} have different indexes "
+                f"({len(only)} label(s) only in {k0}, {len(extra)} only in {key}): uqx "
+                "pairs rows by index label and will not guess; align them first (e.g. "
+                "pandas.concat([...], axis=1, join='inner')), or pass .to_numpy() to pair by "
+                "position"
+            )
+        columns[key] = ser.reindex(s0.index)  # same labels, another order: pair by label
+    return columns
 
 
 def _sample_coord(n: int, lazy: bool) -> dict:
@@ -265,6 +319,12 @@ _CHECKED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 def _set_dim(ds: xr.Dataset, name: str) -> str | None:
     """Return the set dimension of ``ds`` (None for a single data set); check dims."""
     missing = [k for k in ("E", "uE") if k not in ds]
+    if missing and "estimate" in ds:
+        raise InputError(
+            f"{name}: this is a result of uqx (variables 'estimate', ...), not input data "
+            "with E and uE: read a saved result with uqx.read_netcdf and show it with "
+            "uqx.result_table (CLI: uqx show RESULT.nc)"
+        )
     if missing:
         have = ", ".join(repr(str(k)) for k in ds.data_vars) or "none"
         raise InputError(
@@ -345,6 +405,15 @@ def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool) -> xr.Dat
     if set_dim != "set":
         if "set" in ds.dims or "set" in ds.variables:
             raise InputError(f"a variable or dimension 'set' conflicts with set dim {set_dim!r}")
+        if "M" not in ds or ds["M"].dims != (set_dim,):  # not from uqx.stack(dim=...)
+            warnings.warn(
+                f"dimension {set_dim!r} of E is taken as the set dimension: each of its "
+                f"{ds.sizes[set_dim]} entries is validated as a separate data set (results "
+                f"over 'set', attrs['set_dim'] = {set_dim!r}). If that is not what you mean, "
+                f"select one with ds.isel({set_dim}=0) or pool them with "
+                f"ds.stack(sample=({set_dim!r}, 'sample'))",
+                UserWarning, stacklevel=4,
+            )
         ds = ds.rename({set_dim: "set"}).assign_attrs(set_dim=set_dim)
     keys = [k for k in VARIABLES if k in ds]
     ds = ds.assign({k: _float(ds[k], ("set", "sample")) for k in keys})
@@ -497,6 +566,16 @@ def as_stacked(ds: xr.Dataset | Iterable[xr.Dataset], *, drop_nonfinite: bool = 
     (as :func:`stack` pads it); partly NaN, it is an error like E.
     """
     if not isinstance(ds, xr.Dataset):
+        if hasattr(ds, "columns") and hasattr(ds, "iloc"):  # a pandas DataFrame
+            raise InputError(
+                "expected an xarray.Dataset, got a pandas DataFrame; convert it with "
+                "uqx.from_dataframe(df, E='E', uE='uE') (naming its columns)"
+            )
+        if isinstance(ds, dict):
+            raise InputError(
+                "expected an xarray.Dataset, got a dict; build one with "
+                "uqx.from_arrays(d['E'], d['uE'])"
+            )
         if isinstance(ds, str | bytes | np.ndarray | xr.DataArray) or not isinstance(
             ds, Iterable
         ):

@@ -42,7 +42,7 @@ from datetime import UTC, datetime
 import numpy as np
 import xarray as xr
 
-from uqx._checks import is_lazy
+from uqx._checks import check_stats_argument, is_lazy
 from uqx._version import __version__
 from uqx.dataio.model import (
     InputError,
@@ -332,6 +332,7 @@ def validate(
     >>> res.verdict.sel(stat="zms").item()
     'valid'
     """
+    stats = check_stats_argument(stats)
     specs = _check_arguments(stats, n_mc)
     if ties not in TIES:
         raise InputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
