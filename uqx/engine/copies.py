@@ -286,13 +286,15 @@ def cc_fixed_u(ae, ru):
     Returns
     -------
     numpy.ndarray, shape (k,)
-        :math:`\rho_S(u, |E|)` of each row.
+        :math:`\rho_S(u, |E|)` of each row; NaN when u (or the row's |E|) is constant.
     """
     ae = np.ascontiguousarray(np.atleast_2d(ae), dtype=np.float64)
     if ae.size and not ae.min() >= 0.0:
         raise ValueError("cc_fixed_u needs non-negative, non-NaN |E|")
     ru = np.ascontiguousarray(ru, dtype=np.float64)
     M = ae.shape[-1]
+    if not np.any(ru):  # u constant (every centred rank 0): the CC is undefined
+        return np.full(ae.shape[0], np.nan)
     out = np.empty(ae.shape[0])
     tied = np.zeros(ae.shape[0], dtype=np.bool_)
     keys, shift = sorted_keys(ae)
@@ -301,5 +303,6 @@ def cc_fixed_u(ae, ru):
         from scipy.stats import rankdata
 
         re_ = rankdata(ae[tied], axis=-1) - (M + 1) / 2.0
-        out[tied] = (re_ @ ru) / np.sqrt(np.sum(re_ * re_, axis=-1) * np.dot(ru, ru))
+        with np.errstate(invalid="ignore", divide="ignore"):  # constant |E|: NaN
+            out[tied] = (re_ @ ru) / np.sqrt(np.sum(re_ * re_, axis=-1) * np.dot(ru, ru))
     return out

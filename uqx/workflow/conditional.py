@@ -26,7 +26,7 @@ from uqx.inference.extrapolation import extrapolate_many
 from uqx.inference.zeta import binomial_ci
 
 __all__ = ["lzisd_step", "extrapolation_step", "headline_step",
-           "null_hooks"]
+           "null_hooks", "untestable_step"]
 
 _NOMINAL_FVAL = 0.95
 
@@ -330,3 +330,146 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
         "cond_routes": (("set", "cond"), routes_txt.astype(str),
                         {"long_name": "routes combined in the headline"}),
     }), copies_p
+
+
+def _untestable_reasons(sd, specs, used, cfg):
+    """Reasons per conditioning variable (and per statistic) that make it untestable."""
+    from uqx._checks import constant_reason
+
+    by_cond = {"uE": constant_reason(sd.uE, "uE")}
+    for c in ("X", "V"):
+        x = getattr(sd, c)
+        if x is not None:
+            by_cond[c] = constant_reason(x, c)
+    one_bin = ""
+    if used is not None and used == 1 and not by_cond["uE"]:
+        pop_min = getattr(cfg, "pop_min", None)
+        one_bin = (f"a single bin on uE (M = {sd.M}, at least {pop_min} points per bin): "
+                   "a binned statistic of one bin measures average calibration, not "
+                   "consistency (lower pop_min/--pop-min for at least 2 bins)")
+    return by_cond, one_bin
+
+
+def _equal_width_note(sd, cfg) -> str:
+    """Warning when equal-width bins on uE hold fewer than pop_min points ('' otherwise)."""
+    from uqx.engine.binning import make_bins
+
+    if cfg is None or getattr(cfg, "binning", "") != "equal-width":
+        return ""
+    try:
+        counts = np.asarray(make_bins(sd.uE, cfg.bins, scheme="equal-width",
+                                      pop_min=cfg.pop_min).counts)
+    except InputError:
+        return ""
+    small = counts < cfg.pop_min
+    if not small.any():
+        return ""
+    return (f"equal-width bins on uE do not keep pop_min = {cfg.pop_min}: {int(small.sum())} "
+            f"of {counts.size} bins hold fewer points ({int(counts.min())} to "
+            f"{int(counts.max())} per bin); binned statistics of nearly empty bins are "
+            "unreliable (use equal-count or adaptive binning, or fewer bins)")
+
+
+def untestable_step(res, sets, specs, notes, *, n_bins_used=None, cfg=None) -> xr.Dataset:
+    """Mark ``not tested`` what the data cannot test, with the reason.
+
+    * a constant uE: CC and every statistic binned on uE (ENCE, ZMSE, ZVE, UCE), their
+      zero-bin intercepts and the consistency headline (average calibration stays
+      testable);
+    * a constant X (or V): the statistics binned on it, its intercepts and its
+      adaptivity headline;
+    * a single bin on uE (``pop_min`` too large for M): the statistics binned on uE, and
+      the consistency headline when it rests on nothing else (no CC, no intercept).
+
+    Also warns when equal-width bins on uE hold fewer than ``pop_min`` points. Runs last
+    (after the family-wise and tails steps), so no later step can turn these verdicts.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The result with ``verdict`` over (set, stat) and, with the conditional routes,
+        ``cond_verdict`` over (set, cond) and ``extrap_verdict`` over (set, cond, xstat).
+    sets : list of SetData
+        The sets, in the order of ``res["set"]``.
+    specs : list of StatSpec
+        The statistics of ``res["stat"]``.
+    notes : object
+        The workflow's collector of warnings (``set(i, text)``, ``stat(i, j, text)``), or
+        None.
+    n_bins_used : array_like of int, optional
+        Bins used on uE per set by the binned statistics (-1: none).
+    cfg : Settings, optional
+        The run's settings (``bins``, ``binning``, ``pop_min``).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``res`` with the verdicts, reasons and ``valid`` updated.
+    """
+    verdict = res["verdict"].values.astype(object)
+    reason = res["verdict_reason"].values.astype(object) if "verdict_reason" in res else \
+        np.full(verdict.shape, "", dtype=object)
+    conds = [str(c) for c in res["cond"].values] if "cond_verdict" in res else []
+    cv = res["cond_verdict"].values.astype(object) if conds else None
+    cr = res["cond_verdict_reason"].values.astype(object) if conds else None
+    has_x = "extrap_verdict" in res
+    xv = res["extrap_verdict"].values.astype(object) if has_x else None
+    xr_ = res["extrap_verdict_reason"].values.astype(object) if has_x else None
+    changed = False
+    for i, sd in enumerate(sets):
+        used = None if n_bins_used is None else int(np.asarray(n_bins_used)[i])
+        by_cond, one_bin = _untestable_reasons(sd, specs, used, cfg)
+        note = _equal_width_note(sd, cfg)
+        if note and notes is not None:
+            notes.set(i, note)
+        for cond, why in by_cond.items():
+            if why and notes is not None:
+                what = "consistency" if cond == "uE" else f"adaptivity on {cond}"
+                notes.set(i, f"{what} not tested: {why}")
+        for j, s in enumerate(specs):
+            cond = s.cond if s.family == "binned" else ("uE" if s.base == "cc" else None)
+            if cond is None:
+                continue
+            why = by_cond.get(cond, "")
+            if not why and cond == "uE" and s.family == "binned":
+                why = one_bin
+            if why and verdict[i, j] != "not tested":
+                verdict[i, j], reason[i, j] = "not tested", why
+                if notes is not None:
+                    notes.stat(i, j, f"not tested: {why}")
+                changed = True
+        for c, cond in enumerate(conds):
+            why = by_cond.get(cond, "")
+            if why and has_x:
+                xv[i, c, :], xr_[i, c, :] = "not tested", why
+                changed = True
+            if not why and cond == "uE" and one_bin:
+                rest = [r.strip() for r in str(res["cond_routes"].values[i, c]).split(",")] \
+                    if "cond_routes" in res else []
+                binned = {s.name.upper() for s in specs if s.family == "binned"}
+                if rest and all(r in binned for r in rest if r):
+                    why = one_bin
+            if why and cv[i, c] != "not tested":
+                cv[i, c], cr[i, c] = "not tested", why
+                changed = True
+    if not changed:
+        return res
+    out = res.assign(
+        verdict=(res["verdict"].dims, verdict.astype(str), res["verdict"].attrs),
+        verdict_reason=(res["verdict"].dims, reason.astype(str),
+                        res["verdict_reason"].attrs if "verdict_reason" in res else {}),
+    )
+    if conds:
+        out["cond_verdict"] = (res["cond_verdict"].dims, cv.astype(str),
+                               res["cond_verdict"].attrs)
+        out["cond_verdict_reason"] = (res["cond_verdict"].dims, cr.astype(str),
+                                      res["cond_verdict_reason"].attrs)
+    if has_x:
+        out["extrap_verdict"] = (res["extrap_verdict"].dims, xv.astype(str),
+                                 res["extrap_verdict"].attrs)
+        out["extrap_verdict_reason"] = (res["extrap_verdict"].dims, xr_.astype(str),
+                                        res["extrap_verdict_reason"].attrs)
+    if "valid" in res:
+        out["valid"] = (("set", "stat"), np.where(verdict == "valid", 1.0, np.where(
+            verdict == "invalid", 0.0, np.nan)), res["valid"].attrs)
+    return out

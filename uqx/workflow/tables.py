@@ -12,6 +12,7 @@ import xarray as xr
 
 __all__ = [
     "WARN_SEP",
+    "check_result",
     "split_warnings",
     "result_table",
     "verdict_table",
@@ -34,6 +35,48 @@ WARN_SEP = "\n"
 def split_warnings(text) -> list[str]:
     """Split a ``warnings`` string variable into its messages."""
     return [w for w in str(text).split(WARN_SEP) if w]
+
+
+def check_result(res, what: str = "result_table") -> None:
+    """Check that ``res`` is a validation result, or say what it is and what to do.
+
+    Parameters
+    ----------
+    res : object
+        What was given to a table function.
+    what : str
+        The function's name, first word of the message.
+
+    Raises
+    ------
+    InputError
+        Not an :class:`xarray.Dataset`; input data (``E``, ``uE``); a sweep archive
+        (``attrs["study"]``); any other Dataset without ``estimate``/``verdict`` over
+        (``set``, ``stat``).
+    """
+    from uqx.errors import InputError
+
+    if not isinstance(res, xr.Dataset):
+        raise InputError(f"{what}: expected the xarray.Dataset returned by uqx.validate, got "
+                         f"{type(res).__name__}")
+    if "estimate" in res and "verdict" in res and {"set", "stat"} <= set(res["verdict"].dims):
+        return
+    if "study" in res.attrs:
+        raise InputError(
+            f"{what}: this is a sweep archive (study {res.attrs['study']!r}), not a "
+            "validation result; summarise it with 'uqx sweep show ARCHIVE.nc' or the "
+            "study's own functions (uqx.sweeps)"
+        )
+    if "E" in res and "uE" in res:
+        raise InputError(
+            f"{what}: this is input data (E, uE), not a validation result; validate it "
+            f"first: res = uqx.validate(ds), then {what}(res)"
+        )
+    have = ", ".join(map(str, res.data_vars)) or "none"
+    raise InputError(
+        f"{what}: not a validation result of uqx.validate (needs 'estimate' and 'verdict' "
+        f"over (set, stat)); variables present: {have[:200]}"
+    )
 
 
 def _verdict_label(v, borderline) -> str:
@@ -63,6 +106,7 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
     pandas.DataFrame
         Indexed by (set, stat).
     """
+    check_result(res, "result_table")
     cols = ["estimate", "bias", "ci_low", "ci_high", "reference", "zeta"]
     df = res[cols].to_dataframe()[cols].astype(float)
     if "zeta_sim" in res and "dist" in res.dims:
@@ -143,6 +187,7 @@ def verdict_table(res: xr.Dataset) -> pd.DataFrame:
     >>> res = uqx.validate(ds, seed=1)  # doctest: +SKIP
     >>> uqx.verdict_table(res)[["zms", "rce", "consistency (uE)"]]  # doctest: +SKIP
     """
+    check_result(res, "verdict_table")
     table = result_table(res)["verdict"].unstack("stat")
     table = table[[str(s) for s in res["stat"].values]]  # the result's order, not sorted
     table.columns.name = None
@@ -182,6 +227,7 @@ def result_dataframe(res: xr.Dataset) -> pd.DataFrame:
     >>> df = uqx.result_dataframe(res)  # doctest: +SKIP
     >>> df[df.verdict == "invalid"][["set", "stat", "zeta"]]  # doctest: +SKIP
     """
+    check_result(res, "result_dataframe")
     index = ["set", "stat"]
     numbers = [v for v in ("estimate", "bias", "ci_low", "ci_high", "reference",
                            "reference_se", "zeta") if v in res]
@@ -234,6 +280,7 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
         Indexed by (set, cond, route).
     """
     rows = []
+    check_result(res, "conditional_table")
     dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
     conds = res["cond"].values if "cond" in res.dims else []
     for s in res["set"].values:
@@ -376,6 +423,7 @@ def result_records(res: xr.Dataset) -> list[dict]:
     list of dict
         One JSON-serialisable record per data set.
     """
+    check_result(res, "result_records")
     dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
     recs = []
     for s in res["set"].values:
