@@ -1,11 +1,39 @@
-"""Progress display of long computations (dask's progress bar on a terminal only)."""
+"""Progress display of long computations: a labelled bar on a terminal only.
+
+The bar names the command and the step that runs (``uqx validate · bootstrap
+[#####     ] 12/24 tasks, 50% | 1.2 s``) instead of dask's bare ``[####] | 100% Completed``;
+the step is read from the names of the tasks of each dask computation
+(:data:`STEP_NAMES`).
+"""
 
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from contextlib import contextmanager
 
-__all__ = ["progress_bar"]
+__all__ = ["progress_bar", "step_name", "STEP_NAMES"]
+
+#: Task function names of the uqx computations -> the step they belong to.
+STEP_NAMES = {
+    "_call": "bootstrap",
+    "estimate": "bootstrap",
+    "moment_partial": "bootstrap",
+    "from_moment_partials": "bootstrap",
+    "replicates": "bootstrap",
+    "_sim_block": "simulated references",
+    "_moment_block": "simulated references",
+    "_moment_group": "simulated references",
+    "_u_sums": "simulated references",
+    "_group_sums": "streamed statistics",
+    "_group_jack": "streamed statistics",
+    "reduce1": "streamed statistics",
+    "reduce2": "streamed statistics",
+    "moment_sums": "statistics",
+}
+
+
+_STEPS = {k.lstrip("_"): v for k, v in STEP_NAMES.items()}
 
 
 def _is_tty(stream) -> bool:
@@ -15,13 +43,88 @@ def _is_tty(stream) -> bool:
         return False
 
 
-@contextmanager
-def progress_bar(*, quiet: bool = False, stream=None, minimum: float = 1.0):
-    """Show a dask progress bar for the computations inside the ``with`` block.
+def step_name(keys) -> str:
+    """Name the step of a dask computation from the names of its tasks.
 
-    The bar (:class:`dask.diagnostics.ProgressBar`, local schedulers) is written to
+    Parameters
+    ----------
+    keys : iterable
+        Keys of the task graph (``"_sim_block-3f2a..."``, tuples of them).
+
+    Returns
+    -------
+    str
+        The step of :data:`STEP_NAMES` that most tasks belong to, else ``"computing"``.
+    """
+    from dask.utils import key_split
+
+    steps = Counter()
+    for key in keys:
+        try:
+            name = key_split(key)
+        except Exception:  # noqa: BLE001 - any odd key: not counted
+            continue
+        step = _STEPS.get(str(name).lstrip("_"))  # key_split drops leading underscores
+        if step:
+            steps[step] += 1
+    return steps.most_common(1)[0][0] if steps else "computing"
+
+
+def _bar_class():
+    from dask.diagnostics import ProgressBar
+    from dask.utils import format_time
+
+    class LabelledProgressBar(ProgressBar):
+        """dask's bar with a label, the step and the count of tasks."""
+
+        def __init__(self, label=None, **kw):
+            super().__init__(**kw)
+            self._label = label
+            self._step = "computing"
+            self._counts = (0, 0)
+
+        def _start(self, dsk):
+            self._step = step_name(dsk.keys() if hasattr(dsk, "keys") else ())
+            self._counts = (0, len(dsk) if hasattr(dsk, "__len__") else 0)
+            super()._start(dsk)
+
+        def _update_bar(self, elapsed):
+            s = self._state
+            if s:
+                ndone = len(s["finished"])
+                total = sum(len(s[k]) for k in ["ready", "waiting", "running"]) + ndone
+                self._counts = (ndone, total)
+            super()._update_bar(elapsed)
+
+        def _draw_bar(self, frac, elapsed):
+            done, total = self._counts
+            if frac >= 1 and total:
+                done = total
+            bar = "#" * int(self._width * frac)
+            head = f"{self._label} \u00b7 {self._step}" if self._label else self._step
+            pct = f"{int(100 * frac)}%"
+            count = f"{done}/{total} tasks, {pct}" if total else pct
+            msg = f"\r{head} [{bar:<{self._width}}] {count} | {format_time(elapsed)}"
+            try:
+                if self._file is not None:
+                    self._file.write(msg)
+                    self._file.flush()
+            except ValueError:  # closed stream
+                pass
+
+    return LabelledProgressBar
+
+
+@contextmanager
+def progress_bar(*, quiet: bool = False, stream=None, minimum: float = 1.0,
+                 label: str | None = None):
+    """Show a labelled progress bar for the dask computations inside the ``with`` block.
+
+    The bar (a :class:`dask.diagnostics.ProgressBar`, local schedulers) is written to
     ``stream`` (default ``sys.stderr``) only when that stream is a terminal and ``quiet``
-    is False, so that redirected output and logs stay clean.
+    is False, so that redirected output and logs stay clean. Each computation gets its
+    own line: ``LABEL · STEP [#####     ] 12/24 tasks, 50% | 1.2 s``, the step named after
+    its tasks (:func:`step_name`).
 
     Parameters
     ----------
@@ -31,6 +134,8 @@ def progress_bar(*, quiet: bool = False, stream=None, minimum: float = 1.0):
         Where the bar goes (default ``sys.stderr``).
     minimum : float, default 1.0
         Computations shorter than this many seconds show no bar.
+    label : str, optional
+        What runs (``"uqx validate"``), at the start of the line.
 
     Yields
     ------
@@ -41,7 +146,5 @@ def progress_bar(*, quiet: bool = False, stream=None, minimum: float = 1.0):
     if quiet or not _is_tty(stream):
         yield None
         return
-    from dask.diagnostics import ProgressBar
-
-    with ProgressBar(minimum=minimum, out=stream) as bar:
+    with _bar_class()(label=label, minimum=minimum, out=stream) as bar:
         yield bar

@@ -45,6 +45,17 @@ def study(archive, **options):
     return figures[name](ds, **options)
 
 
+def _no_line(ds) -> str:
+    """Say why an archive of App. B has no fitted line (printed instead of the equation)."""
+    n_x = np.unique(np.sqrt(ds["N"] / ds["M"]).values).size
+    n_cells = int(np.prod([ds.sizes.get(d, 1) for d in ("M", "N", "nu")]))
+    if n_cells < 3:
+        return f"no line fitted: {n_cells} cell(s) of M \u00d7 N \u00d7 \u03bd, 3 needed"
+    if n_x < 2:
+        return "no line fitted: a single value of \u221a(N/M)"
+    return "no line fitted (the archive's fit is undefined)"
+
+
 def appendix_b(archive, *, size="double", font_size=None, dpi=None, title=None):
     r"""000 App. B: simulated ENCE and ZMSE of calibrated data against √(N/M).
 
@@ -86,11 +97,15 @@ def appendix_b(archive, *, size="double", font_size=None, dpi=None, title=None):
                                 label=f"ν = {nu:g}")
                 grid = np.linspace(0, float(x.max()) * 1.05, 50)
                 a, b = (float(ds[v].sel(model=model, stat=st)) for v in ("intercept", "slope"))
-                ax.plot(grid, a + b * grid, color="0.15", lw=1, label="OLS fit")
+                if np.isfinite(a) and np.isfinite(b):
+                    ax.plot(grid, a + b * grid, color="0.15", lw=1, label="OLS fit")
+                    eq = f"y = {a:.3f} + {b:.3f} x".replace("-0.000", "0.000")
+                else:  # e.g. a single M: the archive has no line, none is drawn
+                    eq = _no_line(ds)
                 pa, pb = PAPER_FITS.get((model, st), (np.nan, np.nan))
-                ax.plot(grid, pa + pb * grid, color=S.COLORS["reference"], ls="--", lw=0.9,
-                        label="000 App. B fit")
-                eq = f"y = {a:.3f} + {b:.3f} x".replace("-0.000", "0.000")
+                if np.isfinite(pa) and np.isfinite(pb):
+                    ax.plot(grid, pa + pb * grid, color=S.COLORS["reference"], ls="--",
+                            lw=0.9, label="000 App. B fit")
                 S.corner_text(ax, eq, loc="lower right", headroom=False)
                 ax.set_xlim(0, grid[-1])
                 ax.set_ylim(bottom=0)

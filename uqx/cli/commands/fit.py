@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from uqx.cli.commands._common import HelpFormatter, fmt, load_inputs, print_df
+from uqx.cli.commands._common import HelpFormatter, fmt, load_inputs, note, print_df
 
 NAME = "fit"
 
@@ -57,13 +57,30 @@ def register(subparsers):
     return p
 
 
-def fit_records(res, sizes) -> list[dict]:
-    """JSON records of :func:`uqx.inference.fits.fit_sets` output, one per set."""
+def fit_records(res, sizes, dropped=None) -> list[dict]:
+    """JSON records of :func:`uqx.inference.fits.fit_sets` output, one per set.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The fits, over ``set``.
+    sizes : sequence of int
+        Rows fitted per set (``M``).
+    dropped : sequence of int, optional
+        Rows dropped per set (``--drop-nonfinite``), recorded as ``dropped``.
+
+    Returns
+    -------
+    list of dict
+        ``{"dataset", "M", "dropped", <fit keys>}`` per set.
+    """
     import numpy as np
 
     recs = []
     for i, name in enumerate(res["set"].values):
         rec = {"dataset": str(name), "M": int(sizes[i])}
+        if dropped is not None:
+            rec["dropped"] = int(dropped[i])
         for key in res.data_vars:
             v = float(res[key].values[i])
             rec[str(key)] = v if np.isfinite(v) else None
@@ -73,6 +90,7 @@ def fit_records(res, sizes) -> list[dict]:
 
 def run(args) -> int:
     """Fit every input and print a table (rows: parameters) or JSON records."""
+    import numpy as np
     import pandas as pd
 
     from uqx.inference.fits import fit_sets
@@ -86,11 +104,21 @@ def run(args) -> int:
         drop_nonfinite=args.drop_nonfinite,
     )
     res = fit_sets(ds, optimizer=args.optimizer)
+    dropped = (ds["n_dropped"].values if "n_dropped" in ds
+               else np.zeros(ds.sizes.get("set", 1), dtype=int))
+    dropped = np.atleast_1d(dropped).astype(int)
+    if args.drop_nonfinite:
+        for name, n in zip(res["set"].values, dropped, strict=True):
+            note(args, f"note: {name}: {int(n)} row(s) with NaN/inf dropped "
+                 "(--drop-nonfinite)")
     if args.format == "json":
-        print(json.dumps(fit_records(res, ds["M"].values), indent=1))
+        print(json.dumps(fit_records(res, ds["M"].values, dropped), indent=1))
         return 0
     table = pd.DataFrame({k: res[k].to_pandas() for k in TABLE_KEYS}).T.map(fmt)
     table.columns = [str(c) for c in table.columns]
+    head = pd.DataFrame([np.atleast_1d(ds["M"].values).astype(int), dropped],
+                        index=["M", "dropped"], columns=table.columns)
+    table = pd.concat([head.astype(str), table])
     print(f"# distribution fits (methods: distribution fits), Nelder-Mead '{args.optimizer}'")
     print_df(table)
     return 0

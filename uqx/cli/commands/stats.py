@@ -65,7 +65,7 @@ def run(args) -> int:
     from uqx.workflow.validation import TAILEDNESS_VARS
 
     ds = load_inputs(args.inputs, **input_kwargs(args))
-    with progress_bar(quiet=args.quiet):
+    with progress_bar(quiet=args.quiet, label="uqx stats"):
         desc = describe(ds, bins=args.bins, binning=args.binning)
     if args.format == "json":
         print(json.dumps(stats_records(desc), indent=1))

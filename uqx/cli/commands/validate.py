@@ -18,6 +18,7 @@ from uqx.cli.commands._common import (
     fail_on_status,
     input_kwargs,
     load_inputs,
+    note,
     validation_text,
     writable_directory,
     write_result,
@@ -130,10 +131,10 @@ def run_validation(args, ds):
     from uqx.workflow.validation import validate
 
     stats = stat_list(args.stats or (PAPER_STATS if args.paper_sets else DEFAULT_STATS))
-    note = memory_note(ds, stats, conditional=not args.no_conditional)
-    if note:
-        print(f"uqx: note: {note}", file=sys.stderr)
-    with progress_bar(quiet=args.quiet):
+    held = memory_note(ds, stats, conditional=not args.no_conditional)
+    if held:
+        note(args, f"uqx: note: {held}")
+    with progress_bar(quiet=args.quiet, label=f"uqx {getattr(args, 'command', NAME)}"):
         res = validate(
             ds,
             stats,
