@@ -122,6 +122,15 @@ def check_columns(
     InputError
         NaN/inf (without ``drop_nonfinite``), fewer than 2 rows, ``uE <= 0``.
     """
+    if min_uE_rel_sd is not None:
+        try:
+            k = float(min_uE_rel_sd)
+        except (TypeError, ValueError):
+            raise InputError(f"{name}: min_uE_rel_sd must be a number >= 0, got "
+                             f"{min_uE_rel_sd!r}") from None
+        if not (np.isfinite(k) and k >= 0):
+            raise InputError(f"{name}: min_uE_rel_sd must be a finite number >= 0 (keep rows "
+                             f"with uE > k*sd(E)), got {min_uE_rel_sd!r}")
     if counts is None:
         lazy = count_problems(cols)
         counts = dict(zip(lazy, _compute(list(lazy.values())), strict=True))

@@ -16,7 +16,7 @@ import os
 import sys
 from importlib import import_module
 
-from uqx.cli.commands._common import load_inputs
+from uqx.cli.commands._common import check_options, load_inputs
 from uqx.errors import InputError
 
 __all__ = ["main", "build_parser", "load_inputs", "COMMANDS"]
@@ -69,6 +69,7 @@ def main(argv=None) -> int:
         return 0
     os.environ.setdefault("MPLBACKEND", "Agg")
     try:
+        check_options(args, sys.argv[1:] if argv is None else argv)
         return int(args._run(args) or 0)
     except BrokenPipeError:  # pragma: no cover - e.g. `uqx validate ... | head`
         sys.stderr.close()

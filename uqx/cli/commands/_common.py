@@ -35,6 +35,9 @@ __all__ = [
     "note",
     "cli_message",
     "validation_text",
+    "check_options",
+    "OPTION_RANGES",
+    "OPTION_MINIMA",
 ]
 
 
@@ -553,3 +556,111 @@ def validation_text(res, *, paper_sets: bool = False) -> str:
     if lines:
         parts += ["\n# warnings", "\n".join(lines)]
     return "\n".join(parts)
+
+
+# ------------------------------------------------------------------ option checks (issue 22)
+
+#: Accepted ranges of the numeric options, by argparse ``dest``: (low, high, inclusive
+#: low, what). Checked by :func:`check_options` before any command runs.
+OPTION_RANGES = {
+    "min_uE_rel_sd": (0.0, float("inf"), True, "a relative threshold >= 0"),
+    "threshold": (0.0, float("inf"), True, "a |z| threshold >= 0"),
+    "dpi": (20.0, 1200.0, True, "between 20 and 1200 dots per inch"),
+    "font_size": (4.0, 72.0, True, "between 4 and 72 points"),
+    "nu": (2.0, float("inf"), False, "> 2 (a unit-variance Student t needs nu > 2)"),
+}
+
+#: Integer options that must be at least this (argparse ``dest``: minimum).
+OPTION_MINIMA = {"n_boot": 2, "n_mc": 2, "bins": 1, "pop_min": 1, "cond_bins": 2,
+                 "cond_n_boot": 2, "extrapolation_n_mc": 0}
+
+#: Options of a validation run, with their flags: ignored with a saved result or
+#: (the conditional ones) with ``--no-conditional``.
+_CONDITIONAL_FLAGS = ("--cond-bins", "--cond-n-boot", "--cond-ci", "--extrapolation-n-mc")
+_VALIDATION_FLAGS = ("--stats", "--n-boot", "--n-mc", "--seed", "--nu", "--pop-min", "--bins",
+                     "--binning", "--ties", "--no-conditional", *_CONDITIONAL_FLAGS)
+
+
+def _given(argv, flag: str) -> bool:
+    """Whether ``flag`` is on the command line (``--flag VALUE`` or ``--flag=VALUE``)."""
+    return any(a == flag or a.startswith(flag + "=") for a in argv)
+
+
+def check_options(args, argv=()) -> None:
+    """Refuse option values that cannot mean anything, and options that would be ignored.
+
+    Run by :func:`uqx.cli.app.main` before any command: every number is checked against
+    :data:`OPTION_RANGES` / :data:`OPTION_MINIMA` (NaN and infinities refused), the
+    comma-separated ``--levels`` must lie in (0, 1), ``--stats`` must name a statistic,
+    ``--E`` and ``--uE`` must differ, and an option that the command would ignore
+    (conditional options with ``--no-conditional``, validation options with a saved
+    result) is an error rather than nothing.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments of one command.
+    argv : sequence of str
+        The command line (to tell an option given from its default).
+
+    Raises
+    ------
+    InputError
+        The message names the option, its value and what it accepts.
+    """
+    import math
+
+    from uqx.errors import InputError
+
+    argv = [str(a) for a in (argv or ())]
+    flag = {k: "--" + k.replace("_", "-") for k in (*OPTION_RANGES, *OPTION_MINIMA)}
+    flag["min_uE_rel_sd"] = "--min-uE-rel-sd"
+    for key, (lo, hi, incl, what) in OPTION_RANGES.items():
+        value = getattr(args, key, None)
+        for v in value if isinstance(value, list | tuple) else [value]:
+            if v is None or not isinstance(v, int | float):
+                continue
+            v = float(v)
+            if (math.isnan(v) or (math.isinf(v) and not (key == "nu" and v > 0))
+                    or v < lo or (v == lo and not incl) or v > hi):
+                raise InputError(f"{flag[key]} must be {what}, got {v:g}")
+    for key, low in OPTION_MINIMA.items():
+        v = getattr(args, key, None)
+        if v is not None and int(v) < low:
+            raise InputError(f"{flag[key]} must be an integer >= {low}, got {v}")
+    levels = getattr(args, "levels", None)
+    if isinstance(levels, str):
+        try:
+            vals = [float(x) for x in levels.split(",")]
+        except ValueError:
+            raise InputError(f"--levels: expected comma-separated numbers, got {levels!r}"
+                             ) from None
+        bad = [x for x in vals if not (0.0 < x < 1.0)]
+        if bad:
+            raise InputError(f"--levels are probabilities, each strictly between 0 and 1 "
+                             f"(0.95 for 95 %), got {bad[0]:g}")
+    stats = getattr(args, "stats", None)
+    if isinstance(stats, str) and not [s for s in stats.split(",") if s.strip()]:
+        raise InputError("--stats is empty: name at least one statistic (e.g. --stats zms,rce)"
+                         " or leave the option out for the default ones")
+    if isinstance(stats, str) and any(not s.strip() for s in stats.split(",")):
+        raise InputError(f"--stats {stats!r}: empty name between commas")
+    E, uE = getattr(args, "E", None), getattr(args, "uE", None)
+    if E is not None and E == uE:
+        raise InputError(f"--E and --uE name the same column {E!r}: Z = E/uE would be 1 on "
+                         "every row; name the error column and the uncertainty column")
+    if getattr(args, "no_conditional", False):
+        extra = [f for f in _CONDITIONAL_FLAGS if _given(argv, f)]
+        if extra:
+            raise InputError(f"{', '.join(extra)} set(s) up the conditional routes, which "
+                             "--no-conditional skips: leave out one or the other")
+    inputs = getattr(args, "inputs", None) or []
+    saved = getattr(args, "command", None) == "report" and any(
+        str(s).lower().endswith((".nc", ".nc4")) for s in inputs)
+    if saved:
+        extra = [f for f in _VALIDATION_FLAGS if _given(argv, f)]
+        if extra:
+            raise InputError(f"{', '.join(extra)} set(s) up a validation, but {inputs[0]} is a "
+                             "saved result (already validated; its settings are kept): leave "
+                             "them out, or run 'uqx report INPUT...' on the data to validate "
+                             "again")
