@@ -20,7 +20,6 @@ import uqx
 from uqx.cli import main
 from uqx.dataio.model import from_arrays
 from uqx.dataio.netcdf import read_netcdf, to_netcdf
-from uqx.dataio.paths import check_output_path
 from uqx.errors import OutputError
 
 FAST = ["--stats", "zms,rce", "--n-boot", "50", "--n-mc", "50", "--seed", "1",
@@ -194,6 +193,8 @@ def xr_result():
 
 
 def test_check_output_path_unit(tmp_path):
+    from uqx.dataio.paths import check_output_path
+
     inp = _write_csv(tmp_path / "a.csv")
     assert check_output_path(tmp_path / "r.nc", kind="netcdf", inputs=[inp]) == tmp_path / "r.nc"
     with pytest.raises(OutputError, match="is the input file"):
