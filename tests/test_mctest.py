@@ -10,13 +10,13 @@ from uqx.engine.mctest import (
     NU_MIN,
     copy_pvalues,
     family_verdict,
-    smallest_pvalue,
     familywise_pvalues,
     kappa_cs_z2_of_t,
     kappa_cs_z2_se_of_t,
     mc_pvalue,
     minp_pvalue,
     nu_heavy_bound,
+    smallest_pvalue,
     standardised_z,
     t_nu_from_tails,
 )
@@ -270,3 +270,27 @@ def test_family_verdict_ignores_excluded_members():
     use = [False, True, True, True]
     assert family_verdict([0.001, 0.3, 0.4, 0.5], MEMBERS, n_copies=500, use=use)[0] == "valid"
     assert family_verdict([0.3, 0.01, 0.01, 0.02], MEMBERS, n_copies=500, use=use)[0] == "invalid"
+
+
+def test_two_sided_pvalue_reads_each_side_on_its_own_copies():
+    from uqx.engine.mctest import mc_pvalue, mc_pvalue_sides
+
+    rng = np.random.default_rng(0)
+    light, heavy = rng.normal(0, 1, 999), rng.normal(0, 3, 999)
+    # the lower side read on the heavy copies: a low value is less extreme there
+    p = mc_pvalue_sides(-2.5, light, heavy)
+    assert p == pytest.approx(2 * mc_pvalue(-2.5, heavy, -1))
+    assert p > mc_pvalue(-2.5, light, 0)
+    assert mc_pvalue_sides(2.5, light, heavy) == pytest.approx(2 * mc_pvalue(2.5, light, 1))
+
+
+def test_local_windows_group_bins_to_the_minimum():
+    from uqx.engine.mctest import local_windows, standardised_z_local
+
+    groups, win = local_windows(np.arange(0, 2001, 100), 500)
+    assert groups.tolist() == [0, 500, 1000, 1500, 2000]
+    assert win[4].tolist() == [0, 500] and win[5].tolist() == [500, 1000]
+    assert local_windows(np.arange(0, 501, 25), 500)[0].tolist() == [0, 500]  # one window
+    z = np.random.default_rng(1).standard_normal(2000) * np.repeat([1.0, 3.0], 1000)
+    zl = standardised_z_local(z, groups)
+    np.testing.assert_allclose(np.add.reduceat(zl**2, groups[:-1]), np.diff(groups))

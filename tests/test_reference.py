@@ -359,17 +359,21 @@ def test_simulated_statistics_equal_brute_force_on_same_draws(dist):
         # standardised on its own: every bin a row of draw_unit on the continuing stream
         from uqx.engine.binning import make_bins
         from uqx.engine.generators import stream_state
-        from uqx.engine.mctest import standardised_z_local
+        from uqx.engine.mctest import local_windows, standardised_z_local
 
         seg = make_bins(u, n_bins).edges
-        local = standardised_z_local((E / u)[o], seg)
+        groups = np.array([0, 500, 1000])  # windows of >= 500 points (LOCAL_WINDOW)
+        np.testing.assert_array_equal(local_windows(seg)[0], groups)
+        local = standardised_z_local((E / u)[o], groups)
         state = stream_state(seed_sequence(9, "sim", key, label, 0))
         eps = np.empty((n_mc, M))
         for k in range(n_mc):
             for lo, hi in zip(seg[:-1], seg[1:], strict=True):
-                eps[k, lo:hi] = draw_unit(state, (hi - lo,), dist="data", pool=local[lo:hi])
-                assert np.isin(eps[k, lo:hi], local[lo:hi]).all()  # the bin's own values
-        np.testing.assert_allclose(np.add.reduceat(local**2, seg[:-1]), np.diff(seg))
+                w0 = groups[groups <= lo][-1]
+                w1 = groups[groups > lo][0]
+                eps[k, lo:hi] = draw_unit(state, (hi - lo,), dist="data", pool=local[w0:w1])
+                assert np.isin(eps[k, lo:hi], local[w0:w1]).all()  # the window's own values
+        np.testing.assert_allclose(np.add.reduceat(local**2, groups[:-1]), np.diff(groups))
     else:
         eps = draw_unit(seed_sequence(9, "sim", key, label, 0), (n_mc, M),
                         dist=dist, nu=6.0, pool=pool)

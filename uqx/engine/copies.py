@@ -22,7 +22,7 @@ __all__ = ["sim_rows", "copy_bin_features", "cc_fixed_u", "sorted_keys", "cc_row
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
-             buf):  # pragma: no cover - numba
+             buf, win):  # pragma: no cover - numba
     """Simulate ``k = out_seg.shape[0]`` calibrated copies ``E = u ε`` and sum them.
 
     One pass per copy over the M positions in the uE order, ε drawn on the fly
@@ -40,10 +40,11 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
         xoshiro256** state, advanced in place (the next call continues the stream).
     code, d, c, h, pool
         The unit-variance generator (:func:`uqx.engine.unit_variance.unit_args`).
-        ``code = 3``: the data's z-scores resampled *within each segment* (the bins of
-        uE), ``pool`` in the uE order, each segment's values standardised on their own
-        (:func:`uqx.engine.mctest.standardised_z_local`): copies that keep the shape of
-        the errors at each level of uE (consistency's null, whatever that shape).
+        ``code = 3``: the data's z-scores resampled *locally*: the values of segment
+        ``s`` are drawn from ``pool[win[s, 0]:win[s, 1]]`` (``pool`` in the uE order, each
+        window standardised on its own, :func:`uqx.engine.mctest.standardised_z_local`):
+        copies that keep the shape of the errors at each level of uE (consistency's
+        null, whatever that shape).
     u : numpy.ndarray, shape (M,)
         Uncertainties in the stable uE order.
     seg : numpy.ndarray of int64, shape (S + 1,)
@@ -54,6 +55,8 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
         Filled with the sums (``out_bin`` must start at zero).
     buf : numpy.ndarray, shape (k_keep, M)
         Receives ε of the first ``k_keep`` copies.
+    win : numpy.ndarray of int64, shape (S, 2)
+        The window of each segment for ``code = 3`` (ignored otherwise: shape (0, 2)).
     """
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     n = np.uint64(max(pool.shape[0], 1))
@@ -68,9 +71,10 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
             a0 = a1 = a2 = a3 = 0.0
             b0 = b1 = b2 = b3 = 0.0
             i0, i1 = seg[s], seg[s + 1]
-            if code == 3:  # the data's z-scores resampled within this segment only
-                cd, p = 2, pool[i0:i1]
-                nn = np.uint64(max(i1 - i0, 1))
+            if code == 3:  # the data's z-scores resampled within this segment's window
+                w0, w1 = win[s, 0], win[s, 1]
+                cd, p = 2, pool[w0:w1]
+                nn = np.uint64(max(w1 - w0, 1))
                 tt = lemire_threshold(nn)
                 pend, have = np.uint64(0), False
             else:

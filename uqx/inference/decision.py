@@ -16,15 +16,17 @@ import xarray as xr
 from uqx.engine.mctest import (
     ALPHA_RESULT,
     DIRECTION,
+    LIGHT_SIDE,
     copy_pvalues,
     direction_of,
     family_verdict,
     familywise_pvalues,
     mc_pvalue,
+    mc_pvalue_sides,
     pvalue_noise,
 )
-from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.resolution import RESOLUTION_KIND, scale_resolution
+from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import (
     NOT_TESTED,
     interval_problem,
@@ -33,8 +35,17 @@ from uqx.engine.verdict import (
     zeta_verdict,
 )
 
-__all__ = ["verdict_step", "familywise_step", "members_used", "restrict_route_verdicts", "tails_step", "tails_reason", "papers_verdict",
-           "zeta_borderline", "not_familywise_reason"]
+__all__ = [
+    "verdict_step",
+    "familywise_step",
+    "members_used",
+    "restrict_route_verdicts",
+    "tails_step",
+    "tails_reason",
+    "papers_verdict",
+    "zeta_borderline",
+    "not_familywise_reason",
+]
 
 
 def members_used(res, n_members) -> np.ndarray:
@@ -111,7 +122,7 @@ def papers_verdict(res, specs, i, j, labels):
                              labels)[0]
 
 
-def verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Dataset:
+def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None) -> xr.Dataset:
     """Step 4: one verdict per (set, stat): Monte-Carlo test over the null family.
 
     p-values of the estimate among its simulated calibrated values under every member
@@ -134,6 +145,11 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datase
         Labels of the members.
     level : float
         Confidence level (the size of the tests is 1 − level).
+    joint : numpy.ndarray, optional
+        The joint copies (fitted member at ν̂); with them the fitted member of a two-sided
+        statistic reads the side of :data:`uqx.engine.mctest.LIGHT_SIDE` on ``draws``
+        (the heavy end of ν) and the other side on ``joint``
+        (:func:`uqx.engine.mctest.mc_pvalue_sides`).
 
     Returns
     -------
@@ -152,6 +168,8 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datase
     est = res["estimate"].values
     resolution = np.full((S, K, 2), np.nan)
     use = members_used(res, len(member_labels))
+    light = member_labels.index("fit") if joint is not None and "fit" in member_labels \
+        else None
     for i in range(S):
         for j, s in enumerate(specs):
             if s.base in NOT_TESTED:
@@ -165,6 +183,11 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level) -> xr.Datase
                 notes.stat(i, j, problem + " (ζ-scores only; the verdict does not use it)")
             d = direction_of(s.base)
             pv[i, j] = mc_pvalue(est[i, j], draws[i, j], d)
+            if light is not None and s.base in LIGHT_SIDE:
+                # fitted member: the heavy end of nu on the light side, nu_hat on the other
+                heavy, point = draws[i, j, light], joint[i, j, light]
+                up, down = (heavy, point) if LIGHT_SIDE[s.base] > 0 else (point, heavy)
+                pv[i, j, light] = mc_pvalue_sides(est[i, j], up, down)
             n = np.isfinite(draws[i, j]).sum(-1)  # finite copies per member
             verdict[i, j], reason[i, j] = family_verdict(pv[i, j], member_labels, alpha=alpha,
                                                          n_copies=n, direction=d, use=use[i])
@@ -275,6 +298,7 @@ def familywise_step(res, specs, draws, head_copies, *, n_shared,
     verdict = {k: res[v[0]].values.astype(object) for k, v in arrays.items()}
     reason = {k: res[v[1]].values.astype(object) for k, v in arrays.items()}
     adj = {k: np.full(res[v[0]].shape + (len(labels),), np.nan) for k, v in arrays.items()}
+    use = members_used(res, len(labels))
     for i in range(res.sizes["set"]):
         n = n_shared if n_shared and (head_copies or route_copies) else draws.shape[-1]
         for m in range(len(labels)):
@@ -287,9 +311,10 @@ def familywise_step(res, specs, draws, head_copies, *, n_shared,
         for kind in arrays:
             for idx in np.ndindex(verdict[kind].shape[1:]):
                 at = (i, *idx)
-                if verdict[kind][at] == "invalid" and not np.all(adj[kind][at] < ALPHA_RESULT):
+                q = adj[kind][at][use[i]]  # the members that take part
+                if verdict[kind][at] == "invalid" and not np.all(q < ALPHA_RESULT):
                     verdict[kind][at] = "inconclusive"
-                    reason[kind][at] = not_familywise_reason(adj[kind][at])
+                    reason[kind][at] = not_familywise_reason(q)
     for kind, (v, r, a, dims) in arrays.items():
         res = res.assign({
             v: (res[v].dims, verdict[kind].astype(str), res[v].attrs),

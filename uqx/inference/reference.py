@@ -162,7 +162,7 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
         out_seg = np.zeros((k, ss.seg.size - 1, 4))
         out_bin = np.zeros((k, ss.n_extra, 4))
         sim_rows(state, code, d, c, h, pool, ss.u_sorted, ss.seg, ss.binid, ss.boff,
-                  out_seg, out_bin, buf)
+                  out_seg, out_bin, buf, ss.win if local else _NO_WINDOWS)
         parts.append(_sums_stats(out_seg, out_bin, buf if rank else None, ss, specs))
         if lo < n_hook:  # the same draws, reused
             hooked.append(hook(buf[: n_hook - lo]))
@@ -208,7 +208,7 @@ def _moment_group(col_u, col_pool, lo, hi, seed, key, dlabel, block, g, nb, dist
     out = np.zeros((nb, 1, 4))
     sim_rows(state, code, d, c, h, pool, u, np.array([0, hi - lo], dtype=np.int64),
               np.zeros((0, 1), np.int32), np.zeros(0, np.int64), out, np.zeros((nb, 0, 4)),
-              np.empty((0, hi - lo)))
+              np.empty((0, hi - lo)), _NO_WINDOWS)
     return out[:, 0]
 
 
@@ -302,6 +302,9 @@ def _summarise_sims(computed, names, n_mc, level, keep_draws) -> xr.Dataset:
     return xr.Dataset(data, coords={"stat": names})
 
 
+_NO_WINDOWS = np.zeros((0, 2), dtype=np.int64)
+
+
 class _SimSet:
     """What the simulation of one data set needs: uE in stable order and the binnings.
 
@@ -355,12 +358,13 @@ class _SimSet:
         self.sum_lnu2 = float(np.sum(u2))
         self.n_extra = off
         # the "data" member within the bins of uE: their own standardised z-scores
-        self.pool_local = None
+        self.pool_local, self.win = None, _NO_WINDOWS
         if pool and self.seg.size > 2:
-            from uqx.engine.mctest import standardised_z_local
+            from uqx.engine.mctest import local_windows, standardised_z_local
 
             o = stable_order(sd.uE)
-            self.pool_local = standardised_z_local(sd.E[o] / sd.uE[o], self.seg)
+            groups, self.win = local_windows(self.seg)
+            self.pool_local = standardised_z_local(sd.E[o] / sd.uE[o], groups)
         self.binid = np.ascontiguousarray(np.stack(ids)) if ids else np.zeros((0, 1), np.int32)
         self.boff = np.array(offs, dtype=np.int64)
 

@@ -14,12 +14,12 @@ import xarray as xr
 
 from uqx.engine.defaults import NU
 from uqx.engine.mctest import (
-    plausible_members,
     N_TEST,
     direction_of,
     kappa_cs_z2_local,
     nu_heavy_bound,
     nu_on_grid,
+    plausible_members,
     t_nu_from_tails,
 )
 from uqx.engine.statistic import STAT_INFO

@@ -70,6 +70,7 @@ from uqx.inference.decision import (
     tails_step,
     verdict_step,
 )
+from uqx.workflow.conditional import untestable_step
 from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exported)
     READ_ROWS,
     is_lazy_input,
@@ -377,9 +378,9 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
         hooks = null_hooks(sets, n_copies=min(n_extrap, n_mc, N_TEST))
     # streamed moment route: no order of uE held, ν̂ from Z itself (on disk as in memory)
     streamed = streams(specs, conditional=cfg.conditional)
-    members, nu_fit, nu_two, kappa, plausible = null_family(cfg.nu, tails, None if streamed else sets,
-                                          M=ds["M"].values if "M" in ds else np.full(
-                                              len(sets), ds.sizes["sample"]))
+    members, nu_fit, nu_two, kappa, plausible = null_family(
+        cfg.nu, tails, None if streamed else sets,
+        M=ds["M"].values if "M" in ds else np.full(len(sets), ds.sizes["sample"]))
     refs, nulls, draws, test_draws = reference_step(
         ds, specs, boot, notes, n_mc=n_mc, seed=cfg.seed, level=cfg.level, nu=cfg.nu,
         simulate_all=cfg.simulate_all, common=common, members=members, hooks=hooks,
@@ -395,7 +396,8 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
         "long_name": "member takes part in the verdicts: its shape not excluded by the "
                      "data's kappa_cs of Z^2 (uqx.engine.mctest.plausible_members)"})
     res = res.assign_coords(member=labels)
-    res = res.merge(verdict_step(res, specs, notes, test_draws, labels, level=cfg.level))
+    res = res.merge(verdict_step(res, specs, notes, test_draws, labels, level=cfg.level,
+                                 joint=draws if test_draws is not draws else None))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
                                      "within the bins of uE unless streamed)"})
@@ -413,6 +415,7 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     res = familywise_step(res, specs, draws, head_copies, n_shared=n_extrap if hooks else 0,
                           route_copies=route_copies)
     res = tails_step(res)
+    res = untestable_step(res, sets, specs, notes, n_bins_used=used, cfg=cfg)
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
