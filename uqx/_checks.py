@@ -21,6 +21,9 @@ __all__ = [
     "check_scale",
     "check_stats_argument",
     "constant_reason",
+    "small_sample_note",
+    "small_settings_note",
+    "SMALL_M",
     "NUMERIC_KINDS",
     "SCALE_LIMIT",
 ]
@@ -334,3 +337,63 @@ def check_stats_argument(stats):
     if any(not x.strip() for x in items):
         raise InputError(f"stats: empty name in {items!r}")
     return [x.strip() for x in items]
+
+
+#: Below this many rows, tailedness metrics, CC, binned statistics and distribution fits
+#: are not meaningful (the papers' minimal bin population, methods: edge cases).
+SMALL_M = 30
+
+
+def small_sample_note(name: str, M: int, what: str = "tailedness (beta_GM, kappa_CS), "
+                      "CC and the binned statistics") -> str:
+    """Warning for a set too small for ``what`` to mean anything ('' when it is not).
+
+    Parameters
+    ----------
+    name : str
+        Data set name.
+    M : int
+        Its number of rows.
+    what : str
+        The results concerned.
+
+    Returns
+    -------
+    str
+        ``"NAME: only M = 2 rows: ... are not meaningful below M = 30"``, or ``""``.
+    """
+    if int(M) >= SMALL_M:
+        return ""
+    return (f"{name}: only M = {int(M)} rows: {what} are not meaningful below M = "
+            f"{SMALL_M}; read them as placeholders, not results")
+
+
+#: Below these counts, intervals, ζ-scores and p-values of a validation mean little.
+SMALL_N_BOOT, SMALL_N_MC = 100, 50
+
+
+def small_settings_note(n_boot: int | None, n_mc: int | None) -> str:
+    """Warning for bootstrap / Monte-Carlo counts too small to decide ('' when they are not).
+
+    Parameters
+    ----------
+    n_boot, n_mc : int or None
+        Bootstrap replicates and simulated copies of a validation (None: not used).
+
+    Returns
+    -------
+    str
+        The warning, or ``""``.
+    """
+    low = []
+    if n_boot is not None and int(n_boot) < SMALL_N_BOOT:
+        low.append(f"n_boot {int(n_boot)} < {SMALL_N_BOOT} (BCa intervals, bias and "
+                   "zeta-scores from too few replicates)")
+    if n_mc is not None and int(n_mc) < SMALL_N_MC:
+        low.append(f"n_mc {int(n_mc)} < {SMALL_N_MC} (references and p-values from too "
+                   "few calibrated copies)")
+    if not low:
+        return ""
+    return ("settings too small for meaningful numbers: " + "; ".join(low)
+            + "; estimates stay exact, but intervals, zeta-scores and verdicts may be "
+            "far off")

@@ -254,4 +254,9 @@ def describe(
     long = [STAT_INFO[parse_stat(str(s)).base][0] for s in est["stat"].values]
     out["stat_long_name"] = ("stat", long)
     out.attrs.update(est.attrs)
+    from uqx._checks import small_sample_note
+
+    small = [small_sample_note(str(n), m) for n, m in zip(ds["set"].values, ds["M"].values,
+                                                          strict=True)]
+    out.attrs["notes"] = "\n".join(x for x in [out.attrs.get("notes", ""), *small] if x)
     return out

@@ -30,6 +30,7 @@ outside the support give D = +inf (R gets NaN and continues).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -399,8 +400,15 @@ def fit_sets(ds, *, optimizer: str = "nmmin") -> xr.Dataset:
     xarray.Dataset
         One variable per key of :data:`FIT_KEYS` over ``set``; attrs name the method.
     """
-    rows = {sd.name: fit_set(sd.E, sd.uE, optimizer=optimizer) for sd in iter_sets(ds)}
+    from uqx._checks import small_sample_note
+
+    sets = list(iter_sets(ds))
+    rows = {sd.name: fit_set(sd.E, sd.uE, optimizer=optimizer) for sd in sets}
     names = list(rows)
+    notes = [n for n in (small_sample_note(sd.name, sd.M, "distribution fits") for sd in sets)
+             if n]
+    for text in notes:
+        warnings.warn(text, UserWarning, stacklevel=2)
     return xr.Dataset(
         {k: ("set", np.array([rows[n][k] for n in names], dtype=float), {"long_name": v})
          for k, v in FIT_KEYS.items()},
@@ -408,5 +416,5 @@ def fit_sets(ds, *, optimizer: str = "nmmin") -> xr.Dataset:
         attrs={"title": "uqx distribution fits (methods: distribution fits)",
                "optimizer": optimizer,
                "method": "Nelder-Mead from the R fitdistrplus starts; KS objective of "
-               "fitdistrplus mgedist"},
+               "fitdistrplus mgedist", "notes": "\n".join(notes)},
     )

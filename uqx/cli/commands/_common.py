@@ -654,6 +654,12 @@ def check_options(args, argv=()) -> None:
         if extra:
             raise InputError(f"{', '.join(extra)} set(s) up the conditional routes, which "
                              "--no-conditional skips: leave out one or the other")
+    if getattr(args, "command", None) in ("validate", "report"):
+        from uqx._checks import small_settings_note
+
+        text = small_settings_note(getattr(args, "n_boot", None), getattr(args, "n_mc", None))
+        if text:
+            print(f"uqx: warning: {cli_message(text)}", file=sys.stderr)
     inputs = getattr(args, "inputs", None) or []
     saved = getattr(args, "command", None) == "report" and any(
         str(s).lower().endswith((".nc", ".nc4")) for s in inputs)
