@@ -291,3 +291,12 @@ def test_demo_warns_when_too_small_to_decide(capsys, monkeypatch, tmp_path):
     assert settings_warning(DEMO_MIN_N_BOOT, DEMO_MIN_N_MC) is None
     assert settings_warning(2000, 1000) is None  # the demo's defaults decide
     assert "--n-mc" in settings_warning(5000, DEMO_MIN_N_MC - 1)
+
+
+def test_stats_header_states_the_bins_used(capsys, tmp_path):
+    csv = _write_csv(tmp_path / "small300.csv")
+    rc, out, err = run(capsys, "stats", csv)
+    assert rc == 0 and "# statistics (10 equal-count bins of uE" in out  # not "20"
+    assert "requested" not in err
+    rc, out, err = run(capsys, "stats", csv, "--bins", "20")
+    assert rc == 0 and "20 bins requested, 10 used" in err

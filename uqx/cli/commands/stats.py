@@ -49,6 +49,47 @@ def stats_records(desc) -> list[dict]:
     return recs
 
 
+def bins_used_text(ds, args) -> str:
+    """Say which bins the binned statistics used: ``"10 equal-count bins of uE"``.
+
+    The bins actually used (fewer than ``--bins`` when a bin would hold fewer than
+    :data:`uqx.engine.defaults.POP_MIN` points); when the user chose ``--bins`` and fewer
+    were used, a note says so on stderr.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The stacked inputs.
+    args : argparse.Namespace
+        Parsed arguments (``bins``, ``binning``).
+
+    Returns
+    -------
+    str
+        The bins per set (one number when all sets agree).
+    """
+    from uqx.cli.commands._common import bins_chosen
+    from uqx.dataio.model import iter_sets
+    from uqx.engine.binning import make_bins
+    from uqx.engine.defaults import POP_MIN
+    from uqx.errors import InputError
+
+    used = {}
+    for sd in iter_sets(ds):
+        try:
+            used[sd.name] = make_bins(sd.uE, args.bins, scheme=args.binning,
+                                      pop_min=POP_MIN).n_bins
+        except InputError:
+            used[sd.name] = 0
+        if bins_chosen(args) and 0 < used[sd.name] < args.bins:
+            note(args, f"note: {sd.name}: {args.bins} bins requested, {used[sd.name]} used: "
+                 f"at least {POP_MIN} points per bin (M = {sd.M})")
+    counts = sorted(set(used.values()))
+    if len(counts) == 1:
+        return f"{counts[0]} {args.binning} bins of uE"
+    return f"{args.binning} bins of uE: " + ", ".join(f"{k} {v}" for k, v in used.items())
+
+
 def _num(v):
     import numpy as np
 
@@ -75,7 +116,7 @@ def run(args) -> int:
         head = pd.DataFrame(
             {"M": desc["M"].to_pandas(), "dropped": desc["n_dropped"].to_pandas()}
         ).T
-        print(f"# statistics ({args.bins} {args.binning} bins on uE for binned ones)")
+        print(f"# statistics ({bins_used_text(ds, args)} for the binned ones)")
         print_df(pd.concat([head, table.map(fmt), tail.map(fmt)]))
     for line in filter(None, str(desc.attrs.get("notes", "")).split("\n")):
         note(args, f"note: {line}")
