@@ -168,3 +168,20 @@ def test_validate_plots_draw_the_same_figures(drawn, tmp_path, capsys):
     assert (tmp_path / "figs" / "demo_inconsistent_lzisd_uE.png").is_file()
     ence = [t for t in drawn["reliability"][1] if t.startswith("ENCE")]
     assert len(ence) == 1 and np.isfinite(float(ence[0].split()[2]))
+
+
+def test_plot_lzisd_of_a_saved_result_draws_it_as_validated(result, tmp_path, capsys):
+    import uqx.plot as P
+
+    for cond in ("uE", "X"):
+        fig = P.lzisd_of_result(result, cond=cond)
+        check_figure(result, f"lzisd_{cond}", _lzisd_caption(result, cond), _texts(fig))
+    path = uqx.to_netcdf(result, tmp_path / "res.nc")
+    assert main(["plot", "lzisd", str(path), "--by", "X", "-o", str(tmp_path / "f.png")]) == 0
+    assert (tmp_path / "f.png").is_file()
+    capsys.readouterr()
+
+
+def _lzisd_caption(res, cond):
+    """The report's caption of the LZISD figure of ``cond`` (what check_figure reads)."""
+    return next(c for k, c, _ in F._lzisd_specs(res, 0) if k == f"lzisd_{cond}")

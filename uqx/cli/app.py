@@ -38,12 +38,13 @@ COMMANDS = [
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of ``uqx`` (imports argparse-only command modules)."""
     from uqx._version import __version__
-    from uqx.cli.commands._common import HelpFormatter
+    from uqx.cli.commands._common import EXIT_CODES_HELP, HelpFormatter
 
     parser = argparse.ArgumentParser(
         prog="uqx",
         description="Validate prediction uncertainties of ML regression models "
         "(calibration, consistency, adaptivity) as in P. Pernot's papers.",
+        epilog=EXIT_CODES_HELP,
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"uqx {__version__}")

@@ -20,7 +20,8 @@ KINDS = {
     "e-vs-u": "E against uE with guide lines and running 95 % quantiles",
     "z-vs-x": "Z against X or V (--by) with running quantiles",
     "reliability": "reliability diagram (per-bin SD(E) vs RMV)",
-    "lzisd": "local z inverse sd per bin of uE, X or V",
+    "lzisd": "local z inverse sd per bin of uE, X or V (of a 'uqx validate' result .nc: "
+             "its bins and intervals, as validated)",
     "lzv": "local Var(Z) per bin of uE, X or V",
     "lcp": "local coverage probabilities per bin (--levels)",
     "calibration": "calibration curve (or conditional curves with --conditional)",
@@ -157,6 +158,8 @@ def _figure(args, ds):
     if k == "reliability":
         return P.reliability(ds, ci=args.ci, n_boot=args.n_boot, seed=args.seed,
                              log=args.log, **binned, **common)
+    if k == "lzisd" and "fval" in ds:  # a validation result: its bins, as validated
+        return P.lzisd_of_result(ds, cond=args.by, **common)
     if k in ("lzisd", "lzv"):
         return P.lzisd(ds, stat=k, by=args.by, ci=args.ci, n_boot=args.n_boot,
                        seed=args.seed, **binned, **common)
