@@ -93,7 +93,10 @@ from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
 
 __all__ = ["validate", "memory_note", "streams", "DEFAULT_STATS", "TAILEDNESS_VARS"]
 
-DEFAULT_STATS = ("zms", "rce", "cc", "ence", "zmse", "zve")
+#: The default statistics: average calibration on scale (ZMS, RCE) and on bias (⟨Z⟩: a
+#: bias of the errors leaves ZMS near 1 when it is small against uE, 0.2·uE moves ZMS by
+#: 0.04 only), consistency (CC, ENCE, ZMSE, ZVE).
+DEFAULT_STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zve")
 TAILEDNESS_VARS = TAILEDNESS_KEYS
 _EXTRAP_STATS = ("ence", "zmse", "zve")
 
@@ -239,7 +242,7 @@ def validate(
         One data set or several stacked on ``set`` (:func:`uqx.stack`); checked like
         :func:`uqx.from_arrays` input.
     stats : str or sequence of str
-        Statistics (default ZMS, RCE, CC, ENCE, ZMSE, ZVE).
+        Statistics (default ZMS, RCE, ⟨Z⟩ (``mean_z``), CC, ENCE, ZMSE, ZVE).
     n_boot : int, default 10000
         Bootstrap replicates for the BCa intervals (shared by all statistics).
     n_mc : int, default 10000
