@@ -28,6 +28,7 @@ PLOT_KINDS = (
     "z_vs_x",
     "reliability",
     "lzisd",
+    "lzisd_of_result",
     "lcp",
     "calibration",
     "conditional_calibration",

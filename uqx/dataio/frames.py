@@ -10,6 +10,7 @@ literature loaders of :mod:`uqx.dataio.datasets`.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,8 @@ def read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs)
         Missing file, a directory, an empty file, a parse error or a binary file; the
         message names the file.
     """
+    if not isinstance(path, str | os.PathLike):
+        raise InputError(f"expected a file name (str or path), got {type(path).__name__}")
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: file not found")
@@ -148,9 +151,13 @@ def numeric_column(df: pd.DataFrame, column, path: str | os.PathLike) -> np.ndar
         if bad.any():
             rows = np.flatnonzero(bad.to_numpy())
             first = col.iloc[rows[0]]
+            hint = ""
+            if isinstance(first, str) and re.fullmatch(r"\s*[-+]?\d*,\d+\s*", first):
+                hint = ("; it looks like a decimal comma: write decimal points (e.g. "
+                        "pandas.read_csv(..., sep=';', decimal=',') then uqx.from_dataframe)")
             raise InputError(
                 f"{path}: column {column!r} is not numeric: {rows.size} non-numeric value(s), "
-                f"first {first!r} in data row {rows[0] + 1}"
+                f"first {first!r} in data row {rows[0] + 1}{hint}"
             )
         col = coerced
     return col.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -343,12 +350,18 @@ def read_csv(
     --------
     >>> ds = read_csv("preds.csv", E="err", uE="unc", X="mass")  # doctest: +SKIP
     """
+    if not isinstance(path, str | os.PathLike):
+        raise InputError(f"read_csv: expected a file name (str or path), got "
+                         f"{type(path).__name__}")
     path = Path(path)
     sep = sniff_delimiter(path) if path.is_file() else ","
     df = read_frame(path, comment=comment, sep=sep)
     _check_header(path, comment=comment)
     if df.shape[0] == 0:
         raise InputError(f"{path}: no data rows (header only)")
+    stripped = [str(c).strip() for c in df.columns]
+    if stripped != [str(c) for c in df.columns] and len(set(stripped)) == len(stripped):
+        df.columns = stripped  # " E , uE " header: the names without their blanks
     ds = _one_frame(df, path, E=E, uE=uE, X=X, V=V,
                     name=name if name is not None else path.stem, units="",
                     source=str(path), uE_is_variance=uE_is_variance,

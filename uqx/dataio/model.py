@@ -59,6 +59,9 @@ def _kind_problem(kind: str) -> str:
                 "abs() yourself if that is what you mean)")
     if kind == "b":
         return "is not numeric: boolean (True/False) values, expected numbers"
+    if kind in "mM":
+        return ("is not numeric: dates or time spans (datetime64/timedelta64); convert them "
+                "to numbers in a unit you choose first")
     return ""
 
 
@@ -79,6 +82,8 @@ def _as_1d(values, label: str, name: str):
         problem = _kind_problem(raw.dtype.kind)
         if problem:
             raise InputError(f"{name}: column {label!r} {problem}")
+        if np.ma.isMaskedArray(raw):  # masked entries are missing values, not their data
+            raw = np.ma.filled(raw.astype(np.float64), np.nan)
         try:
             arr = np.asarray(raw, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -133,6 +138,11 @@ def from_arrays(
     InputError
         Length mismatch, NaN/inf values, ``uE <= 0``, fewer than 2 points, non-numeric data.
     """
+    if name is None:
+        name = "data"
+    for key, value in (("E", E), ("uE", uE)):
+        if value is None:
+            raise InputError(f"{name}: {key} is required (got None)")
     given = _align_series({"E": E, "uE": uE, "X": X, "V": V}, name)
     cols = {k: _as_1d(v, k, name) for k, v in given.items()}
     sizes = {k: v.shape[0] for k, v in cols.items()}

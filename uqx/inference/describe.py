@@ -165,7 +165,9 @@ def compute(
     :func:`uqx.engine.statistic.moment_sums` per chunk, then ``MOMENT_STATS[name](S, M)``);
     binned statistics and CC sort the whole set and load it into memory.
     """
-    specs = [parse_stat(s) for s in stats]
+    from uqx._checks import check_stats_argument
+
+    specs = [parse_stat(s) for s in check_stats_argument(stats)]
     ds = as_stacked(ds, drop_nonfinite=drop_nonfinite)
     cfg = BinningConfig(bins, binning, pop_min)
     lazy = is_lazy(ds["E"].data) or is_lazy(ds["uE"].data)

@@ -654,12 +654,6 @@ def check_options(args, argv=()) -> None:
         if extra:
             raise InputError(f"{', '.join(extra)} set(s) up the conditional routes, which "
                              "--no-conditional skips: leave out one or the other")
-    if getattr(args, "command", None) in ("validate", "report"):
-        from uqx._checks import small_settings_note
-
-        text = small_settings_note(getattr(args, "n_boot", None), getattr(args, "n_mc", None))
-        if text:
-            print(f"uqx: warning: {cli_message(text)}", file=sys.stderr)
     inputs = getattr(args, "inputs", None) or []
     saved = getattr(args, "command", None) == "report" and any(
         str(s).lower().endswith((".nc", ".nc4")) for s in inputs)
@@ -670,3 +664,20 @@ def check_options(args, argv=()) -> None:
                              "saved result (already validated; its settings are kept): leave "
                              "them out, or run 'uqx report INPUT...' on the data to validate "
                              "again")
+    elif getattr(args, "command", None) in ("validate", "report"):
+        from uqx._checks import small_settings_note
+
+        text = small_settings_note(getattr(args, "n_boot", None), getattr(args, "n_mc", None))
+        if text and callable(getattr(args, "_run", None)):
+            args._run = _warn_after(args._run, f"uqx: warning: {cli_message(text)}")
+
+
+def _warn_after(run, text: str):
+    """Wrap a command's ``run``: print ``text`` on stderr once it has succeeded."""
+
+    def wrapped(args):
+        status = run(args)
+        print(text, file=sys.stderr)
+        return status
+
+    return wrapped
