@@ -10,6 +10,7 @@ Every test writes under ``tmp_path`` only.
 
 import json
 import os
+import re
 import stat
 
 import numpy as np
@@ -65,7 +66,7 @@ def run(capsys, *argv):
 def refused(capsys, *argv, needles=()):
     rc, out, err = run(capsys, *argv)
     assert rc == 2, (argv, out, err)
-    assert err.startswith("uqx: error: ") and "Traceback" not in err, err
+    assert re.search(r"^uqx: error: ", err, re.M) and "Traceback" not in err, err
     for n in needles:
         assert n in err, (n, err)
     return err
@@ -148,7 +149,7 @@ def test_devices_fifos_and_directories_are_refused_before_computing(capsys, csv,
     folder.mkdir()
     refused(capsys, "validate", csv, *FAST, "-o", folder, needles=["is a directory"])
     refused(capsys, "report", csv, *FAST, "-o", "/dev/null", needles=["device"])
-    refused(capsys, "plot", "e-vs-u", csv, "-o", tmp_path / "pipe.nc", needles=[".png"])
+    refused(capsys, "plot", "e-vs-u", csv, "-o", tmp_path / "pipe.nc", needles=["FIFO"])
     fifo_png = tmp_path / "pipe.png"
     os.mkfifo(fifo_png)
     refused(capsys, "plot", "e-vs-u", csv, "-o", fifo_png, needles=["FIFO"])
@@ -203,3 +204,54 @@ def test_check_output_path_unit(tmp_path):
     with pytest.raises(OutputError, match="uqx writes a figure"):
         check_output_path(tmp_path / "f.nc", kind="figure")
     assert list(tmp_path.iterdir()) == [inp]  # no probe file left behind
+
+
+# ------------------------------------------- every writing command x every odd output
+_COMMANDS = {
+    "validate": lambda inp: ["validate", inp, *FAST],
+    "report": lambda inp: ["report", inp, *FAST, "--no-figures"],
+    "plot": lambda inp: ["plot", "e-vs-u", inp],
+    "sweep": lambda inp: ["sweep", "binned-tailedness", inp],
+    "demo": lambda inp: ["demo", "--n-boot", "2", "--n-mc", "2"],
+}
+_SUFFIX = {"validate": ".nc", "report": ".html", "plot": ".png", "sweep": ".nc", "demo": ".nc"}
+
+
+def _odd_output(kind, tmp_path, inp, suffix):
+    if kind == "device":
+        return "/dev/null", "character device"
+    if kind == "fifo":
+        fifo = tmp_path / f"pipe{suffix}"
+        os.mkfifo(fifo)
+        return fifo, "FIFO"
+    if kind == "directory":
+        d = tmp_path / f"dir{suffix}"
+        d.mkdir()
+        return d, "is a directory"
+    if kind == "proc":
+        return f"/proc/x{suffix}", "/proc"
+    if kind == "file-as-directory":
+        return inp / f"x{suffix}", "is not a directory"
+    if kind == "missing-directory":
+        return tmp_path / "missing" / f"x{suffix}", "does not exist"
+    if kind == "wrong-suffix":
+        return tmp_path / "out.txt", "uqx writes"
+    if kind == "empty":
+        return "", "no output file name"
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "directory", "proc", "file-as-directory",
+                                  "missing-directory", "wrong-suffix", "empty"])
+@pytest.mark.parametrize("command", list(_COMMANDS))
+def test_every_command_refuses_every_odd_output(capsys, tmp_path, command, kind, monkeypatch):
+    import uqx.inference.synth as synth
+
+    monkeypatch.setattr(synth, "demo_sets", lambda: pytest.fail("demo ran"))
+    inp = _write_csv(tmp_path / "preds.csv")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    out, needle = _odd_output(kind, tmp_path, inp, _SUFFIX[command])
+    existing = sorted(p.name for p in tmp_path.iterdir())
+    refused(capsys, *_COMMANDS[command](inp), "-o", out, needles=[needle])
+    assert sorted(p.name for p in tmp_path.iterdir()) == existing  # nothing written
+    assert set(before) <= set(existing) and inp.read_bytes()  # the input is intact

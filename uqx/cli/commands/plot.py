@@ -213,10 +213,12 @@ def run(args) -> int:
     from uqx import plot as P
     from uqx.errors import InputError
 
-    out = Path(args.output)
-    if out.suffix.lower() not in _FORMATS:
-        raise InputError(f"output {out}: the suffix must be one of {', '.join(_FORMATS)}")
-    check_output(out, mkdir=args.mkdir, kind="figure", inputs=args.inputs)
+    named = Path(args.output)
+    if named.suffix.lower() not in _FORMATS and not named.exists():  # an existing device...
+        raise InputError(f"output {named}: uqx writes a figure here, but the name has the "
+                         f"suffix {named.suffix!r}; use one of {', '.join(_FORMATS)} (the "
+                         "format follows the suffix)")
+    out = check_output(args.output, mkdir=args.mkdir, kind="figure", inputs=args.inputs)
     if args.kind == "zeta":
         check_output(out.with_name(f"{out.stem}_agreement{out.suffix}"), kind="figure",
                      inputs=args.inputs)
