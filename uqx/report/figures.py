@@ -181,7 +181,7 @@ def _lzisd_specs(res, i):
         fval = float(r["fval"])
         cap = (f"LZISD = 1/sd(Z) per bin of {c} ({what}), target 1, as validated: {nb} "
                f"equal-count bins of {c}, per-bin 95 % intervals: {ci}; "
-               f"{round(fval * nb)} of {nb} bins ({fval:.0%}) contain 1 (fraction of valid "
+               f"{round(fval * nb)} of {nb} bins ({100 * fval:.0f} %) contain 1 (fraction of valid "
                f"bins {fval:.3f}, Wilson-cc [{float(r['fval_ci_low']):.3f}, "
                f"{float(r['fval_ci_high']):.3f}]; a diagnostic, not tested) (003 Figs. 5, "
                "10). The full set is judged by ZMS and RCE (table), so no 'all' marker.")
