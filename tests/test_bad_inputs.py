@@ -174,6 +174,44 @@ def test_one_tiny_uE_is_refused_not_inf():
         uqx.from_arrays(E, u)
 
 
+def test_scale_checked_on_dask_columns_in_the_same_pass():
+    import dask
+    import dask.array as da
+
+    E, u, _ = _calibrated()
+    lazy = xr.Dataset({"E": ("sample", da.from_array(E * 1e200, chunks=50)),
+                       "uE": ("sample", da.from_array(u * 1e200, chunks=50))})
+    with pytest.raises(InputError, match="power of two such as 2\\*\\*-6"):
+        uqx.compute(lazy, ["zms"])
+    calls = []
+
+    class Count(dask.callbacks.Callback):
+        def _start(self, dsk):
+            calls.append(1)
+
+    ok = xr.Dataset({"E": ("sample", da.from_array(E, chunks=50)),
+                     "uE": ("sample", da.from_array(u, chunks=50))})
+    from uqx.dataio.model import as_stacked
+
+    with Count():
+        as_stacked(ok)
+    assert len(calls) == 1  # counts and extremes in one compute
+
+
+def test_values_spanning_more_than_float64_say_so():
+    E, u, _ = _calibrated()
+    u = u.copy()
+    u[0] = 1e-300
+    with pytest.raises(InputError, match="more than any one unit can hold"):
+        uqx.from_arrays(E, u)
+
+
+def test_overflowing_range_of_X_is_refused():
+    E, u, _ = _calibrated(M=4)
+    with pytest.raises(InputError, match="range of X .* overflows"):
+        uqx.from_arrays(E, u, X=[-1e308, 1e308, 0.0, 1.0])
+
+
 def test_absurd_z_scores_are_refused():
     E, u, _ = _calibrated()
     with pytest.raises(InputError, match=r"\|Z\| = \|E\|/uE reaches"):

@@ -9,6 +9,8 @@ memory); boolean row masks are only materialised to drop rows or to name bad row
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from uqx.errors import InputError
@@ -47,8 +49,14 @@ def _compute(values: list):
     if any(is_lazy(v) for v in values):
         import dask
 
-        return [int(v) for v in dask.compute(*values)]
-    return [int(v) for v in values]
+        values = dask.compute(*values)
+    return [_scalar(v) for v in values]
+
+
+def _scalar(v):
+    """Return a computed count as int, an extreme as float."""
+    v = np.asarray(v)
+    return int(v) if v.dtype.kind in "iub" else float(v)
 
 
 def _mask(arr) -> np.ndarray:
@@ -77,9 +85,15 @@ def _nonpositive(arr):
 
 
 def count_problems(cols: dict) -> dict:
-    """Lazy-or-eager counts: non-finite values per column and ``uE <= 0`` (one pass)."""
+    """Lazy-or-eager counts in one pass: non-finite values per column, ``uE <= 0``.
+
+    Also the extremes of :func:`check_scale` (keys ``extreme_<i>``, NaN ignored), so that
+    disk-backed columns are read once for all the checks.
+    """
     out = {f"nonfinite_{k}": _nonfinite(v).sum() for k, v in cols.items()}
     out["nonpositive_uE"] = (cols["uE"] <= 0).sum()
+    for key, v in _extremes(cols, compute=False).items():
+        out[f"extreme_{key}"] = v
     return out
 
 
@@ -179,7 +193,9 @@ def check_columns(
             "uncertainties must be strictly positive (a documented filter such as "
             "min_uE_rel_sd=1e-6 drops them)"
         )
-    check_scale(cols, name)
+    keys = [*_EXTREMES, *(f"{k}_range" for k in "XV" if k in cols)]
+    known = {k: counts.get(f"extreme_{k}") for k in keys}
+    check_scale(cols, name, extremes=None if changed or None in known.values() else known)
     return cols, n_dropped, filters
 
 
@@ -190,21 +206,37 @@ def check_columns(
 SCALE_LIMIT = 2.0**480
 
 
-def _extremes(cols: dict) -> list[float]:
-    """Return max abs(E), min uE, max uE, max abs(Z) and the ranges of X, V (one pass)."""
+#: Keys of the extremes that :func:`check_scale` reads (``X_range``/``V_range`` if present).
+_EXTREMES = ("E_max", "u_min", "u_max", "z_max")
+
+
+def _extremes(cols: dict, *, compute: bool = True) -> dict:
+    """Return max abs(E), min uE, max uE, max abs(Z), ranges of X, V (NaN ignored).
+
+    With ``compute=False`` the values stay lazy for dask columns (one pass with others).
+    """
     E, u = cols["E"], cols["uE"]
-    vals = [abs(E).max(), u.min(), u.max(), abs(E / u).max()]
-    for key in ("X", "V"):
-        if key in cols:
-            vals.append(cols[key].max() - cols[key].min())
-    if any(is_lazy(v) for v in vals):
+    if int(E.shape[0]) == 0:  # no rows: nothing to check (fewer than 2 rows is an error)
+        return {k: np.nan for k in (*_EXTREMES, *(f"{c}_range" for c in "XV" if c in cols))}
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN: NaN
+        vals = dict(zip(_EXTREMES, [np.nanmax(abs(E)), np.nanmin(u), np.nanmax(u),
+                                    np.nanmax(abs(E / u))], strict=True))
+        for key in ("X", "V"):
+            if key in cols:
+                vals[f"{key}_range"] = np.nanmax(cols[key]) - np.nanmin(cols[key])
+    if not compute:
+        return vals
+    if any(is_lazy(v) for v in vals.values()):
         import dask
 
-        vals = list(dask.compute(*vals))
-    return [float(v) for v in vals]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            vals = dict(zip(vals, dask.compute(*vals.values()), strict=True))
+    return {k: float(v) for k, v in vals.items()}
 
 
-def check_scale(cols: dict, name: str) -> None:
+def check_scale(cols: dict, name: str, *, extremes=None) -> None:
     """Refuse values whose squares leave the float64 range (scale invariance of Z).
 
     Every result of uqx depends on E and uE through Z = E/uE (and, for MV, MSE, RMV,
@@ -220,6 +252,9 @@ def check_scale(cols: dict, name: str) -> None:
         ``E``, ``uE`` (finite, ``uE > 0``) and optional ``X``, ``V`` of one data set.
     name : str
         Data set name, first word of the message.
+    extremes : dict of str -> float, optional
+        The values of ``_extremes(cols)`` when already computed (one pass with the other
+        checks, :func:`count_problems`).
 
     Raises
     ------
@@ -229,8 +264,8 @@ def check_scale(cols: dict, name: str) -> None:
     """
     if int(cols["E"].shape[0]) == 0:
         return
-    ext = _extremes(cols)
-    e_max, u_min, u_max, z_max = ext[:4]
+    ext = _extremes(cols) if extremes is None else {k: float(v) for k, v in extremes.items()}
+    e_max, u_min, u_max, z_max = (ext[k] for k in _EXTREMES)
     lim = SCALE_LIMIT
     if e_max == 0:
         raise InputError(
@@ -241,18 +276,21 @@ def check_scale(cols: dict, name: str) -> None:
     why = ""
     if e_max > lim or u_max > lim:
         why = f"values up to {max(e_max, u_max):.3g}"
-        big = max(e_max, u_max)
     elif u_min < 1 / lim:
         why = f"uE down to {u_min:.3g}"
-        big = u_max
     if why:
-        k = -int(np.round(np.log2(big))) if big > 0 else 0
+        lo, hi = np.log2(u_min), np.log2(max(e_max, u_max))
+        if hi - lo < 2 * np.log2(lim):
+            k = -int(np.round((lo + hi) / 2))
+            fix = (f"Multiply E and uE together by a power of two such as 2**{k} (exact; "
+                   "Z = E/uE does not change) or express them in another unit")
+        else:
+            fix = (f"They span {hi - lo:.0f} binary orders of magnitude, more than any one "
+                   "unit can hold: check the smallest uE and the largest values")
         raise InputError(
             f"{name}: E and uE are out of the range uqx computes in ({why}; accepted "
             f"{1 / lim:.3g} <= uE, |E| <= {lim:.3g}): their squares would overflow or "
-            f"underflow float64 and change the results. Multiply E and uE together by a "
-            f"power of two such as 2**{k} (exact; Z = E/uE does not change) or express them "
-            "in another unit"
+            f"underflow float64 and change the results. {fix}"
         )
     if z_max > lim:
         raise InputError(
@@ -260,8 +298,8 @@ def check_scale(cols: dict, name: str) -> None:
             "cannot be squared in float64; check that uE is the standard uncertainty of E "
             "(same unit)"
         )
-    for key, rng in zip([k for k in ("X", "V") if k in cols], ext[4:], strict=True):
-        if not np.isfinite(rng):
+    for key in [k for k in ("X", "V") if k in cols]:
+        if np.isinf(ext.get(f"{key}_range", 0.0)):
             raise InputError(
                 f"{name}: the range of {key} (max - min) overflows float64; rescale {key}"
             )

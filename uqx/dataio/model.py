@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from uqx._checks import NUMERIC_KINDS, check_columns, count_problems, is_lazy
+from uqx._checks import NUMERIC_KINDS, _scalar, check_columns, count_problems, is_lazy
 from uqx.errors import InputError
 
 __all__ = [
@@ -446,7 +446,7 @@ def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool) -> xr.Dat
         import dask
 
         flat = list(dask.compute(*flat))
-    it = iter(int(v) for v in flat)
+    it = iter(_scalar(v) for v in flat)
     counts = [{k: next(it) for k in c} for c in lazy]
     dropped = np.zeros(len(sets), dtype=np.int64)
     filters = [""] * len(sets)
