@@ -185,3 +185,17 @@ def test_plot_lzisd_of_a_saved_result_draws_it_as_validated(result, tmp_path, ca
 def _lzisd_caption(res, cond):
     """The report's caption of the LZISD figure of ``cond`` (what check_figure reads)."""
     return next(c for k, c, _ in F._lzisd_specs(res, 0) if k == f"lzisd_{cond}")
+
+
+def test_validate_plots_files_carry_their_captions(tmp_path, capsys):
+    from PIL import Image
+
+    rc = main(["validate", DEMO, "--X", "X", "--n-boot", "100", "--n-mc", "50", "--seed",
+               "1", "--plots", str(tmp_path), "-q"])
+    capsys.readouterr()
+    assert rc == 0
+    with Image.open(tmp_path / "demo_inconsistent_reliability.png") as im:
+        text = im.text["Description"]
+    assert re.search(r"on \d+ equal-count bins of uE", text) and "analytic" in text
+    with Image.open(tmp_path / "demo_inconsistent_calibration.png") as im:
+        assert "not a statistic of the validation" in im.text["Description"]

@@ -29,9 +29,17 @@ def load_result(result):
     return res
 
 
-def _png(fig, dpi) -> bytes:
+def _png(fig, dpi, caption=None) -> bytes:
+    """PNG bytes of a figure; its caption goes into the PNG's ``Description`` text.
+
+    The files of ``uqx validate --plots`` thus carry what the report's captions say (the
+    bins, the interval method, which drawn numbers are not in the result).
+    """
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    meta = {"Software": None}
+    if caption:
+        meta["Description"] = caption
+    fig.savefig(buf, format="png", dpi=dpi, metadata=meta)
     return buf.getvalue()
 
 
@@ -49,7 +57,7 @@ def _draw(key, caption, make, dpi) -> Figure:
     except InputError as exc:
         return Figure(key, caption, None, str(exc))
     try:
-        return Figure(key, caption, _png(fig, dpi))
+        return Figure(key, caption, _png(fig, dpi, caption))
     finally:
         plt.close(fig)
 
