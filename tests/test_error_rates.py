@@ -140,7 +140,26 @@ def test_synthetic_sets_are_what_they_say():
     assert np.mean(z[hi] ** 2) > 3 * np.mean(z[lo] ** 2)  # variance grows with X
     for d in DESIGNS:
         E, u, X = synthetic_set(d, "calibrated", 50_000, seed=2, index=1)
-        assert np.all(u > 0) and np.mean((E / u) ** 2) == pytest.approx(1.0, abs=0.15), d
+        tol = 0.35 if d.endswith("t2.5") else 0.15  # t(2.5): infinite fourth moment
+        assert np.all(u > 0) and np.mean((E / u) ** 2) == pytest.approx(1.0, abs=tol), d
+    # tied uE: five levels, rows sorted by |E| (the order that split the tie groups)
+    E, u, _ = synthetic_set("tied5_normal", "calibrated", 5000, seed=2, index=0)
+    assert np.unique(u).size == 5 and np.all(np.diff(np.abs(E)) >= 0)
+    # the shape changes with uE: normal below the median, t_s(4) above
+    E, u, _ = synthetic_set("ig6_mixed", "calibrated", 200_000, seed=2, index=0)
+    from scipy.stats import kurtosis
+
+    lo, hi = u < np.median(u), u > np.median(u)
+    assert abs(kurtosis(E[lo] / u[lo])) < 0.1 and kurtosis(E[hi] / u[hi]) > 2
+    # top decile of u reported 40 % too small
+    E, u, _ = synthetic_set("ig6_normal", "top0.6", 200_000, seed=2, index=0)
+    _, u_true, _ = synthetic_set("ig6_normal", "calibrated", 200_000, seed=2, index=0)
+    top = u != u_true
+    assert top.mean() == pytest.approx(0.1, abs=1e-3)
+    assert np.all(u[top] == pytest.approx(0.6 * u_true[top]))
+    z2 = (E / u) ** 2
+    assert np.mean(z2[top]) == pytest.approx(1 / 0.36, rel=0.05)
+    assert np.mean(z2[~top]) == pytest.approx(1.0, abs=0.02)
 
 
 def test_bad_options():
@@ -155,7 +174,7 @@ def test_bad_options():
     assert set(SCENARIOS) >= {"calibrated", "gamma0.5", "x-variance"}
 
 
-def test_sets_of_a_design_and_M_share_u_and_X():
+def test_sets_of_a_block_share_u_and_X():
     E0, u0, X0 = synthetic_set("ig3_t6", "calibrated", 500, seed=4, index=0)
     E1, u1, X1 = synthetic_set("ig3_t6", "calibrated", 500, seed=4, index=1)
     Es, us, Xs = synthetic_set("ig3_t6", "shift0.2", 500, seed=4, index=0)
@@ -164,6 +183,8 @@ def test_sets_of_a_design_and_M_share_u_and_X():
     np.testing.assert_array_equal(u0, us)
     np.testing.assert_array_equal(X0, Xs)
     assert not np.any(E0 == E1) and not np.any(E0 == Es)
+    _, u10, _ = synthetic_set("ig3_t6", "calibrated", 500, seed=4, index=10)
+    assert not np.array_equal(u0, u10)  # the next block of sets draws its own uE
     _, u2, X2 = synthetic_set("ig3_t6", "calibrated", 600, seed=4, index=0)
     assert not np.array_equal(u0, u2[:500]) and not np.array_equal(X0, X2[:500])
 
@@ -191,3 +212,18 @@ def test_block_of_sets_gives_the_verdicts_of_one_set_at_a_time():
         assert got["nu_fit"][i] == float(one["nu_fit"].values[0])
         for v in ("p_value", "cond_p_value", "estimate", "ci_low", "zeta"):
             np.testing.assert_array_equal(block[v].values[i], one[v].values[0], err_msg=v)
+
+
+def test_cluster_robust_interval_widens_with_shared_blocks():
+    from uqx.sweeps.error_rates import cluster_rate_interval
+
+    rng = np.random.default_rng(0)
+    ok = np.ones((400, 1), dtype=bool)
+    iid = rng.random((400, 1)) < 0.05
+    # the same rate, but all hits in two blocks of ten: the blocks are not independent
+    clustered = np.zeros((400, 1), dtype=bool)
+    clustered[:20] = True
+    r1, lo1, hi1 = cluster_rate_interval(iid, ok, 10)
+    r2, lo2, hi2 = cluster_rate_interval(clustered, ok, 10)
+    assert r2[0] == 0.05
+    assert hi2[0] - lo2[0] > 2 * (hi1[0] - lo1[0])

@@ -22,20 +22,21 @@ centred, scaled χ²₄ (``skewed``, skewness √2).
 on X); ``shift0.2`` (:math:`E = u(\epsilon + 0.2)`). Every set has an X ~ U(0, 1)
 independent of u. Scenarios other than ``calibrated`` run at ``power_M`` only.
 
-The uncertainties and X of a (design, M) are drawn once, on the stream keyed by (design,
-M), and shared by its scenarios and sets; the errors ε of each set on their own stream,
-keyed by (design, M, scenario, index), so blocks of :data:`BLOCK` sets and the tasks
-grouping them never change the numbers. The rates are therefore those of a test
-conditional on uE and X, the way the tests are built (their null copies keep the data's
-uE and X), measured on one draw of (uE, X) per (design, M): 36 draws on the named grid.
-Sets with the same uE share the copies of the N, :math:`t_s(6)` and fitted
-:math:`t_s(\hat\nu)` members (ν̂ on a grid: :func:`uqx.engine.mctest.nu_on_grid`;
-:func:`uqx.inference.reference.shared_nulls`), so the study pays for them about once per
-task; the resampled z-scores of each set are simulated for every set. Rates come with
-Wilson-cc 95 % intervals (:func:`uqx.inference.zeta.binomial_ci`).
+The uncertainties and X are drawn anew for every block of :data:`BLOCK` sets of a
+(design, M) (40 draws per cell of 400 sets), on the stream keyed by (design, M, block),
+and shared by the block's sets and scenarios; the errors ε of each set on their own
+stream, keyed by (design, M, scenario, index), so the tasks grouping the blocks never
+change the numbers. Sets with the same uE share the copies of the N, :math:`t_s(6)` and
+fitted :math:`t_s(\hat\nu)` members (ν̂ on a grid: :func:`uqx.engine.mctest.nu_on_grid`;
+:func:`uqx.inference.reference.shared_nulls`); the resampled z-scores of each set are
+simulated for every set. Rates come with Wilson-cc 95 % intervals computed on the
+effective number of sets once the blocks' shared draws are accounted for
+(:func:`cluster_rate_interval`).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import xarray as xr
@@ -56,22 +57,32 @@ BLOCK = 10
 TASK_SETS = 100
 #: Verdict codes in the archive.
 CODES = ("valid", "invalid", "inconclusive", "not tested")
-STATS = ("zms", "rce", "cc", "ence", "zmse", "zve")
+STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zve")
 #: Recorded verdicts: statistics, the papers' ζ rule, headlines, LZISD bins, any invalid.
 TESTS = (tuple(STATS) + tuple(f"{s}_zeta" for s in STATS)
          + ("consistency", "adaptivity", "fval_uE", "fval_X", "any"))
-UNCERTAINTIES = ("ig3", "ig6", "ig20", "lognormal", "uniform")
-ERRORS = ("normal", "t4", "t6", "laplace", "uniform", "skewed")
+UNCERTAINTIES = ("ig3", "ig6", "ig20", "lognormal", "uniform", "tied5")
+ERRORS = ("normal", "t4", "t6", "t2.5", "laplace", "uniform", "skewed", "mixed")
 DESIGNS = tuple(f"{u}_{e}" for u in UNCERTAINTIES for e in ERRORS)
 #: The named grid of the issue: ν_u ∈ {3, 6, 20} × ε ∈ {N, t4, t6}.
 DEFAULT_DESIGNS = tuple(f"{u}_{e}" for u in ("ig3", "ig6", "ig20")
                         for e in ("normal", "t4", "t6"))
 SCENARIOS = ("calibrated", "scale0.8", "scale1.25", "scale0.9", "scale1.1", "gamma0.5",
-             "x-variance", "shift0.2")
+             "x-variance", "shift0.2", "top0.6")
+#: Designs beyond the named grid that issue 21 names: tied uE (five levels, rows sorted
+#: by |E|), t_s(2.5) errors (beyond the safety limits), an error shape that changes with
+#: uE (normal below the median of uE, t_s(4) above: consistent in variance).
+ISSUE21_DESIGNS = ("tied5_normal", "tied5_t6", "ig6_t2.5", "ig6_mixed")
 CONVENTIONS = ("n_boot", "n_mc", "power_M", "power_designs")
 
 
 def _uncertainties(kind, rng, M):
+    if kind == "tied5":  # IG(3, 3) for u^2, stored as five levels (its quintile means)
+        u = np.sqrt(1.0 / rng.gamma(3.0, 1 / 3.0, M))
+        q = np.quantile(u, [0.2, 0.4, 0.6, 0.8])
+        level = np.searchsorted(q, u)
+        means = np.array([u[level == k].mean() for k in range(5)])
+        return means[level]
     if kind.startswith("ig"):
         nu = float(kind[2:])
         return np.sqrt(1.0 / rng.gamma(nu / 2, 2 / nu, M))
@@ -80,8 +91,11 @@ def _uncertainties(kind, rng, M):
     return rng.uniform(0.5, 2.0, M)
 
 
-def _errors(kind, rng, M):
-    """Unit-variance ε of a design."""
+def _errors(kind, rng, M, u=None):
+    """Unit-variance ε of a design (``mixed``: normal below the median of u, t_s(4) above)."""
+    if kind == "mixed":
+        t4 = rng.standard_t(4.0, M) / np.sqrt(2.0)
+        return np.where(u > np.median(u), t4, rng.standard_normal(M))
     if kind == "normal":
         return rng.standard_normal(M)
     if kind.startswith("t"):
@@ -97,8 +111,11 @@ def _errors(kind, rng, M):
 def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int):
     """One synthetic set of the study: (E, reported u, X).
 
-    u and X are drawn once per (design, M), for every scenario and set; ε on the set's
-    own stream, keyed by (design, M, scenario, index).
+    u and X are drawn once per block of :data:`BLOCK` sets of a (design, M), for every
+    scenario (the sets of a block share them, and so the copies of the members that
+    look at uE alone); ε on the set's own stream, keyed by (design, M, scenario, index).
+    ``tied5`` designs return their rows sorted by |E| (the order that split tie groups
+    by the size of the errors before rows were put in content order).
 
     Parameters
     ----------
@@ -114,13 +131,14 @@ def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int):
         raise InputError(f"unknown design {design!r}; choose from {', '.join(DESIGNS)}")
     if scenario not in SCENARIOS:
         raise InputError(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
-    cell = np.random.Generator(np.random.PCG64(seed_sequence(seed, NAME, design, M)))
+    cell = np.random.Generator(np.random.PCG64(
+        seed_sequence(seed, NAME, design, M, "u-block", index // BLOCK)))
     rng = np.random.Generator(np.random.PCG64(
         seed_sequence(seed, NAME, design, M, scenario, index)))
     ukind, ekind = design.split("_")
-    u = _uncertainties(ukind, cell, M)  # uE and X: once per cell
+    u = _uncertainties(ukind, cell, M)  # uE and X: once per block of sets
     X = cell.uniform(0.0, 1.0, M)
-    eps = _errors(ekind, rng, M)
+    eps = _errors(ekind, rng, M, u)
     E, reported = u * eps, u
     if scenario.startswith("scale"):
         reported = u * float(scenario[5:])
@@ -130,6 +148,11 @@ def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int):
         E = E * np.sqrt(2 * X)
     elif scenario == "shift0.2":
         E = u * (eps + 0.2)
+    elif scenario == "top0.6":  # reported u 40 % too small in the top decile of u
+        reported = np.where(u > np.quantile(u, 0.9), 0.6 * u, u)
+    if ukind == "tied5":
+        o = np.argsort(np.abs(E), kind="stable")
+        E, reported, X = E[o], reported[o], X[o]
     return E, reported, X
 
 
@@ -216,6 +239,53 @@ def define(*, designs=DEFAULT_DESIGNS, M=(500, 2000, 5000, 20000), scenarios=SCE
     )
 
 
+def cluster_rate_interval(hit, ok, block):
+    r"""Rates over the replicate axis with Wilson-cc intervals robust to shared draws.
+
+    The sets of a block share their uE and X (and the copies that depend on them only),
+    so they are not independent: the Wilson-cc interval is computed on the effective
+    number of sets :math:`n / \mathrm{deff}`, the design effect
+    :math:`\mathrm{deff} = \max(1, s_b^2 / (\hat p(1 - \hat p)/m))` from the spread
+    :math:`s_b^2` of the blocks' rates (blocks of ``m`` sets) around the rate (Kish).
+
+    Parameters
+    ----------
+    hit, ok : numpy.ndarray of bool, shape (..., replicate, test)
+        The verdict of interest, and where a verdict was given.
+    block : int
+        Sets per block sharing their draws.
+
+    Returns
+    -------
+    rate, low, high : numpy.ndarray, shape (..., test)
+    """
+    x = (hit & ok).sum(axis=-2)
+    n = ok.sum(axis=-2)
+    R = hit.shape[-2]
+    nb = R // block
+    if nb >= 2:
+        shape = hit.shape[:-2] + (nb, block, hit.shape[-1])
+        xb = (hit & ok)[..., : nb * block, :].reshape(shape).sum(axis=-2)
+        nbk = ok[..., : nb * block, :].reshape(shape).sum(axis=-2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = x / np.maximum(n, 1)
+            rb = np.where(nbk > 0, xb / np.maximum(nbk, 1), np.nan)
+            with warnings.catch_warnings():  # a cell without verdicts: NaN, as intended
+                warnings.simplefilter("ignore", RuntimeWarning)
+                sb2 = np.nanvar(rb, axis=-2, ddof=1)
+            binom = p * (1 - p) / block
+            deff = np.where(binom > 0, np.maximum(1.0, sb2 / binom), 1.0)
+        deff = np.where(np.isfinite(deff), deff, 1.0)
+        n_eff = np.maximum(np.round(n / deff), 1).astype(np.int64)
+        x_eff = np.round(p * n_eff).astype(np.int64)
+        x_eff, n_eff = np.where(n > 0, x_eff, 0), np.where(n > 0, n_eff, 0)
+    else:
+        x_eff, n_eff = x, n
+    _, lo, hi = rate_interval(x_eff, n_eff)
+    rate, _, _ = rate_interval(x, n)
+    return rate, lo, hi
+
+
 def summarise(raw: xr.Dataset) -> xr.Dataset:
     """Add the rate of each verdict per cell and test with its Wilson-cc interval."""
     ds = raw.transpose("design", "M", "scenario", "replicate", "test")
@@ -226,10 +296,13 @@ def summarise(raw: xr.Dataset) -> xr.Dataset:
     dims = ("design", "M", "scenario", "test")
     for code, name in enumerate(("valid", "invalid", "inconclusive")):
         # test "any" is coded 1 (some invalid) or 0 (none): the codes of invalid / valid
-        rate, lo, hi = rate_interval((v == code).sum(axis=3), n)
+        rate, lo, hi = cluster_rate_interval(v == code, np.isfinite(v) & (
+            v != CODES.index("not tested")), BLOCK)
         out[f"rate_{name}"] = (dims, rate, {"long_name": f"fraction of '{name}' verdicts"})
-        out[f"rate_{name}_low"] = (dims, lo, {"long_name": "Wilson-cc 95 % lower limit"})
-        out[f"rate_{name}_high"] = (dims, hi, {"long_name": "Wilson-cc 95 % upper limit"})
+        out[f"rate_{name}_low"] = (dims, lo, {"long_name": "Wilson-cc 95 % lower limit, "
+                                              "cluster-robust (blocks sharing uE)"})
+        out[f"rate_{name}_high"] = (dims, hi, {"long_name": "Wilson-cc 95 % upper limit, "
+                                               "cluster-robust (blocks sharing uE)"})
     out["n_sets"] = (dims, n.astype(np.int64),
                      {"long_name": "sets with a verdict (valid, invalid or inconclusive)"})
     out["verdict"].attrs.update(long_name="verdict code", codes=", ".join(
@@ -270,8 +343,9 @@ def error_rates(*, output=None, chunk_size=None, scheduler=None, num_workers=Non
                    _stop_after=_stop_after)
 
 
-def rates_table(archive, *, tests=("zms", "rce", "cc", "ence", "zmse", "zve", "consistency",
-                                   "adaptivity", "any"), zeta=False, designs=None) -> str:
+def rates_table(archive, *, tests=("zms", "rce", "mean_z", "cc", "ence", "zmse", "zve",
+                                   "consistency", "adaptivity", "any"), zeta=False,
+                designs=None) -> str:
     """Markdown table of the measured rates of an archive (README and documentation).
 
     Calibrated rows: the largest ``invalid`` rate over the designs at each M (size) and
