@@ -290,6 +290,15 @@ def test_fit_of_three_rows_says_so(files):
     assert "M = 3" in res.attrs["notes"]
 
 
+def test_stats_and_fits_of_constant_uE_say_so(files, capsys, monkeypatch):
+    rc, out, err = cli(capsys, monkeypatch, files, "stats constu.csv")
+    assert rc == 0 and "uE is constant" in err and "CC is undefined" in err
+    from uqx.inference.fits import fit_sets
+
+    with pytest.warns(UserWarning, match="uE is constant.*fits of u\\^2"):
+        fit_sets(uqx.read_csv(files / "constu.csv"))
+
+
 def test_tiny_bootstrap_and_mc_counts_say_so(files, capsys, monkeypatch):
     rc, out, err = cli(capsys, monkeypatch, files,
                        "validate small300.csv --n-boot 2 --n-mc 2 --stats zms --seed 1 "
@@ -453,7 +462,7 @@ CLI_TRIAL = [
     ("stats ok.csv --bins -5", 2, "--bins must be an integer >= 1"),
     ("stats ok.csv --min-uE-rel-sd inf", 2, "--min-uE-rel-sd must be"),
     ("stats ok.csv --binning foo", 2, "invalid choice: 'foo'"),
-    ("stats res.nc", 2, "no variable 'E'"),
+    ("stats res.nc", 2, "res.nc: "),
     (f"validate ok.csv {CLI_FAST} --stats foo", 2, "unknown statistic 'foo'"),
     (f"validate ok.csv {CLI_FAST} --stats zms,zms", 2, "duplicate statistics"),
     (f"validate ok.csv {CLI_FAST} --stats lzisd", 2, "per-bin statistics are part of"),

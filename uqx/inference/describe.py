@@ -256,9 +256,15 @@ def describe(
     long = [STAT_INFO[parse_stat(str(s)).base][0] for s in est["stat"].values]
     out["stat_long_name"] = ("stat", long)
     out.attrs.update(est.attrs)
-    from uqx._checks import small_sample_note
+    from uqx._checks import constant_reason, small_sample_note
 
     small = [small_sample_note(str(n), m) for n, m in zip(ds["set"].values, ds["M"].values,
                                                           strict=True)]
+    for sd in iter_sets(ds) if not is_lazy(ds["uE"].data) else []:
+        why = constant_reason(sd.uE, "uE")
+        if why:
+            small.append(f"{sd.name}: {why}: CC is undefined and the binned statistics "
+                         "(ENCE, UCE, ZMSE, ZVE) split equal values arbitrarily, so they do "
+                         "not measure consistency")
     out.attrs["notes"] = "\n".join(x for x in [out.attrs.get("notes", ""), *small] if x)
     return out

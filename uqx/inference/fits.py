@@ -400,13 +400,16 @@ def fit_sets(ds, *, optimizer: str = "nmmin") -> xr.Dataset:
     xarray.Dataset
         One variable per key of :data:`FIT_KEYS` over ``set``; attrs name the method.
     """
-    from uqx._checks import small_sample_note
+    from uqx._checks import constant_reason, small_sample_note
 
     sets = list(iter_sets(ds))
     rows = {sd.name: fit_set(sd.E, sd.uE, optimizer=optimizer) for sd in sets}
     names = list(rows)
     notes = [n for n in (small_sample_note(sd.name, sd.M, "distribution fits") for sd in sets)
              if n]
+    notes += [f"{sd.name}: {constant_reason(sd.uE, 'uE')}: the fits of u^2 (ig_k, ig_theta, "
+              "nu_u2) describe no spread and mean nothing"
+              for sd in sets if constant_reason(sd.uE, "uE")]
     for text in notes:
         warnings.warn(text, UserWarning, stacklevel=2)
     return xr.Dataset(
