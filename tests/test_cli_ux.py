@@ -222,6 +222,8 @@ def test_report_mismatched_data_said_on_the_terminal(capsys, saved, tmp_path):
     rc, out, err = run(capsys, "report", path, "--data", tmp_path / "small_ok.csv",
                        "--no-figures", "-o", tmp_path / "r2.html")
     assert rc == 0 and "warning" not in err
+    rc, out, err = run(capsys, "report", path, "-o", tmp_path / "r3.html")
+    assert rc == 0 and "no --data: the figures of the raw data are skipped" in err
 
 
 def _archive(Ms, n=2):

@@ -99,6 +99,9 @@ def run(args) -> int:
 
             for line in data_mismatches(res, data):
                 print(f"uqx: warning: {line}", file=sys.stderr)
+        elif not args.no_figures:
+            note(args, "uqx: note: no --data: the figures of the raw data are skipped (the "
+                 "result's own figures are drawn); pass the validated inputs with --data")
     else:
         if not args.paper_sets and not args.inputs:
             raise InputError("report needs INPUT files/names, --paper-sets or a RESULT.nc")
