@@ -148,26 +148,19 @@ def cell_set(cell, data):
 
 
 def check_output(path, *, mkdir: bool = False) -> Path:
-    """Check before any computation that the archive can be written to ``path``."""
-    import os
+    """Check before any computation that the archive can be written to ``path``.
 
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"output {path} is a directory; give a file name such as {path}/a.nc")
-    parent = path.parent
-    if not parent.exists():
-        if not mkdir:
-            raise InputError(f"output directory {parent} does not exist (create it, or "
-                             "pass --mkdir)")
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"cannot create output directory {parent}: {exc.strerror}") from None
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"output directory {parent} is not writable")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise InputError(f"output file {path} exists and is not writable")
-    return path
+    The output policy of every writer of uqx (:func:`uqx.dataio.paths.check_output_path`):
+    a NetCDF suffix, not a directory, device or FIFO, an existing (or, with ``mkdir``,
+    created) writable directory. Its refusals are raised as :class:`InputError`.
+    """
+    from uqx.dataio.paths import check_output_path
+    from uqx.errors import OutputError
+
+    try:
+        return check_output_path(path, kind="netcdf", mkdir=mkdir)
+    except OutputError as exc:
+        raise InputError(str(exc)) from None
 
 
 def execute(study: Study, summarise, *, output=None, chunk_size=None, scheduler=None,
