@@ -255,3 +255,16 @@ def test_every_command_refuses_every_odd_output(capsys, tmp_path, command, kind,
     refused(capsys, *_COMMANDS[command](inp), "-o", out, needles=[needle])
     assert sorted(p.name for p in tmp_path.iterdir()) == existing  # nothing written
     assert set(before) <= set(existing) and inp.read_bytes()  # the input is intact
+
+
+def test_study_api_refuses_odd_archives_before_running(tmp_path, monkeypatch):
+    import uqx.sweeps._common as C
+    from uqx.errors import InputError
+    from uqx.sweeps import appendix_b
+
+    monkeypatch.setattr(C, "run_sweep", lambda *a, **k: pytest.fail("the study ran"))
+    tiny = dict(M=[1500], N=[10, 50], nu=[4], n_mc=100, seed=5)
+    for out, needle in [("/dev/null", "character device"), (tmp_path / "a.csv", "NetCDF"),
+                        ("/proc/a.nc", "/proc"), (tmp_path / "no" / "a.nc", "does not exist")]:
+        with pytest.raises(InputError, match=needle):
+            appendix_b(**tiny, output=out)
