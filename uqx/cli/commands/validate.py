@@ -202,6 +202,7 @@ def write_plots(res, ds, directory) -> list:
     The ζ bars of all sets go to ``zeta_bars.png``; a figure that cannot be drawn is
     reported on stderr. Returns the written paths.
     """
+    from uqx.dataio.netcdf import atomic_write
     from uqx.report import diagnostic_figures
 
     written, used = [], set()
@@ -215,7 +216,8 @@ def write_plots(res, ds, directory) -> list:
                 print(f"uqx: note: {name}: figure {key} not drawn: {why}", file=sys.stderr)
                 continue
             path = directory / (f"{stem}_{key}.png" if stem else f"{key}.png")
-            path.write_bytes(png)
+            atomic_write(path, lambda tmp, png=png: tmp.write_bytes(png), what="figure",
+                         mkdir=False)
             written.append(path)
     return written
 
