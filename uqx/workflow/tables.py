@@ -161,6 +161,20 @@ def resolution_text(stat, low, high) -> str:
     return f"f <= {one(low, '{:.3g}')} or >= {one(high, '{:.3g}')}"
 
 
+def _p_range(pv, r) -> str:
+    """``"p 0.012-0.2 (N, fit, data)"``: the p-values of the members that take part."""
+    labels = [str(m) for m in pv["member"].values]
+    use = (r["member_plausible"].values.astype(bool) if "member_plausible" in r
+           else np.ones(len(labels), dtype=bool))
+    vals = pv.values[use]
+    names = ", ".join(lab for lab, k in zip(labels, use, strict=True) if k)
+    if not np.isfinite(vals).any():
+        return f"p not finite ({names})"
+    lo, hi = np.nanmin(vals), np.nanmax(vals)
+    text = f"{lo:.3g}" if lo == hi else f"{lo:.3g}-{hi:.3g}"
+    return f"p {text} ({names})"
+
+
 def _cond_name(c) -> str:
     return {"uE": "consistency (uE)"}.get(str(c), f"adaptivity ({c})")
 
@@ -306,9 +320,8 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                         f"{float(x['extrap_null_high'].sel(dist=d)):.{digits}f}]"
                         for d in dists
                     )
-                    if "extrap_p_value" in res and "data" in res["member"].values:
-                        p = float(x["extrap_p_value"].sel(member="data"))
-                        null += f"; p(data) = {p:.3g}"
+                    if "extrap_p_value" in res and "member" in res.dims:
+                        null += "; " + _p_range(x["extrap_p_value"], r)
                     rows.append({
                         "set": s, "cond": name, "route": f"{str(k).upper()} at zero bins",
                         "value": f"{a:.{digits}f} ± {2 * se:.{digits}f}",
@@ -320,9 +333,8 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                 routes = str(r["cond_routes"].item()) if "cond_routes" in r else ""
                 if not routes:  # e.g. too few points for a zero-bin fit on X
                     head = "no route could be tested"
-                elif "cond_p_value" in res and "data" in res["member"].values:
-                    head = f"min-p of {routes}; p(data) = " \
-                           f"{float(r['cond_p_value'].sel(member='data')):.3g}"
+                elif "cond_p_value" in res and "member" in res.dims:
+                    head = f"min-p of {routes}; " + _p_range(r["cond_p_value"], r)
                 rows.append({"set": s, "cond": name, "route": "headline", "value": "",
                              "interval": head, "verdict": str(r["cond_verdict"].item())})
     if not rows:
