@@ -199,3 +199,14 @@ def test_validate_plots_files_carry_their_captions(tmp_path, capsys):
     assert re.search(r"on \d+ equal-count bins of uE", text) and "analytic" in text
     with Image.open(tmp_path / "demo_inconsistent_calibration.png") as im:
         assert "not a statistic of the validation" in im.text["Description"]
+
+
+def test_parameters_table_says_the_bins_used(tmp_path):
+    rng = np.random.default_rng(4)
+    u = rng.uniform(0.5, 2.0, 300)
+    ds = uqx.from_arrays(u * rng.standard_normal(300), u, name="small300")
+    res = uqx.validate(ds, ["zms", "ence"], n_boot=100, n_mc=50, seed=1, conditional=False)
+    page = report(res, ds, figures=False)
+    assert "20 requested, 10 used" in page  # not a bare "20" beside a 10-bin ENCE
+    saved = report(res, None, figures=True, dpi=30)
+    assert "the LZISD bins and the extrapolation need only the result" in saved

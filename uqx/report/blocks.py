@@ -138,6 +138,20 @@ def _exceeded(res, i) -> list[str]:
     return [f"{k} = {v:.3g} > {lim[k]:g}" for k, v in vals.items() if v > lim[k]]
 
 
+def _bins_value(res) -> str:
+    """Give the bins of the binned statistics: requested, and used per set when fewer."""
+    requested = str(res.attrs["n_bins"])
+    if "n_bins_used" not in res:
+        return requested
+    used = {str(s): int(n) for s, n in zip(res["set"].values, res["n_bins_used"].values,
+                                           strict=True) if int(n) > 0}
+    if not used or all(n == int(res.attrs["n_bins"]) for n in used.values()):
+        return requested
+    if len(set(used.values())) == 1:
+        return f"{requested} requested, {next(iter(used.values()))} used"
+    return f"{requested} requested; used: " + ", ".join(f"{n} ({s})" for s, n in used.items())
+
+
 def header_blocks(res, title, has_data) -> list:
     """Build the title, the parameters and the inputs of the result."""
     a = res.attrs
@@ -151,7 +165,8 @@ def header_blocks(res, title, has_data) -> list:
             ("pop_min", "minimal points per bin"), ("nu", "\u03bd of t_s(\u03bd)"),
             ("extrapolation_preset", "zero-bin sweep preset"),
             ("extrapolation_n_mc", "calibrated copies for the extrapolation null")]
-    rows = [[label, str(a[k])] for k, label in keys if k in a] + [
+    rows = [[label, _bins_value(res) if k == "n_bins" else str(a[k])]
+            for k, label in keys if k in a] + [
         ["generative distributions D", ", ".join(str(d) for d in res["dist"].values)]]
     if "member" in res.dims:
         rows.append(["null family of the verdicts",
@@ -168,8 +183,9 @@ def header_blocks(res, title, has_data) -> list:
         blocks.append(Paragraph(f"Sources: {a['input_sources']}"))
     if not has_data:
         blocks.append(Note("Input data not given: the figures of the raw data (E vs uE, "
-                       "reliability, LZISD, calibration, confidence, distributions) are "
-                       "skipped; the \u03b6 bars and the extrapolation need only the result."))
+                       "reliability, calibration, confidence, distributions) are skipped; "
+                       "the \u03b6 bars, the LZISD bins and the extrapolation need only the "
+                       "result."))
     return blocks
 
 
