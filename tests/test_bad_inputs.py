@@ -262,6 +262,8 @@ def test_pop_min_message_names_the_given_value(files, capsys, monkeypatch):
      "--extrapolation-n-mc"),
     ("report res.nc -o r.html --n-boot 5 --stats zms --bins 3",
      "--stats, --n-boot, --bins set(s) up a validation, but res.nc is a saved result"),
+    (f"validate ok.csv {CLI_FAST} --no-cond --cond-b 5", "--cond-bins set(s) up"),
+    ("report res.nc -o r.html --n-b 5", "--n-boot set(s) up a validation"),
     ("validate ok.csv --stats ''", "--stats is empty"),
     ("validate ok.csv --stats=,", "--stats is empty"),
     ("validate ok.csv --stats zms,,rce", "empty name between commas"),

@@ -582,8 +582,16 @@ _VALIDATION_FLAGS = ("--stats", "--n-boot", "--n-mc", "--seed", "--nu", "--pop-m
 
 
 def _given(argv, flag: str) -> bool:
-    """Whether ``flag`` is on the command line (``--flag VALUE`` or ``--flag=VALUE``)."""
-    return any(a == flag or a.startswith(flag + "=") for a in argv)
+    """Tell whether ``flag`` is on the command line.
+
+    As ``--flag VALUE``, ``--flag=VALUE`` or an abbreviation that argparse accepted
+    (``--cond-b 5``).
+    """
+    for a in argv:
+        name = a.split("=", 1)[0]
+        if name.startswith("--") and len(name) > 3 and flag.startswith(name):
+            return True
+    return False
 
 
 def check_options(args, argv=()) -> None:
