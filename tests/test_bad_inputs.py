@@ -360,6 +360,15 @@ def test_series_are_paired_by_index():
         uqx.from_arrays(sE, pd.Series(u, index=np.arange(50) + 5))
 
 
+def test_labelled_dataarrays_are_paired_by_label():
+    E, u = np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 4.0])
+    a = xr.DataArray(E, dims="i", coords={"i": [0, 1, 2]})
+    b = xr.DataArray(u[::-1], dims="i", coords={"i": [2, 1, 0]})
+    assert uqx.from_arrays(a, b)["uE"].values.tolist() == u.tolist()
+    with pytest.raises(InputError, match="different indexes"):
+        uqx.from_arrays(a, xr.DataArray(u, dims="i", coords={"i": [5, 6, 7]}))
+
+
 def test_unnamed_extra_dimension_is_said():
     E, u, _ = _calibrated(M=50)
     ds = xr.Dataset({"E": (("run", "sample"), np.stack([E, E])),

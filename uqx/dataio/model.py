@@ -156,40 +156,52 @@ def from_arrays(
                    filters=filters)
 
 
-def _align_series(columns: dict, name: str) -> dict:
-    """Pair pandas Series by their index, not by position (None columns left out).
+def _labels(v):
+    """Return the labels of a pandas Series or an indexed 1-d DataArray (else None)."""
+    if hasattr(v, "index") and hasattr(v, "reindex") and getattr(v, "ndim", 0) == 1:
+        return v.index  # pandas Series
+    if isinstance(v, xr.DataArray) and v.ndim == 1 and v.dims[0] in v.indexes:
+        return v.indexes[v.dims[0]]
+    return None
 
-    Series with the same labels in another order are aligned on the index of the first
-    one; Series whose labels differ (or repeat) are refused: pairing them by position
-    would pair the wrong rows without a word.
+
+def _relabel(v, index):
+    """Return ``v`` (a Series or 1-d DataArray) in the order of ``index``."""
+    if isinstance(v, xr.DataArray):
+        return v.sel({v.dims[0]: index})
+    return v.reindex(index)
+
+
+def _align_series(columns: dict, name: str) -> dict:
+    """Pair labelled columns (pandas Series, indexed DataArrays) by label, not position.
+
+    Columns with the same labels in another order are aligned on the labels of the first
+    one; columns whose labels differ (or repeat) are refused: pairing them by position
+    would pair the wrong rows without a word. None columns are left out.
     """
     columns = {k: v for k, v in columns.items() if v is not None}
-    series = {k: v for k, v in columns.items()
-              if hasattr(v, "index") and hasattr(v, "reindex") and getattr(v, "ndim", 0) == 1}
-    if len(series) < 2:
+    labelled = {k: idx for k, v in columns.items() if (idx := _labels(v)) is not None}
+    if len(labelled) < 2:
         return columns
-    (k0, s0), *rest = series.items()
-    for key, ser in rest:
-        if ser.index.equals(s0.index):
+    (k0, i0), *rest = labelled.items()
+    for key, idx in rest:
+        if idx.equals(i0):
             continue
-        if not (s0.index.is_unique and ser.index.is_unique):
+        if not (i0.is_unique and idx.is_unique):
             raise InputError(
-                f"{name}: pandas Series {k0} and {key} have different indexes with repeated "
-                "labels: uqx cannot pair their rows; pass .to_numpy() of each (paired by "
-                "position) or give them the same index"
+                f"{name}: {k0} and {key} have different indexes with repeated labels: uqx "
+                "cannot pair their rows; pass .to_numpy() of each (paired by position) or "
+                "give them the same index"
             )
-        if len(ser.index) != len(s0.index) or not ser.index.sort_values().equals(
-                s0.index.sort_values()):
-            only = s0.index.difference(ser.index)
-            extra = ser.index.difference(s0.index)
+        if len(idx) != len(i0) or not idx.sort_values().equals(i0.sort_values()):
+            only, extra = i0.difference(idx), idx.difference(i0)
             raise InputError(
-                f"{name}: pandas Series {k0} and {key} have different indexes "
-                f"({len(only)} label(s) only in {k0}, {len(extra)} only in {key}): uqx "
-                "pairs rows by index label and will not guess; align them first (e.g. "
-                "pandas.concat([...], axis=1, join='inner')), or pass .to_numpy() to pair by "
-                "position"
+                f"{name}: {k0} and {key} have different indexes ({len(only)} label(s) only "
+                f"in {k0}, {len(extra)} only in {key}): uqx pairs rows by index label and "
+                "will not guess; align them first (e.g. pandas.concat([...], axis=1, "
+                "join='inner')), or pass .to_numpy() to pair by position"
             )
-        columns[key] = ser.reindex(s0.index)  # same labels, another order: pair by label
+        columns[key] = _relabel(columns[key], i0)  # same labels, another order
     return columns
 
 
