@@ -576,3 +576,30 @@ def test_moment_copies_from_a_binned_preparation_need_no_second_sort(monkeypatch
     got = simulate_reference(ds, ["zms", "rce"], prepared=binned, **kw)["draws"].values
     np.testing.assert_array_equal(got, want)
     assert not built
+
+
+def test_local_alternative_equals_brute_force_on_scaled_copies():
+    """The binned statistics under 'uE too small by f in the top bins' are those of the
+    same copies with the errors of the top 10 % of uE multiplied by f (slow twin)."""
+    from uqx.engine.resample import content_key, seed_sequence
+    from uqx.engine.resolution import TOP_FACTORS
+
+    M, n_mc, n_bins = 1000, 10, 20
+    base = _set(M, 5, "alt")
+    u, E = base["uE"].values, base["E"].values
+    ds = uqx.from_arrays(E, u, name="alt")
+    r = simulate_reference(ds, ["ence", "zmse"], dist="normal", n_mc=n_mc, seed=3,
+                           bins=n_bins, keep_draws=True, scheduler="synchronous")
+    assert r["draws_top"].shape == (1, 2, n_mc, TOP_FACTORS.size)
+    eps = draw_unit(seed_sequence(3, "sim", content_key(u), "N", 0), (n_mc, M), dist="normal")
+    us = np.sort(u, kind="stable")
+    top = np.arange(M) >= 900  # the top 2 of 20 equal bins
+    for q in (0, 40, TOP_FACTORS.size - 1):
+        f = TOP_FACTORS[q]
+        for k in range(n_mc):
+            want = _brute(us * eps[k] * np.where(top, f, 1.0), us, n_bins)
+            got = r["draws_top"].values[0, :, k, q]
+            np.testing.assert_allclose(got, [want["ence"], want["zmse"]], rtol=1e-9)
+    # at f = 1 the alternative is the null itself
+    np.testing.assert_allclose(r["draws_top"].values[0, :, :, 0], r["draws"].values[0],
+                               rtol=0.05)

@@ -10,6 +10,7 @@
 """
 
 import numpy as np
+import pytest
 
 import uqx
 from uqx.engine.mctest import pvalue_noise
@@ -122,3 +123,26 @@ def test_consistent_data_whose_shape_changes_with_u_are_not_rejected():
     # the data member accepts CC where the single-shape members reject it
     p = res["p_value"].sel(stat="cc").values
     assert np.mean(p[:, list(res["member"].values).index("data")] >= 0.05) >= 0.8
+
+
+def test_alternative_resolution_reads_80_percent_power():
+    from uqx.engine.resolution import alternative_resolution
+
+    rng = np.random.default_rng(3)
+    null = rng.standard_normal(4000)
+    deltas = np.linspace(0, 4, 81)
+    alt = rng.standard_normal(4000)[:, None] + deltas[None, :]
+    # one-sided test at 5 %: 80 % power at 1.645 + 0.842 = 2.49 sd
+    assert alternative_resolution(null, alt, deltas) == pytest.approx(2.49, abs=0.15)
+
+
+def test_consistency_statistics_state_their_local_resolution(rng):
+    """ENCE, ZMSE, ZVE: the top-decile factor they detect with 80 % power; at M = 2000 it
+    lies below the 1/0.6 = 1.67 of finding 6 (uE 40 % too small in the top decile)."""
+    u = np.sqrt(1 / rng.gamma(3, 1 / 3, 2000))
+    ds = uqx.from_arrays(u * rng.standard_normal(2000), u, name="cal")
+    res = uqx.validate(ds, ["ence", "zmse", "zve"], n_boot=200, n_mc=300, seed=2,
+                       conditional=False)
+    hi = res["resolution_high"].values[0]
+    assert np.all((hi > 1.1) & (hi < 1 / 0.6)), hi
+    assert uqx.result_table(res).loc[("cal", "zmse"), "resolution"].startswith("top 10 %")

@@ -31,7 +31,9 @@ import numpy as np
 
 from uqx.engine.mctest import ALPHA
 
-__all__ = ["POWER", "SCALE_MAPS", "RESOLUTION_KIND", "scale_resolution", "power_at"]
+__all__ = ["POWER", "SCALE_MAPS", "RESOLUTION_KIND", "scale_resolution", "power_at",
+           "TOP_QUANTILE", "TOP_FACTORS", "top_segments", "scale_top_sums",
+           "alternative_resolution"]
 
 #: Power at which the resolution is stated.
 POWER = 0.8
@@ -43,10 +45,17 @@ SCALE_MAPS = {
     "rce": lambda t, f: 1.0 - f * (1.0 - t),
     "mean_z": lambda t, b: t + b,
 }
-#: What the factor of each statistic's resolution means.
+#: What the factor of each statistic's resolution means (``top``: uE too small by the
+#: factor in the bins of uE above its :data:`TOP_QUANTILE` quantile only).
 RESOLUTION_KIND = {
     "zms": "scale", "var_z": "scale", "rce": "scale", "mean_z": "bias",
+    "ence": "top", "zmse": "top", "zve": "top", "uce": "top", "ence_sd": "top",
 }
+#: The local alternative of consistency: the uncertainties of the largest uE (where a
+#: user relies on uE to flag unreliable predictions) too small by a factor.
+TOP_QUANTILE = 0.9
+#: Factors of the local alternative at which the binned statistics' copies are evaluated.
+TOP_FACTORS = np.exp(np.linspace(0.0, np.log(3.0), 89)[1:])
 # candidate factors: scale on a log grid up to a factor 4, bias up to 2 uE
 _GRID = {
     "scale": (np.exp(np.linspace(0.0, np.log(4.0), 561)[1:]),
@@ -121,3 +130,85 @@ def scale_resolution(base: str, copies, *, alpha: float = ALPHA,
         hit = np.flatnonzero(pw >= power)
         out.append(float(grid[hit[0]]) if hit.size else np.nan)
     return out[0], out[1]
+
+
+def top_segments(seg, q: float = TOP_QUANTILE) -> np.ndarray:
+    """Bins of uE (segments of its sorted order) that start at or above its q-quantile.
+
+    Parameters
+    ----------
+    seg : array_like of int, shape (S + 1,)
+        Bin boundaries in the uE order.
+    q : float
+        Quantile (default :data:`TOP_QUANTILE`).
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (S,)
+        The top bins (at least the last one).
+    """
+    seg = np.asarray(seg, dtype=np.int64)
+    top = seg[:-1] >= np.floor(q * seg[-1]) - 0.5 * np.min(np.diff(seg))
+    top[-1] = True
+    return top
+
+
+def scale_top_sums(sums, top, f):
+    r"""Per-bin sums of copies whose errors are ``f`` times larger in the ``top`` bins.
+
+    The kernel's sums per bin are :math:`(\sum\epsilon^2, \sum(u\epsilon)^2,
+    \sum u\epsilon, \sum\epsilon)` (:func:`uqx.engine.copies.sim_rows`): errors
+    :math:`f\,u\,\epsilon` multiply the first two by :math:`f^2` and the others by
+    ``f``, so a calibrated copy becomes a copy of the alternative exactly.
+
+    Parameters
+    ----------
+    sums : numpy.ndarray, shape (k, S, 4)
+    top : numpy.ndarray of bool, shape (S,)
+    f : float
+
+    Returns
+    -------
+    numpy.ndarray, shape (k, S, 4)
+    """
+    out = np.array(sums, dtype=np.float64, copy=True)
+    out[:, top, :2] *= f * f
+    out[:, top, 2:] *= f
+    return out
+
+
+def alternative_resolution(null, alternative, factors, *, direction: int = 1,
+                           alpha: float = ALPHA, power: float = POWER) -> float:
+    """Smallest factor whose alternative copies the test rejects with ``power``.
+
+    Parameters
+    ----------
+    null : array_like, shape (n,)
+        The statistic on calibrated copies (the test's null).
+    alternative : array_like, shape (n, F)
+        The statistic on the same copies under the alternative at each factor.
+    factors : array_like, shape (F,)
+        The factors, increasing.
+    direction : {1, -1}
+        Side of the test (:data:`uqx.engine.mctest.DIRECTION`).
+    alpha, power : float
+
+    Returns
+    -------
+    float
+        NaN when no factor of the grid reaches the power.
+    """
+    t = np.sort(np.asarray(null, dtype=np.float64))
+    t = t[np.isfinite(t)]
+    alt = np.asarray(alternative, dtype=np.float64)
+    if t.size == 0 or alt.size == 0:
+        return np.nan
+    n = t.size
+    if direction > 0:
+        count = n - np.searchsorted(t, alt, side="left")  # copies >= alt
+    else:
+        count = np.searchsorted(t, alt, side="right")
+    p = (1 + count) / (1 + n)
+    pw = np.mean(np.where(np.isfinite(alt), p < alpha, False), axis=0)
+    hit = np.flatnonzero(pw >= power)
+    return float(np.asarray(factors)[hit[0]]) if hit.size else np.nan

@@ -25,7 +25,7 @@ from uqx.engine.mctest import (
     mc_pvalue_sides,
     pvalue_noise,
 )
-from uqx.engine.resolution import RESOLUTION_KIND, scale_resolution
+from uqx.engine.resolution import RESOLUTION_KIND, alternative_resolution, scale_resolution
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import (
     NOT_TESTED,
@@ -122,7 +122,8 @@ def papers_verdict(res, specs, i, j, labels):
                              labels)[0]
 
 
-def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None) -> xr.Dataset:
+def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
+                 alternative=None) -> xr.Dataset:
     """Step 4: one verdict per (set, stat): Monte-Carlo test over the null family.
 
     p-values of the estimate among its simulated calibrated values under every member
@@ -150,6 +151,10 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None) 
         statistic reads the side of :data:`uqx.engine.mctest.LIGHT_SIDE` on ``draws``
         (the heavy end of ν) and the other side on ``joint``
         (:func:`uqx.engine.mctest.mc_pvalue_sides`).
+    alternative : tuple, optional
+        ``(factors, values)``: the binned statistics on uE of the same copies with uE too
+        small by each factor in the top bins of uE (:func:`reference_step`); their
+        resolution is the smallest factor rejected with 80 % power.
 
     Returns
     -------
@@ -194,7 +199,14 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None) 
             with np.errstate(invalid="ignore"):
                 borderline[i, j] = bool(np.any(np.abs(pv[i, j, use[i]] - alpha)
                                                < 2 * pvalue_noise(pv[i, j], n.min(), alpha)))
-            if s.base in RESOLUTION_KIND:  # the least powerful member: the widest factors
+            if RESOLUTION_KIND.get(s.base) == "top":
+                if alternative is not None and np.isfinite(alternative[1][i, j]).any():
+                    f = [alternative_resolution(draws[i, j, m, :alternative[1].shape[3]],
+                                                alternative[1][i, j, m], alternative[0],
+                                                direction=d, alpha=alpha)
+                         for m in range(len(member_labels)) if use[i, m]]
+                    resolution[i, j, 1] = np.max(f) if np.isfinite(f).all() else np.nan
+            elif s.base in RESOLUTION_KIND:  # the least powerful member: the widest factors
                 lims = np.array([scale_resolution(s.base, draws[i, j, m], alpha=alpha)
                                  for m in range(len(member_labels)) if use[i, m]])
                 with np.errstate(invalid="ignore"):
@@ -215,12 +227,15 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None) 
         "resolution_low": (("set", "stat"), resolution[..., 0],
                            {"long_name": "smallest miscalibration below calibration that the "
                             "test detects with 80 % power: the factor f of errors f*uE "
-                            "(scale; mean_z: bias b of Z, in units of uE)",
+                            "(scale; mean_z: bias b of Z, in units of uE; binned "
+                            "statistics on uE: none)",
                             "power": 0.8}),
         "resolution_high": (("set", "stat"), resolution[..., 1],
                             {"long_name": "smallest miscalibration above calibration that the "
                              "test detects with 80 % power: the factor f of errors f*uE "
-                             "(scale; mean_z: bias b of Z, in units of uE)",
+                             "(scale; mean_z: bias b of Z, in units of uE; binned "
+                             "statistics on uE: errors f*uE in the bins of uE above its "
+                             "90th percentile only)",
                              "power": 0.8}),
         "valid": (("set", "stat"), valid, {"long_name": "1 valid, 0 invalid, NaN otherwise"}),
         "p_value": (("set", "stat", "member"), pv,

@@ -36,6 +36,7 @@ from uqx.engine.resample import (
     rows_for_budget,
     seed_sequence,
 )
+from uqx.engine.resolution import TOP_FACTORS, scale_top_sums, top_segments
 from uqx.engine.statistic import (
     BINNED_STATS,
     MOMENT_STATS,
@@ -268,9 +269,20 @@ def _sums_stats(out_seg, out_bin, eps, ss, specs):
     for cond, (lo, hi, u2, n) in ss.layout.items():
         sums = out_seg if lo is None else out_bin[:, lo:hi]
         S = copy_bin_features(sums, u2, n, tot[:, 2], ss.M)
-        for s in specs:
-            if s.family == "binned" and s.cond == cond:
-                out[s.name] = BINNED_STATS[s.base][0](S, n)
+        binned = [s for s in specs if s.family == "binned" and s.cond == cond]
+        for s in binned:
+            out[s.name] = BINNED_STATS[s.base][0](S, n)
+        if cond == "uE" and lo is None and binned:
+            # the same copies under the local alternative of consistency (uE too small
+            # by f in the top bins): the resolution of the binned statistics
+            top = top_segments(ss.seg)
+            alt = {s.name: np.empty((sums.shape[0], TOP_FACTORS.size)) for s in binned}
+            for q, f in enumerate(TOP_FACTORS):
+                sc = scale_top_sums(sums, top, f)
+                St = copy_bin_features(sc, u2, n, sc[:, :, 2].sum(axis=1), ss.M)
+                for s in binned:
+                    alt[s.name][:, q] = BINNED_STATS[s.base][0](St, n)
+            out.update({f"{k}{TOP_KEY}": v for k, v in alt.items()})
     if any(s.family == "rank" for s in specs):
         out["cc"] = cc_fixed_u(np.abs(eps * ss.u_sorted), ss.ru)
     return out
@@ -299,10 +311,26 @@ def _summarise_sims(computed, names, n_mc, level, keep_draws) -> xr.Dataset:
     data["n_nan"] = (("set", "stat"), n_nan)
     if draws is not None:
         data["draws"] = (("set", "stat", "mc"), draws)
+        alt = np.full(shape + (n_mc, TOP_FACTORS.size), np.nan)
+        found = False
+        for i, blocks in enumerate(computed):
+            for j, name in enumerate(names):
+                if f"{name}{TOP_KEY}" in blocks[0]:
+                    alt[i, j] = np.concatenate([b[f"{name}{TOP_KEY}"] for b in blocks])
+                    found = True
+        if found:
+            data["draws_top"] = (("set", "stat", "mc", "top_factor"), alt, {
+                "long_name": "simulated values with uE too small by top_factor in the bins "
+                             "of uE above its 90th percentile"})
+            return xr.Dataset(data, coords={"stat": names, "top_factor": TOP_FACTORS})
     return xr.Dataset(data, coords={"stat": names})
 
 
 _NO_WINDOWS = np.zeros((0, 2), dtype=np.int64)
+
+
+#: Key suffix of the statistics of the copies under the local alternative (``_sums_stats``).
+TOP_KEY = "@top"
 
 
 class _SimSet:

@@ -137,7 +137,10 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
         simulated values (set, stat, member, mc) of every tested statistic, every
         statistic of a copy computed on the same simulated data (the headlines and the
         family-wise step need that joint law); the same with the fitted member of the
-        two-sided statistics drawn at ``nu_two_sided`` (their own tests).
+        two-sided statistics drawn at ``nu_two_sided`` (their own tests); and
+        ``(factors, values)`` of the binned statistics on uE under the local alternative
+        of consistency (:mod:`uqx.engine.resolution`; values over (set, stat, member,
+        copy, factor)), or None.
     """
     S, K = boot.sizes["set"], len(specs)
     est = boot["estimate"].values[:, :K]
@@ -148,6 +151,7 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
     tested = [j for j, s in enumerate(specs) if s.base not in NOT_TESTED]
     sim_idx = [j for j in tested if simulate_all or np.all(kind[:, j] == "")]
     draws = np.full((S, K, len(members), n_mc), np.nan)
+    top, top_factors = None, None
     nulls = {}
     n_test = min(n_mc, N_TEST)
     names = [specs[j].name for j in tested]
@@ -183,6 +187,12 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
             r, hooked = r
             for i, arr in hooked.items():
                 nulls.setdefault(i, []).append(arr)
+        if "draws_top" in r:  # the binned statistics under the local alternative
+            if top is None:
+                top = np.full((S, K, len(members), n_test, r.sizes["top_factor"]), np.nan)
+                top_factors = r["top_factor"].values
+            for jj, j in enumerate(tested):
+                top[:, j, d] = r["draws_top"].values[:, jj, :n_test]
         for jj, j in enumerate(tested):
             m = n if j in full else n_test
             draws[:, j, d, :m] = r["draws"].values[:, jj, :m]
@@ -204,8 +214,9 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
                                            common=common)
     frag = _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx,
                             [lab for *_, lab in members[:D]])
+    alternative = None if top is None else (top_factors, top)
     return (frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
-            test_draws)
+            test_draws, alternative)
 
 
 def _heavy_end_draws(ds, specs, two, draws, d_fit, nu_two_sided, *, n_test, seed, level,

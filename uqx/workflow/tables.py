@@ -149,16 +149,32 @@ def resolution_text(stat, low, high) -> str:
     Returns
     -------
     str
-        ``"f <= 0.93 or >= 1.08"``, ``"bias <= -0.12 or >= 0.12"``, ``"beyond x4"`` when
-        out of reach, ``""`` for a statistic without a resolution.
+        ``"f <= 0.93 or >= 1.08"``, ``"bias <= -0.12 or >= 0.12"``, ``"top 10 % of uE:
+        f >= 1.4"`` (binned statistics on uE: uE too small by f in the bins above its 90th
+        percentile), ``"out of reach"`` beyond the grid, ``""`` without a resolution.
     """
     if not (np.isfinite(low) or np.isfinite(high)):
         return ""
     def one(x, fmt):
         return fmt.format(x) if np.isfinite(x) else "out of reach"
-    if str(stat).lower().startswith("mean_z"):
+    kind = resolution_kind(stat)
+    if kind == "bias":
         return f"bias <= {one(low, '{:.3g}')} or >= {one(high, '{:.3g}')}"
+    if kind == "top":
+        return f"top 10 % of uE: f >= {one(high, '{:.3g}')}"
     return f"f <= {one(low, '{:.3g}')} or >= {one(high, '{:.3g}')}"
+
+
+def resolution_kind(stat) -> str:
+    """Return the alternative of a statistic's resolution (``scale``, ``bias``, ``top``).
+
+    From :data:`uqx.engine.resolution.RESOLUTION_KIND`; ``''`` for none.
+    """
+    from uqx.engine.resolution import RESOLUTION_KIND
+
+    name = str(stat).lower()
+    base = name[:-2] if name.endswith(("_x", "_v")) else name
+    return RESOLUTION_KIND.get(base, "")
 
 
 def _p_range(pv, r) -> str:
@@ -368,9 +384,7 @@ def _stat_record(x, dists) -> dict:
     if "resolution_low" in x and np.isfinite(x["resolution_low"].item()) | np.isfinite(
             x["resolution_high"].item()):
         rec["resolution"] = {"low": _num(x["resolution_low"]), "high": _num(x["resolution_high"]),
-                             "power": 0.8,
-                             "kind": "bias" if str(x["stat"].item()).startswith("mean_z")
-                             else "scale"}
+                             "power": 0.8, "kind": resolution_kind(x["stat"].item())}
     if rec["verdict"] == "inconclusive" and "verdict_reason" in x:
         rec["verdict_reason"] = str(x["verdict_reason"].item())
     if rec["reference_kind"] == "simulated" and "zeta_sim" in x:

@@ -384,7 +384,7 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     members, nu_fit, nu_two, kappa, plausible = null_family(
         cfg.nu, tails, None if streamed else sets,
         M=ds["M"].values if "M" in ds else np.full(len(sets), ds.sizes["sample"]))
-    refs, nulls, draws, test_draws = reference_step(
+    refs, nulls, draws, test_draws, alternative = reference_step(
         ds, specs, boot, notes, n_mc=n_mc, seed=cfg.seed, level=cfg.level, nu=cfg.nu,
         simulate_all=cfg.simulate_all, common=common, members=members, hooks=hooks,
         nu_two_sided=nu_two)
@@ -400,7 +400,8 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
                      "data's kappa_cs of Z^2 (uqx.engine.mctest.plausible_members)"})
     res = res.assign_coords(member=labels)
     res = res.merge(verdict_step(res, specs, notes, test_draws, labels, level=cfg.level,
-                                 joint=draws if test_draws is not draws else None))
+                                 joint=draws if test_draws is not draws else None,
+                                 alternative=alternative))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
                                      "within the bins of uE unless streamed)"})
