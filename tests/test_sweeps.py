@@ -342,7 +342,7 @@ def test_cli_sweep(cli, tmp_path, capsys):
     assert cli(["sweep", "appendix-b", "--M", "", "-o", str(tmp_path / "c.nc")]) == 2
     assert "empty" in capsys.readouterr().err
     assert cli(["sweep", "pval", "--scenario", "TIG", "--nu", "1.5"]) == 2
-    assert "nu_D must be > 2" in capsys.readouterr().err
+    assert "--nu must be > 2" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli(["sweep", "no-such-study"])
 

@@ -401,6 +401,11 @@ def open_dataset(
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: cannot read as NetCDF ({exc})") from None
     wanted = {"E": E, "uE": uE, "X": X, "V": V}
+    if E not in raw.variables and "estimate" in raw.variables and (
+            "verdict" in raw.variables or "replicate" in raw.dims):
+        raw.close()
+        raise InputError(f"{path} is a saved uqx result, not input data: read it with "
+                         "uqx.read_netcdf (or `uqx show` / `uqx report` on the command line)")
     cols, dim = {}, None
     for key, var in wanted.items():
         if var is None:

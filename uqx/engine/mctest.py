@@ -711,7 +711,7 @@ def kappa_cs_z2_local(E, uE, n_bins: int | None = None) -> float:
         the scaled Z², sorted in place).
     """
     from uqx.engine.binning import equal_count_edges, stable_order
-    from uqx.engine.defaults import local_bins
+    from uqx.engine.defaults import POP_MIN, local_bins
     from uqx.engine.stats.tailedness import sorted_tailedness
 
     E = np.asarray(E, dtype=np.float64)
@@ -722,7 +722,9 @@ def kappa_cs_z2_local(E, uE, n_bins: int | None = None) -> float:
     for lo in range(0, M, 1 << 20):  # no third array of M values
         z[lo:lo + (1 << 20)] /= u[order[lo:lo + (1 << 20)]]
     del order
-    edges = equal_count_edges(M, local_bins(M) if n_bins is None else int(n_bins))
+    nb = local_bins(M) if n_bins is None else int(n_bins)
+    # fewer rows than a bin's minimum: one bin (Z scaled on the whole set)
+    edges = equal_count_edges(M, nb) if M >= POP_MIN else np.array([0, M])
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         if hi > lo:
             seg = z[lo:hi]

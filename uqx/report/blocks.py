@@ -191,9 +191,15 @@ def header_blocks(res, title, has_data) -> list:
 
 def _stat_cell(r, st, label, dists) -> Cell:
     """Cell of the statistics overview: verdict, estimate [BCa interval], ζ (per D)."""
+    from uqx.workflow.tables import resolution_text
+
     x = r.sel(stat=st)
     text, cls, _ = _verdict_cell(label)
     text += (f"\n{_num(x['estimate'], 3)} [{_num(x['ci_low'], 3)}, {_num(x['ci_high'], 3)}]")
+    if "resolution_low" in x and str(x["verdict"].item()) != "invalid":
+        res_text = resolution_text(st, float(x["resolution_low"]), float(x["resolution_high"]))
+        if res_text:  # what a valid or an inconclusive could have seen (80 % power)
+            text += f"\nresolution (80 % power): {res_text}"
     if str(x["reference_kind"].item()) == "simulated" and "zeta_sim" in x:
         zetas = (f"\u03b6_{d} {_num(x['zeta_sim'].sel(dist=d), 3)}" for d in dists)
         return Cell(text + "\n" + ", ".join(zetas), cls)
@@ -222,9 +228,11 @@ def summary_blocks(res, table) -> list:
         over.append(name[:1] + [_stat_cell(r, st, table.loc[(s, st), "verdict"], dists)
                                 for st in stats])
     return [Heading(2, "Verdicts", "verdicts"), Table(header + ["tailedness"], rows),
-            Paragraph("Every statistic: verdict, estimate [BCa interval] and \u03b6 (\u03b6_BS "
-             "for a predefined reference, \u03b6_Sim per generative distribution D "
-             "otherwise)."),
+            Paragraph("Every statistic: verdict, estimate [BCa interval], the resolution of "
+             "a valid or inconclusive test (the smallest miscalibration it detects with "
+             "80 % power: a scale f of uE, a bias of Z, or uE too small by f in the top "
+             "10 % of uE) and \u03b6 (\u03b6_BS for a predefined reference, \u03b6_Sim "
+             "per generative distribution D otherwise)."),
             Table(["data set", *[st.upper() for st in stats]], over)]
 
 

@@ -42,7 +42,12 @@ from datetime import UTC, datetime
 import numpy as np
 import xarray as xr
 
-from uqx._checks import check_stats_argument, is_lazy
+from uqx._checks import (
+    check_stats_argument,
+    is_lazy,
+    small_sample_note,
+    small_settings_note,
+)
 from uqx._version import __version__
 from uqx.dataio.model import (
     InputError,
@@ -366,10 +371,14 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     common = cfg.binned
     used = _binning_used(sets, specs, bins=cfg.bins, binning=cfg.binning,
                          pop_min=cfg.pop_min, notes=notes)
-    for i in range(len(sets)):
+    small = small_settings_note(cfg.n_boot, cfg.n_mc)
+    for i, sd in enumerate(sets):
         n = int(ds["n_dropped"].values[i]) if "n_dropped" in ds else 0
         if n:
             notes.set(i, f"{n} row(s) dropped by filters")
+        for text in (small, small_sample_note(sd.name, sd.M)):
+            if text:
+                notes.set(i, text)
     tails = _tailedness_step(sets, specs, notes)
     boot = _bootstrap_step(ds, specs, notes, n_boot=cfg.n_boot, level=cfg.level,
                            seed=cfg.seed, common=common)
