@@ -302,3 +302,14 @@ def test_stats_header_states_the_bins_used(capsys, tmp_path):
     assert "requested" not in err
     rc, out, err = run(capsys, "stats", csv, "--bins", "20")
     assert rc == 0 and "20 bins requested, 10 used" in err
+
+
+def test_sweep_progress_bar_is_labelled():
+    from uqx.progress import step_name
+
+    assert step_name(["compute_blocks-3f2a1b", ("compute_blocks-77aa", 0)]) == "blocks of cells"
+    import inspect
+
+    from uqx.sweeps import engine
+
+    assert 'label=f"uqx sweep {study.name}"' in inspect.getsource(engine.run_sweep)

@@ -30,6 +30,7 @@ STEP_NAMES = {
     "reduce1": "streamed statistics",
     "reduce2": "streamed statistics",
     "moment_sums": "statistics",
+    "compute_blocks": "blocks of cells",
 }
 
 

@@ -285,7 +285,7 @@ def _distributed(client, tasks, index, run_dir, quiet):
     return results
 
 
-def _compute(tasks, index, scheduler, num_workers, quiet, run_dir):
+def _compute(tasks, index, scheduler, num_workers, quiet, run_dir, label=None):
     import dask
 
     from uqx.progress import progress_bar
@@ -300,7 +300,7 @@ def _compute(tasks, index, scheduler, num_workers, quiet, run_dir):
     kw = {"scheduler": scheduler or "threads"}
     if num_workers and kw["scheduler"] in ("threads", "processes"):
         kw["num_workers"] = int(num_workers)
-    with progress_bar(quiet=quiet):
+    with progress_bar(quiet=quiet, label=label):
         (out,) = dask.compute(tasks, **kw)
     return out
 
@@ -349,7 +349,8 @@ def run_sweep(study: Study, *, chunk_size: int | None = None, scheduler=None,
     # local schedulers: each task saves its blocks; distributed: the client does
     tasks, index = _tasks(study, todo, run_dir if local else None, chunk_size, _stop_after)
     if tasks:
-        results = _compute(tasks, index, scheduler, num_workers, quiet, run_dir)
+        results = _compute(tasks, index, scheduler, num_workers, quiet, run_dir,
+                           label=f"uqx sweep {study.name}")
         for (ci, grp), res in zip(index, results, strict=True):
             for b, values in zip(grp, res, strict=True):
                 done[(ci, b)] = values

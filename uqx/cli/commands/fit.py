@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 from uqx.cli.commands._common import HelpFormatter, fmt, load_inputs, note, print_df
 
@@ -103,7 +104,11 @@ def run(args) -> int:
         uE_is_variance=args.uE_is_variance,
         drop_nonfinite=args.drop_nonfinite,
     )
-    res = fit_sets(ds, optimizer=args.optimizer)
+    with warnings.catch_warnings():  # the notes are printed below, as uqx notes
+        warnings.simplefilter("ignore", UserWarning)
+        res = fit_sets(ds, optimizer=args.optimizer)
+    for text in filter(None, str(res.attrs.get("notes", "")).split("\n")):
+        note(args, f"uqx: warning: {text}")
     dropped = (ds["n_dropped"].values if "n_dropped" in ds
                else np.zeros(ds.sizes.get("set", 1), dtype=int))
     dropped = np.atleast_1d(dropped).astype(int)
