@@ -97,7 +97,8 @@ labels = list(sets["label"].values)
 # %%
 fits = fit_sets(sets)
 res = uqx.validate(sets, ["zms", "cc", "ence", "zmse"], n_boot=N_BOOT, n_mc=N_MC, seed=2024,
-                   bins=20, simulate_all=True, conditional=False)
+                   bins=20, simulate_all=True, conditional=False,
+                   ties="file-order")  # the papers' R convention: ties in file order
 
 # Published Table II of paper 000 (calibrated, failed RCE, beta_GM(u), k, theta, nu_eff):
 # citations; NaN = not reported (bad IG fit or non-representative beta_GM).

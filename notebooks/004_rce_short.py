@@ -101,7 +101,8 @@ print(table_1.round(4).to_string())
 # `uqx.workflow.tables.paper_table_iv` gives the columns of the paper.
 
 # %%
-res = uqx.validate(sets, ["rce", "zms"], n_boot=N_BOOT, seed=2024, conditional=False)
+res = uqx.validate(sets, ["rce", "zms"], n_boot=N_BOOT, seed=2024, conditional=False,
+                   ties="file-order")  # the papers' R convention
 table_2 = paper_table_iv(res)
 
 # Published Table 2 of paper 004 (estimate, bias, CI low, CI high, zeta): citations.

@@ -190,7 +190,8 @@ def test_table_iv_rendering(table_iv):
 
 def _run_table_a(paper_sets, n_mc, seed=1):
     return validate(paper_sets, ["zms", "cc", "ence", "zmse"], n_boot=1000, n_mc=n_mc,
-                    seed=seed, simulate_all=True, bins=20, conditional=False)
+                    seed=seed, simulate_all=True, bins=20, conditional=False,
+                    ties="file-order")
 
 
 def _check_references(res, n_mc):

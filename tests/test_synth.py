@@ -150,7 +150,11 @@ def test_primer_table_i_average_calibration(cases):
     verdict = r["verdict"].to_pandas()
     for k in "ABEF":
         assert verdict.loc[k].tolist() == ["valid", "valid"], k
-    assert verdict.loc["C"].tolist() == ["invalid", "valid"]
+    # C: Z = E/u with u unrelated to E has tails far beyond the safety limits (kappa_cs of
+    # Z^2 near 90): the verdict declines ZMS with that reason; the papers' zeta rule fails it
+    assert verdict.loc["C"].tolist() == ["inconclusive", "valid"]
+    assert "safety limit" in str(r["verdict_reason"].sel(set="C", stat="zms").item())
+    assert str(r["zeta_verdict"].sel(set="C", stat="zms").item()) == "invalid"
     assert verdict.loc["D"].tolist() == ["invalid", "invalid"]
 
 
