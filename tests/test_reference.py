@@ -362,7 +362,7 @@ def test_simulated_statistics_equal_brute_force_on_same_draws(dist):
         from uqx.engine.mctest import local_windows, standardised_z_local
 
         seg = make_bins(u, n_bins).edges
-        groups = np.array([0, 500, 1000])  # windows of >= 500 points (LOCAL_WINDOW)
+        groups = np.array([0, 250, 500, 750, 1000])  # M // 4 points, at least 100
         np.testing.assert_array_equal(local_windows(seg)[0], groups)
         local = standardised_z_local((E / u)[o], groups)
         state = stream_state(seed_sequence(9, "sim", key, label, 0))

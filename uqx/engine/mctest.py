@@ -50,6 +50,7 @@ __all__ = [
     "standardised_z_local",
     "local_windows",
     "LOCAL_WINDOW",
+    "LOCAL_WINDOW_MIN",
     "NU_MIN",
     "direction_of",
     "mc_pvalue",
@@ -165,11 +166,17 @@ def standardised_z_local(z_sorted, seg) -> np.ndarray:
         return np.where(scale > 0, z / scale, 0.0)
 
 
-#: Fewest points of a window of the local "data" member (:func:`local_windows`): the bins
-#: of uE are grouped until a group holds this many, so that a group standardised on
-#: itself keeps the tails of the errors (a bin of 25 points standardised on itself loses
-#: its extremes and the copies' binned statistics come out too narrow).
+#: Points of a window of the local "data" member (:func:`local_windows`): the bins of uE
+#: are grouped until a group holds ``min(LOCAL_WINDOW, M // 4)`` points, and never fewer
+#: than :data:`LOCAL_WINDOW_MIN`, so that a group standardised on itself keeps the tails
+#: of the errors (a bin of 25 points standardised on itself loses its extremes and the
+#: copies' binned statistics come out too narrow) while a set of a few hundred points
+#: still gets several windows (one window cannot follow a shape that changes with uE:
+#: CC was then ``invalid`` on 41.5 % of consistent sets of 500 whose errors are normal
+#: below the median of uE and t_s(4) above).
 LOCAL_WINDOW = 500
+#: The fewest points of a window of the local "data" member.
+LOCAL_WINDOW_MIN = 100
 
 
 def local_windows(seg, min_points: int = None):
@@ -180,8 +187,8 @@ def local_windows(seg, min_points: int = None):
     seg : array_like of int, shape (S + 1,)
         Bin boundaries in the uE order.
     min_points : int, optional
-        Fewest points of a window (default :data:`LOCAL_WINDOW`); the last window takes
-        a smaller remainder.
+        Fewest points of a window (default ``max(LOCAL_WINDOW_MIN, min(LOCAL_WINDOW,
+        M // 4))``, M the number of rows); the last window takes a smaller remainder.
 
     Returns
     -------
@@ -190,8 +197,10 @@ def local_windows(seg, min_points: int = None):
     win : numpy.ndarray of int64, shape (S, 2)
         The window [lo, hi) of every bin.
     """
-    min_points = LOCAL_WINDOW if min_points is None else int(min_points)
     seg = np.asarray(seg, dtype=np.int64)
+    if min_points is None:
+        min_points = max(LOCAL_WINDOW_MIN, min(LOCAL_WINDOW, int(seg[-1]) // 4))
+    min_points = int(min_points)
     bounds = [int(seg[0])]
     for b in seg[1:-1]:
         if b - bounds[-1] >= min_points and seg[-1] - b >= min_points:
