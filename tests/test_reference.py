@@ -493,8 +493,10 @@ def test_moment_references_stream_bitwise_and_equal_their_twin(monkeypatch, dist
     label = {"normal": "N", "t": "T5", "data": "data"}[dist]
     key = content_key(E, u) if dist == "data" else content_key(u)  # N, t: uE alone
     z = E / u
-    pool = z / np.sqrt(np.sum(z * z) / M)  # the pool of the streamed route
+    z = z - np.sum(z) / M  # the pool of the streamed route: centred, unit mean square
+    pool = z / np.sqrt(np.sum(z * z) / M)
     assert np.allclose(pool, standardised_z(E, u), rtol=1e-13)
+    assert abs(np.mean(pool)) < 1e-12 and np.mean(pool**2) == pytest.approx(1.0)
     groups = [(lo, min(lo + 1000, M)) for lo in range(0, M, 1000)]
     for blk in range(2):
         nb = min(R.SIM_BLOCK, n_mc - blk * R.SIM_BLOCK)

@@ -186,17 +186,22 @@ def _u_sums(col_u, lo, hi):
 
 
 def _stream_pool(E, u, M):
-    r"""Build the data's z-scores at unit mean square, :math:`z/\sqrt{\langle z^2\rangle}`.
+    r"""Build the data's z-scores centred and at unit mean square (:func:`standardised_z`).
 
     Group by group (8 bytes a row: the ``"data"`` member resamples the whole set).
     """
     pool = np.empty(M)
-    s = 0.0
+    t = 0.0
     for lo in range(0, M, SIM_GROUP_ROWS):
         hi = min(lo + SIM_GROUP_ROWS, M)
         z = read_rows(E, lo, hi) / read_rows(u, lo, hi)
         pool[lo:hi] = z
-        s += float(np.sum(z * z))
+        t += float(np.sum(z))
+    pool -= t / M  # centred, as uqx.engine.mctest.standardised_z
+    s = 0.0
+    for lo in range(0, M, SIM_GROUP_ROWS):
+        hi = min(lo + SIM_GROUP_ROWS, M)
+        s += float(np.sum(pool[lo:hi] * pool[lo:hi]))
     pool /= np.sqrt(s / M)
     return pool
 

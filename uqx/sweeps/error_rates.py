@@ -70,7 +70,7 @@ DEFAULT_DESIGNS = tuple(f"{u}_{e}" for u in ("ig3", "ig6", "ig20")
 SCENARIOS = ("calibrated", "scale0.8", "scale1.25", "scale0.9", "scale1.1", "gamma0.5",
              "x-variance", "shift0.2", "top0.6")
 #: Designs beyond the named grid that issue 21 names: tied uE (five levels, rows sorted
-#: by |E|), t_s(2.5) errors (beyond the safety limits), an error shape that changes with
+#: by ``|E|``), t_s(2.5) errors (beyond the safety limits), an error shape that changes with
 #: uE (normal below the median of uE, t_s(4) above: consistent in variance).
 ISSUE21_DESIGNS = ("tied5_normal", "tied5_t6", "ig6_t2.5", "ig6_mixed")
 CONVENTIONS = ("n_boot", "n_mc", "power_M", "power_designs")
@@ -114,7 +114,7 @@ def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int):
     u and X are drawn once per block of :data:`BLOCK` sets of a (design, M), for every
     scenario (the sets of a block share them, and so the copies of the members that
     look at uE alone); ε on the set's own stream, keyed by (design, M, scenario, index).
-    ``tied5`` designs return their rows sorted by |E| (the order that split tie groups
+    ``tied5`` designs return their rows sorted by ``|E|`` (the order that split tie groups
     by the size of the errors before rows were put in content order).
 
     Parameters
