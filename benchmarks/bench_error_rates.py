@@ -47,6 +47,8 @@ def main(argv=None) -> int:
                         "sets per cell")
     p.add_argument("--M", default=None,
                    help="with --report-grid: comma-separated sizes instead of 200,500,2000")
+    p.add_argument("--n-datasets", type=int, default=None,
+                   help="with --report-grid: sets per cell instead of 200 (size) / 100 (power)")
     p.add_argument("--seed", type=int, default=None,
                    help="with --report-grid: root seed instead of 21 (size) / 22 (power)")
     p.add_argument("-o", "--output", default=None, help="archive (NetCDF)")
@@ -95,6 +97,8 @@ def main(argv=None) -> int:
             opts["power_M"] = opts["M"]
     if args.report_grid and args.seed is not None:
         opts["seed"] = args.seed
+    if args.report_grid and args.n_datasets:
+        opts["n_datasets"] = args.n_datasets
     t = time.perf_counter()
     ds = error_rates(**opts, n_boot=1000, n_mc=500, scheduler="processes",
                      num_workers=args.workers, output=args.output, resume=args.resume,
