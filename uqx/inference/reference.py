@@ -386,18 +386,18 @@ class _SimSet:
             offs.append(off)
             self.layout[c] = (off, off + n.size, np.bincount(bin_of, u2, n.size), n)
             off += n.size
-        order = b = where = None  # free before the log pass
-        np.log(u2, out=u2)  # ln u² in place of u² (its last use): one M temporary less
-        self.sum_lnu2 = float(np.sum(u2))
-        self.n_extra = off
-        # the "data" member within the bins of uE: their own standardised z-scores
+        # the "data" member within windows of bins of uE: their own standardised z-scores,
+        # in the uE order already taken (no second sort)
         self.pool_local, self.win = None, _NO_WINDOWS
         if pool and self.seg.size > 2:
             from uqx.engine.mctest import local_windows, standardised_z_local
 
-            o = stable_order(sd.uE)
             groups, self.win = local_windows(self.seg)
-            self.pool_local = standardised_z_local(sd.E[o] / sd.uE[o], groups)
+            self.pool_local = standardised_z_local(sd.E[order] / self.u_sorted, groups)
+        order = b = where = None  # free before the log pass
+        np.log(u2, out=u2)  # ln u² in place of u² (its last use): one M temporary less
+        self.sum_lnu2 = float(np.sum(u2))
+        self.n_extra = off
         self.binid = np.ascontiguousarray(np.stack(ids)) if ids else np.zeros((0, 1), np.int32)
         self.boff = np.array(offs, dtype=np.int64)
 
