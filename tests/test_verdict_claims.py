@@ -160,3 +160,26 @@ def test_bias_of_a_fifth_of_uE_is_invalid():
     res = uqx.validate(uqx.stack(sets), n_boot=200, n_mc=300, seed=1, conditional=False)
     assert "mean_z" in res["stat"].values
     assert set(res["verdict"].sel(stat="mean_z").values) == {"invalid"}
+
+
+def test_demo_headlines_match_each_set_description():
+    """`make demo`: the data set of each row says what it is, and the verdicts agree.
+
+    Fewer copies than the demo's defaults (500 instead of 10 000), so a p-value near 0.05
+    could move; every headline checked here sits far from it on the demo's own sets.
+    """
+    ds = demo_sets()
+    r = uqx.validate(ds, ["zms", "rce", "cc", "ence", "zmse"], n_boot=500, n_mc=500, seed=1)
+    head = r["cond_verdict"].to_pandas()
+    zms = r["verdict"].sel(stat="zms").to_pandas()
+    assert zms["calibrated"] == "valid" and head.loc["calibrated"].tolist() == ["valid"] * 2
+    for name in ("overconfident", "underconfident"):
+        assert zms[name] == "invalid" and head.loc[name, "uE"] == "invalid"
+    assert head.loc["inconsistent", "uE"] == "invalid"
+    # the variance of E grows with X, its mean over X is u²: consistent, not adaptive
+    assert head.loc["nonadaptive", "uE"] == "valid"
+    assert head.loc["nonadaptive", "X"] == "invalid"
+    assert r["verdict"].sel(set="nonadaptive", stat="cc").item() == "valid"
+    # calibrated, heavy-tailed: never rejected
+    assert "invalid" not in r["verdict"].sel(set="heavy_tailed").values
+    assert "invalid" not in head.loc["heavy_tailed"].tolist()
