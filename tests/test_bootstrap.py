@@ -25,7 +25,12 @@ from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.resample import BootstrapPlan
 from uqx.engine.statistic import BinningConfig, parse_stat
 from uqx.engine.stats.correlation import spearman_cc
-from uqx.inference.bootstrap import bootstrap, bootstrap_per_bin, bootstrap_set
+from uqx.inference.bootstrap import (
+    bootstrap,
+    bootstrap_per_bin,
+    bootstrap_samples,
+    bootstrap_set,
+)
 
 # ---------------------------------------------------------------- brute-force twins
 
@@ -498,22 +503,49 @@ def test_bad_input_raises_input_error(two_sets):
         bootstrap_set(E, u[:-1], ["zms"], n_boot=10)  # length mismatch
 
 
-def test_bootstrap_set_ignores_nan_padding_and_takes_a_single_name(two_sets):
+def test_bootstrap_set_checks_its_arrays_and_takes_a_single_name(two_sets):
     E, u, X = (two_sets[0][k].values for k in ("E", "uE", "X"))
     pad = np.full(7, np.nan)
     kw = dict(n_boot=200, seed=3, name="alpha", bins=6, keep_replicates=True)
     ref = bootstrap_set(E, u, ["zms", "ence", "zmse_X"], X=X, **kw)
-    # NaN padding (as in a row of a stacked set) is dropped, as iter_sets does; this used
-    # to crash the interpreter (out-of-bounds read in the numba binning kernel)
-    got = bootstrap_set(
-        np.r_[E, pad], np.r_[u, pad], ["zms", "ence", "zmse_X"], X=np.r_[X, pad], **kw
-    )
+    assert ref.n_dropped == 0
+    # arrays go through the checks of from_arrays: NaN/inf rows are an error naming the
+    # column, the count and the rows (they used to be dropped without a word; before that,
+    # NaN padding crashed the interpreter in the numba binning kernel)
+    padded = dict(X=np.r_[X, pad], **kw)
+    with pytest.raises(uqx.InputError, match=r"alpha: 7 value\(s\) of E .* NaN or infinite"):
+        bootstrap_set(np.r_[E, pad], np.r_[u, pad], ["zms", "ence", "zmse_X"], **padded)
+    with pytest.raises(uqx.InputError, match=r"1 value\(s\) of uE \(0-based rows 2\).*"
+                       "NaN or infinite"):
+        bootstrap_set(E, np.r_[u[:2], np.inf, u[3:]], ["zms"], **kw)
+    with pytest.raises(uqx.InputError, match=r"1 value\(s\) of X .* NaN or infinite"):
+        bootstrap_set(E, u, ["zmse_X"], **{**kw, "X": np.r_[X[:-1], np.nan]})
+    for bad in (0.0, -1.0):
+        with pytest.raises(uqx.InputError, match=r"1 value\(s\) of uE \(0-based rows 4\) "
+                           "are <= 0"):
+            bootstrap_set(E, np.r_[u[:4], bad, u[5:]], ["zms"], **kw)
+    # the documented drop option drops them and reports the count (warning, n_dropped)
+    with pytest.warns(UserWarning, match=rf"alpha: dropped 7 row\(s\) .*; {E.size} row"):
+        got = bootstrap_set(np.r_[E, pad], np.r_[u, pad], ["zms", "ence", "zmse_X"],
+                            drop_nonfinite=True, **padded)
+    assert got.n_dropped == 7
     for s in ref:
         for f in FIELDS + ["replicates"]:
             np.testing.assert_array_equal(got[s][f], ref[s][f], err_msg=f"{s} {f}")
     one = bootstrap_set(E, u, "zms", **kw)  # a str is one statistic name
     assert list(one) == ["zms"]
     np.testing.assert_array_equal(one["zms"]["replicates"], ref["zms"]["replicates"])
+
+
+def test_bootstrap_samples_checks_each_sample():
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal(20)
+    ok = (v, np.ones_like(v))
+    with pytest.raises(uqx.InputError, match=r"sample1: 1 value\(s\) of E .* NaN"):
+        bootstrap_samples([ok, (np.r_[v[:-1], np.nan], np.ones_like(v))], "rmse",
+                          n_boot=10, seed=1)
+    with pytest.raises(uqx.InputError, match=r"sample0: .* of uE .* are <= 0"):
+        bootstrap_samples([(v, np.r_[0.0, np.ones(19)])], "rmse", n_boot=10, seed=1)
 
 
 def test_set_evaluator_rejects_non_finite_or_ragged_input():

@@ -26,9 +26,11 @@ import dask
 import numpy as np
 import xarray as xr
 
+from uqx._checks import check_columns, is_lazy
 from uqx.dataio.model import (
     InputError,
     SetData,
+    _as_1d,
     as_stacked,
     iter_sets,
 )
@@ -126,24 +128,33 @@ def _parse_stats(stats):
     return [parse_stat(s) for s in stats]
 
 
-def _set_from_arrays(name, E, uE, X, V):
-    """SetData of 1-d arrays; pairs with NaN/inf in E or uE are dropped, as in iter_sets."""
-    arrs = {}
-    for key, v in (("E", E), ("uE", uE), ("X", X), ("V", V)):
-        if v is not None:
-            arrs[key] = np.asarray(v, dtype=np.float64)
-            if arrs[key].ndim != 1:
-                raise InputError(f"{key} must be one-dimensional, got shape {arrs[key].shape}")
-    sizes = {k: a.size for k, a in arrs.items()}
+def _set_from_arrays(name, E, uE, X, V, *, drop_nonfinite=False):
+    """SetData of 1-d arrays, through the input checks of :func:`uqx.from_arrays`.
+
+    NaN/inf in any given column raise :class:`InputError` (count and first rows named),
+    as do ``uE <= 0``, fewer than 2 rows, a length mismatch or non-numeric data. With
+    ``drop_nonfinite`` the rows with NaN/inf are dropped and their count is reported by a
+    :class:`UserWarning` (never silently).
+
+    Returns
+    -------
+    sd : SetData
+    n_dropped : int
+    """
+    name = str(name)
+    given = {k: v for k, v in (("E", E), ("uE", uE), ("X", X), ("V", V)) if v is not None}
+    cols = {k: _as_1d(v, k, name) for k, v in given.items()}
+    sizes = {k: v.shape[0] for k, v in cols.items()}
     if len(set(sizes.values())) != 1:
-        raise InputError(f"length mismatch between arrays: {sizes}")
-    valid = np.isfinite(arrs["E"]) & np.isfinite(arrs["uE"])
-    extra = {}
-    for key in ("X", "V"):
-        if key in arrs:
-            a = arrs[key][valid]
-            extra[key] = a if np.isfinite(a).all() else None
-    return SetData(str(name), arrs["E"][valid], arrs["uE"][valid], **extra)
+        desc = ", ".join(f"{k}={n}" for k, n in sizes.items())
+        raise InputError(f"{name}: length mismatch between columns ({desc})")
+    cols, n_dropped, _ = check_columns(cols, name, drop_nonfinite=drop_nonfinite)
+    if n_dropped:
+        warnings.warn(f"{name}: dropped {n_dropped} row(s) with NaN or infinite values "
+                      f"(drop_nonfinite=True); {int(cols['E'].shape[0])} row(s) left",
+                      UserWarning, stacklevel=3)
+    cols = {k: np.asarray(v.compute() if is_lazy(v) else v) for k, v in cols.items()}
+    return SetData(name, cols["E"], cols["uE"], X=cols.get("X"), V=cols.get("V")), n_dropped
 
 
 def _evaluator(sd, specs, binning):
@@ -241,6 +252,7 @@ def bootstrap_set(
     binning: str = "equal-count",
     pop_min: int = POP_MIN,
     keep_replicates: bool = False,
+    drop_nonfinite: bool = False,
     scheduler=None,
     num_workers: int | None = None,
 ) -> BootstrapResult:
@@ -249,11 +261,13 @@ def bootstrap_set(
     Parameters
     ----------
     E, uE : array_like, shape (M,)
-        Errors and their uncertainties (> 0).
+        Errors and their uncertainties (> 0). They go through the checks of
+        :func:`uqx.from_arrays`: NaN/inf, ``uE <= 0`` or fewer than 2 rows raise
+        :class:`InputError`.
     stats : sequence of str, default ("zms", "rce")
         Statistic names (as for :func:`bootstrap`).
     X, V : array_like, shape (M,), optional
-        Conditioning variables of the statistics binned on X or V.
+        Conditioning variables of the statistics binned on X or V (checked like E).
     n_boot : int, default 10000
         Bootstrap replicates.
     method : {"bca", "percentile", "basic"}, default "bca"
@@ -268,6 +282,9 @@ def bootstrap_set(
         Binning of the binned statistics (20 equal-count bins, at least 30 points).
     keep_replicates : bool, default False
         Also return the replicates.
+    drop_nonfinite : bool, default False
+        Drop the rows with NaN/inf in E, uE, X or V instead of raising; their count is
+        reported by a ``UserWarning`` and in ``result.n_dropped``.
     scheduler, num_workers
         Dask scheduler and its workers (as for :func:`bootstrap`).
 
@@ -277,12 +294,18 @@ def bootstrap_set(
         ``{stat: {"estimate", "bias", "se", "ci_low", "ci_high", "z0", "acceleration",
         "n_nan"[, "replicates"]}}``, arrays of shape (K,) (K = 1 for scalar statistics,
         the number of bins for per-bin statistics); replicates have shape (R+1, K) with
-        t0 first.
+        t0 first. Attributes ``seed`` (the root seed used) and ``n_dropped``.
+
+    Raises
+    ------
+    InputError
+        NaN/inf values (without ``drop_nonfinite``), ``uE <= 0``, fewer than 2 rows,
+        length mismatch, non-numeric data, and invalid settings.
     """
     _check_common(n_boot, level, method)
     specs = _parse_stats(stats)
     seed = resolve_seed(seed)
-    sd = _set_from_arrays(name, E, uE, X, V)
+    sd, n_dropped = _set_from_arrays(name, E, uE, X, V, drop_nonfinite=drop_nonfinite)
     cfg = BinningConfig(bins, binning, pop_min)
     (computed,) = _run_sets([sd], specs, cfg, n_boot, seed, scheduler, num_workers,
                             want_jack=method == "bca")
@@ -293,6 +316,7 @@ def bootstrap_set(
             del out["replicates"]
         res[s.name] = out
     res.seed = seed
+    res.n_dropped = n_dropped
     return res
 
 
@@ -339,7 +363,8 @@ def bootstrap_samples(
     specs = _parse_stats([stat])
     if specs[0].vector:
         raise InputError(f"{stat!r} is a per-bin statistic; bootstrap_samples takes a scalar one")
-    sets = [_set_from_arrays(f"sample{i}", E, u, None, None) for i, (E, u) in enumerate(samples)]
+    sets = [_set_from_arrays(f"sample{i}", E, u, None, None)[0]
+            for i, (E, u) in enumerate(samples)]
     if not sets:
         return np.empty((0, 3))
     computed = _run_sets(sets, specs, BinningConfig(), n_boot, int(seed), scheduler,
