@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from uqx.dataio.model import InputError, from_arrays
+from uqx.dataio.model import InputError, from_arrays, stack
 from uqx.engine.binning import make_bins
 from uqx.engine.stats.tailedness import hd_quantile
 from uqx.inference import binned_curves as BC
@@ -74,6 +74,24 @@ def test_confidence_reference_band_and_seed(calib):
     assert a.attrs["auco"] > 0 and a.attrs["dfpr"] >= 0 and a.attrs["up95"] > 0
     t = C.confidence_curve(calib, n_rep=50, dist="t", nu=4, normalize=True)
     assert t["curve"].values[0] == 1.0 and t.attrs["dist"] == "t"
+
+
+def test_confidence_curve_keyed_by_content_not_name(calib):
+    # the reference stream is keyed by the set's content: renaming the set, or putting it
+    # in a stack beside another one, gives bit-identical curves and bands
+    kw = dict(n_rep=60, n_boot=40, seed=11, dist="t", nu=5)
+    a = C.confidence_curve(calib, **kw)
+    renamed = from_arrays(calib["E"].values, calib["uE"].values, X=calib["X"].values,
+                          name="renamed")
+    b = C.confidence_curve(renamed, **kw)
+    other = from_arrays(*nig(300, 6.0, seed=8), name="aaa")
+    c = C.confidence_curve(stack([other, renamed]), **kw).sel(set="renamed")
+    for key in ("curve", "oracle", "reference", "ref_low", "ref_high", "boot_low",
+                "boot_high"):
+        np.testing.assert_array_equal(b[key].values, a[key].values, err_msg=key)
+        np.testing.assert_array_equal(c[key].values, a[key].values, err_msg=key)
+    for key in ("dfpr", "up95", "auco"):
+        assert b.attrs[key] == a.attrs[key]
 
 
 def test_confidence_curve_errors(calib):

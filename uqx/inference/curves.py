@@ -135,7 +135,8 @@ def confidence_curve(
     level : float, default 0.95
         Level of the reference and bootstrap bands.
     seed : int, default 0
-        Root seed of the keyed streams.
+        Root seed of the keyed streams (keyed by the set's content: uE for the reference,
+        (E, uE) for the bootstrap band; never by its name).
 
     Returns
     -------
@@ -159,8 +160,10 @@ def confidence_curve(
     a = (1 - level) / 2
     if n_rep:
         # one keyed xoshiro256** stream (uqx.engine.generators), copy after copy: the batches
-        # never change the draws
-        state = stream_state(seed_sequence(seed, "confidence", sd.name, dist, nu or 0))
+        # never change the draws. Keyed by the content of uE (the reference never looks at
+        # E), as the reference members that ignore E are (uqx.inference.reference), never
+        # by the set's name
+        state = stream_state(seed_sequence(seed, "confidence", content_key(sd.uE), dist, nu or 0))
         sims = np.concatenate(
             [
                 _curve_sorted(u_s * draw_unit(state, (b, M), dist=dist, nu=nu), n_rm, stat)
