@@ -190,9 +190,25 @@ def test_familywise_pvalues_match_twin_and_control_the_family():
     po = np.array([0.01, 0.2, np.nan])
     got = familywise_pvalues(po, pc)
     m = pc[:2].min(axis=0)  # the NaN test is left out of the family
-    want = [(1 + np.sum(m <= p)) / 100 for p in po[:2]]
-    np.testing.assert_allclose(got[:2], want)
+    first = (1 + np.sum(m <= 0.01)) / 100  # step 1: min over both tests
+    second = max(first, (1 + np.sum(pc[1] <= 0.2)) / 100)  # step 2: the test left
+    np.testing.assert_allclose(got[:2], [first, second])
     assert np.isnan(got[2])
+    # slow twin of the step-down, over random families with ties
+    for _ in range(20):
+        T, n = rng.integers(1, 6), 49
+        pc = np.round(rng.uniform(size=(T, n)), 2)
+        po = np.round(rng.uniform(0, 0.3, T), 2)
+        idx = sorted(range(T), key=lambda t: po[t])
+        want, run = np.empty(T), 0.0
+        for s, t in enumerate(idx):
+            mins = [min(pc[r, k] for r in idx[s:]) for k in range(n)]
+            run = max(run, (1 + sum(v <= po[t] for v in mins)) / (1 + n))
+            want[t] = run
+        np.testing.assert_allclose(familywise_pvalues(po, pc), want)
+    # never larger than single-step min-p
+    single = (1 + np.sum(pc.min(axis=0)[None, :] <= po[:, None], axis=1)) / (1 + n)
+    assert np.all(familywise_pvalues(po, pc) <= single + 1e-15)
     # four exchangeable tests: P(any adjusted p < 0.1) is about 0.1, not 1 - 0.9**4
     n_sets, n = 1500, 199
     hits = 0

@@ -162,6 +162,12 @@ def _b_zmse(S, n):
         return np.mean(np.abs(np.log(zms_j)), axis=-1)
 
 
+def _b_zmse_max(S, n):
+    zms_j = _b_parts(S, n)[4]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.max(np.abs(np.log(zms_j)), axis=-1)
+
+
 def _b_zve(S, n):
     var_z = _b_parts(S, n)[3]
     with np.errstate(divide="ignore"):
@@ -183,6 +189,7 @@ BINNED_STATS = {
     "ence_sd": (_b_ence_sd, False),
     "uce": (_b_uce, False),
     "zmse": (_b_zmse, False),
+    "zmse_max": (_b_zmse_max, False),
     "zve": (_b_zve, False),
     "lzisd": (_b_lzisd, True),  # per-bin vector statistic
     "lzms": (_b_lzms, True),
@@ -207,6 +214,7 @@ STAT_INFO = {
     "ence_sd": ("expected normalised calibration error (sd(E) per bin)", None),
     "uce": ("uncertainty calibration error", None),
     "zmse": ("mean |ln ZMS| over bins", None),
+    "zmse_max": ("largest |ln ZMS| over bins", None),
     "zve": ("z-variance error exp(mean |ln Var(Z)|)", None),
     "lzisd": ("local z inverse standard deviation per bin", 1.0),
     "lzms": ("local ZMS per bin", 1.0),

@@ -57,7 +57,7 @@ BLOCK = 10
 TASK_SETS = 100
 #: Verdict codes in the archive.
 CODES = ("valid", "invalid", "inconclusive", "not tested")
-STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zve")
+STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zve")
 #: Recorded verdicts: statistics, the papers' ζ rule, headlines, LZISD bins, any invalid.
 TESTS = (tuple(STATS) + tuple(f"{s}_zeta" for s in STATS)
          + ("consistency", "adaptivity", "fval_uE", "fval_X", "any"))
@@ -68,7 +68,7 @@ DESIGNS = tuple(f"{u}_{e}" for u in UNCERTAINTIES for e in ERRORS)
 DEFAULT_DESIGNS = tuple(f"{u}_{e}" for u in ("ig3", "ig6", "ig20")
                         for e in ("normal", "t4", "t6"))
 SCENARIOS = ("calibrated", "scale0.8", "scale1.25", "scale0.9", "scale1.1", "gamma0.5",
-             "x-variance", "shift0.2", "top0.6")
+             "x-variance", "shift0.2", "top0.6", "top0.6-true")
 #: Designs beyond the named grid that issue 21 names: tied uE (five levels, rows sorted
 #: by ``|E|``), t_s(2.5) errors (beyond the safety limits), an error shape that changes with
 #: uE (normal below the median of uE, t_s(4) above: consistent in variance).
@@ -148,7 +148,9 @@ def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int):
         E = E * np.sqrt(2 * X)
     elif scenario == "shift0.2":
         E = u * (eps + 0.2)
-    elif scenario == "top0.6":  # reported u 40 % too small in the top decile of u
+    elif scenario == "top0.6":  # uE 40 % too small in its top decile (errors' sd is uE / 0.6)
+        E = np.where(u > np.quantile(u, 0.9), E / 0.6, E)
+    elif scenario == "top0.6-true":  # reported 0.6 u in the top decile of the true u
         reported = np.where(u > np.quantile(u, 0.9), 0.6 * u, u)
     if ukind == "tied5":
         o = np.argsort(np.abs(E), kind="stable")
@@ -343,7 +345,7 @@ def error_rates(*, output=None, chunk_size=None, scheduler=None, num_workers=Non
                    _stop_after=_stop_after)
 
 
-def rates_table(archive, *, tests=("zms", "rce", "mean_z", "cc", "ence", "zmse", "zve",
+def rates_table(archive, *, tests=("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zve",
                                    "consistency", "adaptivity", "any"), zeta=False,
                 designs=None) -> str:
     """Markdown table of the measured rates of an archive (README and documentation).

@@ -101,7 +101,7 @@ __all__ = ["validate", "memory_note", "streams", "DEFAULT_STATS", "TAILEDNESS_VA
 #: The default statistics: average calibration on scale (ZMS, RCE) and on bias (⟨Z⟩: a
 #: bias of the errors leaves ZMS near 1 when it is small against uE, 0.2·uE moves ZMS by
 #: 0.04 only), consistency (CC, ENCE, ZMSE, ZVE).
-DEFAULT_STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zve")
+DEFAULT_STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zve")
 TAILEDNESS_VARS = TAILEDNESS_KEYS
 _EXTRAP_STATS = ("ence", "zmse", "zve")
 
@@ -276,7 +276,7 @@ def validate(
         points (default).
     extrapolation_n_mc : int, optional
         Calibrated copies per distribution for the extrapolation null (default
-        ``min(n_mc, N_HEADLINE)``, 200: :data:`uqx.engine.mctest.N_HEADLINE`).
+        ``min(n_mc, N_HEADLINE)``, 500: :data:`uqx.engine.mctest.N_HEADLINE`).
     drop_nonfinite : bool
         Drop (and count) rows with NaN/inf instead of raising :class:`InputError`.
     ties : {"content", "file-order"}
