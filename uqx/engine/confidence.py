@@ -135,7 +135,7 @@ def bca_limits_mc_se(T, t0, a, *, level=LEVEL, groups: int = 10):
     groups; the limits are recomputed without each group (z0 and the quantiles change,
     the acceleration does not), and
 
-    .. math:: \mathrm{se}(\ell) = \sqrt{rac{g-1}{g}\sum_k (\ell_{(k)} - ar\ell)^2}
+    .. math:: \mathrm{se}(\ell) = \sqrt{\frac{g-1}{g}\sum_k (\ell_{(k)} - \bar\ell)^2}
 
     (jackknife-after-bootstrap over groups; Koehler, Brown & Haneuse 2009). This captures
     the noise of z0 as well as of the extreme quantiles, which order-statistic formulas
