@@ -15,6 +15,7 @@ import numba
 import numpy as np
 import pytest
 from scipy import stats as sps
+from twins import PyStream
 
 from uqx.engine import generators as G
 from uqx.engine.resample import seed_sequence, xoshiro_state
@@ -24,33 +25,7 @@ N = 10**6
 P_MIN = 1e-3  # fixed seeds: a pass is reproducible; a real defect gives p ~ 0 at 10^6
 
 # ---------------------------------------------------------------- pure-Python twin
-_M64 = (1 << 64) - 1
-
-
-def _rotl(x, k):
-    return ((x << k) | (x >> (64 - k))) & _M64
-
-
-class PyStream:
-    """xoshiro256** (Blackman & Vigna 2018 reference C code) on Python integers."""
-
-    def __init__(self, state):
-        self.s = [int(v) for v in state]
-
-    def next(self):
-        s = self.s
-        out = (_rotl((s[1] * 5) & _M64, 7) * 9) & _M64
-        t = (s[1] << 17) & _M64
-        s[2] ^= s[0]
-        s[3] ^= s[1]
-        s[1] ^= s[2]
-        s[0] ^= s[3]
-        s[2] ^= t
-        s[3] = _rotl(s[3], 45)
-        return out
-
-    def u01(self):
-        return float(self.next() >> 11) * 2.0**-53
+# PyStream: the xoshiro256** twin shared with test_resample (tests/twins.py)
 
 
 def _signed53(x):

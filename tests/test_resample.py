@@ -9,6 +9,7 @@ multi-sample-block case).
 import numpy as np
 import pytest
 from scipy import stats as sps
+from twins import PyStream
 
 from uqx.engine.resample import (
     REPLICATE_BLOCK,
@@ -23,27 +24,7 @@ from uqx.engine.resample import (
 )
 
 # ---------------------------------------------------------------- pure-Python twin
-
-_M64 = (1 << 64) - 1
-
-
-def _rotl(x, k):
-    return ((x << k) | (x >> (64 - k))) & _M64
-
-
-def py_xoshiro(state):
-    """xoshiro256** (Blackman & Vigna 2018, reference C code), Python integers."""
-    s = [int(v) for v in state]
-    while True:
-        out = (_rotl((s[1] * 5) & _M64, 7) * 9) & _M64
-        t = (s[1] << 17) & _M64
-        s[2] ^= s[0]
-        s[3] ^= s[1]
-        s[1] ^= s[2]
-        s[0] ^= s[3]
-        s[2] ^= t
-        s[3] = _rotl(s[3], 45)
-        yield out
+# PyStream: the xoshiro256** twin shared with test_generators (tests/twins.py)
 
 
 def py_halves(gen):
@@ -67,7 +48,7 @@ def py_lemire(gen, n, k):
 
 def test_python_twin_matches_published_vector():
     # first outputs of xoshiro256** from state {1, 2, 3, 4} (reference implementation)
-    g = py_xoshiro([1, 2, 3, 4])
+    g = PyStream([1, 2, 3, 4])
     assert [next(g) for _ in range(4)] == [11520, 0, 1509978240, 1215971899390074240]
 
 
@@ -76,7 +57,7 @@ def test_uniform_integers_match_python_twin(size):
     ss = seed_sequence(123, "set A", 4)
     got = uniform_integers(ss, size, 300)
     state = xoshiro_state(seed_sequence(123, "set A", 4))
-    ref = py_lemire(py_xoshiro(state), size, 300)
+    ref = py_lemire(PyStream(state), size, 300)
     np.testing.assert_array_equal(got, ref)
     assert got.min() >= 0 and got.max() < size
 
@@ -85,7 +66,7 @@ def test_draw_uniform_raw_outputs():
     # size 2**32: Lemire returns each 32-bit half unchanged (threshold 0)
     out = np.empty(6, np.int64)
     _draw_uniform(np.array([1, 2, 3, 4], np.uint64), 2**32, out)
-    halves = py_halves(py_xoshiro([1, 2, 3, 4]))
+    halves = py_halves(PyStream([1, 2, 3, 4]))
     np.testing.assert_array_equal(out, [next(halves) for _ in range(6)])
 
 

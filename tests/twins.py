@@ -1,9 +1,12 @@
-"""Slow, obvious twins of the package's statistics (test oracles only).
+"""Slow, obvious twins of the package's statistics and random stream (test oracles only).
 
 The package defines every statistic once, from per-sample or per-bin sums
 (:mod:`uqx.engine.statistic`), fed by numba accumulators (:mod:`uqx.engine.evaluator`). These are
 independent plain-numpy versions, written from methods: average calibration formula by formula
 (NaN-aware, over the last axis), against which the fast routes are tested.
+
+:class:`PyStream` is the pure-Python xoshiro256** behind the keyed streams of
+:mod:`uqx.engine.resample` and :mod:`uqx.engine.generators` (tests of both).
 """
 
 from __future__ import annotations
@@ -302,3 +305,41 @@ def picp(E, uE, prob, *, dist="normal", nu=None, axis=-1):
     valid = ~np.isnan(E)[..., None]
     out = np.sum(inside & valid, axis=-2) / np.sum(valid, axis=-2)
     return out if np.ndim(prob) else out[..., 0]
+
+
+# ---------------------------------------------------------------- xoshiro256** twin
+_M64 = (1 << 64) - 1
+
+
+def _rotl(x, k):
+    return ((x << k) | (x >> (64 - k))) & _M64
+
+
+class PyStream:
+    """xoshiro256** (Blackman & Vigna 2018 reference C code) on Python integers.
+
+    ``next()`` (or iteration) gives the 64-bit outputs, ``u01()`` a double in [0, 1).
+    """
+
+    def __init__(self, state):
+        self.s = [int(v) for v in state]
+
+    def next(self):
+        s = self.s
+        out = (_rotl((s[1] * 5) & _M64, 7) * 9) & _M64
+        t = (s[1] << 17) & _M64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = _rotl(s[3], 45)
+        return out
+
+    __next__ = next
+
+    def __iter__(self):
+        return self
+
+    def u01(self):
+        return float(self.next() >> 11) * 2.0**-53
