@@ -183,3 +183,45 @@ def test_demo_headlines_match_each_set_description():
     # calibrated, heavy-tailed: never rejected
     assert "invalid" not in r["verdict"].sel(set="heavy_tailed").values
     assert "invalid" not in head.loc["heavy_tailed"].tolist()
+
+
+def test_headline_resolution_reads_80_percent_power_at_the_headline_level():
+    """Oracle: one route whose copies are N(0, 1) and N(δ_f, 1) under the alternative."""
+    from scipy.stats import norm
+
+    from uqx.engine.statistic import parse_stat
+    from uqx.workflow.conditional import headline_resolution
+
+    rng = np.random.default_rng(4)
+    n = 4000
+    factors = np.exp(np.linspace(0.0, np.log(3.0), 401)[1:])
+    delta = 4.0 * np.log(factors)  # shift of the statistic at factor f
+    null = rng.standard_normal(n)
+    draws = null[None, None, None, :]
+    alt = (null[:, None] + delta[None, :])[None, None, None]
+    null_p = rng.uniform(size=(1, n))  # the headline's min-p on each copy: uniform
+    f = headline_resolution([parse_stat("zmse")], draws, (factors, alt), 0, null_p,
+                            np.array([True]), alpha=0.05)
+    want = np.exp((norm.ppf(0.95) + norm.ppf(0.8)) / 4.0)  # δ = z_0.95 + z_0.8
+    assert f == pytest.approx(want, rel=0.03)
+    # a member that takes part and cannot reach the level: no resolution
+    assert np.isnan(headline_resolution([parse_stat("zmse")], draws, (factors, alt), 0,
+                                        null_p[:, :10], np.array([True]), alpha=0.05))
+
+
+def test_consistency_headline_states_its_resolution_in_table_json_and_report(tmp_path):
+    from uqx.report import write_report
+    from uqx.workflow.tables import conditional_table, result_records
+
+    ds = demo_sets(M=2000).isel(set=[0, 3])  # calibrated, inconsistent
+    r = uqx.validate(ds, ["cc", "ence", "zmse", "zmse_max"], n_boot=200, n_mc=300, seed=1)
+    f = float(r["cond_resolution"].sel(set="calibrated", cond="uE"))
+    assert r["cond_verdict"].sel(set="calibrated", cond="uE").item() == "valid"
+    assert 1.0 < f < 2.0
+    head = conditional_table(r).loc[("calibrated", "consistency (uE)", "headline"), "interval"]
+    assert f"resolution top 10 % of uE: f >= {f:.3g}" in head
+    rec = result_records(r)
+    assert rec[0]["conditional"]["uE"]["resolution"] == {"high": f, "power": 0.8, "kind": "top"}
+    assert "resolution" not in rec[1]["conditional"]["uE"]  # invalid: nothing to resolve
+    html = write_report(r, tmp_path / "r.html").read_text()
+    assert f"top 10 % of uE: f &gt;= {f:.3g}" in html or f"top 10 % of uE: f >= {f:.3g}" in html

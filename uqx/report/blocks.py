@@ -129,6 +129,15 @@ def _verdict_cell(label) -> Cell:
     return Cell(f"{sym} {label}" if sym else label, cls)
 
 
+def _headline_cell(r) -> Cell:
+    """Cell of a conditional headline: its verdict and, for consistency, its resolution."""
+    from uqx.workflow.tables import headline_resolution_text
+
+    text, cls, _ = _verdict_cell(r["cond_verdict"].item())
+    res_text = headline_resolution_text(r).removeprefix("; resolution ")
+    return Cell(text + f"\nresolution (80 % power): {res_text}" if res_text else text, cls)
+
+
 def _exceeded(res, i) -> list[str]:
     """Tailedness metrics of set ``i`` above the safety limits of 001 Table II."""
     from uqx.engine.stats.tailedness import SAFETY_LIMITS
@@ -222,7 +231,7 @@ def summary_blocks(res, table) -> list:
         name = [Cell(f"{s}", "", f"#set-{i + 1}"), Cell(str(int(r["M"])), "num")]
         exc = _exceeded(res, i)
         rows.append(name + [_verdict_cell(table.loc[(s, st), "verdict"]) for st in avg]
-                    + [_verdict_cell(r["cond_verdict"].sel(cond=c).item()) for c in conds]
+                    + [_headline_cell(r.sel(cond=c)) for c in conds]
                     + [Cell("above the safety limits:\n" + "\n".join(exc), "warn") if exc
                        else Cell("within the safety limits")])
         over.append(name[:1] + [_stat_cell(r, st, table.loc[(s, st), "verdict"], dists)

@@ -268,7 +268,64 @@ def _route_copies(draws, copies, specs, res, i, c, cond) -> int:
     return min(counts) if counts else 0
 
 
-def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
+def headline_resolution(specs, draws, alternative, i, null_p, use, *, alpha) -> float:
+    r"""Resolution of the consistency headline under the local alternative (a lower bound).
+
+    The headline rejects under member m when its smallest route p-value falls below
+    :math:`t_m`, the value under which the copies' smallest p-values
+    (:func:`uqx.engine.mctest.minp_pvalue`) fall too rarely to reach ``alpha``. So it
+    rejects at least whenever one binned route on uE does at level :math:`t_m`, and
+    the power of the best such route at :math:`t_m`, read on its copies under "uE too
+    small by f in the top 10 % of uE" (:func:`uqx.engine.resolution.alternative_resolution`),
+    bounds the headline's power from below. The resolution is the smallest f reaching
+    80 % that way, over the least powerful member that takes part (before the
+    family-wise step, as for every per-test resolution).
+
+    Parameters
+    ----------
+    specs : list of StatSpec
+    draws : numpy.ndarray, shape (set, stat, member, copy)
+        The routes' calibrated copies.
+    alternative : tuple (factors, values) or None
+        The binned statistics' copies under the local alternative, shape
+        (set, stat, member, copy, factor).
+    i : int
+        The set.
+    null_p : numpy.ndarray, shape (member, n)
+        The headline's smallest route p-value on each shared copy.
+    use : array_like of bool, shape (member,)
+        The members that take part.
+    alpha : float
+
+    Returns
+    -------
+    float
+        The factor f (NaN without binned routes on uE, or beyond the grid).
+    """
+    from uqx.engine.mctest import direction_of
+    from uqx.engine.resolution import RESOLUTION_KIND, alternative_resolution
+
+    if alternative is None:
+        return np.nan
+    factors, top = alternative
+    routes = [j for j, s in enumerate(specs) if s.family == "binned" and s.cond == "uE"
+              and RESOLUTION_KIND.get(s.base) == "top" and np.isfinite(top[i, j]).any()]
+    if not routes:
+        return np.nan
+    worst = []
+    for m in np.flatnonzero(use):
+        q = np.sort(null_p[m][np.isfinite(null_p[m])])
+        k = int(np.ceil(alpha * (1 + q.size) - 1)) - 1  # most copies at or below the min-p
+        if k < 0 or k >= q.size:
+            return np.nan
+        f = [alternative_resolution(draws[i, j, m], top[i, j, m], factors,
+                                    direction=direction_of(specs[j].base), alpha=q[k])
+             for j in routes]
+        worst.append(np.nanmin(f) if np.isfinite(f).any() else np.nan)
+    return float(np.max(worst)) if worst and np.isfinite(worst).all() else np.nan
+
+
+def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, alternative=None):
     """Headline verdict per (set, cond): one test over the routes, over the null family.
 
     The routes of consistency (cond = uE) are the binned statistics on uE of the run
@@ -279,6 +336,10 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
     (:func:`uqx.engine.mctest.minp_pvalue`): the headline has the size of one test. Without
     shared copies (``shared=False``) the smallest p-value is Bonferroni-corrected. Each
     member gets its p-value; :func:`uqx.engine.mctest.family_verdict` decides.
+
+    With ``alternative`` (the binned statistics' copies under the local alternative of
+    :mod:`uqx.engine.resolution`), the consistency headline also states its resolution
+    (:func:`headline_resolution`, variable ``cond_resolution``).
 
     Returns
     -------
@@ -296,6 +357,7 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
     reason = np.full((S, C), "", dtype=object)
     routes_txt = np.full((S, C), "", dtype=object)
     pval = np.full((S, C, len(labels)), np.nan)
+    resolution = np.full((S, C), np.nan)
     use = members_used(res, len(labels))
     for i in range(S):
         for c, cond in enumerate(str(x) for x in res["cond"].values):
@@ -314,6 +376,9 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
                     with np.errstate(invalid="ignore"):  # a copy with a NaN route: NaN
                         null_p[m] = copy_pvalues(np.min(pc, axis=0), -1)
                 copies_p[i, c] = null_p
+                if cond == "uE":
+                    resolution[i, c] = headline_resolution(specs, draws, alternative, i,
+                                                           null_p, use[i], alpha=1 - level)
             else:
                 pval[i, c] = np.minimum(1.0, len(routes) * np.nanmin(po, axis=0))
                 n = _route_copies(draws, copies, specs, res, i, c, cond)
@@ -329,6 +394,11 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True):
                          {"long_name": "min-p of the routes calibrated on shared copies"}),
         "cond_routes": (("set", "cond"), routes_txt.astype(str),
                         {"long_name": "routes combined in the headline"}),
+        "cond_resolution": (("set", "cond"), resolution, {
+            "long_name": "consistency headline: smallest factor f detected with at least "
+                         "80 % power when uE is too small by f in the bins of uE above its "
+                         "90th percentile (a lower bound on the power: its best binned "
+                         "route at the headline's level)", "power": 0.8}),
     }), copies_p
 
 

@@ -165,6 +165,21 @@ def resolution_text(stat, low, high) -> str:
     return f"f <= {one(low, '{:.3g}')} or >= {one(high, '{:.3g}')}"
 
 
+def headline_resolution_text(r) -> str:
+    """``"; resolution top 10 % of uE: f >= 1.4"`` for a consistency headline that is not
+    ``invalid`` and states a resolution (``cond_resolution``), else ``""``.
+
+    Parameters
+    ----------
+    r : xarray.Dataset
+        One (set, cond) of a result.
+    """
+    if "cond_resolution" not in r or str(r["cond_verdict"].item()) == "invalid":
+        return ""
+    f = float(r["cond_resolution"])
+    return f"; resolution {resolution_text('zmse', np.nan, f)}" if np.isfinite(f) else ""
+
+
 def resolution_kind(stat) -> str:
     """Return the alternative of a statistic's resolution (``scale``, ``bias``, ``top``).
 
@@ -351,6 +366,7 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                     head = "no route could be tested"
                 elif "cond_p_value" in res and "member" in res.dims:
                     head = f"min-p of {routes}; " + _p_range(r["cond_p_value"], r)
+                    head += headline_resolution_text(r)
                 rows.append({"set": s, "cond": name, "route": "headline", "value": "",
                              "interval": head, "verdict": str(r["cond_verdict"].item())})
     if not rows:
@@ -425,6 +441,10 @@ def _conditional_record(r, c, dists) -> dict:
         out["extrapolation"] = ex
     if "cond_verdict" in r:
         out["verdict"] = str(rc["cond_verdict"].item())
+        if "cond_resolution" in r and np.isfinite(float(rc["cond_resolution"])) \
+                and out["verdict"] != "invalid":
+            out["resolution"] = {"high": _num(rc["cond_resolution"]), "power": 0.8,
+                                 "kind": "top"}
         if out["verdict"] == "inconclusive":
             out["verdict_reason"] = str(rc["cond_verdict_reason"].item())
     return out

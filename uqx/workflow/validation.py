@@ -424,7 +424,8 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
             res, ds, sets, notes, seed=cfg.seed, level=cfg.level, members=members,
             cond_bins=cfg.cond_bins, n_boot=cfg.n_boot_conditional, pop_min=cfg.pop_min,
             method=cfg.cond_ci, specs=specs, draws=draws,
-            n_mc=n_extrap, nulls=nulls if n_extrap <= n_mc else None, common=cfg.compute)
+            n_mc=n_extrap, nulls=nulls if n_extrap <= n_mc else None, common=cfg.compute,
+            alternative=alternative)
     res = familywise_step(res, specs, draws, head_copies, n_shared=n_extrap if hooks else 0,
                           route_copies=route_copies)
     res = tails_step(res)
@@ -466,7 +467,8 @@ def _check_arguments(stats, n_mc):
 
 
 def _conditional_steps(res, ds, sets, notes, *, seed, level, members, cond_bins, n_boot,
-                       pop_min, n_mc, common, specs, draws, method="auto", nulls=None):
+                       pop_min, n_mc, common, specs, draws, method="auto", nulls=None,
+                       alternative=None):
     """Run steps 5–6 and the headline verdict of consistency / adaptivity."""
     from uqx.workflow.conditional import extrapolation_step, headline_step, lzisd_step
 
@@ -479,7 +481,7 @@ def _conditional_steps(res, ds, sets, notes, *, seed, level, members, cond_bins,
     res = res.merge(lz).merge(ex, combine_attrs="override")
     res = restrict_route_verdicts(res, n_copies=n_mc, level=level)
     head, head_copies = headline_step(res, specs, draws, ex_nulls, level=level,
-                                      shared=nulls is not None)
+                                      shared=nulls is not None, alternative=alternative)
     return res.merge(head), head_copies, (ex_nulls if nulls is not None else {})
 
 
