@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     elif args.report_grid == "power":
         opts = dict(designs=["ig6_normal", "ig6_t6"], M=[200, 500, 2000],
                     scenarios=["scale0.9", "scale1.1", "gamma0.5", "x-variance",
-                               "shift0.2", "top0.6"], n_datasets=100,
+                               "shift0.2", "top0.6", "top0.6-true"], n_datasets=100,
                     power_M=[200, 500, 2000], power_designs=["ig6_normal", "ig6_t6"], seed=22)
     elif args.full:
         opts = dict(designs=list(DEFAULT_DESIGNS), M=[500, 2000, 5000, 20000], n_datasets=400)

@@ -86,7 +86,7 @@ N_TEST = 1000
 #: (the routes share them): a sweep of 15 bin numbers and a fit per copy.
 N_HEADLINE = 500
 #: Family-wise size of a whole result: an ``invalid`` anywhere in a calibrated set's
-#: result at most this often (single-step min-p over every test of the set).
+#: result at most this often (step-down min-p over every test of the set).
 ALPHA_RESULT = 0.10
 
 #: Side of miscalibration: +1 too large, -1 too small, 0 both sides.

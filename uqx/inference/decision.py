@@ -4,7 +4,7 @@
 Monte-Carlo p-values under each member of the null family and a verdict
 (:func:`uqx.engine.mctest.family_verdict`), keeping the papers' decision on the ζ-scores beside
 it (``zeta_verdict``, :mod:`uqx.engine.verdict`). :func:`familywise_step` holds a set's result as
-a whole to a 10 % family-wise rate (single-step min-p over every test of the set,
+a whole to a 10 % family-wise rate (step-down min-p over every test of the set,
 :func:`uqx.engine.mctest.familywise_pvalues`). Documentation: "How to read the verdicts".
 """
 
@@ -275,7 +275,7 @@ def familywise_step(res, specs, draws, head_copies, *, n_shared,
 
     Every test of a set (each statistic, each headline, each zero-bin intercept route)
     gets a family-wise adjusted p-value per member (:func:`uqx.engine.mctest.familywise_pvalues`,
-    single-step min-p on the copies the tests share: the first ``n_shared`` copies, or
+    step-down min-p on the copies the tests share: the first ``n_shared`` copies, or
     all when there is no headline). An ``invalid`` whose adjusted p-value is not below
     :data:`uqx.engine.mctest.ALPHA_RESULT` under every member becomes ``inconclusive``: then a
     calibrated set gets an ``invalid`` somewhere in at most 10 % of cases.
@@ -336,7 +336,7 @@ def familywise_step(res, specs, draws, head_copies, *, n_shared,
             r: (res[r].dims, reason[kind].astype(str), res[r].attrs),
             a: (dims + ("member",), adj[kind],
                 {"long_name": "family-wise adjusted p-value over every test of the set "
-                 "(single-step min-p)"}),
+                 "(step-down min-p)"}),
         })
     res["valid"] = (("set", "stat"), np.where(verdict["stat"] == "valid", 1.0, np.where(
         verdict["stat"] == "invalid", 0.0, np.nan)), res["valid"].attrs)

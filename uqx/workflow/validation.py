@@ -21,7 +21,7 @@ For every data set, named steps each return a fragment of the result, merged at 
    headline (:func:`uqx.workflow.conditional.headline_step`): the routes' min-p calibrated on
    their shared copies.
 6. :func:`~uqx.inference.decision.familywise_step` — an ``invalid`` must also hold once every test
-   of the set is taken together (single-step min-p at 10 %).
+   of the set is taken together (step-down min-p at 10 %).
 7. :func:`~uqx.inference.decision.tails_step` — errors whose tails are beyond the safety
    limit of 001 Table II (κ_CS of Z², scaled within the bins of uE, above 5) are beyond
    what the null family represents: an ``invalid`` there becomes ``inconclusive``.
