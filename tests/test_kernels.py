@@ -1,9 +1,11 @@
-"""Kernels of uqx.engine.stats (calibration, correlation, binned) against independent twins.
+"""Statistic kernels against independent twins: the plain-numpy twins of the calibration
+and binned statistics (tests/twins.py), uqx.engine.stats.correlation.spearman_cc and the
+CC jackknife of uqx.engine.ranks, and the engine's SetEvaluator.
 
 Every kernel is checked against a plain-loop (or scipy) computation on random data with a
 leading batch axis and NaN padding at the end of rows (methods: average calibration), by
 hypothesis property tests (scale, permutation, NaN padding), and against the paper
-oracles of methods: the papers on the nine literature sets.
+oracles of methods: the papers on the nine literature sets (twins and SetEvaluator).
 """
 
 import math

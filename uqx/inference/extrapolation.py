@@ -13,12 +13,14 @@ narrow: the points of one sweep share the same data, so their residuals are stro
 correlated and the OLS SE is about half the real spread of the intercept (calibrated NIG
 data, M = 5000, uE² ~ IG(3, 3): SE 0.009 against an sd of 0.0175 for ZMSE over 400
 copies), and the ±2·SE test rejects about 40 % of calibrated sets. uqx reports it for
-reproduction, and takes the **verdict** from the intercept's simulated null
-distribution instead: the same sweep and fit on ``n_mc`` calibrated copies
+reproduction (``papers_valid``), and takes the **verdict** from the intercept's simulated
+null distribution instead: the same sweep and fit on ``n_mc`` calibrated copies
 :math:`E^{(k)} = u\,\epsilon^{(k)}`, ε ~ D, for every generative distribution D of the
-run. The observed intercept is ``valid`` when it lies within the central 95 % of the
-null under every D, ``invalid`` when outside on the same side under every D, and
-``inconclusive`` otherwise (D decides, not the data).
+null family (:mod:`uqx.inference.extrapolation_null`). The observed intercept gets a
+one-sided Monte-Carlo p-value under each D (upper tail: miscalibration makes the
+intercept larger than calibrated copies give), and the members are combined by the
+family rule of :func:`uqx.engine.mctest.family_verdict` (docs/verdicts.md); the central
+``level`` range of each null is reported alongside.
 
 Computation: the data are sorted once by the conditioning variable; the copies are drawn
 directly in that order (ε is i.i.d.), one prefix sum of the bin features per copy serves
