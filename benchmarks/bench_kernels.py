@@ -42,9 +42,9 @@ from _common import (  # noqa: E402
 import uqx  # noqa: E402
 from uqx.dataio.model import iter_sets  # noqa: E402
 from uqx.engine.binning import make_bins  # noqa: E402
+from uqx.engine.evaluator import SetEvaluator  # noqa: E402
 from uqx.engine.statistic import (  # noqa: E402
     BINNED_STATS,
-    SetEvaluator,
     bin_feature_sums,
     parse_stat,
 )
