@@ -263,18 +263,43 @@ def get_spec(name: str) -> DatasetSpec:
 # ------------------------------------------------------------------------- checksums
 
 _HASH_CACHE: dict[tuple[str, int, int], str] = {}
+#: Bytes read at a time by :func:`sha256_stream`.
+_HASH_BLOCK = 1 << 20
 
 
-def _sha256(path: Path) -> str:
+def sha256_stream(fin, fout=None) -> str:
+    """SHA-256 (hex) of a binary stream read to its end, 1 MiB at a time: the one file hasher.
+
+    Parameters
+    ----------
+    fin : binary file-like
+        Read until EOF.
+    fout : binary file-like, optional
+        Every block read is also written there (a copy checked on the way, as
+        :mod:`uqx.dataio.fetch` extracts an archive member).
+
+    Returns
+    -------
+    str
+        The hex digest.
+    """
+    h = hashlib.sha256()
+    for block in iter(lambda: fin.read(_HASH_BLOCK), b""):
+        h.update(block)
+        if fout is not None:
+            fout.write(block)
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 (hex) of a file, cached by (resolved path, mtime, size) for the session."""
+    path = Path(path)
     st = path.stat()
     key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
     digest = _HASH_CACHE.get(key)
     if digest is None:
-        h = hashlib.sha256()
         with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        digest = _HASH_CACHE[key] = h.hexdigest()
+            digest = _HASH_CACHE[key] = sha256_stream(fh)
     return digest
 
 
@@ -289,7 +314,7 @@ def _resolve_files(spec: DatasetSpec, root: Path, verify: bool) -> dict[str, Pat
                 f"`uqx datasets fetch {spec.name}` downloads them."
             )
         if verify:
-            actual = _sha256(path)
+            actual = file_sha256(path)
             if actual != expected:
                 raise InputError(
                     f"dataset {spec.name!r}: checksum mismatch for {path}: expected sha256 "
@@ -424,6 +449,6 @@ def check_datasets(data_dir: str | os.PathLike | None = None) -> pd.DataFrame:
             if not path.is_file():
                 present = ok = False
                 continue
-            ok = ok and _sha256(path) == expected
+            ok = ok and file_sha256(path) == expected
         rows.append({"name": spec.name, "file": spec.file, "present": present, "checksum_ok": ok})
     return pd.DataFrame(rows)

@@ -28,7 +28,6 @@ only zip file) and its MD5 is checked.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import os
 import shutil
@@ -42,7 +41,7 @@ from pathlib import Path
 import pandas as pd
 
 from uqx.dataio import datasets as _registry
-from uqx.dataio.datasets import ENV_VAR, REGISTRY_FILE
+from uqx.dataio.datasets import ENV_VAR, REGISTRY_FILE, file_sha256, sha256_stream
 from uqx.errors import DownloadError, InputError
 
 __all__ = [
@@ -395,13 +394,10 @@ def _extract(archive: Path, src: Source, files, target: Path) -> list[str]:
             for rel, expected in files:
                 dest = stage / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                h = hashlib.sha256()
                 with zf.open(index[src.member(rel)]) as fin, open(dest, "wb") as fout:
-                    for block in iter(lambda fin=fin: fin.read(1 << 20), b""):
-                        h.update(block)
-                        fout.write(block)
-                if h.hexdigest() != expected:
-                    bad.append(f"{rel} (sha256 {h.hexdigest()}, expected {expected})")
+                    digest = sha256_stream(fin, fout)
+                if digest != expected:
+                    bad.append(f"{rel} (sha256 {digest}, expected {expected})")
         if bad:
             archive.unlink(missing_ok=True)
             raise _CorruptArchive(
@@ -420,14 +416,6 @@ def _extract(archive: Path, src: Source, files, target: Path) -> list[str]:
                             "the cache: run the command again. Nothing was written.") from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # ------------------------------------------------------------------------ public API
@@ -512,7 +500,7 @@ def fetch_files(files, data_dir=None, *, cache: str | os.PathLike | None = None,
     target = fetch_target_dir(data_dir)
     base_url = base_url or os.environ.get(ENV_URL) or None
     present = [] if force else [
-        rel for rel, sha in files if (target / rel).is_file() and _sha256(target / rel) == sha
+        rel for rel, sha in files if (target / rel).is_file() and file_sha256(target / rel) == sha
     ]
     todo = [f for f in files if f[0] not in present]
     rows = [{"file": rel, "status": "present", "source": "", "data_dir": str(target)}
