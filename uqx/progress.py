@@ -3,7 +3,8 @@
 The bar names the command and the step that runs (``uqx validate · bootstrap
 [#####     ] 12/24 tasks, 50% | 1.2 s``) instead of dask's bare ``[####] | 100% Completed``;
 the step is read from the names of the tasks of each dask computation
-(:data:`STEP_NAMES`).
+(:data:`STEP_NAMES`). :func:`compute_tasks` is the one local ``dask.compute`` of the package
+under that bar (bootstrap, simulated references, Monte-Carlo studies).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from collections import Counter
 from contextlib import contextmanager
 
-__all__ = ["progress_bar", "step_name", "STEP_NAMES"]
+__all__ = ["progress_bar", "compute_tasks", "step_name", "STEP_NAMES"]
 
 #: Task function names of the uqx computations -> the step they belong to.
 STEP_NAMES = {
@@ -149,3 +150,40 @@ def progress_bar(*, quiet: bool = False, stream=None, minimum: float = 1.0,
         return
     with _bar_class()(label=label, minimum=minimum, out=stream) as bar:
         yield bar
+
+
+#: Local dask schedulers that take a ``num_workers`` option.
+_POOLS = ("threads", "processes")
+
+
+def compute_tasks(tasks, *, scheduler=None, num_workers: int | None = None, quiet: bool = True,
+            label: str | None = None):
+    """Compute a collection of dask tasks on a local scheduler, under :func:`progress_bar`.
+
+    Parameters
+    ----------
+    tasks : object
+        Anything :func:`dask.compute` takes as one argument (a list of delayed values,
+        nested lists and tuples of them...).
+    scheduler : str, optional
+        Local dask scheduler (default ``"threads"``).
+    num_workers : int, optional
+        Workers of the ``"threads"`` and ``"processes"`` schedulers (ignored by others).
+    quiet : bool, default True
+        No progress bar (:func:`progress_bar`).
+    label : str, optional
+        What runs, at the start of the bar.
+
+    Returns
+    -------
+    object
+        ``tasks`` computed (same structure).
+    """
+    import dask
+
+    kw = {"scheduler": scheduler or "threads"}
+    if num_workers is not None and kw["scheduler"] in _POOLS:
+        kw["num_workers"] = int(num_workers)
+    with progress_bar(quiet=quiet, label=label):
+        (out,) = dask.compute(tasks, **kw)
+    return out

@@ -56,6 +56,7 @@ from uqx.engine.statistic import (
     parse_stat,
 )
 from uqx.inference.streamed import GROUP_ROWS, Acceleration, streamed_tasks
+from uqx.progress import compute_tasks
 
 __all__ = [
     "bootstrap",
@@ -188,14 +189,7 @@ def _run_stacked(ds, specs, binning, n_boot, seed, scheduler, num_workers, want_
 
 
 def _compute(tasks, scheduler, num_workers, progress=False):
-    from uqx.progress import progress_bar
-
-    kw = {"scheduler": scheduler or "threads"}
-    if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
-        kw["num_workers"] = num_workers
-    with progress_bar(quiet=not progress):
-        (computed,) = dask.compute(tasks, **kw)
-    return computed
+    return compute_tasks(tasks, scheduler=scheduler, num_workers=num_workers, quiet=not progress)
 
 
 def _run_sets(sets, specs, binning, n_boot, seed, scheduler, num_workers, want_jack=True):

@@ -44,6 +44,7 @@ from uqx.engine.statistic import (
     parse_stat,
 )
 from uqx.engine.unit_variance import unit_args
+from uqx.progress import compute_tasks
 
 __all__ = [
     "simulate_reference",
@@ -628,13 +629,8 @@ def simulate_reference(
         tasks = _sorted_tasks(ds, specs, cfg, dist, nus if per_set else nu, seed, dlabel,
                               n_mc, n_blocks, hooks, prepared, own)
 
-    kw = {"scheduler": scheduler or "threads"}
-    if num_workers is not None and kw["scheduler"] in ("threads", "processes"):
-        kw["num_workers"] = num_workers
-    from uqx.progress import progress_bar
-
-    with progress_bar(quiet=not progress):
-        (computed,) = dask.compute(tasks, **kw)
+    computed = compute_tasks(tasks, scheduler=scheduler, num_workers=num_workers,
+                       quiet=not progress)
     out = _summarise_sims(computed, [s.name for s in specs], n_mc, level, keep_draws)
     out = out.assign_coords(set=ds["set"].values)
     if per_set:

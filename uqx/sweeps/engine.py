@@ -31,6 +31,7 @@ import xarray as xr
 
 from uqx.dataio.netcdf import atomic_write, json_default
 from uqx.errors import InputError
+from uqx.progress import compute_tasks
 
 __all__ = [
     "Study",
@@ -286,10 +287,6 @@ def _distributed(client, tasks, index, run_dir, quiet):
 
 
 def _compute(tasks, index, scheduler, num_workers, quiet, run_dir, label=None):
-    import dask
-
-    from uqx.progress import progress_bar
-
     client = resolve_client(scheduler)
     if client is not None:
         try:
@@ -297,12 +294,8 @@ def _compute(tasks, index, scheduler, num_workers, quiet, run_dir, label=None):
         finally:
             if client is not scheduler:  # ours (made from an address): close it
                 client.close()
-    kw = {"scheduler": scheduler or "threads"}
-    if num_workers and kw["scheduler"] in ("threads", "processes"):
-        kw["num_workers"] = int(num_workers)
-    with progress_bar(quiet=quiet, label=label):
-        (out,) = dask.compute(tasks, **kw)
-    return out
+    return compute_tasks(tasks, scheduler=scheduler, num_workers=num_workers, quiet=quiet,
+                   label=label)
 
 
 def run_sweep(study: Study, *, chunk_size: int | None = None, scheduler=None,
