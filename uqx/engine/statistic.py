@@ -4,6 +4,12 @@ The same formula serves the point estimate, the bootstrap replicates, the leave-
 (jackknife) values (:mod:`uqx.engine.evaluator`), the simulated references
 (:mod:`uqx.inference.reference`) and the bin-number sweeps (:mod:`uqx.inference.extrapolation`).
 
+Each statistic is one named public function whose docstring gives its formula, paper
+equation and conventions: ``<name>_from_sums(S, n)`` of the moment-feature sums
+(:data:`MOMENT_STATS` maps names to them, e.g. :func:`zms_from_sums`) and
+``<name>_from_bin_sums(S, n)`` of the per-bin sums (:data:`BINNED_STATS`, e.g.
+:func:`ence_from_bin_sums`, :func:`zmse_max_from_bin_sums`).
+
 Every statistic of the papers belongs to one of three families, each with a fast exact
 route for the three evaluations (methods: bootstrap):
 
@@ -49,6 +55,25 @@ __all__ = [
     "bin_features",
     "prefix_bin_features",
     "bin_feature_sums",
+    "mv_from_sums",
+    "mse_from_sums",
+    "rmv_from_sums",
+    "rmse_from_sums",
+    "rce_from_sums",
+    "mean_z_from_sums",
+    "var_z_from_sums",
+    "zms_from_sums",
+    "nll_from_sums",
+    "nll_ref_from_sums",
+    "per_bin_moments",
+    "ence_from_bin_sums",
+    "ence_sd_from_bin_sums",
+    "uce_from_bin_sums",
+    "zmse_from_bin_sums",
+    "zmse_max_from_bin_sums",
+    "zve_from_bin_sums",
+    "lzisd_from_bin_sums",
+    "lzms_from_bin_sums",
 ]
 
 # ---------------------------------------------------------------- moment statistics
@@ -88,27 +113,298 @@ def moment_features(E, u, ncol=5):
     return F
 
 
-def _m_rce(S, n):
+# The moment statistics from the sums S (..., 5) of the features (z², u², E², z, ln u²)
+# over n pairs: the one definition behind the point estimate, the bootstrap replicates,
+# the jackknife values and the simulated references (MOMENT_STATS below).
+
+
+def mv_from_sums(S, n):
+    r"""Mean variance MV from the moment sums (001 Sect. II A, text of Eq. 7).
+
+    .. math:: \mathrm{MV} = \langle u^2 \rangle = \frac{1}{n}\sum_i u_i^2
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., 5)
+        Sums of the moment features (z², u², E², z, ln u²) over the n pairs
+        (:func:`moment_sums`).
+    n : float or numpy.ndarray
+        Number of pairs, broadcast against ``S[..., 0]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``S.shape[:-1]``. No reference value: MV does not involve the errors.
+
+    See Also
+    --------
+    rmv_from_sums, rce_from_sums
+    """
+    return S[..., F_U2] / n
+
+
+def mse_from_sums(S, n):
+    r"""Mean squared error MSE from the moment sums (uncentred; 001 Sect. II A).
+
+    .. math:: \mathrm{MSE} = \langle E^2 \rangle = \frac{1}{n}\sum_i E_i^2
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., 5)
+        Sums of the moment features (z², u², E², z, ln u²) over the n pairs
+        (:func:`moment_sums`).
+    n : float or numpy.ndarray
+        Number of pairs, broadcast against ``S[..., 0]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``S.shape[:-1]``.
+
+    See Also
+    --------
+    rmse_from_sums, rce_from_sums
+    """
+    return S[..., F_E2] / n
+
+
+def rmv_from_sums(S, n):
+    r"""Root mean variance RMV from the moment sums (001, text of Eq. 7).
+
+    .. math:: \mathrm{RMV} = \sqrt{\langle u^2 \rangle}
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., 5)
+        Sums of the moment features (z², u², E², z, ln u²) over the n pairs
+        (:func:`moment_sums`).
+    n : float or numpy.ndarray
+        Number of pairs, broadcast against ``S[..., 0]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``S.shape[:-1]``.
+
+    See Also
+    --------
+    mv_from_sums, rce_from_sums
+    """
+    return np.sqrt(S[..., F_U2] / n)
+
+
+def rmse_from_sums(S, n):
+    r"""Root mean squared error RMSE from the moment sums (001, text of Eq. 7).
+
+    .. math:: \mathrm{RMSE} = \sqrt{\langle E^2 \rangle}
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., 5)
+        Sums of the moment features (z², u², E², z, ln u²) over the n pairs
+        (:func:`moment_sums`).
+    n : float or numpy.ndarray
+        Number of pairs, broadcast against ``S[..., 0]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``S.shape[:-1]``.
+
+    See Also
+    --------
+    mse_from_sums, rce_from_sums
+    """
+    return np.sqrt(S[..., F_E2] / n)
+
+
+def rce_from_sums(S, n):
+    r"""Relative calibration error RCE from the moment sums (000 Eq. 10; 001 Eq. 7).
+
+    .. math:: \mathrm{RCE} = \frac{\mathrm{RMV} - \mathrm{RMSE}}{\mathrm{RMV}},
+              \qquad \mathrm{RMV} = \sqrt{\langle u^2\rangle},\;
+              \mathrm{RMSE} = \sqrt{\langle E^2\rangle}
+
+    Reference value 0 for calibrated uncertainties. Heavy tails of u² or E² make its
+    bootstrap interval unreliable (001 Table II).
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., 5)
+        Sums of the moment features (z², u², E², z, ln u²) over the n pairs
+        (:func:`moment_sums`).
+    n : float or numpy.ndarray
+        Number of pairs, broadcast against ``S[..., 0]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``S.shape[:-1]``.
+
+    See Also
+    --------
+    zms_from_sums : the same property (calibration on average) from z-scores.
+    ence_from_bin_sums : the mean of the per-bin :math:`|\mathrm{RCE}_j|`.
+    """
     rmv = np.sqrt(S[..., F_U2] / n)
     return (rmv - np.sqrt(S[..., F_E2] / n)) / rmv
 
 
-def _m_var_z(S, n):
+def mean_z_from_sums(S, n):
+    r"""Mean z-score from the moment sums (000 Table III).
+
+    .. math:: \langle Z \rangle = \frac{1}{n}\sum_i \frac{E_i}{u_i}
+
+    Reference value 0 for unbiased errors.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., 5)
+        Sums of the moment features (z², u², E², z, ln u²) over the n pairs
+        (:func:`moment_sums`).
+    n : float or numpy.ndarray
+        Number of pairs, broadcast against ``S[..., 0]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``S.shape[:-1]``.
+
+    See Also
+    --------
+    var_z_from_sums, zms_from_sums
+    """
+    return S[..., F_Z] / n
+
+
+def var_z_from_sums(S, n):
+    r"""Sample variance of the z-scores from the moment sums (000 Eq. 13; 001 Eq. 10).
+
+    .. math:: \mathrm{Var}(Z) = \frac{\sum_i Z_i^2 - \left(\sum_i Z_i\right)^2/n}{n - 1}
+
+    Denominator :math:`n-1` (R's ``var``). Reference value 1 for calibrated, unbiased
+    errors (003 Eq. 3). The one-pass form is accurate for z-scores (mean near 0).
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., 5)
+        Sums of the moment features (z², u², E², z, ln u²) over the n pairs
+        (:func:`moment_sums`).
+    n : float or numpy.ndarray
+        Number of pairs, broadcast against ``S[..., 0]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``S.shape[:-1]``.
+
+    See Also
+    --------
+    zms_from_sums : the form that also covers biased errors.
+    """
     return (S[..., F_Z2] - S[..., F_Z] ** 2 / n) / (n - 1)
 
 
+def zms_from_sums(S, n):
+    r"""Mean squared z-score ZMS from the moment sums (000 Eq. 14; 001 Eq. 11).
+
+    .. math:: \mathrm{ZMS} = \langle Z^2 \rangle = \frac{1}{n}\sum_i
+              \left(\frac{E_i}{u_i}\right)^2
+
+    Reference value 1 for calibrated uncertainties (biased errors included).
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., 5)
+        Sums of the moment features (z², u², E², z, ln u²) over the n pairs
+        (:func:`moment_sums`).
+    n : float or numpy.ndarray
+        Number of pairs, broadcast against ``S[..., 0]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``S.shape[:-1]``.
+
+    See Also
+    --------
+    rce_from_sums : the same property from u² and E².
+    zmse_from_bin_sums : its conditional (per-bin) counterpart.
+    """
+    return S[..., F_Z2] / n
+
+
+def nll_from_sums(S, n):
+    r"""Mean negative log-likelihood of a normal model from the moment sums (000 Eq. 15).
+
+    .. math:: \mathrm{NLL} = \tfrac12\left(\langle Z^2\rangle + \langle \ln u^2\rangle
+              + \ln 2\pi\right)
+
+    (001 Eq. 12). :math:`\ln 2\pi` is exact (:data:`LN_2PI`; ErrViewLib's ``nllFun``
+    uses 1.837877). Its reference is :func:`nll_ref_from_sums`.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., 5)
+        Sums of the moment features (z², u², E², z, ln u²) over the n pairs
+        (:func:`moment_sums`).
+    n : float or numpy.ndarray
+        Number of pairs, broadcast against ``S[..., 0]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``S.shape[:-1]``.
+
+    See Also
+    --------
+    nll_ref_from_sums, zms_from_sums
+    """
+    return 0.5 * (S[..., F_Z2] / n + S[..., F_LNU2] / n + LN_2PI)
+
+
+def nll_ref_from_sums(S, n):
+    r"""Return the reference NLL of calibrated normal errors from the sums (000 Eq. 16).
+
+    .. math:: \mathrm{NLL}_{ref} = \tfrac12\left(1 + \langle \ln u^2\rangle
+              + \ln 2\pi\right)
+
+    The NLL with :math:`\langle Z^2\rangle = 1`; it does not involve the errors.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., 5)
+        Sums of the moment features (z², u², E², z, ln u²) over the n pairs
+        (:func:`moment_sums`).
+    n : float or numpy.ndarray
+        Number of pairs, broadcast against ``S[..., 0]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``S.shape[:-1]``.
+
+    See Also
+    --------
+    nll_from_sums
+    """
+    return 0.5 * (1.0 + S[..., F_LNU2] / n + LN_2PI)
+
+
+#: Each moment statistic's function of the feature sums, ``MOMENT_STATS[name](S, n)``.
 MOMENT_STATS = {
-    "zms": lambda S, n: S[..., F_Z2] / n,
-    "rce": _m_rce,
-    "mv": lambda S, n: S[..., F_U2] / n,
-    "mse": lambda S, n: S[..., F_E2] / n,
-    "rmv": lambda S, n: np.sqrt(S[..., F_U2] / n),
-    "rmse": lambda S, n: np.sqrt(S[..., F_E2] / n),
-    "mean_z": lambda S, n: S[..., F_Z] / n,
-    "var_z": _m_var_z,
-    "nll": lambda S, n: 0.5 * (S[..., F_Z2] / n + S[..., F_LNU2] / n + LN_2PI),
-    "nll_ref": lambda S, n: 0.5 * (1.0 + S[..., F_LNU2] / n + LN_2PI),
+    "zms": zms_from_sums,
+    "rce": rce_from_sums,
+    "mv": mv_from_sums,
+    "mse": mse_from_sums,
+    "rmv": rmv_from_sums,
+    "rmse": rmse_from_sums,
+    "mean_z": mean_z_from_sums,
+    "var_z": var_z_from_sums,
+    "nll": nll_from_sums,
+    "nll_ref": nll_ref_from_sums,
 }
+
 
 # ---------------------------------------------------------------- binned statistics
 # bin features: 0 u^2, 1 E^2, 2 z^2, 3 Ec (E - mean E), 4 Ec^2, 5 z
@@ -129,7 +425,31 @@ def bin_features(E, u):
     return np.stack([u * u, E * E, z * z, ec, ec * ec, z], axis=-1)
 
 
-def _b_parts(S, n):
+def per_bin_moments(S, n):
+    r"""Per-bin MV, MSE, Var(E), Var(Z) and ZMS from the per-bin sums of the bin features.
+
+    .. math:: \mathrm{MV}_j = \frac{\sum_{B_j} u^2}{n_j},\quad
+              \mathrm{MSE}_j = \frac{\sum_{B_j} E^2}{n_j},\quad
+              \mathrm{ZMS}_j = \frac{\sum_{B_j} Z^2}{n_j},\quad
+              \mathrm{Var}(X)_j = \max\left(0, \frac{\sum_{B_j} X^2 - (\sum_{B_j} X)^2/n_j}
+              {n_j - 1}\right)
+
+    for X = E (centred on the mean of the data set, :func:`bin_features`) and X = Z;
+    variances with denominator :math:`n_j - 1`, clipped at 0 against rounding. Empty or
+    one-point bins give NaN or ±inf, without warnings.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of the bin features (u², E², z², E − Ē, (E − Ē)², z) over N bins
+        (:func:`bin_feature_sums`, :func:`prefix_bin_features`).
+    n : numpy.ndarray, shape (N,) or broadcastable to ``S[..., 0]``
+        Bin counts.
+
+    Returns
+    -------
+    mv, mse, var_e, var_z, zms : numpy.ndarray, shape (..., N)
+    """
     with np.errstate(invalid="ignore", divide="ignore"):
         mv = S[..., _B_U2] / n
         mse = S[..., _B_E2] / n
@@ -139,61 +459,258 @@ def _b_parts(S, n):
     return mv, mse, np.maximum(var_e, 0.0), np.maximum(var_z, 0.0), zms
 
 
-def _b_ence(S, n):
-    mv, mse, _, _, _ = _b_parts(S, n)
+def ence_from_bin_sums(S, n):
+    r"""Compute the ENCE, RMSE convention, from per-bin sums (000 Eq. 11; 001 Eq. 8).
+
+    Expected normalised calibration error:
+
+    .. math:: \mathrm{ENCE} = \frac{1}{N}\sum_{j=1}^N
+              \frac{|\mathrm{RMV}_j - \mathrm{RMSE}_j|}{\mathrm{RMV}_j}
+              = \frac{1}{N}\sum_{j=1}^N |\mathrm{RCE}_j|
+
+    with :math:`\mathrm{RMV}_j = \sqrt{\langle u^2\rangle_j}` and
+    :math:`\mathrm{RMSE}_j = \sqrt{\langle E^2\rangle_j}` (uncentred) over bin
+    :math:`B_j`: the convention of papers 000, 001 and 004 and of ErrViewLib ``eceFun``.
+    No predefined reference: about :math:`a\sqrt{N/M}` for calibrated data (000 App. B).
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of the bin features (:func:`per_bin_moments`).
+    n : numpy.ndarray, shape (N,)
+        Bin counts.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``S.shape[:-2]``
+
+    See Also
+    --------
+    ence_sd_from_bin_sums : the SD convention (002, reliability diagrams).
+    rce_from_sums : the RCE of a whole set.
+    """
+    mv, mse, _, _, _ = per_bin_moments(S, n)
     rmv = np.sqrt(mv)
     return np.mean(np.abs(rmv - np.sqrt(mse)) / rmv, axis=-1)
 
 
-def _b_ence_sd(S, n):
-    mv, _, var_e, _, _ = _b_parts(S, n)
+def ence_sd_from_bin_sums(S, n):
+    r"""Compute the ENCE, SD convention, from per-bin sums (002 Eq. 6 as computed).
+
+    Expected normalised calibration error:
+
+    .. math:: \mathrm{ENCE}_{SD} = \frac{1}{N}\sum_{j=1}^N
+              \frac{|\mathrm{SD}_j - \mathrm{RMV}_j|}{\mathrm{RMV}_j},
+              \qquad \mathrm{SD}_j = \mathrm{sd}(E \in B_j)\ (n_j - 1)
+
+    The convention of ErrViewLib ``plotRelDiag``, hence of paper 002's tables and of
+    the primer's (003) reliability diagrams; 002 Eq. 6 writes
+    :math:`\mathrm{MSE}_j^{1/2}` but its Table I is reproduced only with the centred SD.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of the bin features (:func:`per_bin_moments`).
+    n : numpy.ndarray, shape (N,)
+        Bin counts.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``S.shape[:-2]``
+
+    See Also
+    --------
+    ence_from_bin_sums : the RMSE convention.
+    """
+    mv, _, var_e, _, _ = per_bin_moments(S, n)
     rmv = np.sqrt(mv)
     return np.mean(np.abs(rmv - np.sqrt(var_e)) / rmv, axis=-1)
 
 
-def _b_uce(S, n):
-    mv, mse, _, _, _ = _b_parts(S, n)
+def uce_from_bin_sums(S, n):
+    r"""Uncertainty calibration error from per-bin sums (ErrViewLib ``eceFun``).
+
+    .. math:: \mathrm{UCE} = \frac{1}{N}\sum_{j=1}^N |\mathrm{MV}_j - \mathrm{MSE}_j|
+
+    Not used in the papers' figures; in the units of :math:`u^2`.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of the bin features (:func:`per_bin_moments`).
+    n : numpy.ndarray, shape (N,)
+        Bin counts.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``S.shape[:-2]``
+
+    See Also
+    --------
+    ence_from_bin_sums
+    """
+    mv, mse, _, _, _ = per_bin_moments(S, n)
     return np.mean(np.abs(mv - mse), axis=-1)
 
 
-def _b_zmse(S, n):
-    zms_j = _b_parts(S, n)[4]
+def zmse_from_bin_sums(S, n):
+    r"""Mean absolute log of the per-bin ZMS, ZMSE (000 Eq. 17).
+
+    .. math:: \mathrm{ZMSE} = \frac{1}{N}\sum_{j=1}^N |\ln \mathrm{ZMS}_j|,
+              \qquad \mathrm{ZMS}_j = \langle Z^2\rangle_{B_j}
+
+    The logarithm makes a ZMS of 2 and one of 1/2 equal deviations. No predefined
+    reference: about :math:`a\sqrt{N/M}` for calibrated data (000 App. B). A bin with
+    :math:`\mathrm{ZMS}_j = 0` gives +inf.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of the bin features (:func:`per_bin_moments`).
+    n : numpy.ndarray, shape (N,)
+        Bin counts.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``S.shape[:-2]``
+
+    See Also
+    --------
+    zmse_max_from_bin_sums : the largest term instead of the mean.
+    zms_from_sums : the ZMS of a whole set.
+    """
+    zms_j = per_bin_moments(S, n)[4]
     with np.errstate(divide="ignore"):
         return np.mean(np.abs(np.log(zms_j)), axis=-1)
 
 
-def _b_zmse_max(S, n):
-    zms_j = _b_parts(S, n)[4]
+def zmse_max_from_bin_sums(S, n):
+    r"""Largest absolute log of the per-bin ZMS (uqx's addition, beyond the papers).
+
+    .. math:: \mathrm{ZMSE}_{max} = \max_{j=1..N} |\ln \mathrm{ZMS}_j|
+
+    The bin averages of ENCE and ZMSE dilute a miscalibration confined to a few bins;
+    the maximum does not, which makes it a route of the consistency headline for that
+    alternative. No predefined reference (it grows slowly with N); judged against
+    simulated references like the others. A NaN bin gives NaN.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of the bin features (:func:`per_bin_moments`).
+    n : numpy.ndarray, shape (N,)
+        Bin counts.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``S.shape[:-2]``
+
+    See Also
+    --------
+    zmse_from_bin_sums : the mean over the bins (000 Eq. 17).
+    """
+    zms_j = per_bin_moments(S, n)[4]
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.max(np.abs(np.log(zms_j)), axis=-1)
 
 
-def _b_zve(S, n):
-    var_z = _b_parts(S, n)[3]
+def zve_from_bin_sums(S, n):
+    r"""Z-variance error ZVE (002 Eq. 9; ErrViewLib ``plotLZV(score=TRUE)``).
+
+    .. math:: \mathrm{ZVE} = \exp\left(\frac{1}{N}\sum_{j=1}^N |\ln v_j|\right),
+              \qquad v_j = \mathrm{Var}(Z \in B_j)\ (n_j - 1)
+
+    Reference value 1 (not 0) for calibrated data in the limit of many points per bin;
+    about :math:`1 + a\sqrt{N/M}` otherwise (002).
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of the bin features (:func:`per_bin_moments`).
+    n : numpy.ndarray, shape (N,)
+        Bin counts.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``S.shape[:-2]``
+
+    See Also
+    --------
+    lzisd_from_bin_sums : the per-bin :math:`v_j^{-1/2}`.
+    var_z_from_sums : the variance of a whole set.
+    """
+    var_z = per_bin_moments(S, n)[3]
     with np.errstate(divide="ignore"):
         return np.exp(np.mean(np.abs(np.log(var_z)), axis=-1))
 
 
-def _b_lzisd(S, n):
-    var_z = _b_parts(S, n)[3]
+def lzisd_from_bin_sums(S, n):
+    r"""Local z inverse standard deviation per bin, LZISD (003 Sect. III; ErrViewLib).
+
+    .. math:: \mathrm{LZISD}_j = \mathrm{Var}(Z \in B_j)^{-1/2}\ (n_j - 1)
+
+    Target 1 in every bin (003 Eq. 6: :math:`\mathrm{Var}(Z|u_E) = 1`, consistency; an
+    input feature for adaptivity, 003 Eq. 4). A vector statistic (one value per bin).
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of the bin features (:func:`per_bin_moments`).
+    n : numpy.ndarray, shape (N,)
+        Bin counts.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``S.shape[:-1]`` (..., N)
+
+    See Also
+    --------
+    zve_from_bin_sums, lzms_from_bin_sums
+    """
+    var_z = per_bin_moments(S, n)[3]
     with np.errstate(divide="ignore"):
         return 1.0 / np.sqrt(var_z)
 
 
-def _b_lzms(S, n):
-    return _b_parts(S, n)[4]
+def lzms_from_bin_sums(S, n):
+    r"""Local ZMS per bin, LZMS (001 Sect. II B; ErrViewLib ``plotLZMS``).
+
+    .. math:: \mathrm{ZMS}_j = \langle Z^2 \rangle_{B_j}
+
+    Target 1 in every bin. A vector statistic (one value per bin).
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of the bin features (:func:`per_bin_moments`).
+    n : numpy.ndarray, shape (N,)
+        Bin counts.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``S.shape[:-1]`` (..., N)
+
+    See Also
+    --------
+    zmse_from_bin_sums, lzisd_from_bin_sums
+    """
+    return per_bin_moments(S, n)[4]
 
 
+#: ``BINNED_STATS[name] = (function of the per-bin sums, vector)``: ``function(S, n)``
+#: with S (..., N, 6) the per-bin sums of :func:`bin_features` and n the bin counts;
+#: ``vector`` is True for the per-bin (vector) statistics.
 BINNED_STATS = {
-    "ence": (_b_ence, False),
-    "ence_sd": (_b_ence_sd, False),
-    "uce": (_b_uce, False),
-    "zmse": (_b_zmse, False),
-    "zmse_max": (_b_zmse_max, False),
-    "zve": (_b_zve, False),
-    "lzisd": (_b_lzisd, True),  # per-bin vector statistic
-    "lzms": (_b_lzms, True),
+    "ence": (ence_from_bin_sums, False),
+    "ence_sd": (ence_sd_from_bin_sums, False),
+    "uce": (uce_from_bin_sums, False),
+    "zmse": (zmse_from_bin_sums, False),
+    "zmse_max": (zmse_max_from_bin_sums, False),
+    "zve": (zve_from_bin_sums, False),
+    "lzisd": (lzisd_from_bin_sums, True),
+    "lzms": (lzms_from_bin_sums, True),
 }
+
 
 RANK_STATS = ("cc",)
 
