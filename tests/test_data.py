@@ -250,8 +250,11 @@ def test_provenance_names_sizes_digest():
 
     a, b, _ = _three()
     p = uqx.provenance(stack([a, b]))
-    assert p["names"] == ["a", "b"] and p["M"] == [3, 2]
-    h = hashlib.sha256(np.array([4.0, 5.0]).astype("<f8").tobytes()
-                       + np.array([2.0, 2.0]).astype("<f8").tobytes())
-    assert p["sha256"][1] == h.hexdigest()
-    assert uqx.provenance(b)["sha256"] == [h.hexdigest()]
+    assert p["input_names"] == ["a", "b"] and p["input_sizes"] == [3, 2]
+    # SHA-256 of E, "|", uE, "|" (float64), first 16 bytes as 4 little-endian words
+    d = hashlib.sha256(np.array([4.0, 5.0]).astype("<f8").tobytes() + b"|"
+                       + np.array([2.0, 2.0]).astype("<f8").tobytes() + b"|").digest()
+    want = "".join(f"{int.from_bytes(d[4 * i:4 * i + 4], 'little'):08x}" for i in range(4))
+    assert p["input_digests"][1] == want
+    assert uqx.provenance(b)["input_digests"] == [want]
+    assert uqx.provenance(list(uqx.iter_sets(b))) == uqx.provenance(b)

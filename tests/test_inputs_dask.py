@@ -86,16 +86,43 @@ def test_apply_kernel_multichunk(pair, name):
 
 
 def test_provenance_digest(pair):
+    from uqx.engine.resample import content_key, key_hex
+
     eager, lazy = pair
     p = provenance(eager)
-    assert p["names"] == ["s0", "s1", "s2"] and p["M"] == [700, 1000, 1300]
+    assert p["input_names"] == ["s0", "s1", "s2"] and p["input_sizes"] == [700, 1000, 1300]
     assert provenance(lazy) == p  # same bytes whatever the chunking
-    assert all(len(h) == 64 for h in p["sha256"])
+    assert all(len(h) == 32 for h in p["input_digests"])
+    # the digest that keys the random streams (and a validation's input_digests)
+    keys = [key_hex(content_key(sd.E, sd.uE)) for sd in uqx.iter_sets(eager)]
+    assert p["input_digests"] == keys
     changed = eager.copy(deep=True)
     changed["uE"].values[1, 5] *= 1 + 1e-15
     q = provenance(changed)
-    assert q["sha256"][0] == p["sha256"][0] and q["sha256"][1] != p["sha256"][1]
-    assert len(set(p["sha256"])) == 3
+    assert q["input_digests"][0] == p["input_digests"][0]
+    assert q["input_digests"][1] != p["input_digests"][1]
+    assert len(set(p["input_digests"])) == 3
+
+
+def test_streamed_and_in_memory_content_keys_agree(rng):
+    """One digest: the key of dask columns read piece by piece is content_key's."""
+    from uqx.dataio.model import streamed_content_key
+    from uqx.engine.resample import chunked_content_key, content_key
+
+    E, u, _ = _arrays(rng, 2500)
+    ref = content_key(E, u)
+    assert streamed_content_key(E, u, E.size) == ref
+    for ce, cu, step in ((2500, 2500, 1 << 20), (29, 7, 100), (999, 1000, 1), (1234, 17, 640)):
+        dE, du = da.from_array(E, chunks=ce), da.from_array(u, chunks=cu)
+        assert streamed_content_key(dE, du, E.size, step) == ref, (ce, cu, step)
+        assert streamed_content_key(dE, du, E.size, step, columns=(du,)) == content_key(u)
+    assert chunked_content_key([np.split(E, [3, 700]), [u[:10], u[10:]]]) == ref
+    assert chunked_content_key([[E, u]]) != ref  # the column boundary is part of the key
+    # the values feed every random stream of uqx: a change of content_key changes all its
+    # numbers (the value below is the one of uqx before the digest was unified)
+    one = content_key(np.array([1.0, 2.0]), np.array([0.5, 0.5]))
+    assert one == (3976130247, 3330192499, 3567269305, 114133182)
+    assert one == content_key(np.array([1, 2]), np.array([0.5, 0.5], dtype=np.float32))
 
 
 def _write_chunked(path, m, chunk, seed=5):

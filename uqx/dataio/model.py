@@ -12,7 +12,6 @@ Every entry point (:func:`uqx.validate`, :func:`uqx.bootstrap`, :func:`uqx.compu
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
@@ -686,36 +685,42 @@ def iter_sets(ds) -> Iterator[SetData]:
 
 
 def provenance(ds) -> dict:
-    """Names, sizes and a content digest of every set, for result attributes.
+    """Names, sizes and content digests of the input sets: the ``input_*`` result attributes.
 
-    The digest is SHA-256 over the bytes of ``E`` then ``uE`` (float64 little-endian, the
-    ``M`` real rows in order), computed chunk by chunk for dask-backed data.
+    The digest of a set is :func:`uqx.engine.resample.key_hex` of its
+    :func:`uqx.engine.resample.content_key` ``(E, uE)`` (SHA-256 over the float64 bytes of
+    the ``M`` real rows of ``E``, ``|``, then ``uE``; the first 16 bytes, as four 32-bit
+    words), computed chunk by chunk for dask-backed data. It is the digest that keys the
+    set's random streams, and the ``input_digests`` attribute of a :func:`uqx.validate`
+    result, so a result and the data it came from can be
+    matched (the report does).
 
     Parameters
     ----------
-    ds : xarray.Dataset or sequence of xarray.Dataset
-        Any input form accepted by :func:`as_stacked`.
+    ds : xarray.Dataset, sequence of xarray.Dataset, or sequence of SetData
+        Any input form accepted by :func:`as_stacked`, or the sets of :func:`iter_sets`.
 
     Returns
     -------
     dict
-        ``{"names": [...], "M": [...], "sha256": [...]}`` (one entry per set).
+        ``{"input_names": [...], "input_sizes": [...], "input_digests": [...]}`` (one
+        entry per set; the digests are 32 hex digits).
     """
-    ds = as_stacked(ds)
-    out = {"names": [], "M": [], "sha256": []}
-    for i, name in enumerate(ds["set"].values):
-        m = int(ds["M"].values[i])
-        h = hashlib.sha256()
-        for key in ("E", "uE"):
-            arr = ds[key].data[i, :m]
-            blocks = [arr.blocks[j] for j in range(arr.numblocks[0])] if is_lazy(arr) else [arr]
-            for block in blocks:
-                block = np.asarray(block.compute() if is_lazy(block) else block)
-                h.update(np.ascontiguousarray(block, dtype="<f8").tobytes())
-        out["names"].append(str(name))
-        out["M"].append(m)
-        out["sha256"].append(h.hexdigest())
-    return out
+    from uqx.engine.resample import key_hex
+
+    if isinstance(ds, Sequence) and ds and all(isinstance(d, SetData) for d in ds):
+        sets = [(sd.name, sd.M, sd.E, sd.uE) for sd in ds]
+    else:
+        ds = as_stacked(ds)
+        sets = []
+        for i, name in enumerate(ds["set"].values):
+            m = int(ds["M"].values[i])
+            sets.append((str(name), m, ds["E"].data[i, :m], ds["uE"].data[i, :m]))
+    return {
+        "input_names": [name for name, *_ in sets],
+        "input_sizes": [int(m) for _, m, *_ in sets],
+        "input_digests": [key_hex(streamed_content_key(E, u, m)) for _, m, E, u in sets],
+    }
 
 
 class ColumnRef:
@@ -743,19 +748,26 @@ def read_rows(arr, lo: int, hi: int) -> np.ndarray:
     return np.asarray(part, dtype=np.float64)
 
 
+def _row_chunks(arr, M: int, step: int):
+    """Rows ``0:M`` of a 1-d array: itself (numpy), else ``step`` rows at a time."""
+    if not is_lazy(arr):
+        yield np.asarray(arr)[:M]
+        return
+    for lo in range(0, M, step):
+        yield read_rows(arr, lo, min(lo + step, M))
+
+
 def streamed_content_key(E, u, M: int, step: int = 1 << 20, *,
                          columns=None) -> tuple[int, int, int, int]:
-    """:func:`uqx.engine.resample.content_key` of (E, u) read ``step`` rows at a time.
+    """:func:`uqx.engine.resample.content_key` of (E, u), dask columns read ``step`` rows at a time.
 
-    The same bytes in the same order (E, ``|``, uE, ``|``), so the same key as the
-    in-memory arrays, with memory O(step) for dask-backed data. ``columns`` (a sequence
-    of arrays) replaces (E, u): ``columns=(u,)`` is ``content_key(u)``, the key of the
-    members of the null family that do not look at E.
+    The same bytes in the same order (E, ``|``, uE, ``|``), hashed by
+    :func:`uqx.engine.resample.chunked_content_key`, so the same key as the in-memory
+    arrays, with memory O(step) for dask-backed data. ``columns`` (a sequence of arrays)
+    replaces (E, u): ``columns=(u,)`` is ``content_key(u)``, the key of the members of
+    the null family that do not look at E.
     """
-    h = hashlib.sha256()
-    for arr in (E, u) if columns is None else columns:
-        for lo in range(0, M, step):
-            h.update(np.ascontiguousarray(read_rows(arr, lo, min(lo + step, M))).tobytes())
-        h.update(b"|")
-    d = h.digest()
-    return tuple(int.from_bytes(d[4 * i : 4 * i + 4], "little") for i in range(4))
+    from uqx.engine.resample import chunked_content_key
+
+    cols = (E, u) if columns is None else columns
+    return chunked_content_key(_row_chunks(arr, M, step) for arr in cols)

@@ -36,6 +36,8 @@ __all__ = [
     "rows_for_budget",
     "coord_key",
     "content_key",
+    "chunked_content_key",
+    "key_hex",
     "seed_sequence",
     "resolve_seed",
     "BootstrapPlan",
@@ -72,14 +74,39 @@ def content_key(*arrays) -> tuple[int, int, int, int]:
 
     The bytes hashed are the float64 values in file order, so the same data gives the same
     random streams whatever the set is called or whatever runs beside it, and two sets
-    share a stream only when their data are identical.
+    share a stream only when their data are identical. :func:`chunked_content_key` gives
+    the same key from arrays read piece by piece.
+    """
+    return chunked_content_key((a,) for a in arrays)
+
+
+def chunked_content_key(columns) -> tuple[int, int, int, int]:
+    """:func:`content_key` of columns given piece by piece: the one content digest of uqx.
+
+    Parameters
+    ----------
+    columns : iterable of iterables of array-like
+        Each column as consecutive chunks, in file order; ``(E_chunks, uE_chunks)`` gives
+        the key of ``content_key(E, uE)`` whatever the chunk boundaries.
+
+    Returns
+    -------
+    tuple of 4 int
+        The first 16 bytes of SHA-256(column 1 as float64, ``|``, column 2, ``|``, ...),
+        read as four little-endian 32-bit words (the words of a ``spawn_key``).
     """
     h = hashlib.sha256()
-    for a in arrays:
-        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    for chunks in columns:
+        for chunk in chunks:
+            h.update(np.ascontiguousarray(chunk, dtype=np.float64).tobytes())
         h.update(b"|")  # (E, uE) and (E', uE') with the same concatenation differ
     d = h.digest()
     return tuple(int.from_bytes(d[4 * i : 4 * i + 4], "little") for i in range(4))
+
+
+def key_hex(key) -> str:
+    """Hex form of a :func:`content_key` (the ``input_digests`` of a result): 32 digits."""
+    return "".join(f"{int(w):08x}" for w in key)
 
 
 def _flat_keys(coords):
