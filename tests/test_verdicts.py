@@ -204,6 +204,20 @@ def test_sweep_statistics_equals_per_n_binning():
             np.testing.assert_allclose(fast[i, j], BINNED_STATS[st][0](S, cnt)[0], rtol=1e-10)
 
 
+def test_sweep_three_equals_sweep_statistics():
+    """The fused null kernel (numba loops over per_bin_terms) against the numpy route
+    (prefix sums, then ence/zmse/zve_from_bin_sums): equal to 1e-12 relative."""
+    from uqx.inference.binsweep import BINNED_FUSED, sweep_three
+
+    rng = np.random.default_rng(6)
+    u = np.sort(rng.gamma(2.0, 0.5, 2500) + 0.02)
+    eps = rng.standard_t(5, (6, 2500)) / np.sqrt(5 / 3)
+    ns = [10, 20, 40, 60, 80]
+    fast = sweep_three(eps, u, ns, pop_min=20)
+    slow = sweep_statistics(u * eps, u, ns, list(BINNED_FUSED), pop_min=20)
+    np.testing.assert_allclose(fast, slow, rtol=1e-12)
+
+
 @pytest.mark.parametrize("dist", ["normal", "t", "data"])
 def test_sweep_copies_equals_sweep_statistics_on_the_same_draws(dist):
     """Slow twin of the fused draw-and-sweep kernel: the keyed draws redrawn by draw_unit,

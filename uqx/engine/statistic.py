@@ -74,6 +74,7 @@ __all__ = [
     "zve_from_bin_sums",
     "lzisd_from_bin_sums",
     "lzms_from_bin_sums",
+    "per_bin_terms",
 ]
 
 # ---------------------------------------------------------------- moment statistics
@@ -472,6 +473,8 @@ def ence_from_bin_sums(S, n):
     :math:`\mathrm{RMSE}_j = \sqrt{\langle E^2\rangle_j}` (uncentred) over bin
     :math:`B_j`: the convention of papers 000, 001 and 004 and of ErrViewLib ``eceFun``.
     No predefined reference: about :math:`a\sqrt{N/M}` for calibrated data (000 App. B).
+    The fused kernels of the bin-number sweeps use the scalar twin
+    :func:`per_bin_terms`.
 
     Parameters
     ----------
@@ -561,7 +564,8 @@ def zmse_from_bin_sums(S, n):
 
     The logarithm makes a ZMS of 2 and one of 1/2 equal deviations. No predefined
     reference: about :math:`a\sqrt{N/M}` for calibrated data (000 App. B). A bin with
-    :math:`\mathrm{ZMS}_j = 0` gives +inf.
+    :math:`\mathrm{ZMS}_j = 0` gives +inf. The fused kernels of the bin-number sweeps use
+    the scalar twin :func:`per_bin_terms`.
 
     Parameters
     ----------
@@ -621,7 +625,8 @@ def zve_from_bin_sums(S, n):
               \qquad v_j = \mathrm{Var}(Z \in B_j)\ (n_j - 1)
 
     Reference value 1 (not 0) for calibrated data in the limit of many points per bin;
-    about :math:`1 + a\sqrt{N/M}` otherwise (002).
+    about :math:`1 + a\sqrt{N/M}` otherwise (002). The fused kernels of the bin-number
+    sweeps use the scalar twin :func:`per_bin_terms`.
 
     Parameters
     ----------
@@ -710,6 +715,38 @@ BINNED_STATS = {
     "lzisd": (lzisd_from_bin_sums, True),
     "lzms": (lzms_from_bin_sums, True),
 }
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def per_bin_terms(su2, se2, sz2, sz, n):  # pragma: no cover - numba
+    r"""One bin's terms of ENCE, ZMSE and ZVE from its sums (scalar numba kernel).
+
+    .. math:: \frac{|\sqrt{\mathrm{MV}_j} - \sqrt{\mathrm{MSE}_j}|}{\sqrt{\mathrm{MV}_j}},
+              \quad |\ln \mathrm{ZMS}_j|, \quad |\ln \mathrm{Var}(Z)_j|
+
+    The scalar twin of :func:`ence_from_bin_sums`, :func:`zmse_from_bin_sums` and
+    :func:`zve_from_bin_sums` (same operations in the same order per bin; their means
+    over the bins, and the ``exp`` of ZVE, are left to the caller), for the fused
+    numba loops of the bin-number sweeps (:func:`uqx.inference.binsweep.sweep_three`,
+    :func:`uqx.inference.extrapolation_null.sweep_copies`). Agreement with the numpy
+    functions is tested to 1e-12 relative on random data.
+
+    Parameters
+    ----------
+    su2, se2, sz2, sz : float
+        Sums over the bin of u², E², z² and z.
+    n : int or float
+        Bin count.
+
+    Returns
+    -------
+    ence_term, zmse_term, zve_term : float
+    """
+    mv = su2 / n
+    mse = se2 / n
+    var_z = max((sz2 - sz * sz / n) / (n - 1), 0.0)
+    rmv = np.sqrt(mv)
+    return abs(rmv - np.sqrt(mse)) / rmv, abs(np.log(sz2 / n)), abs(np.log(var_z))
 
 
 RANK_STATS = ("cc",)

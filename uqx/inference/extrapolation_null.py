@@ -16,6 +16,7 @@ from uqx.engine.binning import equal_count_edges
 from uqx.engine.defaults import LEVEL, SWEEP_POP_MIN
 from uqx.engine.generators import stream_state
 from uqx.engine.resample import content_key, lemire_threshold, seed_sequence
+from uqx.engine.statistic import per_bin_terms
 from uqx.engine.unit_variance import draw_unit, unit_args, unit_step
 from uqx.inference.binsweep import (
     BINNED_FUSED,
@@ -37,7 +38,8 @@ def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
     stream), the sums of (u², E², z², z) over each segment between the sorted
     breakpoints ``bp`` of all partitions accumulated into prefix sums ``P`` at ``bp``;
     ``edges[offsets[l]:offsets[l+1]]`` are the positions in ``bp``
-    of the edges of partition l. Formulas of :func:`_sweep_three`.
+    of the edges of partition l. The terms of each bin come from
+    :func:`uqx.engine.statistic.per_bin_terms` (as in :func:`_sweep_three`).
     """
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     n = np.uint64(max(pool.shape[0], 1))
@@ -87,16 +89,12 @@ def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
             s_zve = 0.0
             for b in range(nb):
                 lo, hi = edges[q0 + b], edges[q0 + b + 1]
-                cnt = bp[hi] - bp[lo]
-                mv = (P[hi, 0] - P[lo, 0]) / cnt
-                mse = (P[hi, 1] - P[lo, 1]) / cnt
-                sz2 = P[hi, 2] - P[lo, 2]
-                sz = P[hi, 3] - P[lo, 3]
-                var_z = max((sz2 - sz * sz / cnt) / (cnt - 1), 0.0)
-                rmv = np.sqrt(mv)
-                s_ence += abs(rmv - np.sqrt(mse)) / rmv
-                s_zmse += abs(np.log(sz2 / cnt))
-                s_zve += abs(np.log(var_z))
+                t_ence, t_zmse, t_zve = per_bin_terms(
+                    P[hi, 0] - P[lo, 0], P[hi, 1] - P[lo, 1], P[hi, 2] - P[lo, 2],
+                    P[hi, 3] - P[lo, 3], bp[hi] - bp[lo])
+                s_ence += t_ence
+                s_zmse += t_zmse
+                s_zve += t_zve
             out[r, li, 0] = s_ence / nb
             out[r, li, 1] = s_zmse / nb
             out[r, li, 2] = np.exp(s_zve / nb)
