@@ -88,7 +88,7 @@ def test_zeta_se_is_the_spread_over_seeds():
     zs, pred = [], []
     for seed in range(12):
         b = uqx.bootstrap(ds, ["zms"], n_boot=400, seed=seed, keep_replicates=True)
-        from uqx.engine.verdict import bca_alphas
+        from uqx.engine.confidence import bca_alphas
 
         al = bca_alphas(b.z0.values[0], b.acceleration.values[0])
         T = b.replicates.values[0].T

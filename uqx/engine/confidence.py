@@ -19,6 +19,7 @@ from uqx.engine.defaults import LEVEL
 
 __all__ = [
     "METHODS",
+    "bca_alphas",
     "bca_interval",
     "bca_limits",
     "bca_limits_mc_se",
@@ -97,6 +98,38 @@ def bca_interval(T, t0, jack, *, level=LEVEL):
     return lo, hi, z0, a
 
 
+def bca_alphas(z0, a, level: float = LEVEL):
+    r"""BCa-adjusted quantile levels (lower, upper) from z0 and the acceleration.
+
+    .. math:: \alpha_k = \Phi\left(z_0 + \frac{z_0 + z_k}{1 - a(z_0 + z_k)}\right),
+              \qquad z_k = \Phi^{-1}\left(\tfrac{1 \mp \mathrm{level}}{2}\right)
+
+    (Efron 1987; ``nptest::np.boot``, methods: bootstrap). The one formula behind
+    :func:`bca_limits` (which masks non-finite z0 or a to NaN) and of the levels whose
+    quantile noise :func:`uqx.engine.verdict.limit_se` measures.
+
+    Parameters
+    ----------
+    z0 : array_like, shape (K,)
+        Bias corrections.
+    a : array_like, shape (K,)
+        Accelerations.
+    level : float, default LEVEL (0.95)
+        Confidence level.
+
+    Returns
+    -------
+    numpy.ndarray, shape (2, K)
+        Levels of the lower (row 0) and upper (row 1) limits; NaN where the formula is
+        undefined, no warnings.
+    """
+    z = ndtri(np.array([(1 - level) / 2, (1 + level) / 2]))[:, None]
+    z0 = np.atleast_1d(np.asarray(z0, dtype=np.float64))
+    a = np.atleast_1d(np.asarray(a, dtype=np.float64))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
+
+
 def bca_limits(T, t0, a, level):
     """Return the BCa limits and z0 from T (t0 included) and a given acceleration.
 
@@ -121,8 +154,7 @@ def bca_limits(T, t0, a, level):
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.sum(T < t0, axis=0) / T.shape[0]
         z0 = ndtri(frac)
-        z = ndtri(np.array([(1 - level) / 2, (1 + level) / 2]))[:, None]
-        alpha = ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
+    alpha = bca_alphas(z0, a, level)
     alpha = np.where(np.isfinite(z0) & np.isfinite(a), alpha, np.nan)
     q = _quantile7(T, alpha)
     return q[0], q[1], z0

@@ -26,9 +26,6 @@ binned statistics and rejects heavy-tailed calibrated sets far more often than 5
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr, ndtri
-
-from uqx.engine.defaults import LEVEL
 
 __all__ = [
     "VERDICTS",
@@ -178,15 +175,6 @@ def limit_se(T, alpha) -> np.ndarray:
         lo, hi = np.quantile(col, [max(a - d, 0.0), min(a + d, 1.0)], method="linear")
         out[k] = 0.5 * (hi - lo)
     return out
-
-
-def bca_alphas(z0, a, level: float = LEVEL):
-    """BCa-adjusted quantile levels (lower, upper) from z0 and the acceleration."""
-    z = ndtri(np.array([(1 - level) / 2, (1 + level) / 2]))[:, None]
-    z0 = np.atleast_1d(np.asarray(z0, dtype=np.float64))
-    a = np.atleast_1d(np.asarray(a, dtype=np.float64))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
 
 
 def zeta_se(estimate, reference, ci_low, ci_high, se_low, se_high, *, target_u=0.0,
