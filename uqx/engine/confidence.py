@@ -24,6 +24,7 @@ __all__ = [
     "bca_limits",
     "bca_limits_mc_se",
     "basic_interval",
+    "interval_contains",
     "jackknife_acceleration",
     "percentile_interval",
 ]
@@ -247,3 +248,35 @@ def basic_interval(T, t0, *, level=LEVEL):
     lo, hi = percentile_interval(T, level=level)
     t0 = np.asarray(t0, dtype=np.float64)
     return 2 * t0 - hi, 2 * t0 - lo
+
+
+def interval_contains(lo, hi, target):
+    r"""Whether each interval [lo, hi] contains its target (limits included).
+
+    .. math:: \min(\ell, h) \le t \le \max(\ell, h)
+              \;\Leftrightarrow\; (\ell - t)(h - t) \le 0
+
+    The one rule of uqx for "the interval contains the target": a bin of a local analysis
+    is valid, and counts in its fraction of valid bins, when its interval contains the
+    target (ErrViewLib's :math:`(\ell_j - 1)(h_j - 1) \le 0`, methods: binned statistics;
+    a PICP when its interval contains P). Written with comparisons, not the product, so
+    that it cannot underflow or overflow; a NaN limit gives False.
+
+    Parameters
+    ----------
+    lo, hi : array_like or xarray.DataArray
+        Interval limits (either order).
+    target : float or array_like
+        Value to contain, broadcast against the limits.
+
+    Returns
+    -------
+    numpy.ndarray or xarray.DataArray of bool
+        Broadcast shape of the inputs (a DataArray when the limits are DataArrays).
+
+    Examples
+    --------
+    >>> interval_contains(np.array([0.8, 1.1, np.nan]), np.array([1.2, 1.3, 2.0]), 1.0).tolist()
+    [True, False, False]
+    """
+    return (np.minimum(lo, hi) <= target) & (target <= np.maximum(lo, hi))

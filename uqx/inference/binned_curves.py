@@ -15,6 +15,7 @@ from scipy.special import ndtri
 
 from uqx.dataio.model import InputError
 from uqx.engine.binning import bin_sums
+from uqx.engine.confidence import interval_contains
 from uqx.engine.defaults import LEVEL, N_BOOT_CURVES, POP_MIN
 from uqx.engine.resample import (
     resolve_seed,
@@ -377,7 +378,7 @@ def local_z(
     cfg = dict(ci=ci, n_boot=n_boot, seed=seed, level=level)
     est, lo, hi = _per_bin_ci(kind, z, bins.edges, **cfg)
     f, flo, fhi = _per_bin_ci(kind, z, np.array([0, z.size]), **cfg)
-    valid = ((lo - 1) * (hi - 1) <= 0).astype(np.float64)
+    valid = interval_contains(lo, hi, 1.0).astype(np.float64)
     return xr.Dataset(
         {
             "estimate": ("bin", est),

@@ -22,7 +22,7 @@ import xarray as xr
 
 from uqx.dataio.model import InputError, as_stacked, iter_sets
 from uqx.engine.binning import make_bins
-from uqx.engine.confidence import bca_interval
+from uqx.engine.confidence import bca_interval, interval_contains
 from uqx.engine.defaults import LEVEL, N_BINS_LOCAL, POP_MIN
 from uqx.engine.resample import content_key, resolve_seed, seed_sequence
 from uqx.engine.stats.tailedness import hd_quantile
@@ -112,7 +112,7 @@ def picp(ds, prob=(0.68, 0.95), *, dist="normal", nu=None, level=LEVEL) -> xr.Da
             "picp": (dims, out, {"long_name": "prediction-interval coverage probability"}),
             "picp_low": (dims, lo, {"long_name": f"Wilson {level:.0%} lower limit"}),
             "picp_high": (dims, hi, {"long_name": f"Wilson {level:.0%} upper limit"}),
-            "valid": (dims, (lo <= P) & (P <= hi), {
+            "valid": (dims, interval_contains(lo, hi, P), {
                 "long_name": "P inside the interval",
                 "note": "tests the intervals; built from uE, it also tests the shape D"}),
         },
@@ -178,8 +178,7 @@ def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = N_BINS_LO
         lo, hi, _, _ = bca_interval(T[:, None], [t0], jack[:, None], level=level)
         res["lrr"][j], res["ci_low"][j], res["ci_high"][j] = t0, lo[0], hi[0]
         res["x_mid"][j] = (x[idx].min() + x[idx].max()) / 2
-    with np.errstate(invalid="ignore"):
-        valid = (res["ci_low"] - 1) * (res["ci_high"] - 1) <= 0
+    valid = interval_contains(res["ci_low"], res["ci_high"], 1.0)
     return xr.Dataset(
         {
             "lrr": ("bin", res["lrr"], {"long_name": "local range ratio (target 1)"}),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from uqx.engine.confidence import interval_contains
 from uqx.engine.defaults import N_BOOT_CURVES, POP_MIN, local_bins
 from uqx.inference.binned_curves import lcp as _lcp
 from uqx.inference.binned_curves import local_z as _local_z
@@ -76,7 +77,7 @@ def _engine_lzisd(ds, stat, by, n_bins, binning, n_boot, seed):
     out["full"] = full["estimate"].isel(bin=0)
     out["full_low"] = full["ci_low"].isel(bin=0)
     out["full_high"] = full["ci_high"].isel(bin=0)
-    valid = ((out["ci_low"] - 1) * (out["ci_high"] - 1) <= 0).where(out["x_mid"].notnull())
+    valid = interval_contains(out["ci_low"], out["ci_high"], 1.0).where(out["x_mid"].notnull())
     out["frac_valid"] = valid.mean("bin")
     return out
 
@@ -131,7 +132,7 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
             ok = np.isfinite(r["rmv"].values)
             x, y = r["rmv"].values[ok], r["y"].values[ok]
             lo, hi = r["ci_low"].values[ok], r["ci_high"].values[ok]
-            S.interval_bars(ax, x, y, lo, hi, valid=(lo - x) * (hi - x) <= 0)
+            S.interval_bars(ax, x, y, lo, hi, valid=interval_contains(lo, hi, x))
             vals = np.r_[x, lo, hi]
             vals = vals[np.isfinite(vals) & ((vals > 0) | (not log))]
             pad = 0.05 * (vals.max() - vals.min())
@@ -210,7 +211,7 @@ def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
                               float(r["full_high"]), target=1.0)
             nb = int(ok.sum())
             lo, hi = r["ci_low"].values[ok], r["ci_high"].values[ok]
-            nv = int(np.sum((lo - 1) * (hi - 1) <= 0))
+            nv = int(np.sum(interval_contains(lo, hi, 1.0)))
             S.corner_text(ax, _valid_text(nv, nb) + "\n" + _bins_text(
                 nb, res.attrs.get("binning", binning), ci), loc="upper left")
             ax.set_xlabel(axis_label(ds, by))
@@ -287,7 +288,7 @@ def lzisd_of_result(result, *, cond="uE", logx="auto", size="double", font_size=
                 S.log_axis(ax)
             nb = int(r["cond_n_bins"]) if "cond_n_bins" in r else int(ok.sum())
             nv = int(round(float(r["fval"]) * nb)) if "fval" in r else int(
-                np.sum((lo - 1) * (hi - 1) <= 0))
+                np.sum(interval_contains(lo, hi, 1.0)))
             method = str(r["lzisd_ci_method"].values) if "lzisd_ci_method" in r else "bootstrap"
             S.corner_text(ax, _valid_text(nv, nb) + "\n" + _bins_text(nb, "equal-count",
                                                                         method),
