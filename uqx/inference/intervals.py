@@ -12,11 +12,13 @@ an assumed generative distribution D: :math:`U_P = u\,q_D((1+P)/2)` (methods: bi
 * **LRR** (local range ratio, methods: binned statistics, ErrViewLib ``plotLRR``): per bin,
   :math:`2\sqrt{\langle U^2\rangle} / (\mathrm{hd}(E, (1+P)/2) - \mathrm{hd}(E, (1-P)/2))`,
   the theoretical interval width over the empirical one (Harrell–Davis quantiles),
-  target 1, with a BCa interval (nptest conventions, exact jackknife).
+  target 1, with a BCa interval (nptest conventions, exact jackknife) on the bootstrap
+  engine (:class:`~uqx.engine.resample.BootstrapPlan`).
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import xarray as xr
 
@@ -24,8 +26,8 @@ from uqx.dataio.model import InputError, as_stacked, iter_sets
 from uqx.engine.binning import make_bins
 from uqx.engine.confidence import bca_interval, interval_contains
 from uqx.engine.defaults import LEVEL, N_BINS_LOCAL, POP_MIN
-from uqx.engine.resample import content_key, resolve_seed, seed_sequence
-from uqx.engine.stats.tailedness import hd_quantile
+from uqx.engine.resample import BootstrapPlan, content_key, resolve_seed, rows_for_budget
+from uqx.engine.stats.tailedness import hd_quantile, hd_weights
 from uqx.engine.unit_variance import unit_quantile
 from uqx.inference.zeta import binomial_ci
 
@@ -128,6 +130,69 @@ def _lrr(E, U, P):
     return 2.0 * np.sqrt(np.mean(U * U, axis=-1)) / (q[..., 1] - q[..., 0])
 
 
+def _hd_leave_one_out(xs, q):
+    r"""Harrell–Davis quantile of sorted ``xs`` without each value in turn, O(n).
+
+    Leaving out sorted position i keeps the order of the rest, so the value is
+    :math:`\sum_{k<i} w_k x_k + \sum_{k>i} w_{k-1} x_k` with the weights w of n − 1
+    points (:func:`~uqx.engine.stats.tailedness.hd_weights`): two cumulative sums, clipped
+    to the range of the remaining values as :func:`hd_quantile` clips.
+    """
+    n = xs.size
+    w = hd_weights(n - 1, q)
+    head = np.concatenate([[0.0], np.cumsum(w * xs[:-1])])  # sum_{k<i} w_k x_k
+    tail = np.concatenate([np.cumsum((w * xs[1:])[::-1])[::-1], [0.0]])  # sum_{k>i} w_{k-1} x_k
+    lo = np.where(np.arange(n) == 0, xs[min(1, n - 1)], xs[0])
+    hi = np.where(np.arange(n) == n - 1, xs[max(n - 2, 0)], xs[-1])
+    return np.clip(head + tail, lo, hi)
+
+
+@numba.njit(nogil=True, cache=True)
+def _expand_counts(xs, u2, C, rs, s2):  # pragma: no cover - numba
+    """Expand each row r of the counts C into ``rs[r]`` and ``s2[r]``.
+
+    ``rs[r]``: xs repeated by C[r] (sorted when xs is); ``s2[r]``: the sum of u2 weighted
+    by C[r].
+    """
+    for r in range(C.shape[0]):
+        p = 0
+        acc = 0.0
+        for i in range(C.shape[1]):
+            c = C[r, i]
+            acc += c * u2[i]
+            for _ in range(c):
+                rs[r, p] = xs[i]
+                p += 1
+        s2[r] = acc
+
+
+def _lrr_bin(E, U, P, plan):
+    r"""LRR of one bin, its bootstrap distribution (t0 first) and its jackknife values.
+
+    Resamples are the counts of ``plan`` (:class:`~uqx.engine.resample.BootstrapPlan`)
+    over the bin's values sorted by E: a resample's sorted errors are the sorted values
+    repeated by their counts (no sort per replicate; :func:`_expand_counts`). The
+    jackknife is analytic (O(n)): :math:`\sum U^2 - U_i^2` and :func:`_hd_leave_one_out`.
+    """
+    t0 = _lrr(E, U, P)
+    o = np.argsort(E, kind="stable")
+    xs, u2 = E[o], U[o] * U[o]
+    n = xs.size
+    probs = [(1 - P) / 2, (1 + P) / 2]
+    T = [np.array([t0])]
+    batch = rows_for_budget(3 * 8 * n)
+    for b in range(plan.n_blocks):
+        for C in plan.iter_counts(b, batch):
+            rs, s2 = np.empty(C.shape), np.empty(C.shape[0])
+            _expand_counts(xs, u2, C, rs, s2)
+            q = hd_quantile(rs, probs, sorted=True)
+            T.append(2.0 * np.sqrt(s2 / n) / (q[:, 1] - q[:, 0]))
+    s2 = np.sum(u2)
+    width = _hd_leave_one_out(xs, probs[1]) - _hd_leave_one_out(xs, probs[0])
+    jack = 2.0 * np.sqrt((s2 - u2) / (n - 1)) / width
+    return t0, np.concatenate(T), jack
+
+
 def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = N_BINS_LOCAL,
                       binning: str = "equal-count", pop_min: int = POP_MIN, n_boot: int = 1000,
                       seed: int | None = None, level: float = LEVEL) -> xr.Dataset:
@@ -137,15 +202,26 @@ def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = N_BINS_LO
               {\mathrm{hd}(E_j, \tfrac{1+P}{2}) - \mathrm{hd}(E_j, \tfrac{1-P}{2})}
 
     (target 1: the intervals are as wide as the errors' own central P range). Each bin is
-    resampled ``n_boot`` times (keyed stream per data set and bin); the BCa interval uses
-    the exact jackknife of the bin (nptest conventions,
-    :func:`~uqx.engine.confidence.bca_interval`; ErrViewLib uses ``boot`` with regression
-    influence values, methods: bootstrap).
+    resampled ``n_boot`` times on the package's bootstrap engine
+    (:class:`~uqx.engine.resample.BootstrapPlan`, keyed by the data's content and the
+    bin); the BCa interval uses the exact jackknife of the bin, computed analytically in
+    O(n) (nptest conventions, :func:`~uqx.engine.confidence.bca_interval`; ErrViewLib uses
+    ``boot`` with regression influence values, methods: bootstrap).
 
     Parameters
     ----------
     E, U, cond : array_like, shape (M,)
         Errors, half-ranges of the P intervals, conditioning variable.
+    prob : float, default 0.95
+        Probability P of the intervals.
+    n_bins, binning, pop_min :
+        Bins of ``cond`` (:func:`uqx.engine.binning.make_bins`).
+    n_boot : int, default 1000
+        Bootstrap replicates per bin.
+    seed : int, optional
+        Root seed.
+    level : float, default LEVEL (0.95)
+        Confidence level of the BCa intervals.
 
     Returns
     -------
@@ -167,14 +243,8 @@ def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = N_BINS_LO
         idx = bins.order[bins.edges[j]:bins.edges[j + 1]]
         if idx.size < 3:
             continue
-        Ej, Uj = E[idx], U[idx]
-        t0 = _lrr(Ej, Uj, prob)
-        rng = np.random.Generator(np.random.PCG64(seed_sequence(seed, "lrr", key, j)))
-        draw = rng.integers(0, idx.size, (n_boot, idx.size))
-        T = np.concatenate([[t0], _lrr(Ej[draw], Uj[draw], prob)])
-        loo = ~np.eye(idx.size, dtype=bool)
-        jack = _lrr(np.broadcast_to(Ej, loo.shape)[loo].reshape(idx.size, -1),
-                    np.broadcast_to(Uj, loo.shape)[loo].reshape(idx.size, -1), prob)
+        plan = BootstrapPlan(idx.size, int(n_boot), seed, ("lrr", key, j))
+        t0, T, jack = _lrr_bin(E[idx], U[idx], prob, plan)
         lo, hi, _, _ = bca_interval(T[:, None], [t0], jack[:, None], level=level)
         res["lrr"][j], res["ci_low"][j], res["ci_high"][j] = t0, lo[0], hi[0]
         res["x_mid"][j] = (x[idx].min() + x[idx].max()) / 2
