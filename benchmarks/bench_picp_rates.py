@@ -32,7 +32,7 @@ PROBS = (0.68, 0.95)
 def rejections(design, M, n_sets, seed=11):
     """Rates of "not valid" per member (normal, t6, fit, all three) and P, over n_sets."""
     import uqx
-    from uqx.engine.mctest import t_nu_from_tails
+    from uqx.engine.null_shape import t_nu_from_tails
     from uqx.engine.stats.tailedness import tailedness
     from uqx.inference.intervals import picp
     from uqx.sweeps._common import rate_interval

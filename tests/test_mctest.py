@@ -6,17 +6,19 @@ import pytest
 from scipy import stats
 
 from uqx.engine.mctest import (
-    MEMBERS,
-    NU_MIN,
     copy_pvalues,
     family_verdict,
     familywise_pvalues,
-    kappa_cs_z2_of_t,
-    kappa_cs_z2_se_of_t,
     mc_pvalue,
     minp_pvalue,
-    nu_heavy_bound,
     smallest_pvalue,
+)
+from uqx.engine.null_shape import (
+    MEMBERS,
+    NU_MIN,
+    kappa_cs_z2_of_t,
+    kappa_cs_z2_se_of_t,
+    nu_heavy_bound,
     standardised_z,
     t_nu_from_tails,
 )
@@ -220,7 +222,7 @@ def test_familywise_pvalues_match_twin_and_control_the_family():
 
 
 def test_nu_on_grid():
-    from uqx.engine.mctest import NU_GRID_STEP, nu_on_grid
+    from uqx.engine.null_shape import NU_GRID_STEP, nu_on_grid
 
     nu = np.array([3.0, 3.1, 5.9, 6.0, 6.3, 12.0, 150.0, 250.0, np.inf, np.nan])
     got = nu_on_grid(nu)
@@ -238,7 +240,7 @@ def test_nu_on_grid():
 def test_kappa_local_equals_its_twin_and_removes_a_scale_trend():
     from uqx.engine.binning import equal_count_edges
     from uqx.engine.defaults import local_bins
-    from uqx.engine.mctest import kappa_cs_z2_local
+    from uqx.engine.null_shape import kappa_cs_z2_local
     from uqx.engine.stats.tailedness import tailedness
 
     rng = np.random.default_rng(4)
@@ -268,7 +270,7 @@ def test_kappa_local_equals_its_twin_and_removes_a_scale_trend():
 
 
 def test_plausible_members_screen_the_fixed_shapes():
-    from uqx.engine.mctest import kappa_cs_z2_of_t, plausible_members
+    from uqx.engine.null_shape import kappa_cs_z2_of_t, plausible_members
 
     nus = [np.inf, 6.0, None, None]  # N, T6, fit, data
     k_n, k_6, k_3 = (float(kappa_cs_z2_of_t(v)) for v in (np.inf, 6.0, 3.0))
@@ -301,7 +303,7 @@ def test_two_sided_pvalue_reads_each_side_on_its_own_copies():
 
 
 def test_local_windows_group_bins_to_the_minimum():
-    from uqx.engine.mctest import local_windows, standardised_z_local
+    from uqx.engine.null_shape import local_windows, standardised_z_local
 
     groups, win = local_windows(np.arange(0, 2001, 100), 500)
     assert groups.tolist() == [0, 500, 1000, 1500, 2000]

@@ -339,7 +339,7 @@ def test_simulated_statistics_equal_brute_force_on_same_draws(dist):
     # the fused kernel draws, bins and sums each copy without storing ε; its slow
     # obvious twin: the same keyed stream drawn by draw_unit (copy after copy, as the
     # kernel consumes it), then every statistic by its direct formula
-    from uqx.engine.mctest import standardised_z
+    from uqx.engine.null_shape import standardised_z
     from uqx.engine.resample import content_key, seed_sequence
 
     M, n_mc, n_bins = 1000, 40, 20
@@ -359,7 +359,7 @@ def test_simulated_statistics_equal_brute_force_on_same_draws(dist):
         # standardised on its own: every bin a row of draw_unit on the continuing stream
         from uqx.engine.binning import make_bins
         from uqx.engine.generators import stream_state
-        from uqx.engine.mctest import local_windows, standardised_z_local
+        from uqx.engine.null_shape import local_windows, standardised_z_local
 
         seg = make_bins(u, n_bins).edges
         groups = np.array([0, 250, 500, 750, 1000])  # M // 4 points, at least 100
@@ -477,7 +477,7 @@ def test_moment_references_stream_bitwise_and_equal_their_twin(monkeypatch, dist
     # equal the direct formulas on the same keyed draws redrawn by draw_unit
     import dask.array as da
 
-    from uqx.engine.mctest import standardised_z
+    from uqx.engine.null_shape import standardised_z
     from uqx.engine.resample import content_key, seed_sequence
 
     monkeypatch.setattr(R, "SIM_GROUP_ROWS", 1000)  # several groups at this M

@@ -15,7 +15,8 @@ import xarray as xr
 import uqx
 from uqx.dataio.model import InputError
 from uqx.dataio.netcdf import read_netcdf, to_netcdf
-from uqx.engine.mctest import ALPHA_RESULT, MEMBERS, N_TEST
+from uqx.engine.mctest import ALPHA_RESULT, N_TEST
+from uqx.engine.null_shape import MEMBERS
 from uqx.engine.verdict import NOT_TESTED, VERDICTS, interval_problem, simulated_verdict
 from uqx.inference.synth import demo_sets, nig, tig
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
@@ -467,7 +468,7 @@ def test_default_stats_and_demo_sets():
 
 
 def test_fitted_member_reads_nu_from_z_scaled_in_bins_unless_streamed():
-    from uqx.engine.mctest import kappa_cs_z2_local, nu_on_grid, t_nu_from_tails
+    from uqx.engine.null_shape import kappa_cs_z2_local, nu_on_grid, t_nu_from_tails
 
     rng = np.random.default_rng(8)
     u = np.sqrt(1 / rng.gamma(3, 1 / 3, 1200))
@@ -488,7 +489,7 @@ def test_two_sided_statistics_fit_member_sits_at_the_heavy_end_of_nu():
     # a t_s(4) set of 500 that missed its rare extremes: <Z^2> = 0.74 and tails that
     # look like t_s(4) only; at nu_hat every member rejected ZMS (issue 12's size miss)
     from uqx.engine.binning import content_order
-    from uqx.engine.mctest import kappa_cs_z2_local, nu_heavy_bound, nu_on_grid
+    from uqx.engine.null_shape import kappa_cs_z2_local, nu_heavy_bound, nu_on_grid
     from uqx.sweeps.error_rates import synthetic_set
 
     E, u, _ = synthetic_set("ig3_t4", "calibrated", 500, seed=0, index=59)

@@ -42,7 +42,7 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
         The unit-variance generator (:func:`uqx.engine.unit_variance.unit_args`).
         ``code = 3``: the data's z-scores resampled *locally*: the values of segment
         ``s`` are drawn from ``pool[win[s, 0]:win[s, 1]]`` (``pool`` in the uE order, each
-        window standardised on its own, :func:`uqx.engine.mctest.standardised_z_local`):
+        window standardised on its own, :func:`uqx.engine.null_shape.standardised_z_local`):
         copies that keep the shape of the errors at each level of uE (consistency's
         null, whatever that shape).
     u : numpy.ndarray, shape (M,)

@@ -25,7 +25,7 @@ def draw_unit(source, size, *, dist="normal", nu=None, pool=None):
 
     ``"normal"``: N(0, 1); ``"t"``: :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, ν > 2
     (``nu = inf``: the normal); ``"data"``: values of ``pool`` (the data's z-scores at
-    unit mean square, :func:`uqx.engine.mctest.standardised_z`) drawn with replacement.
+    unit mean square, :func:`uqx.engine.null_shape.standardised_z`) drawn with replacement.
 
     Parameters
     ----------

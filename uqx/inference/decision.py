@@ -354,7 +354,7 @@ def not_familywise_reason(p_adj) -> str:
 def tails_reason(kappa) -> str:
     """Why an ``invalid`` cannot stand on errors this heavy-tailed ('' when it can).
 
-    The null family reaches t_s(3) at its heaviest (:data:`uqx.engine.mctest.NU_MIN`) and
+    The null family reaches t_s(3) at its heaviest (:data:`uqx.engine.null_shape.NU_MIN`) and
     its sizes are measured within the safety limits of 001 Table II. Beyond the limit on
     the Crow–Siddiqui kurtosis of Z² (measured within the bins of uE, so that an
     inconsistency is not read as tails), a rejection may come from tails that no member

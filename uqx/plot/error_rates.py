@@ -17,7 +17,8 @@ from uqx.plot.inputs import load
 __all__ = ["error_rates", "SHOWN_TESTS"]
 
 #: Tests drawn (the archive holds more: the papers' ζ rule, LZISD bins).
-SHOWN_TESTS = ("zms", "rce", "cc", "ence", "zmse", "zmse_max", "zve", "consistency", "adaptivity", "any")
+SHOWN_TESTS = ("zms", "rce", "cc", "ence", "zmse", "zmse_max", "zve", "consistency",
+               "adaptivity", "any")
 _MARK = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
 
 

@@ -27,7 +27,7 @@ The uncertainties and X are drawn anew for every block of :data:`BLOCK` sets of 
 and shared by the block's sets and scenarios; the errors ε of each set on their own
 stream, keyed by (design, M, scenario, index), so the tasks grouping the blocks never
 change the numbers. Sets with the same uE share the copies of the N, :math:`t_s(6)` and
-fitted :math:`t_s(\hat\nu)` members (ν̂ on a grid: :func:`uqx.engine.mctest.nu_on_grid`;
+fitted :math:`t_s(\hat\nu)` members (ν̂ on a grid: :func:`uqx.engine.null_shape.nu_on_grid`;
 :func:`uqx.inference.reference.shared_nulls`); the resampled z-scores of each set are
 simulated for every set. Rates come with Wilson-cc 95 % intervals computed on the
 effective number of sets once the blocks' shared draws are accounted for

@@ -13,9 +13,8 @@ import numpy as np
 import xarray as xr
 
 from uqx.engine.defaults import NU
-from uqx.engine.mctest import (
-    N_TEST,
-    direction_of,
+from uqx.engine.mctest import N_TEST, direction_of
+from uqx.engine.null_shape import (
     kappa_cs_z2_local,
     nu_heavy_bound,
     nu_on_grid,
@@ -47,15 +46,15 @@ def null_family(nu, tails, sets=None, M=None):
     """Null family of the Monte-Carlo tests: the papers' D and the data-matched t_s(ν̂).
 
     ν̂ inverts the κ_CS of Z² scaled within the bins of uE
-    (:func:`uqx.engine.mctest.kappa_cs_z2_local`: the errors' shape, not a scale that
+    (:func:`uqx.engine.null_shape.kappa_cs_z2_local`: the errors' shape, not a scale that
     varies with uE) when the sets are given: every route that loads the data. The
     streamed route of moment statistics, which holds no order of uE, reads it from Z
     itself (``tails["kappa_cs_z2"]``), on disk as in memory. ν̂ is then placed on the
-    grid of :func:`uqx.engine.mctest.nu_on_grid`.
+    grid of :func:`uqx.engine.null_shape.nu_on_grid`.
 
     The statistics tested on both sides (average calibration: ZMS, RCE, ...) draw their
     fitted member at the heavy end of the confidence set of ν
-    (:func:`uqx.engine.mctest.nu_heavy_bound`), on the same grid: a small sample of
+    (:func:`uqx.engine.null_shape.nu_heavy_bound`), on the same grid: a small sample of
     heavy-tailed errors that misses its rare extremes has a small ⟨Z²⟩ *and* looks
     light-tailed, so at ν̂ every member would reject it.
 
@@ -79,7 +78,7 @@ def null_family(nu, tails, sets=None, M=None):
         The κ_CS of Z² that ν̂ inverts (scaled within the bins of uE unless streamed).
     plausible : numpy.ndarray of bool, shape (set, member)
         Members whose shape the data's tails do not exclude
-        (:func:`uqx.engine.mctest.plausible_members`).
+        (:func:`uqx.engine.null_shape.plausible_members`).
     """
     if sets is None:
         kappa = tails["kappa_cs_z2"].values

@@ -166,8 +166,10 @@ def resolution_text(stat, low, high) -> str:
 
 
 def headline_resolution_text(r) -> str:
-    """``"; resolution top 10 % of uE: f >= 1.4"`` for a consistency headline that is not
-    ``invalid`` and states a resolution (``cond_resolution``), else ``""``.
+    """Render the resolution of a consistency headline for its row of the table.
+
+    ``"; resolution top 10 % of uE: f >= 1.4"`` for a headline that is not ``invalid``
+    and states a resolution (``cond_resolution``), else ``""``.
 
     Parameters
     ----------

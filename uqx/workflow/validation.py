@@ -10,7 +10,7 @@ For every data set, named steps each return a fragment of the result, merged at 
    RCE → 0, Var(Z) → 1, mean Z → 0, NLL → NLL_ref) give ζ_BS; the others get simulated
    references for the papers' generative distributions D (N(0,1) and t_s(ν), ν = 6) and
    ζ_Sim, ζ_Sim2. Every tested statistic is simulated under every member of the null
-   family (:mod:`uqx.engine.mctest`: N, t_s(ν), t_s(ν̂), the data's own z-scores
+   family (:mod:`uqx.engine.null_shape`: N, t_s(ν), t_s(ν̂), the data's own z-scores
    resampled), the copies kept.
 4. :func:`~uqx.inference.decision.verdict_step` — one verdict per statistic: its Monte-Carlo
    p-value under each member, combined by :func:`uqx.engine.mctest.family_verdict`; the papers' ζ
@@ -406,7 +406,7 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
         "safety_limit": SAFETY_LIMITS["kappa_cs_z2"]})
     res["member_plausible"] = (("set", "member"), plausible, {
         "long_name": "member takes part in the verdicts: its shape not excluded by the "
-                     "data's kappa_cs of Z^2 (uqx.engine.mctest.plausible_members)"})
+                     "data's kappa_cs of Z^2 (uqx.engine.null_shape.plausible_members)"})
     res = res.assign_coords(member=labels)
     res = res.merge(verdict_step(res, specs, notes, test_draws, labels, level=cfg.level,
                                  joint=draws if test_draws is not draws else None,
