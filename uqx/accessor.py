@@ -20,33 +20,13 @@ from importlib import import_module
 
 import xarray as xr
 
+from uqx.plot import FIGURES, figure_of
+
 __all__ = ["UqxAccessor", "PlotMethods", "PLOT_KINDS"]
 
-#: Figure functions of :mod:`uqx.plot` reachable as ``ds.uqx.plot.<name>(...)``.
-PLOT_KINDS = (
-    "e_vs_u",
-    "z_vs_x",
-    "reliability",
-    "lzisd",
-    "lzisd_of_result",
-    "lcp",
-    "calibration",
-    "conditional_calibration",
-    "confidence",
-    "distributions",
-    "tailedness_map",
-    "zeta_agreement",
-    "zeta_bars",
-    "extrapolation",
-    "study",
-    "appendix_b",
-    "pval",
-    "bins",
-    "decimation",
-    "binned_tailedness",
-    "reference_sensitivity",
-    "error_rates",
-)
+#: Figure functions of :mod:`uqx.plot` reachable as ``ds.uqx.plot.<name>(...)``: the
+#: registry :data:`uqx.plot.FIGURES`.
+PLOT_KINDS = FIGURES
 
 
 def _call(module: str, name: str, *args, **kwargs):
@@ -68,8 +48,8 @@ class PlotMethods:
     """Figures of a Dataset: ``ds.uqx.plot.<kind>(**options)`` is ``uqx.plot.<kind>(ds, ...)``.
 
     Every function of :mod:`uqx.plot` listed in :data:`PLOT_KINDS` is a method; calling
-    the object with a kind as named by ``uqx plot`` (``"e-vs-u"``, ``"lzisd"``...) draws
-    the same figure.
+    the object with a kind of :data:`uqx.plot.KINDS`, as named by ``uqx plot``
+    (``"e-vs-u"``, ``"lzv"``, ``"zeta"``...), draws the same figure.
 
     Parameters
     ----------
@@ -86,10 +66,12 @@ class PlotMethods:
         Parameters
         ----------
         kind : str
-            A name of :data:`PLOT_KINDS`, with ``-`` or ``_``; ``"zeta"`` is
-            :func:`uqx.plot.zeta_bars`, ``"tailedness"`` :func:`uqx.plot.tailedness_map`.
+            A kind of :data:`uqx.plot.KINDS` or a name of :data:`PLOT_KINDS`, with ``-``
+            or ``_``; ``"zeta"`` is :func:`uqx.plot.zeta_bars`, ``"tailedness"``
+            :func:`uqx.plot.tailedness_map`, ``"lzv"`` :func:`uqx.plot.lzisd` with
+            ``stat="lzv"`` (:func:`uqx.plot.figure_of`).
         **kwargs
-            Options of the figure function.
+            Options of the figure function (over the kind's defaults).
 
         Returns
         -------
@@ -101,14 +83,8 @@ class PlotMethods:
         InputError
             Unknown kind.
         """
-        from uqx.errors import InputError
-
-        name = {"zeta": "zeta_bars", "tailedness": "tailedness_map"}.get(kind, kind)
-        name = name.replace("-", "_")
-        if name not in PLOT_KINDS:
-            raise InputError(f"unknown figure kind {kind!r}; choose from "
-                             f"{', '.join(PLOT_KINDS)}")
-        return getattr(self, name)(**kwargs)
+        name, defaults = figure_of(kind)
+        return getattr(self, name)(**{**defaults, **kwargs})
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(PLOT_KINDS))

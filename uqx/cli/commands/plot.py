@@ -12,33 +12,13 @@ from uqx.cli.commands._common import (
     input_kwargs,
 )
 from uqx.engine.defaults import N_BOOT_CURVES, NU
+from uqx.plot import KINDS as FIGURE_KINDS
+from uqx.plot import figure_of
 
 NAME = "plot"
 
-#: Figure kinds -> short description.
-KINDS = {
-    "e-vs-u": "E against uE with guide lines and running 95 % quantiles",
-    "z-vs-x": "Z against X or V (--by) with running quantiles",
-    "reliability": "reliability diagram (per-bin SD(E) vs RMV)",
-    "lzisd": "local z inverse sd per bin of uE, X or V (of a 'uqx validate' result .nc: "
-             "its bins and intervals, as validated)",
-    "lzv": "local Var(Z) per bin of uE, X or V",
-    "lcp": "local coverage probabilities per bin (--levels)",
-    "calibration": "calibration curve (or conditional curves with --conditional)",
-    "confidence": "confidence curve with probabilistic reference",
-    "distributions": "histograms of ln u2, ln E2, ln Z2, E, Z with fits",
-    "tailedness": "beta_GM(E2), beta_GM(Z2) vs beta_GM(u2) with unsafe zones",
-    "zeta": "|zeta| agreement and grouped zeta bars of a validation result (NetCDF)",
-    "study": "panels of a Monte-Carlo study archive of 'uqx sweep' (NetCDF)",
-    "pval": "001 Fig. 4: p_val against nu (archive of 'uqx sweep pval')",
-    "appendix-b": "000 Figs. A1-A2 (archive of 'uqx sweep appendix-b')",
-    "bins": "statistics against the number of bins, zero-bin intercepts ('uqx sweep bins')",
-    "decimation": "001 Fig. 7: Delta RCE/ZMS against k ('uqx sweep decimation')",
-    "binned-tailedness": "001 Fig. 8: per-bin tailedness ('uqx sweep binned-tailedness')",
-    "reference-sensitivity": "000 Fig. 7: references against nu "
-                             "('uqx sweep reference-sensitivity')",
-    "error-rates": "rates of the verdicts against M ('uqx sweep error-rates')",
-}
+#: Figure kinds -> short description (the registry :data:`uqx.plot.KINDS`).
+KINDS = {kind: text for kind, (_, _, text) in FIGURE_KINDS.items()}
 
 _FORMATS = (".png", ".pdf", ".svg")
 #: study kinds that overlay several archives on one panel (--label names them)
@@ -178,24 +158,19 @@ def _figure(args, ds):
     if k == "confidence":
         return P.confidence(ds, stat=args.stat or "rmse", dist=args.dist, nu=nu,
                             n_rep=args.n_rep, seed=args.seed, oracle=args.oracle, **common)
-    if k == "distributions":
-        return P.distributions(ds, **common)
-    if k == "tailedness":
-        return P.tailedness_map(ds, **common)
-    studies = {"study": P.study, "pval": P.pval, "appendix-b": P.appendix_b, "bins": P.bins,
-               "decimation": P.decimation, "binned-tailedness": P.binned_tailedness,
-               "reference-sensitivity": P.reference_sensitivity, "error-rates": P.error_rates}
+    if k == "zeta":
+        if isinstance(ds, list) or "zeta" not in ds:
+            raise InputError("'uqx plot zeta' needs a 'uqx validate' result (NetCDF) as input")
+        stats = args.stat.split(",") if args.stat else None
+        return P.zeta_bars(ds, stats=stats, **common)
+    # the kinds without options of their own: distributions, tailedness, the study panels
+    name, defaults = figure_of(k)
     if isinstance(ds, list):  # several archives: overlaid, named by --label or file stem
         from pathlib import Path
 
         labels = args.label or [Path(f).stem for f in args.inputs]
-        return studies[k](ds, labels=labels, **common)
-    if k in studies:
-        return studies[k](ds, **common)
-    stats = args.stat.split(",") if args.stat else None
-    if "zeta" not in ds:
-        raise InputError("'uqx plot zeta' needs a 'uqx validate' result (NetCDF) as input")
-    return P.zeta_bars(ds, stats=stats, **common)
+        return getattr(P, name)(ds, labels=labels, **defaults, **common)
+    return getattr(P, name)(ds, **defaults, **common)
 
 
 def _save(fig, path) -> None:

@@ -1,0 +1,52 @@
+"""One of each thing (issue 23): one figure registry, one dask compute, one provenance."""
+
+import subprocess
+import sys
+
+import pytest
+
+import uqx.plot as P
+from uqx.errors import InputError
+
+
+def test_one_figure_registry():
+    from uqx.accessor import PLOT_KINDS, PlotMethods
+    from uqx.cli.commands.plot import KINDS as CLI_KINDS
+
+    assert PLOT_KINDS == P.FIGURES
+    assert list(CLI_KINDS) == list(P.KINDS)
+    assert all(name in P.FIGURES for name, _, _ in P.KINDS.values())
+    assert set(P.__all__) == set(P.FIGURES) | {"tested_stats"}
+    assert all(callable(getattr(P, n)) for n in P.__all__)
+    assert all(hasattr(PlotMethods, n) for n in P.FIGURES)
+    assert P.figure_of("zeta") == ("zeta_bars", {})
+    assert P.figure_of("lzv") == ("lzisd", {"stat": "lzv"})
+    assert P.figure_of("binned_tailedness") == P.figure_of("binned-tailedness")
+    assert P.figure_of("lzisd-of-result") == ("lzisd_of_result", {})
+    with pytest.raises(InputError, match="unknown figure kind"):
+        P.figure_of("nope")
+
+
+def test_plot_package_is_light_and_functions_win_over_modules():
+    code = (
+        "import sys\n"
+        "import uqx.plot as P\n"
+        "heavy = [m for m in ('numpy', 'matplotlib', 'xarray') if m in sys.modules]\n"
+        "from uqx.plot.extrapolation import extrapolation\n"  # binds the module first
+        "print(heavy, P.extrapolation is extrapolation, callable(P.calibration))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["[]", "True", "True"]
+
+
+def test_compute_tasks_is_dask_compute():
+    import dask
+
+    from uqx.progress import compute_tasks
+
+    tasks = [dask.delayed(sum)([1, 2]), (dask.delayed(max)(3, 4),)]
+    assert compute_tasks(tasks) == [3, (4,)]
+    assert compute_tasks(tasks, scheduler="sync", num_workers=3) == [3, (4,)]
+    assert compute_tasks(tasks, scheduler="threads", num_workers=2, quiet=False) == [3, (4,)]
