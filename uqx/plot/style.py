@@ -22,6 +22,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from uqx.dataio.model import InputError
+from uqx.engine.confidence import interval_contains
 
 __all__ = [
     "OKABE_ITO",
@@ -183,7 +184,7 @@ def interval_bars(ax, x, y, lo, hi, *, valid=None, target=None, **kw):
     """
     x, y, lo, hi = (np.asarray(a, dtype=np.float64) for a in (x, y, lo, hi))
     if valid is None and target is not None:
-        valid = (lo - target) * (hi - target) <= 0
+        valid = interval_contains(lo, hi, target)
     out = []
     groups = [(np.ones(x.size, bool), COLORS["data"], None)] if valid is None else [
         (np.asarray(valid, bool), COLORS["valid"], "interval contains target"),
@@ -214,7 +215,7 @@ def full_set_marker(ax, value, lo, hi, *, target=None, colors=None):
     xm = inv(t1 + 0.07 * span)
     ax.axvline(inv(t1 + 0.02 * span), color="0.75", lw=0.6, zorder=0)
     for k in range(value.size):
-        ok = target is None or (lo[k] - target) * (hi[k] - target) <= 0
+        ok = target is None or bool(interval_contains(lo[k], hi[k], target))
         col = colors[k] if colors is not None else (
             COLORS["valid"] if ok else COLORS["invalid"])
         ax.errorbar([xm], [value[k]], yerr=[[max(value[k] - lo[k], 0)],

@@ -18,6 +18,7 @@ import numpy as np
 import xarray as xr
 
 from uqx.dataio.model import InputError, select_sets
+from uqx.engine.confidence import interval_contains
 from uqx.engine.defaults import LEVEL, local_bins
 from uqx.engine.resample import content_key
 from uqx.inference.binsweep import PRESETS
@@ -42,7 +43,7 @@ def _conds(sets):
 CHO_MIN_POP = 400
 
 
-def _lzisd_one(ds, i, sd, cond, *, nb, method, seed, level, n_boot, pop_min, common):
+def _lzisd_one(ds, i, sd, cond, *, nb, method, seed, level, n_boot, pop_min, compute):
     """LZISD per bin of one (set, cond): BCa from shared resamples, or 'cho'."""
     from uqx.engine.binning import equal_count_edges
 
@@ -52,7 +53,7 @@ def _lzisd_one(ds, i, sd, cond, *, nb, method, seed, level, n_boot, pop_min, com
     if method == "bootstrap":
         stat = "lzisd" if cond == "uE" else f"lzisd_{cond}"
         r = bootstrap_per_bin(select_sets(ds, [i]), stat, n_boot=n_boot, level=level, seed=seed,
-                              bins=nb, pop_min=pop_min, **common).isel(set=0)
+                              bins=nb, pop_min=pop_min, **compute).isel(set=0)
         return r, method
     from uqx.inference.binned_curves import local_z
 
@@ -60,7 +61,7 @@ def _lzisd_one(ds, i, sd, cond, *, nb, method, seed, level, n_boot, pop_min, com
     return r[["estimate", "ci_low", "ci_high", "n", "x_mid"]], method
 
 
-def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, common,
+def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, compute,
                method="auto"):
     """LZISD per bin, fraction of valid bins and its Wilson-cc interval per (set, cond).
 
@@ -81,7 +82,7 @@ def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, comm
             try:
                 per[i, c], used[i, c] = _lzisd_one(
                     ds, i, sd, cond, nb=nb, method=method, seed=seed, level=level,
-                    n_boot=n_boot, pop_min=pop_min, common=common)
+                    n_boot=n_boot, pop_min=pop_min, compute=compute)
             except InputError as exc:
                 notes.set(i, f"no LZISD analysis on {cond}: {exc}")
     B = max([r.sizes["bin"] for r in per.values()], default=1)
@@ -91,8 +92,7 @@ def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, comm
             arr[k][i, c, : r.sizes["bin"]] = r[k].values
     real = np.isfinite(arr["estimate"])
     nb = real.sum(-1)
-    with np.errstate(invalid="ignore"):
-        ok = ((arr["ci_low"] - 1) * (arr["ci_high"] - 1) <= 0) & real
+    ok = interval_contains(arr["ci_low"], arr["ci_high"], 1.0) & real
     nv = ok.sum(-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         fval = np.where(nb > 0, nv / nb, np.nan)

@@ -115,8 +115,7 @@ def predefined_references(boot, specs):
     return ref, kind, zeta
 
 
-def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_all, common,
-                    members, hooks=None, nu_two_sided=None):
+def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_sided=None):
     """Step 3: predefined references and ζ_BS; simulated references, ζ_Sim and the nulls.
 
     Every tested statistic is simulated under every member of the null family
@@ -128,6 +127,17 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
     fitted member, at that ν, for their own tests; when they are all the tests and no
     extrapolation null rides on the copies (the streamed route), the fitted member is
     drawn once, at that ν, for everything.
+
+    Parameters
+    ----------
+    ds, specs, boot, notes
+        The data, the statistics, the bootstrap fragment and the collector of warnings.
+    cfg : Settings
+        ``n_mc``, ``seed``, ``level``, ``simulate_all``, the binning and the dask keywords.
+    members : list of tuple
+        The null family ``[(dist, nu, label), ...]`` (:func:`null_family`).
+    hooks, nu_two_sided : optional
+        As above.
 
     Returns
     -------
@@ -141,6 +151,8 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
         of consistency (:mod:`uqx.engine.resolution`; values over (set, stat, member,
         copy, factor)), or None.
     """
+    n_mc, seed, level, simulate_all = cfg.n_mc, cfg.seed, cfg.level, cfg.simulate_all
+    binned_compute = cfg.binned_compute  # binning and dask keywords
     S, K = boot.sizes["set"], len(specs)
     est = boot["estimate"].values[:, :K]
     lo, hi = boot["ci_low"].values[:, :K], boot["ci_high"].values[:, :K]
@@ -160,8 +172,7 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
     file_order = all(specs[j].family == "moment" for j in tested) and no_hooks
     prepared = None
     if tested and not file_order:
-        prepared = prepare_sets(ds, names, bins=common["bins"], binning=common["binning"],
-                                pop_min=common["pop_min"], pool=True)
+        prepared = prepare_sets(ds, names, **cfg.binning_options, pool=True)
     two = [j for j in tested if direction_of(specs[j].base) == 0]
     fit = [d for d, (*_, lab) in enumerate(members) if lab == "fit"]
     second = nu_two_sided is not None and bool(two) and bool(fit)
@@ -181,7 +192,7 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
         r = simulate_reference(ds, names, dist=dist, nu=NU if dnu is None else dnu,
                                n_mc=n, seed=seed, level=level, hooks=hooks,
                                keep_draws=True, label=label if np.ndim(dnu) else None,
-                               prepared=prepared, **common)
+                               prepared=prepared, **binned_compute)
         if isinstance(r, tuple):
             r, hooked = r
             for i, arr in hooked.items():
@@ -204,13 +215,13 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
     if second:  # the two-sided statistics' own tests: the fitted member at the heavy end
         test_draws = _heavy_end_draws(ds, specs, two, draws, fit[0], nu_two_sided,
                                       n_test=n_test, seed=seed, level=level,
-                                      prepared=prepared, common=common)
+                                      prepared=prepared, binned_compute=binned_compute)
     data = [d for d, (*_, lab) in enumerate(members) if lab == "data"]
     if two and data and prepared is not None and any(
             p.pool_local is not None for p in prepared):
         test_draws = _whole_set_data_draws(ds, specs, two, test_draws, data[0], n_test=n_test,
                                            seed=seed, level=level, prepared=prepared,
-                                           common=common)
+                                           binned_compute=binned_compute)
     frag = _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx,
                             [lab for *_, lab in members[:D]])
     alternative = None if top is None else (top_factors, top)
@@ -219,7 +230,7 @@ def reference_step(ds, specs, boot, notes, *, n_mc, seed, level, nu, simulate_al
 
 
 def _heavy_end_draws(ds, specs, two, draws, d_fit, nu_two_sided, *, n_test, seed, level,
-                     prepared, common):
+                     prepared, binned_compute):
     """``draws`` with the fitted member of the statistics ``two`` redrawn at ``nu_two_sided``.
 
     Same keyed streams (label ``fit``) and the same preparation as the joint copies (an
@@ -228,14 +239,14 @@ def _heavy_end_draws(ds, specs, two, draws, d_fit, nu_two_sided, *, n_test, seed
     out = draws.copy()
     r = simulate_reference(ds, [specs[j].name for j in two], dist="t", nu=nu_two_sided,
                            n_mc=n_test, seed=seed, level=level, keep_draws=True,
-                           label="fit", prepared=prepared, **common)
+                           label="fit", prepared=prepared, **binned_compute)
     for jj, j in enumerate(two):
         out[:, j, d_fit, :n_test] = r["draws"].values[:, jj, :n_test]
     return out
 
 
 def _whole_set_data_draws(ds, specs, two, draws, d_data, *, n_test, seed, level, prepared,
-                          common):
+                          binned_compute):
     """``draws`` with the data member of the statistics ``two`` resampled from the whole set.
 
     The joint copies resample each bin of uE from its own z-scores (consistency's null);
@@ -246,7 +257,7 @@ def _whole_set_data_draws(ds, specs, two, draws, d_data, *, n_test, seed, level,
     out = draws.copy()
     r = simulate_reference(ds, [specs[j].name for j in two], dist="data", n_mc=n_test,
                            seed=seed, level=level, keep_draws=True, prepared=prepared,
-                           **common)
+                           **binned_compute)
     for jj, j in enumerate(two):
         out[:, j, d_data, :n_test] = r["draws"].values[:, jj, :n_test]
     return out

@@ -86,7 +86,14 @@ class Settings:
         return {"scheduler": self.scheduler, "num_workers": self.num_workers}
 
     @property
-    def binned(self) -> dict:
-        """Keywords of the binned statistics and the computations (``common`` of the steps)."""
-        return {"bins": self.bins, "binning": self.binning, "pop_min": self.pop_min,
-                **self.compute}
+    def binning_options(self) -> dict:
+        """Keywords of the binned statistics: ``bins``, ``binning``, ``pop_min``."""
+        return {"bins": self.bins, "binning": self.binning, "pop_min": self.pop_min}
+
+    @property
+    def binned_compute(self) -> dict:
+        """Keywords of :attr:`binning_options` and :attr:`compute` together.
+
+        The simulation and bootstrap calls take both.
+        """
+        return {**self.binning_options, **self.compute}

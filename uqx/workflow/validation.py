@@ -164,13 +164,14 @@ def _tailedness_step(sets, specs, notes) -> xr.Dataset:
     })
 
 
-def _bootstrap_step(ds, specs, notes, *, n_boot, level, seed, common) -> xr.Dataset:
+def _bootstrap_step(ds, specs, notes, cfg) -> xr.Dataset:
     """Step 2: BCa bootstrap of every statistic with shared resamples, limit MC errors."""
+    level = cfg.level
     names = [s.name for s in specs]
     need_ref = any(s.base == "nll" for s in specs) and "nll_ref" not in names
     boot_names = names + (["nll_ref"] if need_ref else [])
-    bs = bootstrap(ds, boot_names, n_boot=n_boot, method="bca", level=level, seed=seed,
-                   keep_replicates=True, **common)
+    bs = bootstrap(ds, boot_names, n_boot=cfg.n_boot, method="bca", level=level,
+                   seed=cfg.seed, keep_replicates=True, **cfg.binned_compute)
     T = bs["replicates"].values  # (set, stat, R+1), t0 first
     S, K = T.shape[:2]
     se_lo = np.full((S, K), np.nan)
@@ -368,7 +369,6 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     if cfg.ties == "content" and not is_lazy_input(ds):
         ds, sets = _content_order_step(ds, sets)
     notes = _Notes(len(sets), len(specs))
-    common = cfg.binned
     used = _binning_used(sets, specs, bins=cfg.bins, binning=cfg.binning,
                          pop_min=cfg.pop_min, notes=notes)
     small = small_settings_note(cfg.n_boot, cfg.n_mc)
@@ -380,8 +380,7 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
             if text:
                 notes.set(i, text)
     tails = _tailedness_step(sets, specs, notes)
-    boot = _bootstrap_step(ds, specs, notes, n_boot=cfg.n_boot, level=cfg.level,
-                           seed=cfg.seed, common=common)
+    boot = _bootstrap_step(ds, specs, notes, cfg)
     n_mc, n_extrap = cfg.n_mc, cfg.n_extrapolation
     hooks = None
     if cfg.conditional and n_extrap >= 2:
@@ -394,9 +393,7 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
         cfg.nu, tails, None if streamed else sets,
         M=ds["M"].values if "M" in ds else np.full(len(sets), ds.sizes["sample"]))
     refs, nulls, draws, test_draws, alternative = reference_step(
-        ds, specs, boot, notes, n_mc=n_mc, seed=cfg.seed, level=cfg.level, nu=cfg.nu,
-        simulate_all=cfg.simulate_all, common=common, members=members, hooks=hooks,
-        nu_two_sided=nu_two)
+        ds, specs, boot, notes, cfg, members=members, hooks=hooks, nu_two_sided=nu_two)
     boot = boot.isel(stat=slice(0, len(specs)))
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
     labels = [lab for *_, lab in members]
@@ -421,11 +418,8 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     head_copies, route_copies = {}, {}
     if cfg.conditional:
         res, head_copies, route_copies = _conditional_steps(
-            res, ds, sets, notes, seed=cfg.seed, level=cfg.level, members=members,
-            cond_bins=cfg.cond_bins, n_boot=cfg.n_boot_conditional, pop_min=cfg.pop_min,
-            method=cfg.cond_ci, specs=specs, draws=draws,
-            n_mc=n_extrap, nulls=nulls if n_extrap <= n_mc else None, common=cfg.compute,
-            alternative=alternative)
+            res, ds, sets, notes, cfg, members=members, specs=specs, draws=draws,
+            nulls=nulls if n_extrap <= n_mc else None, alternative=alternative)
     res = familywise_step(res, specs, draws, head_copies, n_shared=n_extrap if hooks else 0,
                           route_copies=route_copies)
     res = tails_step(res)
@@ -466,16 +460,22 @@ def _check_arguments(stats, n_mc):
     return specs
 
 
-def _conditional_steps(res, ds, sets, notes, *, seed, level, members, cond_bins, n_boot,
-                       pop_min, n_mc, common, specs, draws, method="auto", nulls=None,
+def _conditional_steps(res, ds, sets, notes, cfg, *, members, specs, draws, nulls=None,
                        alternative=None):
-    """Run steps 5–6 and the headline verdict of consistency / adaptivity."""
+    """Run steps 5–6 and the headline verdict of consistency / adaptivity.
+
+    ``cfg`` (:class:`~uqx.workflow.settings.Settings`) gives the seed, the level, the
+    LZISD bins, replicates and intervals, ``pop_min``, the copies of the extrapolation
+    nulls and the dask keywords.
+    """
+    seed, level, n_mc, method = cfg.seed, cfg.level, cfg.n_extrapolation, cfg.cond_ci
     from uqx.workflow.conditional import extrapolation_step, headline_step, lzisd_step
 
     if method not in ("auto", "bootstrap", "cho"):
         raise InputError(f"cond_ci must be auto, bootstrap or cho, got {method!r}")
-    lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cond_bins,
-                    n_boot=n_boot, pop_min=pop_min, common=common, method=method)
+    lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cfg.cond_bins,
+                    n_boot=cfg.n_boot_conditional, pop_min=cfg.pop_min, compute=cfg.compute,
+                    method=method)
     ex, ex_nulls = extrapolation_step(sets, notes, seed=seed, level=level, members=members,
                                       n_mc=n_mc, nulls=nulls)
     res = res.merge(lz).merge(ex, combine_attrs="override")
