@@ -50,3 +50,35 @@ def test_compute_tasks_is_dask_compute():
     assert compute_tasks(tasks) == [3, (4,)]
     assert compute_tasks(tasks, scheduler="sync", num_workers=3) == [3, (4,)]
     assert compute_tasks(tasks, scheduler="threads", num_workers=2, quiet=False) == [3, (4,)]
+
+
+def test_one_provenance_builder(tmp_path):
+    from datetime import datetime
+
+    import numpy as np
+
+    import uqx
+    from uqx._version import __version__
+    from uqx.dataio.model import provenance_attrs
+    from uqx.engine.resample import content_key, key_hex
+
+    rng = np.random.default_rng(1)
+    u = rng.uniform(0.5, 2.0, 400)
+    ds = uqx.from_arrays(u * rng.standard_normal(400), u, name="a")
+    a = provenance_attrs(ds, seed=7, n_boot=10)
+    assert list(a) == ["uqx_version", "created_at", "seed", "input_names", "input_sizes",
+                       "input_digests", "n_boot"]
+    assert a["uqx_version"] == __version__ and a["seed"] == 7 and a["n_boot"] == 10
+    assert datetime.fromisoformat(a["created_at"]).utcoffset().total_seconds() == 0
+    assert a["input_digests"] == [key_hex(content_key(ds["E"].values, ds["uE"].values))]
+    assert provenance_attrs(created=False) == {"uqx_version": __version__}
+    assert provenance_attrs(seed=2**64, created=False)["seed"] == str(2**64)
+    # the users: bootstrap results, NetCDF files, study manifests
+    b = uqx.bootstrap(ds, ["zms"], n_boot=20, seed=3)
+    assert {"uqx_version", "created_at", "seed", "n_boot"} <= set(b.attrs)
+    back = uqx.read_netcdf(uqx.to_netcdf(b, tmp_path / "b.nc", seed=5))
+    assert back.attrs["seed"] == 5 and back.attrs["uqx_version"] == __version__
+    from uqx.sweeps.engine import Study
+
+    st = Study(name="s", axes={"M": [10]}, n_rep=2, block=1, kernel=None, variables={})
+    assert st.manifest()["uqx_version"] == __version__ and "created_at" not in st.manifest()

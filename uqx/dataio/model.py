@@ -32,6 +32,7 @@ __all__ = [
     "as_stacked",
     "iter_sets",
     "provenance",
+    "provenance_attrs",
     "ColumnRef",
     "read_rows",
     "streamed_content_key",
@@ -692,7 +693,7 @@ def provenance(ds) -> dict:
     the ``M`` real rows of ``E``, ``|``, then ``uE``; the first 16 bytes, as four 32-bit
     words), computed chunk by chunk for dask-backed data. It is the digest that keys the
     set's random streams, and the ``input_digests`` attribute of a :func:`uqx.validate`
-    result, so a result and the data it came from can be
+    result (:func:`provenance_attrs`), so a result and the data it came from can be
     matched (the report does).
 
     Parameters
@@ -721,6 +722,47 @@ def provenance(ds) -> dict:
         "input_sizes": [int(m) for _, m, *_ in sets],
         "input_digests": [key_hex(streamed_content_key(E, u, m)) for _, m, E, u in sets],
     }
+
+
+def provenance_attrs(data=None, *, seed=None, created: bool = True, **fields) -> dict:
+    """Provenance attributes of a result or a file: the one builder of uqx.
+
+    Used by :func:`uqx.validate`, :func:`uqx.bootstrap`, :func:`uqx.to_netcdf` and the
+    manifest of a Monte-Carlo study (:class:`uqx.sweeps.engine.Study`).
+
+    Parameters
+    ----------
+    data : optional
+        The input sets (any form of :func:`provenance`): adds ``input_names``,
+        ``input_sizes`` and ``input_digests``.
+    seed : int, optional
+        Root random seed: adds ``seed`` (an int; a str beyond 64 bits, which NetCDF
+        attributes cannot hold).
+    created : bool, default True
+        Add ``created_at``, the time now (UTC, ISO-8601 to the second, ``Z``). False for
+        an identity that must not change from run to run (a study manifest).
+    **fields
+        Further attributes, added last (in order).
+
+    Returns
+    -------
+    dict
+        ``uqx_version`` [, ``created_at``] [, ``seed``] [, ``input_*``], then ``fields``.
+    """
+    from datetime import UTC, datetime
+
+    from uqx._version import __version__
+
+    out = {"uqx_version": __version__}
+    if created:
+        out["created_at"] = datetime.now(UTC).isoformat(timespec="seconds").replace(
+            "+00:00", "Z")
+    if seed is not None:
+        out["seed"] = int(seed) if -(2**63) <= int(seed) < 2**63 else str(seed)
+    if data is not None:
+        out.update(provenance(data))
+    out.update(fields)
+    return out
 
 
 class ColumnRef:

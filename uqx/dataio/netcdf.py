@@ -4,8 +4,8 @@
   in the target directory, then :func:`os.replace`), used by :func:`to_netcdf`, the report
   and the Monte-Carlo studies.
 * :func:`to_netcdf` writes any :class:`xarray.Dataset` atomically, compressed, with a
-  provenance block
-  (``uqx_version``, ``created_at``, ``parameters``, ``seed``, ``Conventions``).
+  provenance block (``uqx_version``, ``created_at``, ``seed`` of
+  :func:`uqx.dataio.model.provenance_attrs`; ``parameters``, ``Conventions``).
   Types that netCDF cannot hold natively are encoded reversibly: boolean variables are
   stored as ``int8``, attributes that are dicts, lists, tuples, ``None`` or booleans are
   stored as JSON strings with the prefix :data:`JSON_PREFIX`.
@@ -22,13 +22,12 @@ import json
 import os
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from uqx.dataio.model import from_arrays
+from uqx.dataio.model import from_arrays, provenance_attrs
 from uqx.dataio.paths import check_output_path
 from uqx.errors import InputError, OutputError
 
@@ -196,8 +195,6 @@ def to_netcdf(
     --------
     >>> to_netcdf(result, "results.nc", parameters={"n_boot": 1000}, seed=1)  # doctest: +SKIP
     """
-    from uqx._version import __version__
-
     if not isinstance(ds, xr.Dataset):
         raise InputError(f"to_netcdf: expected an xarray.Dataset, got {type(ds).__name__}")
     path = check_output_path(path, kind="netcdf", mkdir=mkdir)
@@ -220,13 +217,7 @@ def to_netcdf(
             )
         except (TypeError, ValueError) as exc:
             raise InputError(f"to_netcdf: parameters cannot be JSON-encoded ({exc})") from None
-    if seed is not None:
-        attrs["seed"] = int(seed) if -(2**63) <= int(seed) < 2**63 else str(seed)
-    attrs.update(
-        uqx_version=__version__,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        Conventions="CF-1.8",
-    )
+    attrs.update(provenance_attrs(seed=seed, Conventions="CF-1.8"))
     out.attrs = attrs
 
     return atomic_write(

@@ -20,7 +20,6 @@ from __future__ import annotations
 import numbers
 import warnings
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 import dask
 import numpy as np
@@ -33,6 +32,7 @@ from uqx.dataio.model import (
     _as_1d,
     as_stacked,
     iter_sets,
+    provenance_attrs,
 )
 from uqx.engine.confidence import (
     METHODS,
@@ -486,19 +486,18 @@ def bootstrap(
 
 
 def _attrs(method, n_boot, level, seed, cfg):
-    return {
-        "bootstrap_method": method,
-        "n_boot": int(n_boot),
-        "level": float(level),
-        "seed": int(seed),
-        "replicate_block": REPLICATE_BLOCK,
-        "binning_scheme": cfg.scheme,
-        "n_bins": int(cfg.n_bins),
-        "pop_min": int(cfg.pop_min),
-        "conventions": "nptest np.boot: T includes t0, bias = mean(T) - t0, "
+    return provenance_attrs(
+        seed=seed,
+        bootstrap_method=method,
+        n_boot=int(n_boot),
+        level=float(level),
+        replicate_block=REPLICATE_BLOCK,
+        binning_scheme=cfg.scheme,
+        n_bins=int(cfg.n_bins),
+        pop_min=int(cfg.pop_min),
+        conventions="nptest np.boot: T includes t0, bias = mean(T) - t0, "
         "z0 from #{T < t0}/(R+1), exact jackknife acceleration, type-7 quantiles",
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    )
 
 
 _LONG = {

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.model import provenance_attrs
 from uqx.dataio.netcdf import atomic_write, json_default
 from uqx.errors import InputError
 from uqx.progress import compute_tasks
@@ -109,16 +110,14 @@ class Study:
 
     def manifest(self) -> dict:
         """Identity of the run: study, axes, replicates, block, parameters, version."""
-        from uqx._version import __version__
-
-        return json.loads(json.dumps({
-            "study": self.name,
-            "axes": self.axes,
-            "n_rep": self.n_rep,
-            "block": self.block,
-            "params": self.params,
-            "uqx_version": __version__,
-        }, default=json_default, sort_keys=True))
+        return json.loads(json.dumps(provenance_attrs(
+            created=False,  # the identity of a run: compared on resume
+            study=self.name,
+            axes=self.axes,
+            n_rep=self.n_rep,
+            block=self.block,
+            params=self.params,
+        ), default=json_default, sort_keys=True))
 
 
 def run_dir_for(output) -> Path:
