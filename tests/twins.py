@@ -73,7 +73,7 @@ def rmse(E, *, axis=-1):
 
 
 def rce(E, uE, *, axis=-1):
-    r"""Relative calibration error (paper 004 Eq. 3, 001 Eq. 9).
+    r"""Relative calibration error (paper 004 Eq. 7, 001 Eq. 7, 000 Eq. 10).
 
     .. math:: \mathrm{RCE} = \frac{\mathrm{RMV} - \mathrm{RMSE}}{\mathrm{RMV}}
 
@@ -96,7 +96,7 @@ def mean_z(E, uE, *, axis=-1):
 
 
 def var_z(E, uE, *, axis=-1):
-    r"""Sample variance of z-scores, denominator :math:`n-1` (003 Eq. 8, target 1)."""
+    r"""Sample variance of z-scores, denominator :math:`n-1` (001 Eq. 10, 004 Eq. 10: target 1)."""
     E, u = paired(E, uE)
     z = E / u
     n = np.sum(~np.isnan(z), axis=axis)
@@ -107,7 +107,7 @@ def var_z(E, uE, *, axis=-1):
 
 
 def zms(E, uE, *, axis=-1):
-    r"""Mean squared z-score (001 Eq. 10, 000 Eq. 6).
+    r"""Mean squared z-score (001 Eq. 11, 000 Eq. 14).
 
     .. math:: \mathrm{ZMS} = \langle Z^2 \rangle = \frac{1}{M}\sum_i (E_i/u_i)^2
 
@@ -124,7 +124,7 @@ def zms(E, uE, *, axis=-1):
 
 
 def nll(E, uE, *, axis=-1):
-    r"""Mean negative log-likelihood under a normal model (000 Eq. 9).
+    r"""Mean negative log-likelihood under a normal model (000 Eq. 15).
 
     .. math:: \mathrm{NLL} = \tfrac12\left(\langle Z^2\rangle + \langle \ln u^2\rangle
               + \ln 2\pi\right)
@@ -229,7 +229,7 @@ def _bin_var(x, e, n):
 
 
 def ence(E, uE, edges, *, kind="rmse"):
-    r"""Compute the expected normalised calibration error ENCE (000 Eq. 15; 002 Eq. 6).
+    r"""Compute the expected normalised calibration error ENCE (000 Eq. 11; 002 Eq. 6).
 
     .. math:: \mathrm{ENCE} = \frac{1}{N}\sum_{j=1}^N \frac{|\mathrm{RMV}_j - S_j|}
               {\mathrm{RMV}_j}
