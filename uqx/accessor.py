@@ -10,16 +10,15 @@ so the two spellings always give the same result::
     res.uqx.verdicts()                      # uqx.verdict_table(res)
     res.uqx.plot.zeta_bars()                # uqx.plot.zeta_bars(res)
 
-Nothing heavy is imported here (no dask, numba or matplotlib): each method imports its
-module when it is called.
+Nothing heavy is imported here (no dask, numba or matplotlib): each method imports the
+function it forwards to when it is called (a plain import, seen by import-linter).
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-
 import xarray as xr
 
+from uqx import plot as _plot
 from uqx.plot import FIGURES, figure_of
 
 __all__ = ["UqxAccessor", "PlotMethods", "PLOT_KINDS"]
@@ -29,13 +28,9 @@ __all__ = ["UqxAccessor", "PlotMethods", "PLOT_KINDS"]
 PLOT_KINDS = FIGURES
 
 
-def _call(module: str, name: str, *args, **kwargs):
-    return getattr(import_module(module), name)(*args, **kwargs)
-
-
 def _plot_method(name: str):
     def method(self, **kwargs):
-        return _call("uqx.plot", name, self._ds, **kwargs)
+        return getattr(_plot, name)(self._ds, **kwargs)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = (f"Draw :func:`uqx.plot.{name}` of this Dataset; keyword arguments are "
@@ -131,7 +126,9 @@ class UqxAccessor:
             The validation result.
         """
         args = () if stats is None else (stats,)
-        return _call("uqx.workflow.validation", "validate", self._ds, *args, **kwargs)
+        from uqx.workflow.validation import validate
+
+        return validate(self._ds, *args, **kwargs)
 
     def describe(self, **kwargs) -> xr.Dataset:
         """Summary statistics and tailedness: :func:`uqx.describe` of this Dataset.
@@ -146,7 +143,9 @@ class UqxAccessor:
         xarray.Dataset
             One variable per statistic.
         """
-        return _call("uqx.inference.describe", "describe", self._ds, **kwargs)
+        from uqx.inference.describe import describe
+
+        return describe(self._ds, **kwargs)
 
     def compute(self, stats=None, **kwargs) -> xr.DataArray:
         """Point estimates of statistics: :func:`uqx.compute` of this Dataset.
@@ -164,7 +163,9 @@ class UqxAccessor:
             Estimates over ``stat`` (and ``set``).
         """
         args = () if stats is None else (stats,)
-        return _call("uqx.inference.describe", "compute", self._ds, *args, **kwargs)
+        from uqx.inference.describe import compute
+
+        return compute(self._ds, *args, **kwargs)
 
     def bootstrap(self, stats=None, **kwargs) -> xr.Dataset:
         """Bootstrap confidence intervals: :func:`uqx.bootstrap` of this Dataset.
@@ -182,7 +183,9 @@ class UqxAccessor:
             Estimates with their intervals.
         """
         args = () if stats is None else (stats,)
-        return _call("uqx.inference.bootstrap", "bootstrap", self._ds, *args, **kwargs)
+        from uqx.inference.bootstrap import bootstrap
+
+        return bootstrap(self._ds, *args, **kwargs)
 
     # ---------------------------------------------------------------- results
 
@@ -199,7 +202,9 @@ class UqxAccessor:
         pandas.DataFrame
             Rows (set, stat); estimate, interval, reference, ζ and verdict columns.
         """
-        return _call("uqx.workflow.tables", "result_table", self._ds, **kwargs)
+        from uqx.workflow.tables import result_table
+
+        return result_table(self._ds, **kwargs)
 
     def verdicts(self):
         """One row per set, one column per verdict: :func:`uqx.verdict_table`.
@@ -210,7 +215,9 @@ class UqxAccessor:
             Index ``set``; ``M``, the verdict of every statistic and the conditional
             headlines.
         """
-        return _call("uqx.workflow.tables", "verdict_table", self._ds)
+        from uqx.workflow.tables import verdict_table
+
+        return verdict_table(self._ds)
 
     def conditional_table(self, **kwargs):
         """Consistency and adaptivity routes: :func:`uqx.workflow.tables.conditional_table`.
@@ -225,7 +232,9 @@ class UqxAccessor:
         pandas.DataFrame
             Rows (set, cond, route); value, interval and verdict.
         """
-        return _call("uqx.workflow.tables", "conditional_table", self._ds, **kwargs)
+        from uqx.workflow.tables import conditional_table
+
+        return conditional_table(self._ds, **kwargs)
 
     def to_dataframe(self):
         """Convert the result to one long tidy DataFrame: :func:`uqx.result_dataframe`.
@@ -235,7 +244,9 @@ class UqxAccessor:
         pandas.DataFrame
             One row per (set, statistic), unrounded numbers, verdict columns.
         """
-        return _call("uqx.workflow.tables", "result_dataframe", self._ds)
+        from uqx.workflow.tables import result_dataframe
+
+        return result_dataframe(self._ds)
 
     def records(self) -> list[dict]:
         """JSON-ready records of a result: :func:`uqx.result_records`.
@@ -245,7 +256,9 @@ class UqxAccessor:
         list of dict
             One record per set.
         """
-        return _call("uqx.workflow.tables", "result_records", self._ds)
+        from uqx.workflow.tables import result_records
+
+        return result_records(self._ds)
 
     def report(self, path=None, data=None, **kwargs):
         """HTML or Markdown report of a result (:mod:`uqx.report`).
@@ -265,9 +278,11 @@ class UqxAccessor:
         pathlib.Path or str
             The file written, or the page.
         """
+        from uqx.report import report, write_report
+
         if path is None:
-            return _call("uqx.report", "report", self._ds, data, **kwargs)
-        return _call("uqx.report", "write_report", self._ds, path, data, **kwargs)
+            return report(self._ds, data, **kwargs)
+        return write_report(self._ds, path, data, **kwargs)
 
     # ---------------------------------------------------------------- both
 
@@ -291,4 +306,6 @@ class UqxAccessor:
         pathlib.Path
             The file written.
         """
-        return _call("uqx.dataio.netcdf", "to_netcdf", self._ds, path, **kwargs)
+        from uqx.dataio.netcdf import to_netcdf
+
+        return to_netcdf(self._ds, path, **kwargs)
