@@ -151,8 +151,15 @@ def test_synthetic_sets_are_what_they_say():
 
     lo, hi = u < np.median(u), u > np.median(u)
     assert abs(kurtosis(E[lo] / u[lo])) < 0.1 and kurtosis(E[hi] / u[hi]) > 2
-    # top decile of u reported 40 % too small
+    # uE 40 % too small in its top decile: there the errors' sd is uE / 0.6
     E, u, _ = synthetic_set("ig6_normal", "top0.6", 200_000, seed=2, index=0)
+    top = u > np.quantile(u, 0.9)
+    assert top.mean() == pytest.approx(0.1, abs=1e-3)
+    z2 = (E / u) ** 2
+    assert np.mean(z2[top]) == pytest.approx(1 / 0.36, rel=0.05)
+    assert np.mean(z2[~top]) == pytest.approx(1.0, abs=0.02)
+    # top0.6-true: 0.6 u reported in the top decile of the true u
+    E, u, _ = synthetic_set("ig6_normal", "top0.6-true", 200_000, seed=2, index=0)
     _, u_true, _ = synthetic_set("ig6_normal", "calibrated", 200_000, seed=2, index=0)
     top = u != u_true
     assert top.mean() == pytest.approx(0.1, abs=1e-3)

@@ -38,14 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# local_windows, standardised_z*: re-exported until uqx.inference.reference imports them
-# from null_shape
-from uqx.engine.null_shape import (  # noqa: F401
-    MEMBERS,
-    local_windows,
-    standardised_z,
-    standardised_z_local,
-)
+from uqx.engine.null_shape import MEMBERS
 
 __all__ = [
     "ALPHA",

@@ -70,7 +70,7 @@ def shared_nulls(max_blocks: int = 512):
     r"""Reuse the simulated copies of the members that do not look at E.
 
     The N and :math:`t_s(\nu)` members of the null family (the fitted one too, its ν̂
-    on a grid: :func:`uqx.engine.mctest.nu_on_grid`) draw their copies on streams keyed
+    on a grid: :func:`uqx.engine.null_shape.nu_on_grid`) draw their copies on streams keyed
     by the content of uE alone (:func:`simulate_reference`), so every data set with the
     same uncertainties, ν and binnings gets the same copies. Inside this context a
     block of copies is simulated once and its statistics (and hook results) are reused
@@ -198,7 +198,7 @@ def _stream_pool(E, u, M):
         z = read_rows(E, lo, hi) / read_rows(u, lo, hi)
         pool[lo:hi] = z
         t += float(np.sum(z))
-    pool -= t / M  # centred, as uqx.engine.mctest.standardised_z
+    pool -= t / M  # centred, as uqx.engine.null_shape.standardised_z
     s = 0.0
     for lo in range(0, M, SIM_GROUP_ROWS):
         hi = min(lo + SIM_GROUP_ROWS, M)
@@ -351,7 +351,7 @@ class _SimSet:
 
     def __init__(self, sd, conds, cfg, pool=False):
         from uqx.engine.binning import make_bins, stable_order
-        from uqx.engine.mctest import standardised_z
+        from uqx.engine.null_shape import standardised_z
 
         self.name, self.M, self.cfg, self.conds = sd.name, sd.M, cfg, frozenset(conds)
         self.key = content_key(sd.E, sd.uE)
@@ -391,7 +391,7 @@ class _SimSet:
         # in the uE order already taken (no second sort)
         self.pool_local, self.win = None, _NO_WINDOWS
         if pool and self.seg.size > 2:
-            from uqx.engine.mctest import local_windows, standardised_z_local
+            from uqx.engine.null_shape import local_windows, standardised_z_local
 
             groups, self.win = local_windows(self.seg)
             self.pool_local = standardised_z_local(sd.E[order] / self.u_sorted, groups)
@@ -530,7 +530,7 @@ def simulate_reference(
     dist : {"normal", "t", "data"}
         Generative distribution; ``"t"`` is the unit-variance Student :math:`t_s(\nu)`,
         ``"data"`` each set's own z-scores at unit mean square, resampled with
-        replacement (:func:`uqx.engine.mctest.standardised_z`).
+        replacement (:func:`uqx.engine.null_shape.standardised_z`).
     nu : float or sequence of float, default 6
         Degrees of freedom of ``"t"`` (must be > 2; ``inf``: the normal), or one per
         set (the data-matched member of :mod:`uqx.engine.mctest`; then give ``label``).

@@ -37,7 +37,6 @@ verdicts" and the ``error-rates`` study (:mod:`uqx.sweeps.error_rates`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 import numpy as np
 import xarray as xr
@@ -48,19 +47,18 @@ from uqx._checks import (
     small_sample_note,
     small_settings_note,
 )
-from uqx._version import __version__
 from uqx.dataio.model import (
     InputError,
     as_stacked,
     iter_sets,
     permute_rows,
-    streamed_content_key,
+    provenance_attrs,
 )
 from uqx.engine.binning import TIES, content_order
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST
-from uqx.engine.resample import content_key, resolve_seed
+from uqx.engine.resample import resolve_seed
 from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import (
     SAFETY_LIMITS,
@@ -486,29 +484,19 @@ def _conditional_steps(res, ds, sets, notes, cfg, *, members, specs, draws, null
 
 
 def _result_attrs(ds, sets, cfg: Settings, *, extra):
-    """Provenance and parameters of a validation result."""
-    digests = [streamed_content_key(sd.E, sd.uE, sd.M) if is_lazy(sd.E)
-               else content_key(sd.E, sd.uE) for sd in sets]
+    """Provenance and parameters of a validation result (``provenance_attrs``)."""
     return {
         "title": "uqx validation of prediction uncertainties",
         "workflow": "Pernot 2024 (000) Fig. 1 / (001) Sect. V, "
-        "uqx verdict rules (uqx.engine.verdict)",
-        "uqx_version": __version__,
-        "seed": int(cfg.seed),
-        "n_boot": int(cfg.n_boot),
-        "n_mc": int(cfg.n_mc),
-        "level": float(cfg.level),
-        "n_bins": int(cfg.bins),
-        "binning_scheme": cfg.binning,
-        "pop_min": int(cfg.pop_min),
-        "ties": cfg.ties,
-        "nu": float(cfg.nu),
-        "d_sensitivity_rule": "|ref_N - ref_T| > 2 sqrt(u_N^2 + u_T^2)",
-        "input_names": [sd.name for sd in sets],
-        "input_sizes": [int(sd.M) for sd in sets],
-        "input_digests": ["".join(f"{w:08x}" for w in d) for d in digests],
-        "input_units": str(ds.attrs.get("units", "")),
-        "input_sources": str(ds.attrs.get("sources", "")),
-        **{k: v for k, v in extra.items() if k.startswith("extrapolation")},
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "uqx verdict rules (uqx.engine.mctest)",
+        **provenance_attrs(
+            sets, seed=int(cfg.seed),
+            n_boot=int(cfg.n_boot), n_mc=int(cfg.n_mc), level=float(cfg.level),
+            n_bins=int(cfg.bins), binning_scheme=cfg.binning, pop_min=int(cfg.pop_min),
+            ties=cfg.ties, nu=float(cfg.nu),
+            d_sensitivity_rule="|ref_N - ref_T| > 2 sqrt(u_N^2 + u_T^2)",
+            input_units=str(ds.attrs.get("units", "")),
+            input_sources=str(ds.attrs.get("sources", "")),
+            **{k: v for k, v in extra.items() if k.startswith("extrapolation")},
+        ),
     }
