@@ -1,28 +1,54 @@
-"""Statistic kernels against independent twins: the plain-numpy twins of the calibration
-and binned statistics (tests/twins.py), uqx.engine.stats.correlation.spearman_cc and the
-CC jackknife of uqx.engine.ranks, and the engine's SetEvaluator.
+"""The package's statistic routes against independent twins (tests/twins.py, plain numpy)
+and plain loops, in the manner of xskillscore's ``test_metric_results_accurate.py``.
 
-Every kernel is checked against a plain-loop (or scipy) computation on random data with a
-leading batch axis and NaN padding at the end of rows (methods: average calibration), by
-hypothesis property tests (scale, permutation, NaN padding), and against the paper
-oracles of methods: the papers on the nine literature sets (twins and SetEvaluator).
+Package routes under test: the moment statistics of :mod:`uqx.engine.statistic`
+(:data:`MOMENT_STATS` on :func:`moment_sums`, :func:`moment_statistic`), the binned
+statistics (:data:`BINNED_STATS` on :func:`bin_feature_sums` / :func:`prefix_bin_features`,
+:func:`per_bin_moments`), :class:`uqx.engine.evaluator.SetEvaluator` (estimate, bootstrap
+replicates of a :class:`~uqx.engine.resample.BootstrapPlan`, jackknife),
+:func:`uqx.inference.bootstrap.bootstrap_set`, :func:`uqx.inference.intervals.picp`,
+:func:`uqx.engine.stats.correlation.spearman_cc` and the rank kernels of
+:mod:`uqx.engine.ranks`. The oracles are the twins (themselves checked against loops on
+random data with a leading batch axis and NaN padding at the end of rows, methods: average
+calibration), scipy, and the paper tables of methods: the papers on the nine literature
+sets. Hypothesis drives the package routes on arbitrary samples (twin equality, scale,
+permutation, NaN padding).
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 import twins as B
 import twins as C
-from hypothesis import given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import stats as sps
 
-from uqx.engine.binning import equal_count_edges, make_bins
+from uqx.dataio.model import from_arrays
+from uqx.engine.binning import bin_sums, equal_count_edges, make_bins
 from uqx.engine.evaluator import SetEvaluator
-from uqx.engine.statistic import BinningConfig, parse_stat
+from uqx.engine.ranks import spearman_from_counts, tie_bounds
+from uqx.engine.resample import BootstrapPlan
+from uqx.engine.statistic import (
+    BINNED_STATS,
+    MOMENT_STATS,
+    BinningConfig,
+    bin_feature_sums,
+    ence_from_bin_sums,
+    moment_statistic,
+    moment_sums,
+    parse_stat,
+    per_bin_moments,
+    prefix_bin_features,
+    rce_from_sums,
+    zms_from_sums,
+)
 from uqx.engine.stats.correlation import spearman_cc
+from uqx.inference.bootstrap import bootstrap_set
+from uqx.inference.intervals import picp as picp_of_sets
 
 LN2PI = math.log(2 * math.pi)
 
@@ -62,13 +88,75 @@ def loop_var(xs):
 
 
 SIZES = (57, 120, 83)
+MOMENT_NAMES = tuple(MOMENT_STATS)
+#: binned statistics whose value is one number (the vector ones are lzisd, lzms)
+SCALAR_BINNED = ("ence", "ence_sd", "uce", "zmse", "zmse_max", "zve")
 
 
-# ---------------------------------------------------------------- elementary kernels
+# ---------------------------------------------------------------- oracles
 
 
-def _twin_scalars(e, u):
-    """Plain-loop values of the statistics for one valid sample."""
+def twin_moments(E, u):
+    """The twins of every moment statistic (NaN-aware, over the last axis)."""
+    return {
+        "mv": C.mv(u),
+        "mse": C.mse(E),
+        "rmv": C.rmv(u),
+        "rmse": C.rmse(E),
+        "rce": C.rce(E, u),
+        "mean_z": C.mean_z(E, u),
+        "var_z": C.var_z(E, u),
+        "zms": C.zms(E, u),
+        "nll": C.nll(E, u),
+        "nll_ref": C.nll_ref(u),
+    }
+
+
+def twin_binned(Es, us, edges):
+    """The twins of every binned statistic of data sorted by u, cut by ``edges``."""
+    pb = B.per_bin(Es, us, edges)
+    with np.errstate(divide="ignore"):
+        zmse_max = np.max(np.abs(np.log(pb["zms"])), axis=-1)
+    return {
+        "ence": B.ence(Es, us, edges),
+        "ence_sd": B.ence(Es, us, edges, kind="sd"),
+        "uce": B.uce(Es, us, edges),
+        "zmse": B.zmse(Es, us, edges),
+        "zmse_max": zmse_max,
+        "zve": B.zve(Es, us, edges),
+        "lzisd": B.lzisd(Es, us, edges),
+        "lzms": pb["zms"],
+    }
+
+
+def twin_cc(E, u):
+    """Spearman CC of (|E|, u) by scipy (NaN for a constant variable)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sps.spearmanr(np.abs(E), u).statistic
+
+
+def moment_tol(name, E, u):
+    """Absolute tolerance of the sums route: a few ulps of the largest term summed.
+
+    Var(Z) from ``sum z² - (sum z)²/n`` loses the digits of ⟨Z⟩² (documented one-pass
+    form); NLL adds ⟨Z²⟩ and ⟨ln u²⟩, which may cancel.
+    """
+    z2 = float(np.nanmean((E / u) ** 2))
+    scale = {
+        "var_z": z2 * E.shape[-1],
+        "nll": z2 + float(np.nanmax(np.abs(np.log(u * u)))) + LN2PI,
+        "nll_ref": float(np.nanmax(np.abs(np.log(u * u)))) + LN2PI,
+        "mean_z": float(np.nanmax(np.abs(E / u))),
+    }.get(name, 0.0)
+    return 1e-12 * scale + 1e-300
+
+
+# ---------------------------------------------------------------- moment statistics
+
+
+def _loop_moments(e, u):
+    """Plain-loop values of the moment statistics for one valid sample."""
     e, u = e.tolist(), u.tolist()
     z = [a / b for a, b in zip(e, u, strict=True)]
     mv = loop_mean([b * b for b in u])
@@ -89,53 +177,54 @@ def _twin_scalars(e, u):
     }
 
 
-def _kernel_scalars(E, u):
-    return {
-        "mv": C.mv(u),
-        "mse": C.mse(E),
-        "rmv": C.rmv(u),
-        "rmse": C.rmse(E),
-        "rce": C.rce(E, u),
-        "mean_z": C.mean_z(E, u),
-        "var_z": C.var_z(E, u),
-        "zms": C.zms(E, u),
-        "nll": C.nll(E, u),
-        "nll_ref": C.nll_ref(u),
-    }
-
-
-def test_elementary_kernels_vs_loops(rng):
+def test_moment_statistics_vs_twins_and_loops(rng):
+    """Package (NaN-aware batch route and the sums of one set) = twin = loop."""
     E, u = padded_batch(rng, SIZES)
-    got = _kernel_scalars(E, u)
+    twin = twin_moments(E, u)
+    assert set(twin) == set(MOMENT_STATS)
+    for k in MOMENT_NAMES:
+        got = moment_statistic(k, E, u)  # batch, NaN padding
+        assert got.shape == (len(SIZES),), k
+        np.testing.assert_allclose(got, twin[k], rtol=1e-11, err_msg=k)
     for i in range(len(SIZES)):
-        twin = _twin_scalars(*valid(E, u, i))
-        for k, v in twin.items():
-            assert got[k].shape == (len(SIZES),), k
-            np.testing.assert_allclose(got[k][i], v, rtol=1e-12, err_msg=k)
+        e, w = valid(E, u, i)
+        S = moment_sums(e, w)
+        loop = _loop_moments(e, w)
+        for k, v in loop.items():
+            np.testing.assert_allclose(twin[k][i], v, rtol=1e-12, err_msg=f"twin {k}")
+            np.testing.assert_allclose(MOMENT_STATS[k](S, e.size), v, rtol=1e-11, err_msg=k)
+    # the one-sided statistics take the other member as None
+    for k in ("mv", "rmv", "nll_ref"):
+        np.testing.assert_allclose(moment_statistic(k, None, u), twin[k], rtol=1e-11)
+    for k in ("mse", "rmse"):
+        np.testing.assert_allclose(moment_statistic(k, E, None), twin[k], rtol=1e-11)
 
 
-def test_elementary_kernels_axis_argument(rng):
+def test_moment_statistic_axis_argument(rng):
     E, u = padded_batch(rng, SIZES)
-    a = _kernel_scalars(E, u)
-    for k in a:
+    for k in MOMENT_NAMES:
+        a = moment_statistic(k, E, u)
+        np.testing.assert_allclose(moment_statistic(k, E.T, u.T, axis=0), a, rtol=1e-13,
+                                   err_msg=k)
         f = getattr(C, k)
-        if k in ("mv", "rmv", "nll_ref"):
-            args = (u.T,)
-        elif k in ("mse", "rmse"):
-            args = (E.T,)
-        else:
-            args = (E.T, u.T)
-        np.testing.assert_allclose(f(*args, axis=0), a[k], rtol=1e-13, err_msg=k)
+        args = (u.T,) if k in ("mv", "rmv", "nll_ref") else (E.T,) if k in ("mse", "rmse") \
+            else (E.T, u.T)
+        np.testing.assert_allclose(f(*args, axis=0), a, rtol=1e-11, err_msg=k)
 
 
 def test_paired_nan_masks_both_members():
     E = np.array([1.0, np.nan, 3.0, 4.0])
     u = np.array([1.0, 1.0, np.nan, 2.0])
-    # a NaN in one member removes the whole pair from paired statistics
-    assert C.zms(E, u) == pytest.approx((1.0 + 4.0) / 2)
-    assert C.rce(E, u) == pytest.approx((math.sqrt(2.5) - math.sqrt(8.5)) / math.sqrt(2.5))
-    assert np.isnan(C.zms([np.nan, np.nan], [1.0, 1.0]))
-    assert np.isnan(C.var_z([1.0, np.nan], [1.0, 1.0]))  # n - 1 = 0
+    # a NaN in one member removes the whole pair from paired statistics: pairs (1, 1), (4, 2)
+    for zms in (C.zms(E, u), moment_statistic("zms", E, u)):
+        assert zms == pytest.approx((1.0 + 4.0) / 2)
+    rce = (math.sqrt(2.5) - math.sqrt(8.5)) / math.sqrt(2.5)
+    for v in (C.rce(E, u), moment_statistic("rce", E, u)):
+        assert v == pytest.approx(rce)
+    for f in (C.zms, lambda a, b: moment_statistic("zms", a, b)):
+        assert np.isnan(f([np.nan, np.nan], [1.0, 1.0]))  # no pair left
+    for f in (C.var_z, lambda a, b: moment_statistic("var_z", a, b)):
+        assert np.isnan(f([1.0, np.nan], [1.0, 1.0]))  # n - 1 = 0
 
 
 def test_spearman_cc_vs_scipy_with_ties(rng):
@@ -149,6 +238,14 @@ def test_spearman_cc_vs_scipy_with_ties(rng):
                 assert np.unique(np.abs(e)).size < e.size and np.unique(w).size < w.size
             ref = sps.spearmanr(np.abs(e), w).statistic
             np.testing.assert_allclose(got[i], ref, rtol=1e-12)
+            # the rank kernel of the bootstrap (counts all one) and the evaluator
+            ou, oe = np.argsort(w, kind="stable"), np.argsort(np.abs(e), kind="stable")
+            cc = np.empty(1)
+            spearman_from_counts(np.ones((1, e.size), dtype=np.int32), ou,
+                                 tie_bounds(w[ou]), oe, tie_bounds(np.abs(e)[oe]), cc)
+            np.testing.assert_allclose(cc[0], ref, rtol=1e-12)
+            est = SetEvaluator(e, w, [parse_stat("cc")]).estimate()["cc"][0]
+            np.testing.assert_allclose(est, ref, rtol=1e-12)
         np.testing.assert_allclose(spearman_cc(E.T, u.T, axis=0), got, rtol=1e-14)
 
 
@@ -166,26 +263,11 @@ def sorted_batch(rng, sizes, n_bins, *, ties=False):
     return E, u, edges
 
 
-def twin_per_bin(e, u, edges):
+def loop_per_bin(e, u, edges):
     """Plain loops over the bins of one sorted valid sample."""
-    out = {
-        k: []
-        for k in (
-            "n",
-            "mean_u",
-            "mv",
-            "mse",
-            "rmv",
-            "rmse",
-            "mean_e",
-            "var_e",
-            "sd_e",
-            "zms",
-            "mean_z",
-            "var_z",
-            "lzisd",
-        )
-    }
+    keys = ("n", "mean_u", "mv", "mse", "rmv", "rmse", "mean_e", "var_e", "sd_e", "zms",
+            "mean_z", "var_z", "lzisd")
+    out = {k: [] for k in keys}
     for j in range(len(edges) - 1):
         eb = e[edges[j] : edges[j + 1]].tolist()
         ub = u[edges[j] : edges[j + 1]].tolist()
@@ -214,7 +296,7 @@ def twin_per_bin(e, u, edges):
     return {k: np.array(v) for k, v in out.items()}
 
 
-def twin_binned_scores(pb):
+def loop_binned_scores(pb):
     """ENCE (both kinds), UCE, ZMSE, ZVE from per-bin loop values (methods: binned statistics)."""
     N = len(pb["n"])
     return {
@@ -222,48 +304,76 @@ def twin_binned_scores(pb):
         "ence_sd": sum(abs(pb["sd_e"][j] - pb["rmv"][j]) / pb["rmv"][j] for j in range(N)) / N,
         "uce": sum(abs(pb["mv"][j] - pb["mse"][j]) for j in range(N)) / N,
         "zmse": sum(abs(math.log(pb["zms"][j])) for j in range(N)) / N,
+        "zmse_max": max(abs(math.log(pb["zms"][j])) for j in range(N)),
         "zve": math.exp(sum(abs(math.log(pb["var_z"][j])) for j in range(N)) / N),
+        "lzisd": pb["lzisd"],
+        "lzms": pb["zms"],
     }
+
+
+def package_per_bin(e, w, edges):
+    """Per-bin MV, MSE, Var(E), Var(Z), ZMS by the package (two routes, checked equal)."""
+    S = bin_feature_sums(e, w, edges)[0]
+    P = prefix_bin_features(e, w)
+    np.testing.assert_allclose(P[edges[1:]] - P[edges[:-1]], S, rtol=1e-9,
+                               atol=1e-12 * np.abs(P).max())
+    n = np.diff(edges).astype(float)
+    return dict(zip(("mv", "mse", "var_e", "var_z", "zms"), per_bin_moments(S, n),
+                    strict=True)), S, n
 
 
 @pytest.mark.parametrize("ties", [False, True])
-def test_per_bin_vs_loops(rng, ties):
+def test_per_bin_vs_twins_and_loops(rng, ties):
     E, u, edges = sorted_batch(rng, SIZES, 6, ties=ties)
-    got = B.per_bin(E, u, edges)
+    twin = B.per_bin(E, u, edges)
     for i in range(len(SIZES)):
         e, w = valid(E, u, i)
-        twin = twin_per_bin(e, w, edges[i])
-        for k, v in twin.items():
-            assert got[k].shape == (len(SIZES), 6), k
-            np.testing.assert_allclose(got[k][i], v, rtol=1e-11, err_msg=k)
+        loop = loop_per_bin(e, w, edges[i])
+        for k, v in loop.items():
+            assert twin[k].shape == (len(SIZES), 6), k
+            np.testing.assert_allclose(twin[k][i], v, rtol=1e-11, err_msg=f"twin {k}")
+        pkg, _, _ = package_per_bin(e, w, edges[i])
+        for k, v in pkg.items():
+            np.testing.assert_allclose(v, loop[k], rtol=1e-10, err_msg=k)
 
 
-def test_per_bin_shared_edges_broadcast(rng):
-    E, u, _ = sorted_batch(rng, (90, 90), 4)
-    edges = equal_count_edges(90, 4, pop_min=5)
-    got = B.per_bin(E, u, edges)
-    for i in range(2):
-        twin = twin_per_bin(E[i], u[i], edges)
-        np.testing.assert_allclose(got["zms"][i], twin["zms"], rtol=1e-12)
+def test_bin_feature_sums_batch_route_shares_u_and_edges(rng):
+    """The batch route of the simulated references: rows of E, one sorted u, shared edges."""
+    M = 90
+    u = np.sort(rng.uniform(0.1, 2.0, M))
+    E = u * rng.standard_normal((3, M))
+    edges = equal_count_edges(M, 4, pop_min=5)
+    S = bin_feature_sums(E, u, edges)
+    assert S.shape == (3, 4, 6)
+    twin = B.per_bin(E, u, edges)
+    n = np.diff(edges).astype(float)
+    mv, mse, var_e, var_z, zms = per_bin_moments(S, n)
+    for k, v in dict(mv=mv, mse=mse, var_e=var_e, var_z=var_z, zms=zms).items():
+        np.testing.assert_allclose(v, twin[k], rtol=1e-10, err_msg=k)
+    for k, tw in twin_binned(E, u, edges).items():
+        np.testing.assert_allclose(BINNED_STATS[k][0](S, n), tw, rtol=1e-10, err_msg=k)
 
 
-def test_binned_scores_vs_loops(rng):
+def test_binned_statistics_vs_twins_and_loops(rng):
     E, u, edges = sorted_batch(rng, SIZES, 6)
-    got = {
-        "ence": B.ence(E, u, edges, kind="rmse"),
-        "ence_sd": B.ence(E, u, edges, kind="sd"),
-        "uce": B.uce(E, u, edges),
-        "zmse": B.zmse(E, u, edges),
-        "zve": B.zve(E, u, edges),
-    }
-    np.testing.assert_array_equal(B.ence(E, u, edges), got["ence"])  # default kind="rmse"
+    twin = twin_binned(E, u, edges)
+    assert set(twin) == set(BINNED_STATS)
+    np.testing.assert_array_equal(B.ence(E, u, edges, kind="rmse"), twin["ence"])
     for i in range(len(SIZES)):
         e, w = valid(E, u, i)
-        twin = twin_binned_scores(twin_per_bin(e, w, edges[i]))
-        for k, v in twin.items():
-            assert got[k].shape == (len(SIZES),)
-            np.testing.assert_allclose(got[k][i], v, rtol=1e-11, err_msg=k)
-    np.testing.assert_array_equal(B.lzisd(E, u, edges), B.per_bin(E, u, edges)["lzisd"])
+        loop = loop_binned_scores(loop_per_bin(e, w, edges[i]))
+        _, S, n = package_per_bin(e, w, edges[i])
+        for k, v in loop.items():
+            np.testing.assert_allclose(twin[k][i], v, rtol=1e-11, err_msg=f"twin {k}")
+            got = BINNED_STATS[k][0](S, n)
+            np.testing.assert_allclose(got, v, rtol=1e-10, err_msg=k)
+        # and the evaluator, which bins by itself (the same stable order and edges)
+        ev = SetEvaluator(e, w, [parse_stat(k) for k in BINNED_STATS],
+                          BinningConfig(n_bins=6, pop_min=5))
+        np.testing.assert_array_equal(ev.bins_of("uE").edges, edges[i])
+        est = ev.estimate()
+        for k, v in loop.items():
+            np.testing.assert_allclose(est[k], np.atleast_1d(v), rtol=1e-10, err_msg=k)
     with pytest.raises(ValueError):
         B.ence(E, u, edges, kind="mae")
 
@@ -272,18 +382,24 @@ def test_bin_sums_and_index():
     x = np.arange(10.0)
     edges = np.array([0, 3, 3, 7, 10])  # one empty bin
     np.testing.assert_array_equal(B.bin_sums(x, edges), [3.0, 0.0, 18.0, 24.0])
+    np.testing.assert_array_equal(bin_sums(x, edges), [3.0, 0.0, 18.0, 24.0])  # the package's
+    np.testing.assert_array_equal(bin_sums(np.r_[x, np.nan], edges), [3.0, 0.0, 18.0, 24.0])
     np.testing.assert_array_equal(B.bin_index(edges, 10), [0, 0, 0, 2, 2, 2, 2, 3, 3, 3])
     np.testing.assert_array_equal(B.bin_index(np.array([0, 4, 8]), 10)[-3:], [1, -1, -1])
+    # the package's per-bin sums of the features see the empty bin as zeros
+    S = bin_feature_sums(x, np.ones(10), edges)[0]
+    np.testing.assert_array_equal(S[:, 1], [5.0, 0.0, 86.0, 194.0])  # sums of E²
 
 
 @pytest.mark.parametrize("dist,nu", [("normal", None), ("t", 4.0), ("t", 6.5)])
-def test_picp_vs_loops(rng, dist, nu):
+def test_picp_vs_twin_and_loops(rng, dist, nu):
     E, u = padded_batch(rng, SIZES)
     probs = [0.25, 0.5, 0.75, 0.95]
-    got = B.picp(E, u, probs, dist=dist, nu=nu)
-    assert got.shape == (len(SIZES), len(probs))
+    twin = B.picp(E, u, probs, dist=dist, nu=nu)
+    assert twin.shape == (len(SIZES), len(probs))
     for i in range(len(SIZES)):
         e, w = valid(E, u, i)
+        got = picp_of_sets(from_arrays(e, w), probs, dist=dist, nu=nu)["picp"].values[0]
         for k, p in enumerate(probs):
             q = (
                 sps.norm.ppf((1 + p) / 2)
@@ -291,14 +407,17 @@ def test_picp_vs_loops(rng, dist, nu):
                 else sps.t.ppf((1 + p) / 2, nu) / math.sqrt(nu / (nu - 2))
             )
             hits = sum(1 for a, b in zip(e, w, strict=True) if abs(a) <= b * q)
-            assert got[i, k] == pytest.approx(hits / len(e), abs=1e-15)
+            assert twin[i, k] == pytest.approx(hits / len(e), abs=1e-15)
+            assert got[k] == pytest.approx(hits / len(e), abs=1e-15)
     # scalar prob: no trailing axis
-    np.testing.assert_array_equal(B.picp(E, u, 0.5, dist=dist, nu=nu), got[:, 1])
+    np.testing.assert_array_equal(B.picp(E, u, 0.5, dist=dist, nu=nu), twin[:, 1])
 
 
 def test_picp_interval_is_inclusive():
     q = sps.norm.ppf(0.75)
     assert B.picp([q, 1.0], [1.0, 0.1], 0.5) == 0.5  # |E| == u q counts as covered
+    got = picp_of_sets(from_arrays([q, 1.0], [1.0, 0.1]), [0.5])["picp"].values
+    np.testing.assert_array_equal(got, [[0.5]])
 
 
 def test_unit_quantile():
@@ -318,6 +437,8 @@ def test_unit_quantile():
 
 
 # ---------------------------------------------------------------- property tests
+# Hypothesis draws arbitrary samples; the package routes must equal the twins on each,
+# and keep the invariances of the formulas (scale, permutation, NaN padding).
 
 _finite = {"allow_nan": False, "allow_infinity": False}
 
@@ -331,59 +452,175 @@ def samples(draw, min_size=4, max_size=60):
 
 
 @settings(max_examples=60, deadline=None)
+@given(samples())
+def test_moment_routes_equal_twins(data):
+    """MOMENT_STATS on the sums, moment_statistic and SetEvaluator.estimate = the twins."""
+    E, u = data
+    twin = twin_moments(E, u)
+    S = moment_sums(E, u)
+    est = SetEvaluator(E, u, [parse_stat(k) for k in (*MOMENT_NAMES, "cc")]).estimate()
+    for k in MOMENT_NAMES:
+        tol = moment_tol(k, E, u)
+        for got in (MOMENT_STATS[k](S, E.size), moment_statistic(k, E, u), est[k][0]):
+            np.testing.assert_allclose(got, twin[k], rtol=1e-10, atol=tol, err_msg=k)
+    np.testing.assert_allclose(est["cc"][0], twin_cc(E, u), rtol=1e-10, atol=1e-12,
+                               equal_nan=True)
+    np.testing.assert_allclose(spearman_cc(E, u), twin_cc(E, u), rtol=1e-10, atol=1e-12,
+                               equal_nan=True)
+
+
+@settings(max_examples=60, deadline=None)
 @given(samples(), st.floats(0.05, 20.0))
 def test_zms_scales_as_inverse_square(data, c):
     E, u = data
-    np.testing.assert_allclose(C.zms(E, c * u), C.zms(E, u) / c**2, rtol=1e-12, atol=1e-300)
+    got = zms_from_sums(moment_sums(E, c * u), E.size)
+    np.testing.assert_allclose(got, C.zms(E, u) / c**2, rtol=1e-12, atol=1e-300)
 
 
 @settings(max_examples=60, deadline=None)
 @given(samples(), st.floats(0.05, 20.0))
 def test_rce_invariant_under_joint_scaling(data, c):
     E, u = data
-    np.testing.assert_allclose(C.rce(c * E, c * u), C.rce(E, u), rtol=1e-10, atol=1e-12)
+    got = rce_from_sums(moment_sums(c * E, c * u), E.size)
+    np.testing.assert_allclose(got, C.rce(E, u), rtol=1e-10, atol=1e-12)
 
 
-@settings(max_examples=60, deadline=None)
-@given(samples(), st.randoms(use_true_random=False))
-def test_permutation_invariance(data, rnd):
+def _evaluator(E, u, n_bins, names=(*MOMENT_NAMES, "cc", *BINNED_STATS)):
+    return SetEvaluator(E, u, [parse_stat(k) for k in names],
+                        BinningConfig(n_bins=n_bins, pop_min=4))
+
+
+@settings(max_examples=40, deadline=None)
+@given(samples(min_size=12), st.sampled_from([1, 2, 3]), st.randoms(use_true_random=False))
+def test_evaluator_permutation_invariance(data, n_bins, rnd):
     E, u = data
     perm = np.array(rnd.sample(range(E.size), E.size))
-    for f in (C.zms, C.rce, spearman_cc):
-        a, b = f(E, u), f(E[perm], u[perm])
-        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12, equal_nan=True)
+    a = _evaluator(E, u, n_bins).estimate()
+    b = _evaluator(E[perm], u[perm], n_bins).estimate()
+    # the binned statistics only without ties in u (ties keep their file order in the bins)
+    tied = np.unique(u).size < u.size
+    event("ties in u" if tied else "no ties in u")
+    for k in a:
+        if tied and k in BINNED_STATS:
+            continue
+        np.testing.assert_allclose(b[k], a[k], rtol=1e-9, atol=moment_tol("var_z", E, u),
+                                   equal_nan=True, err_msg=k)
 
 
-@settings(max_examples=60, deadline=None)
-@given(samples(min_size=12), st.integers(1, 30), st.sampled_from([1, 2, 3]))
-def test_nan_padding_ignored(data, pad, n_bins):
+@settings(max_examples=40, deadline=None)
+@given(samples(min_size=12), st.integers(1, 30))
+def test_nan_padding_ignored(data, pad):
     E, u = data
     Ep = np.r_[E, np.full(pad, np.nan)]
     up = np.r_[u, np.full(pad, np.nan)]
-    scalar = [C.mv, C.mse, C.rmv, C.rmse, C.nll_ref]
-    paired2 = [C.rce, C.mean_z, C.var_z, C.zms, C.nll, spearman_cc]
-    for f in scalar:
-        arg, argp = (u, up) if f in (C.mv, C.rmv, C.nll_ref) else (E, Ep)
-        np.testing.assert_allclose(f(argp), f(arg), rtol=1e-13, equal_nan=True)
-    for f in paired2:
-        np.testing.assert_allclose(f(Ep, up), f(E, u), rtol=1e-12, atol=1e-14, equal_nan=True)
-    np.testing.assert_allclose(B.picp(Ep, up, [0.5, 0.9]), B.picp(E, u, [0.5, 0.9]))
+    twin = twin_moments(E, u)
+    for k in MOMENT_NAMES:
+        np.testing.assert_allclose(moment_statistic(k, Ep, up), twin[k], rtol=1e-10,
+                                   atol=moment_tol(k, E, u), err_msg=k)
+    np.testing.assert_allclose(spearman_cc(Ep, up), twin_cc(E, u), rtol=1e-10, atol=1e-12,
+                               equal_nan=True)
     # a NaN in only one member also removes the pair
-    Eh = np.r_[E, np.full(pad, np.nan)]
     uh = np.r_[u, np.full(pad, 1.0)]
-    np.testing.assert_allclose(C.zms(Eh, uh), C.zms(E, u), rtol=1e-13)
-    # binned kernels: sort, pad, same edges
-    o = np.argsort(u, kind="stable")
-    edges = equal_count_edges(E.size, n_bins, pop_min=4)
-    Es, us = E[o], u[o]
-    Esp, usp = np.r_[Es, np.full(pad, np.nan)], np.r_[us, np.full(pad, np.nan)]
-    for f in (B.uce, B.zmse, B.zve, lambda a, b, e: B.ence(a, b, e, kind="sd"), B.ence):
-        np.testing.assert_allclose(
-            f(Esp, usp, edges), f(Es, us, edges), rtol=1e-12, atol=1e-14, equal_nan=True
-        )
-    pb, pbp = B.per_bin(Es, us, edges), B.per_bin(Esp, usp, edges)
-    for k in pb:
-        np.testing.assert_allclose(pbp[k], pb[k], rtol=1e-12, atol=1e-14, equal_nan=True)
+    np.testing.assert_allclose(moment_statistic("zms", Ep, uh), twin["zms"], rtol=1e-12)
+    # the bins of a padded variable are those of its values
+    b, bp = make_bins(u, 3, pop_min=4), make_bins(up, 3, pop_min=4)
+    np.testing.assert_array_equal(bp.order, b.order)
+    np.testing.assert_array_equal(bp.edges, b.edges)
+
+
+@settings(max_examples=60, deadline=None)
+@given(samples(min_size=12), st.sampled_from([1, 2, 3]))
+def test_binned_routes_equal_twins(data, n_bins):
+    """SetEvaluator.estimate and BINNED_STATS on bin_feature_sums = the twins."""
+    E, u = data
+    ev = _evaluator(E, u, n_bins, names=tuple(BINNED_STATS))
+    bins = ev.bins_of("uE")
+    Es, us, edges = E[bins.order], u[bins.order], bins.edges
+    twin = twin_binned(Es, us, edges)
+    pkg, S, n = package_per_bin(Es, us, edges)
+    est = ev.estimate()
+    pb = B.per_bin(Es, us, edges)
+    for k in ("mv", "mse", "zms"):
+        np.testing.assert_allclose(pkg[k], pb[k], rtol=1e-10, err_msg=k)
+    # the one-pass variances lose the digits of the squared bin means: compare them to that
+    # precision, and the statistics built on them only where they are well above it
+    for k, m in (("var_e", "mse"), ("var_z", "zms")):
+        np.testing.assert_allclose(pkg[k], pb[k], rtol=1e-9, atol=1e-12 * np.max(pb[m]) * 10,
+                                   err_msg=k)
+    conditioned = bool(np.all(pb["var_e"] > 1e-6 * pb["mse"])
+                       and np.all(pb["var_z"] > 1e-6 * pb["zms"]))
+    event(f"variances well conditioned: {conditioned}")
+    names = BINNED_STATS if conditioned else ("ence", "uce", "zmse", "zmse_max", "lzms")
+    for k in names:
+        want = twin[k]
+        for got in (BINNED_STATS[k][0](S, n), est[k] if BINNED_STATS[k][1] else est[k][0]):
+            np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-12, err_msg=k)
+
+
+def _expanded(counts_row, order=None):
+    """File positions of one resample (copies together), in ``order`` when given."""
+    pos = np.arange(counts_row.size) if order is None else order
+    return np.repeat(pos, counts_row[pos])
+
+
+@settings(max_examples=30, deadline=None)
+@given(samples(min_size=12, max_size=40), st.integers(0, 2**32 - 1))
+def test_bootstrap_replicates_and_jackknife_equal_twins(data, seed):
+    """SetEvaluator.replicates of a BootstrapPlan and .jackknife = twins of the resamples."""
+    E, u = data
+    M = E.size
+    names = (*MOMENT_NAMES, "cc", "ence", "uce", "zmse", "lzms")
+    ev = _evaluator(E, u, 2, names=names)
+    plan = BootstrapPlan(M=M, n_boot=6, seed=seed, key="hyp")
+    reps, counts = ev.replicates(plan, 0), plan.counts(0)
+    assert counts.shape == (6, M) and np.all(counts.sum(axis=1) == M)
+    bins = ev.bins_of("uE")
+    for r in range(counts.shape[0]):
+        idx = _expanded(counts[r])
+        twin = twin_moments(E[idx], u[idx])
+        for k in MOMENT_NAMES:
+            np.testing.assert_allclose(reps[k][r, 0], twin[k], rtol=1e-10,
+                                       atol=moment_tol(k, E[idx], u[idx]), err_msg=k)
+        np.testing.assert_allclose(reps["cc"][r, 0], twin_cc(E[idx], u[idx]), rtol=1e-10,
+                                   atol=1e-12, equal_nan=True)
+        # a replicate re-sorted by u (ties in the original stable order), cut by the edges
+        # of the original sample
+        srt = _expanded(counts[r], bins.order)
+        tb = twin_binned(E[srt], u[srt], bins.edges)
+        for k in ("ence", "uce", "zmse", "lzms"):
+            got = reps[k][r] if BINNED_STATS[k][1] else reps[k][r, 0]
+            np.testing.assert_allclose(got, tb[k], rtol=1e-8, atol=1e-12, err_msg=k)
+    # jackknife: the statistics of the sample without each row
+    jk = ev.jackknife()
+    for i in range(0, M, max(1, M // 6)):
+        e, w = np.delete(E, i), np.delete(u, i)
+        twin = twin_moments(e, w)
+        for k in MOMENT_NAMES:
+            np.testing.assert_allclose(jk[k][i, 0], twin[k], rtol=1e-9,
+                                       atol=10 * moment_tol(k, E, u), err_msg=f"jk {k}")
+        np.testing.assert_allclose(jk["cc"][i, 0], twin_cc(e, w), rtol=1e-9, atol=1e-12,
+                                   equal_nan=True)
+
+
+@settings(max_examples=15, deadline=None)
+@given(samples(min_size=12, max_size=40), st.integers(0, 2**32 - 1))
+def test_bootstrap_set_estimates_equal_twins(data, seed):
+    """The public route: bootstrap_set's estimate is the twin's, t0 the first replicate."""
+    E, u = data
+    assume(np.any(E != 0))  # the input checks refuse all-zero errors (nothing to validate)
+    stats = ("zms", "rce", "mean_z", "ence", "uce")
+    res = bootstrap_set(E, u, stats, n_boot=9, method="percentile", seed=seed, bins=2,
+                        pop_min=4, keep_replicates=True)
+    twin = twin_moments(E, u)
+    b = make_bins(u, 2, pop_min=4)
+    tb = twin_binned(E[b.order], u[b.order], b.edges)
+    for k in stats:
+        want = twin[k] if k in twin else tb[k]
+        tol = moment_tol(k, E, u) if k in twin else 1e-12
+        np.testing.assert_allclose(res[k]["estimate"][0], want, rtol=1e-9, atol=tol, err_msg=k)
+        reps = res[k]["replicates"][:, 0]
+        assert reps.shape == (10,) and reps[0] == res[k]["estimate"][0]
+        assert np.nanmin(reps) <= res[k]["ci_low"][0] <= res[k]["ci_high"][0] <= np.nanmax(reps)
 
 
 def test_ence_grows_with_number_of_bins():
@@ -396,7 +633,10 @@ def test_ence_grows_with_number_of_bins():
             r = np.random.default_rng(seed)
             u = np.sort(np.sqrt(1.0 / r.gamma(3.0, 1.0 / 3.0, M)))
             E = u * r.standard_normal(M)
-            vals.append(float(B.ence(E, u, equal_count_edges(M, N))))
+            edges = equal_count_edges(M, N)
+            v = float(ence_from_bin_sums(bin_feature_sums(E, u, edges), np.diff(edges))[0])
+            assert v == pytest.approx(float(B.ence(E, u, edges)), rel=1e-10)
+            vals.append(v)
         means[N] = np.mean(vals)
     assert means[5] < means[50]
     # sanity on the scale: ENCE_50 / ENCE_5 roughly sqrt(10) for calibrated data
