@@ -15,7 +15,7 @@ import xarray as xr
 import uqx
 from uqx.dataio.model import InputError
 from uqx.dataio.netcdf import read_netcdf, to_netcdf
-from uqx.engine.mctest import ALPHA_RESULT, N_TEST
+from uqx.engine.mctest import ALPHA_RESULT, N_TEST, family_verdict
 from uqx.engine.null_shape import MEMBERS
 from uqx.engine.verdict import NOT_TESTED, VERDICTS, interval_problem, simulated_verdict
 from uqx.inference.synth import demo_sets, nig, tig
@@ -112,9 +112,84 @@ def test_zeta_recomputed_from_result(res):
     np.testing.assert_allclose(r["zeta"].values, z, rtol=1e-12)
 
 
+def zeta_sim_rule(z, z2):
+    """The ζ_Sim rule (methods: ζ-scores), written out: ``valid`` when every |ζ_Sim| ≤ 1,
+    ``invalid`` when every |ζ_Sim| > 1 on one side, else ``inconclusive``; then the null
+    test must agree: ``invalid`` stands only if every |ζ_Sim2| > 1 on the side of ζ_Sim,
+    ``valid`` falls to ``inconclusive`` if every |ζ_Sim2| > 1 on one side (NaN ζ_Sim2: no
+    check)."""
+    z, z2 = np.asarray(z, dtype=float), np.asarray(z2, dtype=float)
+    if not np.isfinite(z).all():
+        return "inconclusive"
+    if np.all(np.abs(z) <= 1):
+        verdict = "valid"
+    elif np.all(np.abs(z) > 1) and (np.all(z > 0) or np.all(z < 0)):
+        verdict = "invalid"
+    else:
+        return "inconclusive"
+    if not np.isfinite(z2).all():
+        return verdict
+    outside = np.all(np.abs(z2) > 1)
+    if verdict == "invalid" and not (outside and np.all(np.sign(z2) == np.sign(z[0]))):
+        return "inconclusive"
+    if verdict == "valid" and outside and (np.all(z2 > 0) or np.all(z2 < 0)):
+        return "inconclusive"
+    return verdict
+
+
+def family_rule(p, n):
+    """The rule of family_verdict's docstring, written out (α = 0.05): every member rejects
+    (p < α) -> invalid; no member rejects beyond 2 Monte-Carlo sd of α,
+    2 √(α(1 − α)/n) -> valid; else inconclusive."""
+    band = 2 * np.sqrt(0.05 * 0.95 / n)
+    return ("invalid" if np.all(p < 0.05) else
+            "valid" if np.all(p >= 0.05 - band) else "inconclusive")
+
+
+# (ζ_Sim under N and T, ζ_Sim2 under N and T) -> verdict, each row checkable by hand
+ZETA_SIM_TABLE = [
+    ((0.3, -0.8), (0.1, 0.5), "valid"),  # both |ζ_Sim| ≤ 1
+    ((1.0, -1.0), (0.0, 0.0), "valid"),  # |ζ| = 1 is inside
+    ((1.5, 2.5), (1.2, 3.0), "invalid"),  # both > 1 above, the null test agrees
+    ((-1.5, -2.5), (-1.2, -3.0), "invalid"),  # the same below
+    ((1.5, 2.5), (np.nan, np.nan), "invalid"),  # no ζ_Sim2: ζ_Sim decides
+    ((1.5, -2.5), (1.2, -3.0), "inconclusive"),  # rejected from opposite sides
+    ((0.5, 1.5), (0.2, 0.2), "inconclusive"),  # accepted under N, rejected under T
+    ((1.5, 2.5), (0.4, 3.0), "inconclusive"),  # inside the simulated range under N
+    ((1.5, 2.5), (-1.2, -3.0), "inconclusive"),  # the null test rejects on the other side
+    ((0.3, 0.8), (1.5, 2.0), "inconclusive"),  # outside the simulated range under every D
+    ((0.3, 0.8), (1.5, -2.0), "valid"),  # outside on opposite sides: no common side
+    ((0.3, 0.8), (1.5, 0.9), "valid"),  # inside under T
+    ((np.nan, 0.5), (0.1, 0.1), "inconclusive"),  # a ζ_Sim is not finite
+]
+
+# p-values under the four null members, copies n -> verdict. With n = 500 the band is
+# 2 √(0.05 · 0.95 / 500) = 0.0195: p ≥ 0.0305 is no rejection; with n = 10⁵ it is 0.0014.
+FAMILY_TABLE = [
+    ((0.01, 0.02, 0.001, 0.04), 500, "invalid"),  # every p < 0.05
+    ((0.3, 0.5, 0.06, 0.9), 500, "valid"),  # no p < 0.05
+    ((0.045, 0.3, 0.3, 0.3), 500, "valid"),  # 0.045 ≥ 0.0305: within the noise of 0.05
+    ((0.02, 0.3, 0.3, 0.3), 500, "inconclusive"),  # 0.02 < 0.0305: one member rejects
+    ((0.045, 0.3, 0.3, 0.3), 100_000, "inconclusive"),  # 0.045 < 0.0486
+    ((0.049, 0.049, 0.049, 0.0499), 500, "invalid"),  # all below 0.05, however close
+]
+
+
+@pytest.mark.parametrize("z,z2,verdict", ZETA_SIM_TABLE)
+def test_zeta_sim_rule_table(z, z2, verdict):
+    assert zeta_sim_rule(z, z2) == verdict  # the oracle of the workflow tests below
+    assert simulated_verdict(z, z2, ["N", "T"])[0] == verdict  # the package
+
+
+@pytest.mark.parametrize("p,n,verdict", FAMILY_TABLE)
+def test_family_rule_table(p, n, verdict):
+    assert family_rule(np.array(p), n) == verdict
+    assert family_verdict(p, MEMBERS, n_copies=n)[0] == verdict
+
+
 def test_verdicts_follow_the_rules(res):
     """Every verdict recomputed from the stored quantities by the documented rules."""
-    labels = [str(d) for d in res["dist"].values]
+    assert res.sizes["dist"] == 2  # ζ_Sim under N and T, as in ZETA_SIM_TABLE
     members = [str(m) for m in res["member"].values]
     assert members == list(MEMBERS)
     for s in res["set"].values:
@@ -132,20 +207,15 @@ def test_verdicts_follow_the_rules(res):
             elif kind.startswith("predefined"):
                 expected = "valid" if abs(float(r["zeta"])) <= 1 else "invalid"
             else:
-                expected = simulated_verdict(r["zeta_sim"].values, r["zeta_sim2"].values,
-                                             labels)[0]
+                expected = zeta_sim_rule(r["zeta_sim"].values, r["zeta_sim2"].values)
             assert old == expected, (s, st)
             # the decision: Monte-Carlo p-values over the null family
             if st in NOT_TESTED:
                 assert v == "not tested"
                 continue
-            # the documented rule, written out: every member rejects -> invalid; no member
-            # rejects beyond 2 Monte-Carlo sd of 0.05 -> valid; else inconclusive
+            # the documented rule, written out (family_rule, pinned by FAMILY_TABLE)
             p = r["p_value"].values[r["member_plausible"].values]  # members taking part
-            n = min(res.attrs["n_mc"], N_TEST)
-            band = 2 * np.sqrt(0.05 * 0.95 / n)
-            expected = ("invalid" if np.all(p < 0.05) else
-                        "valid" if np.all(p >= 0.05 - band) else "inconclusive")
+            expected = family_rule(p, min(res.attrs["n_mc"], N_TEST))
             if expected == "invalid" and not np.all(r["p_adjusted"].values < ALPHA_RESULT):
                 assert v == "inconclusive" and "taken together" in str(r["verdict_reason"].item())
                 continue
@@ -198,7 +268,7 @@ def test_simulated_references_used_when_d_insensitive(synth):
         if not interval_problem(*(float(r[k].values[0, j]) for k in ("estimate", "ci_low",
                                                                       "ci_high"))):
             z2 = r["zeta_sim2"].values[0, j]
-            assert r["zeta_verdict"].values[0, j] == simulated_verdict(z, z2, ["N", "T"])[0]
+            assert r["zeta_verdict"].values[0, j] == zeta_sim_rule(z, z2)
     z2 = zeta_sim2(r["estimate"].values[..., None], r["sim_reference"].values,
                    r["sim2_low"].values, r["sim2_high"].values)
     np.testing.assert_allclose(r["zeta_sim2"].values, z2, rtol=1e-12)
