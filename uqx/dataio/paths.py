@@ -147,8 +147,12 @@ def check_output_path(path, *, kind=None, inputs: Iterable = (), mkdir: bool = F
 
     Examples
     --------
-    >>> check_output_path("res.nc", kind="netcdf", inputs=["data.csv"])  # doctest: +SKIP
-    PosixPath('res.nc')
+    >>> str(check_output_path("res.nc", kind="netcdf", inputs=["data.csv"], probe=False))
+    'res.nc'
+    >>> check_output_path("res.csv", kind="netcdf", probe=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    uqx.errors.OutputError: output res.csv: uqx writes a NetCDF file here, but the name ...
     """
     if path is None or str(path) == "":
         raise OutputError("no output file name given")

@@ -43,7 +43,9 @@ def zeta_score(estimate, reference, ci_low, ci_high, *, target_u=0.0):
 
     Examples
     --------
-    >>> float(zeta_score(1.2, 1.0, 1.1, 1.3))
+    The estimate 1.5 lies two half-widths of its interval [1.25, 1.75] above the reference 1:
+
+    >>> float(zeta_score(1.5, 1.0, 1.25, 1.75))
     2.0
     """
     est = np.asarray(estimate, dtype=np.float64)
