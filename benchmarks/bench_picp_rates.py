@@ -1,6 +1,6 @@
 """Does PICP earn a verdict? Its rejection rates on calibrated data of many shapes (issue 12).
 
-PICP (:func:`uqx.inference.intervals.picp`) is the fraction of errors inside their interval;
+PICP (:func:`uqx.inference.curves.intervals.picp`) is the fraction of errors inside their interval;
 for UQ that reports uE, the interval is built from an assumed generative distribution D:
 ``U_P = uE q_D((1+P)/2)``. Its ``valid`` (P inside the Wilson interval) therefore tests
 the pair (uE, D), not uE alone. This benchmark measures, on calibrated sets of the
@@ -34,7 +34,7 @@ def rejections(design, M, n_sets, seed=11):
     import uqx
     from uqx.engine.null_shape import t_nu_from_tails
     from uqx.engine.stats.tailedness import tailedness
-    from uqx.inference.intervals import picp
+    from uqx.inference.curves.intervals import picp
     from uqx.sweeps._common import rate_interval
     from uqx.sweeps.error_rates import synthetic_set
 

@@ -54,13 +54,13 @@ import pandas as pd
 
 import uqx
 from uqx import plot
-from uqx.inference.fits import fit_sets
-from uqx.plot import style as S
-from uqx.engine.unit_variance import draw_unit
-from uqx.workflow.tables import paper_table_a
 from uqx.engine.resample import seed_sequence
 from uqx.engine.stats.tailedness import beta_gm
+from uqx.engine.unit_variance import draw_unit
+from uqx.inference.fits import fit_sets
+from uqx.plot import style as S
 from uqx.sweeps import appendix_b, bins, reference_sensitivity
+from uqx.workflow.tables import paper_table_a
 
 QUICK = os.environ.get("QUICK") == "1"
 OUT = Path("_output")

@@ -50,12 +50,12 @@ import xarray as xr
 
 import uqx
 from uqx import plot
-from uqx.inference.fits import fit_ig_ks, fit_scaled_f_ks
-from uqx.plot import style as S
-from uqx.workflow.tables import paper_table_iv
 from uqx.engine.resample import seed_sequence
 from uqx.engine.stats.tailedness import SAFETY_LIMITS, beta_gm, kappa_cs, tailedness
+from uqx.inference.fits import fit_ig_ks, fit_scaled_f_ks
+from uqx.plot import style as S
 from uqx.sweeps import binned_tailedness, decimation, pval
+from uqx.workflow.tables import paper_table_iv
 
 QUICK = os.environ.get("QUICK") == "1"
 OUT = Path("_output")

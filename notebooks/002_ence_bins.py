@@ -26,8 +26,8 @@
 # * **Fig. 2** — QM9: ENCE and ZVE against √N with their fits;
 # * **Fig. 3** — PAL2022 Diffusion_RF / Perovskite_RF, uncalibrated and calibrated.
 #
-# Engine: `uqx.sweeps.bins` (preset `"002"`, i.e. `uqx.inference.extrapolation.extrapolate`) for the
-# sweeps and fits, `uqx.inference.binned_curves.reliability` for the Monte-Carlo ENCE of Fig. 1. Figures are
+# Engine: `uqx.sweeps.bins` (preset `"002"`, i.e. `uqx.inference.extrapolate.fit.extrapolate`) for the
+# sweeps and fits, `uqx.inference.curves.binned.reliability` for the Monte-Carlo ENCE of Fig. 1. Figures are
 # written to `notebooks/_output/` (git-ignored).
 #
 # **Run time** (2-core machine shared with other jobs, measured): quick mode (`QUICK=1`:
@@ -43,9 +43,9 @@ import numpy as np
 import pandas as pd
 
 import uqx
-from uqx.inference.binned_curves import reliability
-from uqx.plot import style as S
 from uqx.engine.resample import seed_sequence
+from uqx.inference.curves.binned import reliability
+from uqx.plot import style as S
 from uqx.sweeps import bins
 
 QUICK = os.environ.get("QUICK") == "1"
@@ -71,7 +71,7 @@ def save(fig, name):
 # Semi-analytic curves: for N bins of k = round(M/N) points, the bin standard deviation of
 # calibrated errors is χ_k/√k; the ENCE (SD convention) is the average over bins of
 # |x − u|/u. Dots: ENCE of `N_REAL` samples E ~ N(0, 1) with u ≡ 1 (`plotRelDiag`
-# equivalent: `uqx.inference.binned_curves.reliability(kind="sd")`), seeded.
+# equivalent: `uqx.inference.curves.binned.reliability(kind="sd")`), seeded.
 
 # %%
 M = 5000
@@ -121,7 +121,7 @@ save(fig, "fig1_ence_toy")
 #
 # Bin numbers N ∈ {1, 2, 5, 10, 20, …, 160} with M/N > 30 equal-count bins on u (popMin
 # 30); fits on √N > 4 (QM9 ENCE, Diffusion) or √N > 2 (Perovskite), all points for QM9 ZVE
-# (preset `"002"` of `uqx.inference.extrapolation`). Deterministic: no Monte Carlo involved
+# (preset `"002"` of `uqx.inference.extrapolate.fit`). Deterministic: no Monte Carlo involved
 # (`n_mc=0` skips the null-distribution verdict, which is not part of paper 002).
 
 # %%

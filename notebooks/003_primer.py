@@ -30,7 +30,7 @@
 #   curves;
 # * **Figs. A2–A3** — binning sensitivity (nBin 10, 20, 40; equal-count and adaptive).
 #
-# The synthetic cases come from `uqx.inference.synth.primer_cases` (numpy streams: the numbers
+# The synthetic cases come from `uqx.dataio.synth.primer_cases` (numpy streams: the numbers
 # differ from R's draws within their Monte-Carlo noise). Uncalibrated and calibrated sets
 # are drawn as neighbouring panels (the paper overlays them in one panel). Figures are
 # written to `notebooks/_output/` (git-ignored).
@@ -50,9 +50,9 @@ import pandas as pd
 
 import uqx
 from uqx import plot
-from uqx.inference.binned_curves import local_z
+from uqx.dataio.synth import primer_cases
+from uqx.inference.curves.binned import local_z
 from uqx.plot import style as S
-from uqx.inference.synth import primer_cases
 
 QUICK = os.environ.get("QUICK") == "1"
 OUT = Path("_output")
@@ -172,7 +172,7 @@ save(plot.lzisd(cases, by="V", title="003 Fig. A1 (right): LZISD vs V"), "figA1_
 # ## Fig. 12 — PAL2022: mean Z and Var(Z), uncalibrated vs calibrated
 #
 # (a) mean Z with the script's interval mean ± 1.96·sd(Z)/M (the code divides by M, not
-# √M; methods: where a paper and its code disagree); (b) Var(Z) with its 'cho' interval (`uqx.inference.binned_curves.local_z`, one bin).
+# √M; methods: where a paper and its code disagree); (b) Var(Z) with its 'cho' interval (`uqx.inference.curves.binned.local_z`, one bin).
 
 # %%
 MODELS = [(mat, meth) for meth in ("RF", "LR", "GPR_Bayesian")

@@ -45,11 +45,11 @@ import pandas as pd
 
 import uqx
 from uqx import plot
-from uqx.plot import style as S
-from uqx.workflow.tables import paper_table_iv
+from uqx.dataio.synth import nig
 from uqx.engine.stats.tailedness import beta_gm
+from uqx.plot import style as S
 from uqx.sweeps import decimation, pval
-from uqx.inference.synth import nig
+from uqx.workflow.tables import paper_table_iv
 
 QUICK = os.environ.get("QUICK") == "1"
 OUT = Path("_output")

@@ -11,7 +11,7 @@ import xarray as xr
 import uqx
 from uqx.accessor import PLOT_KINDS
 from uqx.dataio.netcdf import atomic_write
-from uqx.inference.synth import nig
+from uqx.dataio.synth import nig
 
 
 @pytest.fixture(scope="module")

@@ -275,7 +275,7 @@ def test_appendix_b_without_a_fitted_line(tmp_path):
 
 # ------------------------------------------------------------------------------ demo
 def test_demo_warns_when_too_small_to_decide(capsys, monkeypatch, tmp_path):
-    import uqx.inference.synth as synth
+    import uqx.dataio.synth as synth
     from uqx.cli.commands.demo import DEMO_MIN_N_BOOT, DEMO_MIN_N_MC, settings_warning
 
     class Stop(Exception):

@@ -1,4 +1,4 @@
-"""Curve diagnostics (uqx.inference.curves): slow twins, properties and the papers'
+"""Curve diagnostics (uqx.inference.curves.confidence): slow twins, properties and the papers'
 oracles (methods: curves)."""
 
 import numpy as np
@@ -6,11 +6,11 @@ import pytest
 import xarray as xr
 
 from uqx.dataio.model import InputError, from_arrays, stack
+from uqx.dataio.synth import demo_sets, nig
 from uqx.engine.binning import make_bins
 from uqx.engine.stats.tailedness import hd_quantile
-from uqx.inference import binned_curves as BC
-from uqx.inference import curves as C
-from uqx.inference.synth import demo_sets, nig
+from uqx.inference.curves import binned as BC
+from uqx.inference.curves import confidence as C
 from uqx.inference.zeta import binomial_ci
 
 

@@ -1,5 +1,5 @@
-"""data/examples: regenerated bit for bit by ``python -m uqx.inference.synth``
-(uqx.inference.synth.write_examples)."""
+"""data/examples: regenerated bit for bit by ``python -m uqx.dataio.synth``
+(uqx.dataio.synth.write_examples)."""
 
 import subprocess
 import sys
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import uqx
-from uqx.inference.synth import EXAMPLES_M, primer_case, write_examples
+from uqx.dataio.synth import EXAMPLES_M, primer_case, write_examples
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
 
@@ -35,13 +35,13 @@ def test_examples_content():
 
 @pytest.mark.parametrize("argv", [[], ["-h"], ["a", "b"]])
 def test_main_usage(argv):
-    from uqx.inference.synth import main
+    from uqx.dataio.synth import main
 
     assert main(argv) == 2
 
 
 def test_module_entry_point(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "uqx.inference.synth", str(tmp_path / "ex")],
+    out = subprocess.run([sys.executable, "-m", "uqx.dataio.synth", str(tmp_path / "ex")],
                          capture_output=True, text=True, check=True)
     assert "primer_A.csv" in out.stdout
     assert (tmp_path / "ex" / "demo_heavy_tailed.csv").read_bytes() == (

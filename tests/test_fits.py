@@ -11,6 +11,7 @@ from scipy import stats
 
 import uqx
 from uqx.dataio.model import InputError
+from uqx.dataio.synth import nig
 from uqx.inference.fits import (
     FIT_KEYS,
     fit_ig_mle,
@@ -21,7 +22,6 @@ from uqx.inference.fits import (
     ks_distance,
     nelder_mead,
 )
-from uqx.inference.synth import nig
 
 # methods: the papers [verified in R]: IG-MLE k, θ; ν(u²), ν(E²), ν(Z²) by min-KS; ν_eff of E, Z
 PAPER_FITS = {

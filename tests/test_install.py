@@ -3,7 +3,7 @@
 Builds the sdist and the wheel with ``python -m build`` (the wheel from the sdist, as
 build does, so the sdist must hold everything) from a copy of the working tree, checks
 what the wheel holds, installs it into a fresh virtualenv outside the repository and runs
-``uqx --version``, ``uqx demo``, ``uqx datasets list``, ``python -m uqx.inference.synth`` and
+``uqx --version``, ``uqx demo``, ``uqx datasets list``, ``python -m uqx.dataio.synth`` and
 ``uqx.validate`` there, from a directory outside the repository.
 
 Offline and fast: the build runs without isolation (setuptools and wheel of the test
@@ -148,6 +148,6 @@ def test_installed_cli_and_api(venv, tmp_path):
     p = _run([bin_ / "python", "-c", code], cwd=work, env=env)
     assert "ZMS valid" in p.stdout
     # the example data of the repository regenerate bit for bit from the wheel
-    _run([bin_ / "python", "-m", "uqx.inference.synth", work / "examples"], cwd=work, env=env)
+    _run([bin_ / "python", "-m", "uqx.dataio.synth", work / "examples"], cwd=work, env=env)
     for f in sorted((REPO / "data" / "examples").glob("*.csv")):
         assert (work / "examples" / f.name).read_bytes() == f.read_bytes(), f.name

@@ -1,13 +1,13 @@
-"""Interval-based validation (uqx.inference.intervals): PICP and the local range ratio."""
+"""Interval-based validation (uqx.inference.curves.intervals): PICP and the local range ratio."""
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
 import uqx
+from uqx.dataio.synth import nig
 from uqx.engine.stats.tailedness import hd_quantile
-from uqx.inference.intervals import half_ranges, local_range_ratio, picp
-from uqx.inference.synth import nig
+from uqx.inference.curves.intervals import half_ranges, local_range_ratio, picp
 
 
 def test_picp_from_uE_on_calibrated_normal_data():
@@ -131,7 +131,7 @@ def test_lrr_on_the_bootstrap_engine_with_the_analytic_jackknife():
     """_lrr_bin against the obvious route: each replicate re-computed from the resampled
     values (the plan's counts), the jackknife by deleting each point (O(n²))."""
     from uqx.engine.resample import BootstrapPlan
-    from uqx.inference.intervals import _lrr, _lrr_bin
+    from uqx.inference.curves.intervals import _lrr, _lrr_bin
 
     rng = np.random.default_rng(8)
     n = 157

@@ -6,7 +6,7 @@ Package routes under test: the moment statistics of :mod:`uqx.engine.statistic`
 statistics (:data:`BINNED_STATS` on :func:`bin_feature_sums` / :func:`prefix_bin_features`,
 :func:`per_bin_moments`), :class:`uqx.engine.evaluator.SetEvaluator` (estimate, bootstrap
 replicates of a :class:`~uqx.engine.resample.BootstrapPlan`, jackknife),
-:func:`uqx.inference.bootstrap.bootstrap_set`, :func:`uqx.inference.intervals.picp`,
+:func:`uqx.inference.bootstrap.bootstrap_set`, :func:`uqx.inference.curves.intervals.picp`,
 :func:`uqx.engine.stats.correlation.spearman_cc` and the rank kernels of
 :mod:`uqx.engine.ranks`. The oracles are the twins (themselves checked against loops on
 random data with a leading batch axis and NaN padding at the end of rows, methods: average
@@ -48,7 +48,7 @@ from uqx.engine.statistic import (
 )
 from uqx.engine.stats.correlation import spearman_cc
 from uqx.inference.bootstrap import bootstrap_set
-from uqx.inference.intervals import picp as picp_of_sets
+from uqx.inference.curves.intervals import picp as picp_of_sets
 
 LN2PI = math.log(2 * math.pi)
 

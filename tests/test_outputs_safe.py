@@ -245,7 +245,7 @@ def _odd_output(kind, tmp_path, inp, suffix):
                                   "missing-directory", "wrong-suffix", "empty"])
 @pytest.mark.parametrize("command", list(_COMMANDS))
 def test_every_command_refuses_every_odd_output(capsys, tmp_path, command, kind, monkeypatch):
-    import uqx.inference.synth as synth
+    import uqx.dataio.synth as synth
 
     monkeypatch.setattr(synth, "demo_sets", lambda: pytest.fail("demo ran"))
     inp = _write_csv(tmp_path / "preds.csv")

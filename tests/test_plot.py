@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.testing.compare import compare_images  # noqa: E402
 
 from uqx import plot as P  # noqa: E402
-from uqx.inference.synth import demo_sets  # noqa: E402
+from uqx.dataio.synth import demo_sets  # noqa: E402
 
 BASELINE = Path(__file__).parent / "baseline"
 
@@ -194,7 +194,7 @@ def test_lzisd_engine_bootstrap_matches_cho_estimates(demo):
 
     ds = demo.isel(set=[0, 3])
     eng = _engine_lzisd(ds, "lzisd", "X", 5, "equal-count", 200, 1)
-    from uqx.inference.binned_curves import local_z
+    from uqx.inference.curves.binned import local_z
 
     cho = local_z(ds, by="X", n_bins=5)
     np.testing.assert_allclose(eng["estimate"].values, cho["estimate"].values, rtol=1e-9)

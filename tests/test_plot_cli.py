@@ -18,7 +18,7 @@ def _run(argv):
 
 @pytest.fixture(scope="module")
 def csv(tmp_path_factory):
-    from uqx.inference.synth import demo_sets
+    from uqx.dataio.synth import demo_sets
 
     ds = demo_sets(M=400, seed=3)
     d = tmp_path_factory.mktemp("csv")
@@ -62,7 +62,7 @@ def test_plot_labels_and_errors(csv, tmp_path):
 
 def test_plot_zeta_from_validation_netcdf(tmp_path):
     import uqx
-    from uqx.inference.synth import demo_sets
+    from uqx.dataio.synth import demo_sets
 
     res = uqx.validate(demo_sets(M=400, seed=4).isel(set=[0, 1, 3]), stats=["zms", "rce"],
                        n_boot=50, n_mc=20, seed=1, conditional=False)

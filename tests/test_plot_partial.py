@@ -17,7 +17,7 @@ import uqx  # noqa: E402
 from uqx import plot as P  # noqa: E402
 from uqx import sweeps  # noqa: E402
 from uqx.cli import main  # noqa: E402
-from uqx.inference.synth import demo_sets, nig  # noqa: E402
+from uqx.dataio.synth import demo_sets, nig  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from uqx import plot as P
 from uqx import sweeps
 from uqx.cli import main
 from uqx.dataio.netcdf import to_netcdf
-from uqx.inference.synth import nig
+from uqx.dataio.synth import nig
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import pytest
 import uqx
 from uqx.dataio.model import from_arrays, stack
 from uqx.dataio.netcdf import read_netcdf
+from uqx.dataio.synth import nig
 from uqx.errors import InputError
-from uqx.inference.synth import nig
 from uqx.sweeps import (
     appendix_b,
     binned_tailedness,
@@ -348,7 +348,7 @@ def test_cli_sweep(cli, tmp_path, capsys):
 
 
 def test_batched_sweep_statistics_matches_row_by_row():
-    from uqx.inference.binsweep import sweep_statistics
+    from uqx.inference.extrapolate.binsweep import sweep_statistics
 
     rng = np.random.default_rng(1)
     u = np.sort(rng.uniform(0.5, 2.0, (30, 1800)), axis=1)

@@ -9,7 +9,7 @@ from scipy import stats
 
 import uqx
 from uqx.dataio.model import InputError
-from uqx.inference.synth import (
+from uqx.dataio.synth import (
     PRIMER_CASES,
     demo_sets,
     ig_parameters,
@@ -123,7 +123,7 @@ def test_primer_reproducible_and_keyed():
                                   primer_case("B", M=300)["uE"].values)
 
 
-# Monte-Carlo sd of one realisation at M = 5000 (200 seeds, uqx.inference.synth): Var(E)/<u²>:
+# Monte-Carlo sd of one realisation at M = 5000 (200 seeds, uqx.dataio.synth): Var(E)/<u²>:
 # 0.064 (A-C), 0.016 (D), 0.21 (E, t4 errors), 0.020 (F); Var(Z): 0.020 (A), 0.071 (B),
 # 9.3 (C), 0.005 (D), 0.065 (E), 0.020 (F). The paper's values are one independent
 # realisation, so the difference of two draws has sd sqrt(2)*sd: allow 4 sqrt(2) sd.

@@ -1,6 +1,6 @@
 """The validation workflow (uqx.validate): verdicts, result structure, NetCDF, records.
 
-Synthetic data from :mod:`uqx.inference.synth` (methods: synthetic data), small n_boot/n_mc
+Synthetic data from :mod:`uqx.dataio.synth` (methods: synthetic data), small n_boot/n_mc
 to stay fast.
 Decision rules checked against methods: ζ-scores (ζ, ζ_Sim with U_t = 2u, ζ_Sim2)
 (D-sensitivity |θ̃_N − θ̃_T| > 2√(u_N² + u_T²)) (workflow steps).
@@ -15,10 +15,10 @@ import xarray as xr
 import uqx
 from uqx.dataio.model import InputError
 from uqx.dataio.netcdf import read_netcdf, to_netcdf
+from uqx.dataio.synth import demo_sets, nig, tig
 from uqx.engine.mctest import ALPHA_RESULT, N_TEST, family_verdict
 from uqx.engine.null_shape import MEMBERS
 from uqx.engine.verdict import NOT_TESTED, VERDICTS, interval_problem, simulated_verdict
-from uqx.inference.synth import demo_sets, nig, tig
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
 from uqx.workflow.validation import (
     DEFAULT_STATS,

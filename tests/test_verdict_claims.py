@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import uqx
+from uqx.dataio.synth import demo_sets
 from uqx.engine.mctest import pvalue_noise
 from uqx.engine.resolution import power_at, scale_resolution
-from uqx.inference.synth import demo_sets
 
 
 def _outliers(k, M=500):

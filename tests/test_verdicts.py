@@ -1,5 +1,5 @@
-"""Verdict rules (uqx.engine.verdict), zero-bin extrapolation (uqx.inference.extrapolation) and the
-"same data, same answer" guarantees of the workflow.
+"""Verdict rules (uqx.engine.verdict), zero-bin extrapolation (uqx.inference.extrapolate.fit)
+and the "same data, same answer" guarantees of the workflow.
 
 Oracles: methods: the papers (000 App. C ZMSE extrapolation, deterministic) (002
 Table I); the decision rules of uqx.engine.verdict recomputed by hand; Monte-Carlo rates with
@@ -12,14 +12,20 @@ from scipy.stats import linregress
 
 import uqx
 import uqx.inference.reference as reference
+from uqx.dataio.synth import nig
 from uqx.engine.binning import equal_count_edges, stable_order
 from uqx.engine.resample import content_key
 from uqx.engine.statistic import BINNED_STATS, bin_feature_sums
 from uqx.engine.verdict import agreement_verdict, interval_problem, limit_se, zeta_se
-from uqx.inference.binsweep import PRESETS, SweepSettings, bin_numbers, ols_fit, sweep_statistics
-from uqx.inference.extrapolation import extrapolate
-from uqx.inference.extrapolation_null import null_intercepts, null_verdict
-from uqx.inference.synth import nig
+from uqx.inference.extrapolate.binsweep import (
+    PRESETS,
+    SweepSettings,
+    bin_numbers,
+    ols_fit,
+    sweep_statistics,
+)
+from uqx.inference.extrapolate.fit import extrapolate
+from uqx.inference.extrapolate.null import null_intercepts, null_verdict
 
 KW = dict(n_boot=400, n_mc=200, seed=3)
 
@@ -207,7 +213,7 @@ def test_sweep_statistics_equals_per_n_binning():
 def test_sweep_three_equals_sweep_statistics():
     """The fused null kernel (numba loops over per_bin_terms) against the numpy route
     (prefix sums, then ence/zmse/zve_from_bin_sums): equal to 1e-12 relative."""
-    from uqx.inference.binsweep import BINNED_FUSED, sweep_three
+    from uqx.inference.extrapolate.binsweep import BINNED_FUSED, sweep_three
 
     rng = np.random.default_rng(6)
     u = np.sort(rng.gamma(2.0, 0.5, 2500) + 0.02)
@@ -224,7 +230,7 @@ def test_sweep_copies_equals_sweep_statistics_on_the_same_draws(dist):
     the copies materialised, then one prefix sum per copy (sweep_statistics)."""
     from uqx.engine.resample import seed_sequence
     from uqx.engine.unit_variance import draw_unit
-    from uqx.inference.extrapolation_null import sweep_copies
+    from uqx.inference.extrapolate.null import sweep_copies
 
     rng = np.random.default_rng(5)
     U = np.sort(rng.uniform(0.3, 2.0, (4, 1500)), axis=-1)  # one u per copy (appendix-b)

@@ -2,7 +2,7 @@
 
 The same formula serves the point estimate, the bootstrap replicates, the leave-one-out
 (jackknife) values (:mod:`uqx.engine.evaluator`), the simulated references
-(:mod:`uqx.inference.reference`) and the bin-number sweeps (:mod:`uqx.inference.extrapolation`).
+(:mod:`uqx.inference.reference`) and the bin-number sweeps (:mod:`uqx.inference.extrapolate.fit`).
 
 Each statistic is one named public function whose docstring gives its formula, paper
 equation and conventions: ``<name>_from_sums(S, n)`` of the moment-feature sums
@@ -727,8 +727,8 @@ def per_bin_terms(su2, se2, sz2, sz, n):  # pragma: no cover - numba
     The scalar twin of :func:`ence_from_bin_sums`, :func:`zmse_from_bin_sums` and
     :func:`zve_from_bin_sums` (same operations in the same order per bin; their means
     over the bins, and the ``exp`` of ZVE, are left to the caller), for the fused
-    numba loops of the bin-number sweeps (:func:`uqx.inference.binsweep.sweep_three`,
-    :func:`uqx.inference.extrapolation_null.sweep_copies`). Agreement with the numpy
+    numba loops of the bin-number sweeps (:func:`uqx.inference.extrapolate.binsweep.sweep_three`,
+    :func:`uqx.inference.extrapolate.null.sweep_copies`). Agreement with the numpy
     functions is tested to 1e-12 relative on random data.
 
     Parameters

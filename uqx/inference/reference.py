@@ -554,7 +554,7 @@ def simulate_reference(
         One callable (or None) per set, applied to the unit draws ε (k, M) of its first
         ``hook.n_copies`` simulated sets (laid out in the stable uE order); the results
         come back as a second return value ``{set index: (n_copies, ...)}``
-        (:class:`uqx.inference.extrapolation_null.NullHook` uses it to share the draws).
+        (:class:`uqx.inference.extrapolate.null.NullHook` uses it to share the draws).
     prepared : list, optional
         :func:`prepare_sets` of the same data and binning: the sort and the bins shared
         by several calls (the members of :mod:`uqx.engine.mctest`); rebuilt when they do not

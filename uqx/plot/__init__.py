@@ -1,6 +1,6 @@
 """Diagnostic figures (matplotlib, Agg backend).
 
-Built on :mod:`uqx.inference.curves` (methods: curves).
+Built on :mod:`uqx.inference.curves.confidence` (methods: curves).
 
 Every function takes a data set or a result — in memory or a NetCDF path read with
 :func:`uqx.dataio.netcdf.read_netcdf` — and returns a :class:`matplotlib.figure.Figure`; a stacked

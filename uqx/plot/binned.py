@@ -1,8 +1,8 @@
 """Bin-based figures: reliability diagram, LZISD/LZV and LCP (methods: binned statistics).
 
 003 Figs. 4 (reliability diagrams), 5 and 10 (LZISD vs u and X), 6 and 11 (LCP), 19b/e
-(HU2022 conformal intervals). Per-bin values come from :mod:`uqx.inference.curves`; bins whose
-95 % interval misses the target are drawn in vermillion, so that a failing set is seen
+(HU2022 conformal intervals). Per-bin values come from :mod:`uqx.inference.curves`; bins
+whose 95 % interval misses the target are drawn in vermillion, so that a failing set is seen
 at a glance.
 """
 
@@ -12,9 +12,9 @@ import numpy as np
 
 from uqx.engine.confidence import interval_contains
 from uqx.engine.defaults import N_BOOT_CURVES, POP_MIN, local_bins
-from uqx.inference.binned_curves import lcp as _lcp
-from uqx.inference.binned_curves import local_z as _local_z
-from uqx.inference.binned_curves import reliability as _reliability
+from uqx.inference.curves.binned import lcp as _lcp
+from uqx.inference.curves.binned import local_z as _local_z
+from uqx.inference.curves.binned import reliability as _reliability
 from uqx.plot import style as S
 from uqx.plot.inputs import as_sets, axis_label, load, panel_titles, units_of
 
@@ -91,7 +91,7 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
                 dpi=None, title=None, pop_min=POP_MIN):
     r"""Reliability diagram: per-bin SD(E) (or RMSE) against RMV with 95 % intervals.
 
-    Bins on uE (:func:`uqx.inference.binned_curves.reliability`, ErrViewLib
+    Bins on uE (:func:`uqx.inference.curves.binned.reliability`, ErrViewLib
     ``plotRelDiag``); identity line as reference; bins whose interval misses the identity
     in vermillion; in the corner the ENCE of these bins (with ``kind="rmse"`` the ENCE
     of :func:`uqx.validate`, RMSE per bin; with ``"sd"`` ErrViewLib's, sd(E) per bin),
@@ -163,7 +163,7 @@ def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
 
     Per-bin :math:`1/\mathrm{sd}(Z_j)` (``stat="lzisd"``) or :math:`\mathrm{Var}(Z_j)`
     (``"lzv"``) at the bin mid-range of ``by``
-    (:func:`~uqx.inference.binned_curves.local_z`), reference line at 1, the full-set value
+    (:func:`~uqx.inference.curves.binned.local_z`), reference line at 1, the full-set value
     and interval on a right-side marker "all", in the corner the valid bins ("k of n") with
     the number and kind of bins and the interval method (003 Figs. 5, 10, A1; 002). The
     LZISD of a :func:`uqx.validate` result, as validated: :func:`lzisd_of_result`.
@@ -307,7 +307,7 @@ def lcp(data, *, by="uE", prob=(0.25, 0.5, 0.75, 0.95), dist="normal", nu=None,
 
     For each P the coverage of the intervals :math:`|E| \le U_P` per bin of ``by`` with
     Wilson 95 % intervals, a dashed reference line at P and the full-set coverage (PICP)
-    at the right (:func:`uqx.inference.binned_curves.lcp`; 003 Figs. 6, 11, 19b/e).
+    at the right (:func:`uqx.inference.curves.binned.lcp`; 003 Figs. 6, 11, 19b/e).
     Intervals come from
     :math:`U_P = u_E\,q_D((1+P)/2)`, or from a ``U(sample, prob)`` variable of a one-set
     input (HU2022 conformal intervals).

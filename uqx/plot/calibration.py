@@ -10,9 +10,9 @@ import matplotlib as mpl
 import numpy as np
 
 from uqx.engine.defaults import N_BINS_LOCAL
-from uqx.inference.curves import calibration_curve as _calibration_curve
-from uqx.inference.curves import conditional_calibration as _conditional
-from uqx.inference.curves import confidence_curve as _confidence
+from uqx.inference.curves.confidence import calibration_curve as _calibration_curve
+from uqx.inference.curves.confidence import conditional_calibration as _conditional
+from uqx.inference.curves.confidence import confidence_curve as _confidence
 from uqx.plot import style as S
 from uqx.plot.inputs import as_sets, axis_label, panel_titles, units_of
 
@@ -28,8 +28,8 @@ def calibration(data, *, dist="normal", nu=None, prob=None, size="double", font_
     r"""Calibration curve with Wilson-cc 95 % band and the miscalibration area.
 
     :math:`\eta_p` = fraction of :math:`E_i \le u_i q_D(p)` against p
-    (:func:`uqx.inference.curves.calibration_curve`); the area between the curve and the diagonal
-    is shaded and its value printed (003 Figs. 1, 17b, 18a). Curves above the diagonal for
+    (:func:`uqx.inference.curves.confidence.calibration_curve`); the area between the curve and the
+    diagonal is shaded and its value printed (003 Figs. 1, 17b, 18a). Curves above the diagonal for
     p < ½ and below for p > ½ mean too large uncertainties, and conversely.
 
     Parameters
@@ -80,8 +80,8 @@ def conditional_calibration(data, *, by="uE", dist="normal", nu=None, n_bins=N_B
 
     Curves are coloured from low to high values of the conditioning variable; the grey
     band is the Wilson-cc 95 % band around the identity for bins of M/N points
-    (:func:`uqx.inference.curves.conditional_calibration`; 003 Figs. 3, 9). Curves leaving the band
-    reveal a lack of consistency (``by="uE"``) or adaptivity (``by="X"``).
+    (:func:`uqx.inference.curves.confidence.conditional_calibration`; 003 Figs. 3, 9). Curves
+    leaving the band reveal a lack of consistency (``by="uE"``) or adaptivity (``by="X"``).
 
     Parameters
     ----------
@@ -138,8 +138,8 @@ def confidence(data, *, stat="rmse", dist="normal", nu=None, n_rep=500, oracle=F
     largest uncertainties, the oracle on request (``oracle=True``: removal by abs(E)) and
     the probabilistic reference
     (mean and HD 95 % band of ``n_rep`` simulated error sets :math:`u\,\epsilon`,
-    :func:`uqx.inference.curves.confidence_curve`; 003 Fig. 7). A data curve inside the band is
-    consistent with D; a monotonic decrease shows that large u flag large errors. The top
+    :func:`uqx.inference.curves.confidence.confidence_curve`; 003 Fig. 7). A data curve inside the
+    band is consistent with D; a monotonic decrease shows that large u flag large errors. The top
     axis gives the uncertainty thresholds (type-7 quantiles of u) at k = 20, 50, 80.
 
     Parameters
@@ -150,7 +150,8 @@ def confidence(data, *, stat="rmse", dist="normal", nu=None, n_rep=500, oracle=F
     dist, nu : {"normal", "t"}, float
         Generative distribution of the reference.
     n_rep, oracle, n_boot, normalize, seed
-        See :func:`uqx.inference.curves.confidence_curve` (``n_boot > 0`` adds a bootstrap band).
+        See :func:`uqx.inference.curves.confidence.confidence_curve` (``n_boot > 0`` adds a
+        bootstrap band).
     show_u : bool, default True
         Top axis with the uncertainty thresholds.
     size, font_size, dpi, title

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from uqx.dataio.model import InputError
-from uqx.inference.binsweep import IDEAL_INTERCEPT, PRESETS
+from uqx.inference.extrapolate.binsweep import IDEAL_INTERCEPT, PRESETS
 from uqx.plot import style as S
 from uqx.plot.inputs import load
 
@@ -73,7 +73,8 @@ def extrapolation(result, *, cond="uE", size="double", font_size=None, dpi=None,
     ``extrap_slope`` · x, the intercept ± 2 ``extrap_intercept_se`` at x = 0 (000 App. C;
     too narrow, shown for reproduction), the null 95 % interval
     [``extrap_null_low``, ``extrap_null_high``] of each distribution D, the ideal value
-    (:data:`uqx.inference.binsweep.IDEAL_INTERCEPT`) and ``extrap_verdict`` in the title.
+    (:data:`uqx.inference.extrapolate.binsweep.IDEAL_INTERCEPT`) and ``extrap_verdict`` in the
+    title.
 
     Parameters
     ----------

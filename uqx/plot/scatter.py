@@ -12,7 +12,7 @@ import numpy as np
 from uqx.dataio.model import iter_sets
 from uqx.engine.defaults import LEVEL
 from uqx.errors import InputError
-from uqx.inference.curves import running_quantiles
+from uqx.inference.curves.confidence import running_quantiles
 from uqx.plot import style as S
 from uqx.plot.inputs import as_sets, axis_label, panel_titles, units_of
 
@@ -38,8 +38,8 @@ def e_vs_u(data, *, level=LEVEL, n_bins=None, logx="auto", ylim=None, size="doub
 
     Guide lines :math:`E = \pm k u_E` (k = 1, 2, 3; k = 2 bold) and the running
     Harrell–Davis quantiles at :math:`(1 \mp p)/2` on sliding windows of the u-sorted data
-    (:func:`uqx.inference.curves.running_quantiles`); for a calibrated normal model they follow
-    :math:`\pm 1.96\,u_E`.
+    (:func:`uqx.inference.curves.confidence.running_quantiles`); for a calibrated normal model they
+    follow :math:`\pm 1.96\,u_E`.
 
     Parameters
     ----------

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from uqx.dataio.model import InputError
-from uqx.inference.binsweep import IDEAL_INTERCEPT
+from uqx.inference.extrapolate.binsweep import IDEAL_INTERCEPT
 from uqx.plot import style as S
 from uqx.plot.inputs import load
 

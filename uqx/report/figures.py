@@ -139,7 +139,7 @@ def _reliability_spec(one, res, i):
     """Return the reliability diagram on the bins of the validated ENCE, with its caption."""
     import uqx.plot as P
     from uqx.engine.defaults import N_BINS, POP_MIN
-    from uqx.inference.binned_curves import reliability as curve
+    from uqx.inference.curves.binned import reliability as curve
 
     used = int(res["n_bins_used"].values[i]) if "n_bins_used" in res else -1
     requested = int(res.attrs.get("n_bins", N_BINS))

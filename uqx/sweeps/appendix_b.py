@@ -8,7 +8,7 @@ drawn (``testENCE.R``), so the equal-count bins ``genIntervals(1:M, N)`` (popMin
 index intervals of the sorted order.
 
 One data set serves every N of its (M, ν, replicate): ε is drawn, binned for every N
-and summed in one pass without storing E (:func:`uqx.inference.extrapolation_null.sweep_copies`: the
+and summed in one pass without storing E (:func:`uqx.inference.extrapolate.null.sweep_copies`: the
 running sums are recorded at the union of the bin edges), and one draw of u serves both
 models (the ε streams are keyed by model): a task is one (M, ν) cell and a group of
 fixed blocks of :data:`BLOCK` replicates. Streams (xoshiro256**, :mod:`uqx.engine.generators`,
@@ -19,8 +19,8 @@ normal, :math:`t_s(6)`).
 
 Summaries: per cell the mean and :math:`s/\sqrt{N_{MC}}` of ENCE (RMSE convention) and
 ZMSE, and per model and statistic the OLS fit ``lm(mean ~ sqrt(N/M))`` with intercept
-over all cells (:func:`uqx.inference.binsweep.ols_fit`); the paper reports NIG ENCE ≈ 0.56x,
-ZMSE ≈ 1.14x, T6IG ENCE ≈ 0.004 + 0.779x, ZMSE ≈ 0.006 + 1.577x.
+over all cells (:func:`uqx.inference.extrapolate.binsweep.ols_fit`); the paper reports NIG ENCE ≈
+0.56x, ZMSE ≈ 1.14x, T6IG ENCE ≈ 0.004 + 0.779x, ZMSE ≈ 0.006 + 1.577x.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import xarray as xr
 from uqx.engine.generators import fill
 from uqx.engine.resample import resolve_seed, seed_sequence
 from uqx.errors import InputError
-from uqx.inference.binsweep import ols_fit
-from uqx.inference.extrapolation_null import sweep_copies
+from uqx.inference.extrapolate.binsweep import ols_fit
+from uqx.inference.extrapolate.null import sweep_copies
 from uqx.sweeps._common import check_axis, check_int, execute, mean_se
 from uqx.sweeps.engine import Study
 

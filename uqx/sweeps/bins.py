@@ -3,7 +3,7 @@ r"""``bins``: binned statistics against the number of bins, zero-bin extrapolati
 Papers 002 and 000 App. C (methods page, Zero-bin extrapolation): ENCE, ZMSE and ZVE for a series of
 equal-count bin numbers N, ``lm(y ~ x)`` against :math:`\sqrt{N/M}` (``app-c``) or
 :math:`\sqrt N` (``002``) and the intercept "at zero bins". This is
-:func:`uqx.inference.extrapolation.extrapolate` applied to each set (the same function as the
+:func:`uqx.inference.extrapolate.fit.extrapolate` applied to each set (the same function as the
 validation workflow's extrapolation, not a copy): the verdict compares the intercept with
 its simulated null distribution (``n_mc`` calibrated copies per generative distribution);
 the papers' ``intercept ± 2 SE`` test is reported as ``papers_valid`` only (it rejects
@@ -23,8 +23,8 @@ import xarray as xr
 
 from uqx.engine.resample import resolve_seed
 from uqx.errors import InputError
-from uqx.inference.binsweep import PRESETS, SweepSettings, bin_numbers
-from uqx.inference.extrapolation import extrapolate
+from uqx.inference.extrapolate.binsweep import PRESETS, SweepSettings, bin_numbers
+from uqx.inference.extrapolate.fit import extrapolate
 from uqx.sweeps._common import cell_set, check_int, execute, set_arrays, set_keys
 from uqx.sweeps.engine import Study
 

@@ -3,10 +3,10 @@ r"""``pval``: validation probability of ZMS and RCE on calibrated data (001 Fig.
 Per grid point, ``n_datasets`` (1000) calibrated synthetic sets of M = 5000:
 
 * NIG (left panel): :math:`u^2 \sim \Gamma^{-1}(\nu/2, \nu/2)`, :math:`E = u\,N(0,1)`,
-  ν_IG ∈ {2, 3, ..., 10, 15, 20} (:func:`uqx.inference.synth.nig`, ``testValidRCE.R``);
+  ν_IG ∈ {2, 3, ..., 10, 15, 20} (:func:`uqx.dataio.synth.nig`, ``testValidRCE.R``);
 * TIG (right panel): one draw :math:`u^2 \sim \Gamma^{-1}(3, 3)` reused for every ν_D and
-  data set (:func:`uqx.inference.synth.tig_uncertainties`), :math:`E = u\,t_s(\nu_D)`,
-  ν_D ∈ {2.5, 3, 4, ..., 10, 20} (:func:`uqx.inference.synth.tig`, ``testValidRCE2.R``).
+  data set (:func:`uqx.dataio.synth.tig_uncertainties`), :math:`E = u\,t_s(\nu_D)`,
+  ν_D ∈ {2.5, 3, 4, ..., 10, 20} (:func:`uqx.dataio.synth.tig`, ``testValidRCE2.R``).
 
 Each set gets the nptest BCa intervals of (ZMS, RCE) with ``n_boot`` (5000) replicates
 (:func:`uqx.sweeps._common.zms_rce_bca`); ``valid = lo <= ref <= hi`` (inclusive,
@@ -44,7 +44,7 @@ CONVENTIONS = ("M", "nu_ig_tig", "level")
 
 
 def _dataset(scenario, nu, i, params):
-    from uqx.inference.synth import nig, tig, tig_uncertainties
+    from uqx.dataio.synth import nig, tig, tig_uncertainties
 
     M, seed = params["M"], params["seed"]
     if scenario == "NIG":

@@ -6,7 +6,7 @@
   does not depend on the sets analysed beside it. A diagnostic of the papers
   (``conditional_valid``), not a test: its per-bin intervals under-cover with heavy
   tails and few points per bin;
-* the **extrapolation to zero bins** of ENCE, ZMSE and ZVE (:mod:`uqx.inference.extrapolation`),
+* the **extrapolation to zero bins** of ENCE, ZMSE and ZVE (:mod:`uqx.inference.extrapolate.fit`),
   judged against the intercept's simulated null distribution;
 * the **headline** (:func:`headline_step`): one Monte-Carlo test combining the binned
   statistics, CC and the intercepts on their shared calibrated copies.
@@ -21,9 +21,9 @@ from uqx.dataio.model import InputError, select_sets
 from uqx.engine.confidence import interval_contains
 from uqx.engine.defaults import LEVEL, local_bins
 from uqx.engine.resample import content_key
-from uqx.inference.binsweep import PRESETS
 from uqx.inference.bootstrap import bootstrap_per_bin
-from uqx.inference.extrapolation import extrapolate_many
+from uqx.inference.extrapolate.binsweep import PRESETS
+from uqx.inference.extrapolate.fit import extrapolate_many
 from uqx.inference.zeta import binomial_ci
 
 __all__ = ["lzisd_step", "extrapolation_step", "headline_step",
@@ -55,7 +55,7 @@ def _lzisd_one(ds, i, sd, cond, *, nb, method, seed, level, n_boot, pop_min, com
         r = bootstrap_per_bin(select_sets(ds, [i]), stat, n_boot=n_boot, level=level, seed=seed,
                               bins=nb, pop_min=pop_min, **compute).isel(set=0)
         return r, method
-    from uqx.inference.binned_curves import local_z
+    from uqx.inference.curves.binned import local_z
 
     r = local_z(sd, stat="lzisd", by=cond, n_bins=nb, pop_min=pop_min, ci="cho", level=level)
     return r[["estimate", "ci_low", "ci_high", "n", "x_mid"]], method
@@ -135,14 +135,14 @@ def _set_conds(sd, conds):
 
 
 def null_hooks(sets, *, n_copies, preset="app-c"):
-    """One :class:`~uqx.inference.extrapolation_null.NullHook` per set (None: set too small).
+    """One :class:`~uqx.inference.extrapolate.null.NullHook` per set (None: set too small).
 
     Handed to :func:`uqx.inference.reference.simulate_reference`, they compute the extrapolation
     nulls on the draws of the simulated references (no draws of their own).
     """
     from uqx.engine.binning import stable_order
-    from uqx.inference.binsweep import bin_numbers
-    from uqx.inference.extrapolation_null import NullHook
+    from uqx.inference.extrapolate.binsweep import bin_numbers
+    from uqx.inference.extrapolate.null import NullHook
 
     conds, st, hooks = _conds(sets), PRESETS[preset], []
     for sd in sets:
@@ -348,7 +348,7 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, altern
         {(set, cond index): (member, n)} (for the family-wise adjustment of the result).
     """
     from uqx.engine.mctest import copy_pvalues, family_verdict, minp_pvalue
-    from uqx.inference.decision import members_used
+    from uqx.workflow.decision import members_used
 
     S, C = res.sizes["set"], res.sizes["cond"]
     copies_p = {}

@@ -12,7 +12,7 @@ For every data set, named steps each return a fragment of the result, merged at 
    ζ_Sim, ζ_Sim2. Every tested statistic is simulated under every member of the null
    family (:mod:`uqx.engine.null_shape`: N, t_s(ν), t_s(ν̂), the data's own z-scores
    resampled), the copies kept.
-4. :func:`~uqx.inference.decision.verdict_step` — one verdict per statistic: its Monte-Carlo
+4. :func:`~uqx.workflow.decision.verdict_step` — one verdict per statistic: its Monte-Carlo
    p-value under each member, combined by :func:`uqx.engine.mctest.family_verdict`; the papers' ζ
    rule is kept in ``zeta_verdict`` (:mod:`uqx.engine.verdict`).
 5. :func:`_conditional_steps` — consistency (bins on uE) and adaptivity (bins on X, V):
@@ -20,9 +20,9 @@ For every data set, named steps each return a fragment of the result, merged at 
    extrapolation of ENCE, ZMSE and ZVE with the intercepts' Monte-Carlo p-values, and the
    headline (:func:`uqx.workflow.conditional.headline_step`): the routes' min-p calibrated on
    their shared copies.
-6. :func:`~uqx.inference.decision.familywise_step` — an ``invalid`` must also hold once every test
+6. :func:`~uqx.workflow.decision.familywise_step` — an ``invalid`` must also hold once every test
    of the set is taken together (step-down min-p at 10 %).
-7. :func:`~uqx.inference.decision.tails_step` — errors whose tails are beyond the safety
+7. :func:`~uqx.workflow.decision.tails_step` — errors whose tails are beyond the safety
    limit of 001 Table II (κ_CS of Z², scaled within the bins of uE, above 5) are beyond
    what the null family represents: an ``invalid`` there becomes ``inconclusive``.
 
@@ -67,13 +67,13 @@ from uqx.engine.stats.tailedness import (
     tailedness,
 )
 from uqx.inference.bootstrap import bootstrap
-from uqx.inference.decision import (
+from uqx.workflow.conditional import untestable_step
+from uqx.workflow.decision import (
     familywise_step,
     restrict_route_verdicts,
     tails_step,
     verdict_step,
 )
-from uqx.workflow.conditional import untestable_step
 from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exported)
     READ_ROWS,
     is_lazy_input,

@@ -8,7 +8,7 @@ r"""Curves of a whole set behind the figures of :mod:`uqx.plot` (methods: curves
 * :func:`running_quantiles` — Harrell–Davis quantiles on sliding windows.
 
 The per-bin diagnostics (LCP, reliability diagram, LZISD) are
-:mod:`uqx.inference.binned_curves`; the inputs, :mod:`uqx.inference.curve_sets`.
+:mod:`uqx.inference.curves.binned`; the inputs, :mod:`uqx.inference.curves.sets`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from uqx.engine.resample import (
 )
 from uqx.engine.stats.tailedness import hd_quantile
 from uqx.engine.unit_variance import draw_unit, unit_quantile
-from uqx.inference.curve_sets import (
+from uqx.inference.curves.sets import (
     bin_attrs,
     conditioning,
     curve_bins,

@@ -10,7 +10,7 @@ r"""Synthetic data generators (methods: synthetic data), the primer cases and th
 * the demo collection of ``uqx demo`` (:func:`demo_sets`).
 
 Randomness is keyed by coordinates (:func:`uqx.engine.resample.seed_sequence`), so every data
-set is reproducible on its own. ``python -m uqx.inference.synth DIRECTORY`` writes the example CSV
+set is reproducible on its own. ``python -m uqx.dataio.synth DIRECTORY`` writes the example CSV
 files of ``data/examples`` (:func:`write_examples`).
 """
 
@@ -264,7 +264,7 @@ def primer_case(name: str, *, M: int = 5000, seed: int = PRIMER_SEED):
         V = R + u * rng.standard_normal(M)
     info = PRIMER_CASES[key]
     ds = from_arrays(R - V, u, X=X, V=V, name=key,
-                     source=f"uqx.inference.synth.primer_case({key!r}, M={M}, seed={seed})")
+                     source=f"uqx.dataio.synth.primer_case({key!r}, M={M}, seed={seed})")
     ds.attrs.update(
         description=info["description"],
         expected_calibration=info["calibration"],
@@ -303,7 +303,7 @@ def primer_cases(names="ABCDEF", *, M: int = 5000, seed: int = PRIMER_SEED):
         ds[k] = ("set", np.array([c.attrs[k] for c in cases], dtype=str))
     for k in ("paper_var_e_mv", "paper_var_z"):
         ds[k] = ("set", np.array([c.attrs[k] for c in cases], dtype=float))
-    ds.attrs["source"] = f"uqx.inference.synth.primer_cases (003 Sect. III A), M={M}, seed={seed}"
+    ds.attrs["source"] = f"uqx.dataio.synth.primer_cases (003 Sect. III A), M={M}, seed={seed}"
     return ds
 
 
@@ -335,7 +335,7 @@ def demo_sets(M: int = 5000, *, seed: int = 20240101):
     rng = _rng(seed, "demo-extra")
     X = rng.uniform(0, 1, M)
     sets = [
-        from_arrays(E, u, X=X, name="calibrated", source="uqx.inference.synth NIG nu=6"),
+        from_arrays(E, u, X=X, name="calibrated", source="uqx.dataio.synth NIG nu=6"),
         from_arrays(E, 0.8 * u, X=X, name="overconfident", source="NIG nu=6, u*0.8"),
         from_arrays(E, 1.25 * u, X=X, name="underconfident", source="NIG nu=6, u*1.25"),
         from_arrays(E, rng.permutation(u), X=X, name="inconsistent", source="NIG, u shuffled"),
@@ -351,7 +351,7 @@ def demo_sets(M: int = 5000, *, seed: int = 20240101):
     Et, ut = tig(M, 3.0, seed=seed, key=("demo-tig",))
     sets.append(from_arrays(Et, ut, X=X, name="heavy_tailed", source="TIG nu_D=3"))
     ds = stack(sets)
-    ds.attrs["source"] = "uqx.inference.synth.demo_sets (synthetic, generated on the fly)"
+    ds.attrs["source"] = "uqx.dataio.synth.demo_sets (synthetic, generated on the fly)"
     return ds
 
 
@@ -375,7 +375,7 @@ def write_examples(directory, *, M: int = EXAMPLES_M) -> list[Path]:
     One file per set: ``primer_<A..F>.csv`` (columns E, uE, X, V; :func:`primer_case`
     with its default seed) and ``demo_<name>.csv`` (columns E, uE, X;
     :func:`demo_sets` with its default seed), ``M`` rows each, numbers written with
-    ``%.7g``. Regeneration is bit for bit: ``python -m uqx.inference.synth data/examples``.
+    ``%.7g``. Regeneration is bit for bit: ``python -m uqx.dataio.synth data/examples``.
 
     Parameters
     ----------
@@ -405,13 +405,13 @@ def write_examples(directory, *, M: int = EXAMPLES_M) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    """``python -m uqx.inference.synth DIRECTORY``: write the example files.
+    """``python -m uqx.dataio.synth DIRECTORY``: write the example files.
 
     See :func:`write_examples`.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     if len(argv) != 1 or argv[0].startswith("-"):
-        print("usage: python -m uqx.inference.synth DIRECTORY  (e.g. data/examples)",
+        print("usage: python -m uqx.dataio.synth DIRECTORY  (e.g. data/examples)",
               file=sys.stderr)
         return 2
     for path in write_examples(argv[0]):

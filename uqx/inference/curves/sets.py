@@ -1,6 +1,6 @@
 """Inputs of the curve diagnostics: one set or several, the conditioning variable, the bins.
 
-Every curve function (:mod:`uqx.inference.curves`, :mod:`uqx.inference.binned_curves`)
+Every curve function (:mod:`uqx.inference.curves.confidence`, :mod:`uqx.inference.curves.binned`)
 takes one data set — an :class:`xarray.Dataset` with ``E``/``uE`` (and ``X``/``V``) or
 plain arrays — and returns an :class:`xarray.Dataset`; decorated with :func:`per_set`, a
 stacked input (``set`` dimension) gives a ``set`` dimension in the result (ragged ``bin``

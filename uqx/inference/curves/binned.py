@@ -22,7 +22,7 @@ from uqx.engine.resample import (
 )
 from uqx.engine.unit_variance import unit_quantile
 from uqx.inference.bootstrap import bootstrap_samples
-from uqx.inference.curve_sets import (
+from uqx.inference.curves.sets import (
     bin_attrs,
     conditioning,
     curve_bins,

@@ -1,6 +1,6 @@
 r"""The simulated null of the zero-bin intercepts (the verdict of the extrapolation).
 
-The same sweep and fit (:mod:`uqx.inference.binsweep`) on ``n_mc`` calibrated copies
+The same sweep and fit (:mod:`uqx.inference.extrapolate.binsweep`) on ``n_mc`` calibrated copies
 :math:`E^{(k)} = u\,\epsilon^{(k)}`, ε ~ D, drawn directly in the sorted order, one pass
 per copy (:func:`sweep_copies`, :func:`null_intercepts`; :class:`NullHook` shares the
 draws of the simulated references); :func:`null_verdict` places the observed intercept
@@ -18,7 +18,7 @@ from uqx.engine.generators import stream_state
 from uqx.engine.resample import content_key, lemire_threshold, seed_sequence
 from uqx.engine.statistic import per_bin_terms
 from uqx.engine.unit_variance import draw_unit, unit_args, unit_step
-from uqx.inference.binsweep import (
+from uqx.inference.extrapolate.binsweep import (
     BINNED_FUSED,
     SweepSettings,
     fit_points,

@@ -4,7 +4,7 @@ ENCE, ZMSE and ZVE computed for a series of equal-count bin numbers N (:func:`bi
 of the :class:`SweepSettings` of a preset) on data sorted by the conditioning variable,
 one prefix sum of the bin features serving every N (:func:`sweep_statistics`, and the
 fused :func:`sweep_three` of the three statistics), then ``lm(y ~ x)`` in closed form
-(:func:`ols_fit`). :mod:`uqx.inference.extrapolation` extrapolates with them; methods
+(:func:`ols_fit`). :mod:`uqx.inference.extrapolate.fit` extrapolates with them; methods
 page: zero-bin extrapolation.
 """
 

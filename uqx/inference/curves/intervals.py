@@ -8,7 +8,7 @@ an assumed generative distribution D: :math:`U_P = u\,q_D((1+P)/2)` (methods: bi
 * **PICP** (prediction-interval coverage probability, 003 Eq. 10): the fraction of errors
   inside their interval, :math:`\#\{|E_i| \le U_{i,P}\}/M`, with a binomial interval;
   valid when P lies inside it. Per bin of a conditioning variable it is the LCP
-  (:func:`uqx.inference.binned_curves.lcp`).
+  (:func:`uqx.inference.curves.binned.lcp`).
 * **LRR** (local range ratio, methods: binned statistics, ErrViewLib ``plotLRR``): per bin,
   :math:`2\sqrt{\langle U^2\rangle} / (\mathrm{hd}(E, (1+P)/2) - \mathrm{hd}(E, (1-P)/2))`,
   the theoretical interval width over the empirical one (Harrell–Davis quantiles),

@@ -16,7 +16,7 @@ copies), and the ±2·SE test rejects about 40 % of calibrated sets. uqx reports
 reproduction (``papers_valid``), and takes the **verdict** from the intercept's simulated
 null distribution instead: the same sweep and fit on ``n_mc`` calibrated copies
 :math:`E^{(k)} = u\,\epsilon^{(k)}`, ε ~ D, for every generative distribution D of the
-null family (:mod:`uqx.inference.extrapolation_null`). The observed intercept gets a
+null family (:mod:`uqx.inference.extrapolate.null`). The observed intercept gets a
 one-sided Monte-Carlo p-value under each D (upper tail: miscalibration makes the
 intercept larger than calibrated copies give), and the members are combined by the
 family rule of :func:`uqx.engine.mctest.family_verdict` (docs/verdicts.md); the central
@@ -33,7 +33,7 @@ import numpy as np
 
 from uqx.engine.binning import stable_order
 from uqx.engine.defaults import LEVEL
-from uqx.inference.binsweep import (
+from uqx.inference.extrapolate.binsweep import (
     IDEAL_INTERCEPT,
     bin_numbers,
     fit_points,
@@ -41,7 +41,7 @@ from uqx.inference.binsweep import (
     settings_of,
     sweep_statistics,
 )
-from uqx.inference.extrapolation_null import null_intercepts, null_verdict
+from uqx.inference.extrapolate.null import null_intercepts, null_verdict
 
 __all__ = ["extrapolate", "extrapolate_many"]
 
