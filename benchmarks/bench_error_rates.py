@@ -21,7 +21,8 @@ per cell (``power``); ``--M`` and ``--seed`` run a part of it, or the same on ot
 draws. ``--beyond``: only those designs beyond the named grid, calibrated, M ∈ {500,
 2000, 5000}, 400 sets per cell (seed 7). ``--from ARCHIVE [--extra BEYOND_ARCHIVE]
 [--markdown docs/error_rates_table.md] [--readme README.md]``: print (and write) the
-tables of finished archives without running anything.
+tables of finished archives without running anything; ``--from SIZE.nc --power POWER.nc``
+the report grid's tables (README and docs).
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ def main(argv=None) -> int:
     p.add_argument("--resume", action="store_true")
     p.add_argument("--from", dest="archive", default=None,
                    help="print the tables of an existing archive instead of running")
+    p.add_argument("--power", default=None,
+                   help="with --from: the power archive of the report grid, tabulated after "
+                        "the calibrated rows (the README and docs tables of issue 21)")
     p.add_argument("--extra", default=None,
                    help="with --from: an archive of designs beyond the named grid, "
                         "tabulated separately")
@@ -70,8 +74,12 @@ def main(argv=None) -> int:
     if args.archive:
         import xarray as xr
 
+        size = xr.load_dataset(args.archive)
+        if args.power:
+            _report_tables(size, xr.load_dataset(args.power), args.markdown, args.readme)
+            return 0
         extra = xr.load_dataset(args.extra) if args.extra else None
-        _tables(xr.load_dataset(args.archive), args.markdown, args.readme, extra=extra)
+        _tables(size, args.markdown, args.readme, extra=extra)
         return 0
 
     header("error-rates study of the verdicts")
@@ -143,6 +151,54 @@ def _tables(ds, markdown=None, readme=None, extra=None):
         _, tail = rest.split(README_END, 1)
         marker = README_START + rest.split("\n", 1)[0]
         path.write_text(head + marker + "\n" + intro + "\n\n" + after + "\n"
+                        + README_END + tail)
+
+
+def _report_tables(size, power, markdown=None, readme=None):
+    """The report grid's tables (issue 21): calibrated rows, power rows, the papers' ζ rule."""
+    from pathlib import Path
+
+    from uqx.sweeps.error_rates import rates_table
+
+    n_size = int(size["n_sets"].max().item())
+    n_pow = int(power["n_sets"].max().item())
+    sizes = ", ".join(str(int(m)) for m in size["M"].values)
+    intro = (
+        f"Measured by the `error-rates` study (n_boot = {size.attrs.get('n_boot')}, n_mc = "
+        f"{size.attrs.get('n_mc')}) on these designs (uncertainties_errors): "
+        + ", ".join(str(d) for d in size["design"].values)
+        + ". `ig<k>`: u² drawn from IG(k/2, k/2) (a scaled inverse χ² with k degrees of "
+        "freedom); `tied5`: u² ~ IG(3, 3) stored as five levels, the rows sorted by |E|; "
+        "`t2.5`: Student errors beyond the safety limits; `mixed`: normal errors below the "
+        "median of uE and t_s(4) above (consistent in variance). uE and X are drawn anew for "
+        "every block of 10 sets; each cell reads the rate and, in brackets, its Wilson-cc "
+        "95 % limit on the effective number of sets once the blocks' shared draws are "
+        "accounted for (upper for false rejections, lower for acceptance and power); "
+        "calibrated rows give the worst design at that M; for `any`, \"valid\" means no "
+        f"`invalid` anywhere in the set's result. Calibrated: M = {sizes}, {n_size} sets per "
+        f"cell, seed {size.attrs.get('seed')}. Power: "
+        f"{', '.join(str(d) for d in power['design'].values)}, {n_pow} sets per cell, seed "
+        f"{power.attrs.get('seed')}, the smaller rate of the designs in each cell; "
+        "scenarios: `scaleF` uE = F·u (the errors keep their sd u), `gamma0.5` uE ∝ u^0.5 "
+        "(same mean square), "
+        "`x-variance` error variance 2X·u², `shift0.2` bias 0.2 uE, `top0.6` uE 40 % too "
+        "small in its own top decile, `top0.6-true` the top decile of the true u reported "
+        "40 % too small (those points then move down the uE order).")
+    cal, pw = rates_table(size), rates_table(power)
+    zeta = rates_table(size, tests=("zms", "rce", "cc", "ence", "zmse", "zve"), zeta=True)
+    text = "\n".join([intro, "", "**Verdicts on calibrated data (size and acceptance)**", "",
+                      cal, "", "**Power** (the smaller rate of the designs in each cell)", "",
+                      pw, "", "**The papers' ζ rule on the same calibrated sets (before)**",
+                      "", zeta, ""])
+    print(text)
+    if markdown:
+        Path(markdown).write_text(text)
+    if readme:
+        path = Path(readme)
+        head, rest = path.read_text().split(README_START, 1)
+        _, tail = rest.split(README_END, 1)
+        marker = README_START + rest.split("\n", 1)[0]
+        path.write_text(head + marker + "\n" + intro + "\n\n" + cal + "\n\n" + pw + "\n"
                         + README_END + tail)
 
 
