@@ -226,6 +226,20 @@ def test_validate_json(capsys, csv):
     assert rec["stats"]["zms"]["reference_kind"] == "predefined"
 
 
+def test_validate_json_records_the_drawn_seed_that_reproduces_it(capsys, csv):
+    """Without --seed the seed is drawn; the JSON states it, and passing it back gives
+    the same record bit for bit."""
+    args = ("validate", csv, "--stats", "ZMS,CC", "--n-boot", 100, "--n-mc", 40,
+            "--no-conditional", "--format", "json")
+    rc, out, err = run(capsys, *args)
+    assert rc == 0, err
+    (rec,) = json.loads(out)
+    assert rec["settings"]["n_boot"] == 100 and rec["settings"]["n_mc"] == 40
+    rc, again, err = run(capsys, *args, "--seed", rec["settings"]["seed"])
+    assert rc == 0, err
+    assert json.loads(again) == [rec]
+
+
 def test_validate_conditional_on_X_and_json(capsys, csv):
     rc, out, err = run(capsys, "validate", csv, "--X", "X", "--stats", "zms,zmse_X",
                        "--n-boot", 200, "--n-mc", 30, "--seed", 1, "--format", "json")

@@ -459,7 +459,9 @@ def result_records(res: xr.Dataset) -> list[dict]:
     ``verdict`` and, when inconclusive, ``verdict_reason``; ``zeta_sim`` per distribution
     for simulated references), ``conditional.<uE|X|V>`` (fraction of valid bins,
     ``extrapolation.<ence|zmse|zve>`` with ``intercept`` and ``verdict``, headline
-    ``verdict``) and ``warnings`` (one line per cause).
+    ``verdict``), ``warnings`` (one line per cause) and ``settings`` (``seed``, ``n_boot``,
+    ``n_mc``, ``ties``: what reproduces the record bit for bit, the seed included when it
+    was drawn).
 
     Parameters
     ----------
@@ -472,13 +474,15 @@ def result_records(res: xr.Dataset) -> list[dict]:
         One JSON-serialisable record per data set.
     """
     check_result(res, "result_records")
+    settings = {k: (int(res.attrs[k]) if k != "ties" else str(res.attrs[k]))
+                for k in ("seed", "n_boot", "n_mc", "ties") if k in res.attrs}
     dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
     recs = []
     for s in res["set"].values:
         r = res.sel(set=s)
         stats = {str(st).lower(): _stat_record(r.sel(stat=st), dists) for st in r["stat"].values}
         rec = {"dataset": str(s), "M": int(r["M"].item()), "stats": stats,
-               "warnings": grouped_warnings(res, s)}
+               "warnings": grouped_warnings(res, s), "settings": dict(settings)}
         if "n_bins_used" in r and int(r["n_bins_used"]) >= 0:
             rec["n_bins_used"] = int(r["n_bins_used"])
         if "cond" in res.dims:
