@@ -139,10 +139,15 @@ def _tables(ds, markdown=None, readme=None, extra=None):
                   + "): verdicts, then the papers' ζ rule", "", rates_table(extra), "",
                   rates_table(extra, tests=("zms", "rce", "cc", "ence", "zmse", "zve"),
                               zeta=True), ""]
-    text = "\n".join(parts)
-    print(text)
+    _write("\n".join(parts), intro + "\n\n" + after, markdown, readme)
+
+
+def _write(text, readme_text, markdown=None, readme=None):
+    """Print ``text``, write it to ``markdown`` and splice ``readme_text`` into ``readme``
+    between its error-rates markers."""
     from pathlib import Path
 
+    print(text)
     if markdown:
         Path(markdown).write_text(text)
     if readme:
@@ -150,14 +155,11 @@ def _tables(ds, markdown=None, readme=None, extra=None):
         head, rest = path.read_text().split(README_START, 1)
         _, tail = rest.split(README_END, 1)
         marker = README_START + rest.split("\n", 1)[0]
-        path.write_text(head + marker + "\n" + intro + "\n\n" + after + "\n"
-                        + README_END + tail)
+        path.write_text(head + marker + "\n" + readme_text + "\n" + README_END + tail)
 
 
 def _report_tables(size, power, markdown=None, readme=None):
     """The report grid's tables (issue 21): calibrated rows, power rows, the papers' ζ rule."""
-    from pathlib import Path
-
     from uqx.sweeps.error_rates import rates_table
 
     n_size = int(size["n_sets"].max().item())
@@ -190,16 +192,7 @@ def _report_tables(size, power, markdown=None, readme=None):
                       cal, "", "**Power** (the smaller rate of the designs in each cell)", "",
                       pw, "", "**The papers' ζ rule on the same calibrated sets (before)**",
                       "", zeta, ""])
-    print(text)
-    if markdown:
-        Path(markdown).write_text(text)
-    if readme:
-        path = Path(readme)
-        head, rest = path.read_text().split(README_START, 1)
-        _, tail = rest.split(README_END, 1)
-        marker = README_START + rest.split("\n", 1)[0]
-        path.write_text(head + marker + "\n" + intro + "\n\n" + cal + "\n\n" + pw + "\n"
-                        + README_END + tail)
+    _write(text, intro + "\n\n" + cal + "\n\n" + pw, markdown, readme)
 
 
 README_START = "<!-- error-rates table:"
