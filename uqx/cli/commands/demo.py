@@ -112,7 +112,7 @@ def run(args) -> int:
     from uqx.errors import InputError
     from uqx.inference.describe import describe
     from uqx.progress import progress_bar
-    from uqx.workflow.validation import DEFAULT_STATS, validate
+    from uqx.workflow.validation import validate
 
     out = check_output(args.output, mkdir=args.mkdir)
     if not args.no_report:
@@ -127,8 +127,7 @@ def run(args) -> int:
     with progress_bar(quiet=args.quiet, label="uqx demo"):
         desc = describe(ds)
         print_df(desc["estimate"].to_pandas().T.map(fmt))
-        res = validate(ds, DEFAULT_STATS, n_boot=args.n_boot,
-                       n_mc=args.n_mc, seed=args.seed)
+        res = validate(ds, n_boot=args.n_boot, n_mc=args.n_mc, seed=args.seed)  # defaults
     print(f"\n# validation (n_boot={args.n_boot}, n_mc={args.n_mc}, seed={args.seed})")
     if small:
         print(f"# WARNING: {small}")
