@@ -30,6 +30,7 @@ from uqx.dataio.model import (
 )
 from uqx.engine.copies import cc_fixed_u, copy_bin_features, sim_rows
 from uqx.engine.defaults import LEVEL, N_BINS, N_MC, POP_MIN
+from uqx.engine.gaussian_sums import cell_layout, gauss_rows, gaussian_plan, unit_moments
 from uqx.engine.resample import (
     content_key,
     resolve_seed,
@@ -104,9 +105,12 @@ def _block_key(ss, specs, dist, nu, seed, dlabel, block, nb, hook):
         if describe is None:
             return None
         hook_key = describe()
+    from uqx.engine import gaussian_sums
+
     grid = content_key(ss.seg, ss.binid, ss.boff)
     return (int(seed), ss.ukey, str(dlabel), str(dist), float(nu), int(block), int(nb),
-            tuple(s.name for s in specs), ss.cfg, tuple(sorted(ss.conds)), grid, hook_key)
+            tuple(s.name for s in specs), ss.cfg, tuple(sorted(ss.conds)), grid, hook_key,
+            gaussian_sums.GAUSS_TOL)
 
 
 def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own_key=True):
@@ -140,8 +144,11 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
     one pass without storing ε; only the copies that a rank statistic or the
     extrapolation hook needs keep ε, in batches sized to
     :data:`uqx.engine.resample.MEMORY_BUDGET` (about 12 float64 temporaries per value). The
-    stream is consumed in the same order whatever the batches, so the numbers do not
-    depend on the budget.
+    other copies of a member whose per-bin sums are close to jointly normal
+    (:meth:`_SimSet.gaussian`) are drawn as those sums, on the same stream after the
+    copies that keep ε (:func:`uqx.engine.gaussian_sums.gauss_rows`, O(bins) a copy).
+    The stream is consumed in the same order whatever the batches, so the numbers do
+    not depend on the budget.
     """
     local = dist == "data" and ss.pool_local is not None
     state, code, d, c, h, pool = unit_args(
@@ -155,7 +162,25 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
     rows = rows_for_budget(12 * 8 * ss.M)
     parts, hooked = [], []
     lo = 0
+    plan = None if rank else ss.gaussian(dist, nu, local)
+    sweep = None if rank or n_hook == 0 else hook.partitions(ss.u_sorted)
+    plan_hook = None if sweep is None else ss.gaussian(dist, nu, local, sweep)
     while lo < nb:
+        # copies as joint-normal sums: the hook's too when its sweep allows (its
+        # intercepts from the sums over the ranges of the sweep), then the rest
+        p = plan_hook if lo < n_hook else plan
+        if p is not None:
+            k = (n_hook if lo < n_hook else nb) - lo
+            out_seg = np.zeros((k, ss.seg.size - 1, 4))
+            out_bin = np.zeros((k, ss.n_extra, 4))
+            out_range = np.zeros((k, p["range_u2"].size if lo < n_hook else 0, 4))
+            gauss_rows(state, p["mean"], p["factor"], p["range"], p["seg"], p["bin"],
+                       out_range, out_seg, out_bin)
+            parts.append(_sums_stats(out_seg, out_bin, None, ss, specs))
+            if lo < n_hook:
+                hooked.append(hook.from_range_sums(out_range, p["range_u2"], p["bounds"]))
+            lo += k
+            continue
         if rank or lo < n_hook:  # these copies keep ε
             k = min(rows, nb - lo) if rank else min(rows, n_hook - lo)
             buf = np.empty((k, ss.M))
@@ -362,6 +387,7 @@ class _SimSet:
         u2 = self.u_sorted**2
         self.sum_u2 = float(np.sum(u2))
         self._ru = None
+        self._cells, self._plans = {}, {}  # joint-normal copies (gaussian())
         where = None  # file index -> position in uE order: built only for bins on X / V
         values = {"uE": sd.uE, "X": sd.X, "V": sd.V}
         self.seg = np.array([0, sd.M], dtype=np.int64)
@@ -402,6 +428,46 @@ class _SimSet:
         self.binid = np.ascontiguousarray(np.stack(ids)) if ids else np.zeros((0, 1), np.int32)
         self.boff = np.array(offs, dtype=np.int64)
 
+    def gaussian(self, dist, nu, local, sweep=None):
+        """Return the joint-normal plan of this set's copies under a member, or None.
+
+        :func:`uqx.engine.gaussian_sums.gaussian_plan` on the cells of the segments, the
+        other binnings and the partitions of ``sweep`` (the bins of an extrapolation
+        sweep in the uE order, :meth:`uqx.inference.extrapolate.null.NullHook.partitions`,
+        whose every bin must then meet the criterion too), with the member's moments
+        (the local windows' own for the data resampled within bins of uE); cached per
+        member and sweep. None when a component of the sums in some bin is too skewed
+        for the normal law (small bins, heavy tails: those copies are drawn in full).
+
+        Returns
+        -------
+        dict or None
+            ``mean``, ``factor`` (:func:`~uqx.engine.gaussian_sums.gaussian_plan`) and the
+            layout of :func:`~uqx.engine.gaussian_sums.cell_layout`.
+        """
+        from uqx.engine import gaussian_sums
+
+        tol = gaussian_sums.GAUSS_TOL  # read at the call (benchmarks set it)
+        parts = () if sweep is None else tuple(np.asarray(e, dtype=np.int64) for e in sweep)
+        skey = content_key(*parts) if parts else None
+        key = (dist, float(nu) if dist == "t" else None, bool(local), tol, skey)
+        if key not in self._plans:
+            lay = self._cells.get(skey)
+            if lay is None:
+                bounds = np.unique(np.concatenate(parts)) if parts else None
+                lay = self._cells[skey] = cell_layout(self.u_sorted, self.seg, self.binid,
+                                                      self.boff, bounds)
+            if dist == "data":
+                mom = unit_moments("data", pool=self.pool_local if local else self.pool,
+                                   windows=self.win if local else None)
+            else:
+                mom = unit_moments(dist, nu)
+            plan = gaussian_plan(lay, mom, n_bins_total=self.n_extra, partitions=parts,
+                                 tol=tol)
+            self._plans[key] = None if plan is None else {
+                "mean": plan[0], "factor": plan[1], **lay}
+        return self._plans[key]
+
     @property
     def ru(self):
         """Centred average ranks of the sorted uE (the rank statistic only)."""
@@ -430,6 +496,7 @@ class _SimSet:
         view.pool_local = None  # one segment: the whole set's z-scores
         view.binid = np.zeros((0, 1), np.int32)
         view.boff = np.zeros(0, dtype=np.int64)
+        view._cells, view._plans = {}, {}
         return view
 
 

@@ -29,6 +29,9 @@ __all__ = [
     "fit_points",
     "ols_fit",
     "settings_of",
+    "partition_stats",
+    "sweep_edges",
+    "sweep_from_range_sums",
     "sweep_statistics",
     "sweep_three",
 ]
@@ -223,48 +226,115 @@ def fit_points(n_bins, settings, M):
 BINNED_FUSED = ("ence", "zmse", "zve")
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(inline="always")
+def partition_stats(P, pos, edges, offsets, out, r):  # pragma: no cover - numba
+    """ENCE, ZMSE, ZVE of every bin partition from prefix sums (one copy, numba).
+
+    ``P[j] = (Σu², ΣE², Σz², Σz)`` over the positions before ``pos[j]``; the bins of
+    partition l are ``[pos[edges[o]], pos[edges[o + 1]])`` for ``o`` in
+    ``offsets[l]:offsets[l+1]``. The terms of each bin come from
+    :func:`uqx.engine.statistic.per_bin_terms`; ``out[r, l]`` receives the mean ENCE and
+    ZMSE terms and ``exp`` of the mean ZVE term. The one evaluation of the sweep shared by
+    :func:`sweep_three`, :func:`sweep_from_range_sums` and the draws of
+    :func:`uqx.inference.extrapolate.null.sweep_copies`.
+    """
+    for li in range(offsets.size - 1):
+        a0, a1 = offsets[li], offsets[li + 1]
+        nb = a1 - a0 - 1
+        s_ence = 0.0
+        s_zmse = 0.0
+        s_zve = 0.0
+        for b in range(nb):
+            lo, hi = edges[a0 + b], edges[a0 + b + 1]
+            t_ence, t_zmse, t_zve = per_bin_terms(
+                P[hi, 0] - P[lo, 0], P[hi, 1] - P[lo, 1], P[hi, 2] - P[lo, 2],
+                P[hi, 3] - P[lo, 3], pos[hi] - pos[lo])
+            s_ence += t_ence
+            s_zmse += t_zmse
+            s_zve += t_zve
+        out[r, li, 0] = s_ence / nb
+        out[r, li, 1] = s_zmse / nb
+        out[r, li, 2] = np.exp(s_zve / nb)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _sweep_three(eps, u, edges, offsets, out):  # pragma: no cover - numba
     """ENCE, ZMSE, ZVE of copies ``u * eps[r]`` for every bin partition (one pass each).
 
-    ``edges[offsets[i]:offsets[i+1]]``: the index edges of partition i of the sorted data.
-    The terms of each bin come from :func:`uqx.engine.statistic.per_bin_terms`, the scalar
-    twin of :func:`~uqx.engine.statistic.ence_from_bin_sums`,
-    :func:`~uqx.engine.statistic.zmse_from_bin_sums` and
-    :func:`~uqx.engine.statistic.zve_from_bin_sums` (per-bin sums of u², E², z², z).
+    ``edges[offsets[i]:offsets[i+1]]``: the index edges of partition i of the sorted data;
+    prefix sums over every position, then :func:`partition_stats`.
     """
     k, M = eps.shape
-    L = offsets.size - 1
+    pos = np.arange(M + 1)
+    P = np.empty((M + 1, 4))
     for r in range(k):  # serial: the callers run in parallel (dask tasks)
-        pu2 = np.empty(M + 1)
-        pe2 = np.empty(M + 1)
-        pz2 = np.empty(M + 1)
-        pz = np.empty(M + 1)
-        pu2[0] = pe2[0] = pz2[0] = pz[0] = 0.0
+        P[0, 0] = P[0, 1] = P[0, 2] = P[0, 3] = 0.0
         for i in range(M):
             z = eps[r, i]
             e = u[i] * z
-            pu2[i + 1] = pu2[i] + u[i] * u[i]
-            pe2[i + 1] = pe2[i] + e * e
-            pz2[i + 1] = pz2[i] + z * z
-            pz[i + 1] = pz[i] + z
-        for li in range(L):
-            a0, a1 = offsets[li], offsets[li + 1]
-            nb = a1 - a0 - 1
-            s_ence = 0.0
-            s_zmse = 0.0
-            s_zve = 0.0
-            for b in range(nb):
-                lo, hi = edges[a0 + b], edges[a0 + b + 1]
-                t_ence, t_zmse, t_zve = per_bin_terms(
-                    pu2[hi] - pu2[lo], pe2[hi] - pe2[lo], pz2[hi] - pz2[lo], pz[hi] - pz[lo],
-                    hi - lo)
-                s_ence += t_ence
-                s_zmse += t_zmse
-                s_zve += t_zve
-            out[r, li, 0] = s_ence / nb
-            out[r, li, 1] = s_zmse / nb
-            out[r, li, 2] = np.exp(s_zve / nb)
+            P[i + 1, 0] = P[i, 0] + u[i] * u[i]
+            P[i + 1, 1] = P[i, 1] + e * e
+            P[i + 1, 2] = P[i, 2] + z * z
+            P[i + 1, 3] = P[i, 3] + z
+        partition_stats(P, pos, edges, offsets, out, r)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _sweep_ranges(sums, u2, pos, edges, offsets, out):  # pragma: no cover - numba
+    """:func:`partition_stats` of copies given by their sums over ranges of positions."""
+    R = u2.size
+    P = np.empty((R + 1, 4))
+    for r in range(sums.shape[0]):
+        P[0, 0] = P[0, 1] = P[0, 2] = P[0, 3] = 0.0
+        for j in range(R):
+            P[j + 1, 0] = P[j, 0] + u2[j]
+            P[j + 1, 1] = P[j, 1] + sums[r, j, 1]
+            P[j + 1, 2] = P[j, 2] + sums[r, j, 0]
+            P[j + 1, 3] = P[j, 3] + sums[r, j, 3]
+        partition_stats(P, pos, edges, offsets, out, r)
+
+
+def sweep_edges(M, n_bins, *, pop_min: int = SWEEP_POP_MIN):
+    """Edges of the equal-count partitions of a sweep: ``(edges, offsets)``.
+
+    ``edges[offsets[l]:offsets[l+1]]`` are the position edges of the partition into
+    ``n_bins[l]`` bins (:func:`uqx.engine.binning.equal_count_edges`).
+    """
+    parts = [equal_count_edges(int(M), int(n), pop_min=pop_min) for n in n_bins]
+    offsets = np.cumsum([0] + [e.size for e in parts]).astype(np.int64)
+    return np.concatenate(parts).astype(np.int64), offsets
+
+
+def sweep_from_range_sums(sums, u2, bounds, n_bins, *, pop_min: int = SWEEP_POP_MIN):
+    """ENCE, ZMSE, ZVE of the sweep from a copy's sums over ranges of positions.
+
+    The twin of :func:`sweep_three` for copies known by their sums only (the joint-normal
+    copies of :mod:`uqx.engine.gaussian_sums`): equal to it, within rounding, when the sums
+    are those of ``u_sorted * eps`` (tested).
+
+    Parameters
+    ----------
+    sums : numpy.ndarray, shape (k, R, 4)
+        (Σε², Σu²ε², Σuε, Σε) of each copy over the ranges ``[bounds[j], bounds[j+1])``.
+    u2 : numpy.ndarray, shape (R,)
+        Σu² over each range.
+    bounds : numpy.ndarray of int, shape (R + 1,)
+        Range boundaries (positions in the order of u), holding every edge of the sweep.
+    n_bins : sequence of int
+
+    Returns
+    -------
+    numpy.ndarray, shape (k, len(n_bins), 3)
+    """
+    bounds = np.asarray(bounds, dtype=np.int64)
+    edges, offsets = sweep_edges(bounds[-1], n_bins, pop_min=pop_min)
+    idx = np.searchsorted(bounds, edges)
+    if not np.array_equal(bounds[idx], edges):
+        raise ValueError("the range boundaries must hold every edge of the sweep")
+    out = np.empty((sums.shape[0], offsets.size - 1, 3))
+    _sweep_ranges(np.ascontiguousarray(sums, dtype=np.float64),
+                  np.ascontiguousarray(u2, dtype=np.float64), bounds, idx, offsets, out)
+    return out
 
 
 def sweep_three(eps, u_sorted, n_bins, *, pop_min: int = SWEEP_POP_MIN) -> np.ndarray:
@@ -286,8 +356,7 @@ def sweep_three(eps, u_sorted, n_bins, *, pop_min: int = SWEEP_POP_MIN) -> np.nd
     """
     eps = np.ascontiguousarray(np.atleast_2d(eps), dtype=np.float64)
     u = np.ascontiguousarray(u_sorted, dtype=np.float64)
-    edges = [equal_count_edges(u.size, int(n), pop_min=pop_min) for n in n_bins]
-    offsets = np.cumsum([0] + [e.size for e in edges]).astype(np.int64)
-    out = np.empty((eps.shape[0], len(edges), 3))
-    _sweep_three(eps, u, np.concatenate(edges).astype(np.int64), offsets, out)
+    edges, offsets = sweep_edges(u.size, n_bins, pop_min=pop_min)
+    out = np.empty((eps.shape[0], offsets.size - 1, 3))
+    _sweep_three(eps, u, edges, offsets, out)
     return out

@@ -16,13 +16,15 @@ from uqx.engine.binning import equal_count_edges
 from uqx.engine.defaults import LEVEL, SWEEP_POP_MIN
 from uqx.engine.generators import stream_state
 from uqx.engine.resample import content_key, lemire_threshold, seed_sequence
-from uqx.engine.statistic import per_bin_terms
 from uqx.engine.unit_variance import draw_unit, unit_args, unit_step
 from uqx.inference.extrapolate.binsweep import (
     BINNED_FUSED,
     SweepSettings,
     fit_points,
     ols_fit,
+    partition_stats,
+    sweep_edges,
+    sweep_from_range_sums,
     sweep_statistics,
     sweep_three,
 )
@@ -38,14 +40,13 @@ def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
     stream), the sums of (u², E², z², z) over each segment between the sorted
     breakpoints ``bp`` of all partitions accumulated into prefix sums ``P`` at ``bp``;
     ``edges[offsets[l]:offsets[l+1]]`` are the positions in ``bp``
-    of the edges of partition l. The terms of each bin come from
-    :func:`uqx.engine.statistic.per_bin_terms` (as in :func:`_sweep_three`).
+    of the edges of partition l, evaluated by
+    :func:`uqx.inference.extrapolate.binsweep.partition_stats`.
     """
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     n = np.uint64(max(pool.shape[0], 1))
     th = lemire_threshold(n)
     k = out.shape[0]
-    L = offsets.size - 1
     P = np.zeros((bp.size, 4))
     for r in range(k):
         u = U[r if U.shape[0] > 1 else 0]
@@ -81,23 +82,7 @@ def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
             P[j, 1] = P[j - 1, 1] + (a1 + b1)
             P[j, 2] = P[j - 1, 2] + (a2 + b2)
             P[j, 3] = P[j - 1, 3] + (a3 + b3)
-        for li in range(L):
-            q0, q1 = offsets[li], offsets[li + 1]
-            nb = q1 - q0 - 1
-            s_ence = 0.0
-            s_zmse = 0.0
-            s_zve = 0.0
-            for b in range(nb):
-                lo, hi = edges[q0 + b], edges[q0 + b + 1]
-                t_ence, t_zmse, t_zve = per_bin_terms(
-                    P[hi, 0] - P[lo, 0], P[hi, 1] - P[lo, 1], P[hi, 2] - P[lo, 2],
-                    P[hi, 3] - P[lo, 3], bp[hi] - bp[lo])
-                s_ence += t_ence
-                s_zmse += t_zmse
-                s_zve += t_zve
-            out[r, li, 0] = s_ence / nb
-            out[r, li, 1] = s_zmse / nb
-            out[r, li, 2] = np.exp(s_zve / nb)
+        partition_stats(P, bp, edges, offsets, out, r)
     state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 
@@ -161,6 +146,34 @@ class NullHook:
     def cache_key(self) -> tuple:
         """Everything the hook's output depends on besides ε (for shared copies)."""
         return (content_key(*self.u_orders, self.n_bins), self.settings, self.n_copies)
+
+    def partitions(self, u_sorted):
+        """Edges of the sweep's partitions when sums can stand for ε, else None.
+
+        The sums route (:meth:`from_range_sums`) serves a hook with one ordering, the one
+        of the simulation (``u_sorted``), and the fused statistics; with other orderings
+        (X, V) the copies keep ε.
+        """
+        if len(self.u_orders) != 1 or not all(s in BINNED_FUSED for s in self.settings.stats):
+            return None
+        if not np.array_equal(self.u_orders[0], u_sorted):
+            return None
+        edges, offsets = sweep_edges(u_sorted.size, self.n_bins, pop_min=self.settings.pop_min)
+        return [edges[offsets[i]:offsets[i + 1]] for i in range(offsets.size - 1)]
+
+    def from_range_sums(self, sums, u2, bounds) -> np.ndarray:
+        """Return the intercepts (k, 1, S) of copies given by their sums over ranges.
+
+        ``sums`` (k, R, 4): (Σε², Σu²ε², Σuε, Σε) over ``[bounds[j], bounds[j+1])``,
+        ``u2`` (R,) Σu² over the same ranges, ``bounds`` holding every edge of
+        :meth:`partitions`:
+        the same sweep (:func:`~uqx.inference.extrapolate.binsweep.sweep_from_range_sums`)
+        and fit as :meth:`__call__` on ε.
+        """
+        st = self.settings
+        y = sweep_from_range_sums(sums, u2, bounds, self.n_bins, pop_min=st.pop_min)
+        y = y[..., [BINNED_FUSED.index(s) for s in st.stats]]
+        return ols_fit(self.x, np.moveaxis(y[:, self.keep], 1, -1))[0][:, None, :]
 
     def __call__(self, eps) -> np.ndarray:
         """Return the intercepts (k, C, S) of the copies ``u_orders[c] * eps``."""
