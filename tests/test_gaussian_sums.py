@@ -272,3 +272,27 @@ def test_hook_copies_as_sums_inside_simulate_reference(monkeypatch):
     assert a.shape == b.shape == (500, 3)
     for s in range(3):  # ENCE, ZMSE, ZVE intercepts: same law
         assert sps.ks_2samp(a[:, s], b[:, s]).pvalue > 1e-3, s
+
+
+def test_no_plan_at_the_sizes_of_the_report_grid():
+    """The published error rates (M <= 2000) were measured on full draws: no member of any
+    design gets a plan there (the unweighted Σε² alone needs ~9000 normal points)."""
+    from uqx.engine.null_shape import kappa_cs_z2_local, nu_heavy_bound, nu_on_grid, t_nu_from_tails
+    from uqx.sweeps.error_rates import DEFAULT_DESIGNS, ISSUE21_DESIGNS, synthetic_set
+
+    assert 2 * np.sqrt(2) * G._PHI0_6 / np.sqrt(8000) > G.GAUSS_TOL
+    for design in DEFAULT_DESIGNS + ISSUE21_DESIGNS:
+        for scenario in ("calibrated", "scale1.1", "top0.6"):
+            E, u, X = synthetic_set(design, scenario, 2000, seed=3, index=0)
+            ds = uqx.from_arrays(E, u, X=X, name="g")
+            ss = prepare_sets(ds, ["zms", "ence", "ence_X"], pool=True)[0]
+            kappa = kappa_cs_z2_local(E, u)
+            nus = {6.0, float(nu_on_grid(t_nu_from_tails(kappa))),
+                   float(nu_on_grid(nu_heavy_bound(kappa, 2000.0)))}
+            for view in (ss, ss.unbinned()):
+                assert view.gaussian("normal", 6.0, False) is None
+                for nu in nus:
+                    assert view.gaussian("t", nu, False) is None
+                assert view.gaussian("data", None, False) is None
+                if view.pool_local is not None:
+                    assert view.gaussian("data", None, True) is None
