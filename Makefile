@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_generators.py
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_bootstrap.py
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_large.py
+	$(BIN)/python benchmarks/bench_gaussian_sums.py 200000 1000000 --copies 10000
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python benchmarks/bench_sweeps.py
 	$(BIN)/python benchmarks/bench_outofcore.py   # writes and deletes a 1.6 GB NetCDF
 	$(BIN)/python benchmarks/bench_validate_disk.py   # the same size, uqx validate FILE.nc

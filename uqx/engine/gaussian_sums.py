@@ -126,22 +126,26 @@ def cell_layout(u_sorted, seg, binid, boff, bounds=None):
     allb = seg if bounds is None else np.union1d(seg, np.asarray(bounds, dtype=np.int64))
     allb = np.asarray(allb, dtype=np.int64)
     R = allb.size - 1
-    range_of = np.repeat(np.arange(R, dtype=np.int64), np.diff(allb))
     seg_of_range = np.searchsorted(seg, allb[:-1], side="right") - 1
     C = binid.shape[0] if binid.shape[1] == M else 0
-    if C == 0:
-        cell, cell_range = range_of, np.arange(R, dtype=np.int64)
-        cell_bin = np.zeros((0, R), dtype=np.int64)
-    else:
-        key = range_of.copy()
-        for c in range(C):
-            nb = int(binid[c].max()) + 1
-            key = key * nb + binid[c]
-        uniq, cell = np.unique(key, return_inverse=True)
-        first = np.zeros(uniq.size, dtype=np.int64)
-        first[cell[::-1]] = np.arange(M - 1, -1, -1)  # first position of each cell
-        cell_range = range_of[first]
-        cell_bin = np.stack([boff[c] + binid[c, first].astype(np.int64) for c in range(C)])
+    if C == 0:  # the cells are the ranges: sums over index intervals, no index per row
+        cell_range = np.arange(R, dtype=np.int64)
+        U = np.empty((R, 6))
+        U[:, 0] = np.diff(allb)
+        for j, p in enumerate((1, 2, 3, 4, 6)):
+            U[:, j + 1] = np.add.reduceat(u_sorted**p, allb[:-1])
+        return {"bounds": allb, "range": cell_range, "seg": seg_of_range,
+                "bin": np.zeros((0, R), dtype=np.int64), "u": U, "range_u2": U[:, 2].copy()}
+    range_of = np.repeat(np.arange(R, dtype=np.int64), np.diff(allb))
+    key = range_of.copy()
+    for c in range(C):
+        nb = int(binid[c].max()) + 1
+        key = key * nb + binid[c]
+    uniq, cell = np.unique(key, return_inverse=True)
+    first = np.zeros(uniq.size, dtype=np.int64)
+    first[cell[::-1]] = np.arange(M - 1, -1, -1)  # first position of each cell
+    cell_range = range_of[first]
+    cell_bin = np.stack([boff[c] + binid[c, first].astype(np.int64) for c in range(C)])
     n_cells = cell_range.size
     U = np.empty((n_cells, 6))
     U[:, 0] = np.bincount(cell, minlength=n_cells)
