@@ -435,3 +435,15 @@ def test_no_warning_for_positive_log_binning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         make_bins(np.arange(1.0, 301.0), 5, scheme="adaptive")
+
+
+@pytest.mark.parametrize("n", [20_000, 123_457, 1_000_000, 2_000_000])
+def test_equal_count_edges_shortcut_equals_the_exact_harrell_davis_sum(n):
+    """Away from integers, floor(n p + 1/2) is the floor of the exact HD sum of the ranks."""
+    from uqx.engine.binning import _equal_count_edges, _hd_of_ranks
+
+    for n_bins in (7, 20, 90, 150):
+        got = _equal_count_edges(n, n_bins)
+        want = [0] + [math.floor(_hd_of_ranks(n, j * (1.0 / n_bins)))
+                      for j in range(1, n_bins)] + [n]
+        assert got.tolist() == want, (n, n_bins)

@@ -211,7 +211,14 @@ def _equal_count_edges(n: int, n_bins: int) -> np.ndarray:
     edges[0] = 0
     for j in range(1, n_bins):
         # lw = smallest rank k > b (1-based) -> 0-based edge floor(b)
-        edges[j] = math.floor(_hd_of_ranks(n, j * step))
+        p = j * step
+        b = n * p + 0.5  # b_j = E[ceil(n X)], X ~ Beta: n p + 1/2 + (a periodic term of
+        # order exp(-2 pi^2 n p (1 - p)), nil here), so floor(b_j) is floor(b) away from
+        # an integer; near one, the exact sum decides (R's ties)
+        if n * p * (1.0 - p) >= 1000.0 and 1e-3 < b - math.floor(b) < 1.0 - 1e-3:
+            edges[j] = math.floor(b)
+        else:
+            edges[j] = math.floor(_hd_of_ranks(n, p))
     edges[n_bins] = n
     edges.setflags(write=False)
     return edges
