@@ -102,16 +102,17 @@ def test_cells_of_two_binnings_add_up_to_each_binning():
     binid = np.stack([rng.integers(0, 4, M), rng.integers(0, 3, M)]).astype(np.int32)
     boff = np.array([0, 4])
     lay = G.cell_layout(u, seg, binid, boff)
-    U = lay["u"]
+    U, sc = lay["u"], lay["scale"]  # sums of (u / scale)^p
+    assert sc == u.max()
     seg_of = np.repeat(np.arange(3), np.diff(seg))
     for s in range(3):  # every segment's sums of u^p are the sums of its cells
         sel = lay["seg"] == s
-        np.testing.assert_allclose(U[sel, 2].sum(), np.sum(u[seg_of == s] ** 2))
+        np.testing.assert_allclose(U[sel, 2].sum() * sc**2, np.sum(u[seg_of == s] ** 2))
         np.testing.assert_allclose(U[sel, 0].sum(), np.sum(seg_of == s))
     for c in range(2):
         for b in range(int(binid[c].max()) + 1):
             sel = lay["bin"][c] == boff[c] + b
-            np.testing.assert_allclose(U[sel, 5].sum(), np.sum(u[binid[c] == b] ** 6))
+            np.testing.assert_allclose(U[sel, 5].sum() * sc**6, np.sum(u[binid[c] == b] ** 6))
     # each cell is one (segment, bin, bin) combination
     combos = {(s, a, b) for s, a, b in zip(seg_of, binid[0], binid[1], strict=True)}
     assert len(combos) == lay["seg"].size
@@ -296,3 +297,22 @@ def test_no_plan_at_the_sizes_of_the_report_grid():
                 assert view.gaussian("data", None, False) is None
                 if view.pool_local is not None:
                     assert view.gaussian("data", None, True) is None
+
+
+def test_plan_scales_with_u_without_overflow():
+    """u = 1e140 x v: the same plan up to the scale, and no overflow (Σu⁶ would be 1e840)."""
+    import warnings
+
+    rng = np.random.default_rng(11)
+    v = np.sort(rng.uniform(0.5, 2.0, 50000))
+    seg = np.array([0, 25000, 50000])
+    none = (np.zeros((0, 1), np.int32), np.zeros(0, np.int64))
+    base = G.gaussian_plan(G.cell_layout(v, seg, *none), G.unit_moments("normal"))
+    for c in (1e140, 1e-140):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = G.gaussian_plan(G.cell_layout(c * v, seg, *none), G.unit_moments("normal"))
+        d = np.array([1.0, c * c, c, 1.0])
+        np.testing.assert_allclose(got[0], base[0] * d, rtol=1e-12)
+        np.testing.assert_allclose(got[1] / d[:, None], base[1], rtol=1e-9,
+                                   atol=1e-9 * np.abs(base[1]).max())

@@ -128,14 +128,18 @@ def cell_layout(u_sorted, seg, binid, boff, bounds=None):
     R = allb.size - 1
     seg_of_range = np.searchsorted(seg, allb[:-1], side="right") - 1
     C = binid.shape[0] if binid.shape[1] == M else 0
+    # powers of u / max(u): Σu⁶ of u = 1e140 would overflow (the plan scales back)
+    scale = float(np.max(u_sorted))
+    v = u_sorted / scale
     if C == 0:  # the cells are the ranges: sums over index intervals, no index per row
         cell_range = np.arange(R, dtype=np.int64)
         U = np.empty((R, 6))
         U[:, 0] = np.diff(allb)
         for j, p in enumerate((1, 2, 3, 4, 6)):
-            U[:, j + 1] = np.add.reduceat(u_sorted**p, allb[:-1])
+            U[:, j + 1] = np.add.reduceat(v**p, allb[:-1])
         return {"bounds": allb, "range": cell_range, "seg": seg_of_range,
-                "bin": np.zeros((0, R), dtype=np.int64), "u": U, "range_u2": U[:, 2].copy()}
+                "bin": np.zeros((0, R), dtype=np.int64), "u": U, "scale": scale,
+                "range_u2": np.add.reduceat(u_sorted * u_sorted, allb[:-1])}
     range_of = np.repeat(np.arange(R, dtype=np.int64), np.diff(allb))
     key = range_of.copy()
     for c in range(C):
@@ -150,10 +154,10 @@ def cell_layout(u_sorted, seg, binid, boff, bounds=None):
     U = np.empty((n_cells, 6))
     U[:, 0] = np.bincount(cell, minlength=n_cells)
     for j, p in enumerate((1, 2, 3, 4, 6)):
-        U[:, j + 1] = np.bincount(cell, weights=u_sorted**p, minlength=n_cells)
+        U[:, j + 1] = np.bincount(cell, weights=v**p, minlength=n_cells)
     return {"bounds": allb, "range": cell_range, "seg": seg_of_range[cell_range],
-            "bin": cell_bin, "u": U,
-            "range_u2": np.bincount(cell_range, weights=U[:, 2], minlength=R)}
+            "bin": cell_bin, "u": U, "scale": scale,
+            "range_u2": np.bincount(range_of, weights=u_sorted * u_sorted, minlength=R)}
 
 
 def _statistic_skew(k2, k3, a2, a3, groups, n_groups):
@@ -235,6 +239,10 @@ def gaussian_plan(layout, moments, *, n_bins_total=0, partitions=(), tol=None):
     # symmetric square root: exact for the singular covariances of cells with one u
     w, V = np.linalg.eigh(cov)
     factor = V * np.sqrt(np.clip(w, 0.0, None))[:, None, :]
+    # back to u = scale·v: T = D T_v with D = diag(1, scale², scale, 1)
+    d = np.array([1.0, layout["scale"] ** 2, layout["scale"], 1.0])
+    mean *= d
+    factor *= d[:, None]
     return np.ascontiguousarray(mean), np.ascontiguousarray(factor)
 
 
