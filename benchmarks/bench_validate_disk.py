@@ -170,9 +170,12 @@ def main():
             print(f"    {r['seconds']:.1f} s wall, CPU {r['cpu_seconds']:.1f} s "
                   f"(/ {cores} cores {r['cpu_seconds'] / cores:.1f} s), load {r['load']:.1f}")
         print(f"    peak RSS {mem} (target <= {target:.0f} MiB: {verdict})")
-        if wall is not None:
+        finished = not r.get("killed") and not r.get("rc")
+        if wall is not None and finished:
             print(f"    wall {r['seconds']:.0f} s (target <= {wall:.0f} s: "
                   f"{'PASS' if r['seconds'] <= wall else 'MISS'})")
+        elif wall is not None:  # stopped or failed: it did not finish
+            print(f"    wall: did not finish (target <= {wall:.0f} s: MISS)")
         notes = [ln for ln in r["stderr"].splitlines() if "note:" in ln]
         for ln in notes[:2]:
             print(f"    {ln}")
