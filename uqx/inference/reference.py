@@ -655,6 +655,12 @@ def simulate_reference(
     :mod:`uqx.engine.generators` (``"data"``: Lemire bounded integers) and the numbers depend
     on neither the scheduler, the workers, nor the memory budget.
 
+    **Large bins.** Where the member's per-bin sums are close to jointly normal
+    (:mod:`uqx.engine.gaussian_sums`: N, :math:`t_s(\nu > 6)`, a pool with a small sixth
+    moment, and bins large enough), the copies that keep no ε are drawn as those sums,
+    O(bins) a copy; a rank statistic (CC) keeps every copy on full draws, so the copies
+    of the other statistics then differ (their law does not).
+
     **Content key.** For ``"data"`` (the set's own z-scores) the key is the content of
     (E, uE); for N and :math:`t_s(\nu)` (one ν, or one per set) it is the content of uE
     alone: those copies depend on E through ν at most, so sets with the same uncertainties
