@@ -90,13 +90,27 @@ def unit_moments(dist, nu=None, pool=None, windows=None):
         one = False
     out = np.empty((len(windows), 6))
     for s, (w0, w1) in enumerate(windows):
-        p = pool[w0:w1]
-        q = p.copy()
-        for k in range(6):
-            out[s, k] = q.mean()
-            if k < 5:
-                q *= p
+        out[s] = _power_sums(pool, w0, w1, 1.0, (1, 2, 3, 4, 5, 6)) / max(w1 - w0, 1)
     return out[0] if one else out
+
+
+#: Rows per chunk of the power sums (a few MB of temporaries, whatever M).
+_CHUNK = 1 << 18
+
+
+def _power_sums(x, lo, hi, scale, powers):
+    """Σ (x/scale)^p over x[lo:hi] for each p, chunk by chunk (no temporary of size M)."""
+    acc = np.zeros(len(powers))
+    for c0 in range(lo, hi, _CHUNK):
+        v = x[c0:min(c0 + _CHUNK, hi)] / scale
+        q = v.copy()
+        k = 1
+        for j, p in enumerate(powers):
+            while k < p:
+                q *= v
+                k += 1
+            acc[j] += q.sum()
+    return acc
 
 
 def cell_layout(u_sorted, seg, binid, boff, bounds=None):
@@ -130,16 +144,14 @@ def cell_layout(u_sorted, seg, binid, boff, bounds=None):
     C = binid.shape[0] if binid.shape[1] == M else 0
     # powers of u / max(u): Σu⁶ of u = 1e140 would overflow (the plan scales back)
     scale = float(np.max(u_sorted))
-    v = u_sorted / scale
     if C == 0:  # the cells are the ranges: sums over index intervals, no index per row
-        cell_range = np.arange(R, dtype=np.int64)
         U = np.empty((R, 6))
         U[:, 0] = np.diff(allb)
-        for j, p in enumerate((1, 2, 3, 4, 6)):
-            U[:, j + 1] = np.add.reduceat(v**p, allb[:-1])
-        return {"bounds": allb, "range": cell_range, "seg": seg_of_range,
+        for j in range(R):
+            U[j, 1:] = _power_sums(u_sorted, allb[j], allb[j + 1], scale, (1, 2, 3, 4, 6))
+        return {"bounds": allb, "range": np.arange(R, dtype=np.int64), "seg": seg_of_range,
                 "bin": np.zeros((0, R), dtype=np.int64), "u": U, "scale": scale,
-                "range_u2": np.add.reduceat(u_sorted * u_sorted, allb[:-1])}
+                "range_u2": U[:, 2] * scale**2}
     range_of = np.repeat(np.arange(R, dtype=np.int64), np.diff(allb))
     key = range_of.copy()
     for c in range(C):
@@ -151,13 +163,16 @@ def cell_layout(u_sorted, seg, binid, boff, bounds=None):
     cell_range = range_of[first]
     cell_bin = np.stack([boff[c] + binid[c, first].astype(np.int64) for c in range(C)])
     n_cells = cell_range.size
-    U = np.empty((n_cells, 6))
+    U = np.zeros((n_cells, 6))
     U[:, 0] = np.bincount(cell, minlength=n_cells)
-    for j, p in enumerate((1, 2, 3, 4, 6)):
-        U[:, j + 1] = np.bincount(cell, weights=v**p, minlength=n_cells)
+    for c0 in range(0, M, _CHUNK):  # chunk by chunk: no temporary of size M
+        sl = slice(c0, min(c0 + _CHUNK, M))
+        v = u_sorted[sl] / scale
+        for j, p in enumerate((1, 2, 3, 4, 6)):
+            U[:, j + 1] += np.bincount(cell[sl], weights=v**p, minlength=n_cells)
     return {"bounds": allb, "range": cell_range, "seg": seg_of_range[cell_range],
             "bin": cell_bin, "u": U, "scale": scale,
-            "range_u2": np.bincount(range_of, weights=u_sorted * u_sorted, minlength=R)}
+            "range_u2": np.bincount(cell_range, weights=U[:, 2], minlength=R) * scale**2}
 
 
 def _statistic_skew(k2, k3, a2, a3, groups, n_groups):
