@@ -22,14 +22,14 @@ __all__ = ["streams", "memory_note", "is_lazy_input", "lazy_sets", "load_columns
 #: Rows read at a time from a dask-backed column (one group of the streamed routes).
 READ_ROWS = 1 << 20
 #: Peak memory of the in-memory workflow with binned statistics, bytes a row, columns
-#: included (tracemalloc at 10^7 rows, ZMS + RCE + ENCE, on the route of sets longer
-#: than 2^24 rows: E, uE 16, the sort order of uE 8, the leave-one-out values 8 per
-#: statistic, a count row of the bootstrap 4; the simulated references' preparation
-#: peaks lower; benchmarks/README.md, bench_validate_disk.py). 180 before issue 13.
-_BINNED_BYTES_PER_ROW = 60
-#: The same for sets of at most 2^24 rows (E and uE also held in the sort order: 16 more
-#: and the count batches of the bootstrap weigh more per row).
-_BINNED_BYTES_PER_ROW_SMALL = 80
+#: included: the peak RSS of ``uqx validate FILE.nc --stats zms,rce,ence --no-conditional
+#: --n-boot 200 --n-mc 200`` less the interpreter and libraries (~250 MiB), measured by
+#: benchmarks/bench_validate_disk.py on 2026-11-26: 11.1 GiB at 10^8 rows (sets longer than
+#: 2^24 rows), 1.6 GiB at 10^7 rows (shorter sets also hold E and uE in the sort order).
+#: The earlier figures (60 and 80, from tracemalloc) missed what tracemalloc does not see.
+_BINNED_BYTES_PER_ROW = 120
+#: The same for sets of at most 2^24 rows.
+_BINNED_BYTES_PER_ROW_SMALL = 150
 
 
 def _fill_sorted(buf, rows):
