@@ -251,7 +251,8 @@ def gaussian_plan(layout, moments, *, n_bins_total=0, partitions=(), tol=None):
     cov[:, 2, 2], cov[:, 2, 3], cov[:, 3, 3] = U2 * c22, U1 * c22, n * c22
     iu = np.triu_indices(4, 1)
     cov[:, iu[1], iu[0]] = cov[:, iu[0], iu[1]]
-    # symmetric square root: exact for the singular covariances of cells with one u
+    # factor V·√w from the eigen-decomposition (Cholesky fails on the singular
+    # covariances of cells where u takes one value)
     w, V = np.linalg.eigh(cov)
     factor = V * np.sqrt(np.clip(w, 0.0, None))[:, None, :]
     # back to u = scale·v: T = D T_v with D = diag(1, scale², scale, 1)

@@ -28,6 +28,7 @@ from uqx.dataio.model import (
     read_rows,
     streamed_content_key,
 )
+from uqx.engine import gaussian_sums
 from uqx.engine.copies import cc_fixed_u, copy_bin_features, sim_rows
 from uqx.engine.defaults import LEVEL, N_BINS, N_MC, POP_MIN
 from uqx.engine.gaussian_sums import cell_layout, gauss_rows, gaussian_plan, unit_moments
@@ -105,8 +106,6 @@ def _block_key(ss, specs, dist, nu, seed, dlabel, block, nb, hook):
         if describe is None:
             return None
         hook_key = describe()
-    from uqx.engine import gaussian_sums
-
     grid = content_key(ss.seg, ss.binid, ss.boff)
     return (int(seed), ss.ukey, str(dlabel), str(dist), float(nu), int(block), int(nb),
             tuple(s.name for s in specs), ss.cfg, tuple(sorted(ss.conds)), grid, hook_key,
@@ -445,8 +444,6 @@ class _SimSet:
             ``mean``, ``factor`` (:func:`~uqx.engine.gaussian_sums.gaussian_plan`) and the
             layout of :func:`~uqx.engine.gaussian_sums.cell_layout`.
         """
-        from uqx.engine import gaussian_sums
-
         tol = gaussian_sums.GAUSS_TOL  # read at the call (benchmarks set it)
         parts = () if sweep is None else tuple(np.asarray(e, dtype=np.int64) for e in sweep)
         skey = content_key(*parts) if parts else None
