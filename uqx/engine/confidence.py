@@ -19,6 +19,7 @@ from uqx.engine.defaults import LEVEL
 
 __all__ = [
     "METHODS",
+    "acceleration_from_power_sums",
     "bca_alphas",
     "bca_interval",
     "bca_limits",
@@ -75,6 +76,23 @@ def jackknife_acceleration(jack, *, chunk_rows: int = 262_144):
         s3 += np.nansum(d * d * d, axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         return s3 / (6.0 * s2**1.5)
+
+
+def acceleration_from_power_sums(P):
+    r"""BCa acceleration from the power sums of :math:`x_i = t_{(i)} - t_0`.
+
+    With :math:`m = \sum x / n`: :math:`\sum (m - x)^2 = \sum x^2 - n m^2` and
+    :math:`\sum (m - x)^3 = -(\sum x^3 - 3m\sum x^2 + 2 n m^3)`, so
+    :math:`a = \sum (m - x)^3 / (6 (\sum (m - x)^2)^{3/2})` (the formula of
+    :func:`jackknife_acceleration`; the shift by t0 keeps the sums well conditioned:
+    :math:`|m| \ll` the spread of x for a smooth statistic).
+    """
+    n, s1, s2, s3 = np.moveaxis(np.asarray(P, dtype=np.float64), -1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = s1 / n
+        c2 = s2 - n * m * m
+        c3 = -(s3 - 3.0 * m * s2 + 2.0 * n * m**3)
+        return c3 / (6.0 * c2**1.5)
 
 
 def bca_interval(T, t0, jack, *, level=LEVEL):

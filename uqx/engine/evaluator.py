@@ -22,18 +22,29 @@ E and u in that order (16 bytes a row); the leave-one-out values of every statis
 (moment and bin features, their prefix sums) are never held: they are computed where
 they are summed, group by group or chunk by chunk, and the jackknife keeps the prefix
 sums only next to the bin edges.
+
+A binning variable already sorted (rows in content order,
+:func:`uqx.engine.binning.content_order`: uE) needs neither the order nor the copies:
+the kernels read the columns as they are, and when it is the only variable read
+through counts, each replicate's counts are drawn and folded into the bins sample block
+by sample block (:func:`_streamed_bin_sums`), with no (b, M) count matrix. Beyond
+:data:`LONG_SET_ROWS` rows the acceleration is reduced from the leave-one-out values
+as they come (:meth:`SetEvaluator.acceleration`): on content-ordered long sets nothing
+of size M is held beyond the columns (``tests/test_long_sets.py``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numba
 import numpy as np
 
-from uqx.engine.binning import equal_count_edges, make_bins
+from uqx.engine.binning import Bins, equal_count_edges, is_nondecreasing, make_bins
+from uqx.engine.confidence import acceleration_from_power_sums
 from uqx.engine.ranks import average_ranks, spearman_from_counts, spearman_jackknife, tie_bounds
+from uqx.engine.resample import SAMPLE_BLOCK, SAMPLE_GROUP, _draw_counts
 from uqx.engine.statistic import (
     BINNED_STATS,
     F_E2,
@@ -48,78 +59,140 @@ from uqx.engine.statistic import (
 )
 from uqx.errors import InputError
 
-__all__ = ["SetEvaluator", "SORTED_COPY_ROWS"]
+__all__ = ["SetEvaluator", "SORTED_COPY_ROWS", "LONG_SET_ROWS"]
 
 #: Sets up to this many rows keep E and u in the bin order for the binned kernels
 #: (16 bytes a row, sequential reads); longer sets read the columns through the sort
 #: order instead (random reads, nothing held): the same values, the same bits.
 SORTED_COPY_ROWS = 1 << 24
+#: Sets longer than this many rows hold nothing of size M beyond their columns: the
+#: moment sums of the estimate are added group by group (groups of
+#: ``SAMPLE_GROUP * SAMPLE_BLOCK`` = 2^20 rows, in group order: the bits of the streamed
+#: moment route, :mod:`uqx.inference.streamed`), and the BCa acceleration comes from the
+#: power sums of the leave-one-out values (:meth:`SetEvaluator.acceleration`), not from
+#: the values themselves (8 bytes a row and statistic; shorter sets keep them, the bits
+#: of nptest's formula).
+LONG_SET_ROWS = 1 << 24
+
+_NO_ORDER = np.zeros(1, dtype=np.int64)  # the order of a sorted variable: never read
 
 
 # ---------------------------------------------------------------- numba kernels
+@numba.njit(inline="always")
+def _first_bin(edges, j):
+    """Return the first non-empty bin from ``j`` on (``N`` when none is left)."""
+    N = edges.shape[0] - 1
+    while j < N and edges[j + 1] == edges[j]:
+        j += 1
+    return j
+
+
+@numba.njit(inline="always")
+def _fold(c, e, uu, mean, edges, out_r, j, room, a0, a1, a2, a3, a4, a5):
+    """Add ``c`` copies of the sample (e, uu) to the open bin ``j`` of one replicate.
+
+    The 6 bin features of :func:`~uqx.engine.statistic.bin_features` (same operations,
+    same bits) accumulate in (a0..a5); a sample whose copies fill the ``room`` left in
+    bin ``j`` closes it (writes ``out_r[j]``) and the rest of its copies go on to the
+    next bins, exactly as in the sorted resample. Returns the new (j, room, a0..a5);
+    ``j == N``: every bin is closed.
+    """
+    N = edges.shape[0] - 1
+    z = e / uu
+    ec = e - mean
+    f0 = uu * uu
+    f1 = e * e
+    f2 = z * z
+    f4 = ec * ec
+    while c >= room:  # this sample closes bin j
+        out_r[j, 0] = a0 + room * f0
+        out_r[j, 1] = a1 + room * f1
+        out_r[j, 2] = a2 + room * f2
+        out_r[j, 3] = a3 + room * ec
+        out_r[j, 4] = a4 + room * f4
+        out_r[j, 5] = a5 + room * z
+        a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+        c -= room
+        j = _first_bin(edges, j + 1)
+        if j == N:
+            return j, room, a0, a1, a2, a3, a4, a5
+        room = edges[j + 1] - edges[j]
+    cf = np.float64(c)
+    a0 += cf * f0
+    a1 += cf * f1
+    a2 += cf * f2
+    a3 += cf * ec
+    a4 += cf * f4
+    a5 += cf * z
+    return j, room - c, a0, a1, a2, a3, a4, a5
+
+
 @numba.njit(nogil=True, cache=True)
-def _weighted_bin_sums(counts, order, Es, us, gathered, mean, edges, out):
+def _weighted_bin_sums(counts, order, ident, Es, us, gathered, mean, edges, out):
     """Per-bin feature sums of a count-weighted sample re-sorted by the binning variable.
 
     ``counts`` (b, M) in file order, ``order`` (M,) stable sort order of the binning
-    variable, ``Es``, ``us`` (M,) E and u in that order (``gathered`` False) or in file
+    variable (``ident``: the identity, not read: the variable is already sorted),
+    ``Es``, ``us`` (M,) E and u in that order (``gathered`` False) or in file
     order, read through ``order`` (``gathered`` True: nothing stored), and ``mean`` the
     mean of E in that order (``E[order].mean()``): the 6 bin features of
     :func:`~uqx.engine.statistic.bin_features` are computed here, per sorted position,
     with the same operations (so the same bits) instead of being stored (48 bytes a
     row). ``edges`` (N+1,) rank boundaries (edges[-1] == counts[r].sum()); ``out``
     (b, N, 6) receives the sums. Copies of a sample that straddle a bin boundary are
-    split between the two bins, exactly as in the sorted resample.
+    split between the two bins, exactly as in the sorted resample (:func:`_fold`).
     """
     b, M = counts.shape
     N = edges.shape[0] - 1
     for r in range(b):
-        j = 0
-        while j < N and edges[j + 1] == edges[j]:
-            j += 1
+        j = _first_bin(edges, 0)
         if j == N:
             continue
         room = edges[j + 1] - edges[j]
         # the 6 bin features accumulate in registers; the rare bin closings write out
         a0 = a1 = a2 = a3 = a4 = a5 = 0.0
         for p in range(M):
-            i = order[p]
-            c = counts[r, i]
+            i = p if ident else order[p]
             q = i if gathered else p
-            e = Es[q]
-            uu = us[q]
-            z = e / uu
-            ec = e - mean
-            f0 = uu * uu
-            f1 = e * e
-            f2 = z * z
-            f4 = ec * ec
-            if c >= room:
-                while c >= room:  # this sample closes bin j
-                    out[r, j, 0] = a0 + room * f0
-                    out[r, j, 1] = a1 + room * f1
-                    out[r, j, 2] = a2 + room * f2
-                    out[r, j, 3] = a3 + room * ec
-                    out[r, j, 4] = a4 + room * f4
-                    out[r, j, 5] = a5 + room * z
-                    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
-                    c -= room
-                    j += 1
-                    while j < N and edges[j + 1] == edges[j]:
-                        j += 1
-                    if j == N:
-                        break
-                    room = edges[j + 1] - edges[j]
+            j, room, a0, a1, a2, a3, a4, a5 = _fold(
+                counts[r, i], Es[q], us[q], mean, edges, out[r], j, room,
+                a0, a1, a2, a3, a4, a5)
+            if j == N:
+                break
+
+
+@numba.njit(nogil=True, cache=True)
+def _streamed_bin_sums(states, blocks, n_draws, Es, us, mean, edges, cbuf, out):
+    """:func:`_weighted_bin_sums` of replicates whose counts are drawn block by block.
+
+    For a variable already sorted (its order the identity), replicate ``r``'s counts
+    are drawn sample block by sample block into ``cbuf`` (int32, one block:
+    :func:`uqx.engine.resample._draw_counts` on ``states[k]``, ``n_draws[r, k]``
+    draws, the streams of :meth:`~uqx.engine.resample.BootstrapPlan.iter_counts`) and
+    folded into the bins at once: the same counts and the same bits as the (b, M)
+    count matrix, with 64 KiB instead of 4 bytes a row and replicate. ``blocks``
+    (K, 2) the sample blocks' (start, stop); ``out`` (b, N, 6).
+    """
+    N = edges.shape[0] - 1
+    for r in range(n_draws.shape[0]):
+        j = _first_bin(edges, 0)
+        room = edges[j + 1] - edges[j] if j < N else 0
+        a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+        for k in range(blocks.shape[0]):
+            s, e = blocks[k, 0], blocks[k, 1]
+            row = cbuf[0:1, 0 : e - s]
+            row[0, :] = 0
+            # every block is drawn, even after the last bin is closed: its stream must
+            # advance as in iter_counts for the next replicate
+            _draw_counts(states[k], e - s, n_draws[r : r + 1, k], row)
+            if j == N:
+                continue
+            for p in range(s, e):
+                j, room, a0, a1, a2, a3, a4, a5 = _fold(
+                    row[0, p - s], Es[p], us[p], mean, edges, out[r], j, room,
+                    a0, a1, a2, a3, a4, a5)
                 if j == N:
                     break
-            cf = np.float64(c)
-            a0 += cf * f0
-            a1 += cf * f1
-            a2 += cf * f2
-            a3 += cf * ec
-            a4 += cf * f4
-            a5 += cf * z
-            room -= c
 
 
 @numba.njit(nogil=True, cache=True)
@@ -257,21 +330,43 @@ class SetEvaluator:
         return plan.sums_group(block, self._moment_features(lo, hi), group, offset=lo)
 
     def bins_of(self, cond):
-        """Return the bins (:class:`~uqx.engine.binning.Bins`) of the conditioning variable."""
-        return self._binnings[cond]
+        """Return the bins (:class:`~uqx.engine.binning.Bins`) of the conditioning variable.
+
+        A sorted variable's order (the identity, not held by the evaluator) is
+        materialised here for the caller.
+        """
+        b = self._binnings[cond]
+        if b.order is None:
+            b = replace(b, order=np.arange(self.M, dtype=np.int64))
+        return b
 
     @cached_property
     def _binnings(self):
+        """Bins of each binning variable; ``order`` None where it is already sorted.
+
+        Rows in content order (:func:`uqx.engine.binning.content_order`, the default
+        of :func:`uqx.validate`) have uE sorted: its stable order is the identity, not
+        stored (8 bytes a row less), and the kernels read E and u as they are.
+        """
         cfg = self.binning
-        return {
-            c: make_bins(self.cond[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
-                         log=cfg.log)
-            for c in self._binned_conds
-        }
+        out = {}
+        for c in self._binned_conds:
+            x = self.cond[c]
+            if cfg.scheme == "equal-count" and is_nondecreasing(x):
+                out[c] = Bins(order=None, scheme="equal-count", log=False,
+                              edges=equal_count_edges(self.M, cfg.n_bins, pop_min=cfg.pop_min),
+                              n_requested=int(cfg.n_bins), pop_min=int(cfg.pop_min))
+            else:
+                out[c] = make_bins(x, cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
+                                   log=cfg.log)
+        return out
 
     @cached_property
     def _bin_prep(self):
-        """Per binning variable: (bins, order, Es, us, gathered, mean).
+        """Per binning variable: (bins, order, ident, Es, us, gathered, mean).
+
+        ``ident``: the variable is already sorted (``bins.order`` None): ``order`` is a
+        placeholder never read, ``Es``, ``us`` the columns themselves (nothing held).
 
         Up to :data:`SORTED_COPY_ROWS` rows, ``Es``, ``us`` are E and u in the sort order
         (16 bytes a row, sequential reads in the kernels); beyond, they are the file-order
@@ -282,22 +377,27 @@ class SetEvaluator:
         (:func:`_weighted_bin_sums`, :func:`_prefix_at`, :func:`_features_at`).
         """
         out = {}
-        gathered = self.M > SORTED_COPY_ROWS
         for c, bins in self._binnings.items():
+            if bins.order is None:  # sorted variable: the columns are in bin order
+                mean = float(self.E.mean(axis=-1, keepdims=True)[0])
+                out[c] = (bins, _NO_ORDER, True, self.E, self.u, False, mean)
+                continue
             order = bins.order
+            gathered = self.M > SORTED_COPY_ROWS
             Es = self.E[order]
             mean = float(Es.mean(axis=-1, keepdims=True)[0])
             if gathered:
                 Es, us = self.E, self.u
             else:
                 us = self.u[order]
-            out[c] = (bins, order, Es, us, gathered, mean)
+            out[c] = (bins, order, False, Es, us, gathered, mean)
         return out
 
     @cached_property
     def _rank_prep(self):
         b = self._binnings.get("uE")
-        ou = b.order if b is not None else np.argsort(self.u, kind="stable")
+        ou = b.order if b is not None and b.order is not None else np.argsort(
+            self.u, kind="stable")
         ae = np.abs(self.E)
         oe = np.argsort(ae, kind="stable")
         return ou, tie_bounds(self.u[ou]), oe, tie_bounds(ae[oe])
@@ -316,9 +416,9 @@ class SetEvaluator:
         b = counts.shape[0]
         out = self._from_moment_sums(moment_sums) if self._moment else {}
         for c in self._binned_conds:
-            bins, order, Es, us, gathered, mean = self._bin_prep[c]
+            bins, order, ident, Es, us, gathered, mean = self._bin_prep[c]
             S = np.zeros((b, bins.n_bins, 6))
-            _weighted_bin_sums(counts, order, Es, us, gathered, mean,
+            _weighted_bin_sums(counts, order, ident, Es, us, gathered, mean,
                                np.ascontiguousarray(bins.edges), S)
             self._binned_from_sums(c, S, bins.edges, out)
         if any(s.family == "rank" for s in self.specs):
@@ -353,10 +453,18 @@ class SetEvaluator:
         bootstrap feature matrices: memory O(M) in sort orders only.
         """
         out = {}
-        if self._moment:
+        if self._moment and self.M > LONG_SET_ROWS:
+            # group by group, added in group order (the streamed route's bits): no
+            # (M,) feature temporaries (16 bytes a row)
+            G = SAMPLE_GROUP * SAMPLE_BLOCK
+            S = moment_sums(self.E[:G], self.u[:G])
+            for lo in range(G, self.M, G):
+                S = S + moment_sums(self.E[lo:lo + G], self.u[lo:lo + G])
+            out.update(self._from_moment_sums(S[None, :]))
+        elif self._moment:
             out.update(self._from_moment_sums(moment_sums(self.E, self.u)[None, :]))
         for c in self._binned_conds:  # E, u in bin order shared with the bootstrap
-            bins, order, Es, us, gathered, _ = self._bin_prep[c]
+            bins, order, _, Es, us, gathered, _ = self._bin_prep[c]
             if gathered:  # a transient copy in bin order (the estimate runs first)
                 S = bin_feature_sums(Es[order], us[order], bins.edges)
             else:
@@ -379,12 +487,28 @@ class SetEvaluator:
             S = S + p
         return self._from_moment_sums(S)
 
+    @cached_property
+    def _streamed_cond(self):
+        """The binning variable whose replicates draw their counts block by block, or None.
+
+        When the only counts-reading statistics are binned on one variable that is
+        already sorted, a replicate's counts are folded into the bins as they are drawn
+        (:func:`_streamed_bin_sums`): no (b, M) count matrix (4 bytes a row and
+        replicate).
+        """
+        if any(s.family == "rank" for s in self.specs) or len(self._binned_conds) != 1:
+            return None
+        c = self._binned_conds[0]
+        return c if self._bin_prep[c][2] else None
+
     def replicates(self, plan, block: int, batch_elems: int = 20_000_000) -> dict:
         """Statistics of replicate block ``block`` of a :class:`~uqx.engine.resample.BootstrapPlan`.
 
         Moment statistics always come from the streamed feature sums of the draws (the
         same draws as the counts), so their values are bitwise the same whichever other
-        statistics share the call.
+        statistics share the call. Binned statistics read count batches of about
+        ``batch_elems`` counts, or, on one sorted binning variable, counts drawn and
+        folded block by block (:attr:`_streamed_cond`; the same counts, the same bits).
         """
         S = None
         if self._moment:  # as plan.sums: groups added in group order, features per group
@@ -393,6 +517,18 @@ class SetEvaluator:
                 S = S + self._moment_block_sums(plan, block, g)
         if not self.needs_counts:  # no count matrix at all (memory O(features))
             return self._from_moment_sums(S)
+        c = self._streamed_cond
+        if c is not None:
+            bins, _, _, Es, us, _, mean = self._bin_prep[c]
+            draws = plan.sample_block_draws(block)
+            out = self._from_moment_sums(S) if self._moment else {}
+            B = np.zeros((draws.shape[0], bins.n_bins, 6))
+            _streamed_bin_sums(plan.sample_block_states(block),
+                               np.array(plan.sample_blocks, dtype=np.int64).reshape(-1, 2),
+                               draws, Es, us, mean, np.ascontiguousarray(bins.edges),
+                               np.zeros((1, SAMPLE_BLOCK), dtype=np.int32), B)
+            self._binned_from_sums(c, B, bins.edges, out)
+            return out
         batch = max(1, batch_elems // max(self.M, 1))
         parts = []
         lo = 0
@@ -403,8 +539,54 @@ class SetEvaluator:
 
     def jackknife(self, chunk_elems: int = 1_000_000) -> dict:
         """Leave-one-out values (M, K) of every statistic (exact, fast routes)."""
-        M = self.M
         out = {}
+        for name, where, v in self._jackknife_chunks(chunk_elems):
+            if name not in out:
+                out[name] = np.empty((self.M, v.shape[1]))
+            out[name][where] = v
+        return out
+
+    def acceleration(self, t0: dict, chunk_elems: int = 1_000_000) -> dict:
+        r"""BCa acceleration of every statistic from its leave-one-out values, chunk by chunk.
+
+        The values of :meth:`jackknife` are reduced as they come to the power sums of
+        :math:`x_i = t_{(i)} - t_0` over the finite ones, then
+        :func:`uqx.engine.confidence.acceleration_from_power_sums`: the formula of
+        :func:`~uqx.engine.confidence.jackknife_acceleration` without holding the M
+        values (8 bytes a row and statistic); the last bits differ from it (another
+        summation order). Used for sets longer than :data:`LONG_SET_ROWS`.
+
+        Parameters
+        ----------
+        t0 : dict
+            The point estimates, :meth:`estimate`.
+        chunk_elems : int
+            Work size of a chunk (as :meth:`jackknife`).
+
+        Returns
+        -------
+        dict
+            ``{name: (K,) acceleration}``.
+        """
+        P = {}
+        for name, _, v in self._jackknife_chunks(chunk_elems):
+            x = v - np.asarray(t0[name], dtype=np.float64)[None, :]
+            ok = np.isfinite(x)
+            x = np.where(ok, x, 0.0)
+            x2 = x * x
+            part = np.stack([ok.sum(axis=0), x.sum(axis=0), x2.sum(axis=0),
+                             (x2 * x).sum(axis=0)], axis=-1).astype(np.float64)
+            P[name] = part if name not in P else P[name] + part
+        return {name: acceleration_from_power_sums(p) for name, p in P.items()}
+
+    def _jackknife_chunks(self, chunk_elems: int):
+        """Yield (name, where, values): leave-one-out values of rows ``where`` (file order).
+
+        ``values`` (n, K); ``where`` a slice or an index array into the M rows. The
+        moment statistics by the analytic shift ``(S - F_i)/(M - 1)``, the binned ones
+        by the prefix-sum index shift (R's ``intrvJack``), CC by the re-ranking rule.
+        """
+        M = self.M
         if self._moment:
             # row chunks: memory O(chunk), not the (M, 3 or 5) features
             step = max(1, chunk_elems // self._ncol)
@@ -416,16 +598,15 @@ class SetEvaluator:
                 if total is not None:
                     Fc[0] += total
                 total = Fc.sum(axis=0)
-            for s in self._moment:
-                out[s.name] = np.empty((M, 1))
             for lo in range(0, M, step):
                 S = total[None, :] - self._moment_features(lo, lo + step)
                 if S.shape[-1] < 5:
                     S = np.concatenate([S, np.zeros((S.shape[0], 5 - S.shape[-1]))], axis=-1)
                 for s in self._moment:
-                    out[s.name][lo : lo + step, 0] = MOMENT_STATS[s.base](S, M - 1)
+                    yield s.name, slice(lo, lo + S.shape[0]), MOMENT_STATS[s.base](S, M - 1)[
+                        :, None]
         for c in self._binned_conds:
-            bins, order, Es, us, gathered, mean = self._bin_prep[c]
+            bins, order, ident, Es, us, gathered, mean = self._bin_prep[c]
             edges = bins.edges
             ej = None
             if bins.scheme == "equal-count":
@@ -440,7 +621,6 @@ class SetEvaluator:
             Pc = np.zeros((pos.size, 6))
             _prefix_at(Es, us, order, gathered, mean, pos, Pc)
             specs = [s for s in self.specs if s.family == "binned" and s.cond == c]
-            res = {}  # filled in file order chunk by chunk: one (M, K) array per statistic
             # R's intrvJack (equal-count; it may hold one bin less when the popMin reduction
             # bites at M - 1); per-bin (vector) statistics keep their N components and, like
             # the other schemes, use the same intervals shifted past the removed point.
@@ -464,18 +644,15 @@ class SetEvaluator:
                     Sat = np.where(keep, Pc[at], Pc[after] - Fi[:, None, :])
                     Sb = np.diff(Sat, axis=1)
                     n = np.diff(EJ, axis=1).astype(np.float64)
+                    # sorted positions -> file rows
+                    where = slice(lo, lo + i.shape[0]) if ident else order[lo : lo + i.shape[0]]
                     for s in group:
                         v = BINNED_STATS[s.base][0](Sb, n)
-                        v = v if s.vector else v[:, None]
-                        if s.name not in res:
-                            res[s.name] = np.empty((M, v.shape[1]))
-                        res[s.name][order[lo : lo + v.shape[0]]] = v  # sorted -> file order
-            out.update(res)
+                        yield s.name, where, v if s.vector else v[:, None]
         if any(s.family == "rank" for s in self.specs):
             ou, gu, oe, ge = self._rank_prep
             ru = np.empty(M)
             re_ = np.empty(M)
             ru[ou] = average_ranks(gu)
             re_[oe] = average_ranks(ge)
-            out["cc"] = spearman_jackknife(ru, re_, ou, gu, oe, ge)[:, None]
-        return out
+            yield "cc", slice(0, M), spearman_jackknife(ru, re_, ou, gu, oe, ge)[:, None]

@@ -332,6 +332,27 @@ class BootstrapPlan:
             raise IndexError(f"replicate block {b} out of range 0..{self.n_blocks - 1}")
         return min(REPLICATE_BLOCK, self.n_boot - b * REPLICATE_BLOCK)
 
+    def sample_block_draws(self, b: int) -> np.ndarray:
+        """Draws of each replicate of block ``b`` falling in each sample block.
+
+        int64 (n_b, number of sample blocks), each row multinomial with total M over
+        the blocks' sizes (one sample block: M).
+        """
+        return self._draws_per_sample_block(b)
+
+    def sample_block_states(self, b: int) -> np.ndarray:
+        """xoshiro256** states (number of sample blocks, 4) of replicate block ``b``.
+
+        Row ``k`` seeds the draws inside sample block ``k``,
+        ``seed_sequence(seed, key, b, k)``; a kernel that consumes them advances the rows
+        in place. One stream per sample block, continued from replicate to replicate:
+        counts drawn replicate by replicate, block by block, are those of
+        :meth:`iter_counts` (and of :func:`uqx.engine.evaluator.SetEvaluator.replicates`
+        on its streamed route).
+        """
+        return np.stack([xoshiro_state(seed_sequence(self.seed, self.key, b, k))
+                         for k in range(len(self.sample_blocks))])
+
     def _draws_per_sample_block(self, b: int) -> np.ndarray:
         nb = self.block_size(b)
         blocks = self.sample_blocks
@@ -350,10 +371,7 @@ class BootstrapPlan:
         draws = self._draws_per_sample_block(b)
         nb = draws.shape[0]
         batch = nb if batch is None else max(1, int(batch))
-        states = [
-            xoshiro_state(seed_sequence(self.seed, self.key, b, k))
-            for k in range(len(self.sample_blocks))
-        ]
+        states = self.sample_block_states(b)
         for lo in range(0, nb, batch):
             hi = min(lo + batch, nb)
             out = np.zeros((hi - lo, self.M), dtype=np.int32)

@@ -42,7 +42,7 @@ from uqx.engine.confidence import (
     percentile_interval,
 )
 from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_BOOT_PER_BIN, POP_MIN
-from uqx.engine.evaluator import SetEvaluator
+from uqx.engine.evaluator import LONG_SET_ROWS, SetEvaluator
 from uqx.engine.resample import (
     MEMORY_BUDGET,
     REPLICATE_BLOCK,
@@ -203,6 +203,11 @@ def _call(fn, _after, *args, **kwargs):
     return fn(*args, **kwargs)
 
 
+def _acceleration_of(ev, t0):
+    """:meth:`SetEvaluator.acceleration` wrapped as :class:`Acceleration` per statistic."""
+    return {k: Acceleration(a) for k, a in ev.acceleration(t0).items()}
+
+
 def _set_tasks(sd, specs, binning, n_boot, seed, want_jack):
     """Lazy (t0, jackknife, blocks) of one in-memory set through its evaluator."""
     ev = _evaluator(sd, specs, binning)
@@ -212,7 +217,12 @@ def _set_tasks(sd, specs, binning, n_boot, seed, want_jack):
     # transients; the jackknife and the count blocks (replicate-block tasks) wait for it,
     # so those never overlap the leave-one-out values (memory only: same results)
     after = est if ev.needs_counts else None
-    jack = dask.delayed(_call, pure=False)(ev.jackknife, after) if want_jack else None
+    jack = None
+    if want_jack and sd.M > LONG_SET_ROWS:
+        # long sets: the acceleration from power sums, never the M leave-one-out values
+        jack = dask.delayed(_acceleration_of, pure=False)(ev, est)
+    elif want_jack:
+        jack = dask.delayed(_call, pure=False)(ev.jackknife, after)
     if not ev.needs_counts and plan.n_groups > 1:
         # large data, moments only: one task per (replicate block, sample-block group),
         # summed in group order (same bits as the single-task route)

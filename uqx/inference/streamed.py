@@ -12,6 +12,7 @@ import dask
 import numpy as np
 
 from uqx.dataio.model import ColumnRef, read_rows, streamed_content_key
+from uqx.engine.confidence import acceleration_from_power_sums
 from uqx.engine.resample import SAMPLE_BLOCK, SAMPLE_GROUP, BootstrapPlan
 from uqx.engine.statistic import MOMENT_COLUMNS, MOMENT_STATS, moment_features, moment_sums
 
@@ -56,23 +57,6 @@ def _group_jack(src_E, src_u, lo, hi, S, t0, specs, M):
             x = x[np.isfinite(x)]
             out[k] += (x.size, x.sum(), (x * x).sum(), (x * x * x).sum())
     return out
-
-
-def _acceleration_from_power_sums(P):
-    r"""BCa acceleration from the power sums of :math:`x_i = t_{(i)} - t_0`.
-
-    With :math:`m = \sum x / n`: :math:`\sum (m - x)^2 = \sum x^2 - n m^2` and
-    :math:`\sum (m - x)^3 = -(\sum x^3 - 3m\sum x^2 + 2 n m^3)`, so
-    :math:`a = \sum (m - x)^3 / (6 (\sum (m - x)^2)^{3/2})` (the formula of
-    :func:`jackknife_acceleration`; the shift by t0 keeps the sums well conditioned:
-    :math:`|m| \ll` the spread of x for a smooth statistic).
-    """
-    n, s1, s2, s3 = P.T
-    with np.errstate(invalid="ignore", divide="ignore"):
-        m = s1 / n
-        c2 = s2 - n * m * m
-        c3 = -(s3 - 3.0 * m * s2 + 2.0 * n * m**3)
-        return c3 / (6.0 * c2**1.5)
 
 
 def streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
@@ -120,7 +104,7 @@ def streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
         P = jacks[0]
         for j in jacks[1:]:
             P = P + j
-        a = _acceleration_from_power_sums(P)
+        a = acceleration_from_power_sums(P)
         return r[1], {s.name: Acceleration(a[k:k + 1]) for k, s in enumerate(specs)}, r[2]
 
     return dask.delayed(reduce2)(first, p2)

@@ -1,0 +1,142 @@
+"""The bootstrap of long sets holds nothing of size M beyond its columns (issue 24).
+
+Rows in content order have uE sorted: the evaluator then keeps no sort order, folds each
+replicate's counts into the bins as they are drawn (no count matrix), and, beyond
+``LONG_SET_ROWS``, sums the estimate's moment features group by group and reduces the
+leave-one-out values to power sums. Each route is checked against the one it replaces.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import twins
+
+import uqx
+from uqx.engine import evaluator as evaluator_mod
+from uqx.engine.confidence import jackknife_acceleration
+from uqx.engine.evaluator import SetEvaluator
+from uqx.engine.resample import SAMPLE_BLOCK, BootstrapPlan
+from uqx.engine.statistic import BINNED_STATS, moment_sums, parse_stat
+from uqx.inference import bootstrap as bootstrap_mod
+
+
+def _sorted_set(M, seed=3, ties=False):
+    rng = np.random.default_rng(seed)
+    u = np.sort(rng.gamma(4.0, 0.25, M))
+    if ties:
+        u = np.round(u, 2)  # tie groups straddle the bin edges
+    return u * rng.standard_t(5, M), u
+
+
+def _specs(*names):
+    return [parse_stat(s) for s in names]
+
+
+def _three(ev, plan):
+    return ev.estimate(), ev.replicates(plan, 0), ev.jackknife(chunk_elems=5000)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("names", [
+    ("zms", "rce", "ence", "zmse", "zve", "lzms"),  # one sorted variable: counts streamed
+    ("zms", "ence", "zve_X"),  # two binning variables: the count matrix, uE unsorted-free
+    ("rce", "cc", "ence"),  # a rank statistic: the count matrix
+])
+def test_sorted_variable_route_same_bits(monkeypatch, ties, names):
+    # 3 sample blocks of 2^14 positions: bins and copies straddle their boundaries
+    E, u = _sorted_set(2 * SAMPLE_BLOCK + 7001, ties=ties)
+    X = np.random.default_rng(9).uniform(size=E.size)
+    plan = BootstrapPlan(M=E.size, n_boot=12, seed=5, key="sorted")
+    ev = SetEvaluator(E, u, _specs(*names), cond={"X": X})
+    assert ev._bin_prep["uE"][2]  # the identity: no order held
+    assert (ev._streamed_cond == "uE") == (names[0] == "zms" and len(names) == 6)
+    fast = _three(ev, plan)
+    monkeypatch.setattr(evaluator_mod, "is_nondecreasing", lambda x: False)
+    slow_ev = SetEvaluator(E, u, _specs(*names), cond={"X": X})
+    assert not slow_ev._bin_prep["uE"][2]
+    slow = _three(slow_ev, plan)
+    for a, b in zip(fast, slow, strict=True):
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    # the public bins keep their order (materialised on request)
+    np.testing.assert_array_equal(ev.bins_of("uE").order, np.arange(E.size))
+
+
+def test_streamed_counts_equal_twins_of_the_resamples():
+    # each replicate = the sample drawn by its counts, cut by the original edges
+    E, u = _sorted_set(2 * SAMPLE_BLOCK + 501, seed=11, ties=True)
+    ev = SetEvaluator(E, u, _specs("ence", "zmse"))
+    plan = BootstrapPlan(M=E.size, n_boot=4, seed=8, key="twin")
+    reps, counts = ev.replicates(plan, 0), plan.counts(0)
+    edges = ev.bins_of("uE").edges
+    for r in range(counts.shape[0]):
+        idx = np.repeat(np.arange(E.size), counts[r])  # already in the order of u
+        np.testing.assert_allclose(reps["ence"][r, 0], twins.ence(E[idx], u[idx], edges),
+                                   rtol=1e-9)
+        np.testing.assert_allclose(reps["zmse"][r, 0], twins.zmse(E[idx], u[idx], edges),
+                                   rtol=1e-9)
+
+
+def test_acceleration_is_the_jackknife_formula():
+    E, u = _sorted_set(20_000, seed=4, ties=True)
+    ev = SetEvaluator(E, u, _specs("zms", "rce", "mean_z", "ence", "zve", "lzms"))
+    t0 = ev.estimate()
+    acc = ev.acceleration(t0, chunk_elems=3000)
+    jk = ev.jackknife()
+    for k, a in acc.items():
+        assert a.shape == t0[k].shape and (k == "lzms") == BINNED_STATS.get(k, (0, 0))[1]
+        np.testing.assert_allclose(a, jackknife_acceleration(jk[k]), rtol=1e-7, err_msg=k)
+
+
+def test_long_set_route_of_the_bootstrap(monkeypatch):
+    E, u = _sorted_set(3 * SAMPLE_BLOCK + 5, seed=6)
+    ds = uqx.from_arrays(E, u)
+    kw = dict(n_boot=60, seed=2)
+    short = uqx.bootstrap(ds, ["zms", "rce", "ence"], **kw)
+    # long route: acceleration from power sums, estimate summed group by group
+    monkeypatch.setattr(evaluator_mod, "LONG_SET_ROWS", 0)
+    monkeypatch.setattr(bootstrap_mod, "LONG_SET_ROWS", 0)
+    monkeypatch.setattr(evaluator_mod, "SAMPLE_GROUP", 1)  # groups of one sample block
+    long = uqx.bootstrap(ds, ["zms", "rce", "ence"], **kw)
+    for f in ("estimate", "ci_low", "ci_high", "acceleration"):
+        np.testing.assert_allclose(long[f].values, short[f].values, rtol=1e-9, err_msg=f)
+    G = SAMPLE_BLOCK
+    S = moment_sums(E[:G], u[:G])
+    for lo in range(G, E.size, G):
+        S = S + moment_sums(E[lo:lo + G], u[lo:lo + G])
+    from uqx.engine.statistic import MOMENT_STATS
+
+    assert long.estimate.sel(stat="zms").item() == MOMENT_STATS["zms"](S[None, :], E.size)[0]
+
+
+def _peak(M):
+    E, u = _sorted_set(M, seed=1)
+    ev = SetEvaluator(E, u, _specs("zms", "rce", "ence"))
+    plan = BootstrapPlan(M=M, n_boot=3, seed=1, key="mem")
+    tracemalloc.start()
+    try:
+        t0 = ev.estimate()
+        ev.replicates(plan, 0)
+        ev.acceleration(t0, chunk_elems=100_000)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_long_route_holds_nothing_of_size_m(monkeypatch):
+    # beyond fixed buffers (made small here: groups of 4 sample blocks, small jackknife
+    # chunks), nothing of size M: the order, the sorted copies, the count matrix and the
+    # leave-one-out values were 8 + 16 + 4 + 24 bytes a row (36 measured)
+    from uqx.engine import resample
+
+    monkeypatch.setattr(evaluator_mod, "LONG_SET_ROWS", 0)
+    monkeypatch.setattr(evaluator_mod, "SAMPLE_GROUP", 4)
+    monkeypatch.setattr(resample, "SAMPLE_GROUP", 4)
+    _peak(50_000)  # compiled and cached kernels loaded outside the measure
+    M = 1 << 21
+    per_row = _peak(M) / M
+    assert per_row < 6.0, f"{per_row:.2f} bytes a row"
