@@ -4,7 +4,10 @@
 (and ``X``, ``V``) of one data set, numpy- or dask-backed: non-finite values (error, or
 rows dropped and counted), the documented ``uE > k sd(E)`` filter, at least 2 rows and
 ``uE > 0``. Dask columns stay lazy: the checks compute counts in one pass (bounded
-memory); boolean row masks are only materialised to drop rows or to name bad rows.
+memory); numpy columns are counted group by group (:data:`CHECK_ROWS` rows at a time, so
+the temporaries stay a few MiB whatever M; counts and extremes are exact, the same values
+as whole-column numpy); boolean row masks are only materialised to drop rows or to name
+bad rows.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ __all__ = [
     "is_lazy",
     "describe_bad",
     "count_problems",
+    "count_rows",
     "check_scale",
     "check_stats_argument",
     "constant_reason",
@@ -28,10 +32,14 @@ __all__ = [
     "SMALL_M",
     "NUMERIC_KINDS",
     "SCALE_LIMIT",
+    "CHECK_ROWS",
 ]
 
 #: dtype kinds accepted as numbers (float, signed and unsigned integers)
 NUMERIC_KINDS = "fiu"
+
+#: Rows of a numpy column checked at a time: temporaries of 2^20 rows (8 MiB), not M.
+CHECK_ROWS = 1 << 20
 
 DROP_HINT = (
     "clean the data or drop (and count) those rows with drop_nonfinite=True "
@@ -84,14 +92,47 @@ def _nonpositive(arr):
     return ~(arr > 0)
 
 
+def _at_most_zero(arr):
+    return arr <= 0
+
+
+def _groups(n: int):
+    """``(lo, hi)`` of consecutive groups of :data:`CHECK_ROWS` rows covering ``0:n``."""
+    for lo in range(0, n, CHECK_ROWS):
+        yield lo, min(lo + CHECK_ROWS, n)
+
+
+def count_rows(arr, test):
+    """Count the rows of a 1-d column where ``test(rows)`` is True (lazy for dask).
+
+    Parameters
+    ----------
+    arr : numpy or dask array, shape (M,)
+    test : callable
+        Elementwise boolean test of an array (e.g. ``np.isfinite``).
+
+    Returns
+    -------
+    int or dask scalar
+        ``test(arr).sum()``: lazy for a dask column; for numpy, counted
+        :data:`CHECK_ROWS` rows at a time (a boolean temporary of 2^20 rows, not M).
+    """
+    if is_lazy(arr):
+        return test(arr).sum()
+    arr = np.asarray(arr)
+    return sum(int(np.count_nonzero(test(arr[lo:hi]))) for lo, hi in _groups(arr.shape[0]))
+
+
 def count_problems(cols: dict) -> dict:
     """Lazy-or-eager counts in one pass: non-finite values per column, ``uE <= 0``.
 
     Also the extremes of :func:`check_scale` (keys ``extreme_<i>``, NaN ignored), so that
-    disk-backed columns are read once for all the checks.
+    disk-backed columns are read once for all the checks. Numpy columns are read
+    :data:`CHECK_ROWS` rows at a time (temporaries of 2^20 rows); the values are exact,
+    the same as whole-column numpy.
     """
-    out = {f"nonfinite_{k}": _nonfinite(v).sum() for k, v in cols.items()}
-    out["nonpositive_uE"] = (cols["uE"] <= 0).sum()
+    out = {f"nonfinite_{k}": count_rows(v, _nonfinite) for k, v in cols.items()}
+    out["nonpositive_uE"] = count_rows(cols["uE"], _at_most_zero)
     for key, v in _extremes(cols, compute=False).items():
         out[f"extreme_{key}"] = v
     return out
@@ -185,7 +226,8 @@ def check_columns(
     if n_left < 2:
         raise InputError(f"{name}: at least 2 points are needed, got {n_left}")
     n_nonpos = (
-        _compute([_nonpositive(cols["uE"]).sum()])[0] if changed else counts["nonpositive_uE"]
+        _compute([count_rows(cols["uE"], _nonpositive)])[0] if changed
+        else counts["nonpositive_uE"]
     )
     if n_nonpos:
         raise InputError(
@@ -210,14 +252,45 @@ SCALE_LIMIT = 2.0**480
 _EXTREMES = ("E_max", "u_min", "u_max", "z_max")
 
 
+def _extremes_grouped(cols: dict) -> dict:
+    """:func:`_extremes` of numpy columns, :data:`CHECK_ROWS` rows at a time.
+
+    Max and min of the groups' max and min: exactly the whole-column values (NaN
+    ignored; NaN when every row is NaN), with temporaries of 2^20 rows instead of M.
+    """
+    E, u = np.asarray(cols["E"]), np.asarray(cols["uE"])
+    extra = [k for k in ("X", "V") if k in cols]
+    top = {k: [] for k in (*_EXTREMES, *(f"{c}_{w}" for c in extra for w in ("max", "min")))}
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN: NaN
+        for lo, hi in _groups(E.shape[0]):
+            e, v = E[lo:hi], u[lo:hi]
+            top["E_max"].append(np.nanmax(abs(e)))
+            top["u_min"].append(np.nanmin(v))
+            top["u_max"].append(np.nanmax(v))
+            top["z_max"].append(np.nanmax(abs(e / v)))
+            for k in extra:
+                x = np.asarray(cols[k])[lo:hi]
+                top[f"{k}_max"].append(np.nanmax(x))
+                top[f"{k}_min"].append(np.nanmin(x))
+        vals = {k: (np.nanmin if k == "u_min" else np.nanmax)(top[k]) for k in _EXTREMES}
+        for k in extra:
+            vals[f"{k}_range"] = np.nanmax(top[f"{k}_max"]) - np.nanmin(top[f"{k}_min"])
+    return vals
+
+
 def _extremes(cols: dict, *, compute: bool = True) -> dict:
     """Return max abs(E), min uE, max uE, max abs(Z), ranges of X, V (NaN ignored).
 
     With ``compute=False`` the values stay lazy for dask columns (one pass with others).
+    Numpy columns are read :data:`CHECK_ROWS` rows at a time (:func:`_extremes_grouped`).
     """
     E, u = cols["E"], cols["uE"]
     if int(E.shape[0]) == 0:  # no rows: nothing to check (fewer than 2 rows is an error)
         return {k: np.nan for k in (*_EXTREMES, *(f"{c}_range" for c in "XV" if c in cols))}
+    if not any(is_lazy(v) for v in cols.values()):
+        vals = _extremes_grouped(cols)
+        return {k: float(v) for k, v in vals.items()} if compute else vals
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN: NaN
         vals = dict(zip(_EXTREMES, [np.nanmax(abs(E)), np.nanmin(u), np.nanmax(u),

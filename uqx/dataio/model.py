@@ -17,10 +17,19 @@ import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import xarray as xr
 
-from uqx._checks import NUMERIC_KINDS, _scalar, check_columns, count_problems, is_lazy
+from uqx._checks import (
+    CHECK_ROWS,
+    NUMERIC_KINDS,
+    _scalar,
+    check_columns,
+    count_problems,
+    count_rows,
+    is_lazy,
+)
 from uqx.errors import InputError
 
 __all__ = [
@@ -29,6 +38,7 @@ __all__ = [
     "stack",
     "select_sets",
     "permute_rows",
+    "inherit_checked",
     "as_stacked",
     "iter_sets",
     "provenance",
@@ -210,7 +220,10 @@ def _sample_coord(n: int, lazy: bool) -> dict:
     return {} if lazy else {"sample": np.arange(n)}
 
 
-def _single(cols, *, name, units="", source="", n_dropped=0, filters=(), attrs=None):
+def _single(cols, *, name, units="", source="", n_dropped=0, filters=(), attrs=None,
+            index=True):
+    # index=False: no sample coordinate (8 bytes a row, and as much again for its pandas
+    # index while it is built) for a data set that only goes into stack()
     data_vars = {}
     for key, arr in cols.items():
         var_attrs = {"long_name": VARIABLES[key]}
@@ -219,7 +232,7 @@ def _single(cols, *, name, units="", source="", n_dropped=0, filters=(), attrs=N
         data_vars[key] = ("sample", arr, var_attrs)
     return xr.Dataset(
         data_vars,
-        coords=_sample_coord(cols["E"].shape[0], is_lazy(cols["E"])),
+        coords=_sample_coord(cols["E"].shape[0], is_lazy(cols["E"]) or not index),
         attrs={
             **(attrs or {}),
             "name": str(name),
@@ -392,14 +405,13 @@ def _check_single(ds: xr.Dataset, name: str, drop_nonfinite: bool) -> xr.Dataset
     attrs["name"] = name
     attrs["n_dropped"] = int(attrs.get("n_dropped", 0)) + n_dropped
     attrs["filters"] = "; ".join(old + filters)
-    if not n_dropped:
-        out = xr.Dataset({k: (("sample",), cols[k], ds[k].attrs) for k in keys},
-                         coords=_sample_coord(cols["E"].shape[0], is_lazy(cols["E"])),
-                         attrs=attrs)
-        return out
+    if not n_dropped:  # no sample coordinate: the result only goes into stack()
+        return xr.Dataset({k: (("sample",), cols[k], ds[k].attrs) for k in keys},
+                          attrs=attrs)
     units = attrs.get("units", "")
     out = _single(cols, name=name, units=units, source=attrs.get("source", ""),
-                  n_dropped=attrs["n_dropped"], filters=[attrs["filters"]], attrs=attrs)
+                  n_dropped=attrs["n_dropped"], filters=[attrs["filters"]], attrs=attrs,
+                  index=False)
     for k in keys:  # keep the input's variable attributes
         out[k].attrs = dict(ds[k].attrs)
     return out
@@ -412,7 +424,11 @@ def _stacked_sizes(ds: xr.Dataset) -> np.ndarray:
     either is not NaN; NaN rows before that are real rows (and errors, or dropped).
     """
     E = ds["E"].data
-    real = np.isfinite(E) | np.isfinite(ds["uE"].data)
+    u = ds["uE"].data
+    if not (is_lazy(E) or is_lazy(u)) and ds.sizes["sample"]:
+        return np.array([_last_real_row(E[i], u[i]) for i in range(E.shape[0])],
+                        dtype=np.int64)
+    real = np.isfinite(E) | np.isfinite(u)
     if is_lazy(real):
         import dask.array as da
 
@@ -423,7 +439,26 @@ def _stacked_sizes(ds: xr.Dataset) -> np.ndarray:
     return np.asarray(last.compute() if is_lazy(last) else last, dtype=np.int64)
 
 
-def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool) -> xr.Dataset:
+def _last_real_row(E: np.ndarray, u: np.ndarray) -> int:
+    """1 + the last row where E or uE is not NaN (0: none), read from the end in groups.
+
+    Temporaries of :data:`uqx._checks.CHECK_ROWS` rows, not of the whole row of the stack.
+    """
+    n = E.shape[0]
+    for hi in range(n, 0, -CHECK_ROWS):
+        lo = max(hi - CHECK_ROWS, 0)
+        real = np.flatnonzero(np.isfinite(E[lo:hi]) | np.isfinite(u[lo:hi]))
+        if real.size:
+            return lo + int(real[-1]) + 1
+    return 0
+
+
+def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool):
+    """Check a stacked data set; returns it (checked) and whether its columns are new.
+
+    The columns are new (allocated here, referenced by nothing else) only when rows were
+    dropped: the sets are then stacked again (:func:`stack`).
+    """
     if set_dim != "set":
         if "set" in ds.dims or "set" in ds.variables:
             raise InputError(f"a variable or dimension 'set' conflicts with set dim {set_dim!r}")
@@ -450,7 +485,7 @@ def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool) -> xr.Dat
     sets, lazy = [], []
     for i, m in enumerate(M):
         cols = {k: ds[k].data[i, :m] for k in keys}
-        extra = {k: np.isfinite(cols[k]).sum() for k in ("X", "V") if k in cols}
+        extra = {k: count_rows(cols[k], np.isfinite) for k in ("X", "V") if k in cols}
         sets.append(cols)
         lazy.append({**count_problems(cols), **extra})
     flat = [v for c in lazy for v in c.values()]
@@ -475,10 +510,10 @@ def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool) -> xr.Dat
             M=("set", M, {"long_name": "sample size"}),
             n_dropped=("set", np.asarray(n_old, dtype=np.int64),
                        {"long_name": "rows dropped by documented filters"}),
-        )
+        ), False
     parts = [
         _single(cols, name=names[i], units="", n_dropped=int(n_old[i]) + int(dropped[i]),
-                filters=[filters[i]] if filters[i] else [])
+                filters=[filters[i]] if filters[i] else [], index=False)
         for i, cols in enumerate(sets)
     ]
     out = stack(parts)
@@ -490,7 +525,7 @@ def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool) -> xr.Dat
     prev = ds.attrs.get("filters", "")
     return out.assign_attrs({
         **ds.attrs, "filters": "; ".join(x for x in (prev, notes) if x)
-    })
+    }), not is_lazy(out["E"].data)
 
 
 def select_sets(ds: xr.Dataset, index) -> xr.Dataset:
@@ -507,12 +542,84 @@ def select_sets(ds: xr.Dataset, index) -> xr.Dataset:
         Sets to keep (as for ``isel``).
     """
     out = ds.isel(set=index)
-    if _CHECKED.get(id(ds)) is ds and "set" in out.dims:
+    if "set" in out.dims:
+        inherit_checked(ds, out)
+    return out
+
+
+def inherit_checked(ds: xr.Dataset, out: xr.Dataset) -> xr.Dataset:
+    """Record ``out`` as checked when ``ds`` is (the same rows, reordered or loaded).
+
+    For the functions that derive a data set whose rows pass the same checks as those of
+    a checked ``ds`` (:func:`select_sets`, :func:`permute_rows`,
+    :func:`uqx.workflow.disk.load_columns`): :func:`as_stacked` then returns ``out`` as is
+    instead of checking its columns again.
+
+    Parameters
+    ----------
+    ds, out : xarray.Dataset
+        The data set derived from, and the derived one (stacked, with ``M``).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``out``.
+    """
+    if _CHECKED.get(id(ds)) is ds:
         _CHECKED[id(out)] = out
     return out
 
 
-def permute_rows(ds: xr.Dataset, orders) -> xr.Dataset:
+@numba.njit(nogil=True, cache=True)
+def _permute_in_place(cols, n_cols, order):  # pragma: no cover - numba
+    """``cols[k][:] = cols[k][order]`` for k < n_cols, in place, following the cycles.
+
+    Visited positions are marked by bitwise-not of their ``order`` entry (negative),
+    restored at the end. Returns False (rows partly moved) if ``order`` is not a
+    permutation of ``range(len(order))``.
+    """
+    m = order.shape[0]
+    tmp = np.empty(n_cols)
+    ok = True
+    for s in range(m):
+        if order[s] < 0:
+            continue
+        for k in range(n_cols):
+            tmp[k] = cols[k][s]
+        p = s
+        while True:
+            j = order[p]
+            order[p] = ~j
+            if j == s:
+                for k in range(n_cols):
+                    cols[k][p] = tmp[k]
+                break
+            if j < 0 or order[j] < 0:  # a row taken twice: not a permutation
+                ok = False
+                break
+            for k in range(n_cols):
+                cols[k][p] = cols[k][j]
+            p = j
+        if not ok:
+            break
+    for s in range(m):
+        if order[s] < 0:
+            order[s] = ~order[s]
+    return ok
+
+
+def _check_order(order, m: int, name: str) -> np.ndarray:
+    order = np.asarray(order)
+    if order.shape != (m,) or order.dtype.kind not in "iu":
+        raise InputError(f"permute_rows: order of set {name!r} must be {m} integers, got "
+                         f"shape {order.shape}, dtype {order.dtype}")
+    if m and (int(order.min()) < 0 or int(order.max()) >= m):
+        raise InputError(f"permute_rows: order of set {name!r} is not a permutation of "
+                         f"range({m})")
+    return order
+
+
+def permute_rows(ds: xr.Dataset, orders, *, in_place=()) -> xr.Dataset:
     """Reorder the real rows of every set of a stacked data set (padding stays last).
 
     The result passes the same checks as ``ds``, so :func:`as_stacked` does not run them
@@ -522,29 +629,67 @@ def permute_rows(ds: xr.Dataset, orders) -> xr.Dataset:
     ----------
     ds : xarray.Dataset
         Stacked, in-memory data set (:func:`as_stacked`).
-    orders : sequence of numpy.ndarray
-        For set ``i``, a permutation of ``range(M[i])``.
+    orders : sequence of numpy.ndarray or None
+        For set ``i``, a permutation of ``range(M[i])`` (row ``k`` becomes row
+        ``orders[i][k]``); None leaves the set as it is.
+    in_place : collection of str, optional
+        Columns whose arrays belong to the caller (e.g. loaded by
+        :func:`uqx.workflow.disk.load_columns`, referenced by nothing else): they are
+        permuted in place, following the cycles of each order (nothing held but the
+        order, which is left as given). Never name the arrays of a user's data set.
+        The other columns are copied: one new array each, filled with ``np.take``
+        (no temporary).
 
     Returns
     -------
     xarray.Dataset
         ``ds`` with ``E``, ``uE`` and ``X``/``V`` (where present) of each set taken in
-        ``orders[i]``.
+        ``orders[i]`` (``ds`` itself, modified, when every column is permuted in place).
+
+    Raises
+    ------
+    InputError
+        An order that is not a permutation of ``range(M[i])``.
     """
-    M = ds["M"].values
-    data = {}
-    for key in ("E", "uE", "X", "V"):
-        if key not in ds:
+    M = np.asarray(ds["M"].values, dtype=np.int64)
+    names = [str(n) for n in ds["set"].values]
+    orders = [None if o is None else _check_order(o, int(M[i]), names[i])
+              for i, o in enumerate(orders)]
+    keys = [k for k in ("E", "uE", "X", "V") if k in ds]
+    mine = [k for k in keys if k in in_place and _writable_f64(ds[k].data)]
+    for i, order in enumerate(orders):
+        if order is None or not mine:
             continue
-        arr = np.array(ds[key].values, dtype=np.float64, copy=True)
+        m = int(M[i])
+        cols = tuple(ds[k].data[i, :m] for k in mine)
+        if not _permute_in_place(cols, len(cols), order.astype(np.int64, copy=False)):
+            raise InputError(f"permute_rows: order of set {names[i]!r} is not a "
+                             f"permutation of range({m})")
+    data = {}
+    for key in [k for k in keys if k not in mine]:
+        src = np.asarray(ds[key].values)
+        if src.dtype != np.float64:
+            src = src.astype(np.float64)
+        arr = np.empty_like(src)
         for i, order in enumerate(orders):
             m = int(M[i])
-            arr[i, :m] = arr[i, :m][np.asarray(order)]
+            if order is None:
+                arr[i] = src[i]
+                continue
+            # the bounds are checked: "clip" (never taken) spares take's buffered output
+            np.take(src[i, :m], order, out=arr[i, :m], mode="clip")
+            arr[i, m:] = src[i, m:]
+        arr[len(orders):] = src[len(orders):]
         data[key] = (ds[key].dims, arr, ds[key].attrs)
-    out = ds.assign(data)
-    if _CHECKED.get(id(ds)) is ds:
-        _CHECKED[id(out)] = out
-    return out
+    if not data:
+        return ds
+    return inherit_checked(ds, ds.assign(data))
+
+
+def _writable_f64(arr) -> bool:
+    """Whether ``arr`` can be permuted in place: numpy, float64, 2-d C order, writable."""
+    return (isinstance(arr, np.ndarray) and arr.dtype == np.float64 and arr.ndim == 2
+            and arr.flags.c_contiguous and arr.flags.writeable)
 
 
 def as_stacked(ds: xr.Dataset | Iterable[xr.Dataset], *, drop_nonfinite: bool = False):
@@ -587,6 +732,17 @@ def as_stacked(ds: xr.Dataset | Iterable[xr.Dataset], *, drop_nonfinite: bool = 
     optional ``X``/``V`` that is NaN on all real rows of a set is absent from that set
     (as :func:`stack` pads it); partly NaN, it is an error like E.
     """
+    return _as_stacked(ds, drop_nonfinite)[0]
+
+
+def _as_stacked(ds, drop_nonfinite: bool = False) -> tuple[xr.Dataset, bool]:
+    """:func:`as_stacked` and whether the returned columns are new (private to the caller).
+
+    True when the columns were allocated by this call (stacked by :func:`stack`, in
+    memory) and are referenced by nothing else: the caller may then permute them in
+    place (:func:`permute_rows`). False for a checked data set returned as is, for a
+    stacked one whose arrays are kept (they may be the user's) and for dask columns.
+    """
     if not isinstance(ds, xr.Dataset):
         if hasattr(ds, "columns") and hasattr(ds, "iloc"):  # a pandas DataFrame
             raise InputError(
@@ -615,19 +771,20 @@ def as_stacked(ds: xr.Dataset | Iterable[xr.Dataset], *, drop_nonfinite: bool = 
             if _set_dim(d, name) is not None:
                 raise InputError(f"{name}: a list item must be one data set over 'sample'")
             singles.append(_check_single(d, name, drop_nonfinite))
-        out = stack(singles)
+        out = stack(singles)  # new arrays (np.full), in memory unless dask
         _CHECKED[id(out)] = out
-        return out
+        return out, not is_lazy(out["E"].data)
     if _CHECKED.get(id(ds)) is ds:
-        return ds
+        return ds, False
     name = str(ds.attrs.get("name", "data"))
     set_dim = _set_dim(ds, name)
     if set_dim is None:
         out = stack([_check_single(ds, name, drop_nonfinite)])
+        private = not is_lazy(out["E"].data)
     else:
-        out = _check_stacked(ds, set_dim, drop_nonfinite)
+        out, private = _check_stacked(ds, set_dim, drop_nonfinite)
     _CHECKED[id(out)] = out
-    return out
+    return out, private
 
 
 @dataclass(frozen=True)
@@ -724,7 +881,8 @@ def provenance(ds) -> dict:
     }
 
 
-def provenance_attrs(data=None, *, seed=None, created: bool = True, **fields) -> dict:
+def provenance_attrs(data=None, *, seed=None, created: bool = True, inputs=None,
+                     **fields) -> dict:
     """Provenance attributes of a result or a file: the one builder of uqx.
 
     Used by :func:`uqx.validate`, :func:`uqx.bootstrap`, :func:`uqx.to_netcdf` and the
@@ -741,6 +899,10 @@ def provenance_attrs(data=None, *, seed=None, created: bool = True, **fields) ->
     created : bool, default True
         Add ``created_at``, the time now (UTC, ISO-8601 to the second, ``Z``). False for
         an identity that must not change from run to run (a study manifest).
+    inputs : dict, optional
+        ``provenance(data)`` already computed (instead of ``data``), e.g. by
+        :func:`uqx.validate` before it reorders the rows: the same attributes, in the
+        same place.
     **fields
         Further attributes, added last (in order).
 
@@ -759,7 +921,9 @@ def provenance_attrs(data=None, *, seed=None, created: bool = True, **fields) ->
             "+00:00", "Z")
     if seed is not None:
         out["seed"] = int(seed) if -(2**63) <= int(seed) < 2**63 else str(seed)
-    if data is not None:
+    if inputs is not None:
+        out.update(inputs)
+    elif data is not None:
         out.update(provenance(data))
     out.update(fields)
     return out
@@ -791,9 +955,12 @@ def read_rows(arr, lo: int, hi: int) -> np.ndarray:
 
 
 def _row_chunks(arr, M: int, step: int):
-    """Rows ``0:M`` of a 1-d array: itself (numpy), else ``step`` rows at a time."""
+    """Rows ``0:M`` of a 1-d array, ``step`` rows at a time (views of a numpy array)."""
     if not is_lazy(arr):
-        yield np.asarray(arr)[:M]
+        # the hash copies what it is given (tobytes): groups, not the whole column
+        arr = np.asarray(arr)
+        for lo in range(0, M, step):
+            yield arr[lo:min(lo + step, M)]
         return
     for lo in range(0, M, step):
         yield read_rows(arr, lo, min(lo + step, M))
@@ -801,13 +968,14 @@ def _row_chunks(arr, M: int, step: int):
 
 def streamed_content_key(E, u, M: int, step: int = 1 << 20, *,
                          columns=None) -> tuple[int, int, int, int]:
-    """:func:`uqx.engine.resample.content_key` of (E, u), dask columns read ``step`` rows at a time.
+    """:func:`uqx.engine.resample.content_key` of (E, u), read ``step`` rows at a time.
 
     The same bytes in the same order (E, ``|``, uE, ``|``), hashed by
-    :func:`uqx.engine.resample.chunked_content_key`, so the same key as the in-memory
-    arrays, with memory O(step) for dask-backed data. ``columns`` (a sequence of arrays)
-    replaces (E, u): ``columns=(u,)`` is ``content_key(u)``, the key of the members of
-    the null family that do not look at E.
+    :func:`uqx.engine.resample.chunked_content_key`, so the same key as the whole
+    arrays, with memory O(step) (the hash copies what it is given: a whole numpy column
+    would cost 8 bytes a row; dask columns are read group by group). ``columns`` (a
+    sequence of arrays) replaces (E, u): ``columns=(u,)`` is ``content_key(u)``, the key
+    of the members of the null family that do not look at E.
     """
     from uqx.engine.resample import chunked_content_key
 

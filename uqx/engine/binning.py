@@ -124,11 +124,235 @@ def stable_order(x) -> np.ndarray:
         np.int64, copy=False)
 
 
-def _mix64(x: np.ndarray) -> np.ndarray:
-    """SplitMix64 finaliser of uint64 words (Steele et al. 2014): a bijective mix."""
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+# SplitMix64 constants of the row hash (Steele et al. 2014), uint64 so numba keeps the words
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+#: Longest tie group whose row hashes are held at once (8 bytes each, 32 MiB), and at
+#: most 1/16 of the rows (half a byte a row; pages are touched only as far as the
+#: longest group): longer groups are first split by the hash's bytes, in place
+#: (American flag sort), which reads each row's columns three times more.
+_HASH_ROWS = 1 << 22
+_HASH_MIN = 1 << 16
+_SMALL = 16  # insertion sort below this many rows
+
+
+@numba.njit(nogil=True, cache=True)
+def _mix64(x):  # pragma: no cover - numba
+    """SplitMix64 finaliser of a uint64 word: a bijective mix."""
+    x = (x ^ (x >> _S30)) * _MIX1
+    x = (x ^ (x >> _S27)) * _MIX2
+    return x ^ (x >> _S31)
+
+
+@numba.njit(nogil=True, cache=True)
+def _row_hash(i, ub, bits, n_cols):  # pragma: no cover - numba
+    # the words of uE, then of each column, mixed in turn
+    h = _mix64(ub[i] ^ _GOLDEN)
+    for k in range(n_cols):
+        h = _mix64(h ^ bits[k][i])
+    return h
+
+
+@numba.njit(nogil=True, cache=True)
+def _row_less(hi, i, hj, j, cols, n_cols):  # pragma: no cover - numba
+    # (hash, columns..., row): numpy's float order (NaN last, NaNs equal), as np.lexsort
+    if hi != hj:
+        return hi < hj
+    for k in range(n_cols):
+        a = cols[k][i]
+        b = cols[k][j]
+        if a < b or (b != b and a == a):
+            return True
+        if b < a or (a != a and b == b):
+            return False
+    return i < j
+
+
+@numba.njit(nogil=True, cache=True)
+def _hash_at(idx, hb, s, p, use_h):  # pragma: no cover - numba
+    return hb[p - s] if use_h else np.uint64(0)
+
+
+@numba.njit(nogil=True, cache=True)
+def _swap(idx, hb, s, p, q, use_h):  # pragma: no cover - numba
+    t = idx[p]
+    idx[p] = idx[q]
+    idx[q] = t
+    if use_h:
+        g = hb[p - s]
+        hb[p - s] = hb[q - s]
+        hb[q - s] = g
+
+
+@numba.njit(nogil=True, cache=True)
+def _less_at(idx, hb, s, p, q, use_h, cols, n_cols):  # pragma: no cover - numba
+    return _row_less(_hash_at(idx, hb, s, p, use_h), idx[p],
+                     _hash_at(idx, hb, s, q, use_h), idx[q], cols, n_cols)
+
+
+@numba.njit(nogil=True, cache=True)
+def _sift(idx, hb, s, lo, root, n, use_h, cols, n_cols):  # pragma: no cover - numba
+    # heap of positions lo..lo+n-1, max at lo
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            return
+        if child + 1 < n and _less_at(idx, hb, s, lo + child, lo + child + 1, use_h, cols,
+                                      n_cols):
+            child += 1
+        if not _less_at(idx, hb, s, lo + root, lo + child, use_h, cols, n_cols):
+            return
+        _swap(idx, hb, s, lo + root, lo + child, use_h)
+        root = child
+
+
+@numba.njit(nogil=True, cache=True)
+def _sort_rows(idx, s, e, hb, use_h, cols, n_cols):  # pragma: no cover - numba
+    """Sort ``idx[s:e]`` in place by (hash, columns, row); ``hb[:e - s]`` moves along.
+
+    Introsort (quicksort, heapsort past 2 log2 n levels, insertion sort below _SMALL);
+    the keys are distinct (the row breaks every tie), so the result is unique.
+    ``use_h=False``: every hash taken as 0 (rows whose 64 hash bits are all equal).
+    """
+    n = e - s
+    if n < 2:
+        return
+    depth0 = 2
+    m = n
+    while m > 1:
+        depth0 += 2
+        m >>= 1
+    size = 1 if n <= _SMALL else 128  # the stack never holds more than log2(n) ranges
+    st_lo = np.empty(size, np.int64)
+    st_hi = np.empty(size, np.int64)
+    st_d = np.empty(size, np.int64)
+    st_lo[0], st_hi[0], st_d[0] = s, e - 1, depth0
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        lo, hi, depth = st_lo[sp], st_hi[sp], st_d[sp]
+        while hi - lo + 1 > _SMALL:
+            if depth == 0:  # quicksort degenerates: heapsort this range
+                k = hi - lo + 1
+                for root in range(k // 2 - 1, -1, -1):
+                    _sift(idx, hb, s, lo, root, k, use_h, cols, n_cols)
+                for end in range(k - 1, 0, -1):
+                    _swap(idx, hb, s, lo, lo + end, use_h)
+                    _sift(idx, hb, s, lo, 0, end, use_h, cols, n_cols)
+                lo = hi  # done
+                break
+            depth -= 1
+            mid = (lo + hi) >> 1
+            if _less_at(idx, hb, s, mid, lo, use_h, cols, n_cols):
+                _swap(idx, hb, s, mid, lo, use_h)
+            if _less_at(idx, hb, s, hi, mid, use_h, cols, n_cols):
+                _swap(idx, hb, s, hi, mid, use_h)
+                if _less_at(idx, hb, s, mid, lo, use_h, cols, n_cols):
+                    _swap(idx, hb, s, mid, lo, use_h)
+            ph, pi = _hash_at(idx, hb, s, mid, use_h), idx[mid]
+            i, j = lo - 1, hi + 1
+            while True:  # Hoare partition around the middle row
+                i += 1
+                while _row_less(_hash_at(idx, hb, s, i, use_h), idx[i], ph, pi, cols, n_cols):
+                    i += 1
+                j -= 1
+                while _row_less(ph, pi, _hash_at(idx, hb, s, j, use_h), idx[j], cols, n_cols):
+                    j -= 1
+                if i >= j:
+                    break
+                _swap(idx, hb, s, i, j, use_h)
+            # the larger part waits on the stack (depth <= log2 n), the smaller goes on
+            if j - lo > hi - j - 1:
+                st_lo[sp], st_hi[sp], st_d[sp] = lo, j, depth
+                lo = j + 1
+            else:
+                st_lo[sp], st_hi[sp], st_d[sp] = j + 1, hi, depth
+                hi = j
+            sp += 1
+        for p in range(lo + 1, hi + 1):  # insertion sort of what is left (<= _SMALL rows)
+            iv = idx[p]
+            hv = _hash_at(idx, hb, s, p, use_h)
+            q = p - 1
+            while q >= lo and _row_less(hv, iv, _hash_at(idx, hb, s, q, use_h), idx[q], cols,
+                                        n_cols):
+                idx[q + 1] = idx[q]
+                if use_h:
+                    hb[q + 1 - s] = hb[q - s]
+                q -= 1
+            idx[q + 1] = iv
+            if use_h:
+                hb[q + 1 - s] = hv
+
+
+@numba.njit(nogil=True, cache=True)
+def _split_by_byte(idx, s, e, shift, ub, bits, n_cols, counts, nxt, ends):  # pragma: no cover
+    """Group ``idx[s:e]`` in place by byte ``shift`` of the row hash (American flag sort)."""
+    counts[:] = 0
+    for p in range(s, e):
+        counts[(_row_hash(idx[p], ub, bits, n_cols) >> shift) & np.uint64(255)] += 1
+    pos = s
+    for b in range(256):
+        nxt[b] = pos
+        pos += counts[b]
+        ends[b] = pos
+    for b in range(256):
+        while nxt[b] < ends[b]:
+            v = idx[nxt[b]]
+            d = np.int64((_row_hash(v, ub, bits, n_cols) >> shift) & np.uint64(255))
+            while d != b:  # carry v to its group, take the row it displaces
+                t = idx[nxt[d]]
+                idx[nxt[d]] = v
+                nxt[d] += 1
+                v = t
+                d = np.int64((_row_hash(v, ub, bits, n_cols) >> shift) & np.uint64(255))
+            idx[nxt[b]] = v
+            nxt[b] += 1
+
+
+@numba.njit(nogil=True, cache=True)
+def _sort_ties(order, u, ub, bits, cols, n_cols, hb):  # pragma: no cover - numba
+    """Re-sort every run of equal ``u[order]`` by (row hash, columns, row), in place."""
+    n = order.shape[0]
+    cap = hb.shape[0]
+    counts = np.empty(256, np.int64)
+    nxt = np.empty(256, np.int64)
+    ends = np.empty(256, np.int64)
+    st_s = np.empty(8 * 256 + 8, np.int64)
+    st_e = np.empty(8 * 256 + 8, np.int64)
+    st_sh = np.empty(8 * 256 + 8, np.int64)
+    s = 0
+    while s < n:
+        us = u[order[s]]
+        e = s + 1
+        while e < n:  # equal as np.sort sees them: ==, or both NaN
+            v = u[order[e]]
+            if not (v == us or (v != v and us != us)):
+                break
+            e += 1
+        if e - s > 1:  # the keys are distinct (the row last): any start order will do
+            st_s[0], st_e[0], st_sh[0] = s, e, 56
+            sp = 1
+            while sp > 0:
+                sp -= 1
+                a, b, sh = st_s[sp], st_e[sp], st_sh[sp]
+                if b - a <= cap:
+                    for p in range(a, b):
+                        hb[p - a] = _row_hash(order[p], ub, bits, n_cols)
+                    _sort_rows(order, a, b, hb, True, cols, n_cols)
+                elif sh < 0:  # all 64 bits equal: by the columns and the row
+                    _sort_rows(order, a, b, hb, False, cols, n_cols)
+                else:
+                    _split_by_byte(order, a, b, np.uint64(sh), ub, bits, n_cols, counts, nxt,
+                                   ends)
+                    lo = a
+                    for k in range(256):
+                        if ends[k] - lo > 1:
+                            st_s[sp], st_e[sp], st_sh[sp] = lo, ends[k], sh - 8
+                            sp += 1
+                        lo = ends[k]
+        s = e
 
 
 def content_order(uE, *columns) -> np.ndarray:
@@ -145,6 +369,14 @@ def content_order(uE, *columns) -> np.ndarray:
     then by the values themselves (hash collisions); identical rows are interchangeable.
     The order is therefore a function of the *set* of rows: any permutation of the input
     gives the same sorted rows, bit for bit.
+
+    The order is ``np.lexsort((*columns[::-1], h, uE))`` (``h`` the row hashes), computed
+    without them: ``np.argsort(uE)``, then each run of equal ``uE`` re-sorted in place
+    by (hash, columns, row) in one numba pass, hashing the rows of the run only (at most
+    M/16 and 2^22 hashes held; longer runs are first split in place by the hash's
+    bytes). Memory: the returned order (8 bytes a row) and at most half a byte a row
+    more; time about that of the argsort when ``uE`` has few ties (at 10^8 rows: 20 s,
+    about 25 s with uE on 2 decimals, against 106 s for the lexsort of every row).
 
     Parameters
     ----------
@@ -166,12 +398,19 @@ def content_order(uE, *columns) -> np.ndarray:
     True
     """
     u = np.ascontiguousarray(uE, dtype=np.float64)
-    cols = [np.ascontiguousarray(c, dtype=np.float64) for c in columns]
-    h = _mix64(u.view(np.uint64) ^ np.uint64(0x9E3779B97F4A7C15))
-    for c in cols:
-        h = _mix64(h ^ c.view(np.uint64))
-    # np.lexsort: the last key is the primary one
-    return np.lexsort((*cols[::-1], h, u)).astype(np.int64, copy=False)
+    cols = tuple(np.ascontiguousarray(c, dtype=np.float64) for c in columns)
+    if u.ndim != 1 or any(c.shape != u.shape for c in cols):
+        raise ValueError("content_order: uE and the columns must be 1-d, of one length")
+    # any sort of u will do (runs of ties are re-sorted next); quicksort needs no buffer
+    order = np.argsort(u).astype(np.int64, copy=False)
+    if u.size < 2:
+        return order
+    # numba takes a tuple of one array type: a placeholder (unused, n_cols = 0) if none
+    keys = cols or (u,)
+    cap = min(u.size, _HASH_ROWS, max(u.size // 16, _HASH_MIN))
+    _sort_ties(order, u, u.view(np.uint64), tuple(c.view(np.uint64) for c in keys), keys,
+               len(cols), np.empty(cap, dtype=np.uint64))
+    return order
 
 
 def reduce_n_bins(n: int, n_bins: int, *, pop_min: int = POP_MIN) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from uqx._checks import is_lazy
-from uqx.dataio.model import SetData, read_rows
+from uqx.dataio.model import SetData, inherit_checked, read_rows
 from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import sorted_tailedness
 
@@ -153,7 +153,21 @@ def load_columns(ds):
     """Copy dask-backed stacked input into numpy, chunk by chunk (one copy a column).
 
     ``Dataset.load`` would hold the chunks and their concatenation at once (twice the
-    column); here each column is preallocated and filled in groups of 2^20 rows.
+    column); here each column is preallocated and filled in groups of 2^20 rows. The
+    loaded arrays are new, referenced by the result only, so its owner may permute them
+    in place (:func:`uqx.dataio.model.permute_rows`); numpy columns of ``ds`` are kept
+    as they are. The result of a checked ``ds`` (:func:`uqx.dataio.model.as_stacked`) is
+    known as checked: the in-memory copy is not checked again.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Stacked input (``E``, ``uE``, optional ``X``, ``V`` over ``set``, ``sample``).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ds`` with its dask-backed columns replaced by numpy float64 arrays.
     """
     out = ds.copy()
     for k in ("E", "uE", "X", "V"):
@@ -166,4 +180,4 @@ def load_columns(ds):
                 hi = min(lo + READ_ROWS, arr.shape[1])
                 buf[i, lo:hi] = read_rows(arr[i], lo, hi)
         out[k] = (ds[k].dims, buf, ds[k].attrs)
-    return out
+    return inherit_checked(ds, out)

@@ -49,9 +49,10 @@ from uqx._checks import (
 )
 from uqx.dataio.model import (
     InputError,
-    as_stacked,
+    _as_stacked,
     iter_sets,
     permute_rows,
+    provenance,
     provenance_attrs,
 )
 from uqx.engine.binning import TIES, content_order
@@ -317,18 +318,29 @@ def validate(
       row) and, for the resampled-data member, the standardised z-scores (8 bytes a row).
     * otherwise (binned statistics ENCE/ZMSE/ZVE/UCE, CC, the conditional routes): the
       columns are read once into memory, chunk by chunk (8 bytes a row each for E, uE
-      and X, V when present), and the in-memory workflow runs on them. The binned
-      bootstrap holds one stable sort order of uE (int64, 8 bytes a row; E and uE in that
-      order too, 16 bytes a row, for sets up to 2^24 rows) and the leave-one-out values
-      of every statistic (8 bytes a row each); the bin features are computed where they
-      are summed, never stored. The simulated references hold the sorted uE (8 bytes a
-      row) and the z-scores of the resampled-data member (8 bytes a row). About 60
+      and X, V when present), and the in-memory workflow runs on them; they are not
+      checked again (the checks read the file once, in groups of rows). The input
+      digests are taken first, from the rows as given; the content order
+      (``ties="content"``) then holds one order of the rows (int64, 8 bytes a row, one
+      set at a time) and permutes the loaded columns in place, so the columns are never
+      held twice. The binned bootstrap holds one stable sort order of uE (int64, 8
+      bytes a row; E and uE in that order too, 16 bytes a row, for sets up to 2^24
+      rows) and the leave-one-out values of every statistic (8 bytes a row each); the
+      bin features are computed where they are summed, never stored. The simulated
+      references hold the sorted uE (8 bytes a row) and the z-scores of the
+      resampled-data member (8 bytes a row). About 60
       bytes a row at peak, columns included (80 up to 2^24 rows; tracemalloc at 10^7
       rows, ZMS + RCE + ENCE; 180 before): 6021 MiB peak RSS for 10^8 rows.
       The tailedness step of sets longer than 2^20 rows works one column at a time
       here too (the same bits).
 
     Both routes give the same numbers as the in-memory input, bit for bit (tested).
+
+    **In-memory input**: the checks count and take extremes 2^20 rows at a time (no
+    temporary column). Input given as arrays, one data set or a list is stacked into new
+    arrays (16 bytes a row for E, uE), which the content order permutes in place; a
+    stacked data set keeps the user's arrays, never modified: the content order then
+    copies the columns in the new order (one new array each).
 
     Examples
     --------
@@ -350,22 +362,33 @@ def validate(
         conditional=conditional, cond_bins=cond_bins, cond_n_boot=cond_n_boot,
         cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc, ties=ties,
         scheduler=scheduler, num_workers=num_workers)
-    return _workflow(as_stacked(ds, drop_nonfinite=drop_nonfinite), specs, settings)
+    stacked, private = _as_stacked(ds, drop_nonfinite)
+    return _workflow(stacked, specs, settings, private=private)
 
 
-def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
-    """Run the steps of :func:`validate` on checked, stacked input with settings ``cfg``."""
+def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
+    """Run the steps of :func:`validate` on checked, stacked input with settings ``cfg``.
+
+    ``private``: the numpy columns of ``ds`` are new, referenced by nothing else (stacked
+    by :func:`uqx.dataio.model.as_stacked`), so the content order may permute them in
+    place; columns loaded from disk here are always permuted in place.
+    """
+    keys = [k for k in ("E", "uE", "X", "V") if k in ds]
+    owned = keys if private else []
     if is_lazy_input(ds):
         if streams(specs, conditional=cfg.conditional):
             sets = lazy_sets(ds)  # nothing loaded: every step streams
         else:
+            owned = [k for k in keys if is_lazy(ds[k].data)]  # new buffers of load_columns
             ds = load_columns(ds)
             sets = list(iter_sets(ds))
     else:
         sets = list(iter_sets(ds))
-    given = sets  # the input digests identify the rows as given
+    # the input digests identify the rows as given: taken before the rows are reordered,
+    # so that the input-order columns need not be kept to the end
+    inputs = provenance(sets)
     if cfg.ties == "content" and not is_lazy_input(ds):
-        ds, sets = _content_order_step(ds, sets)
+        ds, sets = _content_order_step(ds, sets, owned=owned)
     notes = _Notes(len(sets), len(specs))
     used = _binning_used(sets, specs, bins=cfg.bins, binning=cfg.binning,
                          pop_min=cfg.pop_min, notes=notes)
@@ -426,20 +449,46 @@ def _workflow(ds, specs, cfg: Settings) -> xr.Dataset:
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
                                         "(-1: none requested)"})
-    return res.assign_attrs(_result_attrs(ds, given, cfg, extra=res.attrs))
+    return res.assign_attrs(_result_attrs(ds, inputs, cfg, extra=res.attrs))
 
 
-def _content_order_step(ds, sets):
+def _is_identity(order: np.ndarray, step: int = 1 << 20) -> bool:
+    """Whether ``order`` is ``arange(order.size)``, compared ``step`` rows at a time."""
+    return all(np.array_equal(order[lo:lo + step], np.arange(lo, min(lo + step, order.size)))
+               for lo in range(0, order.size, step))
+
+
+def _content_order_step(ds, sets, owned=()):
     """Step 0: put every set's rows in content order (:func:`uqx.engine.binning.content_order`).
 
     After it, nothing downstream sees the input order: the result is a function of the
     set of rows (tie groups of uE, X and V split by a row hash instead of file order).
+
+    ``owned``: the columns that belong to the workflow (loaded from disk, or stacked for
+    it by :func:`uqx.dataio.model.as_stacked`). When every column is owned, each set's
+    order (8 bytes a row) is applied in place as soon as it is computed and released:
+    nothing else is held. Otherwise (a user's arrays) the columns are copied in the new
+    order (:func:`uqx.dataio.model.permute_rows`), the orders of all sets held until then.
     """
-    orders = [content_order(sd.uE, sd.E, *(c for c in (sd.X, sd.V) if c is not None))
-              for sd in sets]
-    if all(np.array_equal(o, np.arange(o.size)) for o in orders):
+    keys = [k for k in ("E", "uE", "X", "V") if k in ds]
+    in_place = bool(keys) and all(k in owned for k in keys)
+    orders = [None] * len(sets)
+    moved = False
+    for i, sd in enumerate(sets):
+        order = content_order(sd.uE, sd.E, *(c for c in (sd.X, sd.V) if c is not None))
+        if _is_identity(order):
+            continue
+        moved = True
+        if in_place:
+            ds = permute_rows(ds, [order if j == i else None for j in range(len(sets))],
+                              in_place=keys)
+        else:
+            orders[i] = order
+        del order
+    if not moved:
         return ds, sets
-    ds = permute_rows(ds, orders)
+    if not in_place:
+        ds = permute_rows(ds, orders)
     return ds, list(iter_sets(ds))
 
 
@@ -483,14 +532,17 @@ def _conditional_steps(res, ds, sets, notes, cfg, *, members, specs, draws, null
     return res.merge(head), head_copies, (ex_nulls if nulls is not None else {})
 
 
-def _result_attrs(ds, sets, cfg: Settings, *, extra):
-    """Provenance and parameters of a validation result (``provenance_attrs``)."""
+def _result_attrs(ds, inputs, cfg: Settings, *, extra):
+    """Provenance and parameters of a validation result (``provenance_attrs``).
+
+    ``inputs``: :func:`uqx.dataio.model.provenance` of the sets as given.
+    """
     return {
         "title": "uqx validation of prediction uncertainties",
         "workflow": "Pernot 2024 (000) Fig. 1 / (001) Sect. V, "
         "uqx verdict rules (uqx.engine.mctest)",
         **provenance_attrs(
-            sets, seed=int(cfg.seed),
+            inputs=inputs, seed=int(cfg.seed),
             n_boot=int(cfg.n_boot), n_mc=int(cfg.n_mc), level=float(cfg.level),
             n_bins=int(cfg.bins), binning_scheme=cfg.binning, pop_min=int(cfg.pop_min),
             ties=cfg.ties, nu=float(cfg.nu),
