@@ -21,7 +21,7 @@ __all__ = ["sim_rows", "copy_bin_features", "cc_fixed_u", "sorted_keys", "cc_row
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
+def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_seg, out_bin,
              buf, win):  # pragma: no cover - numba
     """Simulate ``k = out_seg.shape[0]`` calibrated copies ``E = u ε`` and sum them.
 
@@ -38,13 +38,19 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
     ----------
     state : numpy.ndarray of uint64, shape (4,)
         xoshiro256** state, advanced in place (the next call continues the stream).
-    code, d, c, h, pool
-        The unit-variance generator (:func:`uqx.engine.unit_variance.unit_args`).
-        ``code = 3``: the data's z-scores resampled *locally*: the values of segment
-        ``s`` are drawn from ``pool[win[s, 0]:win[s, 1]]`` (``pool`` in the uE order, each
-        window standardised on its own, :func:`uqx.engine.null_shape.standardised_z_local`):
-        copies that keep the shape of the errors at each level of uE (consistency's
-        null, whatever that shape).
+    code, d, c, h, pool, pu, pm, ps
+        The unit-variance generator (:func:`uqx.engine.unit_variance.unit_args`; codes
+        0, 1, 2 and 4 as :func:`uqx.engine.unit_variance.unit_step`, with ``pm[0]``,
+        ``ps[0]``). ``code = 3``: the data's z-scores resampled *locally*: the values of
+        segment ``s`` are drawn from ``pool[win[s, 0]:win[s, 1]]`` (``pool`` in the uE
+        order, each window standardised on its own,
+        :func:`uqx.engine.null_shape.standardised_z_local`): copies that keep the shape
+        of the errors at each level of uE (consistency's null, whatever that shape).
+        ``code = 5``: the same draws with those values computed when drawn, from
+        E = ``pool`` and uE = ``pu`` in the uE order, ``(E_j / u_j - pm[s]) / ps[s]``
+        (0.0 where ``ps[s]`` is not > 0; ``pm``, ``ps`` the centre and scale of segment
+        s's window, :class:`uqx.engine.null_shape.StandardisedPool`): no pool of M
+        values.
     u : numpy.ndarray, shape (M,)
         Uncertainties in the stable uE order.
     seg : numpy.ndarray of int64, shape (S + 1,)
@@ -62,6 +68,7 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
     n = np.uint64(max(pool.shape[0], 1))
     th = lemire_threshold(n)
     C = binid.shape[0]
+    m0, sc0 = pm[0], ps[0]
     for r in range(out_seg.shape[0]):
         keep = r < buf.shape[0]
         pend, have = np.uint64(0), False
@@ -71,20 +78,25 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
             a0 = a1 = a2 = a3 = 0.0
             b0 = b1 = b2 = b3 = 0.0
             i0, i1 = seg[s], seg[s + 1]
-            if code == 3:  # the data's z-scores resampled within this segment's window
+            if code == 3 or code == 5:  # the z-scores resampled within the segment's window
                 w0, w1 = win[s, 0], win[s, 1]
-                cd, p = 2, pool[w0:w1]
+                p, q = pool[w0:w1], pu[w0:w1]
+                if code == 3:
+                    cd, mm, sc = 2, m0, sc0
+                else:  # computed from E, uE when drawn: the window's centre and scale
+                    cd, mm, sc = 5, pm[s], ps[s]
                 nn = np.uint64(max(w1 - w0, 1))
                 tt = lemire_threshold(nn)
                 pend, have = np.uint64(0), False
             else:
-                cd, p, nn, tt = code, pool[0:pool.shape[0]], n, th  # one array type
+                p, q = pool[0:pool.shape[0]], pu[0:pu.shape[0]]  # one array type
+                cd, mm, sc, nn, tt = code, m0, sc0, n, th
             if C == 0 and not keep:  # the common case: nothing but the sums
                 for i in range(i0, i1 - 1, 2):
                     e, s0, s1, s2, s3, pend, have = unit_step(
-                        cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
+                        cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
                     f, s0, s1, s2, s3, pend, have = unit_step(
-                        cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
+                        cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
                     x = u[i] * e
                     y = u[i + 1] * f
                     a0 += e * e
@@ -97,7 +109,7 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
                     b3 += f
                 if (i1 - i0) & 1:
                     e, s0, s1, s2, s3, pend, have = unit_step(
-                        cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
+                        cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
                     x = u[i1 - 1] * e
                     a0 += e * e
                     a1 += x * x
@@ -110,9 +122,9 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
                 continue
             for i in range(i0, i1 - 1, 2):
                 e, s0, s1, s2, s3, pend, have = unit_step(
-                    cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
+                    cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
                 f, s0, s1, s2, s3, pend, have = unit_step(
-                    cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
+                    cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
                 x = u[i] * e
                 e2 = e * e
                 x2 = x * x
@@ -145,7 +157,7 @@ def sim_rows(state, code, d, c, h, pool, u, seg, binid, boff, out_seg, out_bin,
                 b3 += f
             if (i1 - i0) & 1:
                 e, s0, s1, s2, s3, pend, have = unit_step(
-                    cd, s0, s1, s2, s3, d, c, h, p, nn, tt, pend, have)
+                    cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
                 x = u[i1 - 1] * e
                 e2 = e * e
                 x2 = x * x

@@ -30,6 +30,14 @@ SWEEP_POP_MIN = 20
 N_BINS_LOCAL = 15
 #: Points per bin of a local analysis (the 150 of ErrViewLib's M // 150).
 LOCAL_BIN_SIZE = 150
+#: Sets longer than this many rows hold nothing of size M beyond their columns (issue 24:
+#: 10^8 rows in 3 GB): the bootstrap reduces its leave-one-out values to power sums and
+#: sums the estimate by groups of 2^20 rows (:mod:`uqx.engine.evaluator`), and the
+#: resampled-data member computes its standardised z-scores from E and uE when drawn
+#: (:class:`uqx.engine.null_shape.StandardisedPool`). Shorter sets keep those arrays
+#: (8 bytes a row each): the same law, the bits of the whole-array reductions, and pools
+#: read once a draw instead of twice.
+LONG_SET_ROWS = 1 << 24
 
 
 def local_bins(M: int) -> int:

@@ -28,9 +28,10 @@ A binning variable already sorted (rows in content order,
 the kernels read the columns as they are, and when it is the only variable read
 through counts, each replicate's counts are drawn and folded into the bins sample block
 by sample block (:func:`_streamed_bin_sums`), with no (b, M) count matrix. Beyond
-:data:`LONG_SET_ROWS` rows the acceleration is reduced from the leave-one-out values
-as they come (:meth:`SetEvaluator.acceleration`): on content-ordered long sets nothing
-of size M is held beyond the columns (``tests/test_long_sets.py``).
+:data:`uqx.engine.defaults.LONG_SET_ROWS` rows the acceleration is reduced from the
+leave-one-out values as they come (:meth:`SetEvaluator.acceleration`): on
+content-ordered long sets nothing of size M is held beyond the columns
+(``tests/test_long_sets.py``).
 """
 
 from __future__ import annotations
@@ -41,8 +42,15 @@ from functools import cached_property
 import numba
 import numpy as np
 
-from uqx.engine.binning import Bins, equal_count_edges, is_nondecreasing, make_bins
+from uqx.engine.binning import (
+    Bins,
+    equal_count_edges,
+    is_nondecreasing,
+    make_bins,
+    sorted_edges,
+)
 from uqx.engine.confidence import acceleration_from_power_sums
+from uqx.engine.defaults import LONG_SET_ROWS
 from uqx.engine.ranks import average_ranks, spearman_from_counts, spearman_jackknife, tie_bounds
 from uqx.engine.resample import SAMPLE_BLOCK, SAMPLE_GROUP, _draw_counts
 from uqx.engine.statistic import (
@@ -59,20 +67,12 @@ from uqx.engine.statistic import (
 )
 from uqx.errors import InputError
 
-__all__ = ["SetEvaluator", "SORTED_COPY_ROWS", "LONG_SET_ROWS"]
+__all__ = ["SetEvaluator", "SORTED_COPY_ROWS"]
 
 #: Sets up to this many rows keep E and u in the bin order for the binned kernels
 #: (16 bytes a row, sequential reads); longer sets read the columns through the sort
 #: order instead (random reads, nothing held): the same values, the same bits.
 SORTED_COPY_ROWS = 1 << 24
-#: Sets longer than this many rows hold nothing of size M beyond their columns: the
-#: moment sums of the estimate are added group by group (groups of
-#: ``SAMPLE_GROUP * SAMPLE_BLOCK`` = 2^20 rows, in group order: the bits of the streamed
-#: moment route, :mod:`uqx.inference.streamed`), and the BCa acceleration comes from the
-#: power sums of the leave-one-out values (:meth:`SetEvaluator.acceleration`), not from
-#: the values themselves (8 bytes a row and statistic; shorter sets keep them, the bits
-#: of nptest's formula).
-LONG_SET_ROWS = 1 << 24
 
 _NO_ORDER = np.zeros(1, dtype=np.int64)  # the order of a sorted variable: never read
 
@@ -352,9 +352,10 @@ class SetEvaluator:
         out = {}
         for c in self._binned_conds:
             x = self.cond[c]
-            if cfg.scheme == "equal-count" and is_nondecreasing(x):
-                out[c] = Bins(order=None, scheme="equal-count", log=False,
-                              edges=equal_count_edges(self.M, cfg.n_bins, pop_min=cfg.pop_min),
+            if is_nondecreasing(x):
+                edges, used_log = sorted_edges(x, cfg.n_bins, scheme=cfg.scheme,
+                                               pop_min=cfg.pop_min, log=cfg.log)
+                out[c] = Bins(order=None, edges=edges, scheme=cfg.scheme, log=used_log,
                               n_requested=int(cfg.n_bins), pop_min=int(cfg.pop_min))
             else:
                 out[c] = make_bins(x, cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
@@ -554,7 +555,8 @@ class SetEvaluator:
         :func:`uqx.engine.confidence.acceleration_from_power_sums`: the formula of
         :func:`~uqx.engine.confidence.jackknife_acceleration` without holding the M
         values (8 bytes a row and statistic); the last bits differ from it (another
-        summation order). Used for sets longer than :data:`LONG_SET_ROWS`.
+        summation order). Used for sets longer than
+        :data:`uqx.engine.defaults.LONG_SET_ROWS`.
 
         Parameters
         ----------

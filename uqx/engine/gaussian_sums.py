@@ -52,6 +52,7 @@ import numba
 import numpy as np
 
 from uqx.engine.generators import normal_step
+from uqx.engine.null_shape import StandardisedPool
 
 __all__ = ["GAUSS_TOL", "unit_moments", "cell_layout", "gaussian_plan", "gauss_rows"]
 
@@ -68,7 +69,10 @@ def unit_moments(dist, nu=None, pool=None, windows=None):
     ``"normal"``: (0, 1, 0, 3, 0, 15); ``"t"`` (unit-variance :math:`t_s(\nu)`):
     :math:`\mu_4 = 3(\nu-2)/(\nu-4)`, :math:`\mu_6 = 15(\nu-2)^2/((\nu-4)(\nu-6))`, finite
     for ν > 6 only (``nu = inf``: the normal); ``"data"``: the moments of the resampled
-    values, one row per window ``pool[w0:w1]`` when ``windows`` (S, 2) is given.
+    values, one row per window ``pool[w0:w1]`` when ``windows`` (S, 2) is given:
+    :math:`\mu_k = \sum_j p_j^k / n` over the window, summed chunk by chunk. ``pool``
+    may be a :class:`~uqx.engine.null_shape.StandardisedPool` (the values computed from
+    E and uE chunk by chunk: the same bits, nothing of size M).
 
     Returns
     -------
@@ -82,7 +86,8 @@ def unit_moments(dist, nu=None, pool=None, windows=None):
             return None
         return np.array([0.0, 1.0, 0.0, 3.0 * (nu - 2.0) / (nu - 4.0), 0.0,
                          15.0 * (nu - 2.0) ** 2 / ((nu - 4.0) * (nu - 6.0))])
-    pool = np.asarray(pool, dtype=np.float64)
+    if not isinstance(pool, StandardisedPool):
+        pool = np.asarray(pool, dtype=np.float64)
     if windows is None:
         windows = np.array([[0, pool.size]])
         one = True
@@ -99,10 +104,20 @@ _CHUNK = 1 << 18
 
 
 def _power_sums(x, lo, hi, scale, powers):
-    """Σ (x/scale)^p over x[lo:hi] for each p, chunk by chunk (no temporary of size M)."""
+    """Σ (x/scale)^p over x[lo:hi] for each p, chunk by chunk (no temporary of size M).
+
+    ``x`` an array or a :class:`~uqx.engine.null_shape.StandardisedPool` (its values
+    computed chunk by chunk).
+    """
     acc = np.zeros(len(powers))
+    fly = isinstance(x, StandardisedPool)
     for c0 in range(lo, hi, _CHUNK):
-        v = x[c0:min(c0 + _CHUNK, hi)] / scale
+        c1 = min(c0 + _CHUNK, hi)
+        if fly:
+            v = x.values(c0, c1)
+            v /= scale  # in place: the bits of x[c0:c1] / scale
+        else:
+            v = x[c0:c1] / scale
         q = v.copy()
         k = 1
         for j, p in enumerate(powers):

@@ -13,7 +13,9 @@ from the data, and this module builds them:
 * the **data** member: the data's own z-scores centred, scaled to unit mean square and
   resampled (:func:`standardised_z`), for the tests of consistency and adaptivity
   within windows of uE standardised on their own (:func:`local_windows`,
-  :func:`standardised_z_local`).
+  :func:`standardised_z_local`); for rows already in the uE order, the same values
+  computed from E and uE when drawn (:func:`standardised_pools`,
+  :class:`StandardisedPool`: nothing of size M held).
 
 :func:`plausible_members` screens the fixed members N and :math:`t_s(6)` against the
 data's κ_CS. The p-values and the verdict rule are in :mod:`uqx.engine.mctest`.
@@ -33,6 +35,8 @@ __all__ = [
     "LOCAL_WINDOW_MIN",
     "standardised_z",
     "standardised_z_local",
+    "standardised_pools",
+    "StandardisedPool",
     "local_windows",
     "plausible_members",
     "kappa_cs_z2_of_t",
@@ -118,6 +122,145 @@ def standardised_z_local(z_sorted, seg) -> np.ndarray:
     scale = np.repeat(np.sqrt(ms), np.diff(seg))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(scale > 0, z / scale, 0.0)
+
+
+class StandardisedPool:
+    r"""Standardised z-scores read from E and uE when they are drawn (nothing of size M held).
+
+    Value j of window w (``bounds[w] <= j < bounds[w + 1]``) is
+    :math:`(E_j / u_j - m_w) / s_w`, rounded as :func:`standardised_z` (one window, the
+    whole set) or :func:`standardised_z_local` (``local``: 0.0 in a window whose
+    :math:`s_w` is not > 0) round it: a division, a subtraction, a division, never a
+    multiplication by :math:`1/s_w`. So the values equal those functions' arrays bit for
+    bit, and the simulation kernels compute each drawn value instead of reading a pool
+    (:func:`uqx.engine.unit_variance.unit_step`, codes 4 and 5). Built by
+    :func:`standardised_pools`. Memory: views of E and uE and two floats a window.
+
+    Parameters
+    ----------
+    E, uE : numpy.ndarray, shape (M,)
+        Errors and uncertainties in the order the pool is indexed (float64, contiguous;
+        held by reference, not copied).
+    bounds : array_like of int, shape (W + 1,)
+        Window boundaries (``[0, M]``: the whole set).
+    m, s : array_like, shape (W,)
+        Centre and root mean square of each window's z-scores.
+    local : bool
+        Windows standardised on their own (a constant window gives zeros).
+    """
+
+    __slots__ = ("E", "uE", "bounds", "m", "s", "local")
+
+    def __init__(self, E, uE, bounds, m, s, local):
+        self.E = np.ascontiguousarray(E, dtype=np.float64)
+        self.uE = np.ascontiguousarray(uE, dtype=np.float64)
+        self.bounds = np.asarray(bounds, dtype=np.int64)
+        self.m = np.ascontiguousarray(m, dtype=np.float64)
+        self.s = np.ascontiguousarray(s, dtype=np.float64)
+        self.local = bool(local)
+
+    @property
+    def size(self) -> int:
+        """Number of values M."""
+        return int(self.E.shape[0])
+
+    def __len__(self) -> int:
+        return self.size
+
+    def values(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Return the values ``lo:hi`` as an array (``hi - lo`` floats: read in chunks).
+
+        Parameters
+        ----------
+        lo, hi : int
+            Range of positions (default: all of them).
+
+        Returns
+        -------
+        numpy.ndarray, shape (hi - lo,)
+        """
+        hi = self.size if hi is None else int(hi)
+        lo = int(lo)
+        z = self.E[lo:hi] / self.uE[lo:hi]
+        w0 = int(np.searchsorted(self.bounds, lo, side="right")) - 1
+        for w in range(max(w0, 0), self.bounds.size - 1):
+            a, b = max(int(self.bounds[w]), lo), min(int(self.bounds[w + 1]), hi)
+            if a >= hi:
+                break
+            if b <= a:
+                continue
+            seg = z[a - lo:b - lo]
+            if self.local and not self.s[w] > 0:
+                seg[:] = 0.0
+            else:
+                seg -= self.m[w]
+                seg /= self.s[w]
+        return z
+
+    def segment_params(self, win):
+        """Centre and scale of the window of every segment (rows of ``win``, (S, 2)).
+
+        Returns
+        -------
+        m, s : numpy.ndarray, shape (S,)
+        """
+        k = np.searchsorted(self.bounds, np.asarray(win, dtype=np.int64)[:, 0],
+                            side="right") - 1
+        return np.ascontiguousarray(self.m[k]), np.ascontiguousarray(self.s[k])
+
+
+def standardised_pools(E, uE, groups=None):
+    r"""Build the whole set's and the windows' standardised z-scores without storing them.
+
+    :class:`StandardisedPool` views of E and uE whose values are bit for bit
+    ``standardised_z(E, uE)`` and, with ``groups``, ``standardised_z_local(E / uE,
+    groups)`` (then E and uE must be in the stable order of uE). The centres and scales
+    are computed by the same reductions as those functions, on one array of z = E/uE
+    modified in place: the windows' sums of :math:`(z - m_w)^2` by ``np.add.reduceat``
+    over the whole array, then z recomputed and the whole set's
+    :math:`\langle (z - \bar z)^2\rangle` by ``np.mean``.
+
+    Parameters
+    ----------
+    E, uE : array_like, shape (M,)
+        Errors and uncertainties of one set.
+    groups : array_like of int, optional
+        Window boundaries in that order (:func:`local_windows`).
+
+    Returns
+    -------
+    whole : StandardisedPool
+        The whole set's standardised z-scores.
+    local : StandardisedPool or None
+        Each window's own (None without ``groups``).
+
+    Notes
+    -----
+    Memory: 8 bytes a row while they are built (z), nothing of size M afterwards.
+    """
+    E = np.ascontiguousarray(E, dtype=np.float64)
+    u = np.ascontiguousarray(uE, dtype=np.float64)
+    z = E / u
+    m = np.mean(z)  # as standardised_z, on the same values
+    local = None
+    if groups is not None:
+        g = np.asarray(groups, dtype=np.int64)
+        n = np.diff(g)
+        mw = np.add.reduceat(z, g[:-1]) / n  # as standardised_z_local
+        for w in range(n.size):
+            t = z[g[w]:g[w + 1]]
+            t -= mw[w]
+            np.multiply(t, t, out=t)
+        sw = np.sqrt(np.add.reduceat(z, g[:-1]) / n)  # z holds (z - m_w)² in every window
+        local = StandardisedPool(E, u, g, mw, sw, local=True)
+        np.divide(E, u, out=z)  # the z-scores again, for the whole set
+    z -= m
+    np.multiply(z, z, out=z)
+    s = np.sqrt(np.mean(z))
+    del z
+    whole = StandardisedPool(E, u, np.array([0, E.shape[0]], dtype=np.int64), [m], [s],
+                             local=False)
+    return whole, local
 
 
 #: Points of a window of the local "data" member (:func:`local_windows`): the bins of uE
@@ -403,20 +546,24 @@ def kappa_cs_z2_local(E, uE, n_bins: int | None = None) -> float:
     float
         The Crow–Siddiqui excess kurtosis of the locally scaled Z² (001 Eq. 12), the
         input of :func:`t_nu_from_tails`. Memory: 16 bytes a row (the order of uE and
-        the scaled Z², sorted in place).
+        the scaled Z², sorted in place); 8 when uE is already sorted (rows in content
+        order: no order).
     """
-    from uqx.engine.binning import equal_count_edges, stable_order
+    from uqx.engine.binning import equal_count_edges, is_nondecreasing, stable_order
     from uqx.engine.defaults import POP_MIN, local_bins
     from uqx.engine.stats.tailedness import sorted_tailedness
 
     E = np.asarray(E, dtype=np.float64)
     u = np.asarray(uE, dtype=np.float64)
     M = E.shape[0]
-    order = stable_order(u)
-    z = np.take(E, order)
-    for lo in range(0, M, 1 << 20):  # no third array of M values
-        z[lo:lo + (1 << 20)] /= u[order[lo:lo + (1 << 20)]]
-    del order
+    if is_nondecreasing(u):  # rows in content order: the order is the identity
+        z = np.divide(E, u)
+    else:
+        order = stable_order(u)
+        z = np.take(E, order)
+        for lo in range(0, M, 1 << 20):  # no third array of M values
+            z[lo:lo + (1 << 20)] /= u[order[lo:lo + (1 << 20)]]
+        del order
     nb = local_bins(M) if n_bins is None else int(n_bins)
     # fewer rows than a bin's minimum: one bin (Z scaled on the whole set)
     edges = equal_count_edges(M, nb) if M >= POP_MIN else np.array([0, M])

@@ -14,10 +14,11 @@ import numpy as np
 
 from uqx.engine.generators import normal_step, stream_state, t_step
 from uqx.engine.generators import t_params as _t_params
+from uqx.engine.null_shape import StandardisedPool
 from uqx.engine.resample import lemire_pair, lemire_threshold
 from uqx.errors import InputError
 
-__all__ = ["draw_unit", "unit_args", "unit_quantile", "unit_step"]
+__all__ = ["draw_unit", "unit_args", "unit_quantile", "unit_step", "pool_index"]
 
 
 def draw_unit(source, size, *, dist="normal", nu=None, pool=None):
@@ -25,7 +26,9 @@ def draw_unit(source, size, *, dist="normal", nu=None, pool=None):
 
     ``"normal"``: N(0, 1); ``"t"``: :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}`, ν > 2
     (``nu = inf``: the normal); ``"data"``: values of ``pool`` (the data's z-scores at
-    unit mean square, :func:`uqx.engine.null_shape.standardised_z`) drawn with replacement.
+    unit mean square, :func:`uqx.engine.null_shape.standardised_z`) drawn with replacement
+    (a :class:`~uqx.engine.null_shape.StandardisedPool` gives the same draws, each value
+    computed from E and uE when drawn).
 
     Parameters
     ----------
@@ -44,7 +47,7 @@ def draw_unit(source, size, *, dist="normal", nu=None, pool=None):
     dist : {"normal", "t", "data"}
     nu : float, optional
         Degrees of freedom of ``"t"`` (> 2; ``inf``: the normal).
-    pool : array_like, optional
+    pool : array_like or StandardisedPool, optional
         The values resampled by ``"data"`` (at most 2**32 of them).
 
     Returns
@@ -55,17 +58,18 @@ def draw_unit(source, size, *, dist="normal", nu=None, pool=None):
     if isinstance(source, np.random.Generator):
         _check_unit(dist, nu, pool)
         return _draw_numpy(source, size, dist, nu, pool)
-    state, code, d, c, h, pool_arr = unit_args(source, dist, nu, pool)
+    state, code, d, c, h, pool_arr, pu, pm, ps = unit_args(source, dist, nu, pool)
     shape = (int(size),) if np.ndim(size) == 0 else tuple(int(k) for k in size)
     out = np.empty(shape, dtype=np.float64)
     if out.size:
-        _unit_rows(state, code, d, c, h, pool_arr, out.reshape(-1, shape[-1]))
+        _unit_rows(state, code, d, c, h, pool_arr, pu, pm, ps, out.reshape(-1, shape[-1]))
     return out
 
 
 def _check_unit(dist, nu, pool):
     if dist == "data":
-        if pool is None or np.size(pool) == 0:
+        if pool is None or (len(pool) if isinstance(pool, StandardisedPool)
+                            else np.size(pool)) == 0:
             raise InputError("dist 'data' needs the pool of the data's z-scores")
     elif dist == "t":
         if nu is None or not nu > 2:
@@ -74,13 +78,15 @@ def _check_unit(dist, nu, pool):
         raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
 
 
-def unit_args(source, dist="normal", nu=None, pool=None):
+def unit_args(source, dist="normal", nu=None, pool=None, windows=None):
     r"""Arguments of :func:`unit_step` for a keyed stream and a generative distribution.
 
     Checks ``dist``/``nu``/``pool`` as :func:`draw_unit` and returns
-    ``(state, code, d, c, h, pool)``: the uint64[4] stream state (``source`` itself when
-    it is one), the member code, :func:`uqx.engine.generators.t_params` and the pool as a
-    contiguous float64 array (a dummy of one value when unused).
+    ``(state, code, d, c, h, pool, pool_u, pool_m, pool_s)``: the uint64[4] stream state
+    (``source`` itself when it is one), the member code, :func:`uqx.engine.generators.t_params`,
+    the pool as a contiguous float64 array (a dummy of one value when unused) and the
+    three arrays of a pool computed on the fly (:func:`unit_step` codes 4 and 5: the
+    uncertainties and the centres and scales; dummies otherwise).
 
     Parameters
     ----------
@@ -90,8 +96,15 @@ def unit_args(source, dist="normal", nu=None, pool=None):
         Generative distribution D.
     nu : float, optional
         Degrees of freedom of :math:`t_s(\nu)` when ``dist="t"``.
-    pool : array_like, optional
-        The values resampled by ``dist="data"``.
+    pool : array_like or StandardisedPool, optional
+        The values resampled by ``dist="data"``: an array (code 2), or a
+        :class:`~uqx.engine.null_shape.StandardisedPool` of the whole set (code 4: E as
+        ``pool``, uE as ``pool_u``, its centre and scale; a local one is materialised
+        here unless ``windows`` is given).
+    windows : numpy.ndarray of int64, shape (S, 2), optional
+        The window of every segment of :func:`uqx.engine.copies.sim_rows`: the pool is
+        resampled within windows (code 3 for an array in the uE order; code 5 for a
+        local StandardisedPool, ``pool_m``/``pool_s`` then one per segment).
     """
     _check_unit(dist, nu, pool)
     if isinstance(source, np.random.SeedSequence):
@@ -106,12 +119,32 @@ def unit_args(source, dist="normal", nu=None, pool=None):
         code, (d, c, h) = 1, _t_params(float(nu))
     else:
         code, d, c, h = (2 if dist == "data" else 0), 1.0, 0.0, 1.0
-    return state, code, d, c, h, _pool_array(pool if dist == "data" else None)
+    if dist != "data":
+        arr = _pool_array(None)
+        return state, code, d, c, h, arr, arr, _NO_SHIFT, _NO_SCALE
+    if isinstance(pool, StandardisedPool):
+        if pool.size > 2**32:
+            raise InputError("dist 'data': at most 2**32 values to resample")
+        if not pool.local:
+            return state, 4, d, c, h, pool.E, pool.uE, pool.m[:1], pool.s[:1]
+        if windows is not None:
+            pm, ps = pool.segment_params(windows)
+            return state, 5, d, c, h, pool.E, pool.uE, pm, ps
+        pool = pool.values()  # a local pool drawn as one: its values
+    arr = _pool_array(pool)
+    return state, 3 if windows is not None else 2, d, c, h, arr, arr, _NO_SHIFT, _NO_SCALE
+
+
+#: Dummy centre and scale of the pools that are not computed on the fly.
+_NO_SHIFT = np.zeros(1)
+_NO_SCALE = np.ones(1)
 
 
 def _draw_numpy(rng, size, dist, nu, pool):
     """NumPy ``Generator`` route of :func:`draw_unit` (arguments already checked)."""
     if dist == "data":
+        if isinstance(pool, StandardisedPool):
+            pool = pool.values()
         return np.asarray(pool)[rng.integers(0, np.size(pool), size)]
     if dist == "normal" or np.isinf(nu):  # the limit of t_s(nu): the normal
         return rng.standard_normal(size)
@@ -161,31 +194,60 @@ def unit_quantile(p, *, dist="normal", nu=None):
 
 
 @numba.njit(inline="always")
-def unit_step(code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have):
+def _pool_value(code, pool, pu, pm, ps, j):  # pragma: no cover - numba
+    """Value j of a pool: stored (code 2) or computed from E and uE (codes 4, 5)."""
+    if code == 2:
+        return pool[j]
+    if code == 5 and not ps > 0:  # a constant window (standardised_z_local: zeros)
+        return 0.0
+    return (pool[j] / pu[j] - pm) / ps
+
+
+@numba.njit(inline="always")
+def pool_index(s0, s1, s2, s3, n, th, pend, have):  # pragma: no cover - numba
+    """Draw the index j in [0, n) of the next value of a pool (:func:`unit_step` 2, 4, 5).
+
+    Lemire's method on the two 32-bit halves of an output, the high half first; an
+    accepted low half is kept in ``(pend, have)`` for the next draw. Returns
+    ``(j, s0, s1, s2, s3, pend, have)``.
+    """
+    if have:
+        return pend, s0, s1, s2, s3, pend, False
+    while True:
+        j1, ok1, j2, ok2, s0, s1, s2, s3 = lemire_pair(s0, s1, s2, s3, n, th)
+        if ok1:
+            return j1, s0, s1, s2, s3, j2, ok2
+        if ok2:
+            return j2, s0, s1, s2, s3, j2, False
+
+
+@numba.njit(inline="always")
+def unit_step(code, s0, s1, s2, s3, d, c, h, pool, pu, pm, ps, n, th, pend, have):
     r"""One unit draw ε of member ``code`` on the stream (s0..s3), in registers (numba).
 
     For kernels that simulate calibrated copies without storing ε: arguments from
     :func:`unit_args` (``n = pool.size``, ``th = (2**32 - n) % n`` as
-    :func:`uqx.engine.resample.lemire_threshold`), ``pend, have = 0, False`` at the start
-    of each copy.
+    :func:`uqx.engine.resample.lemire_threshold`; ``pm``, ``ps`` scalars: element 0 of
+    its ``pool_m``, ``pool_s``, or a segment's for code 5), ``pend, have = 0, False`` at
+    the start of each copy.
     ``0`` N(0, 1) (ziggurat :func:`uqx.engine.generators.normal_step`); ``1`` unit-variance
     :math:`t_s(\nu)` (:func:`uqx.engine.generators.t_step`, ``(d, c, h) = t_params(nu)``);
     ``2`` ``pool[j]`` with ``j`` uniform in [0, n) by Lemire's method on the two 32-bit
-    halves of an output (:func:`uqx.engine.resample.lemire_pair`): the high half first, an accepted
-    low half kept in ``(pend, have)`` for the next draw (the caller drops it at the end
-    of a row, as :func:`uqx.engine.resample.uniform_integers` does at the end of its draws).
+    halves of an output (:func:`pool_index`, :func:`uqx.engine.resample.lemire_pair`): the
+    high half first, an accepted low half kept in ``(pend, have)`` for the next draw (the
+    caller drops it at the end of a row, as :func:`uqx.engine.resample.uniform_integers`
+    does at the end of its draws);
+    ``4`` the same ``j``, value ``(pool[j] / pu[j] - pm) / ps`` (the data's standardised
+    z-scores computed from E = ``pool`` and uE = ``pu`` when drawn,
+    :class:`uqx.engine.null_shape.StandardisedPool`: the bits of the stored pool);
+    ``5`` as 4, but 0.0 when ``ps`` is not > 0 (a window standardised on its own,
+    :func:`uqx.engine.null_shape.standardised_z_local`).
 
     Returns ``(eps, s0, s1, s2, s3, pend, have)``.
     """
-    if code == 2:
-        if have:
-            return pool[pend], s0, s1, s2, s3, pend, False
-        while True:
-            j1, ok1, j2, ok2, s0, s1, s2, s3 = lemire_pair(s0, s1, s2, s3, n, th)
-            if ok1:
-                return pool[j1], s0, s1, s2, s3, j2, ok2
-            if ok2:
-                return pool[j2], s0, s1, s2, s3, j2, False
+    if code == 2 or code == 4 or code == 5:
+        j, s0, s1, s2, s3, pend, have = pool_index(s0, s1, s2, s3, n, th, pend, have)
+        return _pool_value(code, pool, pu, pm, ps, j), s0, s1, s2, s3, pend, have
     if code == 1:
         e, s0, s1, s2, s3 = t_step(s0, s1, s2, s3, d, c, h)
         return e, s0, s1, s2, s3, pend, have
@@ -193,15 +255,16 @@ def unit_step(code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have):
     return e, s0, s1, s2, s3, pend, have
 
 
-@numba.njit(nogil=True, cache=True)
-def _unit_rows(state, code, d, c, h, pool, out):  # pragma: no cover - numba
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _unit_rows(state, code, d, c, h, pool, pu, pm, ps, out):  # pragma: no cover - numba
     """Fill the rows of ``out`` (k, M) with unit draws, row after row on one stream."""
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     n = np.uint64(max(pool.shape[0], 1))
     th = lemire_threshold(n)
+    m0, sc0 = pm[0], ps[0]
     for r in range(out.shape[0]):
         pend, have = np.uint64(0), False
         for i in range(out.shape[1]):
             out[r, i], s0, s1, s2, s3, pend, have = unit_step(
-                code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                code, s0, s1, s2, s3, d, c, h, pool, pu, m0, sc0, n, th, pend, have)
     state[0], state[1], state[2], state[3] = s0, s1, s2, s3

@@ -41,8 +41,8 @@ from uqx.engine.confidence import (
     bca_limits,
     percentile_interval,
 )
-from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_BOOT_PER_BIN, POP_MIN
-from uqx.engine.evaluator import LONG_SET_ROWS, SetEvaluator
+from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_BOOT_PER_BIN, POP_MIN
+from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.resample import (
     MEMORY_BUDGET,
     REPLICATE_BLOCK,

@@ -30,9 +30,10 @@ from uqx.dataio.model import (
 )
 from uqx.engine import gaussian_sums
 from uqx.engine.copies import cc_fixed_u, copy_bin_features, sim_rows
-from uqx.engine.defaults import LEVEL, N_BINS, N_MC, POP_MIN
+from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_MC, POP_MIN
 from uqx.engine.gaussian_sums import cell_layout, gauss_rows, gaussian_plan, unit_moments
 from uqx.engine.resample import (
+    chunked_content_key,
     content_key,
     resolve_seed,
     rows_for_budget,
@@ -150,11 +151,10 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
     not depend on the budget.
     """
     local = dist == "data" and ss.pool_local is not None
-    state, code, d, c, h, pool = unit_args(
+    # local: resampled within the windows of bins of uE (sim_rows codes 3 and 5)
+    state, code, d, c, h, pool, pu, pm, ps = unit_args(
         seed_sequence(seed, "sim", ss.key if own_key else ss.ukey, dlabel, block), dist, nu,
-        ss.pool_local if local else ss.pool)
-    if local:
-        code = 3  # resampled within the bins of uE (sim_rows)
+        ss.pool_local if local else ss.pool, windows=ss.win if local else None)
     rank = any(s.family == "rank" for s in specs)
     first = block * SIM_BLOCK  # index of the block's first copy in the whole stream
     n_hook = 0 if hook is None else max(0, min(nb, hook.n_copies - first))
@@ -187,8 +187,8 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
             k, buf = nb - lo, np.empty((0, ss.M))
         out_seg = np.zeros((k, ss.seg.size - 1, 4))
         out_bin = np.zeros((k, ss.n_extra, 4))
-        sim_rows(state, code, d, c, h, pool, ss.u_sorted, ss.seg, ss.binid, ss.boff,
-                  out_seg, out_bin, buf, ss.win if local else _NO_WINDOWS)
+        sim_rows(state, code, d, c, h, pool, pu, pm, ps, ss.u_sorted, ss.seg, ss.binid,
+                 ss.boff, out_seg, out_bin, buf, ss.win if local else _NO_WINDOWS)
         parts.append(_sums_stats(out_seg, out_bin, buf if rank else None, ss, specs))
         if lo < n_hook:  # the same draws, reused
             hooked.append(hook(buf[: n_hook - lo]))
@@ -235,11 +235,11 @@ def _moment_group(col_u, col_pool, lo, hi, seed, key, dlabel, block, g, nb, dist
     """Sum (nb, 4) the block's copies over rows lo:hi (group g), in file order."""
     u = read_rows(col_u.arr, lo, hi)
     ss = seed_sequence(seed, "sim", key, dlabel, block, "rows", g)
-    state, code, d, c, h, pool = unit_args(ss, dist, nu, col_pool.arr)
+    state, code, d, c, h, pool, pu, pm, ps = unit_args(ss, dist, nu, col_pool.arr)
     out = np.zeros((nb, 1, 4))
-    sim_rows(state, code, d, c, h, pool, u, np.array([0, hi - lo], dtype=np.int64),
-              np.zeros((0, 1), np.int32), np.zeros(0, np.int64), out, np.zeros((nb, 0, 4)),
-              np.empty((0, hi - lo)), _NO_WINDOWS)
+    sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, np.array([0, hi - lo], dtype=np.int64),
+             np.zeros((0, 1), np.int32), np.zeros(0, np.int64), out, np.zeros((nb, 0, 4)),
+             np.empty((0, hi - lo)), _NO_WINDOWS)
     return out[:, 0]
 
 
@@ -358,6 +358,15 @@ def _summarise_sims(computed, names, n_mc, level, keep_draws) -> xr.Dataset:
 
 _NO_WINDOWS = np.zeros((0, 2), dtype=np.int64)
 
+#: Rows of a chunk of the content keys of a prepared set (no copy of a whole column).
+_KEY_CHUNK = 1 << 20
+
+
+def _content_key(*arrays):
+    """:func:`uqx.engine.resample.content_key` of the arrays, hashed chunk by chunk."""
+    return chunked_content_key(
+        (a[lo:lo + _KEY_CHUNK] for lo in range(0, a.shape[0], _KEY_CHUNK)) for a in arrays)
+
 
 #: Key suffix of the statistics of the copies under the local alternative (``_sums_stats``).
 TOP_KEY = "@top"
@@ -371,61 +380,116 @@ class _SimSet:
     the bins on uE) or as a bin index per position (``binid``, for X / V). ``layout[c]``
     = (lo, hi, Σu² per bin, n per bin): ``lo = None`` for the segments, else the slice
     of the kernel's extra bins.
+
+    With ``pool``, the ``"data"`` member's z-scores: ``pool`` (the whole set's,
+    :func:`uqx.engine.null_shape.standardised_z`, in file order) and ``pool_local``
+    (each window of bins of uE standardised on its own,
+    :func:`~uqx.engine.null_shape.standardised_z_local`, in the uE order; None without
+    bins on uE). When uE is already in ascending order and the set is longer than
+    :data:`uqx.engine.defaults.LONG_SET_ROWS`, both are
+    :class:`~uqx.engine.null_shape.StandardisedPool` views of E and uE whose values are
+    computed when drawn (the same bits); otherwise arrays.
+
+    Memory: when uE is in ascending order (rows in content order,
+    :func:`uqx.engine.binning.is_nondecreasing`) the sort is the identity and is never
+    built: ``u_sorted`` is the caller's uE itself; beyond ``LONG_SET_ROWS`` nothing of
+    size M is held (but a bin index per row, 4 bytes, for each binning on X or V), and
+    building takes one array of M floats at a time (u², then E/uE); shorter sets keep
+    the two pools (8 bytes a row each). Otherwise: the sorted uE and the two pools
+    (8 bytes a row each), and the sort order (8 bytes a row) while building. A drawn
+    value of a pool computed when drawn reads E and uE (two random reads instead of
+    one): full draws of the ``"data"`` member cost up to 1.6 times as much on sets far
+    larger than the caches (heavy tails, where the joint-normal sums do not apply).
     """
 
     def __init__(self, sd, conds, cfg, pool=False):
-        from uqx.engine.binning import make_bins, stable_order
-        from uqx.engine.null_shape import standardised_z
+        from uqx.engine.binning import is_nondecreasing, make_bins, sorted_edges, stable_order
+        from uqx.engine.null_shape import (
+            local_windows,
+            standardised_pools,
+            standardised_z,
+            standardised_z_local,
+        )
 
         self.name, self.M, self.cfg, self.conds = sd.name, sd.M, cfg, frozenset(conds)
-        self.key = content_key(sd.E, sd.uE)
-        self.ukey = content_key(sd.uE)  # the members that never look at E
-        self.pool = standardised_z(sd.E, sd.uE) if pool else None
-        order = stable_order(sd.uE)
-        self.u_sorted = np.ascontiguousarray(sd.uE[order])
-        u2 = self.u_sorted**2
-        self.sum_u2 = float(np.sum(u2))
+        self.key = _content_key(sd.E, sd.uE)
+        self.ukey = _content_key(sd.uE)  # the members that never look at E
+        ordered = is_nondecreasing(sd.uE)  # the stable order is the identity
+        order = None if ordered else stable_order(sd.uE)
+        self.u_sorted = (np.ascontiguousarray(sd.uE, dtype=np.float64) if ordered
+                         else np.ascontiguousarray(sd.uE[order]))
         self._ru = None
         self._cells, self._plans = {}, {}  # joint-normal copies (gaussian())
-        where = None  # file index -> position in uE order: built only for bins on X / V
         values = {"uE": sd.uE, "X": sd.X, "V": sd.V}
-        self.seg = np.array([0, sd.M], dtype=np.int64)
-        self.layout, ids, offs, off = {}, [], [], 0
         for c in sorted(self.conds):
             if values.get(c) is None:
                 raise InputError(f"{sd.name}: statistic needs variable {c!r}, absent here")
-            b = make_bins(values[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
-                          log=cfg.log, order=order if c == "uE" else None)
-            edges = np.asarray(b.edges, dtype=np.int64)
+        self.seg = np.array([0, sd.M], dtype=np.int64)
+        u_bins = None  # (order or None for index intervals of the uE order, edges)
+        if "uE" in self.conds:
+            if ordered:  # index intervals of uE itself: no order array
+                u_bins = (None, np.asarray(sorted_edges(
+                    self.u_sorted, cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
+                    log=cfg.log)[0], dtype=np.int64))
+            else:
+                b = make_bins(sd.uE, cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
+                              log=cfg.log, order=order)
+                same = np.array_equal(b.order, order)  # index intervals of the uE order
+                u_bins = (None if same else b.order, np.asarray(b.edges, dtype=np.int64))
+                b = None
+        u2 = self.u_sorted**2  # one transient array of M values at a time from here
+        self.sum_u2 = float(np.sum(u2))
+        where = None  # file index -> position in uE order: built only for bins on X / V
+        self.layout, ids, offs, off = {}, [], [], 0
+        for c in sorted(self.conds):
+            if c == "uE":
+                border, edges = u_bins
+            else:
+                b = make_bins(values[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
+                              log=cfg.log)
+                border, edges = b.order, np.asarray(b.edges, dtype=np.int64)
+                b = None
             n = np.diff(edges).astype(np.float64)
-            if c == "uE" and np.array_equal(b.order, order):  # index intervals of uE order
+            if border is None:  # index intervals of the uE order: the segments
                 self.seg = np.ascontiguousarray(edges)
                 self.layout[c] = (None, None, np.add.reduceat(u2, edges[:-1]), n)
                 continue
-            if where is None:
-                where = np.empty(sd.M, dtype=np.int64)
-                where[order] = np.arange(sd.M)
+            pos = border
+            if not ordered:
+                if where is None:
+                    where = np.empty(sd.M, dtype=np.int64)
+                    where[order] = np.arange(sd.M)
+                pos = where[border]
             bin_of = np.empty(sd.M, dtype=np.int32)
-            bin_of[where[b.order]] = np.repeat(np.arange(n.size, dtype=np.int32),
-                                               np.diff(edges))
+            bin_of[pos] = np.repeat(np.arange(n.size, dtype=np.int32), np.diff(edges))
             ids.append(bin_of)
             offs.append(off)
             self.layout[c] = (off, off + n.size, np.bincount(bin_of, u2, n.size), n)
             off += n.size
-        # the "data" member within windows of bins of uE: their own standardised z-scores,
-        # in the uE order already taken (no second sort)
-        self.pool_local, self.win = None, _NO_WINDOWS
-        if pool and self.seg.size > 2:
-            from uqx.engine.null_shape import local_windows, standardised_z_local
-
-            groups, self.win = local_windows(self.seg)
-            self.pool_local = standardised_z_local(sd.E[order] / self.u_sorted, groups)
-        order = b = where = None  # free before the log pass
+        pos = border = where = u_bins = None  # free before the log pass
         np.log(u2, out=u2)  # ln u² in place of u² (its last use): one M temporary less
         self.sum_lnu2 = float(np.sum(u2))
+        del u2
         self.n_extra = off
         self.binid = np.ascontiguousarray(np.stack(ids)) if ids else np.zeros((0, 1), np.int32)
         self.boff = np.array(offs, dtype=np.int64)
+        # the "data" member: the whole set's standardised z-scores, and within windows of
+        # bins of uE their own (consistency's null), in the uE order already taken
+        self.pool = self.pool_local = None
+        self.win = _NO_WINDOWS
+        if pool:
+            groups = None
+            if self.seg.size > 2:
+                groups, self.win = local_windows(self.seg)
+            if ordered and self.M > LONG_SET_ROWS:  # computed when drawn, from E and uE
+                self.pool, self.pool_local = standardised_pools(sd.E, sd.uE, groups)
+            else:  # stored: one random read a draw, not two (the same values)
+                self.pool = standardised_z(sd.E, sd.uE)
+                if groups is not None:
+                    e = sd.E if ordered else sd.E[order]
+                    self.pool_local = standardised_z_local(e / self.u_sorted, groups)
+                    e = None
+        order = None
 
     def gaussian(self, dist, nu, local, sweep=None):
         """Return the joint-normal plan of this set's copies under a member, or None.
@@ -507,8 +571,21 @@ def prepare_sets(ds, stats, *, bins: int = N_BINS, binning: str = "equal-count",
 
     One stable sort of uE per set and one set of bins (index intervals of that order
     for uE, a bin index per position for X / V) shared by every member and copy; with
-    ``pool`` also the standardised z-scores of the ``"data"`` member. Pass the result
-    as ``prepared=`` with the same ``stats`` and binning.
+    ``pool`` also the standardised z-scores of the ``"data"`` member
+    (:func:`uqx.engine.null_shape.standardised_z`, and
+    :func:`~uqx.engine.null_shape.standardised_z_local` within windows of the bins of
+    uE); for long sets in content order, as centres and scales applied to E/uE when a
+    value is drawn (:class:`uqx.engine.null_shape.StandardisedPool`). Pass the result as
+    ``prepared=`` with the same ``stats`` and binning.
+
+    Memory: a set whose uE is already in ascending order (rows in content order:
+    :func:`uqx.engine.binning.is_nondecreasing`) is read as it is, without a sort order;
+    beyond :data:`uqx.engine.defaults.LONG_SET_ROWS` rows nothing of size M is held (but
+    a bin index per row, 4 bytes, for each binning on X or V), and 8 bytes a row are
+    taken while it is prepared (u², then E/uE); shorter sets keep the pools. Otherwise
+    the sorted uE (8 bytes a row) and, with ``pool``, the whole set's z-scores and
+    (with bins on uE) the windows' in that order (8 bytes a row each) are held, and the
+    sort order (8 bytes a row) while it is prepared.
 
     Parameters
     ----------
@@ -645,12 +722,18 @@ def simulate_reference(
     **Otherwise** (binned or rank statistics, hooks): the set is loaded and copy k is
     drawn on ``seed_sequence(seed, "sim", content key, label, k // SIM_BLOCK)``, copy
     after copy within a block, laid out in the stable uE order, binned and summed in the
-    same pass (:func:`sim_rows`). Memory: uE in sort order (8 bytes a row), a bin index
-    per row for each binning on X or V (4 bytes a row), the z-scores for ``"data"``, and
-    ε only for the copies that CC or the hooks need (batches of
-    :data:`uqx.engine.resample.MEMORY_BUDGET`). In both routes the draws are the generators of
-    :mod:`uqx.engine.generators` (``"data"``: Lemire bounded integers) and the numbers depend
-    on neither the scheduler, the workers, nor the memory budget.
+    same pass (:func:`sim_rows`). Memory (:func:`prepare_sets`): nothing of size M when
+    uE is already in ascending order and the set is longer than
+    :data:`uqx.engine.defaults.LONG_SET_ROWS` (the rows in content order: the ``"data"``
+    member's values are computed from E and uE when drawn,
+    :class:`uqx.engine.null_shape.StandardisedPool`), else uE in sort order and, for
+    ``"data"``, its z-scores (8 bytes a row each, and 8 more for the windows' own with
+    bins on uE); a bin index per row for each binning on X or V (4 bytes a row); ε only
+    for the copies that CC or the hooks need (batches of
+    :data:`uqx.engine.resample.MEMORY_BUDGET`). In both routes
+    the draws are the generators of :mod:`uqx.engine.generators` (``"data"``: Lemire
+    bounded integers) and the numbers depend on neither the scheduler, the workers, nor
+    the memory budget.
 
     **Large bins.** Where the member's per-bin sums are close to jointly normal
     (:mod:`uqx.engine.gaussian_sums`: N, :math:`t_s(\nu > 6)`, a pool with a small sixth

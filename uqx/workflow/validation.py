@@ -195,14 +195,17 @@ def _bootstrap_step(ds, specs, notes, cfg) -> xr.Dataset:
 
 def _binning_used(sets, specs, *, bins, binning, pop_min, notes):
     """Bins actually used per set by the binned statistics on uE (with a note if capped)."""
-    from uqx.engine.binning import make_bins
+    from uqx.engine.binning import equal_count_edges, make_bins
 
     used = np.full(len(sets), -1, dtype=np.int64)
     if not any(s.family == "binned" for s in specs):
         return used
     for i, sd in enumerate(sets):
         try:
-            used[i] = make_bins(sd.uE, bins, scheme=binning, pop_min=pop_min).n_bins
+            if binning == "equal-count":  # the edges depend on the count only: no sort
+                used[i] = equal_count_edges(sd.M, bins, pop_min=pop_min).size - 1
+            else:
+                used[i] = make_bins(sd.uE, bins, scheme=binning, pop_min=pop_min).n_bins
         except InputError as exc:
             raise InputError(f"{sd.name}: {exc}") from None
         if used[i] < bins and binning != "equal-width":

@@ -32,13 +32,15 @@ from uqx.inference.extrapolate.binsweep import (
 __all__ = ["NullHook", "null_intercepts", "null_verdict", "sweep_copies"]
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
+def _sweep_draws(state, code, d, c, h, pool, pu, pm, ps, U, bp, edges, offsets,
                  out):  # pragma: no cover - numba
     """ENCE, ZMSE, ZVE of copies ``U[r] * ε`` drawn on the fly, every bin partition.
 
     One pass per copy: ε from :func:`uqx.engine.unit_variance.unit_step` (row after row on one
-    stream), the sums of (u², E², z², z) over each segment between the sorted
-    breakpoints ``bp`` of all partitions accumulated into prefix sums ``P`` at ``bp``;
+    stream; the generator ``code, d, c, h, pool, pu, pm, ps`` of
+    :func:`uqx.engine.unit_variance.unit_args`), the sums of (u², E², z², z) over each
+    segment between the sorted breakpoints ``bp`` of all partitions accumulated into
+    prefix sums ``P`` at ``bp``;
     ``edges[offsets[l]:offsets[l+1]]`` are the positions in ``bp``
     of the edges of partition l, evaluated by
     :func:`uqx.inference.extrapolate.binsweep.partition_stats`.
@@ -46,6 +48,7 @@ def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     n = np.uint64(max(pool.shape[0], 1))
     th = lemire_threshold(n)
+    m0, sc0 = pm[0], ps[0]
     k = out.shape[0]
     P = np.zeros((bp.size, 4))
     for r in range(k):
@@ -57,9 +60,9 @@ def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
             b0 = b1 = b2 = b3 = 0.0
             for i in range(i0, i1 - 1, 2):
                 e, s0, s1, s2, s3, pend, have = unit_step(
-                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    code, s0, s1, s2, s3, d, c, h, pool, pu, m0, sc0, n, th, pend, have)
                 f, s0, s1, s2, s3, pend, have = unit_step(
-                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    code, s0, s1, s2, s3, d, c, h, pool, pu, m0, sc0, n, th, pend, have)
                 x = u[i] * e
                 y = u[i + 1] * f
                 a0 += u[i] * u[i]
@@ -72,7 +75,7 @@ def _sweep_draws(state, code, d, c, h, pool, U, bp, edges, offsets,
                 b3 += f
             if (i1 - i0) & 1:
                 e, s0, s1, s2, s3, pend, have = unit_step(
-                    code, s0, s1, s2, s3, d, c, h, pool, n, th, pend, have)
+                    code, s0, s1, s2, s3, d, c, h, pool, pu, m0, sc0, n, th, pend, have)
                 x = u[i1 - 1] * e
                 a0 += u[i1 - 1] * u[i1 - 1]
                 a1 += x * x
