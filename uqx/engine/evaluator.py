@@ -75,6 +75,7 @@ __all__ = ["SetEvaluator", "SORTED_COPY_ROWS"]
 SORTED_COPY_ROWS = 1 << 24
 
 _NO_ORDER = np.zeros(1, dtype=np.int64)  # the order of a sorted variable: never read
+_CHECK_ROWS = 1 << 20
 
 
 # ---------------------------------------------------------------- numba kernels
@@ -297,7 +298,9 @@ class SetEvaluator:
                 if extra[k].shape != self.E.shape:
                     raise InputError(f"variable {k!r} has shape {extra[k].shape}, not ({self.M},)")
         for k, v in {"E": self.E, "u": self.u, **extra}.items():
-            if not np.isfinite(v).all():
+            # by groups of rows: no boolean column (1 byte a row)
+            if not all(np.isfinite(v[a:a + _CHECK_ROWS]).all()
+                       for a in range(0, v.size, _CHECK_ROWS)):
                 raise InputError(
                     f"variable {k!r} holds NaN/inf: drop incomplete rows first (uqx.iter_sets)"
                 )

@@ -98,7 +98,8 @@ def chunked_content_key(columns) -> tuple[int, int, int, int]:
     h = hashlib.sha256()
     for chunks in columns:
         for chunk in chunks:
-            h.update(np.ascontiguousarray(chunk, dtype=np.float64).tobytes())
+            # the array's own buffer (no bytes copy of the column: 8 bytes a row)
+            h.update(memoryview(np.ascontiguousarray(chunk, dtype=np.float64)).cast("B"))
         h.update(b"|")  # (E, uE) and (E', uE') with the same concatenation differ
     d = h.digest()
     return tuple(int.from_bytes(d[4 * i : 4 * i + 4], "little") for i in range(4))
