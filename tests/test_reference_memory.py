@@ -178,10 +178,12 @@ def test_sorted_and_shuffled_rows_prepare_the_same_sets():
         np.testing.assert_array_equal(a.seg, make_bins(u, 20, scheme=binning).edges)
         for name in ("u_sorted", "seg", "win", "binid", "boff"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
-        assert (a.sum_u2, a.sum_lnu2, a.n_extra) == (b.sum_u2, b.sum_lnu2, b.n_extra)
+        # the sums of u² of the long route (by chunks of rows): the same up to the order
+        assert a.n_extra == b.n_extra
+        np.testing.assert_allclose([a.sum_u2, a.sum_lnu2], [b.sum_u2, b.sum_lnu2], rtol=1e-13)
         for c in a.layout:
             for x, y in zip(a.layout[c], b.layout[c], strict=True):
-                assert (x is None and y is None) or np.array_equal(_bits(x), _bits(y))
+                assert (x is None and y is None) or np.allclose(x, y, rtol=1e-13, atol=0)
         np.testing.assert_array_equal(_bits(a.pool_local.values()), _bits(b.pool_local))
         np.testing.assert_array_equal(_bits(a.pool.values()), _bits(standardised_z(E, u)))
         np.testing.assert_array_equal(_bits(b.pool), _bits(standardised_z(E[perm], u[perm])))
@@ -236,3 +238,20 @@ def test_shorter_sets_store_their_pools_with_the_same_values(monkeypatch):
     b = simulate_reference(ds, ["zms", "ence"], prepared=stored, **kw)
     for k in a.data_vars:
         np.testing.assert_array_equal(_bits(a[k].values), _bits(b[k].values))
+
+
+def test_long_sets_sum_u2_by_chunks(monkeypatch):
+    # beyond LONG_SET_ROWS the sums of u² and ln u² are made 2^20 rows at a time (small
+    # chunks here): the sums of the whole-array route up to the summation order
+    monkeypatch.setattr(R._SquaredU, "_ROWS", 1000)
+    E, u = _sorted_set(20_000, 16)
+    X = np.random.default_rng(17).uniform(0, 1, u.size)
+    ds = uqx.from_arrays(E, u, X=X, name="s")
+    long = prepare_sets(ds, ["zms", "ence", "ence_X"], pool=True)[0]
+    monkeypatch.setattr(R, "LONG_SET_ROWS", 1 << 24)
+    short = prepare_sets(ds, ["zms", "ence", "ence_X"], pool=True)[0]
+    np.testing.assert_allclose(long.sum_u2, short.sum_u2, rtol=1e-13)
+    np.testing.assert_allclose(long.sum_lnu2, short.sum_lnu2, rtol=1e-12)
+    for c in short.layout:
+        np.testing.assert_allclose(long.layout[c][2], short.layout[c][2], rtol=1e-13)
+        np.testing.assert_array_equal(long.layout[c][3], short.layout[c][3])

@@ -368,6 +368,59 @@ def _content_key(*arrays):
         (a[lo:lo + _KEY_CHUNK] for lo in range(0, a.shape[0], _KEY_CHUNK)) for a in arrays)
 
 
+class _SquaredU:
+    """The sums of u² (whole set, segments, bins) and of ln u² that a prepared set needs.
+
+    ``chunked`` False: one array of u² (8 bytes a row, then ln u² in place), summed by
+    NumPy's whole-array reductions (the bits of every earlier version). ``chunked`` True
+    (sets beyond ``LONG_SET_ROWS`` in content order: nothing of size M held): u² made
+    and summed 2^20 rows at a time, the partial sums added in order (the same sums up to
+    the summation order).
+    """
+
+    _ROWS = 1 << 20
+
+    def __init__(self, u, chunked):
+        self.u, self.chunked = u, chunked
+        self.u2 = None if chunked else u * u
+
+    def _chunks(self, lo=0, hi=None):
+        hi = self.u.shape[0] if hi is None else hi
+        for a in range(lo, hi, self._ROWS):
+            b = min(a + self._ROWS, hi)
+            yield a, b, self.u[a:b] * self.u[a:b]
+
+    def total(self):
+        if not self.chunked:
+            return float(np.sum(self.u2))
+        return float(sum(np.sum(c) for *_, c in self._chunks()))
+
+    def segment_sums(self, edges):
+        """Σu² over ``[edges[j], edges[j + 1])`` (index intervals of the uE order)."""
+        if not self.chunked:
+            return np.add.reduceat(self.u2, edges[:-1])
+        # a segment of at most 2^20 rows is one piece: reduceat's bits
+        return np.array([sum((np.add.reduceat(c, [0])[0] for *_, c in self._chunks(a, b)),
+                             0.0) if b > a else 0.0
+                         for a, b in zip(edges[:-1], edges[1:], strict=True)])
+
+    def bin_sums(self, bin_of, n):
+        """Σu² per bin of a bin index per row."""
+        if not self.chunked:
+            return np.bincount(bin_of, self.u2, n)
+        out = np.zeros(n)
+        for a, b, c in self._chunks():
+            out += np.bincount(bin_of[a:b], c, n)
+        return out
+
+    def log_total(self):
+        """Σ ln u² (the whole-set array, when held, is overwritten: its last use)."""
+        if not self.chunked:
+            np.log(self.u2, out=self.u2)
+            return float(np.sum(self.u2))
+        return float(sum(np.sum(np.log(c, out=c)) for *_, c in self._chunks()))
+
+
 #: Key suffix of the statistics of the copies under the local alternative (``_sums_stats``).
 TOP_KEY = "@top"
 
@@ -437,8 +490,8 @@ class _SimSet:
                 same = np.array_equal(b.order, order)  # index intervals of the uE order
                 u_bins = (None if same else b.order, np.asarray(b.edges, dtype=np.int64))
                 b = None
-        u2 = self.u_sorted**2  # one transient array of M values at a time from here
-        self.sum_u2 = float(np.sum(u2))
+        u2 = _SquaredU(self.u_sorted, chunked=ordered and self.M > LONG_SET_ROWS)
+        self.sum_u2 = u2.total()
         where = None  # file index -> position in uE order: built only for bins on X / V
         self.layout, ids, offs, off = {}, [], [], 0
         for c in sorted(self.conds):
@@ -452,7 +505,7 @@ class _SimSet:
             n = np.diff(edges).astype(np.float64)
             if border is None:  # index intervals of the uE order: the segments
                 self.seg = np.ascontiguousarray(edges)
-                self.layout[c] = (None, None, np.add.reduceat(u2, edges[:-1]), n)
+                self.layout[c] = (None, None, u2.segment_sums(edges), n)
                 continue
             pos = border
             if not ordered:
@@ -464,11 +517,10 @@ class _SimSet:
             bin_of[pos] = np.repeat(np.arange(n.size, dtype=np.int32), np.diff(edges))
             ids.append(bin_of)
             offs.append(off)
-            self.layout[c] = (off, off + n.size, np.bincount(bin_of, u2, n.size), n)
+            self.layout[c] = (off, off + n.size, u2.bin_sums(bin_of, n.size), n)
             off += n.size
         pos = border = where = u_bins = None  # free before the log pass
-        np.log(u2, out=u2)  # ln u² in place of u² (its last use): one M temporary less
-        self.sum_lnu2 = float(np.sum(u2))
+        self.sum_lnu2 = u2.log_total()  # ln u² in place of u² (its last use)
         del u2
         self.n_extra = off
         self.binid = np.ascontiguousarray(np.stack(ids)) if ids else np.zeros((0, 1), np.int32)
