@@ -57,7 +57,7 @@ from uqx.dataio.model import (
 )
 from uqx.engine.binning import TIES, content_order
 from uqx.engine.confidence import bca_limits_mc_se
-from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_MC, NU, POP_MIN
+from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST
 from uqx.engine.resample import resolve_seed
 from uqx.engine.statistic import parse_stat
@@ -81,6 +81,7 @@ from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exporte
     lazy_sets,
     load_columns,
     memory_note,
+    release_freed_memory,
     streams,
     tailedness_streamed,
 )
@@ -326,14 +327,19 @@ def validate(
       digests are taken first, from the rows as given; the content order
       (``ties="content"``) then holds one order of the rows (int64, 8 bytes a row, one
       set at a time) and permutes the loaded columns in place, so the columns are never
-      held twice. The binned bootstrap holds one stable sort order of uE (int64, 8
-      bytes a row; E and uE in that order too, 16 bytes a row, for sets up to 2^24
-      rows) and the leave-one-out values of every statistic (8 bytes a row each); the
-      bin features are computed where they are summed, never stored. The simulated
-      references hold the sorted uE (8 bytes a row) and the z-scores of the
-      resampled-data member (8 bytes a row). About 60
-      bytes a row at peak, columns included (80 up to 2^24 rows; tracemalloc at 10^7
-      rows, ZMS + RCE + ENCE; 180 before): 6021 MiB peak RSS for 10^8 rows.
+      held twice. In content order uE is sorted, so what bins on uE needs no sort
+      order: the binned bootstrap reads E and uE as they are and draws each replicate's
+      counts sample block by sample block (no count matrix), the simulated references
+      read uE as it is. Sets longer than :data:`uqx.engine.defaults.LONG_SET_ROWS`
+      (2^24) rows also reduce the leave-one-out values of the BCa acceleration to power
+      sums, sum u² by chunks, and draw the resampled-data member's z-scores from E and
+      uE (:class:`uqx.engine.null_shape.StandardisedPool`): nothing of size M is held
+      beyond the columns, but one column of 8 bytes a row at a time for the exact
+      quantiles (tailedness, the fitted member's κ_CS). Measured (ZMS + RCE + ENCE,
+      ``--no-conditional``, n_boot = n_mc = 200, ``benchmarks/bench_validate_disk.py``):
+      see :func:`uqx.workflow.disk.memory_note`. CC, bins on X / V, ``ties="file-order"``
+      and the conditional routes still hold sort orders and per-row values (8 bytes a
+      row each).
       The tailedness step of sets longer than 2^20 rows works one column at a time
       here too (the same bits).
 
@@ -403,8 +409,14 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
         for text in (small, small_sample_note(sd.name, sd.M)):
             if text:
                 notes.set(i, text)
+    # long sets: freed pages back to the system between the steps (peak RSS)
+    trim = release_freed_memory if max(sd.M for sd in sets) > LONG_SET_ROWS else (
+        lambda: None)
+    trim()
     tails = _tailedness_step(sets, specs, notes)
+    trim()
     boot = _bootstrap_step(ds, specs, notes, cfg)
+    trim()
     n_mc, n_extrap = cfg.n_mc, cfg.n_extrapolation
     hooks = None
     if cfg.conditional and n_extrap >= 2:
@@ -416,6 +428,7 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     members, nu_fit, nu_two, kappa, plausible = null_family(
         cfg.nu, tails, None if streamed else sets,
         M=ds["M"].values if "M" in ds else np.full(len(sets), ds.sizes["sample"]))
+    trim()
     refs, nulls, draws, test_draws, alternative = reference_step(
         ds, specs, boot, notes, cfg, members=members, hooks=hooks, nu_two_sided=nu_two)
     boot = boot.isel(stat=slice(0, len(specs)))
