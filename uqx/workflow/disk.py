@@ -33,7 +33,7 @@ _BINNED_BYTES_PER_ROW_SMALL = 150
 
 
 def release_freed_memory() -> bool:
-    """Hand the heap's freed pages back to the system (glibc ``malloc_trim(0)``).
+    """Collect garbage, then hand the heap's freed pages back to the system (glibc ``malloc_trim``).
 
     Between the steps of a long validation: the groups of 2^20 rows (8 MiB arrays) that
     the steps allocate and free are served from the allocator's heaps once its dynamic
@@ -49,7 +49,9 @@ def release_freed_memory() -> bool:
     """
     import ctypes
     import ctypes.util
+    import gc
 
+    gc.collect()  # arrays held only by reference cycles go first
     name = ctypes.util.find_library("c")
     try:
         trim = ctypes.CDLL(name).malloc_trim if name else None
