@@ -13,6 +13,7 @@ import numpy as np
 
 from uqx._checks import is_lazy
 from uqx.dataio.model import SetData, inherit_checked, read_rows
+from uqx.engine.defaults import LONG_SET_ROWS
 from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import sorted_tailedness
 
@@ -21,15 +22,18 @@ __all__ = ["streams", "memory_note", "is_lazy_input", "lazy_sets", "load_columns
 
 #: Rows read at a time from a dask-backed column (one group of the streamed routes).
 READ_ROWS = 1 << 20
-#: Peak memory of the in-memory workflow with binned statistics, bytes a row, columns
-#: included: the peak RSS of ``uqx validate FILE.nc --stats zms,rce,ence --no-conditional
-#: --n-boot 200 --n-mc 200`` less the interpreter and libraries (~250 MiB), measured by
-#: benchmarks/bench_validate_disk.py on 2026-11-26: 11.1 GiB at 10^8 rows (sets longer than
-#: 2^24 rows), 1.6 GiB at 10^7 rows (shorter sets also hold E and uE in the sort order).
-#: The earlier figures (60 and 80, from tracemalloc) missed what tracemalloc does not see.
-_BINNED_BYTES_PER_ROW = 120
+#: Peak RSS of the in-memory workflow with binned statistics on uE (rows in content
+#: order, ``uqx validate FILE.nc --stats zms,rce,ence --no-conditional --n-boot 200
+#: --n-mc 200``, benchmarks/bench_validate_disk.py, quiet 2-core machine, 2026-11-26):
+#: 2918 MiB at 10^8 rows, 1295 MiB at 10^7 rows. A fixed part (interpreter, numba, dask,
+#: HDF5 caches) of about 600 MiB, plus, beyond ``LONG_SET_ROWS`` (2^24) rows, the columns
+#: (16 bytes a row for E, uE) and one column at a time (8: the order of the rows, the
+#: exact quantiles); shorter sets also keep the sort-free pools and the leave-one-out
+#: values (about 70 bytes a row in all at 10^7).
+_BINNED_FIXED_MIB = 600
+_BINNED_BYTES_PER_ROW = 24
 #: The same for sets of at most 2^24 rows.
-_BINNED_BYTES_PER_ROW_SMALL = 150
+_BINNED_BYTES_PER_ROW_SMALL = 70
 
 
 def release_freed_memory() -> bool:
@@ -162,14 +166,15 @@ def memory_note(ds, stats, *, conditional: bool) -> str | None:
              for s in ([stats] if isinstance(stats, str) else stats)]
     peak = ""
     if any(s.family == "binned" for s in specs):
-        per_row = _BINNED_BYTES_PER_ROW if rows > 1 << 24 else _BINNED_BYTES_PER_ROW_SMALL
-        peak = (f"; the binned workflow peaks at about {per_row} bytes a row, columns "
-                f"included ({per_row * rows / 2**30:.1f} GiB here)")
+        per_row = _BINNED_BYTES_PER_ROW if rows > LONG_SET_ROWS else _BINNED_BYTES_PER_ROW_SMALL
+        est = _BINNED_FIXED_MIB / 1024 + per_row * rows / 2**30
+        peak = (f"; binned statistics on uE (rows in content order) peak at about "
+                f"{est:.1f} GiB here ({per_row} bytes a row beyond ~0.6 GiB of libraries, "
+                "columns included)")
     return (f"disk-backed input ({rows} rows) loaded into memory ({'+'.join(cols)}: "
-            f"{len(cols) * gib:.2f} GiB): binned/rank statistics and the conditional routes "
-            "hold one stable sort order of uE (8 bytes a row) and the leave-one-out "
-            "values of each statistic (8 bytes a row each), not per-row bin features"
-            f"{peak}; moment statistics alone with --no-conditional stream instead")
+            f"{len(cols) * gib:.2f} GiB){peak}; CC, bins on X/V and the conditional routes "
+            "also hold sort orders and per-row values (8 bytes a row each); moment "
+            "statistics alone with --no-conditional stream instead")
 
 
 def lazy_sets(ds):
