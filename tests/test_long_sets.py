@@ -140,3 +140,25 @@ def test_long_route_holds_nothing_of_size_m(monkeypatch):
     M = 1 << 21
     per_row = _peak(M) / M
     assert per_row < 6.0, f"{per_row:.2f} bytes a row"
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 5), (3, 0), (3, 4), "transposed", "broadcast"])
+def test_content_key_hashes_the_buffer_like_its_bytes(shape):
+    # the key hashes the arrays' own buffers (no bytes copy of a column): the digest of
+    # their C-order bytes, as before, for empty, 2-d, non-contiguous and broadcast arrays
+    import hashlib
+
+    from uqx.engine.resample import content_key
+
+    if shape == "transposed":
+        a = np.arange(12.0).reshape(3, 4).T
+    elif shape == "broadcast":
+        a = np.broadcast_to(np.arange(3.0), (4, 3))
+    else:
+        a = np.arange(float(np.prod(shape))).reshape(shape)
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    h.update(b"|")
+    d = h.digest()
+    assert content_key(a) == tuple(int.from_bytes(d[4 * i:4 * i + 4], "little")
+                                   for i in range(4))

@@ -98,8 +98,11 @@ def chunked_content_key(columns) -> tuple[int, int, int, int]:
     h = hashlib.sha256()
     for chunks in columns:
         for chunk in chunks:
-            # the array's own buffer (no bytes copy of the column: 8 bytes a row)
-            h.update(memoryview(np.ascontiguousarray(chunk, dtype=np.float64)).cast("B"))
+            # the array's own buffer, in C order (no bytes copy of the column: 8 bytes
+            # a row); an empty chunk adds nothing, as its empty bytes did
+            a = np.ascontiguousarray(chunk, dtype=np.float64).reshape(-1)
+            if a.size:
+                h.update(memoryview(a).cast("B"))
         h.update(b"|")  # (E, uE) and (E', uE') with the same concatenation differ
     d = h.digest()
     return tuple(int.from_bytes(d[4 * i : 4 * i + 4], "little") for i in range(4))
