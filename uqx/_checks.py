@@ -400,8 +400,8 @@ def constant_reason(values, label: str) -> str:
     """
     arr = np.asarray(values, dtype=np.float64).reshape(-1)
     lo, hi, n = np.inf, -np.inf, 0
-    for a in range(0, arr.size, CHECK_ROWS):  # no temporary column (8 bytes a row)
-        part = arr[a:a + CHECK_ROWS]
+    for a, b in _groups(arr.size):  # no temporary column (8 bytes a row)
+        part = arr[a:b]
         part = part[np.isfinite(part)]
         if part.size:
             lo, hi, n = min(lo, part.min()), max(hi, part.max()), n + part.size
