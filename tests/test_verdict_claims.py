@@ -227,3 +227,46 @@ def test_consistency_headline_states_its_resolution_in_table_json_and_report(tmp
     assert "resolution" not in rec[1]["conditional"]["uE"]  # invalid: nothing to resolve
     html = write_report(r, tmp_path / "r.html").read_text()
     assert f"top 10 % of uE: f &gt;= {f:.3g}" in html or f"top 10 % of uE: f >= {f:.3g}" in html
+
+
+def test_cc_is_not_a_route_of_the_consistency_headline():
+    """CC's copies hold one shape of |ε| at every uE, a null narrower than consistency
+    (E[Z^2 | uE] = 1 whatever the shape): it keeps its own verdict, and the headline
+    combines the binned statistics and intercepts only."""
+    sd = _shape_changes_with_u(0)
+    res = uqx.validate(sd, ["cc", "ence", "zmse"], n_boot=100, n_mc=100, seed=1,
+                       extrapolation_n_mc=50)
+    routes = [r.strip() for r in str(res["cond_routes"].sel(cond="uE").values[0]).split(",")]
+    assert "CC" not in routes and {"ENCE", "ZMSE"} <= set(routes), routes
+    assert res["verdict"].sel(stat="cc").values[0] in ("valid", "invalid", "inconclusive")
+
+
+def test_adaptivity_copies_keep_each_rows_error_shape():
+    """The intercept copies on X read the ε drawn at each row's place in the uE order.
+
+    The data member draws ε per window of uE (heavy-tailed where the data are); the copy
+    sorted by X must give each row the ε of its own uE, not the ε of the row that holds
+    the same rank in uE (which moved the heavy tails to random rows of X: the data
+    member then rejected adaptivity on 15 % of calibrated sets of two shapes)."""
+    from uqx.dataio.model import as_stacked, iter_sets
+    from uqx.engine.binning import stable_order
+    from uqx.inference.extrapolate.binsweep import PRESETS, bin_numbers
+    from uqx.inference.extrapolate.null import NullHook
+    from uqx.workflow.conditional import null_hooks
+
+    sd = next(iter_sets(as_stacked(_shape_changes_with_u(1, M=1200))))
+    hook = null_hooks([sd], n_copies=3)[0]
+    by_u, by_x = stable_order(sd.uE), stable_order(sd.X)
+    rng = np.random.default_rng(5)
+    eps = rng.standard_normal((3, sd.M))  # ε in the uE order, as the simulation lays it out
+    eps_of_row = np.empty_like(eps)
+    eps_of_row[:, by_u] = eps  # the ε each row received
+    st = PRESETS["app-c"]
+    nb = bin_numbers(sd.M, st)
+    twin_u = NullHook([sd.uE[by_u]], nb, st)(eps)[:, 0]
+    twin_x = NullHook([sd.uE[by_x]], nb, st)(eps_of_row[:, by_x])[:, 0]
+    got = hook(eps)
+    np.testing.assert_allclose(got[:, 0], twin_u, rtol=1e-12)
+    np.testing.assert_allclose(got[:, 1], twin_x, rtol=1e-12)
+    # the pairing by rank alone (the old copies) is another copy
+    assert not np.allclose(NullHook([sd.uE[by_x]], nb, st)(eps)[:, 0], twin_x)

@@ -9,7 +9,8 @@
 * the **extrapolation to zero bins** of ENCE, ZMSE and ZVE (:mod:`uqx.inference.extrapolate.fit`),
   judged against the intercept's simulated null distribution;
 * the **headline** (:func:`headline_step`): one Monte-Carlo test combining the binned
-  statistics, CC and the intercepts on their shared calibrated copies.
+  statistics and the intercepts on their shared calibrated copies (CC keeps its own
+  verdict: its null is narrower than the definition of consistency).
 """
 
 from __future__ import annotations
@@ -151,8 +152,17 @@ def null_hooks(sets, *, n_copies, preset="app-c"):
         except InputError:
             hooks.append(None)
             continue
-        orders = [sd.uE[stable_order(x)] for x in _set_conds(sd, conds).values()]
-        hooks.append(NullHook(orders, nb, st, n_copies))
+        # the copies' ε are drawn in the stable uE order (per window of uE for the data
+        # member): each other ordering reads the ε of its rows' places there
+        by_u = stable_order(sd.uE)
+        place = np.empty(sd.M, dtype=np.int64)
+        place[by_u] = np.arange(sd.M)
+        orders, positions = [], []
+        for c, x in _set_conds(sd, conds).items():
+            ox = by_u if c == "uE" else stable_order(x)
+            orders.append(sd.uE[ox])
+            positions.append(None if c == "uE" else place[ox])
+        hooks.append(NullHook(orders, nb, st, n_copies, positions=positions))
     return hooks
 
 
@@ -239,14 +249,24 @@ def extrapolation_step(sets, notes, *, seed, level, members, n_mc, preset="app-c
     return out, copies
 
 
+def _is_route(spec, cond) -> bool:
+    """Whether a statistic is a route of the headline on ``cond``: binned on it.
+
+    CC is not a route of consistency: its null (calibrated copies with one shape of |ε|
+    at every uE) is narrower than the definition, E[Z² | uE] = 1 whatever the shape, and
+    a shape of the errors that changes with uE moves it on consistent data. It keeps its
+    own verdict.
+    """
+    return spec.family == "binned" and spec.cond == cond
+
+
 def _routes(res, specs, draws, copies, i, c, cond):
     """Routes of one headline: (name, observed p per member, copy p (member, n) or None)."""
     from uqx.engine.mctest import DIRECTION, copy_pvalues, direction_of
 
     out = []
     for j, s in enumerate(specs):
-        on_cond = (s.family == "binned" and s.cond == cond) or (s.base == "cc" and cond == "uE")
-        if on_cond and np.isfinite(res["p_value"].values[i, j]).any():
+        if _is_route(s, cond) and np.isfinite(res["p_value"].values[i, j]).any():
             pc = np.stack([copy_pvalues(draws[i, j, m], direction_of(s.base))
                            for m in range(draws.shape[2])])
             out.append((s.name.upper(), res["p_value"].values[i, j], pc))
@@ -263,7 +283,7 @@ def _routes(res, specs, draws, copies, i, c, cond):
 def _route_copies(draws, copies, specs, res, i, c, cond) -> int:
     """Fewest finite copies behind a route of headline (set ``i``, cond ``c``)."""
     counts = [int(np.isfinite(draws[i, j]).sum(-1).min()) for j, s in enumerate(specs)
-              if (s.family == "binned" and s.cond == cond) or (s.base == "cc" and cond == "uE")]
+              if _is_route(s, cond)]
     counts += [int(np.isfinite(n).all(-1).sum()) for n in copies.get((i, c), [])]
     return min(counts) if counts else 0
 
@@ -329,7 +349,8 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, altern
     """Headline verdict per (set, cond): one test over the routes, over the null family.
 
     The routes of consistency (cond = uE) are the binned statistics on uE of the run
-    (ENCE, ZMSE, ZVE), CC and the zero-bin intercepts of ENCE, ZMSE, ZVE; of adaptivity
+    (ENCE, ZMSE, ZMSE_max, ZVE) and the zero-bin intercepts of ENCE, ZMSE, ZVE (not CC:
+    :func:`_is_route`); of adaptivity
     (X, V), the binned statistics and intercepts on that variable. They share their
     calibrated copies (the extrapolation nulls are computed on the first copies of the
     simulated references), so their smallest p-value is calibrated on those copies
@@ -449,7 +470,7 @@ def untestable_step(res, sets, specs, notes, *, n_bins_used=None, cfg=None) -> x
     * a constant X (or V): the statistics binned on it, its intercepts and its
       adaptivity headline;
     * a single bin on uE (``pop_min`` too large for M): the statistics binned on uE, and
-      the consistency headline when it rests on nothing else (no CC, no intercept).
+      the consistency headline when it rests on nothing else (no intercept).
 
     Also warns when equal-width bins on uE hold fewer than ``pop_min`` points. Runs last
     (after the family-wise and tails steps), so no later step can turn these verdicts.

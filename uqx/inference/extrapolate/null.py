@@ -137,10 +137,23 @@ class NullHook:
     :func:`null_intercepts` (own draws) and by the validation workflow, which hands it
     the draws of its simulated references so that the null costs no extra draws.
     ``n_copies``: how many copies the caller should feed it.
+
+    ``positions`` (one per ordering, or None for all): where the value of each row of
+    that ordering sits in ``eps``, None for the order of the draws itself. The draws of
+    the simulation are laid out in the uE order and, for the data's own z-scores
+    resampled within windows of uE, are not identically distributed: the row at
+    position j of the X order is the row of uE rank ``positions[c][j]``, and its ε must
+    be the one drawn there (the copy keeps the error shape of each level of uE).
     """
 
-    def __init__(self, u_orders, n_bins, settings: SweepSettings, n_copies: int = 0):
+    def __init__(self, u_orders, n_bins, settings: SweepSettings, n_copies: int = 0,
+                 positions=None):
         self.u_orders = [np.ascontiguousarray(u, dtype=np.float64) for u in u_orders]
+        self.positions = ([None] * len(self.u_orders) if positions is None else
+                          [None if p is None else np.ascontiguousarray(p, dtype=np.int64)
+                           for p in positions])
+        if len(self.positions) != len(self.u_orders):
+            raise ValueError("one entry of positions per ordering")
         self.n_bins = np.asarray(n_bins)
         self.settings = settings
         self.n_copies = int(n_copies)
@@ -148,7 +161,9 @@ class NullHook:
 
     def cache_key(self) -> tuple:
         """Everything the hook's output depends on besides ε (for shared copies)."""
-        return (content_key(*self.u_orders, self.n_bins), self.settings, self.n_copies)
+        placed = [np.arange(0) if p is None else p for p in self.positions]
+        return (content_key(*self.u_orders, *placed, self.n_bins), self.settings,
+                self.n_copies)
 
     def partitions(self, u_sorted):
         """Edges of the sweep's partitions when sums can stand for ε, else None.
@@ -157,7 +172,8 @@ class NullHook:
         of the simulation (``u_sorted``), and the fused statistics; with other orderings
         (X, V) the copies keep ε.
         """
-        if len(self.u_orders) != 1 or not all(s in BINNED_FUSED for s in self.settings.stats):
+        if (len(self.u_orders) != 1 or self.positions[0] is not None
+                or not all(s in BINNED_FUSED for s in self.settings.stats)):
             return None
         if not np.array_equal(self.u_orders[0], u_sorted):
             return None
@@ -179,16 +195,18 @@ class NullHook:
         return ols_fit(self.x, np.moveaxis(y[:, self.keep], 1, -1))[0][:, None, :]
 
     def __call__(self, eps) -> np.ndarray:
-        """Return the intercepts (k, C, S) of the copies ``u_orders[c] * eps``."""
+        """Return the intercepts (k, C, S) of the copies ``u_orders[c] * eps[:, positions[c]]``."""
         st = self.settings
         out = np.empty((eps.shape[0], len(self.u_orders), len(st.stats)))
         fused = all(s in BINNED_FUSED for s in st.stats)
-        for c, u in enumerate(self.u_orders):
+        for c, (u, pos) in enumerate(zip(self.u_orders, self.positions, strict=True)):
+            # the ε drawn at each row's place in the draws' order
+            e = eps if pos is None else eps[:, pos]
             if fused:
-                y = sweep_three(eps, u, self.n_bins, pop_min=st.pop_min)
+                y = sweep_three(e, u, self.n_bins, pop_min=st.pop_min)
                 y = y[..., [BINNED_FUSED.index(s) for s in st.stats]]
             else:
-                y = sweep_statistics(u * eps, u, self.n_bins, st.stats, pop_min=st.pop_min)
+                y = sweep_statistics(u * e, u, self.n_bins, st.stats, pop_min=st.pop_min)
             out[:, c] = ols_fit(self.x, np.moveaxis(y[:, self.keep], 1, -1))[0]
         return out
 
