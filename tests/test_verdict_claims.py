@@ -270,3 +270,63 @@ def test_adaptivity_copies_keep_each_rows_error_shape():
     np.testing.assert_allclose(got[:, 1], twin_x, rtol=1e-12)
     # the pairing by rank alone (the old copies) is another copy
     assert not np.allclose(NullHook([sd.uE[by_x]], nb, st)(eps)[:, 0], twin_x)
+
+
+def _headline_result(head, reason, routes, stat_verdicts, extrap):
+    import xarray as xr
+
+    stats = list(stat_verdicts)
+    return xr.Dataset({
+        "verdict": (("set", "stat"), np.array([[stat_verdicts[s] for s in stats]])),
+        "cond_verdict": (("set", "cond"), np.array([[head]])),
+        "cond_verdict_reason": (("set", "cond"), np.array([[reason]])),
+        "cond_routes": (("set", "cond"), np.array([[routes]])),
+        "extrap_verdict": (("set", "cond", "xstat"), np.array([[extrap]])),
+    }, coords={"stat": stats, "cond": ["uE"], "xstat": ["ence", "zmse"]})
+
+
+@pytest.mark.parametrize("head, reason", [("valid", ""), ("inconclusive", "rejected under N")])
+def test_headline_never_valid_while_a_route_is_invalid(head, reason):
+    """The headline combines its routes at 5 %; a route's own invalid (5 % and the
+    family-wise 10 %) can stand where the combination does not reject: 9 of the 10 320
+    sets of the report grid read consistency `valid` beside an `invalid` route."""
+    from uqx.workflow.decision import headline_coherence_step
+
+    res = _headline_result(head, reason, "ENCE, ZMSE_MAX, ENCE intercept, ZMSE intercept",
+                           {"zms": "invalid", "ence": "valid", "zmse_max": "invalid"},
+                           ["valid", "valid"])
+    out = headline_coherence_step(res)
+    assert out["cond_verdict"].item() == "inconclusive"
+    why = out["cond_verdict_reason"].item()
+    assert why.startswith("ZMSE_MAX is invalid on its own") and "ZMS " not in why
+    assert (reason in why) if reason else "does not reject" in why
+    # an intercept route counts too; no invalid route: unchanged
+    res = _headline_result("valid", "", "ENCE, ENCE intercept, ZMSE intercept",
+                           {"ence": "valid"}, ["valid", "invalid"])
+    assert "ZMSE intercept" in headline_coherence_step(res)["cond_verdict_reason"].item()
+    res = _headline_result("valid", "", "ENCE, ENCE intercept", {"ence": "valid"},
+                           ["valid", "invalid"])
+    assert headline_coherence_step(res)["cond_verdict"].item() == "valid"
+
+
+def test_validate_headlines_agree_with_their_routes():
+    """Through validate: on sets where a route rejects (uE too small in its top decile),
+    no headline reads valid beside an invalid route."""
+    from uqx.workflow.decision import headline_route_verdicts
+
+    sets = []
+    for k in range(4):
+        rng = np.random.default_rng(600 + k)
+        u = np.sqrt(1 / rng.gamma(3, 1 / 3, 1000))
+        E = u * rng.standard_t(6, 1000) / np.sqrt(1.5)
+        E[u > np.quantile(u, 0.9)] /= 0.75
+        sets.append(uqx.from_arrays(E, u, X=rng.uniform(0, 1, 1000), name=f"t{k}"))
+    res = uqx.validate(uqx.stack(sets), n_boot=100, n_mc=200, seed=3, extrapolation_n_mc=100)
+    seen = 0
+    for i in range(res.sizes["set"]):
+        for c in range(res.sizes["cond"]):
+            routes = headline_route_verdicts(res, i, c)
+            seen += len(routes)
+            if "invalid" in routes.values():
+                assert res["cond_verdict"].values[i, c] != "valid"
+    assert seen > 0

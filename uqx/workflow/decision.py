@@ -45,6 +45,8 @@ __all__ = [
     "papers_verdict",
     "zeta_borderline",
     "not_familywise_reason",
+    "headline_coherence_step",
+    "headline_route_verdicts",
 ]
 
 
@@ -409,3 +411,73 @@ def tails_step(res) -> xr.Dataset:
     res["valid"] = (("set", "stat"), np.where(res["verdict"].values == "valid", 1.0, np.where(
         res["verdict"].values == "invalid", 0.0, np.nan)), res["valid"].attrs)
     return res
+
+
+def headline_route_verdicts(res, i, c) -> dict:
+    """Verdicts of the routes of headline (set ``i``, cond ``c``), by route name.
+
+    The names are those of ``cond_routes``: a statistic's name in capitals (its
+    ``verdict``) or ``"<STAT> intercept"`` (its ``extrap_verdict``).
+    """
+    if "cond_routes" not in res:
+        return {}
+    stats = {str(s).upper(): j for j, s in enumerate(res["stat"].values)}
+    xstats = ({f"{str(x).upper()} intercept": k for k, x in enumerate(res["xstat"].values)}
+              if "extrap_verdict" in res else {})
+    out = {}
+    for name in (r.strip() for r in str(res["cond_routes"].values[i, c]).split(",")):
+        if name in stats:
+            out[name] = str(res["verdict"].values[i, stats[name]])
+        elif name in xstats:
+            out[name] = str(res["extrap_verdict"].values[i, c, xstats[name]])
+    return out
+
+
+def headline_coherence_step(res) -> xr.Dataset:
+    """Step 9: a headline is never ``valid`` while one of its routes is ``invalid``.
+
+    The headline combines its routes at the level of one test (5 %: min-p over the
+    routes), a route's own ``invalid`` holds at 5 % and at the result's family-wise 10 %
+    (:func:`familywise_step`): a route can therefore be ``invalid`` where the
+    combination does not reject. A route that rejects is a rejection of what the
+    headline claims, so the headline's ``valid`` becomes ``inconclusive`` and an
+    ``inconclusive`` headline names the route, each with the reason. Runs after the
+    family-wise and tails steps, which settle the routes' verdicts.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The result with ``cond_verdict``, ``cond_verdict_reason`` and ``cond_routes``.
+
+    Returns
+    -------
+    xarray.Dataset
+    """
+    if "cond_verdict" not in res or "cond_routes" not in res:
+        return res
+    verdict = res["cond_verdict"].values.astype(object)
+    reason = res["cond_verdict_reason"].values.astype(object)
+    changed = False
+    for i in range(res.sizes["set"]):
+        for c in range(res.sizes["cond"]):
+            if verdict[i, c] not in ("valid", "inconclusive"):
+                continue
+            rejecting = [n for n, v in headline_route_verdicts(res, i, c).items()
+                         if v == "invalid"]
+            if not rejecting:
+                continue
+            which = ", ".join(rejecting)
+            why = (f"{which} {'is' if len(rejecting) == 1 else 'are'} invalid on "
+                   f"{'its' if len(rejecting) == 1 else 'their'} own (a rejection of this "
+                   "property), but the headline, which combines all its routes at the "
+                   "level of one test, does not reject")
+            reason[i, c] = why if verdict[i, c] == "valid" or not reason[i, c] else \
+                f"{why}; {reason[i, c]}"
+            verdict[i, c] = "inconclusive"
+            changed = True
+    if not changed:
+        return res
+    return res.assign(
+        cond_verdict=(res["cond_verdict"].dims, verdict.astype(str), res["cond_verdict"].attrs),
+        cond_verdict_reason=(res["cond_verdict_reason"].dims, reason.astype(str),
+                             res["cond_verdict_reason"].attrs))

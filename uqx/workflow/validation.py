@@ -25,6 +25,8 @@ For every data set, named steps each return a fragment of the result, merged at 
 7. :func:`~uqx.workflow.decision.tails_step` — errors whose tails are beyond the safety
    limit of 001 Table II (κ_CS of Z², scaled within the bins of uE, above 5) are beyond
    what the null family represents: an ``invalid`` there becomes ``inconclusive``.
+8. :func:`~uqx.workflow.decision.headline_coherence_step` — a headline is never ``valid``
+   while one of its routes is ``invalid`` (it becomes ``inconclusive``, naming the route).
 
 Disk-backed input (dask arrays, e.g. :func:`uqx.dataio.netcdf.open_dataset`): see the Notes of
 :func:`validate` and :func:`uqx.workflow.disk.memory_note` for what is streamed and what
@@ -71,6 +73,7 @@ from uqx.inference.bootstrap import bootstrap
 from uqx.workflow.conditional import untestable_step
 from uqx.workflow.decision import (
     familywise_step,
+    headline_coherence_step,
     restrict_route_verdicts,
     tails_step,
     verdict_step,
@@ -460,6 +463,7 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     res = familywise_step(res, specs, draws, head_copies, n_shared=n_extrap if hooks else 0,
                           route_copies=route_copies)
     res = tails_step(res)
+    res = headline_coherence_step(res)
     res = untestable_step(res, sets, specs, notes, n_bins_used=used, cfg=cfg)
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
