@@ -330,3 +330,46 @@ def test_validate_headlines_agree_with_their_routes():
             if "invalid" in routes.values():
                 assert res["cond_verdict"].values[i, c] != "valid"
     assert seen > 0
+
+
+def test_routes_and_headlines_say_borderline_like_the_statistics():
+    """A p-value within two Monte-Carlo sd of 0.05 does not count as a rejection; a
+    `valid` beside one says `(borderline)`: for the statistics, and for the intercept
+    routes and headlines too (they said a bare `valid` beside p = 0.032)."""
+    from uqx.engine.mctest import borderline
+    from uqx.workflow.decision import members_used
+
+    sets = [_shape_changes_with_u(k, M=1200) for k in range(3)]
+    res = uqx.validate(uqx.stack(sets), ["ence", "zmse"], n_boot=100, n_mc=200, seed=4,
+                       extrapolation_n_mc=100)
+    use = members_used(res, res.sizes["member"])
+    n = 100  # extrapolation_n_mc: the copies of the intercepts' nulls
+    p = res["extrap_p_value"].values
+    for idx in np.ndindex(res["extrap_verdict"].shape):
+        if np.isfinite(p[idx]).any():
+            assert bool(res["extrap_borderline"].values[idx]) == borderline(
+                p[idx], n, 0.05, use=use[idx[0]])
+    assert res["cond_borderline"].dtype == bool
+    # the flag reaches the table and the JSON
+    from uqx.workflow.tables import conditional_table
+
+    rows = conditional_table(res)
+    flags = res["extrap_borderline"].values
+    shown = rows["verdict"].str.endswith("(borderline)").sum()
+    valid_or_invalid = np.isin(res["extrap_verdict"].values, ["valid", "invalid"])
+    heads = res["cond_borderline"].values & np.isin(res["cond_verdict"].values,
+                                                    ["valid", "invalid"])
+    assert shown == int((flags & valid_or_invalid).sum() + heads.sum())
+    rec = uqx.result_records(res)[0]["conditional"]["uE"]
+    assert isinstance(rec["borderline"], bool)
+    assert all(isinstance(e["borderline"], bool) for e in rec["extrapolation"].values())
+
+
+def test_borderline_band():
+    from uqx.engine.mctest import borderline, pvalue_noise
+
+    band = 2 * pvalue_noise(0.05, 500)
+    assert borderline([0.05 + 0.9 * band, 0.5], 500)
+    assert not borderline([0.05 + 1.1 * band, 0.5], 500)
+    assert not borderline([0.04, 0.5], 500, use=[False, True])
+    assert not borderline([np.nan, np.nan], 500)

@@ -56,6 +56,7 @@ __all__ = [
     "pvalue_noise",
     "LIGHT_SIDE",
     "mc_pvalue_sides",
+    "borderline",
 ]
 
 #: Size of every test (two-sided statistics split it between the tails).
@@ -268,6 +269,29 @@ def mc_pvalue_sides(observed, null_up, null_down):
 def pvalue_noise(p, n, alpha: float = ALPHA):
     """Monte-Carlo standard deviation of a p-value near ``alpha`` with ``n`` copies."""
     return np.sqrt(alpha * (1 - alpha) / np.maximum(np.asarray(n, dtype=np.float64), 1))
+
+
+def borderline(pvalues, n, alpha: float = ALPHA, use=None) -> bool:
+    """Whether a member's p-value lies within two Monte-Carlo sd of ``alpha``.
+
+    Such a p-value does not count as a rejection in :func:`family_verdict` (a ``valid``
+    may stand beside it) nor as an acceptance, and the verdict is marked
+    ``(borderline)``: rerun with more copies before acting on it.
+
+    Parameters
+    ----------
+    pvalues : array_like, shape (member,)
+    n : int or array_like
+        Copies behind the p-values (the fewest counts).
+    alpha : float
+    use : array_like of bool, optional
+        The members that take part (all by default).
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    if use is not None:
+        p = p[np.asarray(use, dtype=bool)]
+    with np.errstate(invalid="ignore"):
+        return bool(np.any(np.abs(p - alpha) < 2 * pvalue_noise(p, np.min(n), alpha)))
 
 
 def smallest_pvalue(n, direction: int = 0):

@@ -368,7 +368,7 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, altern
         The fragment, and the headline p-values of the shared copies
         {(set, cond index): (member, n)} (for the family-wise adjustment of the result).
     """
-    from uqx.engine.mctest import copy_pvalues, family_verdict, minp_pvalue
+    from uqx.engine.mctest import borderline, copy_pvalues, family_verdict, minp_pvalue
     from uqx.workflow.decision import members_used
 
     S, C = res.sizes["set"], res.sizes["cond"]
@@ -379,6 +379,7 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, altern
     routes_txt = np.full((S, C), "", dtype=object)
     pval = np.full((S, C, len(labels)), np.nan)
     resolution = np.full((S, C), np.nan)
+    near = np.zeros((S, C), dtype=bool)
     use = members_used(res, len(labels))
     for i in range(S):
         for c, cond in enumerate(str(x) for x in res["cond"].values):
@@ -407,12 +408,16 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, altern
             verdict[i, c], reason[i, c] = family_verdict(pval[i, c], labels, alpha=1 - level,
                                                          n_copies=n, direction=-1,
                                                          p_floor=floor, use=use[i])
+            near[i, c] = borderline(pval[i, c], n, 1 - level, use=use[i])
     return xr.Dataset({
         "cond_verdict": (("set", "cond"), verdict.astype(str),
                          {"long_name": "consistency (uE) / adaptivity (X, V) verdict"}),
         "cond_verdict_reason": (("set", "cond"), reason.astype(str)),
         "cond_p_value": (("set", "cond", "member"), pval,
                          {"long_name": "min-p of the routes calibrated on shared copies"}),
+        "cond_borderline": (("set", "cond"), near, {
+            "long_name": "a member's p-value within two Monte-Carlo sd of the level "
+                         "(uqx.engine.mctest.borderline)"}),
         "cond_routes": (("set", "cond"), routes_txt.astype(str),
                         {"long_name": "routes combined in the headline"}),
         "cond_resolution": (("set", "cond"), resolution, {

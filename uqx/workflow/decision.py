@@ -23,8 +23,8 @@ from uqx.engine.mctest import (
     familywise_pvalues,
     mc_pvalue,
     mc_pvalue_sides,
-    pvalue_noise,
 )
+from uqx.engine.mctest import borderline as near_level
 from uqx.engine.resolution import RESOLUTION_KIND, alternative_resolution, scale_resolution
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import (
@@ -79,13 +79,18 @@ def restrict_route_verdicts(res, *, n_copies, level) -> xr.Dataset:
     use = members_used(res, p.shape[-1])
     verdict = res["extrap_verdict"].values.astype(object)
     reason = res["extrap_verdict_reason"].values.astype(object)
+    near = np.zeros(verdict.shape, dtype=bool)
     for idx in np.ndindex(verdict.shape):
         if verdict[idx] == "not tested" or not np.isfinite(p[idx]).any():
             continue
         verdict[idx], reason[idx] = family_verdict(
             p[idx], labels, alpha=1 - level, n_copies=n_copies,
             direction=DIRECTION["intercept"], use=use[idx[0]])
-    return res.assign(extrap_verdict=(res["extrap_verdict"].dims, verdict.astype(str),
+        near[idx] = near_level(p[idx], n_copies, 1 - level, use=use[idx[0]])
+    return res.assign(extrap_borderline=(res["extrap_verdict"].dims, near, {
+                          "long_name": "a member's p-value within two Monte-Carlo sd of the "
+                                       "level (uqx.engine.mctest.borderline)"}),
+                      extrap_verdict=(res["extrap_verdict"].dims, verdict.astype(str),
                                       res["extrap_verdict"].attrs),
                       extrap_verdict_reason=(res["extrap_verdict_reason"].dims,
                                              reason.astype(str),
@@ -198,9 +203,7 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
             n = np.isfinite(draws[i, j]).sum(-1)  # finite copies per member
             verdict[i, j], reason[i, j] = family_verdict(pv[i, j], member_labels, alpha=alpha,
                                                          n_copies=n, direction=d, use=use[i])
-            with np.errstate(invalid="ignore"):
-                borderline[i, j] = bool(np.any(np.abs(pv[i, j, use[i]] - alpha)
-                                               < 2 * pvalue_noise(pv[i, j], n.min(), alpha)))
+            borderline[i, j] = near_level(pv[i, j], n.min(), alpha, use=use[i])
             if RESOLUTION_KIND.get(s.base) == "top":
                 if alternative is not None and np.isfinite(alternative[1][i, j]).any():
                     f = [alternative_resolution(draws[i, j, m, :alternative[1].shape[3]],

@@ -79,6 +79,11 @@ def check_result(res, what: str = "result_table") -> None:
     )
 
 
+def _flag(x, name) -> bool:
+    """Return a boolean variable of a (selected) result, False when the result has none."""
+    return bool(x[name].item()) if name in x else False
+
+
 def _verdict_label(v, borderline) -> str:
     return f"{v} (borderline)" if bool(borderline) and v in ("valid", "invalid") else str(v)
 
@@ -359,7 +364,8 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                         "set": s, "cond": name, "route": f"{str(k).upper()} at zero bins",
                         "value": f"{a:.{digits}f} ± {2 * se:.{digits}f}",
                         "interval": f"null {null}" if null else "",
-                        "verdict": str(x["extrap_verdict"].item()),
+                        "verdict": _verdict_label(str(x["extrap_verdict"].item()),
+                                                  _flag(x, "extrap_borderline")),
                     })
             if "cond_verdict" in res and len(rows) > n_rows:  # no route: variable absent
                 head = ""
@@ -370,7 +376,9 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                     head = f"min-p of {routes}; " + _p_range(r["cond_p_value"], r)
                     head += headline_resolution_text(r)
                 rows.append({"set": s, "cond": name, "route": "headline", "value": "",
-                             "interval": head, "verdict": str(r["cond_verdict"].item())})
+                             "interval": head,
+                             "verdict": _verdict_label(str(r["cond_verdict"].item()),
+                                                       _flag(r, "cond_borderline"))})
     if not rows:
         return pd.DataFrame(columns=["set", "cond", "route", "value", "interval", "verdict"])
     return pd.DataFrame(rows).set_index(["set", "cond", "route"])
@@ -436,6 +444,7 @@ def _conditional_record(r, c, dists) -> dict:
                 "null_interval": {d: [_num(x["extrap_null_low"].sel(dist=d)),
                                       _num(x["extrap_null_high"].sel(dist=d))] for d in dists},
                 "verdict": str(x["extrap_verdict"].item()),
+                "borderline": _flag(x, "extrap_borderline"),
             }
             if e["verdict"] != "valid":
                 e["verdict_reason"] = str(x["extrap_verdict_reason"].item())
@@ -443,6 +452,7 @@ def _conditional_record(r, c, dists) -> dict:
         out["extrapolation"] = ex
     if "cond_verdict" in r:
         out["verdict"] = str(rc["cond_verdict"].item())
+        out["borderline"] = _flag(rc, "cond_borderline")
         if "cond_resolution" in r and np.isfinite(float(rc["cond_resolution"])) \
                 and out["verdict"] != "invalid":
             out["resolution"] = {"high": _num(rc["cond_resolution"]), "power": 0.8,
