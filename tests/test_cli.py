@@ -205,7 +205,7 @@ def test_validate_table_and_netcdf(capsys, csv, tmp_path):
     assert f"results written to {out_nc}" in out
     res = read_netcdf(out_nc)
     assert list(res["stat"].values) == ["zms", "rce", "mean_z", "cc", "ence", "zmse",
-                                        "zmse_max", "zve"]
+                                        "zmse_max", "zms_scan", "zve"]
     assert res.attrs["seed"] == 3 and res.attrs["n_boot"] == 200 and res.attrs["n_mc"] == 50
     params = json.loads(res.attrs["parameters"])
     assert params["command"] == "validate" and params["stats"] == list(res["stat"].values)

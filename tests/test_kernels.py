@@ -123,6 +123,9 @@ def twin_binned(Es, us, edges):
         "uce": B.uce(Es, us, edges),
         "zmse": B.zmse(Es, us, edges),
         "zmse_max": zmse_max,
+        "zms_scan": np.array([B.zms_scan(Es[i], us[i], edges[i])[0]
+                              for i in range(len(edges))]) if np.ndim(edges) == 2
+        else B.zms_scan(Es, us, edges),
         "zve": B.zve(Es, us, edges),
         "lzisd": B.lzisd(Es, us, edges),
         "lzms": pb["zms"],
@@ -298,6 +301,17 @@ def loop_per_bin(e, u, edges):
     return {k: np.array(v) for k, v in out.items()}
 
 
+def _tail_term(pb, bins):
+    """sqrt(n) |ln ZMS| of the union of ``bins`` (and, for the scan, of its complement)."""
+    def term(js):
+        n = sum(pb["n"][j] for j in js)
+        zms = sum(pb["zms"][j] * pb["n"][j] for j in js) / n
+        return math.sqrt(n) * (abs(math.log(zms)) if zms > 0 else math.inf)
+
+    rest = [j for j in range(len(pb["n"])) if j not in bins]
+    return max(term(list(bins)), term(rest)) if rest else term(list(bins))
+
+
 def loop_binned_scores(pb):
     """ENCE (both kinds), UCE, ZMSE, ZVE from per-bin loop values (methods: binned statistics)."""
     N = len(pb["n"])
@@ -307,6 +321,8 @@ def loop_binned_scores(pb):
         "uce": sum(abs(pb["mv"][j] - pb["mse"][j]) for j in range(N)) / N,
         "zmse": sum(abs(math.log(pb["zms"][j])) for j in range(N)) / N,
         "zmse_max": max(abs(math.log(pb["zms"][j])) for j in range(N)),
+        "zms_scan": max(_tail_term(pb, range(k, N)) for k in range(N))
+        if N > 1 else abs(math.log(pb["zms"][0])) * math.sqrt(pb["n"][0]),
         "zve": math.exp(sum(abs(math.log(pb["var_z"][j])) for j in range(N)) / N),
         "lzisd": pb["lzisd"],
         "lzms": pb["zms"],

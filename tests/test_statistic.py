@@ -17,7 +17,7 @@ SOURCES = {  # where each formula comes from, as the docstrings must say
     "zms": "000 Eq. 14", "rce": "000 Eq. 10", "var_z": "000 Eq. 13", "nll": "000 Eq. 15",
     "nll_ref": "000 Eq. 16", "mean_z": "000 Table III", "mv": "001", "mse": "001",
     "rmv": "001", "rmse": "001", "ence": "000 Eq. 11", "ence_sd": "002 Eq. 6",
-    "uce": "ErrViewLib", "zmse": "000 Eq. 17", "zmse_max": "uqx", "zve": "002 Eq. 9",
+    "uce": "ErrViewLib", "zmse": "000 Eq. 17", "zmse_max": "uqx", "zms_scan": "uqx", "zve": "002 Eq. 9",
     "lzisd": "003", "lzms": "001",
 }
 
@@ -65,6 +65,7 @@ def test_binned_functions_equal_the_twins():
         "ence": T.ence(E, u, edges), "ence_sd": T.ence(E, u, edges, kind="sd"),
         "uce": T.uce(E, u, edges), "zmse": T.zmse(E, u, edges),
         "zmse_max": np.max(np.abs(np.log(pb["zms"])), axis=-1),
+        "zms_scan": T.zms_scan(E, u, edges),
         "zve": T.zve(E, u, edges), "lzisd": T.lzisd(E, u, edges), "lzms": pb["zms"],
     }
     assert set(twin) == set(S.BINNED_STATS)
@@ -76,6 +77,28 @@ def test_binned_functions_equal_the_twins():
     E1[edges[-2]:] *= 3.0  # only the last bin miscalibrated
     S1 = S.bin_feature_sums(E1, u, edges)
     assert S.zmse_max_from_bin_sums(S1, cnt)[0] > 1.5 > S.zmse_from_bin_sums(S1, cnt)[0] * 5
+
+
+def test_zms_scan_reads_a_miscalibrated_tail_at_its_own_precision():
+    """A top decile whose uE are 40 % too small: the scan's largest term is that tail's
+    sqrt(n) |ln ZMS|, several times its calibrated value, while ZMSE_max (one bin, half
+    the points) sees less; on calibrated rows the scan stays near its normal-theory size
+    (sd of sqrt(n) ln ZMS about sqrt(2))."""
+    rng = np.random.default_rng(14)
+    M, N = 4000, 20
+    u = np.sort(rng.gamma(3.0, 0.5, M) + 0.1)
+    edges = equal_count_edges(M, N, pop_min=30)
+    cnt = np.diff(edges).astype(float)
+    eps = rng.standard_normal((200, M))
+    cal = S.zms_scan_from_bin_sums(S.bin_feature_sums(u * eps, u, edges), cnt)
+    bad = u * eps
+    bad[:, int(0.9 * M):] /= 0.6
+    scan = S.zms_scan_from_bin_sums(S.bin_feature_sums(bad, u, edges), cnt)
+    n_top = M - int(0.9 * M)
+    # the top-decile tail alone: sqrt(400) * ln(1/0.36) ~ 20
+    assert np.median(scan) > 0.8 * np.sqrt(n_top) * np.log(1 / 0.36)
+    assert np.quantile(cal, 0.95) < 5.0 < np.quantile(scan, 0.01)
+    np.testing.assert_allclose(scan[:3], T.zms_scan(bad[:3], u, edges), rtol=1e-10)
 
 
 def test_per_bin_terms_is_the_scalar_twin_of_the_binned_functions():

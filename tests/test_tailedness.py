@@ -155,7 +155,8 @@ def test_unreliable_statistics_set2(nine_sets):
         "kappa_cs_z2": True,
     }
     bad = unreliable_statistics(t)
-    assert set(bad) == {"rce", "ence", "uce", "zms", "nll", "zmse", "zmse_max", "zve", "var_z"}
+    assert set(bad) == {"rce", "ence", "uce", "zms", "nll", "zmse", "zmse_max", "zms_scan", "zve",
+                        "var_z"}
     assert bad["zms"] == ["beta_gm_z2", "kappa_cs_z2"]
 
 

@@ -524,7 +524,8 @@ def test_bad_numbers_raise_input_error(synth):
 
 
 def test_default_stats_and_demo_sets():
-    assert DEFAULT_STATS == ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zve")
+    assert DEFAULT_STATS == ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan",
+                             "zve")
     ds = demo_sets(M=1000, seed=3)
     assert list(ds["set"].values) == ["calibrated", "overconfident", "underconfident",
                                       "inconsistent", "nonadaptive", "heavy_tailed"]

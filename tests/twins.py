@@ -11,6 +11,8 @@ independent plain-numpy versions, written from methods: average calibration form
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import stats as _sps  # noqa: F401
 
@@ -280,6 +282,25 @@ def zmse(E, uE, edges):
     z = E / u
     with np.errstate(divide="ignore"):
         return np.mean(np.abs(np.log(_bin_mean(z * z, e, n))), axis=-1)
+
+
+def zms_scan(E, uE, edges):
+    r"""Largest :math:`\sqrt{n_A}\,|\ln \mathrm{ZMS}_A|` over the tails of bins, one by one.
+
+    The obvious loop: for every k, the rows of bins k..N (upper tail, k = 1 the whole
+    set) and of bins 1..k (lower tail, k < N), their ZMS from the rows themselves.
+    """
+    E = np.atleast_2d(np.asarray(E, dtype=np.float64))
+    u = np.broadcast_to(np.asarray(uE, dtype=np.float64), E.shape)
+    e = np.asarray(edges)
+    N = e.size - 1
+    out = np.empty(E.shape[0])
+    for r in range(E.shape[0]):
+        z2 = (E[r] / u[r]) ** 2
+        tails = [z2[e[k]:e[N]] for k in range(N)] + [z2[e[0]:e[k]] for k in range(1, N)]
+        with np.errstate(divide="ignore"):  # ZMS = 0 (all errors 0): +inf, as the package
+            out[r] = max(math.sqrt(t.size) * abs(float(np.log(t.mean()))) for t in tails)
+    return out
 
 
 def zve(E, uE, edges):

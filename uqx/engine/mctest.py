@@ -73,7 +73,7 @@ ALPHA_RESULT = 0.10
 
 #: Side of miscalibration: +1 too large, -1 too small, 0 both sides.
 DIRECTION = {
-    "ence": 1, "ence_sd": 1, "uce": 1, "zmse": 1, "zmse_max": 1, "zve": 1, "cc": -1,
+    "ence": 1, "ence_sd": 1, "uce": 1, "zmse": 1, "zmse_max": 1, "zms_scan": 1, "zve": 1, "cc": -1,
     "zms": 0, "rce": 0, "mean_z": 0, "var_z": 0, "nll": 0, "mse": 0, "rmse": 0,
     "intercept": 1,
 }

@@ -49,7 +49,8 @@ SCALE_MAPS = {
 #: factor in the bins of uE above its :data:`TOP_QUANTILE` quantile only).
 RESOLUTION_KIND = {
     "zms": "scale", "var_z": "scale", "rce": "scale", "mean_z": "bias",
-    "ence": "top", "zmse": "top", "zmse_max": "top", "zve": "top", "uce": "top", "ence_sd": "top",
+    "ence": "top", "zmse": "top", "zmse_max": "top", "zms_scan": "top", "zve": "top",
+    "uce": "top", "ence_sd": "top",
 }
 #: The local alternative of consistency: the uncertainties of the largest uE (where a
 #: user relies on uE to flag unreliable predictions) too small by a factor.

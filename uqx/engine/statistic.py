@@ -71,6 +71,7 @@ __all__ = [
     "uce_from_bin_sums",
     "zmse_from_bin_sums",
     "zmse_max_from_bin_sums",
+    "zms_scan_from_bin_sums",
     "zve_from_bin_sums",
     "lzisd_from_bin_sums",
     "lzms_from_bin_sums",
@@ -618,6 +619,53 @@ def zmse_max_from_bin_sums(S, n):
         return np.max(np.abs(np.log(zms_j)), axis=-1)
 
 
+def zms_scan_from_bin_sums(S, n):
+    r"""Largest standardised log-ZMS over the tails of the uE order (uqx, beyond the papers).
+
+    With the bins in increasing uE, the upper tails :math:`T_k = B_k \cup \dots \cup B_N`
+    (k = 1..N, :math:`T_1` the whole set) and the lower tails
+    :math:`L_k = B_1 \cup \dots \cup B_k` (k = 1..N-1):
+
+    .. math:: \mathrm{ZMS}_{scan} = \max_{A \in \{T_k\} \cup \{L_k\}}
+              \sqrt{n_A}\,\lvert\ln \mathrm{ZMS}_A\rvert,\qquad
+              \mathrm{ZMS}_A = \frac{\sum_A Z^2}{n_A}
+
+    A scan statistic: a miscalibration of the largest (or smallest) uE, whatever the
+    fraction of the set it covers, is read on the tail that holds it, at the precision
+    of that tail's :math:`\sqrt{n_A}`, instead of being averaged with the bins it spares
+    (ENCE, ZMSE) or read on one bin only (:func:`zmse_max_from_bin_sums`). The factor
+    :math:`\sqrt{n_A}` puts the tails on a common scale for normal errors (sd of
+    :math:`\ln\mathrm{ZMS}_A` about :math:`\sqrt{2/n_A}`); no predefined reference:
+    judged against simulated references like every binned statistic. A NaN bin gives NaN.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of the bin features (:func:`per_bin_moments`), bins in the uE order.
+    n : numpy.ndarray, shape (N,)
+        Bin counts.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``S.shape[:-2]``
+
+    See Also
+    --------
+    zmse_max_from_bin_sums : the largest single-bin deviation.
+    zms_from_sums : the ZMS of the whole set (the tail :math:`T_1`).
+    """
+    z2 = np.asarray(S[..., _B_Z2], dtype=np.float64)
+    n = np.broadcast_to(np.asarray(n, dtype=np.float64), z2.shape)
+    up_z2 = np.cumsum(z2[..., ::-1], axis=-1)  # T_N, T_{N-1}, ..., T_1
+    up_n = np.cumsum(n[..., ::-1], axis=-1)
+    lo_z2 = np.cumsum(z2, axis=-1)[..., :-1]  # L_1 .. L_{N-1}
+    lo_n = np.cumsum(n, axis=-1)[..., :-1]
+    tz2 = np.concatenate([up_z2, lo_z2], axis=-1)
+    tn = np.concatenate([up_n, lo_n], axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.max(np.sqrt(tn) * np.abs(np.log(tz2 / tn)), axis=-1)
+
+
 def zve_from_bin_sums(S, n):
     r"""Z-variance error ZVE (002 Eq. 9; ErrViewLib ``plotLZV(score=TRUE)``).
 
@@ -711,6 +759,7 @@ BINNED_STATS = {
     "uce": (uce_from_bin_sums, False),
     "zmse": (zmse_from_bin_sums, False),
     "zmse_max": (zmse_max_from_bin_sums, False),
+    "zms_scan": (zms_scan_from_bin_sums, False),
     "zve": (zve_from_bin_sums, False),
     "lzisd": (lzisd_from_bin_sums, True),
     "lzms": (lzms_from_bin_sums, True),

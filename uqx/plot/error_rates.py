@@ -17,7 +17,7 @@ from uqx.plot.inputs import load
 __all__ = ["error_rates", "SHOWN_TESTS"]
 
 #: Tests drawn (the archive holds more: the papers' ζ rule, LZISD bins).
-SHOWN_TESTS = ("zms", "rce", "cc", "ence", "zmse", "zmse_max", "zve", "consistency",
+SHOWN_TESTS = ("zms", "rce", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve", "consistency",
                "adaptivity", "any")
 _MARK = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
 

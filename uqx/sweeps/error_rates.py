@@ -57,7 +57,7 @@ BLOCK = 10
 TASK_SETS = 100
 #: Verdict codes in the archive.
 CODES = ("valid", "invalid", "inconclusive", "not tested")
-STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zve")
+STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve")
 #: Recorded verdicts: statistics, the papers' ζ rule, headlines, LZISD bins, any invalid.
 TESTS = (tuple(STATS) + tuple(f"{s}_zeta" for s in STATS)
          + ("consistency", "adaptivity", "fval_uE", "fval_X", "any"))
@@ -345,8 +345,9 @@ def error_rates(*, output=None, chunk_size=None, scheduler=None, num_workers=Non
                    _stop_after=_stop_after)
 
 
-def rates_table(archive, *, tests=("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zve",
-                                   "consistency", "adaptivity", "any"), zeta=False,
+def rates_table(archive, *, tests=("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max",
+                                   "zms_scan", "zve", "consistency", "adaptivity", "any"),
+                zeta=False,
                 designs=None) -> str:
     """Markdown table of the measured rates of an archive (README and documentation).
 

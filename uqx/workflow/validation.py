@@ -104,7 +104,7 @@ __all__ = ["validate", "memory_note", "streams", "DEFAULT_STATS", "TAILEDNESS_VA
 #: The default statistics: average calibration on scale (ZMS, RCE) and on bias (⟨Z⟩: a
 #: bias of the errors leaves ZMS near 1 when it is small against uE, 0.2·uE moves ZMS by
 #: 0.04 only), consistency (CC, ENCE, ZMSE, ZVE).
-DEFAULT_STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zve")
+DEFAULT_STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve")
 TAILEDNESS_VARS = TAILEDNESS_KEYS
 _EXTRAP_STATS = ("ence", "zmse", "zve")
 

@@ -26,7 +26,7 @@ from uqx.cli.commands._common import (
 from uqx.engine.defaults import N_BOOT, N_MC, NU, POP_MIN
 
 NAME = "validate"
-DEFAULT_STATS = "ZMS,RCE,MEAN_Z,CC,ENCE,ZMSE,ZMSE_MAX,ZVE"
+DEFAULT_STATS = "ZMS,RCE,MEAN_Z,CC,ENCE,ZMSE,ZMSE_MAX,ZMS_SCAN,ZVE"
 PAPER_STATS = "ZMS,RCE,CC,ENCE,ZMSE"
 
 

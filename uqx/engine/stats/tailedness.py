@@ -47,7 +47,7 @@ STATISTIC_DEPENDENCIES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(
         ("rce", "ence", "uce"), ("beta_gm_u2", "kappa_cs_u2", "beta_gm_e2", "kappa_cs_e2")
     ),
-    **dict.fromkeys(("zms", "nll", "zmse", "zmse_max", "zve", "var_z"),
+    **dict.fromkeys(("zms", "nll", "zmse", "zmse_max", "zms_scan", "zve", "var_z"),
                     ("beta_gm_z2", "kappa_cs_z2")),
 }
 
