@@ -292,6 +292,11 @@ def set_blocks(res, i, figs, tables) -> list:
     cond = _cond_rows(tables[1], s)
     if cond is not None:
         blocks += [Heading(3, "Consistency and adaptivity"), Table(*cond)]
+    if "scale_factor" in res:
+        from uqx.workflow.recalibration import recalibration_text
+
+        blocks += [Heading(3, "Scale factor f = \u221aZMS: does one number fix uE?"),
+                   Paragraph(recalibration_text(res.isel(set=i)))]
     if figs:
         blocks += [Heading(3, "Figures"), Figures(figs)]
     return blocks

@@ -469,7 +469,9 @@ def result_records(res: xr.Dataset) -> list[dict]:
     ``verdict`` and, when inconclusive, ``verdict_reason``; ``zeta_sim`` per distribution
     for simulated references), ``conditional.<uE|X|V>`` (fraction of valid bins,
     ``extrapolation.<ence|zmse|zve>`` with ``intercept`` and ``verdict``, headline
-    ``verdict``), ``warnings`` (one line per cause) and ``settings`` (``seed``, ``n_boot``,
+    ``verdict``), ``scale_factor`` (√ZMS with its interval, and the consistency
+    verdict of the rescaled uE, :mod:`uqx.workflow.recalibration`), ``warnings`` (one
+    line per cause) and ``settings`` (``seed``, ``n_boot``,
     ``n_mc``, ``ties``: what reproduces the record bit for bit, the seed included when it
     was drawn).
 
@@ -498,6 +500,13 @@ def result_records(res: xr.Dataset) -> list[dict]:
         if "cond" in res.dims:
             rec["conditional"] = {str(c): _conditional_record(r, c, dists)
                                   for c in res["cond"].values}
+        if "scale_factor" in r:
+            rec["scale_factor"] = {
+                "factor": _num(r["scale_factor"]), "low": _num(r["scale_factor_low"]),
+                "high": _num(r["scale_factor_high"]),
+                "rescaled_consistency": str(r["rescaled_consistency"].item()) or None,
+                "reason": str(r["rescaled_consistency_reason"].item()),
+                "resolution": _num(r["rescaled_consistency_resolution"])}
         recs.append(rec)
     return recs
 
@@ -538,6 +547,11 @@ def format_validation(res: xr.Dataset) -> str:
     if "cond" in res.dims:
         parts += ["\n# conditional calibration: consistency (bins on uE) and adaptivity "
                   "(bins on X/V)", format_df(conditional_table(res))]
+    if "scale_factor" in res:
+        from uqx.workflow.recalibration import recalibration_text
+
+        parts += ["\n# scale factor f = sqrt(ZMS) [BCa]: does one number fix uE?"]
+        parts += [f"{s}: {recalibration_text(res.sel(set=s))}" for s in res["set"].values]
     lines = warning_lines(res)
     if lines:
         parts += ["\n# warnings", "\n".join(lines)]

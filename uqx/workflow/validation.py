@@ -27,6 +27,9 @@ For every data set, named steps each return a fragment of the result, merged at 
    what the null family represents: an ``invalid`` there becomes ``inconclusive``.
 8. :func:`~uqx.workflow.decision.headline_coherence_step` — a headline is never ``valid``
    while one of its routes is ``invalid`` (it becomes ``inconclusive``, naming the route).
+9. :func:`~uqx.workflow.recalibration.recalibration_step` — the scale factor √ZMS with its
+   interval and, where ZMS is ``invalid``, the consistency headline of the rescaled uE:
+   does one number fix the uncertainties?
 
 Disk-backed input (dask arrays, e.g. :func:`uqx.dataio.netcdf.open_dataset`): see the Notes of
 :func:`validate` and :func:`uqx.workflow.disk.memory_note` for what is streamed and what
@@ -88,6 +91,7 @@ from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exporte
     streams,
     tailedness_streamed,
 )
+from uqx.workflow.recalibration import recalibration_step
 from uqx.workflow.references import null_family, reference_step
 from uqx.workflow.settings import Settings
 from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
@@ -103,7 +107,8 @@ __all__ = ["validate", "memory_note", "streams", "DEFAULT_STATS", "TAILEDNESS_VA
 
 #: The default statistics: average calibration on scale (ZMS, RCE) and on bias (⟨Z⟩: a
 #: bias of the errors leaves ZMS near 1 when it is small against uE, 0.2·uE moves ZMS by
-#: 0.04 only), consistency (CC, ENCE, ZMSE, ZVE).
+#: 0.04 only), consistency (CC, ENCE, ZMSE, ZVE; ZMSE_max and ZMS_scan, uqx's routes for a
+#: miscalibration confined to a few bins or to a tail of uE).
 DEFAULT_STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve")
 TAILEDNESS_VARS = TAILEDNESS_KEYS
 _EXTRAP_STATS = ("ence", "zmse", "zve")
@@ -254,7 +259,8 @@ def validate(
         One data set or several stacked on ``set`` (:func:`uqx.stack`); checked like
         :func:`uqx.from_arrays` input.
     stats : str or sequence of str
-        Statistics (default ZMS, RCE, ⟨Z⟩ (``mean_z``), CC, ENCE, ZMSE, ZVE).
+        Statistics (default ZMS, RCE, ⟨Z⟩ (``mean_z``), CC, ENCE, ZMSE, ZMSE_max, ZMS_scan,
+        ZVE: :data:`DEFAULT_STATS`).
     n_boot : int, default 10000
         Bootstrap replicates for the BCa intervals (shared by all statistics).
     n_mc : int, default 10000
@@ -465,6 +471,7 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     res = tails_step(res)
     res = headline_coherence_step(res)
     res = untestable_step(res, sets, specs, notes, n_bins_used=used, cfg=cfg)
+    res = recalibration_step(res, sets, specs, cfg, run=_workflow)
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "

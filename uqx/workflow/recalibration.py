@@ -1,0 +1,169 @@
+r"""Does one number fix the uncertainties? The scale factor √ZMS and the rescaled uE.
+
+When average calibration fails, the first question of a user is whether the model's
+uncertainties are wrong by a single factor (then ``uE × f`` is the fix) or in their shape
+(then no factor helps). :func:`recalibration_step` answers it for every set whose ZMS is
+among the statistics:
+
+* the **scale factor** :math:`f = \sqrt{\mathrm{ZMS}}`, the factor that gives the
+  rescaled :math:`u_E' = f\,u_E` a ZMS of exactly 1 (ZMS :math:`\to` ZMS/:math:`f^2`),
+  with the square roots of ZMS's BCa limits as its interval (BCa percentiles follow a
+  monotone transformation; the acceleration is ZMS's own);
+* where ZMS is ``invalid``, the **consistency of the rescaled uE**: the consistency
+  headline of :func:`uqx.validate` (its routes: the binned statistics on uE and the
+  zero-bin intercepts on uE, the same copies, members and rules) run on
+  :math:`(E, f\,u_E)`. ``valid`` reads "consistent up to a factor f [lo, hi]": one
+  number fixes the uncertainties at the resolution that headline states; ``invalid``:
+  the uncertainties are wrong in shape too, a factor does not fix them.
+
+The factor is estimated from the same rows that are then tested, and the rescaled data
+have a ZMS of exactly 1 while their calibrated copies scatter around it, so this test
+of the rescaled uE rejects less often than its level on data that a factor does fix
+(conservative; measured: the documentation page "How to read the verdicts").
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import xarray as xr
+
+from uqx.engine.defaults import LONG_SET_ROWS
+
+__all__ = ["recalibration_step", "scale_factor", "recalibration_text", "RESCALED_VARS"]
+
+#: Variables (over ``set``) that :func:`recalibration_step` adds to a result.
+RESCALED_VARS = ("scale_factor", "scale_factor_low", "scale_factor_high",
+                 "rescaled_consistency", "rescaled_consistency_reason",
+                 "rescaled_consistency_resolution")
+
+
+def scale_factor(res: xr.Dataset):
+    r"""Return the factor :math:`f = \sqrt{\mathrm{ZMS}}` of each set and its interval.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        A :func:`uqx.validate` result with ``zms`` among its statistics.
+
+    Returns
+    -------
+    f, low, high : numpy.ndarray, shape (set,)
+        :math:`\sqrt{\mathrm{ZMS}}` and the square roots of the BCa limits of ZMS
+        (``ci_low``, ``ci_high``); NaN where ZMS is not finite.
+    """
+    z = res.sel(stat="zms")
+    with np.errstate(invalid="ignore"):
+        return tuple(np.sqrt(np.asarray(z[k].values, dtype=np.float64))
+                     for k in ("estimate", "ci_low", "ci_high"))
+
+
+def recalibration_step(res: xr.Dataset, sets, specs, cfg, run) -> xr.Dataset:
+    """Add the scale factor and the consistency verdict of the rescaled uE (module doc).
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The result so far (verdicts final).
+    sets : list of SetData
+        The sets' arrays, in the order the workflow used (content order by default).
+    specs : list of StatSpec
+        The statistics of the result.
+    cfg : uqx.workflow.settings.Settings
+        The settings of the result: the rescaled run uses the same.
+    run : callable
+        ``run(ds, specs, cfg) -> xarray.Dataset``: the workflow of :func:`uqx.validate`
+        (passed in, not imported: this step is one of its steps).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``res`` with :data:`RESCALED_VARS` (unchanged when ZMS is not a statistic).
+        ``rescaled_consistency`` is ``""`` where it was not run, and the reason says why.
+    """
+    names = [s.name for s in specs]
+    if "zms" not in names:
+        return res
+    f, lo, hi = scale_factor(res)
+    S = len(sets)
+    verdict = np.full(S, "", dtype=object)
+    reason = np.full(S, "", dtype=object)
+    resolution = np.full(S, np.nan)
+    routes = [s for s in specs if s.family == "binned" and s.cond == "uE" and not s.vector]
+    zms_verdict = np.asarray(res["verdict"].sel(stat="zms").values).astype(str)
+    todo = []
+    for i, sd in enumerate(sets):
+        if zms_verdict[i] != "invalid":
+            reason[i] = "average calibration not rejected: no factor needed"
+        elif not (cfg.conditional and routes):
+            reason[i] = ("not computed: needs the conditional routes and a binned "
+                         "statistic on uE")
+        elif sd.M > LONG_SET_ROWS:
+            reason[i] = f"not computed for sets over {LONG_SET_ROWS} rows"
+        elif not np.isfinite(f[i]) or f[i] <= 0:
+            reason[i] = "not computed: ZMS not finite"
+        else:
+            todo.append(i)
+    if todo:
+        from uqx.dataio.model import from_arrays, stack
+
+        rescaled = stack([from_arrays(sets[i].E, sets[i].uE * f[i], name=str(i))
+                          for i in todo])
+        sub = run(rescaled, routes, replace(cfg, conditional=True))
+        head = sub.sel(cond="uE") if "cond" in sub.dims else None
+        for k, i in enumerate(todo):
+            if head is None or "cond_verdict" not in head:
+                reason[i] = "no consistency route could be tested"
+                continue
+            h = head.isel(set=k)
+            verdict[i] = str(h["cond_verdict"].item())
+            reason[i] = str(h["cond_verdict_reason"].item()) if "cond_verdict_reason" in h \
+                else ""
+            if "cond_resolution" in h and verdict[i] != "invalid":
+                resolution[i] = float(h["cond_resolution"])
+    return res.assign({
+        "scale_factor": ("set", f, {
+            "long_name": "factor f = sqrt(ZMS): uE x f has a ZMS of exactly 1"}),
+        "scale_factor_low": ("set", lo, {"long_name": "sqrt of the lower BCa limit of ZMS"}),
+        "scale_factor_high": ("set", hi, {"long_name": "sqrt of the upper BCa limit of ZMS"}),
+        "rescaled_consistency": ("set", verdict.astype(str), {
+            "long_name": "consistency headline of (E, f uE) where ZMS is invalid ('': not "
+                         "run): valid = consistent up to the factor f"}),
+        "rescaled_consistency_reason": ("set", reason.astype(str)),
+        "rescaled_consistency_resolution": ("set", resolution, {
+            "long_name": "resolution of that headline: uE of the top 10 % too small by "
+                         "this factor, detected with 80 % power"}),
+    })
+
+
+def recalibration_text(r) -> str:
+    """Render the scale factor of one set and what the rescaled uE are, in one line.
+
+    Parameters
+    ----------
+    r : xarray.Dataset
+        A result with :data:`RESCALED_VARS`, selected on one ``set``.
+
+    Returns
+    -------
+    str
+        "consistent up to a factor f [lo, hi] …" where the rescaled uE are consistent,
+        "not a factor alone …" where they are not, else the factor and why nothing more
+        was tested.
+    """
+    f, lo, hi = (float(r[k]) for k in ("scale_factor", "scale_factor_low",
+                                       "scale_factor_high"))
+    fac = f"{f:.3g} [{lo:.3g}, {hi:.3g}]"
+    v = str(r["rescaled_consistency"].item())
+    why = str(r["rescaled_consistency_reason"].item())
+    if v == "valid":
+        res = float(r["rescaled_consistency_resolution"])
+        tail = f" (resolution: top 10 % of uE, f >= {res:.3g})" if np.isfinite(res) else ""
+        return f"consistent up to a factor {fac}: uE x {f:.3g} is consistent{tail}"
+    if v == "invalid":
+        return (f"not a factor alone: uE x {fac} is still inconsistent "
+                f"({why})" if why else f"not a factor alone: uE x {fac} is still inconsistent")
+    if v:
+        return f"uE x {fac}: consistency of the rescaled uE {v} ({why})"
+    return f"scale factor {fac}; {why}"
