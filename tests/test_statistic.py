@@ -17,7 +17,8 @@ SOURCES = {  # where each formula comes from, as the docstrings must say
     "zms": "000 Eq. 14", "rce": "000 Eq. 10", "var_z": "000 Eq. 13", "nll": "000 Eq. 15",
     "nll_ref": "000 Eq. 16", "mean_z": "000 Table III", "mv": "001", "mse": "001",
     "rmv": "001", "rmse": "001", "ence": "000 Eq. 11", "ence_sd": "002 Eq. 6",
-    "uce": "ErrViewLib", "zmse": "000 Eq. 17", "zmse_max": "uqx", "zms_scan": "uqx", "zve": "002 Eq. 9",
+    "uce": "ErrViewLib", "zmse": "000 Eq. 17", "zmse_max": "uqx", "zms_scan": "uqx",
+    "zve": "002 Eq. 9",
     "lzisd": "003", "lzms": "001",
 }
 

@@ -349,7 +349,7 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, altern
     """Headline verdict per (set, cond): one test over the routes, over the null family.
 
     The routes of consistency (cond = uE) are the binned statistics on uE of the run
-    (ENCE, ZMSE, ZMSE_max, ZVE) and the zero-bin intercepts of ENCE, ZMSE, ZVE (not CC:
+    (ENCE, ZMSE, ZMSE_max, ZMS_scan, ZVE) and the zero-bin intercepts of ENCE, ZMSE, ZVE (not CC:
     :func:`_is_route`); of adaptivity
     (X, V), the binned statistics and intercepts on that variable. They share their
     calibrated copies (the extrapolation nulls are computed on the first copies of the
