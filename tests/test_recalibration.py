@@ -50,8 +50,8 @@ def test_a_factor_fixes_a_scale_and_not_a_shape(result):
     assert v["scale"] == "valid"  # E = 1.3 u eps: u x 1.3 is calibrated and consistent
     assert v["shape"] == "invalid"  # no factor makes E[Z^2 | u] constant
     assert v["calibrated"] == ""  # ZMS not rejected: nothing to fix
-    why = res["rescaled_consistency_reason"].values[2]
-    assert "no factor needed" in why
+    assert res["verdict"].sel(stat="zms").values[2] == "valid"
+    assert res["rescaled_consistency_reason"].values[2] == "ZMS valid: no factor needed"
     # the resolution of the valid one is stated; the invalid one has none
     assert np.isfinite(res["rescaled_consistency_resolution"].values[0])
     assert np.isnan(res["rescaled_consistency_resolution"].values[1])
@@ -74,6 +74,17 @@ def test_the_factor_is_in_the_text_the_json_and_the_netcdf(result, tmp_path):
         assert k in back
     assert [recalibration_text(back.isel(set=i)) for i in range(3)] == \
         [recalibration_text(res.isel(set=i)) for i in range(3)]
+
+
+def test_an_inconclusive_zms_claims_nothing_about_a_factor():
+    """ZMS inconclusive (too few copies to reach the level): no 'no factor needed'."""
+    rng = np.random.default_rng(4)
+    u = _u(rng)
+    ds = uqx.from_arrays(1.3 * u * rng.standard_normal(M), u, name="s")
+    res = uqx.validate(ds, ["zms", "ence"], n_boot=100, n_mc=10, seed=1)
+    assert res["verdict"].sel(stat="zms").item() == "inconclusive"
+    why = res["rescaled_consistency_reason"].item()
+    assert "no factor needed" not in why and why.startswith("ZMS inconclusive")
 
 
 def test_without_zms_or_the_conditional_routes():

@@ -429,7 +429,7 @@ def test_result_records_json(res):
     for r in back:
         assert {"dataset", "M", "stats", "warnings"} <= set(r)
         assert set(r) <= {"dataset", "M", "stats", "warnings", "conditional", "n_bins_used",
-                          "settings"}
+                          "settings", "scale_factor"}
         assert r["M"] == M
         assert list(r["stats"]) == STATS
         for st, d in r["stats"].items():
@@ -465,7 +465,8 @@ def test_result_records_json(res):
 def test_records_without_conditional(synth):
     r = validate(synth.isel(set=[0]), ["zms"], seed=1, conditional=False, n_boot=100, n_mc=10)
     (rec,) = result_records(r)
-    assert set(rec) == {"dataset", "M", "stats", "warnings", "settings"}
+    assert set(rec) == {"dataset", "M", "stats", "warnings", "settings", "scale_factor"}
+    assert rec["scale_factor"]["rescaled_consistency"] is None  # no conditional routes
     assert rec["settings"] == {"seed": 1, "n_boot": 100, "n_mc": 10, "ties": "content"}
     assert "cond" not in r.dims
 

@@ -94,8 +94,11 @@ def recalibration_step(res: xr.Dataset, sets, specs, cfg, run) -> xr.Dataset:
     zms_verdict = np.asarray(res["verdict"].sel(stat="zms").values).astype(str)
     todo = []
     for i, sd in enumerate(sets):
-        if zms_verdict[i] != "invalid":
-            reason[i] = "average calibration not rejected: no factor needed"
+        if zms_verdict[i] == "valid":
+            reason[i] = "ZMS valid: no factor needed"
+        elif zms_verdict[i] != "invalid":  # inconclusive, not tested: no claim either way
+            reason[i] = (f"ZMS {zms_verdict[i]}: the rescaled uE are tested only where ZMS "
+                         "is invalid")
         elif not (cfg.conditional and routes):
             reason[i] = ("not computed: needs the conditional routes and a binned "
                          "statistic on uE")
