@@ -95,12 +95,14 @@ HOWTO = [
     "ZMSE, ZVE too large, CC too small), two-sided for ZMS, RCE.",
     "The copies are drawn under four generative distributions: N(0,1), t_s(6), a "
     "t_s(\u03bd) matched to the data's tails and the data's own z-scores resampled. Invalid: "
-    "every one rejects (p < 0.05); valid: the data's own z-scores accept; otherwise "
-    "inconclusive (then D decides, not the data).",
+    "every one that the data's tails allow rejects (p < 0.05); valid: none rejects; "
+    "otherwise inconclusive (then D decides, not the data).",
     "Consistency (bins on uE) and adaptivity (bins on X or V): one test combining the "
-    "binned statistics, CC and the zero-bin intercepts of ENCE, ZMSE, ZVE on shared copies "
-    "(min-p). The fraction of valid LZISD bins and the papers' intercept \u00b1 2 SE are "
-    "shown as diagnostics.",
+    "binned statistics (not CC, whose null is narrower) and the zero-bin intercepts of "
+    "ENCE, ZMSE, ZVE on shared copies (min-p); never valid while one of them is invalid. "
+    "Where ZMS is invalid, the same test on uE \u00d7 \u221aZMS says whether one factor "
+    "fixes the uncertainties. The fraction of valid LZISD bins and the papers' intercept "
+    "\u00b1 2 SE are shown as diagnostics.",
     "An invalid must also hold for the set's result as a whole (family-wise 10 %): a "
     "calibrated set gets an invalid somewhere in at most about 10 % of cases; the measured "
     "error rates are in the documentation (How to read the verdicts).",

@@ -24,8 +24,6 @@ of the rescaled uE rejects less often than its level on data that a factor does 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import xarray as xr
 
@@ -113,7 +111,7 @@ def recalibration_step(res: xr.Dataset, sets, specs, cfg, run) -> xr.Dataset:
 
         rescaled = stack([from_arrays(sets[i].E, sets[i].uE * f[i], name=str(i))
                           for i in todo])
-        sub = run(rescaled, routes, replace(cfg, conditional=True))
+        sub = run(rescaled, routes, cfg)  # cfg.conditional holds here (checked above)
         head = sub.sel(cond="uE") if "cond" in sub.dims else None
         for k, i in enumerate(todo):
             if head is None or "cond_verdict" not in head:
