@@ -580,9 +580,22 @@ def test_moment_copies_from_a_binned_preparation_need_no_second_sort(monkeypatch
     assert not built
 
 
+def _top_alternative(r, bases, n_copies):
+    """A TopAlternative of set 0 of a simulate_reference result (one member)."""
+    from uqx.engine.resolution import TopAlternative
+
+    top = TopAlternative(r["top_factor"].values, n_copies)
+    nb = int(r["top_n_bins"].values[0])
+    top.add(0, 0, r["top_sums"].values[0, :n_copies, :nb], r["top_u2"].values[0, :nb],
+            r["top_count"].values[0, :nb], int(r["top_M"].values[0]),
+            r["top_bins"].values[0, :nb], dict(enumerate(bases)))
+    return top
+
+
 def test_local_alternative_equals_brute_force_on_scaled_copies():
-    """The binned statistics under 'uE too small by f in the top bins' are those of the
-    same copies with the errors of the top 10 % of uE multiplied by f (slow twin)."""
+    """The binned statistics under 'uE too small by f in the top bins', computed from the
+    copies' kept per-bin sums, are those of the same copies with the errors of the top
+    10 % of uE multiplied by f (slow twin)."""
     from uqx.engine.resample import content_key, seed_sequence
     from uqx.engine.resolution import TOP_FACTORS
 
@@ -592,16 +605,18 @@ def test_local_alternative_equals_brute_force_on_scaled_copies():
     ds = uqx.from_arrays(E, u, name="alt")
     r = simulate_reference(ds, ["ence", "zmse"], dist="normal", n_mc=n_mc, seed=3,
                            bins=n_bins, keep_draws=True, scheduler="synchronous")
-    assert r["draws_top"].shape == (1, 2, n_mc, TOP_FACTORS.size)
+    assert r["top_sums"].shape == (1, n_mc, n_bins, 4)
+    assert r["top_bins"].values[0].sum() == 2
+    top = _top_alternative(r, ["ence", "zmse"], n_mc)
     eps = draw_unit(seed_sequence(3, "sim", content_key(u), "N", 0), (n_mc, M), dist="normal")
     us = np.sort(u, kind="stable")
-    top = np.arange(M) >= 900  # the top 2 of 20 equal bins
+    high = np.arange(M) >= 900  # the top 2 of 20 equal bins
     for q in (0, 40, TOP_FACTORS.size - 1):
         f = TOP_FACTORS[q]
+        got = np.stack([top.values(0, j, 0)([q])[:, 0] for j in (0, 1)])
         for k in range(n_mc):
-            want = _brute(us * eps[k] * np.where(top, f, 1.0), us, n_bins)
-            got = r["draws_top"].values[0, :, k, q]
-            np.testing.assert_allclose(got, [want["ence"], want["zmse"]], rtol=1e-9)
+            want = _brute(us * eps[k] * np.where(high, f, 1.0), us, n_bins)
+            np.testing.assert_allclose(got[:, k], [want["ence"], want["zmse"]], rtol=1e-9)
     # at f = 1 the alternative is the null itself
-    np.testing.assert_allclose(r["draws_top"].values[0, :, :, 0], r["draws"].values[0],
-                               rtol=0.05)
+    at_one = np.stack([top.values(0, j, 0)([0])[:, 0] for j in (0, 1)])
+    np.testing.assert_allclose(at_one, r["draws"].values[0], rtol=0.05)

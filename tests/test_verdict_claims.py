@@ -202,12 +202,20 @@ def test_headline_resolution_reads_80_percent_power_at_the_headline_level():
     draws = null[None, None, None, :]
     alt = (null[:, None] + delta[None, :])[None, None, None]
     null_p = rng.uniform(size=(1, n))  # the headline's min-p on each copy: uniform
-    f = headline_resolution([parse_stat("zmse")], draws, (factors, alt), 0, null_p,
+
+    class Values:  # the interface of uqx.engine.resolution.TopAlternative, from an array
+        def available(self, i, j):
+            return True
+
+        def values(self, i, j, m):
+            return lambda idx: alt[i, j, m][:, idx]
+
+    f = headline_resolution([parse_stat("zmse")], draws, (factors, Values()), 0, null_p,
                             np.array([True]), alpha=0.05)
     want = np.exp((norm.ppf(0.95) + norm.ppf(0.8)) / 4.0)  # δ = z_0.95 + z_0.8
     assert f == pytest.approx(want, rel=0.03)
     # a member that takes part and cannot reach the level: no resolution
-    assert np.isnan(headline_resolution([parse_stat("zmse")], draws, (factors, alt), 0,
+    assert np.isnan(headline_resolution([parse_stat("zmse")], draws, (factors, Values()), 0,
                                         null_p[:, :10], np.array([True]), alpha=0.05))
 
 
@@ -417,3 +425,49 @@ def test_first_reaching_is_the_first_hit_of_the_whole_grid(base):
                 slow = np.flatnonzero(power_at(base, copies, grid) >= pw)
                 want = int(slow[0]) if slow.size else -1
                 assert first_reaching(base, copies, grid, power=pw) == want
+
+
+@pytest.mark.parametrize("dist, M", [("normal", 2000), ("t", 500), ("data", 200)])
+def test_top_resolution_search_is_the_first_hit_of_the_whole_grid(dist, M):
+    """The resolution under the local alternative reads every TOP_STEP-th factor and in
+    between only where a copy rejected between two read points could be (each copy's
+    statistic is quasi-convex in f): the same factor as the power computed, copy by copy
+    and factor by factor, on all 88 factors of the grid (the slow, obvious twin), for
+    every statistic of QUASI_CONVEX_TOP, several levels (the headline reads its routes
+    below 0.05) and powers; and the statistics are quasi-convex on these copies."""
+    from uqx.engine.mctest import mc_pvalue
+    from uqx.engine.resolution import QUASI_CONVEX_TOP, alternative_resolution
+    from uqx.inference.reference import simulate_reference
+    from tests.test_reference import _top_alternative
+
+    bases = sorted(QUASI_CONVEX_TOP)
+    rng = np.random.default_rng(23)
+    u = np.sqrt(1 / rng.gamma(3, 1 / 3, M))
+    E = u * rng.standard_t(5, M) / np.sqrt(5 / 3)
+    ds = uqx.from_arrays(E, u, name="q")
+    kw = {"nu": 4.0} if dist == "t" else {}
+    r = simulate_reference(ds, bases, dist=dist, n_mc=400, seed=9, keep_draws=True,
+                           scheduler="synchronous", **kw)
+    top = _top_alternative(r, bases, 400)
+    F = top.factors.size
+    found = 0
+    for j, base in enumerate(bases):
+        null = r["draws"].values[0, j]
+        full = top.values(0, j, 0)(np.arange(F))  # (copy, factor)
+        for alpha in (0.05, 0.01, 0.2):
+            # slow twin: the p-value of every alternative copy at every factor
+            rej = np.array([[np.isfinite(full[k, q]) and mc_pvalue(full[k, q], null, 1) < alpha
+                             for q in range(F)] for k in range(full.shape[0])])
+            # quasi-convex: along f each copy's rejections are a run from the start and a
+            # run to the end, nothing in between
+            for row in rej:
+                changes = np.flatnonzero(np.diff(row.astype(int)))
+                assert changes.size <= 2 and not (changes.size == 2 and not row[0]), (base, row)
+            for pw in (0.5, 0.8, 0.95):
+                slow = np.flatnonzero(rej.mean(axis=0) >= pw)
+                want = float(top.factors[slow[0]]) if slow.size else np.nan
+                got = alternative_resolution(null, top.values(0, j, 0), top.factors,
+                                             alpha=alpha, power=pw)
+                assert got == want or (np.isnan(got) and np.isnan(want)), (base, alpha, pw)
+                found += np.isfinite(want)
+    assert found >= 20  # the grid holds the resolution of most (statistic, level, power)

@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from uqx.engine.copies import copy_bin_features
 from uqx.engine.mctest import ALPHA
+from uqx.engine.statistic import BINNED_STATS
 
 __all__ = ["POWER", "SCALE_MAPS", "RESOLUTION_KIND", "scale_resolution", "power_at",
            "first_reaching", "COARSE_STEP",
            "TOP_QUANTILE", "TOP_FACTORS", "top_segments", "scale_top_sums",
-           "alternative_resolution"]
+           "alternative_resolution", "first_hit", "TOP_STEP", "QUASI_CONVEX_TOP",
+           "TopAlternative"]
 
 #: Power at which the resolution is stated.
 POWER = 0.8
@@ -245,21 +248,96 @@ def scale_top_sums(sums, top, f):
     return out
 
 
+#: Every how many factors of :data:`TOP_FACTORS` the search of
+#: :func:`alternative_resolution` reads first (12 of the 88).
+TOP_STEP = 8
+#: Statistics whose value on a copy is quasi-convex in the factor of the local
+#: alternative (each a mean, maximum or exponential of terms like
+#: :math:`|f\,a_j - 1|`, :math:`|\ln(f^2 z_j)|` or :math:`|\ln \mathrm{ZMS}_A(f)|`
+#: with :math:`\mathrm{ZMS}_A(f)` non-decreasing in f): a copy is rejected on an interval
+#: next to 1 and on a half-line, never in between (:func:`alternative_resolution`).
+#: ENCE_SD centres E on the copy's mean, which moves with f: not in the list.
+QUASI_CONVEX_TOP = frozenset({"ence", "zmse", "zmse_max", "zms_scan", "zve", "uce"})
+
+
+def first_hit(rejected, n_factors: int, *, power: float = POWER, step: int = TOP_STEP,
+              quasi_convex: bool = True) -> int:
+    r"""Index of the first factor at which a fraction ``power`` of the copies is rejected.
+
+    ``rejected(idx)`` gives, for an array of factor indices, the rejection of every
+    copy at each (bool, shape (n, len(idx))). With ``quasi_convex``, each copy is
+    rejected on a set of the form :math:`[f_1, a] \cup [b, f_F]` (its statistic is
+    quasi-convex in f, :data:`QUASI_CONVEX_TOP`): a copy rejected somewhere between two
+    grid points is rejected at one of them, so the power between read points ``a < b``
+    is at most the fraction rejected at ``a`` or at ``b``. The search reads every
+    ``step``-th point, and the points between two of them only where that bound reaches
+    ``power``: the same index as reading the whole grid. Without ``quasi_convex`` the
+    whole grid is read.
+
+    Parameters
+    ----------
+    rejected : callable
+        ``idx -> numpy.ndarray of bool, shape (n, len(idx))``.
+    n_factors : int
+        Size of the grid.
+    power : float
+    step : int
+    quasi_convex : bool
+
+    Returns
+    -------
+    int
+        -1 when no factor of the grid reaches ``power``.
+    """
+    F = int(n_factors)
+    if F == 0:
+        return -1
+    if not quasi_convex:
+        hit = np.flatnonzero(rejected(np.arange(F)).mean(axis=0) >= power)
+        return int(hit[0]) if hit.size else -1
+    prev_idx, prev = 0, rejected(np.array([0]))[:, 0]
+    if prev.mean() >= power:
+        return 0
+    while prev_idx < F - 1:
+        nxt_idx = min(prev_idx + step, F - 1)
+        nxt = rejected(np.array([nxt_idx]))[:, 0]
+        if nxt_idx - prev_idx > 1 and np.mean(prev | nxt) >= power:
+            inner = np.arange(prev_idx + 1, nxt_idx)
+            hit = np.flatnonzero(rejected(inner).mean(axis=0) >= power)
+            if hit.size:
+                return int(inner[hit[0]])
+        if nxt.mean() >= power:
+            return int(nxt_idx)
+        prev_idx, prev = nxt_idx, nxt
+    return -1
+
+
 def alternative_resolution(null, alternative, factors, *, direction: int = 1,
-                           alpha: float = ALPHA, power: float = POWER) -> float:
+                           alpha: float = ALPHA, power: float = POWER,
+                           quasi_convex: bool = True) -> float:
     """Smallest factor whose alternative copies the test rejects with ``power``.
+
+    The power at a factor is the fraction of the alternative's copies whose
+    Monte-Carlo p-value against the calibrated copies (:func:`uqx.engine.mctest.mc_pvalue`)
+    is below ``alpha``; the factors are searched by :func:`first_hit` (the grid's first
+    factor reaching ``power``, from a fraction of its points).
 
     Parameters
     ----------
     null : array_like, shape (n,)
         The statistic on calibrated copies (the test's null).
-    alternative : array_like, shape (n, F)
-        The statistic on the same copies under the alternative at each factor.
+    alternative : array_like, shape (n, F), or callable
+        The statistic on the same copies under the alternative at each factor, or
+        ``idx -> (n, len(idx))`` computing them at the factor indices asked
+        (:class:`TopAlternative`).
     factors : array_like, shape (F,)
         The factors, increasing.
     direction : {1, -1}
         Side of the test (:data:`uqx.engine.mctest.DIRECTION`).
     alpha, power : float
+    quasi_convex : bool
+        Whether each copy's statistic is quasi-convex in the factor
+        (:data:`QUASI_CONVEX_TOP`); else the whole grid is read.
 
     Returns
     -------
@@ -268,15 +346,99 @@ def alternative_resolution(null, alternative, factors, *, direction: int = 1,
     """
     t = np.sort(np.asarray(null, dtype=np.float64))
     t = t[np.isfinite(t)]
-    alt = np.asarray(alternative, dtype=np.float64)
-    if t.size == 0 or alt.size == 0:
+    factors = np.asarray(factors, dtype=np.float64)
+    if callable(alternative):
+        values = alternative
+    else:
+        arr = np.asarray(alternative, dtype=np.float64)
+        if arr.size == 0:
+            return np.nan
+        values = lambda idx: arr[:, idx]  # noqa: E731
+    if t.size == 0 or factors.size == 0:
         return np.nan
     n = t.size
-    if direction > 0:
-        count = n - np.searchsorted(t, alt, side="left")  # copies >= alt
-    else:
-        count = np.searchsorted(t, alt, side="right")
-    p = (1 + count) / (1 + n)
-    pw = np.mean(np.where(np.isfinite(alt), p < alpha, False), axis=0)
-    hit = np.flatnonzero(pw >= power)
-    return float(np.asarray(factors)[hit[0]]) if hit.size else np.nan
+
+    def rejected(idx):
+        alt = np.asarray(values(idx), dtype=np.float64)
+        if direction > 0:
+            count = n - np.searchsorted(t, alt, side="left")  # copies >= alt
+        else:
+            count = np.searchsorted(t, alt, side="right")
+        return np.isfinite(alt) & ((1 + count) / (1 + n) < alpha)
+
+    k = first_hit(rejected, factors.size, power=power, quasi_convex=quasi_convex)
+    return float(factors[k]) if k >= 0 else np.nan
+
+
+class TopAlternative:
+    r"""The binned statistics on uE of calibrated copies under the local alternative.
+
+    The alternative of consistency "uE too small by f in the bins of uE above its
+    :data:`TOP_QUANTILE` quantile" turns each calibrated copy into a copy of the
+    alternative exactly (:func:`scale_top_sums`). Holding the copies' per-bin sums
+    (k copies × S bins × 4: :func:`uqx.engine.copies.sim_rows`), this computes the
+    statistics at the factors of :data:`TOP_FACTORS` that a search asks for
+    (:func:`alternative_resolution`), every statistic of a (set, member) at once and
+    each factor once, instead of at all 88 factors for every copy.
+
+    Parameters
+    ----------
+    factors : numpy.ndarray, shape (F,)
+        The grid (:data:`TOP_FACTORS`).
+    n_copies : int
+        Copies per (set, member).
+    """
+
+    def __init__(self, factors, n_copies: int):
+        self.factors = np.asarray(factors, dtype=np.float64)
+        self.n_copies = int(n_copies)
+        self._sets = {}
+        self._stats = {}
+        self._cache = {}
+
+    def add(self, i: int, m: int, sums, u2, n, M: int, top, stats: dict):
+        """Hold the sums of set ``i`` under member ``m``.
+
+        Parameters
+        ----------
+        i, m : int
+            Set and member.
+        sums : numpy.ndarray, shape (k, S, 4)
+            Per-bin sums of the copies (the bins of uE).
+        u2, n : numpy.ndarray, shape (S,)
+            Σu² and counts per bin; ``M`` the set's size.
+        top : numpy.ndarray of bool, shape (S,)
+            The top bins (:func:`top_segments`).
+        stats : dict
+            ``{stat index: base}`` of the binned statistics on uE.
+        """
+        self._sets[(i, m)] = (np.asarray(sums, dtype=np.float64)[: self.n_copies], u2, n,
+                              M, np.asarray(top, dtype=bool))
+        self._stats.setdefault(i, {}).update(stats)
+
+    def available(self, i: int, j: int) -> bool:
+        """Whether statistic ``j`` of set ``i`` has copies under the alternative."""
+        return j in self._stats.get(i, {})
+
+    def _at(self, i, m, q):
+        key = (i, m, int(q))
+        hit = self._cache.get(key)
+        if hit is None:
+            sums, u2, n, M, top = self._sets[(i, m)]
+            sc = scale_top_sums(sums, top, self.factors[int(q)])
+            St = copy_bin_features(sc, u2, n, sc[:, :, 2].sum(axis=1), M)
+            hit = {b: BINNED_STATS[b][0](St, n) for b in set(self._stats[i].values())}
+            self._cache[key] = hit
+        return hit
+
+    def values(self, i: int, j: int, m: int):
+        """``idx -> (k, len(idx))``: statistic ``j`` of set ``i``, member ``m``, at factors idx."""
+        base = self._stats[i][j]
+        if (i, m) not in self._sets:
+            return lambda idx: np.full((self.n_copies, np.size(idx)), np.nan)
+        return lambda idx: np.stack([self._at(i, m, q)[base] for q in np.atleast_1d(idx)],
+                                    axis=-1)
+
+    def base(self, i: int, j: int) -> str:
+        """Base name of statistic ``j`` of set ``i``."""
+        return self._stats[i][j]

@@ -39,7 +39,8 @@ from uqx.engine.resample import (
     rows_for_budget,
     seed_sequence,
 )
-from uqx.engine.resolution import TOP_FACTORS, scale_top_sums, top_segments
+from uqx.engine.mctest import N_TEST
+from uqx.engine.resolution import TOP_FACTORS, top_segments
 from uqx.engine.statistic import (
     BINNED_STATS,
     MOMENT_STATS,
@@ -162,6 +163,7 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
     parts, hooked = [], []
     lo = 0
     plan = None if rank else ss.gaussian(dist, nu, local)
+    top = first < N_TEST  # the copies of the tests keep their sums (TopAlternative)
     sweep = None if rank or n_hook == 0 else hook.partitions(ss.u_sorted)
     plan_hook = None if sweep is None else ss.gaussian(dist, nu, local, sweep)
     while lo < nb:
@@ -175,7 +177,7 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
             out_range = np.zeros((k, p["range_u2"].size if lo < n_hook else 0, 4))
             gauss_rows(state, p["mean"], p["factor"], p["range"], p["seg"], p["bin"],
                        out_range, out_seg, out_bin)
-            parts.append(_sums_stats(out_seg, out_bin, None, ss, specs))
+            parts.append(_sums_stats(out_seg, out_bin, None, ss, specs, top))
             if lo < n_hook:
                 hooked.append(hook.from_range_sums(out_range, p["range_u2"], p["bounds"]))
             lo += k
@@ -189,7 +191,7 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
         out_bin = np.zeros((k, ss.n_extra, 4))
         sim_rows(state, code, d, c, h, pool, pu, pm, ps, ss.u_sorted, ss.seg, ss.binid,
                  ss.boff, out_seg, out_bin, buf, ss.win if local else _NO_WINDOWS)
-        parts.append(_sums_stats(out_seg, out_bin, buf if rank else None, ss, specs))
+        parts.append(_sums_stats(out_seg, out_bin, buf if rank else None, ss, specs, top))
         if lo < n_hook:  # the same draws, reused
             hooked.append(hook(buf[: n_hook - lo]))
         lo += k
@@ -281,8 +283,11 @@ def _moment_tasks(ds, i, specs, dist, nu, seed, dlabel, n_mc, own_key=True):
     return blocks
 
 
-def _sums_stats(out_seg, out_bin, eps, ss, specs):
-    """Statistics of the copies from the kernel's sums (and ε for the rank statistic)."""
+def _sums_stats(out_seg, out_bin, eps, ss, specs, top=False):
+    """Statistics of the copies from the kernel's sums (and ε for the rank statistic).
+
+    With ``top``, also the per-bin sums of the bins of uE (key :data:`TOP_KEY`).
+    """
     out = {}
     tot = out_seg.sum(axis=1)  # (k, 4): Σε², Σ(uε)², Σuε, Σε
     moment = [s for s in specs if s.family == "moment"]
@@ -302,24 +307,54 @@ def _sums_stats(out_seg, out_bin, eps, ss, specs):
         binned = [s for s in specs if s.family == "binned" and s.cond == cond]
         for s in binned:
             out[s.name] = BINNED_STATS[s.base][0](S, n)
-        if cond == "uE" and lo is None and binned:
-            # the same copies under the local alternative of consistency (uE too small
-            # by f in the top bins): the resolution of the binned statistics
-            top = top_segments(ss.seg)
-            alt = {s.name: np.empty((sums.shape[0], TOP_FACTORS.size)) for s in binned}
-            for q, f in enumerate(TOP_FACTORS):
-                sc = scale_top_sums(sums, top, f)
-                St = copy_bin_features(sc, u2, n, sc[:, :, 2].sum(axis=1), ss.M)
-                for s in binned:
-                    alt[s.name][:, q] = BINNED_STATS[s.base][0](St, n)
-            out.update({f"{k}{TOP_KEY}": v for k, v in alt.items()})
+        if cond == "uE" and lo is None and binned and top:
+            # the per-bin sums, from which the binned statistics under the local
+            # alternative of consistency (uE too small by f in the top bins) are computed
+            # at the factors a resolution search asks for (TopAlternative)
+            out[TOP_KEY] = np.array(sums, dtype=np.float64)
     if any(s.family == "rank" for s in specs):
         out["cc"] = cc_fixed_u(np.abs(eps * ss.u_sorted), ss.ru)
     return out
 
 
-def _summarise_sims(computed, names, n_mc, level, keep_draws) -> xr.Dataset:
-    """Sim (mean, MC standard error) and Sim2 (quantile interval) of the simulated values."""
+def _top_vars(tops, layouts):
+    """The copies' per-bin sums on uE and the bins' layout, padded to the most bins."""
+    S = max(t.shape[1] for t in tops if t is not None)
+    k = max(t.shape[0] for t in tops if t is not None)
+    n_sets = len(tops)
+    sums = np.full((n_sets, k, S, 4), np.nan)
+    u2, n = np.full((n_sets, S), np.nan), np.full((n_sets, S), np.nan)
+    top, M = np.zeros((n_sets, S), dtype=bool), np.zeros(n_sets, dtype=np.int64)
+    n_bins, n_top = np.zeros(n_sets, dtype=np.int64), np.zeros(n_sets, dtype=np.int64)
+    for i, (t, lay) in enumerate(zip(tops, layouts, strict=True)):
+        if t is None:
+            continue
+        s_i = t.shape[1]
+        sums[i, : t.shape[0], :s_i] = t
+        u2[i, :s_i], n[i, :s_i], top[i, :s_i], M[i] = lay
+        n_bins[i], n_top[i] = s_i, t.shape[0]
+    dims = ("set", "top_bin")
+    return {
+        "top_sums": (("set", "top_copy", "top_bin", "top_sum"), sums, {
+            "long_name": "per-bin sums (eps^2, E^2, E, eps) of the copies of the tests in the "
+                         "bins of uE (the local alternative of consistency is computed from "
+                         "them, uqx.engine.resolution.TopAlternative)"}),
+        "top_u2": (dims, u2, {"long_name": "sum of u^2 per bin of uE"}),
+        "top_count": (dims, n, {"long_name": "points per bin of uE"}),
+        "top_bins": (dims, top, {"long_name": "the bins of uE above its 90th percentile"}),
+        "top_M": ("set", M),
+        "top_n_bins": ("set", n_bins),
+        "top_n_copies": ("set", n_top),
+    }
+
+
+def _summarise_sims(computed, names, n_mc, level, keep_draws, layouts=None) -> xr.Dataset:
+    """Sim (mean, MC standard error) and Sim2 (quantile interval) of the simulated values.
+
+    ``layouts`` (one per set: Σu², counts, top bins and M of the bins of uE, or None):
+    the per-bin sums that the copies of the tests kept (:data:`TOP_KEY`) are returned
+    with them (:func:`_top_vars`).
+    """
     shape = (len(computed), len(names))
     res = {k: np.full(shape, np.nan) for k in ("reference", "reference_se", "sim2_low",
                                                 "sim2_high")}
@@ -341,17 +376,11 @@ def _summarise_sims(computed, names, n_mc, level, keep_draws) -> xr.Dataset:
     data["n_nan"] = (("set", "stat"), n_nan)
     if draws is not None:
         data["draws"] = (("set", "stat", "mc"), draws)
-        alt = np.full(shape + (n_mc, TOP_FACTORS.size), np.nan)
-        found = False
-        for i, blocks in enumerate(computed):
-            for j, name in enumerate(names):
-                if f"{name}{TOP_KEY}" in blocks[0]:
-                    alt[i, j] = np.concatenate([b[f"{name}{TOP_KEY}"] for b in blocks])
-                    found = True
-        if found:
-            data["draws_top"] = (("set", "stat", "mc", "top_factor"), alt, {
-                "long_name": "simulated values with uE too small by top_factor in the bins "
-                             "of uE above its 90th percentile"})
+        tops = [np.concatenate([b[TOP_KEY] for b in blocks if TOP_KEY in b])[:N_TEST]
+                if layouts is not None and any(TOP_KEY in b for b in blocks) else None
+                for blocks in computed]
+        if any(t is not None for t in tops):
+            data.update(_top_vars(tops, layouts))
             return xr.Dataset(data, coords={"stat": names, "top_factor": TOP_FACTORS})
     return xr.Dataset(data, coords={"stat": names})
 
@@ -681,7 +710,15 @@ def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks,
          for b in range(n_blocks)]
         for i, (ss, hook) in enumerate(zip(prepared, hooks, strict=True))
     ]
-    return tasks
+    return tasks, prepared
+
+
+def _top_layout(ss):
+    """(Σu², counts, top bins, M) of the bins of uE of a prepared set, or None."""
+    lay = ss.layout.get("uE")
+    if lay is None or lay[0] is not None:
+        return None
+    return lay[2], lay[3], top_segments(ss.seg), ss.M
 
 
 def simulate_reference(
@@ -831,12 +868,13 @@ def simulate_reference(
         tasks = [_moment_tasks(ds, i, specs, dist, float(nus[i]) if per_set else nu, seed,
                                dlabel, n_mc, own) for i in range(n_sets)]
     else:
-        tasks = _sorted_tasks(ds, specs, cfg, dist, nus if per_set else nu, seed, dlabel,
-                              n_mc, n_blocks, hooks, prepared, own)
+        tasks, prepared = _sorted_tasks(ds, specs, cfg, dist, nus if per_set else nu, seed,
+                                        dlabel, n_mc, n_blocks, hooks, prepared, own)
 
     computed = compute_tasks(tasks, scheduler=scheduler, num_workers=num_workers,
                        quiet=not progress)
-    out = _summarise_sims(computed, [s.name for s in specs], n_mc, level, keep_draws)
+    layouts = None if streamed else [_top_layout(ss) for ss in prepared]
+    out = _summarise_sims(computed, [s.name for s in specs], n_mc, level, keep_draws, layouts)
     out = out.assign_coords(set=ds["set"].values)
     if per_set:
         out["nu"] = ("set", nus.copy(), {"long_name": "degrees of freedom per set"})

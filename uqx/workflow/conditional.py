@@ -306,9 +306,9 @@ def headline_resolution(specs, draws, alternative, i, null_p, use, *, alpha) -> 
     specs : list of StatSpec
     draws : numpy.ndarray, shape (set, stat, member, copy)
         The routes' calibrated copies.
-    alternative : tuple (factors, values) or None
-        The binned statistics' copies under the local alternative, shape
-        (set, stat, member, copy, factor).
+    alternative : tuple (factors, top) or None
+        The binned statistics' copies under the local alternative
+        (:class:`uqx.engine.resolution.TopAlternative`).
     i : int
         The set.
     null_p : numpy.ndarray, shape (member, n)
@@ -323,13 +323,13 @@ def headline_resolution(specs, draws, alternative, i, null_p, use, *, alpha) -> 
         The factor f (NaN without binned routes on uE, or beyond the grid).
     """
     from uqx.engine.mctest import direction_of
-    from uqx.engine.resolution import RESOLUTION_KIND, alternative_resolution
+    from uqx.engine.resolution import QUASI_CONVEX_TOP, RESOLUTION_KIND, alternative_resolution
 
     if alternative is None:
         return np.nan
     factors, top = alternative
     routes = [j for j, s in enumerate(specs) if s.family == "binned" and s.cond == "uE"
-              and RESOLUTION_KIND.get(s.base) == "top" and np.isfinite(top[i, j]).any()]
+              and RESOLUTION_KIND.get(s.base) == "top" and top.available(i, j)]
     if not routes:
         return np.nan
     worst = []
@@ -338,8 +338,9 @@ def headline_resolution(specs, draws, alternative, i, null_p, use, *, alpha) -> 
         k = int(np.ceil(alpha * (1 + q.size) - 1)) - 1  # most copies at or below the min-p
         if k < 0 or k >= q.size:
             return np.nan
-        f = [alternative_resolution(draws[i, j, m], top[i, j, m], factors,
-                                    direction=direction_of(specs[j].base), alpha=q[k])
+        f = [alternative_resolution(draws[i, j, m], top.values(i, j, m), factors,
+                                    direction=direction_of(specs[j].base), alpha=q[k],
+                                    quasi_convex=specs[j].base in QUASI_CONVEX_TOP)
              for j in routes]
         worst.append(np.nanmin(f) if np.isfinite(f).any() else np.nan)
     return float(np.max(worst)) if worst and np.isfinite(worst).all() else np.nan

@@ -25,7 +25,12 @@ from uqx.engine.mctest import (
     mc_pvalue_sides,
 )
 from uqx.engine.mctest import borderline as near_level
-from uqx.engine.resolution import RESOLUTION_KIND, alternative_resolution, scale_resolution
+from uqx.engine.resolution import (
+    QUASI_CONVEX_TOP,
+    RESOLUTION_KIND,
+    alternative_resolution,
+    scale_resolution,
+)
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import (
     NOT_TESTED,
@@ -159,8 +164,9 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
         (the heavy end of ν) and the other side on ``joint``
         (:func:`uqx.engine.mctest.mc_pvalue_sides`).
     alternative : tuple, optional
-        ``(factors, values)``: the binned statistics on uE of the same copies with uE too
-        small by each factor in the top bins of uE (:func:`reference_step`); their
+        ``(factors, top)``: the binned statistics on uE of the same copies with uE too
+        small by each factor in the top bins of uE, computed when asked
+        (:class:`uqx.engine.resolution.TopAlternative`, :func:`reference_step`); their
         resolution is the smallest factor rejected with 80 % power.
 
     Returns
@@ -205,10 +211,12 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
                                                          n_copies=n, direction=d, use=use[i])
             borderline[i, j] = near_level(pv[i, j], n.min(), alpha, use=use[i])
             if RESOLUTION_KIND.get(s.base) == "top":
-                if alternative is not None and np.isfinite(alternative[1][i, j]).any():
-                    f = [alternative_resolution(draws[i, j, m, :alternative[1].shape[3]],
-                                                alternative[1][i, j, m], alternative[0],
-                                                direction=d, alpha=alpha)
+                top = None if alternative is None else alternative[1]
+                if top is not None and top.available(i, j):
+                    f = [alternative_resolution(draws[i, j, m, :top.n_copies],
+                                                top.values(i, j, m), top.factors,
+                                                direction=d, alpha=alpha,
+                                                quasi_convex=s.base in QUASI_CONVEX_TOP)
                          for m in range(len(member_labels)) if use[i, m]]
                     resolution[i, j, 1] = np.max(f) if np.isfinite(f).all() else np.nan
             elif s.base in RESOLUTION_KIND:  # the least powerful member: the widest factors

@@ -21,6 +21,7 @@ from uqx.engine.null_shape import (
     plausible_members,
     t_nu_from_tails,
 )
+from uqx.engine.resolution import TopAlternative
 from uqx.engine.statistic import STAT_INFO
 from uqx.engine.verdict import NOT_TESTED
 from uqx.inference.reference import prepare_sets, simulate_reference
@@ -147,9 +148,9 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
         statistic of a copy computed on the same simulated data (the headlines and the
         family-wise step need that joint law); the same with the fitted member of the
         two-sided statistics drawn at ``nu_two_sided`` (their own tests); and
-        ``(factors, values)`` of the binned statistics on uE under the local alternative
-        of consistency (:mod:`uqx.engine.resolution`; values over (set, stat, member,
-        copy, factor)), or None.
+        ``(factors, top)`` for the binned statistics on uE under the local alternative
+        of consistency (``top`` a :class:`uqx.engine.resolution.TopAlternative`, which
+        computes them from the copies' per-bin sums at the factors asked), or None.
     """
     n_mc, seed, level, simulate_all = cfg.n_mc, cfg.seed, cfg.level, cfg.simulate_all
     binned_compute = cfg.binned_compute  # binning and dask keywords
@@ -162,7 +163,7 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
     tested = [j for j, s in enumerate(specs) if s.base not in NOT_TESTED]
     sim_idx = [j for j in tested if simulate_all or np.all(kind[:, j] == "")]
     draws = np.full((S, K, len(members), n_mc), np.nan)
-    top, top_factors = None, None
+    top = None
     nulls = {}
     n_test = min(n_mc, N_TEST)
     names = [specs[j].name for j in tested]
@@ -197,12 +198,18 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
             r, hooked = r
             for i, arr in hooked.items():
                 nulls.setdefault(i, []).append(arr)
-        if "draws_top" in r:  # the binned statistics under the local alternative
+        if "top_sums" in r:  # the copies' sums, for the binned statistics under the
+            # local alternative (computed at the factors a resolution search reads)
             if top is None:
-                top = np.full((S, K, len(members), n_test, r.sizes["top_factor"]), np.nan)
-                top_factors = r["top_factor"].values
-            for jj, j in enumerate(tested):
-                top[:, j, d] = r["draws_top"].values[:, jj, :n_test]
+                top = TopAlternative(r["top_factor"].values, n_test)
+            on_ue = {j: specs[j].base for j in tested
+                     if specs[j].family == "binned" and specs[j].cond == "uE"}
+            for i in range(S):
+                nb, nk = int(r["top_n_bins"].values[i]), int(r["top_n_copies"].values[i])
+                if nb and on_ue:
+                    top.add(i, d, r["top_sums"].values[i, :nk, :nb],
+                            r["top_u2"].values[i, :nb], r["top_count"].values[i, :nb],
+                            int(r["top_M"].values[i]), r["top_bins"].values[i, :nb], on_ue)
         for jj, j in enumerate(tested):
             m = n if j in full else n_test
             draws[:, j, d, :m] = r["draws"].values[:, jj, :m]
@@ -224,7 +231,7 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
                                            binned_compute=binned_compute)
     frag = _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx,
                             [lab for *_, lab in members[:D]])
-    alternative = None if top is None else (top_factors, top)
+    alternative = None if top is None else (top.factors, top)
     return (frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
             test_draws, alternative)
 
