@@ -435,10 +435,10 @@ def test_top_resolution_search_is_the_first_hit_of_the_whole_grid(dist, M):
     and factor by factor, on all 88 factors of the grid (the slow, obvious twin), for
     every statistic of QUASI_CONVEX_TOP, several levels (the headline reads its routes
     below 0.05) and powers; and the statistics are quasi-convex on these copies."""
+    from tests.test_reference import _top_alternative
     from uqx.engine.mctest import mc_pvalue
     from uqx.engine.resolution import QUASI_CONVEX_TOP, alternative_resolution
     from uqx.inference.reference import simulate_reference
-    from tests.test_reference import _top_alternative
 
     bases = sorted(QUASI_CONVEX_TOP)
     rng = np.random.default_rng(23)

@@ -438,7 +438,3 @@ class TopAlternative:
             return lambda idx: np.full((self.n_copies, np.size(idx)), np.nan)
         return lambda idx: np.stack([self._at(i, m, q)[base] for q in np.atleast_1d(idx)],
                                     axis=-1)
-
-    def base(self, i: int, j: int) -> str:
-        """Base name of statistic ``j`` of set ``i``."""
-        return self._stats[i][j]

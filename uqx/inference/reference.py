@@ -32,6 +32,7 @@ from uqx.engine import gaussian_sums
 from uqx.engine.copies import cc_fixed_u, copy_bin_features, sim_rows
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_MC, POP_MIN
 from uqx.engine.gaussian_sums import cell_layout, gauss_rows, gaussian_plan, unit_moments
+from uqx.engine.mctest import N_TEST
 from uqx.engine.resample import (
     chunked_content_key,
     content_key,
@@ -39,7 +40,6 @@ from uqx.engine.resample import (
     rows_for_budget,
     seed_sequence,
 )
-from uqx.engine.mctest import N_TEST
 from uqx.engine.resolution import TOP_FACTORS, top_segments
 from uqx.engine.statistic import (
     BINNED_STATS,
@@ -318,7 +318,7 @@ def _sums_stats(out_seg, out_bin, eps, ss, specs, top=False):
 
 
 def _top_vars(tops, layouts):
-    """The copies' per-bin sums on uE and the bins' layout, padded to the most bins."""
+    """Return the copies' per-bin sums on uE and the bins' layout, padded to the most bins."""
     S = max(t.shape[1] for t in tops if t is not None)
     k = max(t.shape[0] for t in tops if t is not None)
     n_sets = len(tops)
