@@ -582,7 +582,7 @@ def test_moment_copies_from_a_binned_preparation_need_no_second_sort(monkeypatch
 
 def _top_alternative(r, bases, n_copies):
     """A TopAlternative of set 0 of a simulate_reference result (one member)."""
-    from uqx.engine.resolution import TopAlternative
+    from uqx.engine.alternative import TopAlternative
 
     top = TopAlternative(r["top_factor"].values, n_copies)
     nb = int(r["top_n_bins"].values[0])

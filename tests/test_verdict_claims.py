@@ -203,7 +203,7 @@ def test_headline_resolution_reads_80_percent_power_at_the_headline_level():
     alt = (null[:, None] + delta[None, :])[None, None, None]
     null_p = rng.uniform(size=(1, n))  # the headline's min-p on each copy: uniform
 
-    class Values:  # the interface of uqx.engine.resolution.TopAlternative, from an array
+    class Values:  # the interface of uqx.engine.alternative.TopAlternative, from an array
         def available(self, i, j):
             return True
 

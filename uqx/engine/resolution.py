@@ -29,15 +29,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from uqx.engine.copies import copy_bin_features
 from uqx.engine.mctest import ALPHA
-from uqx.engine.statistic import BINNED_STATS
 
 __all__ = ["POWER", "SCALE_MAPS", "RESOLUTION_KIND", "scale_resolution", "power_at",
            "first_reaching", "COARSE_STEP",
            "TOP_QUANTILE", "TOP_FACTORS", "top_segments", "scale_top_sums",
-           "alternative_resolution", "first_hit", "TOP_STEP", "QUASI_CONVEX_TOP",
-           "TopAlternative"]
+           "alternative_resolution", "first_hit", "TOP_STEP", "QUASI_CONVEX_TOP"]
 
 #: Power at which the resolution is stated.
 POWER = 0.8
@@ -329,7 +326,7 @@ def alternative_resolution(null, alternative, factors, *, direction: int = 1,
     alternative : array_like, shape (n, F), or callable
         The statistic on the same copies under the alternative at each factor, or
         ``idx -> (n, len(idx))`` computing them at the factor indices asked
-        (:class:`TopAlternative`).
+        (:class:`uqx.engine.alternative.TopAlternative`).
     factors : array_like, shape (F,)
         The factors, increasing.
     direction : {1, -1}
@@ -368,73 +365,3 @@ def alternative_resolution(null, alternative, factors, *, direction: int = 1,
 
     k = first_hit(rejected, factors.size, power=power, quasi_convex=quasi_convex)
     return float(factors[k]) if k >= 0 else np.nan
-
-
-class TopAlternative:
-    r"""The binned statistics on uE of calibrated copies under the local alternative.
-
-    The alternative of consistency "uE too small by f in the bins of uE above its
-    :data:`TOP_QUANTILE` quantile" turns each calibrated copy into a copy of the
-    alternative exactly (:func:`scale_top_sums`). Holding the copies' per-bin sums
-    (k copies × S bins × 4: :func:`uqx.engine.copies.sim_rows`), this computes the
-    statistics at the factors of :data:`TOP_FACTORS` that a search asks for
-    (:func:`alternative_resolution`), every statistic of a (set, member) at once and
-    each factor once, instead of at all 88 factors for every copy.
-
-    Parameters
-    ----------
-    factors : numpy.ndarray, shape (F,)
-        The grid (:data:`TOP_FACTORS`).
-    n_copies : int
-        Copies per (set, member).
-    """
-
-    def __init__(self, factors, n_copies: int):
-        self.factors = np.asarray(factors, dtype=np.float64)
-        self.n_copies = int(n_copies)
-        self._sets = {}
-        self._stats = {}
-        self._cache = {}
-
-    def add(self, i: int, m: int, sums, u2, n, M: int, top, stats: dict):
-        """Hold the sums of set ``i`` under member ``m``.
-
-        Parameters
-        ----------
-        i, m : int
-            Set and member.
-        sums : numpy.ndarray, shape (k, S, 4)
-            Per-bin sums of the copies (the bins of uE).
-        u2, n : numpy.ndarray, shape (S,)
-            Σu² and counts per bin; ``M`` the set's size.
-        top : numpy.ndarray of bool, shape (S,)
-            The top bins (:func:`top_segments`).
-        stats : dict
-            ``{stat index: base}`` of the binned statistics on uE.
-        """
-        self._sets[(i, m)] = (np.asarray(sums, dtype=np.float64)[: self.n_copies], u2, n,
-                              M, np.asarray(top, dtype=bool))
-        self._stats.setdefault(i, {}).update(stats)
-
-    def available(self, i: int, j: int) -> bool:
-        """Whether statistic ``j`` of set ``i`` has copies under the alternative."""
-        return j in self._stats.get(i, {})
-
-    def _at(self, i, m, q):
-        key = (i, m, int(q))
-        hit = self._cache.get(key)
-        if hit is None:
-            sums, u2, n, M, top = self._sets[(i, m)]
-            sc = scale_top_sums(sums, top, self.factors[int(q)])
-            St = copy_bin_features(sc, u2, n, sc[:, :, 2].sum(axis=1), M)
-            hit = {b: BINNED_STATS[b][0](St, n) for b in set(self._stats[i].values())}
-            self._cache[key] = hit
-        return hit
-
-    def values(self, i: int, j: int, m: int):
-        """``idx -> (k, len(idx))``: statistic ``j`` of set ``i``, member ``m``, at factors idx."""
-        base = self._stats[i][j]
-        if (i, m) not in self._sets:
-            return lambda idx: np.full((self.n_copies, np.size(idx)), np.nan)
-        return lambda idx: np.stack([self._at(i, m, q)[base] for q in np.atleast_1d(idx)],
-                                    axis=-1)

@@ -338,7 +338,7 @@ def _top_vars(tops, layouts):
         "top_sums": (("set", "top_copy", "top_bin", "top_sum"), sums, {
             "long_name": "per-bin sums (eps^2, E^2, E, eps) of the copies of the tests in the "
                          "bins of uE (the local alternative of consistency is computed from "
-                         "them, uqx.engine.resolution.TopAlternative)"}),
+                         "them, uqx.engine.alternative.TopAlternative)"}),
         "top_u2": (dims, u2, {"long_name": "sum of u^2 per bin of uE"}),
         "top_count": (dims, n, {"long_name": "points per bin of uE"}),
         "top_bins": (dims, top, {"long_name": "the bins of uE above its 90th percentile"}),

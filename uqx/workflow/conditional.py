@@ -308,7 +308,7 @@ def headline_resolution(specs, draws, alternative, i, null_p, use, *, alpha) -> 
         The routes' calibrated copies.
     alternative : tuple (factors, top) or None
         The binned statistics' copies under the local alternative
-        (:class:`uqx.engine.resolution.TopAlternative`).
+        (:class:`uqx.engine.alternative.TopAlternative`).
     i : int
         The set.
     null_p : numpy.ndarray, shape (member, n)

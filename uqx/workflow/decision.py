@@ -166,7 +166,7 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
     alternative : tuple, optional
         ``(factors, top)``: the binned statistics on uE of the same copies with uE too
         small by each factor in the top bins of uE, computed when asked
-        (:class:`uqx.engine.resolution.TopAlternative`, :func:`reference_step`); their
+        (:class:`uqx.engine.alternative.TopAlternative`, :func:`reference_step`); their
         resolution is the smallest factor rejected with 80 % power.
 
     Returns

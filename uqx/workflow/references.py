@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.engine.alternative import TopAlternative
 from uqx.engine.defaults import NU
 from uqx.engine.mctest import N_TEST, direction_of
 from uqx.engine.null_shape import (
@@ -21,7 +22,6 @@ from uqx.engine.null_shape import (
     plausible_members,
     t_nu_from_tails,
 )
-from uqx.engine.resolution import TopAlternative
 from uqx.engine.statistic import STAT_INFO
 from uqx.engine.verdict import NOT_TESTED
 from uqx.inference.reference import prepare_sets, simulate_reference
@@ -149,7 +149,7 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
         family-wise step need that joint law); the same with the fitted member of the
         two-sided statistics drawn at ``nu_two_sided`` (their own tests); and
         ``(factors, top)`` for the binned statistics on uE under the local alternative
-        of consistency (``top`` a :class:`uqx.engine.resolution.TopAlternative`, which
+        of consistency (``top`` a :class:`uqx.engine.alternative.TopAlternative`, which
         computes them from the copies' per-bin sums at the factors asked), or None.
     """
     n_mc, seed, level, simulate_all = cfg.n_mc, cfg.seed, cfg.level, cfg.simulate_all
