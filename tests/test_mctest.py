@@ -312,3 +312,115 @@ def test_local_windows_group_bins_to_the_minimum():
     z = np.random.default_rng(1).standard_normal(2000) * np.repeat([1.0, 3.0], 1000)
     zl = standardised_z_local(z, groups)
     np.testing.assert_allclose(np.add.reduceat(zl**2, groups[:-1]), np.diff(groups))
+
+
+def test_kappa_cs_z2_windows_is_the_local_kappa_of_each_window():
+    """Slow twin: each window's κ_CS is kappa_cs_z2_local's on that window's rows with
+    that window's bins (Z scaled within each bin), and NaN for a window without spread."""
+    from uqx.engine.binning import equal_count_edges
+    from uqx.engine.null_shape import kappa_cs_z2_local, kappa_cs_z2_windows, local_windows
+
+    rng = np.random.default_rng(3)
+    M = 2000
+    u = np.sort(np.sqrt(1 / rng.gamma(3, 1 / 3, M)))
+    E = u * np.where(np.arange(M) < M // 2, rng.standard_normal(M), rng.standard_t(4, M))
+    seg = equal_count_edges(M, 20)
+    groups, _ = local_windows(seg)
+    kappa, n = kappa_cs_z2_windows(E, u, seg, groups)
+    assert n.tolist() == np.diff(groups).tolist() and groups.size == 5
+    for w, (a, b) in enumerate(zip(groups[:-1], groups[1:], strict=True)):
+        z = E[a:b] / u[a:b]
+        inner = seg[(seg >= a) & (seg <= b)] - a
+        for lo, hi in zip(inner[:-1], inner[1:], strict=True):
+            z[lo:hi] /= np.sqrt(np.mean(z[lo:hi] ** 2))
+        want = float(kappa_cs(z * z))
+        assert kappa[w] == pytest.approx(want, rel=1e-12)
+        # the same number as the whole-set kernel on the window alone, its bins equal
+        assert kappa[w] == pytest.approx(kappa_cs_z2_local(E[a:b], u[a:b], inner.size - 1),
+                                         rel=1e-12)
+    # the normal windows look light, the t_s(4) ones heavy
+    assert kappa[:2].max() < kappa[2:].min()
+    flat = kappa_cs_z2_windows(np.ones(M), np.ones(M), seg, groups)[0]
+    assert np.isnan(flat).all()
+
+
+def test_one_shape_and_nu_windows_keep_one_nu_unless_a_window_excludes_it():
+    """Errors normal below the median of uE and t_s(4) above: the windows exclude one ν
+    and the fitted member takes each window's own; t_s(6) everywhere: one ν̂ is kept."""
+    from uqx.engine.binning import equal_count_edges
+    from uqx.engine.null_shape import (
+        kappa_cs_z2_local,
+        kappa_cs_z2_of_t,
+        kappa_cs_z2_windows,
+        local_windows,
+        nu_on_grid,
+        nu_windows,
+        one_shape,
+        plausible_members,
+        t_nu_from_tails,
+    )
+
+    rng = np.random.default_rng(8)
+    M = 8000
+    u = np.sort(np.sqrt(1 / rng.gamma(3, 1 / 3, M)))
+    seg = equal_count_edges(M, 20)
+    groups, _ = local_windows(seg)
+    half = np.arange(M) < M // 2
+    cases = {"mixed": np.where(half, rng.standard_normal(M), rng.standard_t(4, M) / np.sqrt(2)),
+             "t6": rng.standard_t(6, M) / np.sqrt(1.5)}
+    for name, eps in cases.items():
+        E = u * eps
+        kw, nw = kappa_cs_z2_windows(E, u, seg, groups)
+        nu_hat = float(nu_on_grid(t_nu_from_tails(kappa_cs_z2_local(E, u))))
+        nus = nu_windows(kw, nw, nu_hat)
+        plaus = plausible_members([kappa_cs_z2_local(E, u)], [M], [6.0], windows=[(kw, nw)])
+        if name == "mixed":
+            assert not one_shape(kw, nw, nu_hat) and nus is not None
+            assert np.all(nus[: nus.size // 2] > 8) and np.all(nus[-2:] < 6)
+            assert not plaus[0, 0]  # t_s(6) is no shape for every uE of these errors
+        else:
+            assert one_shape(kw, nw, nu_hat) and nus is None
+            assert plaus[0, 0]
+    # a window of NaN passes; a single window is one shape
+    assert one_shape([np.nan, kappa_cs_z2_of_t(6.0)], [500, 500], 6.0)
+    assert one_shape([9.0], [500], np.inf)
+
+
+def test_sim_rows_one_nu_per_segment():
+    """Code 6 draws segment s at its own ν: with one ν everywhere the bits of code 1;
+    otherwise each segment's sums are those of t_s(ν_s) draws on the same stream (slow
+    twin: the draws one by one with the segment's constants)."""
+    from uqx.engine.copies import sim_rows
+    from uqx.engine.resample import seed_sequence
+    from uqx.engine.unit_variance import draw_unit, unit_args
+
+    rng = np.random.default_rng(2)
+    u = np.sort(rng.uniform(0.5, 2.0, 300))
+    seg = np.array([0, 100, 200, 300], dtype=np.int64)
+    k = 3
+    none = (np.zeros((0, 1), np.int32), np.zeros(0, np.int64))
+
+    def run(nu):
+        args = unit_args(seed_sequence(5, "s6"), "t", nu)
+        out = np.zeros((k, 3, 4))
+        buf = np.empty((k, u.size))
+        sim_rows(*args, u, seg, *none, out, np.zeros((k, 0, 4)), buf, np.zeros((0, 2), np.int64))
+        return out, buf
+
+    one, buf1 = run(5.0)
+    same, buf6 = run(np.array([5.0, 5.0, 5.0]))
+    assert unit_args(seed_sequence(5, "s6"), "t", np.array([5.0, 5.0, 5.0]))[1] == 6
+    np.testing.assert_array_equal(one, same)
+    np.testing.assert_array_equal(buf1, buf6)
+    nus = np.array([np.inf, 8.0, 3.0])
+    got, buf = run(nus)
+    state = unit_args(seed_sequence(5, "s6"), "t", 5.0)[0]
+    want = np.empty((k, u.size))
+    for r in range(k):  # copy after copy, segment after segment, on the one stream
+        for j in range(3):
+            want[r, seg[j]:seg[j + 1]] = draw_unit(state, 100, dist="t", nu=nus[j])
+    np.testing.assert_array_equal(buf, want)
+    for j in range(3):
+        e = want[:, seg[j]:seg[j + 1]]
+        np.testing.assert_allclose(got[:, j, 0], (e * e).sum(1), rtol=1e-12)
+        np.testing.assert_allclose(got[:, j, 2], (u[seg[j]:seg[j + 1]] * e).sum(1), rtol=1e-12)

@@ -50,7 +50,10 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_se
         E = ``pool`` and uE = ``pu`` in the uE order, ``(E_j / u_j - pm[s]) / ps[s]``
         (0.0 where ``ps[s]`` is not > 0; ``pm``, ``ps`` the centre and scale of segment
         s's window, :class:`uqx.engine.null_shape.StandardisedPool`): no pool of M
-        values.
+        values. ``code = 6``: unit-variance t_s(ν_s) with one ν per segment
+        (the fitted member per window of uE), its constants ``(d, c, h) = (pm[s],
+        ps[s], pu[s])`` (:func:`uqx.engine.unit_variance.unit_args`): with one ν for
+        every segment, the draws of code 1.
     u : numpy.ndarray, shape (M,)
         Uncertainties in the stable uE order.
     seg : numpy.ndarray of int64, shape (S + 1,)
@@ -91,12 +94,15 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_se
             else:
                 p, q = pool[0:pool.shape[0]], pu[0:pu.shape[0]]  # one array type
                 cd, mm, sc, nn, tt = code, m0, sc0, n, th
+            dd, cc_, hh = d, c, h
+            if code == 6:  # t_s with this segment's ν
+                cd, dd, cc_, hh = 1, pm[s], ps[s], pu[s]
             if C == 0 and not keep:  # the common case: nothing but the sums
                 for i in range(i0, i1 - 1, 2):
                     e, s0, s1, s2, s3, pend, have = unit_step(
-                        cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
+                        cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
                     f, s0, s1, s2, s3, pend, have = unit_step(
-                        cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
+                        cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
                     x = u[i] * e
                     y = u[i + 1] * f
                     a0 += e * e
@@ -109,7 +115,7 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_se
                     b3 += f
                 if (i1 - i0) & 1:
                     e, s0, s1, s2, s3, pend, have = unit_step(
-                        cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
+                        cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
                     x = u[i1 - 1] * e
                     a0 += e * e
                     a1 += x * x
@@ -122,9 +128,9 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_se
                 continue
             for i in range(i0, i1 - 1, 2):
                 e, s0, s1, s2, s3, pend, have = unit_step(
-                    cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
+                    cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
                 f, s0, s1, s2, s3, pend, have = unit_step(
-                    cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
+                    cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
                 x = u[i] * e
                 e2 = e * e
                 x2 = x * x
@@ -157,7 +163,7 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_se
                 b3 += f
             if (i1 - i0) & 1:
                 e, s0, s1, s2, s3, pend, have = unit_step(
-                    cd, s0, s1, s2, s3, d, c, h, p, q, mm, sc, nn, tt, pend, have)
+                    cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
                 x = u[i1 - 1] * e
                 e2 = e * e
                 x2 = x * x

@@ -20,7 +20,8 @@ RCE, ...) are wrong on **both** sides.
 
 The generative distribution of ε is a nuisance. The null is simulated under a family of
 members (:data:`~uqx.engine.null_shape.MEMBERS`): the papers' N(0, 1) and
-:math:`t_s(6)`, a :math:`t_s(\hat\nu)` matched to the tails of the data's Z², and the
+:math:`t_s(6)`, a :math:`t_s(\hat\nu)` matched to the tails of the data's Z² (one ν
+per window of uE where the errors' shape changes with uE), and the
 data's own z-scores resampled, which carry the data's realised extremes that no
 quantile-matched distribution sees (:mod:`uqx.engine.null_shape` builds the last two).
 :func:`family_verdict`: ``invalid`` only when every member rejects, ``valid`` only when

@@ -9,7 +9,10 @@ from the data, and this module builds them:
   :func:`t_nu_from_tails`), bounded below by :data:`NU_MIN`, placed on the grid of
   :func:`nu_on_grid`; the statistics tested on both sides read their light side at the
   heavy end of a one-standard-error set for ν (:func:`nu_heavy_bound`), with the
-  delta-method standard error of κ_CS (:func:`kappa_cs_z2_se_of_t`);
+  delta-method standard error of κ_CS (:func:`kappa_cs_z2_se_of_t`); where the windows
+  of bins of uE exclude one ν̂ (:func:`kappa_cs_z2_windows`, :func:`one_shape`), its
+  copies draw each window at that window's own ν (:func:`nu_windows`): errors whose
+  shape changes with uE are consistent when their variance matches uE²;
 * the **data** member: the data's own z-scores centred, scaled to unit mean square and
   resampled (:func:`standardised_z`), for the tests of consistency and adaptivity
   within windows of uE standardised on their own (:func:`local_windows`,
@@ -18,7 +21,8 @@ from the data, and this module builds them:
   :class:`StandardisedPool`: nothing of size M held).
 
 :func:`plausible_members` screens the fixed members N and :math:`t_s(6)` against the
-data's κ_CS. The p-values and the verdict rule are in :mod:`uqx.engine.mctest`.
+data's κ_CS, of the whole set and of every window. The p-values and the verdict rule
+are in :mod:`uqx.engine.mctest`.
 """
 
 from __future__ import annotations
@@ -45,6 +49,9 @@ __all__ = [
     "nu_heavy_bound",
     "nu_on_grid",
     "kappa_cs_z2_local",
+    "kappa_cs_z2_windows",
+    "nu_windows",
+    "one_shape",
 ]
 
 #: Members of the null family: the papers' D ("N", "T6"), the t_s(ν̂) matched to the
@@ -309,7 +316,7 @@ def local_windows(seg, min_points: int = None):
     return groups, win
 
 
-def plausible_members(kappa, M, member_nus, *, z: float = None) -> np.ndarray:
+def plausible_members(kappa, M, member_nus, *, z: float = None, windows=None) -> np.ndarray:
     r"""Members of the null family whose shape the data's tails do not exclude.
 
     A fixed member t_s(ν_m) (the papers' N, ν = ∞, and t_s(6)) takes part in a verdict
@@ -325,6 +332,12 @@ def plausible_members(kappa, M, member_nus, *, z: float = None) -> np.ndarray:
     about the 95 % level, not a formal confidence-set test: its effect on the error
     rates is measured by the ``error-rates`` study.
 
+    With ``windows``, a fixed member must also match every window of bins of uE
+    (:func:`kappa_cs_z2_windows`, :func:`one_shape`: the same level split over the
+    windows), each at its own size:
+    one shape for every uE is what a fixed member stands for, and errors whose shape
+    changes with uE exclude it even when the whole set's κ_CS falls near its own.
+
     Parameters
     ----------
     kappa : array_like, shape (S,)
@@ -335,6 +348,8 @@ def plausible_members(kappa, M, member_nus, *, z: float = None) -> np.ndarray:
         ν of each member (inf: normal); None for the data-matched members.
     z : float, optional
         Width in standard errors (default :data:`PLAUSIBLE_Z`).
+    windows : sequence of (kappa, n) or None, optional
+        Per set, κ_CS of Z² and the size of each window (None: the set has none).
 
     Returns
     -------
@@ -351,7 +366,42 @@ def plausible_members(kappa, M, member_nus, *, z: float = None) -> np.ndarray:
         se = kappa_cs_z2_se_of_t(nu, M)
         with np.errstate(invalid="ignore"):
             out[:, m] = ~(np.abs(kappa - k0) > z * se)  # NaN kappa: kept
+            for i, w in enumerate(windows or ()):
+                if w is not None:
+                    out[i, m] &= one_shape(w[0], w[1], nu)
     return out
+
+
+def one_shape(kappa_windows, n_windows, nu, *, z: float = None) -> bool:
+    r"""Whether every window's κ_CS of Z² is within ``z`` standard errors of t_s(ν)'s.
+
+    :math:`|\hat\kappa_w - \kappa(\nu)| \le z\,\mathrm{se}(\nu, n_w)` for every window w
+    (:func:`kappa_cs_z2_windows`, :func:`kappa_cs_z2_of_t`, :func:`kappa_cs_z2_se_of_t`;
+    NaN windows pass): one shape t_s(ν) for every level of uE is not excluded. Decides
+    whether a fixed member takes part (:func:`plausible_members`) and whether the fitted
+    member keeps its one ν̂ or takes one per window (:func:`nu_windows`).
+
+    Parameters
+    ----------
+    kappa_windows, n_windows : array_like, shape (W,)
+        κ_CS of Z² and points of each window.
+    nu : float
+        ν of the shape (inf: normal).
+    z : float, optional
+        Width in standard errors; default :data:`PLAUSIBLE_Z`'s two-sided level split
+        over the W windows (Bonferroni): one window in W at that level would exclude
+        a shape that holds too often (about 19 % of t_s(6) sets with four windows).
+    """
+    kw = np.asarray(kappa_windows, dtype=np.float64)
+    if kw.size < 2:
+        return True
+    if z is None:
+        from scipy.stats import norm
+
+        z = float(norm.isf(norm.sf(PLAUSIBLE_Z) / kw.size))
+    se = kappa_cs_z2_se_of_t(nu, np.asarray(n_windows, dtype=np.float64))
+    with np.errstate(invalid="ignore"):
+        return not bool(np.any(np.abs(kw - kappa_cs_z2_of_t(nu)) > z * se))
 
 
 # ------------------------------------------------------------- tails of the data's Z
@@ -576,3 +626,83 @@ def kappa_cs_z2_local(E, uE, n_bins: int | None = None) -> float:
     np.multiply(z, z, out=z)
     z.sort()
     return float(sorted_tailedness(z, kappa=True)[1])
+
+
+def kappa_cs_z2_windows(E_sorted, u_sorted, seg, groups):
+    r"""κ_CS of Z² in each window of bins of uE, Z scaled within each bin first.
+
+    :func:`kappa_cs_z2_local` window by window: the errors' shape at each level of uE,
+    the input of the fitted member's ν per window (:func:`nu_windows`) and of the
+    screening of the fixed members window by window (:func:`plausible_members` with
+    ``windows``). Consistency is calibration of the variance at every uE *whatever the
+    shape*: errors normal for small uE and heavier-tailed for large uE are consistent,
+    and a member with one ν for every uE is no null for them.
+
+    Parameters
+    ----------
+    E_sorted, u_sorted : array_like, shape (M,)
+        Errors and uncertainties in the (stable) uE order.
+    seg : array_like of int, shape (S + 1,)
+        Bins of uE (index intervals of that order).
+    groups : array_like of int, shape (W + 1,)
+        Window boundaries, a subset of ``seg`` (:func:`local_windows`).
+
+    Returns
+    -------
+    kappa, n : numpy.ndarray, shape (W,)
+        κ_CS of the window's scaled Z² (NaN for a window of fewer than 2 points, or
+        without spread) and its number of points. Memory: one window's Z at a time.
+    """
+    from uqx.engine.stats.tailedness import sorted_tailedness
+
+    seg = np.asarray(seg, dtype=np.int64)
+    groups = np.asarray(groups, dtype=np.int64)
+    kappa = np.full(groups.size - 1, np.nan)
+    for w, (a, b) in enumerate(zip(groups[:-1], groups[1:], strict=True)):
+        if b - a < 2:
+            continue
+        z = np.divide(np.asarray(E_sorted[a:b], dtype=np.float64),
+                      np.asarray(u_sorted[a:b], dtype=np.float64))
+        inner = seg[(seg >= a) & (seg <= b)]
+        for lo, hi in zip(inner[:-1], inner[1:], strict=True):
+            part = z[lo - a:hi - a]
+            rms = np.sqrt(np.mean(part * part)) if hi > lo else 0.0
+            if rms > 0:
+                part /= rms
+        np.multiply(z, z, out=z)
+        z.sort()
+        if z[-1] > z[0]:
+            kappa[w] = float(sorted_tailedness(z, kappa=True)[1])
+    return kappa, np.diff(groups)
+
+
+def nu_windows(kappa_windows, n_windows, nu_hat, *, nu_min: float = NU_MIN):
+    r"""ν of the fitted member in each window, or None when one ν̂ fits every window.
+
+    Errors whose shape changes with uE are consistent when E[Z² | uE] = 1; a member
+    with one ν for every uE is then no null for the tests of consistency. Where some
+    window's κ_CS of Z² excludes the set's ν̂ (:func:`one_shape`), each window takes
+    the ν of its own tails (:func:`t_nu_from_tails` placed by :func:`nu_on_grid`, NaN
+    windows the normal); otherwise the fitted member keeps ν̂, whose estimate from the
+    whole set is the more precise (a window of 500 points places ν within a factor of
+    two).
+
+    Parameters
+    ----------
+    kappa_windows, n_windows : array_like, shape (W,)
+        κ_CS of Z² and points per window (:func:`kappa_cs_z2_windows`).
+    nu_hat : float
+        The set's ν̂ (:func:`t_nu_from_tails` of :func:`kappa_cs_z2_local`, on the grid).
+    nu_min : float
+        Lower bound (:data:`NU_MIN`).
+
+    Returns
+    -------
+    numpy.ndarray, shape (W,), or None
+    """
+    if one_shape(kappa_windows, n_windows, nu_hat):
+        return None
+    k = np.asarray(kappa_windows, dtype=np.float64)
+    nu = nu_on_grid(t_nu_from_tails(np.where(np.isfinite(k), k, _KAPPA_NORMAL), nu_min=nu_min),
+                    nu_min=nu_min)
+    return np.asarray(nu, dtype=np.float64)

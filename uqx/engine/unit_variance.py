@@ -72,7 +72,7 @@ def _check_unit(dist, nu, pool):
                             else np.size(pool)) == 0:
             raise InputError("dist 'data' needs the pool of the data's z-scores")
     elif dist == "t":
-        if nu is None or not nu > 2:
+        if nu is None or not np.all(np.asarray(nu, dtype=np.float64) > 2):
             raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
     elif dist != "normal":
         raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
@@ -94,8 +94,10 @@ def unit_args(source, dist="normal", nu=None, pool=None, windows=None):
         A keyed seed sequence, a generator, or a uint64[4] stream state.
     dist : {"normal", "t", "data"}, default "normal"
         Generative distribution D.
-    nu : float, optional
-        Degrees of freedom of :math:`t_s(\nu)` when ``dist="t"``.
+    nu : float or array_like, optional
+        Degrees of freedom of :math:`t_s(\nu)` when ``dist="t"``; one per segment of
+        :func:`uqx.engine.copies.sim_rows` (code 6: segment s draws :math:`t_s(\nu_s)`,
+        its constants ``t_params(nu[s])`` as ``pool_m``, ``pool_s``, ``pool_u``: d, c, h).
     pool : array_like or StandardisedPool, optional
         The values resampled by ``dist="data"``: an array (code 2), or a
         :class:`~uqx.engine.null_shape.StandardisedPool` of the whole set (code 4: E as
@@ -115,6 +117,11 @@ def unit_args(source, dist="normal", nu=None, pool=None, windows=None):
     else:
         raise InputError("source must be a numpy Generator, a SeedSequence or a uint64[4] "
                          "stream state (uqx.engine.generators.stream_state)")
+    if dist == "t" and np.ndim(nu) > 0:  # one ν per segment (sim_rows only)
+        par = np.array([_t_params(float(v)) for v in np.asarray(nu, dtype=np.float64)])
+        d, c, h = (float(v) for v in par[0])
+        cols = [np.ascontiguousarray(par[:, k]) for k in range(3)]
+        return state, 6, d, c, h, _pool_array(None), cols[2], cols[0], cols[1]
     if dist == "t":
         code, (d, c, h) = 1, _t_params(float(nu))
     else:

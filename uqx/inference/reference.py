@@ -109,13 +109,22 @@ def _block_key(ss, specs, dist, nu, seed, dlabel, block, nb, hook):
             return None
         hook_key = describe()
     grid = content_key(ss.seg, ss.binid, ss.boff)
-    return (int(seed), ss.ukey, str(dlabel), str(dist), float(nu), int(block), int(nb),
+    nu = tuple(np.asarray(nu, dtype=np.float64).tolist()) if np.ndim(nu) else float(nu)
+    return (int(seed), ss.ukey, str(dlabel), str(dist), nu, int(block), int(nb),
             tuple(s.name for s in specs), ss.cfg, tuple(sorted(ss.conds)), grid, hook_key,
             gaussian_sums.GAUSS_TOL)
 
 
-def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own_key=True):
-    """Statistics of one keyed block of copies, reused across sets inside shared_nulls()."""
+def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own_key=True,
+               nu_local=False):
+    """Statistics of one keyed block of copies, reused across sets inside shared_nulls().
+
+    ``nu_local``: ``dist="t"`` draws each bin of uE at its window's ν
+    (:meth:`_SimSet.segment_nus`), ``nu`` where the set has no windows.
+    """
+    if nu_local and dist == "t":
+        seg_nu = ss.segment_nus(nu)
+        nu = nu if seg_nu is None else seg_nu
     key = None if own_key or not _SHARED["on"] else _block_key(
         ss, specs, dist, nu, seed, dlabel, block, nb, hook)
     if key is not None:
@@ -487,6 +496,7 @@ class _SimSet:
     def __init__(self, sd, conds, cfg, pool=False):
         from uqx.engine.binning import is_nondecreasing, make_bins, sorted_edges, stable_order
         from uqx.engine.null_shape import (
+            kappa_cs_z2_windows,
             local_windows,
             standardised_pools,
             standardised_z,
@@ -558,19 +568,44 @@ class _SimSet:
         # bins of uE their own (consistency's null), in the uE order already taken
         self.pool = self.pool_local = None
         self.win = _NO_WINDOWS
+        self.kappa_windows = None  # (κ_CS of Z², points) per window of bins of uE
+        self.win_groups = None
         if pool:
             groups = None
             if self.seg.size > 2:
                 groups, self.win = local_windows(self.seg)
+                self.win_groups = groups
             if ordered and self.M > LONG_SET_ROWS:  # computed when drawn, from E and uE
                 self.pool, self.pool_local = standardised_pools(sd.E, sd.uE, groups)
+                if groups is not None:
+                    self.kappa_windows = kappa_cs_z2_windows(sd.E, self.u_sorted, self.seg,
+                                                             groups)
             else:  # stored: one random read a draw, not two (the same values)
                 self.pool = standardised_z(sd.E, sd.uE)
                 if groups is not None:
                     e = sd.E if ordered else sd.E[order]
+                    self.kappa_windows = kappa_cs_z2_windows(e, self.u_sorted, self.seg,
+                                                             groups)
                     self.pool_local = standardised_z_local(e / self.u_sorted, groups)
                     e = None
         order = None
+
+    def segment_nus(self, nu_hat):
+        """ν of the fitted member on every segment: its window's, or None (one ν̂).
+
+        :func:`uqx.engine.null_shape.nu_windows` of :attr:`kappa_windows` (the windows
+        of the ``"data"`` member), each bin of uE taking its window's ν; None without
+        windows or when ν̂ fits every window.
+        """
+        if self.kappa_windows is None:
+            return None
+        from uqx.engine.null_shape import nu_windows
+
+        nu = nu_windows(*self.kappa_windows, float(nu_hat))
+        if nu is None:
+            return None
+        k = np.searchsorted(self.win_groups, self.seg[:-1], side="right") - 1
+        return np.ascontiguousarray(nu[k])
 
     def gaussian(self, dist, nu, local, sweep=None):
         """Return the joint-normal plan of this set's copies under a member, or None.
@@ -592,7 +627,10 @@ class _SimSet:
         tol = gaussian_sums.GAUSS_TOL  # read at the call (benchmarks set it)
         parts = () if sweep is None else tuple(np.asarray(e, dtype=np.int64) for e in sweep)
         skey = content_key(*parts) if parts else None
-        key = (dist, float(nu) if dist == "t" else None, bool(local), tol, skey)
+        per_seg = dist == "t" and np.ndim(nu) > 0
+        nu_key = (tuple(np.asarray(nu, dtype=np.float64).tolist()) if per_seg
+                  else float(nu) if dist == "t" else None)
+        key = (dist, nu_key, bool(local), tol, skey)
         if key not in self._plans:
             lay = self._cells.get(skey)
             if lay is None:
@@ -602,6 +640,9 @@ class _SimSet:
             if dist == "data":
                 mom = unit_moments("data", pool=self.pool_local if local else self.pool,
                                    windows=self.win if local else None)
+            elif per_seg:  # one row per segment; none when a segment's are not finite
+                rows = [unit_moments(dist, v) for v in np.asarray(nu, dtype=np.float64)]
+                mom = None if any(r is None for r in rows) else np.stack(rows)
             else:
                 mom = unit_moments(dist, nu)
             plan = gaussian_plan(lay, mom, n_bins_total=self.n_extra, partitions=parts,
@@ -636,6 +677,7 @@ class _SimSet:
         view.conds, view.layout, view.n_extra = frozenset(), {}, 0
         view.seg = np.array([0, self.M], dtype=np.int64)
         view.pool_local = None  # one segment: the whole set's z-scores
+        view.kappa_windows = view.win_groups = None  # and one ν (no windows)
         view.binid = np.zeros((0, 1), np.int32)
         view.boff = np.zeros(0, dtype=np.int64)
         view._cells, view._plans = {}, {}
@@ -691,7 +733,7 @@ def prepare_sets(ds, stats, *, bins: int = N_BINS, binning: str = "equal-count",
 
 
 def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks, prepared,
-                  own_key=True):
+                  own_key=True, nu_local=False):
     """Lazy blocks of every set by the route in uE order (binned, rank, hooks)."""
     sets = list(iter_sets(ds))
     conds = _binned_conds(specs)
@@ -701,12 +743,12 @@ def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks,
             and all(not pool or p.pool is not None for p in prepared)):
         prepared = [p.unbinned() for p in prepared]  # moment statistics: no second sort
     elif prepared is None or len(prepared) != len(sets) or not all(
-            p.fits(conds, cfg, pool) for p in prepared):
-        prepared = [_SimSet(sd, conds, cfg, pool) for sd in sets]
+            p.fits(conds, cfg, pool or nu_local) for p in prepared):
+        prepared = [_SimSet(sd, conds, cfg, pool or nu_local) for sd in sets]
     tasks = [
         [dask.delayed(_sim_block)(ss, specs, dist, float(nu[i]) if per_set else nu, seed,
                                   dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook,
-                                  own_key)
+                                  own_key, nu_local)
          for b in range(n_blocks)]
         for i, (ss, hook) in enumerate(zip(prepared, hooks, strict=True))
     ]
@@ -740,6 +782,7 @@ def simulate_reference(
     label: str | None = None,
     prepared: list | None = None,
     progress: bool = False,
+    nu_local: bool = False,
 ) -> xr.Dataset:
     r"""Simulate reference values of statistics (paper 000 Sect. II D 2).
 
@@ -791,12 +834,22 @@ def simulate_reference(
         fit.
     progress : bool
         Progress bar on stderr (a terminal only, :func:`uqx.progress.progress_bar`).
+    nu_local : bool, default False
+        With ``dist="t"``: each window of bins of uE (those of the ``"data"`` member,
+        :func:`uqx.engine.null_shape.local_windows`) draws :math:`t_s` at the ν fitted to
+        that window's own tails (:func:`uqx.engine.null_shape.kappa_cs_z2_windows`,
+        :func:`~uqx.engine.null_shape.nu_windows`): the fitted member of consistency's
+        null, whose errors may change shape with uE. ``nu`` serves the sets without
+        windows (no bins on uE, or a single window) and the streamed route.
 
     Returns
     -------
     xarray.Dataset
         Over (``set``, ``stat``): ``reference``, ``reference_se``, ``sim2_low``,
-        ``sim2_high``, ``n_nan`` [, ``draws`` over ``mc``].
+        ``sim2_high``, ``n_nan`` [, ``draws`` over ``mc``; with them and binned
+        statistics on uE, the per-bin sums of the copies of the tests, ``top_sums``
+        and the bins' layout, from which :class:`uqx.engine.alternative.TopAlternative`
+        computes the local alternative of consistency].
 
     Notes
     -----
@@ -869,7 +922,8 @@ def simulate_reference(
                                dlabel, n_mc, own) for i in range(n_sets)]
     else:
         tasks, prepared = _sorted_tasks(ds, specs, cfg, dist, nus if per_set else nu, seed,
-                                        dlabel, n_mc, n_blocks, hooks, prepared, own)
+                                        dlabel, n_mc, n_blocks, hooks, prepared, own,
+                                        nu_local)
 
     computed = compute_tasks(tasks, scheduler=scheduler, num_workers=num_workers,
                        quiet=not progress)

@@ -28,7 +28,7 @@ from uqx.inference.reference import prepare_sets, simulate_reference
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
 
 __all__ = ["reference_step", "null_family", "papers_members", "predefined_references",
-           "predefined_reference"]
+           "predefined_reference", "plausible_in_windows"]
 
 def predefined_reference(base, estimates):
     """Predefined reference of a statistic, or None (see STAT_INFO)."""
@@ -90,10 +90,36 @@ def null_family(nu, tails, sets=None, M=None):
     nu_two = nu_on_grid(nu_heavy_bound(kappa, np.asarray(M, dtype=np.float64)))
     members = papers_members(nu) + [("t", nu_fit, "fit"), ("data", None, "data")]
     kappa = np.asarray(kappa, dtype=np.float64)
-    nus = [np.inf if d == "normal" else (float(v) if d == "t" and lab != "fit" else None)
-           for d, v, lab in members]
-    plausible = plausible_members(kappa, np.asarray(M, dtype=np.float64), nus)
+    plausible = plausible_members(kappa, np.asarray(M, dtype=np.float64), _fixed_nus(members))
     return members, nu_fit, nu_two, kappa, plausible
+
+
+def _fixed_nus(members):
+    """ν of each fixed member (inf: normal), None for the data-matched ones."""
+    return [np.inf if d == "normal" else (float(v) if d == "t" and lab != "fit" else None)
+            for d, v, lab in members]
+
+
+def plausible_in_windows(members, kappa, M, windows):
+    """:func:`null_family`'s plausible members, the fixed ones also matching every window.
+
+    Parameters
+    ----------
+    members : list of (dist, nu, label)
+    kappa, M : array_like, shape (S,)
+        The whole sets' κ_CS of Z² and sizes.
+    windows : list
+        Per set, ``(κ_CS, points, ν per bin)`` of its windows of bins of uE, or None
+        (:func:`reference_step`).
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (S, member)
+        :func:`uqx.engine.null_shape.plausible_members` with ``windows``.
+    """
+    return plausible_members(np.asarray(kappa, dtype=np.float64),
+                             np.asarray(M, dtype=np.float64), _fixed_nus(members),
+                             windows=[None if w is None else w[:2] for w in windows])
 
 
 def predefined_references(boot, specs):
@@ -150,7 +176,11 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
         two-sided statistics drawn at ``nu_two_sided`` (their own tests); and
         ``(factors, top)`` for the binned statistics on uE under the local alternative
         of consistency (``top`` a :class:`uqx.engine.alternative.TopAlternative`, which
-        computes them from the copies' per-bin sums at the factors asked), or None.
+        computes them from the copies' per-bin sums at the factors asked), or None;
+        per set, ``(κ_CS of Z², points, ν per bin of uE)`` of its windows of bins of uE
+        (:func:`uqx.engine.null_shape.kappa_cs_z2_windows`; None without windows; the ν
+        None when ν̂ fits every window): the fitted member's joint copies draw each bin
+        at its window's ν (``simulate_reference(nu_local=True)``).
     """
     n_mc, seed, level, simulate_all = cfg.n_mc, cfg.seed, cfg.level, cfg.simulate_all
     binned_compute = cfg.binned_compute  # binning and dask keywords
@@ -177,11 +207,12 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
     two = [j for j in tested if direction_of(specs[j].base) == 0]
     fit = [d for d, (*_, lab) in enumerate(members) if lab == "fit"]
     second = nu_two_sided is not None and bool(two) and bool(fit)
+    local_fit = True  # the fitted member's joint copies: one ν per window of uE
     if second and two == tested and no_hooks:
         # every test two-sided and no extrapolation null riding on the copies: one draw
         # of the fitted member, at the heavy end, serves the tests and their joint law
         members = [(dd, nu_two_sided if lab == "fit" else v, lab) for dd, v, lab in members]
-        second = False
+        second = local_fit = False
     for d, (dist, dnu, label) in enumerate(members):
         # the papers' references need n_mc copies, a test N_TEST; one keyed stream per
         # member, so the first copies are the same draws for every statistic: one call
@@ -193,7 +224,8 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
         r = simulate_reference(ds, names, dist=dist, nu=NU if dnu is None else dnu,
                                n_mc=n, seed=seed, level=level, hooks=hooks,
                                keep_draws=True, label=label if np.ndim(dnu) else None,
-                               prepared=prepared, **binned_compute)
+                               prepared=prepared, nu_local=label == "fit" and local_fit,
+                               **binned_compute)
         if isinstance(r, tuple):
             r, hooked = r
             for i, arr in hooked.items():
@@ -232,8 +264,13 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
     frag = _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx,
                             [lab for *_, lab in members[:D]])
     alternative = None if top is None else (top.factors, top)
+    nu_hat = next((v for _, v, lab in members if lab == "fit"), None)
+    windows = [None if p is None or p.kappa_windows is None else
+               (p.kappa_windows[0], p.kappa_windows[1],
+                p.segment_nus(nu_hat[i]) if local_fit and nu_hat is not None else None)
+               for i, p in enumerate(prepared or [None] * S)]
     return (frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
-            test_draws, alternative)
+            test_draws, alternative, windows)
 
 
 def _heavy_end_draws(ds, specs, two, draws, d_fit, nu_two_sided, *, n_test, seed, level,

@@ -92,7 +92,7 @@ from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exporte
     tailedness_streamed,
 )
 from uqx.workflow.recalibration import recalibration_step
-from uqx.workflow.references import null_family, reference_step
+from uqx.workflow.references import null_family, plausible_in_windows, reference_step
 from uqx.workflow.settings import Settings
 from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
     WARN_SEP,
@@ -438,8 +438,10 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
         cfg.nu, tails, None if streamed else sets,
         M=ds["M"].values if "M" in ds else np.full(len(sets), ds.sizes["sample"]))
     trim()
-    refs, nulls, draws, test_draws, alternative = reference_step(
+    refs, nulls, draws, test_draws, alternative, windows = reference_step(
         ds, specs, boot, notes, cfg, members=members, hooks=hooks, nu_two_sided=nu_two)
+    if any(w is not None for w in windows):  # fixed members: one shape for every uE
+        plausible = plausible_in_windows(members, kappa, [sd.M for sd in sets], windows)
     boot = boot.isel(stat=slice(0, len(specs)))
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
     labels = [lab for *_, lab in members]
@@ -449,7 +451,18 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
         "safety_limit": SAFETY_LIMITS["kappa_cs_z2"]})
     res["member_plausible"] = (("set", "member"), plausible, {
         "long_name": "member takes part in the verdicts: its shape not excluded by the "
-                     "data's kappa_cs of Z^2 (uqx.engine.null_shape.plausible_members)"})
+                     "data's kappa_cs of Z^2, of the whole set and of every window of bins "
+                     "of uE (uqx.engine.null_shape.plausible_members)"})
+    nu_lo, nu_hi = (np.array([np.nan if w is None or w[2] is None else np.min(w[2])
+                              for w in windows]),
+                    np.array([np.nan if w is None or w[2] is None else np.max(w[2])
+                              for w in windows]))
+    res["nu_fit_local_min"] = ("set", nu_lo, {
+        "long_name": "smallest nu of the fitted member over the windows of bins of uE (its "
+                     "joint copies draw each window at its own nu when some window's "
+                     "kappa_cs excludes nu_fit; NaN: one nu, nu_fit)"})
+    res["nu_fit_local_max"] = ("set", nu_hi, {
+        "long_name": "largest nu of the fitted member over the windows of bins of uE"})
     res = res.assign_coords(member=labels)
     res = res.merge(verdict_step(res, specs, notes, test_draws, labels, level=cfg.level,
                                  joint=draws if test_draws is not draws else None,

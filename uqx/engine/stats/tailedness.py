@@ -331,16 +331,19 @@ def pairwise_sum(x: np.ndarray, f=None, *, leaf: int = 1 << 16) -> float:
     the result has the same bits as ``f(x).sum()`` on a contiguous array, while the
     temporaries of ``f`` are at most ``leaf`` elements (``leaf`` >= 128).
     """
-    def rec(lo, hi):
-        n = hi - lo
-        if n <= leaf:
-            part = x[lo:hi]
-            return (part if f is None else f(part)).sum()
-        n2 = n // 2
-        n2 -= n2 % 8
-        return rec(lo, lo + n2) + rec(lo + n2, hi)
+    return _pairwise(x, f, leaf, 0, x.shape[0])
 
-    return rec(0, x.shape[0])
+
+def _pairwise(x, f, leaf, lo, hi):
+    # a module-level recursion: a nested closure calling itself is a reference cycle
+    # that kept ``x`` (the whole sorted column) alive until the next garbage collection
+    n = hi - lo
+    if n <= leaf:
+        part = x[lo:hi]
+        return (part if f is None else f(part)).sum()
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise(x, f, leaf, lo, lo + n2) + _pairwise(x, f, leaf, lo + n2, hi)
 
 
 def sorted_tailedness(xs: np.ndarray, *, kappa: bool) -> tuple[float, float]:
