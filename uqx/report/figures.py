@@ -261,6 +261,11 @@ def _distributions_caption(res, i) -> str:
     if res is not None and "nu_fit" in res:
         text += (f"; the validation's null family uses its own data-matched "
                  f"t_s(\u03bd = {float(res['nu_fit'].values[i]):.3g}), from the tails of Z\u00b2")
+        lo = res["nu_fit_local_min"].values[i] if "nu_fit_local_min" in res else np.nan
+        if np.isfinite(lo):
+            hi = float(res["nu_fit_local_max"].values[i])
+            text += (f" (one \u03bd per window of uE, from {float(lo):.3g} to {hi:.3g}, "
+                     "where the errors' shape changes with uE)")
     return text + "."
 
 
