@@ -125,21 +125,26 @@ def test_consistent_data_whose_shape_changes_with_u_are_not_rejected():
     assert np.mean(p[:, list(res["member"].values).index("data")] >= 0.05) >= 0.8
 
 
+def _tuning_sets(design, scenario, n=10, M=2000):
+    """Validate n sets of an error-rates design on the tuning seed 31 (never reported)."""
+    from uqx.inference.reference import shared_nulls
+    from uqx.sweeps.error_rates import synthetic_set
+
+    sets = []
+    for i in range(n):
+        E, u, X = synthetic_set(design, scenario, M, seed=31, index=i)
+        sets.append(uqx.from_arrays(E, u, X=X, name=f"s{i}"))
+    with shared_nulls():
+        return uqx.validate(uqx.stack(sets), n_boot=200, n_mc=500, seed=31)
+
+
 def test_consistent_data_whose_shape_changes_with_u_are_valid():
     """Normal errors below the median of uE, t_s(4) above (the report grid's mixed design,
     tuning seed 31): the fitted member held one ν for every uE and rejected the binned
     statistics on a third of such sets (consistency `valid` on 7 of these 10 before);
     it now takes each window's own ν where the windows exclude one ν̂, and t_s(6), no
     shape for every uE here, no longer takes part."""
-    from uqx.inference.reference import shared_nulls
-    from uqx.sweeps.error_rates import synthetic_set
-
-    sets = []
-    for i in range(10):
-        E, u, X = synthetic_set("ig6_mixed", "calibrated", 2000, seed=31, index=i)
-        sets.append(uqx.from_arrays(E, u, X=X, name=f"s{i}"))
-    with shared_nulls():
-        res = uqx.validate(uqx.stack(sets), n_boot=200, n_mc=500, seed=31)
+    res = _tuning_sets("ig6_mixed", "calibrated")
     head = res["cond_verdict"].sel(cond="uE").values
     assert (head == "valid").sum() >= 9, head
     for s in ("ence", "zmse", "zve"):
@@ -413,15 +418,7 @@ def test_top_decile_too_small_with_t6_errors_is_inconsistent():
     consistency headline read ``inconclusive`` on 3 of these 10 sets (seed 31, the tuning
     grid's seed) when its routes averaged over the bins or read one bin only; the ZMS_scan
     route reads the miscalibrated tail at that tail's precision: at least 9 of 10."""
-    from uqx.inference.reference import shared_nulls
-    from uqx.sweeps.error_rates import synthetic_set
-
-    sets = []
-    for i in range(10):
-        E, u, X = synthetic_set("ig6_t6", "top0.6", 2000, seed=31, index=i)
-        sets.append(uqx.from_arrays(E, u, X=X, name=f"s{i}"))
-    with shared_nulls():
-        res = uqx.validate(uqx.stack(sets), n_boot=200, n_mc=500, seed=31)
+    res = _tuning_sets("ig6_t6", "top0.6")
     head = res["cond_verdict"].sel(cond="uE").values
     assert (head == "invalid").sum() >= 9, head
     assert (res["verdict"].sel(stat="zms_scan").values == "invalid").sum() >= 9
