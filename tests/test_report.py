@@ -185,3 +185,19 @@ def test_cli_report_and_saved_result(tmp_path, capsys):
     assert main(["report", str(csv), *FAST, "-o", str(tmp_path / "r.pdf")]) == 2
     assert main(["report", str(nc), "--paper-sets", "-o", str(md)]) == 2
     assert "--data" in capsys.readouterr().err
+
+
+def test_distributions_caption_states_the_fitted_members_nu():
+    """The caption gives ν̂, and the range over the windows where the fitted member takes
+    one ν per window of uE (the normal spelled out, not 'inf')."""
+    import xarray as xr
+
+    from uqx.report.figures import _distributions_caption
+
+    res = xr.Dataset({"nu_fit": ("set", [6.25, 8.0]),
+                      "nu_fit_local_min": ("set", [3.03, np.nan]),
+                      "nu_fit_local_max": ("set", [np.inf, np.nan])})
+    local = _distributions_caption(res, 0)
+    assert "t_s(\u03bd = 6.25)" in local and "from 3.03 to the normal (\u03bd = \u221e)" in local
+    one = _distributions_caption(res, 1)
+    assert "t_s(\u03bd = 8)" in one and "per window" not in one

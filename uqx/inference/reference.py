@@ -570,6 +570,7 @@ class _SimSet:
         self.win = _NO_WINDOWS
         self.kappa_windows = None  # (κ_CS of Z², points) per window of bins of uE
         self.win_groups = None
+        self._seg_nus = {}  # ν̂ -> the fitted member's ν per segment (segment_nus)
         if pool:
             groups = None
             if self.seg.size > 2:
@@ -599,13 +600,16 @@ class _SimSet:
         """
         if self.kappa_windows is None:
             return None
-        from uqx.engine.null_shape import nu_windows
+        key = float(nu_hat)
+        if key not in self._seg_nus:  # asked by every block of copies: decided once
+            from uqx.engine.null_shape import nu_windows
 
-        nu = nu_windows(*self.kappa_windows, float(nu_hat))
-        if nu is None:
-            return None
-        k = np.searchsorted(self.win_groups, self.seg[:-1], side="right") - 1
-        return np.ascontiguousarray(nu[k])
+            nu = nu_windows(*self.kappa_windows, key)
+            if nu is not None:
+                k = np.searchsorted(self.win_groups, self.seg[:-1], side="right") - 1
+                nu = np.ascontiguousarray(nu[k])
+            self._seg_nus[key] = nu
+        return self._seg_nus[key]
 
     def gaussian(self, dist, nu, local, sweep=None):
         """Return the joint-normal plan of this set's copies under a member, or None.

@@ -94,7 +94,8 @@ HOWTO = [
     "(same uncertainties, same bins), one-sided where miscalibration has a side (ENCE, "
     "ZMSE, ZVE too large, CC too small), two-sided for ZMS, RCE.",
     "The copies are drawn under four generative distributions: N(0,1), t_s(6), a "
-    "t_s(\u03bd) matched to the data's tails and the data's own z-scores resampled. Invalid: "
+    "t_s(\u03bd) matched to the data's tails (one \u03bd per window of uE where the "
+    "errors' shape changes with uE) and the data's own z-scores resampled. Invalid: "
     "every one that the data's tails allow rejects (p < 0.05); valid: none rejects; "
     "otherwise inconclusive (then D decides, not the data).",
     "Consistency (bins on uE) and adaptivity (bins on X or V): one test combining the "

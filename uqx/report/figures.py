@@ -264,7 +264,8 @@ def _distributions_caption(res, i) -> str:
         lo = res["nu_fit_local_min"].values[i] if "nu_fit_local_min" in res else np.nan
         if np.isfinite(lo):
             hi = float(res["nu_fit_local_max"].values[i])
-            text += (f" (one \u03bd per window of uE, from {float(lo):.3g} to {hi:.3g}, "
+            top = f"{hi:.3g}" if np.isfinite(hi) else "the normal (\u03bd = \u221e)"
+            text += (f" (one \u03bd per window of uE, from {float(lo):.3g} to {top}, "
                      "where the errors' shape changes with uE)")
     return text + "."
 
