@@ -581,10 +581,10 @@ def test_moment_copies_from_a_binned_preparation_need_no_second_sort(monkeypatch
 
 
 def _top_alternative(r, bases, n_copies):
-    """A TopAlternative of set 0 of a simulate_reference result (one member)."""
-    from uqx.engine.alternative import TopAlternative
+    """A ConsistencyAlternatives of set 0 of a simulate_reference result (one member)."""
+    from uqx.engine.alternative import ConsistencyAlternatives
 
-    top = TopAlternative(r["top_factor"].values, n_copies)
+    top = ConsistencyAlternatives(r["top_factor"].values, n_copies)
     nb = int(r["top_n_bins"].values[0])
     top.add(0, 0, r["top_sums"].values[0, :n_copies, :nb], r["top_u2"].values[0, :nb],
             r["top_count"].values[0, :nb], int(r["top_M"].values[0]),
@@ -620,3 +620,35 @@ def test_local_alternative_equals_brute_force_on_scaled_copies():
     # at f = 1 the alternative is the null itself
     at_one = np.stack([top.values(0, j, 0)([0])[:, 0] for j in (0, 1)])
     np.testing.assert_allclose(at_one, r["draws"].values[0], rtol=0.05)
+
+
+def test_spread_alternative_equals_brute_force_on_scaled_copies():
+    """The binned statistics under u = c*uE^gamma (piecewise on the bins of uE), computed
+    from the copies' kept per-bin sums, are those of the same copies with the errors of
+    each bin multiplied by c*(RMV_bin/RMV)^(gamma-1) (slow twin), the mean square of the
+    true u equal to that of uE; at gamma = 1 the copies themselves."""
+    from uqx.engine.resample import content_key, seed_sequence
+    from uqx.engine.resolution import SPREAD_DOWN, SPREAD_UP
+
+    M, n_mc, n_bins = 1000, 8, 20
+    base = _set(M, 6, "spread")
+    u, E = base["uE"].values, base["E"].values
+    ds = uqx.from_arrays(E, u, name="spread")
+    r = simulate_reference(ds, ["ence", "zmse"], dist="normal", n_mc=n_mc, seed=4,
+                           bins=n_bins, keep_draws=True, scheduler="synchronous")
+    alt = _top_alternative(r, ["ence", "zmse"], n_mc)
+    eps = draw_unit(seed_sequence(4, "sim", content_key(u), "N", 0), (n_mc, M), dist="normal")
+    us = np.sort(u, kind="stable")
+    bins = np.repeat(np.arange(n_bins), M // n_bins)
+    rmv_b = np.sqrt(np.array([np.mean(us[bins == b] ** 2) for b in range(n_bins)]))
+    rmv = np.sqrt(np.mean(us**2))
+    gammas = np.array([SPREAD_DOWN[-1], SPREAD_DOWN[20], 1.0, SPREAD_UP[30], SPREAD_UP[-1]])
+    got = np.stack([alt.spread(0, j, 0, gammas) for j in (0, 1)])  # (stat, copy, gamma)
+    for q, gam in enumerate(gammas):
+        g = (rmv_b / rmv) ** (gam - 1.0)
+        g *= np.sqrt(np.sum(us**2) / np.sum((g[bins] * us) ** 2))  # same mean square
+        for k in range(n_mc):
+            want = _brute(us * eps[k] * g[bins], us, n_bins)
+            np.testing.assert_allclose(got[:, k, q], [want["ence"], want["zmse"]],
+                                       rtol=1e-9)
+    np.testing.assert_allclose(got[:, :, 2], r["draws"].values[0], rtol=0.05)

@@ -233,7 +233,7 @@ def test_headline_resolution_reads_80_percent_power_at_the_headline_level():
     alt = (null[:, None] + delta[None, :])[None, None, None]
     null_p = rng.uniform(size=(1, n))  # the headline's min-p on each copy: uniform
 
-    class Values:  # the interface of uqx.engine.alternative.TopAlternative, from an array
+    class Values:  # the interface of uqx.engine.alternative.ConsistencyAlternatives, from an array
         def available(self, i, j):
             return True
 
@@ -258,13 +258,27 @@ def test_consistency_headline_states_its_resolution_in_table_json_and_report(tmp
     f = float(r["cond_resolution"].sel(set="calibrated", cond="uE"))
     assert r["cond_verdict"].sel(set="calibrated", cond="uE").item() == "valid"
     assert 1.0 < f < 2.0
+    lo, hi = (float(r[f"cond_resolution_spread_{k}"].sel(set="calibrated", cond="uE"))
+              for k in ("low", "high"))
+    assert 0.5 < lo < 1.0 < hi < 1.5  # u = c*uE^gamma detected from |gamma - 1| ~ 0.2
     head = conditional_table(r).loc[("calibrated", "consistency (uE)", "headline"), "interval"]
-    assert f"resolution top 10 % of uE: f >= {f:.3g}" in head
+    spread = f"u = c·uE^γ: γ <= {lo:.2f} or >= {hi:.2f}"
+    assert f"resolution top 10 % of uE: f >= {f:.3g}; {spread}" in head
     rec = result_records(r)
-    assert rec[0]["conditional"]["uE"]["resolution"] == {"high": f, "power": 0.8, "kind": "top"}
+    assert rec[0]["conditional"]["uE"]["resolution"] == {
+        "high": f, "power": 0.8, "kind": "top", "spread": {"low": lo, "high": hi}}
     assert "resolution" not in rec[1]["conditional"]["uE"]  # invalid: nothing to resolve
+    zl, zh = (float(r[f"resolution_spread_{k}"].sel(set="calibrated", stat="zmse"))
+              for k in ("low", "high"))
+    assert rec[0]["stats"]["zmse"]["resolution"]["spread"] == {"low": zl, "high": zh}
     html = write_report(r, tmp_path / "r.html").read_text()
     assert f"top 10 % of uE: f &gt;= {f:.3g}" in html or f"top 10 % of uE: f >= {f:.3g}" in html
+    assert spread.replace(">", "&gt;").replace("<", "&lt;") in html or spread in html
+    # the file keeps them, with what they mean
+    uqx.to_netcdf(r, tmp_path / "r.nc")
+    back = uqx.read_netcdf(tmp_path / "r.nc")
+    assert float(back["cond_resolution_spread_low"].sel(set="calibrated", cond="uE")) == lo
+    assert "u = c*uE^gamma" in back["resolution_spread_high"].attrs["long_name"]
 
 
 def test_cc_is_not_a_route_of_the_consistency_headline():
@@ -493,3 +507,84 @@ def test_top_resolution_search_is_the_first_hit_of_the_whole_grid(dist, M):
                 assert got == want or (np.isnan(got) and np.isnan(want)), (base, alpha, pw)
                 found += np.isfinite(want)
     assert found >= 20  # the grid holds the resolution of most (statistic, level, power)
+
+
+@pytest.mark.parametrize("dist, M", [("normal", 2000), ("data", 500)])
+def test_spread_resolution_search_is_the_first_hit_of_the_whole_grid(dist, M):
+    """The spread resolution reads every SPREAD_STEP-th exponent and then those before the
+    first one reaching the power: the same exponent as the power computed copy by copy
+    and exponent by exponent on the whole grid (slow twin), for every binned statistic,
+    several levels and powers, on both sides of gamma = 1."""
+    from tests.test_reference import _top_alternative
+    from uqx.engine.mctest import mc_pvalue
+    from uqx.engine.resolution import SPREAD_DOWN, SPREAD_UP, spread_resolution
+    from uqx.inference.reference import simulate_reference
+
+    bases = ["ence", "zmse", "zmse_max", "zms_scan", "zve"]
+    rng = np.random.default_rng(29)
+    u = np.sqrt(1 / rng.gamma(2, 1 / 2, M))
+    E = u * rng.standard_t(6, M) / np.sqrt(1.5)
+    r = simulate_reference(uqx.from_arrays(E, u, name="g"), bases, dist=dist, n_mc=300,
+                           seed=5, keep_draws=True, scheduler="synchronous")
+    alt = _top_alternative(r, bases, 300)
+    found = 0
+    for j, base in enumerate(bases):
+        null = r["draws"].values[0, j]
+        for alpha in (0.05, 0.01):
+            for pw in (0.5, 0.8):
+                want = []
+                for grid in (SPREAD_DOWN, SPREAD_UP):
+                    full = alt.spread(0, j, 0, grid)
+                    rej = np.array([[np.isfinite(v) and mc_pvalue(v, null, 1) < alpha
+                                     for v in row] for row in full])
+                    hit = np.flatnonzero(rej.mean(axis=0) >= pw)
+                    want.append(float(grid[hit[0]]) if hit.size else np.nan)
+                got = spread_resolution([null], [lambda g, j=j: alt.spread(0, j, 0, g)],
+                                        alpha=alpha, power=pw)
+                np.testing.assert_equal(got, want, err_msg=f"{base} {alpha} {pw}")
+                found += int(np.isfinite(want).sum())
+    assert found >= 30
+
+
+def test_spread_resolution_holds_for_the_row_by_row_power_law():
+    """The stated spread resolution is computed on the power law taken piecewise on the
+    bins of uE; measured on errors drawn from the row-by-row law u = c*uE^gamma (same
+    mean square) at the stated exponents, ENCE and ZMSE reject at least 80 % of the sets
+    within the Monte-Carlo noise of 300 sets (3 sd: 0.07)."""
+    from tests.test_reference import _brute, _top_alternative
+    from uqx.engine.mctest import mc_pvalue
+    from uqx.engine.resolution import spread_resolution
+    from uqx.inference.reference import simulate_reference
+
+    M, n_bins = 2000, 20
+    rng = np.random.default_rng(5)
+    u = np.sort(np.sqrt(1 / rng.gamma(3, 1 / 3, M)))
+    bases = ["ence", "zmse"]
+    r = simulate_reference(uqx.from_arrays(u * rng.standard_normal(M), u, name="rw"), bases,
+                           dist="normal", n_mc=1000, seed=2, bins=n_bins, keep_draws=True,
+                           scheduler="synchronous")
+    alt = _top_alternative(r, bases, 1000)
+    for j, base in enumerate(bases):
+        null = r["draws"].values[0, j]
+        gammas = spread_resolution([null], [lambda g, j=j: alt.spread(0, j, 0, g)])
+        assert 0.6 < gammas[0] < 1.0 < gammas[1] < 1.4
+        for gam in gammas:
+            c = np.sqrt(np.mean(u**2) / np.mean(u ** (2 * gam)))
+            rejected = [mc_pvalue(_brute(c * u**gam * rng.standard_normal(M), u, n_bins)[base],
+                                  null, 1) < 0.05 for _ in range(300)]
+            assert np.mean(rejected) >= 0.73, (base, gam, np.mean(rejected))
+
+
+def test_resolution_off_changes_no_verdict():
+    """validate(resolution=False), as the error-rates study runs it, leaves every
+    resolution NaN and every verdict and p-value as with the resolutions."""
+    ds = demo_sets(M=500).isel(set=[0, 3])
+    kw = dict(n_boot=100, n_mc=100, seed=3)
+    on = uqx.validate(ds, **kw)
+    off = uqx.validate(ds, resolution=False, **kw)
+    for v in ("verdict", "p_value", "cond_verdict", "cond_p_value", "result_verdict"):
+        if v in on:
+            np.testing.assert_array_equal(off[v].values, on[v].values)
+    for v in ("resolution_low", "resolution_high", "resolution_spread_low",
+              "resolution_spread_high", "cond_resolution", "cond_resolution_spread_low"):
+        assert np.isnan(off[v].values).all() and np.isfinite(on[v].values).any(), v

@@ -1,11 +1,17 @@
-r"""The local alternative of consistency, computed from the copies' per-bin sums.
+r"""The alternatives of consistency, computed from the copies' per-bin sums.
 
-"uE too small by f in the bins of uE above its 90th percentile": scaling the sums of
-those bins (:func:`uqx.engine.resolution.scale_top_sums`) turns each calibrated copy
-into a copy of the alternative exactly, so the resolution of the binned statistics
-(:func:`uqx.engine.resolution.alternative_resolution`) needs no new draw.
-:class:`TopAlternative` holds the sums and computes the statistics at the factors that
-the search asks for.
+Two named alternatives, each a factor on the errors of every bin of uE, so that scaling
+the per-bin sums (:func:`uqx.engine.resolution.scale_bin_sums`) turns each calibrated
+copy into a copy of the alternative exactly and the resolution of the binned statistics
+(:func:`uqx.engine.resolution.alternative_resolution`) needs no new draw:
+
+- **top**: "uE too small by f in the bins of uE above its 90th percentile"
+  (:func:`uqx.engine.resolution.scale_top_sums`);
+- **spread**: :math:`u = c\,u_E^\gamma` with the mean square of uE kept, piecewise on
+  the bins (:func:`uqx.engine.resolution.spread_bin_factors`).
+
+:class:`ConsistencyAlternatives` holds the sums and computes the statistics at the
+factors that a search asks for.
 """
 
 from __future__ import annotations
@@ -13,29 +19,34 @@ from __future__ import annotations
 import numpy as np
 
 from uqx.engine.copies import copy_bin_features
-from uqx.engine.resolution import scale_top_sums
+from uqx.engine.resolution import scale_bin_sums, scale_top_sums, spread_bin_factors
 from uqx.engine.statistic import BINNED_STATS
 
-__all__ = ["TopAlternative"]
+__all__ = ["ConsistencyAlternatives"]
+
+#: Most float64 values of the per-bin features computed at once for the spread grid
+#: (64 MiB): the factors are taken in chunks of that size, whatever M and the bins.
+_SPREAD_BUDGET = 1 << 23
 
 
-class TopAlternative:
-    r"""The binned statistics on uE of calibrated copies under the local alternative.
+class ConsistencyAlternatives:
+    r"""The binned statistics on uE of calibrated copies under the alternatives of consistency.
 
-    The alternative of consistency "uE too small by f in the bins of uE above its
-    :data:`~uqx.engine.resolution.TOP_QUANTILE` quantile" turns each calibrated copy
-    into a copy of the alternative exactly
-    (:func:`~uqx.engine.resolution.scale_top_sums`). Holding the copies' per-bin sums
-    (k copies × S bins × 4: :func:`uqx.engine.copies.sim_rows`), this computes the
-    statistics at the factors of :data:`~uqx.engine.resolution.TOP_FACTORS` that a
-    search asks for (:func:`~uqx.engine.resolution.alternative_resolution`), every
-    statistic of a (set, member) at once and each factor once, instead of at all 88
-    factors for every copy.
+    The local alternative "uE too small by f in the bins of uE above its
+    :data:`~uqx.engine.resolution.TOP_QUANTILE` quantile"
+    (:func:`~uqx.engine.resolution.scale_top_sums`) and the spread alternative
+    :math:`u = c\,u_E^\gamma` (:func:`~uqx.engine.resolution.spread_bin_factors`) each
+    turn a calibrated copy into a copy of the alternative exactly. Holding the copies'
+    per-bin sums (k copies × S bins × 4: :func:`uqx.engine.copies.sim_rows`), this
+    computes the statistics where a search asks for them
+    (:func:`~uqx.engine.resolution.alternative_resolution`): the top factors of
+    :data:`~uqx.engine.resolution.TOP_FACTORS` one at a time and each once, the spread
+    exponents of a grid at once, every statistic of a (set, member) together.
 
     Parameters
     ----------
     factors : numpy.ndarray, shape (F,)
-        The grid (:data:`~uqx.engine.resolution.TOP_FACTORS`).
+        The grid of the top alternative (:data:`~uqx.engine.resolution.TOP_FACTORS`).
     n_copies : int
         Copies per (set, member).
     """
@@ -68,24 +79,68 @@ class TopAlternative:
         self._stats.setdefault(i, {}).update(stats)
 
     def available(self, i: int, j: int) -> bool:
-        """Whether statistic ``j`` of set ``i`` has copies under the alternative."""
+        """Whether statistic ``j`` of set ``i`` has copies under the alternatives."""
         return j in self._stats.get(i, {})
+
+    def _statistics(self, i, sc, u2, n, M):
+        """Every binned statistic of set ``i`` on scaled sums ``sc`` (..., S, 4)."""
+        lead = sc.shape[:-2]
+        flat = sc.reshape((-1,) + sc.shape[-2:])
+        St = copy_bin_features(flat, u2, n, flat[..., 2].sum(axis=-1), M)
+        return {b: BINNED_STATS[b][0](St, n).reshape(lead)
+                for b in set(self._stats[i].values())}
 
     def _at(self, i, m, q):
         key = (i, m, int(q))
         hit = self._cache.get(key)
         if hit is None:
             sums, u2, n, M, top = self._sets[(i, m)]
-            sc = scale_top_sums(sums, top, self.factors[int(q)])
-            St = copy_bin_features(sc, u2, n, sc[:, :, 2].sum(axis=1), M)
-            hit = {b: BINNED_STATS[b][0](St, n) for b in set(self._stats[i].values())}
+            hit = self._statistics(i, scale_top_sums(sums, top, self.factors[int(q)]),
+                                   u2, n, M)
             self._cache[key] = hit
         return hit
 
     def values(self, i: int, j: int, m: int):
-        """``idx -> (k, len(idx))``: statistic ``j`` of set ``i``, member ``m``, at factors idx."""
+        """``idx -> (k, len(idx))``: statistic ``j`` of set ``i``, member ``m``, at factors idx.
+
+        The factors of the top alternative (indices into :attr:`factors`).
+        """
         base = self._stats[i][j]
         if (i, m) not in self._sets:
             return lambda idx: np.full((self.n_copies, np.size(idx)), np.nan)
         return lambda idx: np.stack([self._at(i, m, q)[base] for q in np.atleast_1d(idx)],
                                     axis=-1)
+
+    def spread(self, i: int, j: int, m: int, gammas) -> np.ndarray:
+        r"""Statistic ``j`` of set ``i``, member ``m``, under :math:`u = c\,u_E^\gamma`.
+
+        Parameters
+        ----------
+        i, j, m : int
+            Set, statistic and member.
+        gammas : array_like, shape (F,)
+            The exponents (:data:`~uqx.engine.resolution.SPREAD_UP`, ``SPREAD_DOWN``).
+
+        Returns
+        -------
+        numpy.ndarray, shape (k, F)
+        """
+        gammas = np.asarray(gammas, dtype=np.float64)
+        base = self._stats[i][j]
+        if (i, m) not in self._sets:
+            return np.full((self.n_copies, gammas.size), np.nan)
+        keys = [(i, m, "spread", float(g)) for g in gammas]
+        todo = np.array([g for g, key in zip(gammas, keys, strict=True)
+                         if key not in self._cache])
+        if todo.size:  # every statistic at the exponents not computed yet, at once
+            sums, u2, n, M, _ = self._sets[(i, m)]
+            g = spread_bin_factors(u2, n, todo)  # (F, S)
+            step = max(1, _SPREAD_BUDGET // max(1, sums.shape[0] * sums.shape[1] * 6))
+            for a in range(0, todo.size, step):
+                part = self._statistics(i, scale_bin_sums(sums, g[a:a + step]), u2, n, M)
+                for q, gam in enumerate(todo[a:a + step]):
+                    self._cache[(i, m, "spread", float(gam))] = {b: v[q]
+                                                                 for b, v in part.items()}
+        if not keys:
+            return np.full((self.n_copies, 0), np.nan)
+        return np.stack([self._cache[key][base] for key in keys], axis=-1)

@@ -34,6 +34,8 @@ from uqx.engine.mctest import ALPHA
 __all__ = ["POWER", "SCALE_MAPS", "RESOLUTION_KIND", "scale_resolution", "power_at",
            "first_reaching", "COARSE_STEP",
            "TOP_QUANTILE", "TOP_FACTORS", "top_segments", "scale_top_sums",
+           "scale_bin_sums", "SPREAD_UP", "SPREAD_DOWN", "spread_bin_factors",
+           "spread_resolution", "SPREAD_STEP",
            "alternative_resolution", "first_hit", "TOP_STEP", "QUASI_CONVEX_TOP"]
 
 #: Power at which the resolution is stated.
@@ -221,13 +223,34 @@ def top_segments(seg, q: float = TOP_QUANTILE) -> np.ndarray:
     return top
 
 
-def scale_top_sums(sums, top, f):
-    r"""Per-bin sums of copies whose errors are ``f`` times larger in the ``top`` bins.
+def scale_bin_sums(sums, g):
+    r"""Per-bin sums of copies whose errors are ``g[..., s]`` times larger in bin ``s``.
 
     The kernel's sums per bin are :math:`(\sum\epsilon^2, \sum(u\epsilon)^2,
     \sum u\epsilon, \sum\epsilon)` (:func:`uqx.engine.copies.sim_rows`): errors
-    :math:`f\,u\,\epsilon` multiply the first two by :math:`f^2` and the others by
-    ``f``, so a calibrated copy becomes a copy of the alternative exactly.
+    :math:`g_s\,u\,\epsilon` multiply the first two by :math:`g_s^2` and the others by
+    :math:`g_s`, so a calibrated copy becomes a copy of the alternative exactly.
+
+    Parameters
+    ----------
+    sums : numpy.ndarray, shape (k, S, 4)
+    g : numpy.ndarray, shape (S,) or (F, S)
+        One factor per bin, or F vectors of them (one per alternative).
+
+    Returns
+    -------
+    numpy.ndarray, shape (k, S, 4), or (F, k, S, 4)
+    """
+    sums = np.asarray(sums, dtype=np.float64)
+    g = np.asarray(g, dtype=np.float64)
+    gg = g[..., None, :, None]  # (..., 1, S, 1) against (k, S, 4)
+    return np.concatenate([sums[..., :2] * gg * gg, sums[..., 2:] * gg], axis=-1)
+
+
+def scale_top_sums(sums, top, f):
+    r"""Per-bin sums of copies whose errors are ``f`` times larger in the ``top`` bins.
+
+    :func:`scale_bin_sums` with the factor ``f`` on the top bins and 1 elsewhere.
 
     Parameters
     ----------
@@ -239,10 +262,53 @@ def scale_top_sums(sums, top, f):
     -------
     numpy.ndarray, shape (k, S, 4)
     """
-    out = np.array(sums, dtype=np.float64, copy=True)
-    out[:, top, :2] *= f * f
-    out[:, top, 2:] *= f
-    return out
+    return scale_bin_sums(sums, np.where(np.asarray(top, dtype=bool), float(f), 1.0))
+
+
+#: The spread alternative of consistency, :math:`u = c\,u_E^{\gamma}`: its exponents
+#: above 1 (uE varies too little: the largest too small, the smallest too large),
+#: :math:`\gamma - 1` on a geometric grid from 0.01 to 2 (8.8 % apart) ...
+SPREAD_UP = 1.0 + np.geomspace(0.01, 2.0, 64)
+#: ... and below 1 (uE varies too much), down to 0 (the true u constant: uE says
+#: nothing about which predictions are less reliable).
+SPREAD_DOWN = 1.0 - np.geomspace(0.01, 1.0, 56)
+#: Every how many exponents of the spread grids the search reads first.
+SPREAD_STEP = 6
+
+
+def spread_bin_factors(u2, n, gammas) -> np.ndarray:
+    r"""Per-bin factors of the errors under the spread alternative :math:`u = c\,u_E^{\gamma}`.
+
+    On the bins of uE, each bin represented by its RMV :math:`r_s = \sqrt{U_s/n_s}`
+    (:math:`U_s = \sum_{i\in s} u_{E,i}^2`), the true uncertainties are
+    :math:`g_s\,u_E` with
+
+    .. math:: g_s = c\,(r_s/\bar r)^{\gamma - 1}, \qquad
+              c^2 = \frac{\sum_s U_s}{\sum_s U_s\,(r_s/\bar r)^{2\gamma - 2}},
+
+    :math:`\bar r` the RMV of the set: the true uncertainties keep the mean square of
+    uE (average calibration in the sense of RCE holds), only their spread differs. It
+    is the power law :math:`u = c\,u_E^\gamma` taken piecewise on the bins, which is
+    what a binned statistic can see: the copies of :func:`scale_bin_sums` are copies
+    of this alternative exactly, and ``tests/test_verdict_claims.py`` measures the
+    power of the stated resolution under the row-by-row power law.
+
+    Parameters
+    ----------
+    u2, n : numpy.ndarray, shape (S,)
+        Σ uE² and points per bin.
+    gammas : array_like, shape (F,)
+
+    Returns
+    -------
+    numpy.ndarray, shape (F, S)
+    """
+    u2 = np.asarray(u2, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    ln_r = 0.5 * (np.log(u2 / n) - np.log(u2.sum() / n.sum()))
+    a = (np.asarray(gammas, dtype=np.float64)[:, None] - 1.0) * ln_r[None, :]
+    c2 = u2.sum() / np.sum(u2[None, :] * np.exp(2.0 * a), axis=1)
+    return np.sqrt(c2)[:, None] * np.exp(a)
 
 
 #: Every how many factors of :data:`TOP_FACTORS` the search of
@@ -258,7 +324,7 @@ QUASI_CONVEX_TOP = frozenset({"ence", "zmse", "zmse_max", "zms_scan", "zve", "uc
 
 
 def first_hit(rejected, n_factors: int, *, power: float = POWER, step: int = TOP_STEP,
-              quasi_convex: bool = True) -> int:
+              quasi_convex: bool = True, monotone: bool = False) -> int:
     r"""Index of the first factor at which a fraction ``power`` of the copies is rejected.
 
     ``rejected(idx)`` gives, for an array of factor indices, the rejection of every
@@ -268,8 +334,10 @@ def first_hit(rejected, n_factors: int, *, power: float = POWER, step: int = TOP
     grid points is rejected at one of them, so the power between read points ``a < b``
     is at most the fraction rejected at ``a`` or at ``b``. The search reads every
     ``step``-th point, and the points between two of them only where that bound reaches
-    ``power``: the same index as reading the whole grid. Without ``quasi_convex`` the
-    whole grid is read.
+    ``power``: the same index as reading the whole grid. With ``monotone`` instead
+    (the power assumed not to rise above ``power`` and fall back between two read
+    points), the points between the first read point reaching ``power`` and the one
+    before it are read, in order. With neither, the whole grid is read.
 
     Parameters
     ----------
@@ -279,7 +347,7 @@ def first_hit(rejected, n_factors: int, *, power: float = POWER, step: int = TOP
         Size of the grid.
     power : float
     step : int
-    quasi_convex : bool
+    quasi_convex, monotone : bool
 
     Returns
     -------
@@ -289,6 +357,16 @@ def first_hit(rejected, n_factors: int, *, power: float = POWER, step: int = TOP
     F = int(n_factors)
     if F == 0:
         return -1
+    if monotone and not quasi_convex:
+        read = np.unique(np.r_[np.arange(step - 1, F, step), F - 1])
+        reach = np.flatnonzero(rejected(read).mean(axis=0) >= power)
+        if not reach.size:
+            return -1
+        a = int(read[reach[0]])
+        inner = np.arange(a - step + 1 if reach[0] == 0 else int(read[reach[0] - 1]) + 1, a)
+        inner = inner[inner >= 0]
+        hit = np.flatnonzero(rejected(inner).mean(axis=0) >= power) if inner.size else inner
+        return int(inner[hit[0]]) if hit.size else a
     if not quasi_convex:
         hit = np.flatnonzero(rejected(np.arange(F)).mean(axis=0) >= power)
         return int(hit[0]) if hit.size else -1
@@ -311,7 +389,8 @@ def first_hit(rejected, n_factors: int, *, power: float = POWER, step: int = TOP
 
 def alternative_resolution(null, alternative, factors, *, direction: int = 1,
                            alpha: float = ALPHA, power: float = POWER,
-                           quasi_convex: bool = True) -> float:
+                           quasi_convex: bool = True, monotone: bool = False,
+                           step: int = TOP_STEP) -> float:
     """Smallest factor whose alternative copies the test rejects with ``power``.
 
     The power at a factor is the fraction of the alternative's copies whose
@@ -326,15 +405,18 @@ def alternative_resolution(null, alternative, factors, *, direction: int = 1,
     alternative : array_like, shape (n, F), or callable
         The statistic on the same copies under the alternative at each factor, or
         ``idx -> (n, len(idx))`` computing them at the factor indices asked
-        (:class:`uqx.engine.alternative.TopAlternative`).
+        (:class:`uqx.engine.alternative.ConsistencyAlternatives`).
     factors : array_like, shape (F,)
-        The factors, increasing.
+        The factors, in order away from the null (increasing for the top factor).
     direction : {1, -1}
         Side of the test (:data:`uqx.engine.mctest.DIRECTION`).
     alpha, power : float
-    quasi_convex : bool
+    quasi_convex, monotone : bool
         Whether each copy's statistic is quasi-convex in the factor
-        (:data:`QUASI_CONVEX_TOP`); else the whole grid is read.
+        (:data:`QUASI_CONVEX_TOP`), or the power taken as monotone along the grid
+        (:func:`first_hit`); else the whole grid is read.
+    step : int
+        Every how many factors the search reads first.
 
     Returns
     -------
@@ -363,5 +445,53 @@ def alternative_resolution(null, alternative, factors, *, direction: int = 1,
             count = np.searchsorted(t, alt, side="right")
         return np.isfinite(alt) & ((1 + count) / (1 + n) < alpha)
 
-    k = first_hit(rejected, factors.size, power=power, quasi_convex=quasi_convex)
+    k = first_hit(rejected, factors.size, power=power, quasi_convex=quasi_convex,
+                  monotone=monotone, step=step)
     return float(factors[k]) if k >= 0 else np.nan
+
+
+def spread_resolution(nulls, spreads, *, direction: int = 1, alpha: float = ALPHA,
+                      power: float = POWER) -> tuple[float, float]:
+    r"""Exponents below and above 1 of :math:`u = c\,u_E^\gamma` detected with ``power``.
+
+    For each member, the first exponent of :data:`SPREAD_DOWN` and of :data:`SPREAD_UP`
+    at which a fraction ``power`` of the member's copies under the alternative
+    (:func:`spread_bin_factors`) is rejected against its calibrated copies
+    (:func:`alternative_resolution`); the resolution is that of the least powerful
+    member (the exponents farthest from 1), NaN when one of them does not reach
+    ``power`` on the grid. The statistics are not shown to be quasi-convex in γ, so
+    the search reads every :data:`SPREAD_STEP`-th exponent and then those before the
+    first one reaching ``power`` (``monotone``): the first exponent of the whole grid
+    unless the power rises above ``power`` and falls back within six steps (the
+    slow twin in the tests reads the whole grid).
+
+    Parameters
+    ----------
+    nulls : list of array_like, shape (n,)
+        The statistic on each member's calibrated copies.
+    spreads : list of callable
+        ``gammas -> (n, F)``: the same copies under the alternative at each exponent
+        (:meth:`uqx.engine.alternative.ConsistencyAlternatives.spread`).
+    direction : {1, -1}
+    alpha, power : float
+
+    Returns
+    -------
+    low, high : float
+    """
+    if not nulls:
+        return np.nan, np.nan
+    out = []
+    for grid, pick in ((SPREAD_DOWN, np.min), (SPREAD_UP, np.max)):
+        g = [alternative_resolution(null, _lazy(values, grid), grid, direction=direction,
+                                    alpha=alpha, power=power, quasi_convex=False,
+                                    monotone=True, step=SPREAD_STEP)
+             for null, values in zip(nulls, spreads, strict=True)]
+        out.append(float(pick(g)) if np.isfinite(g).all() else np.nan)
+    return out[0], out[1]
+
+
+def _lazy(values, grid):
+    """``idx -> values(grid[idx])``: the statistic at the exponents a search reads."""
+    grid = np.asarray(grid, dtype=np.float64)
+    return lambda idx: values(grid[np.atleast_1d(idx)])

@@ -172,7 +172,7 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
     parts, hooked = [], []
     lo = 0
     plan = None if rank else ss.gaussian(dist, nu, local)
-    top = first < N_TEST  # the copies of the tests keep their sums (TopAlternative)
+    top = first < N_TEST  # the copies of the tests keep their sums (ConsistencyAlternatives)
     sweep = None if rank or n_hook == 0 else hook.partitions(ss.u_sorted)
     plan_hook = None if sweep is None else ss.gaussian(dist, nu, local, sweep)
     while lo < nb:
@@ -319,7 +319,7 @@ def _sums_stats(out_seg, out_bin, eps, ss, specs, top=False):
         if cond == "uE" and lo is None and binned and top:
             # the per-bin sums, from which the binned statistics under the local
             # alternative of consistency (uE too small by f in the top bins) are computed
-            # at the factors a resolution search asks for (TopAlternative)
+            # at the factors a resolution search asks for (ConsistencyAlternatives)
             out[TOP_KEY] = np.array(sums, dtype=np.float64)
     if any(s.family == "rank" for s in specs):
         out["cc"] = cc_fixed_u(np.abs(eps * ss.u_sorted), ss.ru)
@@ -347,7 +347,7 @@ def _top_vars(tops, layouts):
         "top_sums": (("set", "top_copy", "top_bin", "top_sum"), sums, {
             "long_name": "per-bin sums (eps^2, E^2, E, eps) of the copies of the tests in the "
                          "bins of uE (the local alternative of consistency is computed from "
-                         "them, uqx.engine.alternative.TopAlternative)"}),
+                         "them, uqx.engine.alternative.ConsistencyAlternatives)"}),
         "top_u2": (dims, u2, {"long_name": "sum of u^2 per bin of uE"}),
         "top_count": (dims, n, {"long_name": "points per bin of uE"}),
         "top_bins": (dims, top, {"long_name": "the bins of uE above its 90th percentile"}),
@@ -852,7 +852,7 @@ def simulate_reference(
         Over (``set``, ``stat``): ``reference``, ``reference_se``, ``sim2_low``,
         ``sim2_high``, ``n_nan`` [, ``draws`` over ``mc``; with them and binned
         statistics on uE, the per-bin sums of the copies of the tests, ``top_sums``
-        and the bins' layout, from which :class:`uqx.engine.alternative.TopAlternative`
+        and the bins' layout, from which :class:`uqx.engine.alternative.ConsistencyAlternatives`
         computes the local alternative of consistency].
 
     Notes

@@ -203,13 +203,14 @@ def header_blocks(res, title, has_data) -> list:
 
 def _stat_cell(r, st, label, dists) -> Cell:
     """Cell of the statistics overview: verdict, estimate [BCa interval], ζ (per D)."""
-    from uqx.workflow.tables import resolution_text
+    from uqx.workflow.tables import resolution_text, spread_of
 
     x = r.sel(stat=st)
     text, cls, _ = _verdict_cell(label)
     text += (f"\n{_num(x['estimate'], 3)} [{_num(x['ci_low'], 3)}, {_num(x['ci_high'], 3)}]")
     if "resolution_low" in x and str(x["verdict"].item()) != "invalid":
-        res_text = resolution_text(st, float(x["resolution_low"]), float(x["resolution_high"]))
+        res_text = resolution_text(st, float(x["resolution_low"]), float(x["resolution_high"]),
+                                   spread_of(x))
         if res_text:  # what a valid or an inconclusive could have seen (80 % power)
             text += f"\nresolution (80 % power): {res_text}"
     if str(x["reference_kind"].item()) == "simulated" and "zeta_sim" in x:

@@ -308,7 +308,7 @@ def headline_resolution(specs, draws, alternative, i, null_p, use, *, alpha) -> 
         The routes' calibrated copies.
     alternative : tuple (factors, top) or None
         The binned statistics' copies under the local alternative
-        (:class:`uqx.engine.alternative.TopAlternative`).
+        (:class:`uqx.engine.alternative.ConsistencyAlternatives`).
     i : int
         The set.
     null_p : numpy.ndarray, shape (member, n)
@@ -323,27 +323,90 @@ def headline_resolution(specs, draws, alternative, i, null_p, use, *, alpha) -> 
         The factor f (NaN without binned routes on uE, or beyond the grid).
     """
     from uqx.engine.mctest import direction_of
-    from uqx.engine.resolution import QUASI_CONVEX_TOP, RESOLUTION_KIND, alternative_resolution
+    from uqx.engine.resolution import QUASI_CONVEX_TOP, alternative_resolution
 
     if alternative is None:
         return np.nan
     factors, top = alternative
-    routes = [j for j, s in enumerate(specs) if s.family == "binned" and s.cond == "uE"
-              and RESOLUTION_KIND.get(s.base) == "top" and top.available(i, j)]
-    if not routes:
+    routes, levels = _resolution_routes(specs, top, i, null_p, use, alpha)
+    if not routes or levels is None:
         return np.nan
     worst = []
-    for m in np.flatnonzero(use):
-        q = np.sort(null_p[m][np.isfinite(null_p[m])])
-        k = int(np.ceil(alpha * (1 + q.size) - 1)) - 1  # most copies at or below the min-p
-        if k < 0 or k >= q.size:
-            return np.nan
+    for m, level in levels:
         f = [alternative_resolution(draws[i, j, m], top.values(i, j, m), factors,
-                                    direction=direction_of(specs[j].base), alpha=q[k],
+                                    direction=direction_of(specs[j].base), alpha=level,
                                     quasi_convex=specs[j].base in QUASI_CONVEX_TOP)
              for j in routes]
         worst.append(np.nanmin(f) if np.isfinite(f).any() else np.nan)
     return float(np.max(worst)) if worst and np.isfinite(worst).all() else np.nan
+
+
+def _resolution_routes(specs, top, i, null_p, use, alpha):
+    """Binned routes on uE of set ``i`` with alternative copies, and each member's level.
+
+    The level of member m is :math:`t_m`, the largest smallest-route p-value of the
+    copies that keeps the headline's own p-value below ``alpha``
+    (:func:`headline_resolution`); None when a member that takes part cannot reach it.
+    """
+    from uqx.engine.resolution import RESOLUTION_KIND
+
+    routes = [j for j, s in enumerate(specs) if s.family == "binned" and s.cond == "uE"
+              and RESOLUTION_KIND.get(s.base) == "top" and top.available(i, j)]
+    levels = []
+    for m in np.flatnonzero(use):
+        q = np.sort(null_p[m][np.isfinite(null_p[m])])
+        k = int(np.ceil(alpha * (1 + q.size) - 1)) - 1  # most copies at or below the min-p
+        if k < 0 or k >= q.size:
+            return routes, None
+        levels.append((int(m), float(q[k])))
+    return routes, levels
+
+
+def headline_spread_resolution(specs, draws, alternative, i, null_p, use, *,
+                               alpha) -> tuple[float, float]:
+    r"""Resolution of the consistency headline under the spread alternative (a lower bound).
+
+    As :func:`headline_resolution`, under :math:`u = c\,u_E^\gamma` with the mean square
+    of uE kept (:func:`uqx.engine.resolution.spread_bin_factors`): for each member, the
+    exponents below and above 1 that its best binned route on uE detects with 80 %
+    power at the member's level :math:`t_m`
+    (:func:`uqx.engine.resolution.spread_resolution`); the resolution is that of the
+    least powerful member.
+
+    Parameters
+    ----------
+    specs, draws, alternative, i, null_p, use, alpha
+        As :func:`headline_resolution`.
+
+    Returns
+    -------
+    low, high : float
+        NaN without binned routes on uE, or beyond the grid.
+    """
+    from functools import partial
+
+    from uqx.engine.mctest import direction_of
+    from uqx.engine.resolution import spread_resolution
+
+    if alternative is None:
+        return np.nan, np.nan
+    top = alternative[1]
+    routes, levels = _resolution_routes(specs, top, i, null_p, use, alpha)
+    if not routes or levels is None:
+        return np.nan, np.nan
+    worst = []
+    for m, level in levels:
+        per = np.array([spread_resolution([draws[i, j, m]],
+                                          [partial(top.spread, i, j, m)],
+                                          direction=direction_of(specs[j].base), alpha=level)
+                        for j in routes])  # (route, 2): the best route on each side
+        with np.errstate(invalid="ignore"):
+            worst.append((np.nanmax(per[:, 0]) if np.isfinite(per[:, 0]).any() else np.nan,
+                          np.nanmin(per[:, 1]) if np.isfinite(per[:, 1]).any() else np.nan))
+    worst = np.array(worst)
+    low = float(np.min(worst[:, 0])) if np.isfinite(worst[:, 0]).all() else np.nan
+    high = float(np.max(worst[:, 1])) if np.isfinite(worst[:, 1]).all() else np.nan
+    return low, high
 
 
 def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, alternative=None):
@@ -361,7 +424,9 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, altern
 
     With ``alternative`` (the binned statistics' copies under the local alternative of
     :mod:`uqx.engine.resolution`), the consistency headline also states its resolution
-    (:func:`headline_resolution`, variable ``cond_resolution``).
+    (:func:`headline_resolution`, variable ``cond_resolution``; under the spread
+    alternative :func:`headline_spread_resolution`, ``cond_resolution_spread_low`` and
+    ``_high``).
 
     Returns
     -------
@@ -380,6 +445,7 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, altern
     routes_txt = np.full((S, C), "", dtype=object)
     pval = np.full((S, C, len(labels)), np.nan)
     resolution = np.full((S, C), np.nan)
+    spread = np.full((S, C, 2), np.nan)
     near = np.zeros((S, C), dtype=bool)
     use = members_used(res, len(labels))
     for i in range(S):
@@ -402,6 +468,8 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, altern
                 if cond == "uE":
                     resolution[i, c] = headline_resolution(specs, draws, alternative, i,
                                                            null_p, use[i], alpha=1 - level)
+                    spread[i, c] = headline_spread_resolution(
+                        specs, draws, alternative, i, null_p, use[i], alpha=1 - level)
             else:
                 pval[i, c] = np.minimum(1.0, len(routes) * np.nanmin(po, axis=0))
                 n = _route_copies(draws, copies, specs, res, i, c, cond)
@@ -426,6 +494,14 @@ def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, altern
                          "80 % power when uE is too small by f in the bins of uE above its "
                          "90th percentile (a lower bound on the power: its best binned "
                          "route at the headline's level)", "power": 0.8}),
+        "cond_resolution_spread_low": (("set", "cond"), spread[..., 0], {
+            "long_name": "consistency headline: largest exponent gamma below 1 of "
+                         "u = c*uE^gamma (same mean square, piecewise on the bins of uE) "
+                         "detected with at least 80 % power (its best binned route at the "
+                         "headline's level)", "power": 0.8}),
+        "cond_resolution_spread_high": (("set", "cond"), spread[..., 1], {
+            "long_name": "consistency headline: smallest exponent gamma above 1 of "
+                         "u = c*uE^gamma detected with at least 80 % power", "power": 0.8}),
     }), copies_p
 
 

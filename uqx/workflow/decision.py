@@ -10,6 +10,8 @@ a whole to a 10 % family-wise rate (step-down min-p over every test of the set,
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import xarray as xr
 
@@ -30,6 +32,7 @@ from uqx.engine.resolution import (
     RESOLUTION_KIND,
     alternative_resolution,
     scale_resolution,
+    spread_resolution,
 )
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import (
@@ -135,7 +138,7 @@ def papers_verdict(res, specs, i, j, labels):
 
 
 def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
-                 alternative=None) -> xr.Dataset:
+                 alternative=None, resolution=True) -> xr.Dataset:
     """Step 4: one verdict per (set, stat): Monte-Carlo test over the null family.
 
     p-values of the estimate among its simulated calibrated values under every member
@@ -166,8 +169,11 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
     alternative : tuple, optional
         ``(factors, top)``: the binned statistics on uE of the same copies with uE too
         small by each factor in the top bins of uE, computed when asked
-        (:class:`uqx.engine.alternative.TopAlternative`, :func:`reference_step`); their
-        resolution is the smallest factor rejected with 80 % power.
+        (:class:`uqx.engine.alternative.ConsistencyAlternatives`, :func:`reference_step`); their
+        resolution is the smallest factor rejected with 80 % power, and the spread
+        alternative's the exponents of :func:`uqx.engine.resolution.spread_resolution`.
+    resolution : bool
+        Compute the resolutions (else NaN: :func:`uqx.validate` ``resolution``).
 
     Returns
     -------
@@ -184,7 +190,9 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
     pv = np.full((S, K, len(member_labels)), np.nan)
     labels = [str(d) for d in res["dist"].values]
     est = res["estimate"].values
+    want_resolution = resolution
     resolution = np.full((S, K, 2), np.nan)
+    spread = np.full((S, K, 2), np.nan)
     use = members_used(res, len(member_labels))
     light = member_labels.index("fit") if joint is not None and "fit" in member_labels \
         else None
@@ -210,15 +218,22 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
             verdict[i, j], reason[i, j] = family_verdict(pv[i, j], member_labels, alpha=alpha,
                                                          n_copies=n, direction=d, use=use[i])
             borderline[i, j] = near_level(pv[i, j], n.min(), alpha, use=use[i])
+            if not want_resolution:
+                continue
             if RESOLUTION_KIND.get(s.base) == "top":
                 top = None if alternative is None else alternative[1]
                 if top is not None and top.available(i, j):
+                    used = [m for m in range(len(member_labels)) if use[i, m]]
                     f = [alternative_resolution(draws[i, j, m, :top.n_copies],
                                                 top.values(i, j, m), top.factors,
                                                 direction=d, alpha=alpha,
                                                 quasi_convex=s.base in QUASI_CONVEX_TOP)
-                         for m in range(len(member_labels)) if use[i, m]]
+                         for m in used]
                     resolution[i, j, 1] = np.max(f) if np.isfinite(f).all() else np.nan
+                    spread[i, j] = spread_resolution(
+                        [draws[i, j, m, :top.n_copies] for m in used],
+                        [partial(top.spread, i, j, m) for m in used],
+                        direction=d, alpha=alpha)
             elif s.base in RESOLUTION_KIND:  # the least powerful member: the widest factors
                 lims = np.array([scale_resolution(s.base, draws[i, j, m], alpha=alpha)
                                  for m in range(len(member_labels)) if use[i, m]])
@@ -250,6 +265,14 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
                              "statistics on uE: errors f*uE in the bins of uE above its "
                              "90th percentile only)",
                              "power": 0.8}),
+        "resolution_spread_low": (("set", "stat"), spread[..., 0], {
+            "long_name": "binned statistics on uE: the largest exponent gamma below 1 of "
+                         "u = c*uE^gamma (same mean square, piecewise on the bins of uE) "
+                         "that the test detects with 80 % power", "power": 0.8}),
+        "resolution_spread_high": (("set", "stat"), spread[..., 1], {
+            "long_name": "binned statistics on uE: the smallest exponent gamma above 1 of "
+                         "u = c*uE^gamma (same mean square, piecewise on the bins of uE) "
+                         "that the test detects with 80 % power", "power": 0.8}),
         "valid": (("set", "stat"), valid, {"long_name": "1 valid, 0 invalid, NaN otherwise"}),
         "p_value": (("set", "stat", "member"), pv,
                     {"long_name": "Monte-Carlo p-value under each member of the null family"}),

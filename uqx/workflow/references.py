@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from uqx.engine.alternative import TopAlternative
+from uqx.engine.alternative import ConsistencyAlternatives
 from uqx.engine.defaults import NU
 from uqx.engine.mctest import N_TEST, direction_of
 from uqx.engine.null_shape import (
@@ -175,7 +175,7 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
         family-wise step need that joint law); the same with the fitted member of the
         two-sided statistics drawn at ``nu_two_sided`` (their own tests); and
         ``(factors, top)`` for the binned statistics on uE under the local alternative
-        of consistency (``top`` a :class:`uqx.engine.alternative.TopAlternative`, which
+        of consistency (``top`` a :class:`uqx.engine.alternative.ConsistencyAlternatives`, which
         computes them from the copies' per-bin sums at the factors asked), or None;
         per set, ``(κ_CS of Z², points, ν per bin of uE)`` of its windows of bins of uE
         (:func:`uqx.engine.null_shape.kappa_cs_z2_windows`; None without windows; the ν
@@ -233,7 +233,7 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
         if "top_sums" in r:  # the copies' sums, for the binned statistics under the
             # local alternative (computed at the factors a resolution search reads)
             if top is None:
-                top = TopAlternative(r["top_factor"].values, n_test)
+                top = ConsistencyAlternatives(r["top_factor"].values, n_test)
             on_ue = {j: specs[j].base for j in tested
                      if specs[j].family == "binned" and specs[j].cond == "uE"}
             for i in range(S):

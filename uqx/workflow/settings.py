@@ -46,6 +46,8 @@ class Settings:
         How tie groups of a conditioning variable are ordered before binning:
         ``"content"`` (every result a function of the set of rows) or ``"file-order"``
         (the papers' R convention); :data:`uqx.engine.binning.TIES`.
+    resolution : bool
+        Compute each test's resolution (:mod:`uqx.engine.resolution`).
     scheduler, num_workers
         Dask scheduler and its number of workers.
     """
@@ -65,6 +67,7 @@ class Settings:
     cond_ci: str = "auto"
     extrapolation_n_mc: int | None = None
     ties: str = "content"
+    resolution: bool = True
     scheduler: object = None
     num_workers: int | None = None
 

@@ -128,9 +128,13 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
             df["p_max"] = pv.max("member").to_series()
     df = df.round(digits)
     if "resolution_low" in res:
-        df["resolution"] = [resolution_text(st, lo, hi) for (_, st), lo, hi in zip(
-            df.index, res["resolution_low"].to_series(), res["resolution_high"].to_series(),
-            strict=True)]
+        sp = [res[f"resolution_spread_{k}"].to_series() if "resolution_spread_low" in res
+              else pd.Series(np.nan, index=df.index) for k in ("low", "high")]
+        df["resolution"] = [resolution_text(st, lo, hi, (a, b))
+                            for (_, st), lo, hi, a, b in zip(
+                                df.index, res["resolution_low"].to_series(),
+                                res["resolution_high"].to_series(), sp[0], sp[1],
+                                strict=True)]
     bl = res["borderline"].to_series() if "borderline" in res else False
     verdict = res["verdict"].to_series()
     df["verdict"] = [
@@ -140,7 +144,7 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
     return df
 
 
-def resolution_text(stat, low, high) -> str:
+def resolution_text(stat, low, high, spread=None) -> str:
     """Render the resolution of a test (:mod:`uqx.engine.resolution`) for the tables.
 
     Parameters
@@ -150,31 +154,53 @@ def resolution_text(stat, low, high) -> str:
         the errors, E = f·uE·ε).
     low, high : float
         The factors (biases) below and above calibration detected with 80 % power.
+    spread : tuple of float, optional
+        Binned statistics on uE: the exponents γ below and above 1 of u = c·uE^γ
+        detected with 80 % power (:func:`uqx.engine.resolution.spread_resolution`).
 
     Returns
     -------
     str
         ``"f <= 0.93 or >= 1.08"``, ``"bias <= -0.12 or >= 0.12"``, ``"top 10 % of uE:
-        f >= 1.4"`` (binned statistics on uE: uE too small by f in the bins above its 90th
-        percentile), ``"out of reach"`` beyond the grid, ``""`` without a resolution.
+        f >= 1.4; u = c·uE^γ: γ <= 0.75 or >= 1.2"`` (binned statistics on uE: uE too
+        small by f in the bins above its 90th percentile; the spread of uE wrong),
+        ``"out of reach"`` beyond the grid, ``""`` without a resolution.
     """
-    if not (np.isfinite(low) or np.isfinite(high)):
-        return ""
     def one(x, fmt):
         return fmt.format(x) if np.isfinite(x) else "out of reach"
     kind = resolution_kind(stat)
+    if kind == "top":
+        parts = []
+        if np.isfinite(high):
+            parts.append(f"top 10 % of uE: f >= {one(high, '{:.3g}')}")
+        if spread is not None and np.isfinite(spread).any():
+            parts.append(f"u = c·uE^γ: γ <= {one(spread[0], '{:.2f}')} or "
+                         f">= {one(spread[1], '{:.2f}')}")
+        return "; ".join(parts)
+    if not (np.isfinite(low) or np.isfinite(high)):
+        return ""
     if kind == "bias":
         return f"bias <= {one(low, '{:.3g}')} or >= {one(high, '{:.3g}')}"
-    if kind == "top":
-        return f"top 10 % of uE: f >= {one(high, '{:.3g}')}"
     return f"f <= {one(low, '{:.3g}')} or >= {one(high, '{:.3g}')}"
+
+
+def spread_of(x, prefix: str = "resolution_spread"):
+    """``(low, high)`` of the spread resolution of one (set, stat) selection.
+
+    ``prefix``: ``"cond_resolution_spread"`` for one (set, cond) headline. None when
+    the result has no such variables.
+    """
+    if f"{prefix}_low" not in x:
+        return None
+    return float(x[f"{prefix}_low"]), float(x[f"{prefix}_high"])
 
 
 def headline_resolution_text(r) -> str:
     """Render the resolution of a consistency headline for its row of the table.
 
-    ``"; resolution top 10 % of uE: f >= 1.4"`` for a headline that is not ``invalid``
-    and states a resolution (``cond_resolution``), else ``""``.
+    ``"; resolution top 10 % of uE: f >= 1.4; u = c·uE^γ: γ <= 0.8 or >= 1.15"`` for a
+    headline that is not ``invalid`` and states a resolution (``cond_resolution``,
+    ``cond_resolution_spread_*``), else ``""``.
 
     Parameters
     ----------
@@ -183,8 +209,9 @@ def headline_resolution_text(r) -> str:
     """
     if "cond_resolution" not in r or str(r["cond_verdict"].item()) == "invalid":
         return ""
-    f = float(r["cond_resolution"])
-    return f"; resolution {resolution_text('zmse', np.nan, f)}" if np.isfinite(f) else ""
+    text = resolution_text("zmse", np.nan, float(r["cond_resolution"]),
+                           spread_of(r, "cond_resolution_spread"))
+    return f"; resolution {text}" if text else ""
 
 
 def resolution_kind(stat) -> str:
@@ -411,6 +438,11 @@ def _stat_record(x, dists) -> dict:
             x["resolution_high"].item()):
         rec["resolution"] = {"low": _num(x["resolution_low"]), "high": _num(x["resolution_high"]),
                              "power": 0.8, "kind": resolution_kind(x["stat"].item())}
+    sp = spread_of(x)
+    if sp is not None and np.isfinite(sp).any():
+        rec.setdefault("resolution", {"power": 0.8, "kind": resolution_kind(x["stat"].item())})
+        rec["resolution"]["spread"] = {"low": _num(x["resolution_spread_low"]),
+                                       "high": _num(x["resolution_spread_high"])}
     if rec["verdict"] == "inconclusive" and "verdict_reason" in x:
         rec["verdict_reason"] = str(x["verdict_reason"].item())
     if rec["reference_kind"] == "simulated" and "zeta_sim" in x:
@@ -453,10 +485,15 @@ def _conditional_record(r, c, dists) -> dict:
     if "cond_verdict" in r:
         out["verdict"] = str(rc["cond_verdict"].item())
         out["borderline"] = _flag(rc, "cond_borderline")
-        if "cond_resolution" in r and np.isfinite(float(rc["cond_resolution"])) \
-                and out["verdict"] != "invalid":
+        sp = spread_of(rc, "cond_resolution_spread")
+        has_sp = sp is not None and bool(np.isfinite(sp).any())
+        if "cond_resolution" in r and out["verdict"] != "invalid" and (
+                np.isfinite(float(rc["cond_resolution"])) or has_sp):
             out["resolution"] = {"high": _num(rc["cond_resolution"]), "power": 0.8,
                                  "kind": "top"}
+            if has_sp:  # u = c*uE^gamma: the exponents below and above 1
+                out["resolution"]["spread"] = {"low": _num(rc["cond_resolution_spread_low"]),
+                                               "high": _num(rc["cond_resolution_spread_high"])}
         if out["verdict"] == "inconclusive":
             out["verdict_reason"] = str(rc["cond_verdict_reason"].item())
     return out

@@ -243,6 +243,7 @@ def validate(
     extrapolation_n_mc: int | None = None,
     drop_nonfinite: bool = False,
     ties: str = "content",
+    resolution: bool = True,
     scheduler=None,
     num_workers: int | None = None,
 ) -> xr.Dataset:
@@ -302,6 +303,11 @@ def validate(
         ``uqx validate --paper-sets`` uses it to reproduce their numbers). Input
         streamed from disk (moment statistics of a lazy data set without the conditional
         routes) is always read in file order.
+    resolution : bool, default True
+        State each test's resolution (the smallest miscalibration it detects with 80 %
+        power: :mod:`uqx.engine.resolution`; variables ``resolution_*`` and
+        ``cond_resolution*``). ``False`` leaves them NaN and changes no verdict: the
+        ``error-rates`` study, which reads only the verdicts, turns it off.
     scheduler, num_workers
         Dask scheduler of the computations (default threads) and its workers; the
         numbers do not depend on them.
@@ -379,7 +385,7 @@ def validate(
         pop_min=pop_min, level=level, nu=nu, simulate_all=simulate_all,
         conditional=conditional, cond_bins=cond_bins, cond_n_boot=cond_n_boot,
         cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc, ties=ties,
-        scheduler=scheduler, num_workers=num_workers)
+        resolution=bool(resolution), scheduler=scheduler, num_workers=num_workers)
     stacked, private = _as_stacked(ds, drop_nonfinite)
     return _workflow(stacked, specs, settings, private=private)
 
@@ -464,9 +470,11 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     res["nu_fit_local_max"] = ("set", nu_hi, {
         "long_name": "largest nu of the fitted member over the windows of bins of uE"})
     res = res.assign_coords(member=labels)
+    if not cfg.resolution:
+        alternative = None
     res = res.merge(verdict_step(res, specs, notes, test_draws, labels, level=cfg.level,
                                  joint=draws if test_draws is not draws else None,
-                                 alternative=alternative))
+                                 alternative=alternative, resolution=cfg.resolution))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
                                      "within the bins of uE unless streamed)"})
