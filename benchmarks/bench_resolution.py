@@ -1,4 +1,4 @@
-"""Resolution of the binned statistics under the local alternative: the search against the grid.
+"""Resolution of the binned statistics under the alternatives of consistency: search vs grid.
 
 The resolution of a binned statistic on uE is the smallest factor f (88 factors from
 1 to 3) at which its test rejects 80 % of the calibrated copies turned into copies of
@@ -17,6 +17,11 @@ and prints the wall and CPU times, their ratio, the factor evaluations of each r
 and the load average. Levels: 0.05 (the statistic's own test) and 0.01 (a route read
 at the headline's level).
 
+The same for the spread alternative u = c·uE^γ (:func:`uqx.engine.resolution.spread_resolution`):
+the whole grids of γ (56 below 1, 64 above) for every statistic against the search
+(every 6th exponent, then those before the first reaching 80 %), which must find the
+same exponents.
+
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_resolution.py [--sets 10] [--M 2000] [--n-mc 500]
@@ -26,13 +31,21 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 
 import numpy as np
 from _common import header, section
 
 import uqx
 from uqx.engine.alternative import ConsistencyAlternatives
-from uqx.engine.resolution import POWER, QUASI_CONVEX_TOP, alternative_resolution
+from uqx.engine.resolution import (
+    POWER,
+    QUASI_CONVEX_TOP,
+    SPREAD_DOWN,
+    SPREAD_UP,
+    alternative_resolution,
+    spread_resolution,
+)
 from uqx.inference.reference import simulate_reference
 
 STATS = ("ence", "zmse", "zmse_max", "zms_scan", "zve")
@@ -90,6 +103,40 @@ def search(r, n):
     return out, evals
 
 
+def spread_baseline(r, n):
+    """Every statistic at every exponent of both grids, then the first reaching the power."""
+    out = {}
+    for i in range(r.sizes["set"]):
+        top = _top(r, i, n)
+        for j in range(len(STATS)):
+            t = np.sort(r["draws"].values[i, j])
+            t = t[np.isfinite(t)]
+            alts = [top.spread(0, j, 0, g) for g in (SPREAD_DOWN, SPREAD_UP)]
+            for a in LEVELS:
+                pair = []
+                for g, alt in zip((SPREAD_DOWN, SPREAD_UP), alts, strict=True):
+                    count = t.size - np.searchsorted(t, alt, side="left")
+                    pw = np.mean(np.isfinite(alt) & ((1 + count) / (1 + t.size) < a), axis=0)
+                    hit = np.flatnonzero(pw >= POWER)
+                    pair.append(float(g[hit[0]]) if hit.size else np.nan)
+                out[i, j, a] = tuple(pair)
+    return out, r.sizes["set"] * (SPREAD_DOWN.size + SPREAD_UP.size)
+
+
+def spread_search(r, n):
+    """ConsistencyAlternatives.spread and the search of spread_resolution."""
+    out, evals = {}, 0
+    for i in range(r.sizes["set"]):
+        top = _top(r, i, n)
+        for j in range(len(STATS)):
+            for a in LEVELS:
+                out[i, j, a] = spread_resolution(
+                    [r["draws"].values[i, j]], [partial(top.spread, 0, j, 0)],
+                    alpha=a)
+        evals += sum(1 for k in top._cache if k[2] == "spread")
+    return out, evals
+
+
 def _timed(fn, *args):
     w, c = time.perf_counter(), time.process_time()
     out = fn(*args)
@@ -122,7 +169,19 @@ def main(argv=None):
     print(f"ratio baseline / search: {w0 / w1:.2f} wall, {c0 / max(c1, 1e-9):.2f} CPU; "
           f"same factor for all {len(want)} (set, statistic, level): {same} "
           f"({found} within the grid)")
-    return 0 if same else 1
+    section("spread alternative u = c*uE^gamma: search vs whole grids, same copies")
+    spread_baseline(r.isel(set=[0]), n)
+    spread_search(r.isel(set=[0]), n)
+    (swant, e2), w2, c2 = _timed(spread_baseline, r, n)
+    (sgot, e3), w3, c3 = _timed(spread_search, r, n)
+    ssame = all(np.array_equal(swant[k], sgot[k], equal_nan=True) for k in swant)
+    print(f"whole grids (120 exponents, every statistic): {w2:.3f} s wall, {c2:.3f} s CPU, "
+          f"{e2} exponent evaluations")
+    print(f"search (every 6th, then before the first hit): {w3:.3f} s wall, {c3:.3f} s CPU, "
+          f"{e3} exponent evaluations")
+    print(f"ratio whole / search: {w2 / w3:.2f} wall, {c2 / max(c3, 1e-9):.2f} CPU; "
+          f"same exponents for all {len(swant)} (set, statistic, level): {ssame}")
+    return 0 if same and ssame else 1
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 r"""The alternatives of consistency, computed from the copies' per-bin sums.
 
 Two named alternatives, each a factor on the errors of every bin of uE, so that scaling
-the per-bin sums (:func:`uqx.engine.resolution.scale_bin_sums`) turns each calibrated
-copy into a copy of the alternative exactly and the resolution of the binned statistics
-(:func:`uqx.engine.resolution.alternative_resolution`) needs no new draw:
+the per-bin sums (:func:`uqx.engine.copies.copy_bin_features` with the factors) turns
+each calibrated copy into a copy of the alternative exactly and the resolution of the
+binned statistics (:func:`uqx.engine.resolution.alternative_resolution`) needs no new
+draw:
 
 - **top**: "uE too small by f in the bins of uE above its 90th percentile"
-  (:func:`uqx.engine.resolution.scale_top_sums`);
+  (:func:`uqx.engine.resolution.top_bin_factors`);
 - **spread**: :math:`u = c\,u_E^\gamma` with the mean square of uE kept, piecewise on
   the bins (:func:`uqx.engine.resolution.spread_bin_factors`).
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from uqx.engine.copies import copy_bin_features
-from uqx.engine.resolution import scale_bin_sums, scale_top_sums, spread_bin_factors
+from uqx.engine.resolution import spread_bin_factors, top_bin_factors
 from uqx.engine.statistic import BINNED_STATS
 
 __all__ = ["ConsistencyAlternatives"]
@@ -34,7 +35,7 @@ class ConsistencyAlternatives:
 
     The local alternative "uE too small by f in the bins of uE above its
     :data:`~uqx.engine.resolution.TOP_QUANTILE` quantile"
-    (:func:`~uqx.engine.resolution.scale_top_sums`) and the spread alternative
+    (:func:`~uqx.engine.resolution.top_bin_factors`) and the spread alternative
     :math:`u = c\,u_E^\gamma` (:func:`~uqx.engine.resolution.spread_bin_factors`) each
     turn a calibrated copy into a copy of the alternative exactly. Holding the copies'
     per-bin sums (k copies × S bins × 4: :func:`uqx.engine.copies.sim_rows`), this
@@ -82,11 +83,11 @@ class ConsistencyAlternatives:
         """Whether statistic ``j`` of set ``i`` has copies under the alternatives."""
         return j in self._stats.get(i, {})
 
-    def _statistics(self, i, sc, u2, n, M):
-        """Every binned statistic of set ``i`` on scaled sums ``sc`` (..., S, 4)."""
-        lead = sc.shape[:-2]
-        flat = sc.reshape((-1,) + sc.shape[-2:])
-        St = copy_bin_features(flat, u2, n, flat[..., 2].sum(axis=-1), M)
+    def _statistics(self, i, sums, g, u2, n, M):
+        """Every binned statistic of set ``i`` on the sums with bin factors ``g`` ((F,) S)."""
+        St = copy_bin_features(sums, u2, n, None, M, g=g)
+        lead = St.shape[:-2]
+        St = St.reshape((-1,) + St.shape[-2:])
         return {b: BINNED_STATS[b][0](St, n).reshape(lead)
                 for b in set(self._stats[i].values())}
 
@@ -95,7 +96,7 @@ class ConsistencyAlternatives:
         hit = self._cache.get(key)
         if hit is None:
             sums, u2, n, M, top = self._sets[(i, m)]
-            hit = self._statistics(i, scale_top_sums(sums, top, self.factors[int(q)]),
+            hit = self._statistics(i, sums, top_bin_factors(top, self.factors[int(q)]),
                                    u2, n, M)
             self._cache[key] = hit
         return hit
@@ -137,7 +138,7 @@ class ConsistencyAlternatives:
             g = spread_bin_factors(u2, n, todo)  # (F, S)
             step = max(1, _SPREAD_BUDGET // max(1, sums.shape[0] * sums.shape[1] * 6))
             for a in range(0, todo.size, step):
-                part = self._statistics(i, scale_bin_sums(sums, g[a:a + step]), u2, n, M)
+                part = self._statistics(i, sums, g[a:a + step], u2, n, M)
                 for q, gam in enumerate(todo[a:a + step]):
                     self._cache[(i, m, "spread", float(gam))] = {b: v[q]
                                                                  for b, v in part.items()}

@@ -186,12 +186,15 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_se
     state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 
-def copy_bin_features(sums, u2, n, tot_x, M):
+def copy_bin_features(sums, u2, n, tot_x, M, g=None):
     """Per-bin sums (k, N, 6) of the bin features from the kernel's (Σε², Σx², Σx, Σε).
 
     Features of :func:`uqx.engine.statistic.bin_features` with ``x = E = uε``, ``z = ε`` and
     ``E`` centred on the copy's mean ``m = ΣE/M``: ``Σ(E-m) = ΣE - n m`` and
-    ``Σ(E-m)² = ΣE² - 2mΣE + n m²``.
+    ``Σ(E-m)² = ΣE² - 2mΣE + n m²``. With ``g``, the errors of bin s are first multiplied
+    by ``g[..., s]`` (the alternatives of :mod:`uqx.engine.alternative`): the first two
+    sums by g², the others by g (:func:`uqx.engine.resolution.top_bin_factors`,
+    :func:`uqx.engine.resolution.spread_bin_factors`), without a scaled copy of the sums.
 
     Parameters
     ----------
@@ -199,21 +202,31 @@ def copy_bin_features(sums, u2, n, tot_x, M):
         (Σε², Σx², Σx, Σε) per copy and bin (:func:`sim_rows`).
     u2 : numpy.ndarray, shape (N,)
         Σu² per bin; ``n`` (N,) the bin counts.
-    tot_x : numpy.ndarray, shape (k,)
-        ΣE of each whole copy; ``M`` its size.
+    tot_x : numpy.ndarray, shape (k,), or None
+        ΣE of each whole copy (None: summed over the bins); ``M`` its size.
+    g : numpy.ndarray, shape (N,) or (F, N), optional
+        Factors of the errors per bin.
 
     Returns
     -------
-    numpy.ndarray, shape (k, N, 6)
+    numpy.ndarray, shape (k, N, 6), or (F, k, N, 6) with a 2-d ``g``
     """
-    m = (tot_x / M)[:, None]
-    S = np.empty(sums.shape[:2] + (6,))
+    if g is None:
+        s0, s1, s2, s3 = (sums[..., c] for c in range(4))
+    else:
+        gg = np.asarray(g, dtype=np.float64)[..., None, :]  # (..., 1, N) against (k, N)
+        s0, s1 = sums[..., 0] * gg * gg, sums[..., 1] * gg * gg
+        s2, s3 = sums[..., 2] * gg, sums[..., 3] * gg
+    if tot_x is None:
+        tot_x = s2.sum(axis=-1)
+    m = (tot_x / M)[..., None]
+    S = np.empty(s0.shape + (6,))
     S[..., 0] = u2
-    S[..., 1] = sums[..., 1]
-    S[..., 2] = sums[..., 0]
-    S[..., 3] = sums[..., 2] - n * m
-    S[..., 4] = sums[..., 1] - 2.0 * m * sums[..., 2] + n * m * m
-    S[..., 5] = sums[..., 3]
+    S[..., 1] = s1
+    S[..., 2] = s0
+    S[..., 3] = s2 - n * m
+    S[..., 4] = s1 - 2.0 * m * s2 + n * m * m
+    S[..., 5] = s3
     return S
 
 

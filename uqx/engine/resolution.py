@@ -33,8 +33,8 @@ from uqx.engine.mctest import ALPHA
 
 __all__ = ["POWER", "SCALE_MAPS", "RESOLUTION_KIND", "scale_resolution", "power_at",
            "first_reaching", "COARSE_STEP",
-           "TOP_QUANTILE", "TOP_FACTORS", "top_segments", "scale_top_sums",
-           "scale_bin_sums", "SPREAD_UP", "SPREAD_DOWN", "spread_bin_factors",
+           "TOP_QUANTILE", "TOP_FACTORS", "top_segments", "top_bin_factors",
+           "SPREAD_UP", "SPREAD_DOWN", "spread_bin_factors",
            "spread_resolution", "SPREAD_STEP",
            "alternative_resolution", "first_hit", "TOP_STEP", "QUASI_CONVEX_TOP"]
 
@@ -223,46 +223,27 @@ def top_segments(seg, q: float = TOP_QUANTILE) -> np.ndarray:
     return top
 
 
-def scale_bin_sums(sums, g):
-    r"""Per-bin sums of copies whose errors are ``g[..., s]`` times larger in bin ``s``.
+def top_bin_factors(top, f) -> np.ndarray:
+    r"""Per-bin factors of the errors under the local alternative: ``f`` on the top bins.
 
-    The kernel's sums per bin are :math:`(\sum\epsilon^2, \sum(u\epsilon)^2,
-    \sum u\epsilon, \sum\epsilon)` (:func:`uqx.engine.copies.sim_rows`): errors
-    :math:`g_s\,u\,\epsilon` multiply the first two by :math:`g_s^2` and the others by
-    :math:`g_s`, so a calibrated copy becomes a copy of the alternative exactly.
-
-    Parameters
-    ----------
-    sums : numpy.ndarray, shape (k, S, 4)
-    g : numpy.ndarray, shape (S,) or (F, S)
-        One factor per bin, or F vectors of them (one per alternative).
-
-    Returns
-    -------
-    numpy.ndarray, shape (k, S, 4), or (F, k, S, 4)
-    """
-    sums = np.asarray(sums, dtype=np.float64)
-    g = np.asarray(g, dtype=np.float64)
-    gg = g[..., None, :, None]  # (..., 1, S, 1) against (k, S, 4)
-    return np.concatenate([sums[..., :2] * gg * gg, sums[..., 2:] * gg], axis=-1)
-
-
-def scale_top_sums(sums, top, f):
-    r"""Per-bin sums of copies whose errors are ``f`` times larger in the ``top`` bins.
-
-    :func:`scale_bin_sums` with the factor ``f`` on the top bins and 1 elsewhere.
+    Errors :math:`f\,u\,\epsilon` in the bins of ``top``, :math:`u\,\epsilon` elsewhere.
+    The kernel's sums per bin, :math:`(\sum\epsilon^2, \sum(u\epsilon)^2, \sum
+    u\epsilon, \sum\epsilon)` (:func:`uqx.engine.copies.sim_rows`), scale by
+    :math:`g^2` (the first two) and :math:`g` (the others), so
+    :func:`uqx.engine.copies.copy_bin_features` with these factors turns a calibrated
+    copy into a copy of the alternative exactly.
 
     Parameters
     ----------
-    sums : numpy.ndarray, shape (k, S, 4)
     top : numpy.ndarray of bool, shape (S,)
+        The top bins (:func:`top_segments`).
     f : float
 
     Returns
     -------
-    numpy.ndarray, shape (k, S, 4)
+    numpy.ndarray, shape (S,)
     """
-    return scale_bin_sums(sums, np.where(np.asarray(top, dtype=bool), float(f), 1.0))
+    return np.where(np.asarray(top, dtype=bool), float(f), 1.0)
 
 
 #: The spread alternative of consistency, :math:`u = c\,u_E^{\gamma}`: its exponents
@@ -289,9 +270,10 @@ def spread_bin_factors(u2, n, gammas) -> np.ndarray:
     :math:`\bar r` the RMV of the set: the true uncertainties keep the mean square of
     uE (average calibration in the sense of RCE holds), only their spread differs. It
     is the power law :math:`u = c\,u_E^\gamma` taken piecewise on the bins, which is
-    what a binned statistic can see: the copies of :func:`scale_bin_sums` are copies
-    of this alternative exactly, and ``tests/test_verdict_claims.py`` measures the
-    power of the stated resolution under the row-by-row power law.
+    what a binned statistic can see: :func:`uqx.engine.copies.copy_bin_features` with
+    these factors turns a calibrated copy into a copy of this alternative exactly, and
+    ``tests/test_verdict_claims.py`` measures the power of the stated resolution under
+    the row-by-row power law.
 
     Parameters
     ----------

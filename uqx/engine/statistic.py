@@ -452,13 +452,20 @@ def per_bin_moments(S, n):
     -------
     mv, mse, var_e, var_z, zms : numpy.ndarray, shape (..., N)
     """
+    return (_bin_mean(S, n, _B_U2), _bin_mean(S, n, _B_E2), _bin_var(S, n, _B_EC2, _B_EC),
+            _bin_var(S, n, _B_Z2, _B_Z), _bin_mean(S, n, _B_Z2))
+
+
+def _bin_mean(S, n, k):
+    """One moment of :func:`per_bin_moments`: feature ``k``'s sum over the bin count."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        mv = S[..., _B_U2] / n
-        mse = S[..., _B_E2] / n
-        var_e = (S[..., _B_EC2] - S[..., _B_EC] ** 2 / n) / (n - 1)
-        var_z = (S[..., _B_Z2] - S[..., _B_Z] ** 2 / n) / (n - 1)
-        zms = S[..., _B_Z2] / n
-    return mv, mse, np.maximum(var_e, 0.0), np.maximum(var_z, 0.0), zms
+        return S[..., k] / n
+
+
+def _bin_var(S, n, k2, k1):
+    """One variance of :func:`per_bin_moments` (denominator n − 1, clipped at 0)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.maximum((S[..., k2] - S[..., k1] ** 2 / n) / (n - 1), 0.0)
 
 
 def ence_from_bin_sums(S, n):
@@ -493,7 +500,7 @@ def ence_from_bin_sums(S, n):
     ence_sd_from_bin_sums : the SD convention (002, reliability diagrams).
     rce_from_sums : the RCE of a whole set.
     """
-    mv, mse, _, _, _ = per_bin_moments(S, n)
+    mv, mse = _bin_mean(S, n, _B_U2), _bin_mean(S, n, _B_E2)  # per_bin_moments' MV, MSE
     rmv = np.sqrt(mv)
     return np.mean(np.abs(rmv - np.sqrt(mse)) / rmv, axis=-1)
 
@@ -526,7 +533,7 @@ def ence_sd_from_bin_sums(S, n):
     --------
     ence_from_bin_sums : the RMSE convention.
     """
-    mv, _, var_e, _, _ = per_bin_moments(S, n)
+    mv, var_e = _bin_mean(S, n, _B_U2), _bin_var(S, n, _B_EC2, _B_EC)
     rmv = np.sqrt(mv)
     return np.mean(np.abs(rmv - np.sqrt(var_e)) / rmv, axis=-1)
 
@@ -553,7 +560,7 @@ def uce_from_bin_sums(S, n):
     --------
     ence_from_bin_sums
     """
-    mv, mse, _, _, _ = per_bin_moments(S, n)
+    mv, mse = _bin_mean(S, n, _B_U2), _bin_mean(S, n, _B_E2)  # per_bin_moments' MV, MSE
     return np.mean(np.abs(mv - mse), axis=-1)
 
 
@@ -584,7 +591,7 @@ def zmse_from_bin_sums(S, n):
     zmse_max_from_bin_sums : the largest term instead of the mean.
     zms_from_sums : the ZMS of a whole set.
     """
-    zms_j = per_bin_moments(S, n)[4]
+    zms_j = _bin_mean(S, n, _B_Z2)  # per_bin_moments' ZMS
     with np.errstate(divide="ignore"):
         return np.mean(np.abs(np.log(zms_j)), axis=-1)
 
@@ -614,7 +621,7 @@ def zmse_max_from_bin_sums(S, n):
     --------
     zmse_from_bin_sums : the mean over the bins (000 Eq. 17).
     """
-    zms_j = per_bin_moments(S, n)[4]
+    zms_j = _bin_mean(S, n, _B_Z2)  # per_bin_moments' ZMS
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.max(np.abs(np.log(zms_j)), axis=-1)
 
@@ -692,7 +699,7 @@ def zve_from_bin_sums(S, n):
     lzisd_from_bin_sums : the per-bin :math:`v_j^{-1/2}`.
     var_z_from_sums : the variance of a whole set.
     """
-    var_z = per_bin_moments(S, n)[3]
+    var_z = _bin_var(S, n, _B_Z2, _B_Z)  # per_bin_moments' Var(Z)
     with np.errstate(divide="ignore"):
         return np.exp(np.mean(np.abs(np.log(var_z)), axis=-1))
 
@@ -720,7 +727,7 @@ def lzisd_from_bin_sums(S, n):
     --------
     zve_from_bin_sums, lzms_from_bin_sums
     """
-    var_z = per_bin_moments(S, n)[3]
+    var_z = _bin_var(S, n, _B_Z2, _B_Z)  # per_bin_moments' Var(Z)
     with np.errstate(divide="ignore"):
         return 1.0 / np.sqrt(var_z)
 
@@ -747,7 +754,7 @@ def lzms_from_bin_sums(S, n):
     --------
     zmse_from_bin_sums, lzisd_from_bin_sums
     """
-    return per_bin_moments(S, n)[4]
+    return _bin_mean(S, n, _B_Z2)  # per_bin_moments' ZMS
 
 
 #: ``BINNED_STATS[name] = (function of the per-bin sums, vector)``: ``function(S, n)``

@@ -243,8 +243,10 @@ def summary_blocks(res, table) -> list:
     return [Heading(2, "Verdicts", "verdicts"), Table(header + ["tailedness"], rows),
             Paragraph("Every statistic: verdict, estimate [BCa interval], the resolution of "
              "a valid or inconclusive test (the smallest miscalibration it detects with "
-             "80 % power: a scale f of uE, a bias of Z, or uE too small by f in the top "
-             "10 % of uE) and \u03b6 (\u03b6_BS for a predefined reference, \u03b6_Sim "
+             "80 % power: a scale f of uE, a bias of Z; for the binned statistics on uE, "
+             "uE too small by f in the top 10 % of uE, and the true uncertainties "
+             "u = c\u00b7uE^\u03b3, same mean square, with \u03b3 away from 1) and "
+             "\u03b6 (\u03b6_BS for a predefined reference, \u03b6_Sim "
              "per generative distribution D otherwise)."),
             Table(["data set", *[st.upper() for st in stats]], over)]
 

@@ -34,7 +34,8 @@ __all__ = ["recalibration_step", "scale_factor", "recalibration_text", "RESCALED
 #: Variables (over ``set``) that :func:`recalibration_step` adds to a result.
 RESCALED_VARS = ("scale_factor", "scale_factor_low", "scale_factor_high",
                  "rescaled_consistency", "rescaled_consistency_reason",
-                 "rescaled_consistency_resolution")
+                 "rescaled_consistency_resolution", "rescaled_consistency_spread_low",
+                 "rescaled_consistency_spread_high")
 
 
 def scale_factor(res: xr.Dataset):
@@ -88,6 +89,7 @@ def recalibration_step(res: xr.Dataset, sets, specs, cfg, run) -> xr.Dataset:
     verdict = np.full(S, "", dtype=object)
     reason = np.full(S, "", dtype=object)
     resolution = np.full(S, np.nan)
+    spread = np.full((S, 2), np.nan)
     routes = [s for s in specs if s.family == "binned" and s.cond == "uE" and not s.vector]
     zms_verdict = np.asarray(res["verdict"].sel(stat="zms").values).astype(str)
     todo = []
@@ -123,6 +125,8 @@ def recalibration_step(res: xr.Dataset, sets, specs, cfg, run) -> xr.Dataset:
                 else ""
             if "cond_resolution" in h and verdict[i] != "invalid":
                 resolution[i] = float(h["cond_resolution"])
+                spread[i] = (float(h["cond_resolution_spread_low"]),
+                             float(h["cond_resolution_spread_high"]))
     return res.assign({
         "scale_factor": ("set", f, {
             "long_name": "factor f = sqrt(ZMS): uE x f has a ZMS of exactly 1"}),
@@ -135,6 +139,11 @@ def recalibration_step(res: xr.Dataset, sets, specs, cfg, run) -> xr.Dataset:
         "rescaled_consistency_resolution": ("set", resolution, {
             "long_name": "resolution of that headline: uE of the top 10 % too small by "
                          "this factor, detected with 80 % power"}),
+        "rescaled_consistency_spread_low": ("set", spread[:, 0], {
+            "long_name": "resolution of that headline under u = c*uE^gamma: the exponent "
+                         "below 1 detected with 80 % power"}),
+        "rescaled_consistency_spread_high": ("set", spread[:, 1], {
+            "long_name": "the exponent above 1 detected with 80 % power"}),
     })
 
 
@@ -159,8 +168,13 @@ def recalibration_text(r) -> str:
     v = str(r["rescaled_consistency"].item())
     why = str(r["rescaled_consistency_reason"].item())
     if v == "valid":
-        res = float(r["rescaled_consistency_resolution"])
-        tail = f" (resolution: top 10 % of uE, f >= {res:.3g})" if np.isfinite(res) else ""
+        from uqx.workflow.tables import resolution_text
+
+        text = resolution_text("zmse", np.nan, float(r["rescaled_consistency_resolution"]),
+                               (float(r["rescaled_consistency_spread_low"]),
+                                float(r["rescaled_consistency_spread_high"]))
+                               if "rescaled_consistency_spread_low" in r else None)
+        tail = f" (resolution: {text})" if text else ""
         return f"consistent up to a factor {fac}: uE x {f:.3g} is consistent{tail}"
     if v == "invalid":
         return (f"not a factor alone: uE x {fac} is still inconsistent "

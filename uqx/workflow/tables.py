@@ -544,6 +544,10 @@ def result_records(res: xr.Dataset) -> list[dict]:
                 "rescaled_consistency": str(r["rescaled_consistency"].item()) or None,
                 "reason": str(r["rescaled_consistency_reason"].item()),
                 "resolution": _num(r["rescaled_consistency_resolution"])}
+            if "rescaled_consistency_spread_low" in r:
+                rec["scale_factor"]["resolution_spread"] = {
+                    "low": _num(r["rescaled_consistency_spread_low"]),
+                    "high": _num(r["rescaled_consistency_spread_high"])}
         recs.append(rec)
     return recs
 
