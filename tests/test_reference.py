@@ -592,24 +592,34 @@ def _top_alternative(r, bases, n_copies):
     return top
 
 
+def _alternative_copies(M, n_mc, n_bins, set_seed, seed):
+    """Copies of ENCE, ZMSE under N of a calibrated set, their alternatives, the same ε.
+
+    Returns the simulate_reference result, its ConsistencyAlternatives, the unit draws
+    of the copies (drawn again from the keyed stream, copy after copy) and the sorted uE.
+    """
+    from uqx.engine.resample import content_key, seed_sequence
+
+    base = _set(M, set_seed, "alt")
+    u, E = base["uE"].values, base["E"].values
+    r = simulate_reference(uqx.from_arrays(E, u, name="alt"), ["ence", "zmse"],
+                           dist="normal", n_mc=n_mc, seed=seed, bins=n_bins,
+                           keep_draws=True, scheduler="synchronous")
+    eps = draw_unit(seed_sequence(seed, "sim", content_key(u), "N", 0), (n_mc, M),
+                    dist="normal")
+    return r, _top_alternative(r, ["ence", "zmse"], n_mc), eps, np.sort(u, kind="stable")
+
+
 def test_local_alternative_equals_brute_force_on_scaled_copies():
     """The binned statistics under 'uE too small by f in the top bins', computed from the
     copies' kept per-bin sums, are those of the same copies with the errors of the top
     10 % of uE multiplied by f (slow twin)."""
-    from uqx.engine.resample import content_key, seed_sequence
     from uqx.engine.resolution import TOP_FACTORS
 
     M, n_mc, n_bins = 1000, 10, 20
-    base = _set(M, 5, "alt")
-    u, E = base["uE"].values, base["E"].values
-    ds = uqx.from_arrays(E, u, name="alt")
-    r = simulate_reference(ds, ["ence", "zmse"], dist="normal", n_mc=n_mc, seed=3,
-                           bins=n_bins, keep_draws=True, scheduler="synchronous")
+    r, top, eps, us = _alternative_copies(M, n_mc, n_bins, 5, 3)
     assert r["top_sums"].shape == (1, n_mc, n_bins, 4)
     assert r["top_bins"].values[0].sum() == 2
-    top = _top_alternative(r, ["ence", "zmse"], n_mc)
-    eps = draw_unit(seed_sequence(3, "sim", content_key(u), "N", 0), (n_mc, M), dist="normal")
-    us = np.sort(u, kind="stable")
     high = np.arange(M) >= 900  # the top 2 of 20 equal bins
     for q in (0, 40, TOP_FACTORS.size - 1):
         f = TOP_FACTORS[q]
@@ -627,18 +637,10 @@ def test_spread_alternative_equals_brute_force_on_scaled_copies():
     from the copies' kept per-bin sums, are those of the same copies with the errors of
     each bin multiplied by c*(RMV_bin/RMV)^(gamma-1) (slow twin), the mean square of the
     true u equal to that of uE; at gamma = 1 the copies themselves."""
-    from uqx.engine.resample import content_key, seed_sequence
     from uqx.engine.resolution import SPREAD_DOWN, SPREAD_UP
 
     M, n_mc, n_bins = 1000, 8, 20
-    base = _set(M, 6, "spread")
-    u, E = base["uE"].values, base["E"].values
-    ds = uqx.from_arrays(E, u, name="spread")
-    r = simulate_reference(ds, ["ence", "zmse"], dist="normal", n_mc=n_mc, seed=4,
-                           bins=n_bins, keep_draws=True, scheduler="synchronous")
-    alt = _top_alternative(r, ["ence", "zmse"], n_mc)
-    eps = draw_unit(seed_sequence(4, "sim", content_key(u), "N", 0), (n_mc, M), dist="normal")
-    us = np.sort(u, kind="stable")
+    r, alt, eps, us = _alternative_copies(M, n_mc, n_bins, 6, 4)
     bins = np.repeat(np.arange(n_bins), M // n_bins)
     rmv_b = np.sqrt(np.array([np.mean(us[bins == b] ** 2) for b in range(n_bins)]))
     rmv = np.sqrt(np.mean(us**2))
