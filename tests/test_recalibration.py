@@ -98,3 +98,46 @@ def test_without_zms_or_the_conditional_routes():
     assert res["rescaled_consistency"].item() == ""
     assert "needs the conditional routes" in res["rescaled_consistency_reason"].item()
     assert res["scale_factor"].item() == pytest.approx(1.4, rel=0.06)
+
+
+def test_tolerance_claims_equivalence_by_two_one_sided_tests_under_every_member():
+    """validate(tolerance=T): the claim 'uE right within T on its scale' is 1 exactly when,
+    under every member that takes part, ZMS is significantly below the copies scaled to
+    the edge (1+T)^2 and above those scaled to (1+T)^-2 (slow twin: the p-values counted
+    copy by copy); it shows in the text, the JSON and the NetCDF; bad tolerances and a
+    tolerance without ZMS are clear errors."""
+    from uqx.errors import InputError
+
+    rng = np.random.default_rng(8)
+    u = _u(rng)
+    sets = [uqx.from_arrays(f * u * rng.standard_normal(M), u, name=n)
+            for f, n in ((1.0, "calibrated"), (1.3, "scale"), (1.03, "close"))]
+    res = uqx.validate(uqx.stack(sets), "zms", n_boot=200, n_mc=400, seed=2,
+                       conditional=False, tolerance=0.1)
+    w = res["scale_within_tolerance"].values
+    assert w[0] == 1 and w[1] == 0  # calibrated: shown within 10 %; 30 % off: not
+    est = res["estimate"].sel(stat="zms").values
+    copies = uqx.simulate_reference(uqx.stack(sets), ["zms"], dist="normal", n_mc=400, seed=2,
+                                    keep_draws=True)["draws"].values[:, 0]  # member N
+    use = res["member_plausible"].values
+    for i in range(3):
+        c = copies[i]
+        p_hi = (1 + np.sum(1.21 * c <= est[i])) / (1 + c.size)
+        p_lo = (1 + np.sum(c / 1.21 >= est[i])) / (1 + c.size)
+        if use[i, 0]:  # the N member's two tests bound the claim's p-value from below
+            assert res["scale_tolerance_p_value"].values[i] >= max(p_hi, p_lo) - 1e-12
+    assert np.all((res["scale_tolerance_p_value"].values < 0.05) == (w == 1))
+    text = format_validation(res)
+    assert "calibrated: scale factor" in text
+    assert "within the tolerance: f inside [0.909, 1.1]" in text
+    assert "scale: " in text and "not shown within the tolerance [0.909, 1.1]" in text
+    rec = {r["dataset"]: r["scale_factor"]["tolerance"] for r in result_records(res)}
+    assert rec["calibrated"]["within"] is True and rec["scale"]["within"] is False
+    with pytest.raises(InputError, match="tolerance must be a positive number"):
+        uqx.validate(sets[0], "zms", n_boot=50, n_mc=50, tolerance=0.0)
+    with pytest.raises(InputError, match="add zms"):
+        uqx.validate(sets[0], "rce", n_boot=50, n_mc=50, tolerance=0.1)
+    # a claim needs copies that can reach the level
+    few = uqx.validate(sets[0], "zms", n_boot=50, n_mc=10, seed=1, conditional=False,
+                       tolerance=0.1)
+    assert few["scale_within_tolerance"].item() == 0

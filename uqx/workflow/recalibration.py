@@ -16,6 +16,15 @@ among the statistics:
   number fixes the uncertainties at the resolution that headline states; ``invalid``:
   the uncertainties are wrong in shape too, a factor does not fix them.
 
+With a **tolerance** T (``validate(tolerance=T)``, :func:`tolerance_step`), the factor also
+carries an equivalence claim: ``scale_within_tolerance`` is 1 where the data show f inside
+:math:`[1/(1+T), 1+T]` ("uE right within T on its scale", whatever the verdict), 0 where
+they do not. It is a two one-sided test (Schuirmann's TOST) against the same null family
+as the verdicts: ZMS of uE off by a factor f is f² times ZMS of calibrated data, so the
+calibrated copies of each member scaled by :math:`(1+T)^{\pm 2}` are copies of the two
+edges, and the claim needs every member that takes part to reject both edges at the
+level of the verdicts. Its rates are measured (the documentation page).
+
 The factor is estimated from the same rows that are then tested, and the rescaled data
 have a ZMS of exactly 1 while their calibrated copies scatter around it, so this test
 of the rescaled uE rejects less often than its level on data that a factor does fix
@@ -29,7 +38,8 @@ import xarray as xr
 
 from uqx.engine.defaults import LONG_SET_ROWS
 
-__all__ = ["recalibration_step", "scale_factor", "recalibration_text", "RESCALED_VARS"]
+__all__ = ["recalibration_step", "scale_factor", "recalibration_text", "RESCALED_VARS",
+           "tolerance_step"]
 
 #: Variables (over ``set``) that :func:`recalibration_step` adds to a result.
 RESCALED_VARS = ("scale_factor", "scale_factor_low", "scale_factor_high",
@@ -56,6 +66,72 @@ def scale_factor(res: xr.Dataset):
     with np.errstate(invalid="ignore"):
         return tuple(np.sqrt(np.asarray(z[k].values, dtype=np.float64))
                      for k in ("estimate", "ci_low", "ci_high"))
+
+
+def tolerance_step(res: xr.Dataset, specs, copies, tolerance: float, *, alpha: float,
+                   more_copies=None) -> xr.Dataset:
+    r"""Equivalence claim on the scale of uE: f = √ZMS within :math:`[1/(1+T), 1+T]`.
+
+    Two one-sided Monte-Carlo tests per member m (Schuirmann's TOST): with
+    :math:`\tilde Z_k` the member's calibrated copies of ZMS, uE off by a factor f makes
+    them :math:`f^2 \tilde Z_k`, so
+
+    .. math:: p_{hi} = \frac{1 + \#\{(1+T)^2 \tilde Z_k \le \mathrm{ZMS}\}}{1 + n},
+              \qquad
+              p_{lo} = \frac{1 + \#\{(1+T)^{-2} \tilde Z_k \ge \mathrm{ZMS}\}}{1 + n}
+
+    test the edges f = 1 + T and f = 1/(1 + T) (:func:`uqx.engine.mctest.mc_pvalue`).
+    The claim holds (1) when :math:`\max(p_{hi}, p_{lo}) < \alpha` under every member
+    that takes part (and on ``more_copies`` too: the fitted member's copies at ν̂
+    besides those at the heavy end), else 0; NaN without finite copies.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The result with ZMS's estimate and ``member_plausible``.
+    specs : list of StatSpec
+    copies : numpy.ndarray, shape (set, stat, member, n)
+        The statistics' calibrated copies (those of the verdicts).
+    tolerance : float
+        T > 0.
+    alpha : float
+        Level of each one-sided test (that of the verdicts).
+    more_copies : numpy.ndarray, optional
+        Other copies of the same shape, also required to reject.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``scale_within_tolerance`` and ``scale_tolerance_p_value`` (the largest p) over set.
+    """
+    from uqx.engine.mctest import mc_pvalue
+    from uqx.workflow.decision import members_used
+
+    j = [s.name for s in specs].index("zms")
+    est = np.asarray(res["estimate"].values[:, j], dtype=np.float64)
+    use = members_used(res, copies.shape[2])
+    t2 = (1.0 + float(tolerance)) ** 2
+    S = est.size
+    p = np.full(S, np.nan)
+    for i in range(S):
+        pools = [copies[i, j, m] for m in np.flatnonzero(use[i])]
+        if more_copies is not None:
+            pools += [more_copies[i, j, m] for m in np.flatnonzero(use[i])]
+        ps = [max(mc_pvalue(est[i], t2 * c, -1), mc_pvalue(est[i], c / t2, 1))
+              for c in pools if np.isfinite(c).any()]
+        if ps and np.isfinite(est[i]):
+            p[i] = max(ps)
+    within = np.where(np.isfinite(p), (p < alpha).astype(np.float64), np.nan)
+    return xr.Dataset({
+        "scale_within_tolerance": ("set", within, {
+            "long_name": "1: uE right within the tolerance on its scale (f = sqrt(ZMS) "
+                         "inside [1/(1+T), 1+T] by two one-sided Monte-Carlo tests under "
+                         "every member), 0: not shown; NaN: no copies",
+            "tolerance": float(tolerance), "alpha": float(alpha)}),
+        "scale_tolerance_p_value": ("set", p, {
+            "long_name": "largest p-value of the two one-sided tests of the edges, over "
+                         "the members", "tolerance": float(tolerance)}),
+    })
 
 
 def recalibration_step(res: xr.Dataset, sets, specs, cfg, run) -> xr.Dataset:
@@ -162,6 +238,22 @@ def recalibration_text(r) -> str:
         "not a factor alone …" where they are not, else the factor and why nothing more
         was tested.
     """
+    out = _recalibration_text(r)
+    if "scale_within_tolerance" in r:
+        t = float(r["scale_within_tolerance"].attrs["tolerance"])
+        w = float(r["scale_within_tolerance"])
+        band = f"[{1 / (1 + t):.3g}, {1 + t:.3g}]"
+        p = float(r["scale_tolerance_p_value"]) if "scale_tolerance_p_value" in r else np.nan
+        if w == 1:
+            out += (f"; within the tolerance: f inside {band} (uE right within "
+                    f"{100 * t:.3g} % on its scale; TOST p {p:.3g})")
+        elif w == 0:
+            out += f"; not shown within the tolerance {band} (TOST p {p:.3g})"
+    return out
+
+
+def _recalibration_text(r) -> str:
+    """Render the line of :func:`recalibration_text` without the tolerance."""
     f, lo, hi = (float(r[k]) for k in ("scale_factor", "scale_factor_low",
                                        "scale_factor_high"))
     fac = f"{f:.3g} [{lo:.3g}, {hi:.3g}]"

@@ -48,6 +48,8 @@ class Settings:
         (the papers' R convention); :data:`uqx.engine.binning.TIES`.
     resolution : bool
         Compute each test's resolution (:mod:`uqx.engine.resolution`).
+    tolerance : float or None
+        Equivalence claim on the scale of uE (:mod:`uqx.workflow.recalibration`).
     scheduler, num_workers
         Dask scheduler and its number of workers.
     """
@@ -68,6 +70,7 @@ class Settings:
     extrapolation_n_mc: int | None = None
     ties: str = "content"
     resolution: bool = True
+    tolerance: float | None = None
     scheduler: object = None
     num_workers: int | None = None
 

@@ -544,6 +544,12 @@ def result_records(res: xr.Dataset) -> list[dict]:
                 "rescaled_consistency": str(r["rescaled_consistency"].item()) or None,
                 "reason": str(r["rescaled_consistency_reason"].item()),
                 "resolution": _num(r["rescaled_consistency_resolution"])}
+            if "scale_within_tolerance" in r:
+                w = float(r["scale_within_tolerance"])
+                rec["scale_factor"]["tolerance"] = {
+                    "tolerance": float(r["scale_within_tolerance"].attrs["tolerance"]),
+                    "within": None if np.isnan(w) else bool(w),
+                    "p_value": _num(r["scale_tolerance_p_value"])}
             if "rescaled_consistency_spread_low" in r:
                 rec["scale_factor"]["resolution_spread"] = {
                     "low": _num(r["rescaled_consistency_spread_low"]),

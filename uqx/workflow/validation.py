@@ -244,6 +244,7 @@ def validate(
     drop_nonfinite: bool = False,
     ties: str = "content",
     resolution: bool = True,
+    tolerance: float | None = None,
     scheduler=None,
     num_workers: int | None = None,
 ) -> xr.Dataset:
@@ -308,6 +309,13 @@ def validate(
         power: :mod:`uqx.engine.resolution`; variables ``resolution_*`` and
         ``cond_resolution*``). ``False`` leaves them NaN and changes no verdict: the
         ``error-rates`` study, which reads only the verdicts, turns it off.
+    tolerance : float, optional
+        An equivalence claim on the scale of uE: with ZMS among the statistics, say
+        whether the data show the factor f = √ZMS inside [1/(1 + T), 1 + T]
+        (``scale_within_tolerance``: 1 shown, 0 not), by two one-sided Monte-Carlo tests
+        of the edges under every member of the null family
+        (:func:`uqx.workflow.recalibration.tolerance_step`); its rates are measured in the
+        documentation (How to read the verdicts).
     scheduler, num_workers
         Dask scheduler of the computations (default threads) and its workers; the
         numbers do not depend on them.
@@ -380,12 +388,20 @@ def validate(
     specs = _check_arguments(stats, n_mc)
     if ties not in TIES:
         raise InputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
+    if tolerance is not None and not (np.isfinite(tolerance) and tolerance > 0):
+        raise InputError(f"tolerance must be a positive number (e.g. 0.1: uE right within "
+                         f"10 %), got {tolerance!r}")
+    if tolerance is not None and "zms" not in [s.name for s in specs]:
+        raise InputError("tolerance is a claim on the factor sqrt(ZMS): add zms to the "
+                         "statistics")
     settings = Settings(
         seed=resolve_seed(seed), n_boot=n_boot, n_mc=n_mc, bins=bins, binning=binning,
         pop_min=pop_min, level=level, nu=nu, simulate_all=simulate_all,
         conditional=conditional, cond_bins=cond_bins, cond_n_boot=cond_n_boot,
         cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc, ties=ties,
-        resolution=bool(resolution), scheduler=scheduler, num_workers=num_workers)
+        resolution=bool(resolution),
+        tolerance=None if tolerance is None else float(tolerance),
+        scheduler=scheduler, num_workers=num_workers)
     stacked, private = _as_stacked(ds, drop_nonfinite)
     return _workflow(stacked, specs, settings, private=private)
 
@@ -475,6 +491,14 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     res = res.merge(verdict_step(res, specs, notes, test_draws, labels, level=cfg.level,
                                  joint=draws if test_draws is not draws else None,
                                  alternative=alternative, resolution=cfg.resolution))
+    if cfg.tolerance is not None and any(s.name == "zms" for s in specs):
+        # the equivalence claim, on the verdicts' copies
+        from uqx.workflow.recalibration import tolerance_step
+
+        res = res.merge(tolerance_step(res, specs, test_draws, cfg.tolerance,
+                                       alpha=1 - cfg.level,
+                                       more_copies=draws if test_draws is not draws
+                                       else None))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
                                      "within the bins of uE unless streamed)"})

@@ -79,7 +79,12 @@ def add_validation_options(p) -> None:
                    help="LZISD per-bin intervals (auto: 'cho' when every bin has >= 400 points)")
     p.add_argument("--extrapolation-n-mc", type=int, default=None,
                    help="calibrated copies per distribution for the zero-bin extrapolation "
-                   "null (default: min(--n-mc, 200))")
+                   "null (default: min(--n-mc, 500))")
+    p.add_argument(
+        "--tolerance", type=float, default=None, metavar="T",
+        help="equivalence claim on the scale of uE: say whether the interval of the "
+        "factor f = sqrt(ZMS) lies inside [1/(1+T), 1+T] (e.g. 0.1: uE right within "
+        "10 %%)")
     p.add_argument(
         "--ties", default=None, choices=["content", "file-order"],
         help="how rows with equal uE (or X, V) are split between bins: 'content' (by a "
@@ -152,6 +157,7 @@ def run_validation(args, ds):
             simulate_all=args.paper_sets,
             conditional=not args.no_conditional,
             ties=args.ties or ("file-order" if args.paper_sets else "content"),
+            tolerance=args.tolerance,
         )
     if not bins_chosen(args):
         res = drop_bins_note(res)
