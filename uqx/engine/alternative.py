@@ -25,8 +25,9 @@ from uqx.engine.statistic import BINNED_STATS
 
 __all__ = ["ConsistencyAlternatives"]
 
-#: Most float64 values of the per-bin features computed at once for the spread grid
-#: (64 MiB): the factors are taken in chunks of that size, whatever M and the bins.
+#: Most float64 values held at once for the spread grid (64 MiB: per factor, copy and
+#: bin the 6 features and 4 scaled sums): the factors are taken in chunks of that size,
+#: whatever M and the bins.
 _SPREAD_BUDGET = 1 << 23
 
 
@@ -130,18 +131,18 @@ class ConsistencyAlternatives:
         base = self._stats[i][j]
         if (i, m) not in self._sets:
             return np.full((self.n_copies, gammas.size), np.nan)
+        if gammas.size == 0:
+            return np.full((self.n_copies, 0), np.nan)
         keys = [(i, m, "spread", float(g)) for g in gammas]
         todo = np.array([g for g, key in zip(gammas, keys, strict=True)
                          if key not in self._cache])
         if todo.size:  # every statistic at the exponents not computed yet, at once
             sums, u2, n, M, _ = self._sets[(i, m)]
             g = spread_bin_factors(u2, n, todo)  # (F, S)
-            step = max(1, _SPREAD_BUDGET // max(1, sums.shape[0] * sums.shape[1] * 6))
+            step = max(1, _SPREAD_BUDGET // max(1, sums.shape[0] * sums.shape[1] * 10))
             for a in range(0, todo.size, step):
                 part = self._statistics(i, sums, g[a:a + step], u2, n, M)
                 for q, gam in enumerate(todo[a:a + step]):
                     self._cache[(i, m, "spread", float(gam))] = {b: v[q]
                                                                  for b, v in part.items()}
-        if not keys:
-            return np.full((self.n_copies, 0), np.nan)
         return np.stack([self._cache[key][base] for key in keys], axis=-1)

@@ -45,6 +45,7 @@ from uqx.engine.verdict import (
 
 __all__ = [
     "verdict_step",
+    "resolution_of_test",
     "familywise_step",
     "members_used",
     "restrict_route_verdicts",
@@ -190,8 +191,7 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
     pv = np.full((S, K, len(member_labels)), np.nan)
     labels = [str(d) for d in res["dist"].values]
     est = res["estimate"].values
-    want_resolution = resolution
-    resolution = np.full((S, K, 2), np.nan)
+    limits = np.full((S, K, 2), np.nan)
     spread = np.full((S, K, 2), np.nan)
     use = members_used(res, len(member_labels))
     light = member_labels.index("fit") if joint is not None and "fit" in member_labels \
@@ -218,30 +218,10 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
             verdict[i, j], reason[i, j] = family_verdict(pv[i, j], member_labels, alpha=alpha,
                                                          n_copies=n, direction=d, use=use[i])
             borderline[i, j] = near_level(pv[i, j], n.min(), alpha, use=use[i])
-            if not want_resolution:
-                continue
-            if RESOLUTION_KIND.get(s.base) == "top":
-                top = None if alternative is None else alternative[1]
-                if top is not None and top.available(i, j):
-                    used = [m for m in range(len(member_labels)) if use[i, m]]
-                    f = [alternative_resolution(draws[i, j, m, :top.n_copies],
-                                                top.values(i, j, m), top.factors,
-                                                direction=d, alpha=alpha,
-                                                quasi_convex=s.base in QUASI_CONVEX_TOP)
-                         for m in used]
-                    resolution[i, j, 1] = np.max(f) if np.isfinite(f).all() else np.nan
-                    spread[i, j] = spread_resolution(
-                        [draws[i, j, m, :top.n_copies] for m in used],
-                        [partial(top.spread, i, j, m) for m in used],
-                        direction=d, alpha=alpha)
-            elif s.base in RESOLUTION_KIND:  # the least powerful member: the widest factors
-                lims = np.array([scale_resolution(s.base, draws[i, j, m], alpha=alpha)
-                                 for m in range(len(member_labels)) if use[i, m]])
-                with np.errstate(invalid="ignore"):
-                    resolution[i, j] = (np.min(lims[:, 0]) if np.isfinite(lims[:, 0]).all()
-                                        else np.nan,
-                                        np.max(lims[:, 1]) if np.isfinite(lims[:, 1]).all()
-                                        else np.nan)
+            if resolution:
+                limits[i, j], spread[i, j] = resolution_of_test(
+                    s.base, draws[i, j], np.flatnonzero(use[i]), alternative, i, j,
+                    direction=d, alpha=alpha)
     valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
     return xr.Dataset({
         "verdict": (("set", "stat"), verdict.astype(str),
@@ -252,13 +232,13 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
         "borderline": (("set", "stat"), borderline,
                        {"long_name": "p-value of a member within 2 Monte-Carlo sd of the "
                         "size"}),
-        "resolution_low": (("set", "stat"), resolution[..., 0],
+        "resolution_low": (("set", "stat"), limits[..., 0],
                            {"long_name": "smallest miscalibration below calibration that the "
                             "test detects with 80 % power: the factor f of errors f*uE "
                             "(scale; mean_z: bias b of Z, in units of uE; binned "
                             "statistics on uE: none)",
                             "power": 0.8}),
-        "resolution_high": (("set", "stat"), resolution[..., 1],
+        "resolution_high": (("set", "stat"), limits[..., 1],
                             {"long_name": "smallest miscalibration above calibration that the "
                              "test detects with 80 % power: the factor f of errors f*uE "
                              "(scale; mean_z: bias b of Z, in units of uE; binned "
@@ -282,6 +262,59 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
                             {"long_name": "|zeta| within 2 Monte-Carlo sd of 1 (zeta_verdict "
                              "can flip with the seed)"}),
     }, coords={"member": list(member_labels)})
+
+
+def resolution_of_test(base, draws, used, alternative, i, j, *, direction, alpha):
+    r"""Resolution of one statistic's test, over the least powerful member that takes part.
+
+    Average calibration (:data:`uqx.engine.resolution.SCALE_MAPS`): the factors (biases)
+    below and above calibration detected with 80 % power
+    (:func:`uqx.engine.resolution.scale_resolution`), the widest over the members.
+    Binned statistics on uE: the smallest top-decile factor
+    (:func:`uqx.engine.resolution.alternative_resolution`) and the exponents of
+    u = c·uE^γ (:func:`uqx.engine.resolution.spread_resolution`), from the copies under
+    the alternatives (:class:`uqx.engine.alternative.ConsistencyAlternatives`).
+
+    Parameters
+    ----------
+    base : str
+        The statistic.
+    draws : numpy.ndarray, shape (member, n)
+        Its calibrated copies per member.
+    used : array_like of int
+        The members that take part.
+    alternative : tuple (factors, ConsistencyAlternatives) or None
+    i, j : int
+        Set and statistic (keys of the alternatives).
+    direction : int
+    alpha : float
+
+    Returns
+    -------
+    (low, high), (spread_low, spread_high) : tuple of float
+        NaN where there is no such resolution or it is beyond the grid.
+    """
+    nan2 = (np.nan, np.nan)
+    kind = RESOLUTION_KIND.get(base)
+    if len(used) == 0:  # no member takes part: nothing to resolve
+        return nan2, nan2
+    if kind == "top":
+        top = None if alternative is None else alternative[1]
+        if top is None or not top.available(i, j):
+            return nan2, nan2
+        f = [alternative_resolution(draws[m, :top.n_copies], top.values(i, j, m), top.factors,
+                                    direction=direction, alpha=alpha,
+                                    quasi_convex=base in QUASI_CONVEX_TOP) for m in used]
+        spread = spread_resolution([draws[m, :top.n_copies] for m in used],
+                                   [partial(top.spread, i, j, m) for m in used],
+                                   direction=direction, alpha=alpha)
+        return (np.nan, np.max(f) if np.isfinite(f).all() else np.nan), spread
+    if kind is None:
+        return nan2, nan2
+    lims = np.array([scale_resolution(base, draws[m], alpha=alpha) for m in used])
+    with np.errstate(invalid="ignore"):  # the least powerful member: the widest factors
+        return (np.min(lims[:, 0]) if np.isfinite(lims[:, 0]).all() else np.nan,
+                np.max(lims[:, 1]) if np.isfinite(lims[:, 1]).all() else np.nan), nan2
 
 
 def _family(res, specs, draws, head_copies, route_copies, i, m, n):

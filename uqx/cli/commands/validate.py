@@ -82,9 +82,9 @@ def add_validation_options(p) -> None:
                    "null (default: min(--n-mc, 500))")
     p.add_argument(
         "--tolerance", type=float, default=None, metavar="T",
-        help="equivalence claim on the scale of uE: say whether the interval of the "
-        "factor f = sqrt(ZMS) lies inside [1/(1+T), 1+T] (e.g. 0.1: uE right within "
-        "10 %%)")
+        help="equivalence claim on the scale of uE: say whether the data show the factor "
+        "f = sqrt(ZMS) inside [1/(1+T), 1+T] (two one-sided tests under every member of "
+        "the null family; e.g. 0.1: uE right within 10 %%)")
     p.add_argument(
         "--ties", default=None, choices=["content", "file-order"],
         help="how rows with equal uE (or X, V) are split between bins: 'content' (by a "
