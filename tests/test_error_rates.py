@@ -234,3 +234,34 @@ def test_cluster_robust_interval_widens_with_shared_blocks():
     r2, lo2, hi2 = cluster_rate_interval(clustered, ok, 10)
     assert r2[0] == 0.05
     assert hi2[0] - lo2[0] > 2 * (hi1[0] - lo1[0])
+
+
+def test_combined_runs_read_as_one_grid_with_more_sets_where_asked(tmp_path):
+    """Runs at different M with different set counts join into one archive whose rates
+    are those of each run; the sets of the longer run start with those of the shorter."""
+    from uqx.sweeps.error_rates import combine
+
+    kw = dict(designs=["ig6_normal"], scenarios=["calibrated"], n_boot=100, n_mc=40,
+              scheduler="synchronous", seed=3)
+    small = error_rates(M=[400], n_datasets=20, output=tmp_path / "a.nc", **kw)
+    large = error_rates(M=[600], n_datasets=10, output=tmp_path / "b.nc", **kw)
+    both = combine([tmp_path / "b.nc", tmp_path / "a.nc"])
+    assert [int(m) for m in both["M"].values] == [400, 600]
+    assert both.attrs["n_datasets_by_M"] == "400:20, 600:10" and both.sizes["replicate"] == 20
+    assert int(both["n_sets"].sel(M=600, test="zms").max()) == 10
+    assert int(both["n_sets"].sel(M=400, test="zms").max()) == 20
+    for part, M in ((small, 400), (large, 600)):
+        for var in ("rate_invalid", "rate_valid", "rate_invalid_high", "rate_valid_low"):
+            np.testing.assert_array_equal(both[var].sel(M=M).values, part[var].sel(M=M).values)
+    assert "(10 sets each)" in rates_table(both) and "(20 sets each)" in rates_table(both)
+    # the first 10 sets of a 20-set run are the sets of a 10-set run
+    ten = error_rates(M=[400], n_datasets=10, **kw)
+    np.testing.assert_array_equal(ten["verdict"].values,
+                                  small["verdict"].isel(replicate=slice(0, 10)).values)
+    with pytest.raises(InputError, match="share an M"):
+        combine([tmp_path / "a.nc", tmp_path / "a.nc"])
+    other = small.copy()
+    other.attrs = dict(small.attrs, n_mc=41)
+    other = other.assign_coords(M=[800])
+    with pytest.raises(InputError, match="n_mc"):
+        combine([tmp_path / "a.nc", other])

@@ -46,8 +46,8 @@ from uqx.errors import InputError
 from uqx.sweeps._common import check_axis, check_int, execute, rate_interval
 from uqx.sweeps.engine import Study
 
-__all__ = ["error_rates", "define", "summarise", "rates_table", "synthetic_set", "verdict_codes",
-           "DESIGNS", "SCENARIOS", "CODES", "BLOCK"]
+__all__ = ["error_rates", "define", "summarise", "combine", "rates_table", "synthetic_set",
+           "verdict_codes", "DESIGNS", "SCENARIOS", "CODES", "BLOCK"]
 
 NAME = "error-rates"
 BLOCK = 10
@@ -344,6 +344,71 @@ def error_rates(*, output=None, chunk_size=None, scheduler=None, num_workers=Non
                    scheduler=scheduler, num_workers=num_workers, resume=resume,
                    keep_run=keep_run, quiet=quiet, mkdir=mkdir, attrs=attrs,
                    _stop_after=_stop_after)
+
+
+def combine(archives) -> xr.Dataset:
+    """Join archives of the same study run at different M into one, and summarise it again.
+
+    A set is keyed by (design, M, scenario, index), so the first n sets of a cell are the
+    same whatever ``n_datasets`` a run asked for: runs with more sets where sets are cheap
+    (small M) measure those rates more precisely, and joined they read as one grid.
+    The replicate axis is the longest of the parts; a cell with fewer sets is NaN beyond
+    them (no verdict, not counted). ``n_sets`` gives each cell's count.
+
+    Parameters
+    ----------
+    archives : sequence of xarray.Dataset or path
+        :func:`error_rates` outputs with the same designs, scenarios, n_boot, n_mc and
+        seed, and no M in common.
+
+    Returns
+    -------
+    xarray.Dataset
+        As :func:`error_rates`, with ``n_rep`` the longest part's and
+        ``n_datasets_by_M`` ("M:n, ...").
+
+    Raises
+    ------
+    uqx.errors.InputError
+        Parts of another study, with other settings, or sharing an M.
+    """
+    import json
+
+    from uqx.sweeps.archive import load, parameters
+
+    parts = [load(a) for a in archives]
+    if not parts:
+        raise InputError("combine needs at least one archive")
+    first = parts[0]
+    keys = ("study", "n_boot", "n_mc", "seed", "block")
+    for k, ds in enumerate(parts[1:], start=1):
+        for key in keys:
+            if ds.attrs.get(key) != first.attrs.get(key):
+                raise InputError(f"archive {k} differs from archive 0 in {key}: "
+                                 f"{ds.attrs.get(key)!r} and {first.attrs.get(key)!r}")
+        for dim in ("design", "scenario", "test"):
+            if list(ds[dim].values) != list(first[dim].values):
+                raise InputError(f"archive {k} has other {dim} values than archive 0")
+    Ms = [int(m) for ds in parts for m in ds["M"].values]
+    if len(set(Ms)) != len(Ms):
+        raise InputError(f"the archives share an M ({sorted(Ms)}): each M from one run only")
+    if first.attrs.get("study") != NAME:
+        raise InputError(f"not {NAME} archives: {first.attrs.get('study')!r}")
+    raw = xr.concat([ds[["verdict", "nu_fit"]] for ds in parts], dim="M", join="outer",
+                    fill_value=np.nan).sortby("M")
+    out = summarise(raw)
+    out.attrs.update({k: v for k, v in first.attrs.items()
+                      if k not in ("n_rep", "parameters_json")})
+    out.attrs["n_rep"] = int(raw.sizes["replicate"])
+    by_m = {int(m): int(ds.sizes["replicate"]) for ds in parts for m in ds["M"].values}
+    out.attrs["n_datasets_by_M"] = ", ".join(f"{m}:{by_m[m]}" for m in sorted(by_m))
+    params = parameters(first)
+    params.update(M=sorted(by_m), n_datasets={str(m): by_m[m] for m in sorted(by_m)})
+    if "power_M" in params:
+        params["power_M"] = sorted({int(m) for ds in parts for m in parameters(ds).get(
+            "power_M", [])})
+    out.attrs["parameters_json"] = json.dumps(params, sort_keys=True)
+    return out
 
 
 def rates_table(archive, *, tests=("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max",

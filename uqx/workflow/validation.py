@@ -513,7 +513,7 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
             nulls=nulls if n_extrap <= n_mc else None, alternative=alternative)
     res = familywise_step(res, specs, draws, head_copies, n_shared=n_extrap if hooks else 0,
                           route_copies=route_copies)
-    res = tails_step(res)
+    res = tails_step(res, M=np.array([sd.M for sd in sets]))
     res = headline_coherence_step(res)
     res = untestable_step(res, sets, specs, notes, n_bins_used=used, cfg=cfg)
     res = recalibration_step(res, sets, specs, cfg, run=_workflow)
