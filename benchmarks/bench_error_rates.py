@@ -14,7 +14,8 @@ and skewed errors), so the rates can be checked on shapes the rule was not tuned
 ``--report-grid size|power``: the grid on which issue 21's rule is reported (its tuning
 constants were chosen on separate checks, other seeds and u ~ IG(3, 3) only): the named
 designs plus tied uE, t_s(2.5) and a shape that changes with uE, calibrated, M ∈ {200,
-500, 2000}, 200 sets per cell (``size``); the miscalibrated scenarios that are not
+500, 2000}, 800 / 600 / 200 sets per cell (``size``, :data:`SIZE_SETS`: one run per
+count, joined by ``uqx.sweeps.error_rates.combine``); the miscalibrated scenarios that are not
 detected every time (scales 0.9 and 1.1, γ = 0.5, variance growing with X, bias 0.2 uE,
 uE 40 % too small in the top decile) on ig6_normal and ig6_t6 at the same M, 100 sets
 per cell (``power``); ``--M`` and ``--seed`` run a part of it, or the same on other
@@ -217,7 +218,7 @@ def _report_tables(size, power, markdown=None, readme=None):
         "95 % limit on the effective number of sets once the blocks' shared draws are "
         "accounted for (upper for false rejections, lower for acceptance and power); "
         "calibrated rows give the worst design at that M; for `any`, \"valid\" means no "
-        f"`invalid` anywhere in the set's result. Calibrated: M = {sizes}, {n_size}, seed "
+        f"`invalid` anywhere in the set's result. Calibrated: M = {sizes} with {n_size}, seed "
         f"{size.attrs.get('seed')}. Power: "
         f"{', '.join(str(d) for d in power['design'].values)}, {n_pow} sets per cell, seed "
         f"{power.attrs.get('seed')}, the smaller rate of the designs in each cell; "
