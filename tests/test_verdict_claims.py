@@ -641,3 +641,27 @@ def test_resolution_off_changes_no_verdict():
     for v in ("resolution_low", "resolution_high", "resolution_spread_low",
               "resolution_spread_high", "cond_resolution", "cond_resolution_spread_low"):
         assert np.isnan(off[v].values).all() and np.isfinite(on[v].values).any(), v
+
+
+def test_the_printed_text_says_why_a_verdict_is_inconclusive(tmp_path, capsys):
+    """`uqx validate` prints every inconclusive verdict's reason, grouped per set and
+    reason, so a user of the text output sees on what the answer depends."""
+    import pandas as pd
+
+    from uqx.cli import main
+    from uqx.sweeps.error_rates import synthetic_set
+
+    E, u, _ = synthetic_set("ig6_t2.5", "calibrated", 200, seed=21, index=37)
+    path = tmp_path / "heavy.csv"
+    pd.DataFrame({"err": E, "unc": u}).to_csv(path, index=False)
+    assert main(["-q", "validate", str(path), "--E", "err", "--uE", "unc", "--n-boot",
+                 "200", "--n-mc", "300", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    why = out.split("# why inconclusive\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    res = uqx.validate(uqx.from_arrays(E, u, name="heavy"), n_boot=200, n_mc=300, seed=1)
+    verdicts = zip(res["stat"].values, res["verdict"].values[0], strict=True)
+    inconclusive = {str(s).upper() for s, v in verdicts if v == "inconclusive"}
+    listed = {w for line in why for w in line.split(": ")[1].split(", ")}
+    assert inconclusive and inconclusive <= listed
+    assert any("cannot show that the errors' tails are lighter" in line for line in why)
+    assert all(line.startswith("- heavy: ") for line in why)

@@ -22,6 +22,7 @@ __all__ = [
     "paper_table_a",
     "fval_table",
     "conditional_table",
+    "reason_lines",
     "grouped_warnings",
     "format_validation",
     "warning_lines",
@@ -599,6 +600,9 @@ def format_validation(res: xr.Dataset) -> str:
 
         parts += ["\n# scale factor f = sqrt(ZMS) [BCa]: does one number fix uE?"]
         parts += [f"{s}: {recalibration_text(res.sel(set=s))}" for s in res["set"].values]
+    why = reason_lines(res)
+    if why:
+        parts += ["\n# why inconclusive", "\n".join(why)]
     lines = warning_lines(res)
     if lines:
         parts += ["\n# warnings", "\n".join(lines)]
@@ -676,6 +680,41 @@ def fval_table(res):
                                                                  df["fval_ci_high"], strict=True)],
         "verdict": verdict,
     })
+    return out
+
+
+def reason_lines(res: xr.Dataset) -> list[str]:
+    """Why each ``inconclusive`` verdict is one: one line per set and reason.
+
+    The statistics, headlines (``cond_verdict``) and zero-bin routes that share a reason
+    (e.g. the members that reject and those that accept, the tails beyond the family's
+    reach) are listed together: ``"- set: ZMS, RCE, consistency (uE): <reason>"``.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        :func:`uqx.validate` output.
+
+    Returns
+    -------
+    list of str
+        Empty when no verdict is ``inconclusive`` with a reason.
+    """
+    out = []
+    for i, name in enumerate(res["set"].values):
+        groups: dict[str, list[str]] = {}
+        if "verdict_reason" in res:
+            for st, v, why in zip(res["stat"].values, res["verdict"].values[i],
+                                  res["verdict_reason"].values[i], strict=True):
+                if str(v) == "inconclusive" and str(why):
+                    groups.setdefault(str(why), []).append(str(st).upper())
+        if "cond_verdict_reason" in res and "cond" in res.dims:
+            for c, v, why in zip(res["cond"].values, res["cond_verdict"].values[i],
+                                 res["cond_verdict_reason"].values[i], strict=True):
+                if str(v) == "inconclusive" and str(why):
+                    label = {"uE": "consistency (uE)"}.get(str(c), f"adaptivity ({c})")
+                    groups.setdefault(str(why), []).append(label)
+        out += [f"- {name}: {', '.join(who)}: {why}" for why, who in groups.items()]
     return out
 
 
