@@ -684,9 +684,9 @@ def fval_table(res):
 
 
 def reason_lines(res: xr.Dataset) -> list[str]:
-    """Why each ``inconclusive`` verdict is one: one line per set and reason.
+    """Return why each ``inconclusive`` verdict is one: one line per set and reason.
 
-    The statistics, headlines (``cond_verdict``) and zero-bin routes that share a reason
+    The statistics and headlines (``cond_verdict``) that share a reason
     (e.g. the members that reject and those that accept, the tails beyond the family's
     reach) are listed together: ``"- set: ZMS, RCE, consistency (uE): <reason>"``.
 
@@ -712,8 +712,7 @@ def reason_lines(res: xr.Dataset) -> list[str]:
             for c, v, why in zip(res["cond"].values, res["cond_verdict"].values[i],
                                  res["cond_verdict_reason"].values[i], strict=True):
                 if str(v) == "inconclusive" and str(why):
-                    label = {"uE": "consistency (uE)"}.get(str(c), f"adaptivity ({c})")
-                    groups.setdefault(str(why), []).append(label)
+                    groups.setdefault(str(why), []).append(_cond_name(c))
         out += [f"- {name}: {', '.join(who)}: {why}" for why, who in groups.items()]
     return out
 
