@@ -380,6 +380,8 @@ def combine(archives) -> xr.Dataset:
     if not parts:
         raise InputError("combine needs at least one archive")
     first = parts[0]
+    if first.attrs.get("study") != NAME:
+        raise InputError(f"not {NAME} archives: {first.attrs.get('study')!r}")
     keys = ("study", "n_boot", "n_mc", "seed", "block")
     for k, ds in enumerate(parts[1:], start=1):
         for key in keys:
@@ -392,8 +394,6 @@ def combine(archives) -> xr.Dataset:
     Ms = [int(m) for ds in parts for m in ds["M"].values]
     if len(set(Ms)) != len(Ms):
         raise InputError(f"the archives share an M ({sorted(Ms)}): each M from one run only")
-    if first.attrs.get("study") != NAME:
-        raise InputError(f"not {NAME} archives: {first.attrs.get('study')!r}")
     raw = xr.concat([ds[["verdict", "nu_fit"]] for ds in parts], dim="M", join="outer",
                     fill_value=np.nan).sortby("M")
     out = summarise(raw)
