@@ -75,7 +75,12 @@ def main(argv=None) -> int:
                    help="also splice them into README.md between its error-rates markers")
     args = p.parse_args(argv)
 
-    from uqx.sweeps.error_rates import DEFAULT_DESIGNS, ISSUE21_DESIGNS, error_rates
+    from uqx.sweeps.error_rates import (
+        DEFAULT_DESIGNS,
+        ISSUE21_DESIGNS,
+        UNNAMED_DESIGNS,
+        error_rates,
+    )
 
     if args.archive:
         import xarray as xr
@@ -90,7 +95,8 @@ def main(argv=None) -> int:
 
     header("error-rates study of the verdicts")
     if args.report_grid == "size":
-        opts = dict(designs=list(DEFAULT_DESIGNS) + list(ISSUE21_DESIGNS), M=[200, 500, 2000],
+        opts = dict(designs=list(DEFAULT_DESIGNS) + list(ISSUE21_DESIGNS)
+                    + list(UNNAMED_DESIGNS), M=[200, 500, 2000],
                     scenarios=["calibrated"], n_datasets=200, seed=21)
     elif args.report_grid == "power":
         opts = dict(designs=["ig6_normal", "ig6_t6"], M=[200, 500, 2000],
@@ -213,7 +219,9 @@ def _report_tables(size, power, markdown=None, readme=None):
         + ". `ig<k>`: u² drawn from IG(k/2, k/2) (a scaled inverse χ² with k degrees of "
         "freedom); `tied5`: u² ~ IG(3, 3) stored as five levels, the rows sorted by |E|; "
         "`t2.5`: Student errors beyond the safety limits; `mixed`: normal errors below the "
-        "median of uE and t_s(4) above (consistent in variance). uE and X are drawn anew for "
+        "median of uE and t_s(4) above (consistent in variance); `uniform_laplace`: uE "
+        "uniform on [0.5, 2], Laplace errors (a shape no issue names, found outside the "
+        "grid). uE and X are drawn anew for "
         "every block of 10 sets; each cell reads the rate and, in brackets, its Wilson-cc "
         "95 % limit on the effective number of sets once the blocks' shared draws are "
         "accounted for (upper for false rejections, lower for acceptance and power); "

@@ -424,3 +424,58 @@ def test_sim_rows_one_nu_per_segment():
         e = want[:, seg[j]:seg[j + 1]]
         np.testing.assert_allclose(got[:, j, 0], (e * e).sum(1), rtol=1e-12)
         np.testing.assert_allclose(got[:, j, 2], (u[seg[j]:seg[j + 1]] * e).sum(1), rtol=1e-12)
+
+
+# ------------------------------------------------------------- body of the errors (CC)
+
+
+def _log_abs_spreads(draw, M, n, seed):
+    """Slow twin: the plain variance of ln|z| (ddof 1) over n samples of one shape."""
+    rng = np.random.default_rng(seed)
+    return np.array([np.var(np.log(np.abs(draw(rng, M))), ddof=1) for _ in range(n)])
+
+
+@pytest.mark.parametrize("nu", [np.inf, 6.0, 4.0, 3.0])
+def test_log_abs_z_cumulants_of_t_match_simulation(nu):
+    from uqx.engine.null_shape import log_abs_z_cumulants_of_t
+
+    rng = np.random.default_rng(int(min(nu, 99)))
+    z = rng.standard_t(nu, 400_000) if np.isfinite(nu) else rng.standard_normal(400_000)
+    ln = np.log(np.abs(z))
+    k2, k4 = log_abs_z_cumulants_of_t(nu)
+    assert float(k2) == pytest.approx(np.var(ln), rel=0.01)
+    assert float(k4) == pytest.approx(stats.kstat(ln, 4), rel=0.1)
+
+
+def test_log_abs_spread_sd_and_laplace_body():
+    """The screening's sd is the simulated sd of the spread; Laplace errors sit at
+    π²/6 (the value of t(2)), which excludes the t_s(ν ≥ 4) at M = 2000."""
+    from uqx.engine.null_shape import (
+        body_plausible,
+        log_abs_z_cumulants_of_t,
+        log_abs_z_spread_local,
+    )
+
+    M = 2000
+    sims = _log_abs_spreads(lambda r, m: r.standard_normal(m), M, 400, seed=5)
+    k2, k4 = log_abs_z_cumulants_of_t(np.inf)
+    assert np.mean(sims) == pytest.approx(float(k2), rel=0.01)
+    assert np.std(sims) == pytest.approx(float(np.sqrt((k4 + 2 * k2**2) / M)), rel=0.12)
+    rng = np.random.default_rng(6)
+    u = rng.uniform(0.5, 2.0, M)
+    E = u * rng.laplace(size=M) / np.sqrt(2)
+    v, dof = log_abs_z_spread_local(E, u)
+    assert M - 60 < dof < M  # one mean per bin of uE
+    assert v == pytest.approx(np.pi**2 / 6, abs=0.2)
+    assert not any(body_plausible(v, dof, nu) for nu in (4.0, 6.0, np.inf))
+    z = rng.standard_t(6, M)
+    v6, dof6 = log_abs_z_spread_local(u * z, u)
+    assert body_plausible(v6, dof6, 6.0)
+    # a scale that varies with uE is not read as spread (bins centre ln|Z| on their own)
+    v6s, _ = log_abs_z_spread_local(u * u * z, u)
+    assert v6s == pytest.approx(v6, abs=0.05)
+    # an error of exactly 0 is left out, not -inf
+    E0 = E.copy()
+    E0[:3] = 0.0
+    v0, dof0 = log_abs_z_spread_local(E0, u)
+    assert np.isfinite(v0) and dof0 == dof - 3

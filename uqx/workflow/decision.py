@@ -35,6 +35,7 @@ from uqx.engine.resolution import (
     scale_resolution,
     spread_resolution,
 )
+from uqx.engine.statistic import RANK_STATS
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import (
     NOT_TESTED,
@@ -61,8 +62,15 @@ __all__ = [
 ]
 
 
-def members_used(res, n_members) -> np.ndarray:
-    """Members taking part in each set's verdicts, (set, member) bool (all when unknown)."""
+def members_used(res, n_members, base=None) -> np.ndarray:
+    """Members taking part in each set's verdicts, (set, member) bool (all when unknown).
+
+    With ``base`` a rank statistic (:data:`uqx.engine.statistic.RANK_STATS`), the members
+    whose body also fits the data's (``member_plausible_rank``,
+    :func:`uqx.workflow.references.plausible_for_ranks`).
+    """
+    if base in RANK_STATS and "member_plausible_rank" in res:
+        return res["member_plausible_rank"].values.astype(bool)
     if "member_plausible" in res:
         return res["member_plausible"].values.astype(bool)
     return np.ones((res.sizes["set"], n_members), dtype=bool)
@@ -195,13 +203,15 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
     est = res["estimate"].values
     limits = np.full((S, K, 2), np.nan)
     spread = np.full((S, K, 2), np.nan)
-    use = members_used(res, len(member_labels))
+    use_all = members_used(res, len(member_labels))
+    use_rank = members_used(res, len(member_labels), RANK_STATS[0])
     light = member_labels.index("fit") if joint is not None and "fit" in member_labels \
         else None
     for i in range(S):
         for j, s in enumerate(specs):
             if s.base in NOT_TESTED:
                 continue
+            use = use_rank if s.base in RANK_STATS else use_all
             papers[i, j] = papers_verdict(res, specs, i, j, labels)
             if papers[i, j] in ("valid", "invalid"):
                 zeta_bl[i, j] = zeta_borderline(res, i, j)
@@ -319,10 +329,16 @@ def resolution_of_test(base, draws, used, alternative, i, j, *, direction, alpha
                 np.max(lims[:, 1]) if np.isfinite(lims[:, 1]).all() else np.nan), nan2
 
 
-def _family(res, specs, draws, head_copies, route_copies, i, m, n):
-    """List the tests of set ``i`` under member ``m``: (key, observed p, copy p (n,))."""
+def _family(res, specs, draws, head_copies, route_copies, i, m, n, rank_use=None):
+    """List the tests of set ``i`` under member ``m``: (key, observed p, copy p (n,)).
+
+    A rank statistic is left out of the family of a member that does not take part in
+    its test (``rank_use``, :func:`members_used`).
+    """
     out = []
     for j, s in enumerate(specs):
+        if s.base in RANK_STATS and rank_use is not None and not rank_use[i, m]:
+            continue
         if s.base not in NOT_TESTED:
             d = direction_of(s.base)  # observed p on the same (joint) copies
             out.append((("stat", j), mc_pvalue(res["estimate"].values[i, j], draws[i, j, m], d),
@@ -385,10 +401,13 @@ def familywise_step(res, specs, draws, head_copies, *, n_shared,
     reason = {k: res[v[1]].values.astype(object) for k, v in arrays.items()}
     adj = {k: np.full(res[v[0]].shape + (len(labels),), np.nan) for k, v in arrays.items()}
     use = members_used(res, len(labels))
+    use_rank = members_used(res, len(labels), RANK_STATS[0])
+    rank = np.array([s.base in RANK_STATS for s in specs])
     for i in range(res.sizes["set"]):
         n = n_shared if n_shared and (head_copies or route_copies) else draws.shape[-1]
         for m in range(len(labels)):
-            tests = _family(res, specs, draws, head_copies, route_copies, i, m, n)
+            tests = _family(res, specs, draws, head_copies, route_copies, i, m, n,
+                            rank_use=use_rank)
             if not tests:
                 continue
             p = familywise_pvalues([t[1] for t in tests], np.stack([t[2] for t in tests]))
@@ -397,7 +416,8 @@ def familywise_step(res, specs, draws, head_copies, *, n_shared,
         for kind in arrays:
             for idx in np.ndindex(verdict[kind].shape[1:]):
                 at = (i, *idx)
-                q = adj[kind][at][use[i]]  # the members that take part
+                part = use_rank[i] if kind == "stat" and rank[idx[0]] else use[i]
+                q = adj[kind][at][part]  # the members that take part
                 if verdict[kind][at] == "invalid" and not np.all(q < ALPHA_RESULT):
                     verdict[kind][at] = "inconclusive"
                     reason[kind][at] = not_familywise_reason(q)

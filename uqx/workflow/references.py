@@ -16,7 +16,9 @@ from uqx.engine.alternative import ConsistencyAlternatives
 from uqx.engine.defaults import NU
 from uqx.engine.mctest import N_TEST, direction_of
 from uqx.engine.null_shape import (
+    body_plausible,
     kappa_cs_z2_local,
+    log_abs_z_spread_local,
     nu_heavy_bound,
     nu_on_grid,
     plausible_members,
@@ -28,7 +30,7 @@ from uqx.inference.reference import prepare_sets, simulate_reference
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
 
 __all__ = ["reference_step", "null_family", "papers_members", "predefined_references",
-           "predefined_reference", "plausible_in_windows"]
+           "predefined_reference", "plausible_in_windows", "plausible_for_ranks"]
 
 def predefined_reference(base, estimates):
     """Predefined reference of a statistic, or None (see STAT_INFO)."""
@@ -120,6 +122,52 @@ def plausible_in_windows(members, kappa, M, windows):
     return plausible_members(np.asarray(kappa, dtype=np.float64),
                              np.asarray(M, dtype=np.float64), _fixed_nus(members),
                              windows=[None if w is None else w[:2] for w in windows])
+
+
+def plausible_for_ranks(sets, members, nu_fit, windows, plausible):
+    """Members taking part in the tests of rank statistics (CC): tails *and* body fit.
+
+    A member takes part in every test when its shape fits the data's tails
+    (``plausible``, :func:`null_family`, :func:`plausible_in_windows`); in the test of the
+    rank correlation CC it must also fit the data's body, the spread of ln|Z| within the
+    bins of uE (:func:`uqx.engine.null_shape.log_abs_z_spread_local`,
+    :func:`uqx.engine.null_shape.body_plausible`): the fixed members at their ν, the
+    fitted one at ν̂ or, where its copies draw each bin of uE at its window's ν, at
+    those. The resampled z-scores carry the data's own body and always take part.
+
+    Parameters
+    ----------
+    sets : list of SetData
+    members : list of (dist, nu, label)
+    nu_fit : array_like, shape (S,)
+        ν̂ per set.
+    windows : list
+        Per set, ``(κ_CS, points, ν per bin of uE or None)`` or None
+        (:func:`reference_step`).
+    plausible : numpy.ndarray of bool, shape (S, member)
+
+    Returns
+    -------
+    spread : numpy.ndarray, shape (S,)
+        The pooled within-bin variance of ln|Z| of each set.
+    use : numpy.ndarray of bool, shape (S, member)
+    """
+    fixed = _fixed_nus(members)
+    use = np.array(plausible, dtype=bool, copy=True)
+    spread = np.full(len(sets), np.nan)
+    for i, sd in enumerate(sets):
+        v, dof = log_abs_z_spread_local(sd.E, sd.uE)
+        spread[i] = v
+        for m, (_, _, lab) in enumerate(members):
+            if lab == "data":
+                continue
+            nu = fixed[m]
+            if lab == "fit":
+                w = windows[i] if i < len(windows) else None
+                nu = w[2] if w is not None and w[2] is not None else nu_fit[i]
+            if nu is not None and not body_plausible(v, dof, nu):
+                use[i, m] = False
+    return spread, use
 
 
 def predefined_references(boot, specs):

@@ -123,7 +123,14 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
         # valid needs every member to accept (smallest p), invalid every one to reject
         pv = res["p_value"]
         if "member_plausible" in res:  # the members that take part in the verdict
-            pv = pv.where(res["member_plausible"])
+            use = res["member_plausible"]
+            if "member_plausible_rank" in res:  # rank statistics: body and tails fit
+                from uqx.engine.statistic import RANK_STATS, parse_stat
+
+                rank = xr.DataArray([parse_stat(str(x)).base in RANK_STATS
+                                     for x in res["stat"].values], dims="stat")
+                use = xr.where(rank, res["member_plausible_rank"], use)
+            pv = pv.where(use)
         with np.errstate(invalid="ignore"):
             df["p_min"] = pv.min("member").to_series()
             df["p_max"] = pv.max("member").to_series()

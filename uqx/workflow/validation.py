@@ -65,7 +65,7 @@ from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST
 from uqx.engine.resample import resolve_seed
-from uqx.engine.statistic import parse_stat
+from uqx.engine.statistic import RANK_STATS, parse_stat
 from uqx.engine.stats.tailedness import (
     SAFETY_LIMITS,
     STATISTIC_DEPENDENCIES,
@@ -92,7 +92,12 @@ from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exporte
     tailedness_streamed,
 )
 from uqx.workflow.recalibration import recalibration_step
-from uqx.workflow.references import null_family, plausible_in_windows, reference_step
+from uqx.workflow.references import (
+    null_family,
+    plausible_for_ranks,
+    plausible_in_windows,
+    reference_step,
+)
 from uqx.workflow.settings import Settings
 from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
     WARN_SEP,
@@ -475,6 +480,16 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
         "long_name": "member takes part in the verdicts: its shape not excluded by the "
                      "data's kappa_cs of Z^2, of the whole set and of every window of bins "
                      "of uE (uqx.engine.null_shape.plausible_members)"})
+    if not streamed and any(s.base in RANK_STATS for s in specs):
+        spread, rank_use = plausible_for_ranks(sets, members, nu_fit, windows, plausible)
+        res["log_abs_z_spread_local"] = ("set", spread, {
+            "long_name": "variance of ln|Z| within the bins of uE, pooled: the body of the "
+                         "errors that the null of the rank correlation CC depends on "
+                         "(uqx.engine.null_shape.log_abs_z_spread_local)"})
+        res["member_plausible_rank"] = (("set", "member"), rank_use, {
+            "long_name": "member takes part in the test of CC: member_plausible and its "
+                         "spread of ln|Z| not excluded by the data's "
+                         "(uqx.engine.null_shape.body_plausible)"})
     nu_lo, nu_hi = (np.array([np.nan if w is None or w[2] is None else np.min(w[2])
                               for w in windows]),
                     np.array([np.nan if w is None or w[2] is None else np.max(w[2])
