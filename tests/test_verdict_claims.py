@@ -206,6 +206,11 @@ def test_consistent_data_whose_shape_changes_with_u_are_valid():
     assert local.sum() >= 7
     # where the fitted member is local, its windows span light and heavy tails
     assert np.all(res["nu_fit_local_max"].values[local] > res["nu_fit_local_min"].values[local])
+    # CC: a member with one shape for every uE does not take part where the windows
+    # show the shape changing (3 of these 10 sets `valid` before, t_s(6) rejecting)
+    assert (res["verdict"].sel(stat="cc").values == "valid").sum() >= 6
+    fixed = [list(res["member"].values).index(m) for m in ("N", "T6")]
+    assert not res["member_plausible_rank"].values[local][:, fixed].any()
 
 
 def test_alternative_resolution_reads_80_percent_power():
