@@ -691,3 +691,16 @@ def test_calibrated_laplace_errors_keep_cc_valid():
     lo = np.nanmin(np.where(out, np.nan, p), axis=1)
     got = uqx.result_table(res).xs("cc", level="stat")["p_min"].values
     assert np.allclose(got, lo, atol=1e-3)
+    # the JSON names the members whose p-values CC's verdict reads; a `valid` has no
+    # rejection among them (borderline aside)
+    for k, rec in enumerate(uqx.result_records(res)):
+        cc = rec["stats"]["cc"]
+        rank = res["member_plausible_rank"].values[k]
+        assert cc["members"] == [str(m) for m, u in zip(res["member"].values, rank,
+                                                        strict=True) if u]
+        assert "data" in cc["members"] and len(cc["p_value"]) == 4
+        if cc["verdict"] == "valid" and not cc["borderline"]:
+            assert all(cc["p_value"][m] >= 0.05 for m in cc["members"])
+        assert rec["stats"]["zms"]["members"] == [
+            str(m) for m, u in zip(res["member"].values, res["member_plausible"].values[k],
+                                   strict=True) if u]

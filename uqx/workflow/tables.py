@@ -442,6 +442,15 @@ def _stat_record(x, dists) -> dict:
         rec["borderline"] = bool(x["borderline"].item())
     if "p_value" in x:
         rec["p_value"] = {str(m): _num(x["p_value"].sel(member=m)) for m in x["member"].values}
+        if "member_plausible" in x:  # the members whose p-values the verdict reads
+            from uqx.engine.statistic import RANK_STATS, parse_stat
+
+            use = x["member_plausible"]
+            if ("member_plausible_rank" in x
+                    and parse_stat(str(x["stat"].item())).base in RANK_STATS):
+                use = x["member_plausible_rank"]
+            rec["members"] = [str(m) for m, k in zip(x["member"].values, use.values,
+                                                     strict=True) if k]
     if "resolution_low" in x and np.isfinite(x["resolution_low"].item()) | np.isfinite(
             x["resolution_high"].item()):
         rec["resolution"] = {"low": _num(x["resolution_low"]), "high": _num(x["resolution_high"]),
@@ -512,7 +521,8 @@ def result_records(res: xr.Dataset) -> list[dict]:
 
     Keys: ``dataset``, ``M``, ``stats.<name>`` (estimate, interval, reference, ζ,
     ``verdict`` and, when inconclusive, ``verdict_reason``; ``zeta_sim`` per distribution
-    for simulated references), ``conditional.<uE|X|V>`` (fraction of valid bins,
+    for simulated references; ``p_value`` per member of the null family and ``members``,
+    those that take part in the verdict), ``conditional.<uE|X|V>`` (fraction of valid bins,
     ``extrapolation.<ence|zmse|zve>`` with ``intercept`` and ``verdict``, headline
     ``verdict``), ``scale_factor`` (√ZMS with its interval, and the consistency
     verdict of the rescaled uE, :mod:`uqx.workflow.recalibration`), ``warnings`` (one
