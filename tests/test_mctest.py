@@ -437,7 +437,7 @@ def _log_abs_spreads(draw, M, n, seed):
 
 @pytest.mark.parametrize("nu", [np.inf, 6.0, 4.0, 3.0])
 def test_log_abs_z_cumulants_of_t_match_simulation(nu):
-    from uqx.engine.null_shape import log_abs_z_cumulants_of_t
+    from uqx.engine.null_body import log_abs_z_cumulants_of_t
 
     rng = np.random.default_rng(int(min(nu, 99)))
     z = rng.standard_t(nu, 400_000) if np.isfinite(nu) else rng.standard_normal(400_000)
@@ -450,7 +450,7 @@ def test_log_abs_z_cumulants_of_t_match_simulation(nu):
 def test_log_abs_spread_sd_and_laplace_body():
     """The screening's sd is the simulated sd of the spread; Laplace errors sit at
     π²/6 (the value of t(2)), which excludes the t_s(ν ≥ 4) at M = 2000."""
-    from uqx.engine.null_shape import (
+    from uqx.engine.null_body import (
         body_plausible,
         log_abs_z_cumulants_of_t,
         log_abs_z_spread_local,

@@ -55,9 +55,7 @@ __all__ = [
     "kappa_cs_z2_windows",
     "nu_windows",
     "one_shape",
-    "log_abs_z_cumulants_of_t",
-    "log_abs_z_spread_local",
-    "body_plausible",
+    "z_in_local_bins",
 ]
 
 #: Members of the null family: the papers' D ("N", "T6"), the t_s(ν̂) matched to the
@@ -420,68 +418,22 @@ def one_shape(kappa_windows, n_windows, nu, *, z: float = None) -> bool:
         return not bool(np.any(np.abs(kw - kappa_cs_z2_of_t(nu)) > z * se))
 
 
-# ------------------------------------------------------------- body of the data's Z
+def z_in_local_bins(E, uE, n_bins=None):
+    """Z = E/uE in the stable order of uE, and the edges of the equal-count local bins.
 
-
-def log_abs_z_cumulants_of_t(nu):
-    r"""Second and fourth cumulants of :math:`\ln|Z|` for Z ~ t(ν) (scale-free; inf: normal).
-
-    :math:`T = N / \sqrt{\chi^2_\nu/\nu}` with N and χ² independent, so
-    :math:`\ln|T| = \tfrac12\ln\chi^2_1 - \tfrac12\ln\chi^2_\nu + c`; the cumulants of
-    :math:`\ln G`, G ~ Gamma(a), are :math:`\psi^{(n-1)}(a)` (n ≥ 2), hence
-
-    .. math:: \kappa_2 = \tfrac14[\psi^{(1)}(\tfrac12) + \psi^{(1)}(\tfrac\nu2)], \quad
-              \kappa_4 = \tfrac1{16}[\psi^{(3)}(\tfrac12) + \psi^{(3)}(\tfrac\nu2)]
-
-    (the ν terms vanish for the normal: :math:`\kappa_2 = \pi^2/8`). A scale of Z
-    shifts ln|Z| only. For comparison, Laplace errors give :math:`\kappa_2 = \pi^2/6`,
-    the value of t(2): no member t_s(ν ≥ 3) has their body.
-
-    Parameters
-    ----------
-    nu : array_like
-        Degrees of freedom (inf: the normal).
+    The one preparation of :func:`kappa_cs_z2_local` and
+    :func:`uqx.engine.null_body.log_abs_z_spread_local`:
+    no order is built when uE is already sorted (rows in content order); otherwise the
+    division runs in blocks, so that no third array of M values is held. Fewer rows than
+    a bin's minimum (:data:`uqx.engine.defaults.POP_MIN`) give one bin.
 
     Returns
     -------
-    kappa2, kappa4 : numpy.ndarray
-    """
-    from scipy.special import polygamma
-
-    nu = np.asarray(nu, dtype=np.float64)
-    inf = np.isinf(nu)
-    half = np.where(inf, 1.0, nu) / 2
-    k2 = polygamma(1, 0.5) / 4 + np.where(inf, 0.0, polygamma(1, half) / 4)
-    k4 = polygamma(3, 0.5) / 16 + np.where(inf, 0.0, polygamma(3, half) / 16)
-    return k2, k4
-
-
-def log_abs_z_spread_local(E, uE, n_bins: int | None = None) -> tuple[float, int]:
-    r"""Variance of :math:`\ln|Z|` within the bins of uE, pooled: the body of the errors.
-
-    The null of the rank correlation CC of \|E\| and uE depends on the whole law of
-    :math:`\ln|\epsilon|` (:math:`\ln|E| = \ln u_E + \ln|\epsilon|` on calibrated
-    data), chiefly on its spread, which the tails of Z² that ν̂ matches do not fix
-    (:func:`body_plausible`). Within each of ``n_bins`` equal-count bins of uE (those
-    of :func:`kappa_cs_z2_local`) ln|Z| is centred on its own mean, so that a scale
-    varying with uE is not read as spread; the pooled variance
-    :math:`\hat v = \sum_b \sum_{k \in b} (\ln|Z_k| - m_b)^2 / (n - B)` estimates
-    :math:`\kappa_2` of :func:`log_abs_z_cumulants_of_t` for t_s(ν) errors.
-
-    Parameters
-    ----------
-    E, uE : array_like, shape (M,)
-        Errors and uncertainties of one set (finite, uE > 0).
-    n_bins : int, optional
-        Bins of uE (default :func:`uqx.engine.defaults.local_bins`).
-
-    Returns
-    -------
-    spread : float
-        :math:`\hat v` (NaN with fewer than two values a bin on average).
-    dof : int
-        Values used less bins. Errors exactly 0 (ln|Z| = −∞: rounded errors) are left
-        out of their bin. Memory: 16 bytes a row (the order of uE and ln|Z|).
+    z : numpy.ndarray, shape (M,)
+        A new array (the caller may modify it).
+    edges : numpy.ndarray of int
+        Bin boundaries (:func:`uqx.engine.binning.equal_count_edges` of
+        :func:`uqx.engine.defaults.local_bins` bins unless ``n_bins``).
     """
     from uqx.engine.binning import equal_count_edges, is_nondecreasing, stable_order
     from uqx.engine.defaults import POP_MIN, local_bins
@@ -489,72 +441,17 @@ def log_abs_z_spread_local(E, uE, n_bins: int | None = None) -> tuple[float, int
     E = np.asarray(E, dtype=np.float64)
     u = np.asarray(uE, dtype=np.float64)
     M = E.shape[0]
-    if is_nondecreasing(u):
-        z = np.abs(np.divide(E, u))
+    if is_nondecreasing(u):  # rows in content order: the order is the identity
+        z = np.divide(E, u)
     else:
         order = stable_order(u)
-        z = np.abs(np.take(E, order))
-        for lo in range(0, M, 1 << 20):
+        z = np.take(E, order)
+        for lo in range(0, M, 1 << 20):  # no third array of M values
             z[lo:lo + (1 << 20)] /= u[order[lo:lo + (1 << 20)]]
         del order
     nb = local_bins(M) if n_bins is None else int(n_bins)
     edges = equal_count_edges(M, nb) if M >= POP_MIN else np.array([0, M])
-    with np.errstate(divide="ignore"):
-        np.log(z, out=z)
-    total, dof = 0.0, 0
-    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
-        seg = z[lo:hi]
-        seg = seg[np.isfinite(seg)]
-        if seg.size > 1:
-            total += float(np.sum((seg - seg.mean()) ** 2))
-            dof += seg.size - 1
-    if dof < 2 * (edges.size - 1):
-        return np.nan, int(dof)
-    return total / dof, int(dof)
-
-
-def body_plausible(spread, dof, nu, weights=None, *, z: float = None) -> bool:
-    r"""Whether the data's spread of ln|Z| does not exclude the shape t_s(ν).
-
-    :math:`|\hat v - \kappa_2(\nu)| \le z\,\sqrt{(\kappa_4 + 2\kappa_2^2)/\mathrm{dof}}`
-    (:func:`log_abs_z_cumulants_of_t`, :func:`log_abs_z_spread_local`; the sd of a
-    sample variance): the screening of :func:`plausible_members`, at
-    :data:`PLAUSIBLE_Z`, on the body of the errors instead of their tails. It decides
-    which members take part in the test of the rank correlation CC, for which copies
-    drawn from a t_s whose body differs from the data's are no null: calibrated Laplace
-    errors (ln|ε| spread π²/6 = 1.64, against 1.40 for the t_s(4) that matches their Z²
-    tails; the sd of the spread is 0.075 at M = 2000) had CC `inconclusive` on 49 of 100
-    sets of M = 2000 (seed 41), the fitted member rejecting where the data's own
-    z-scores accepted.
-
-    Parameters
-    ----------
-    spread : float
-        :math:`\hat v`.
-    dof : int
-        Its degrees of freedom.
-    nu : float or array_like
-        The member's ν (inf: normal), or one ν per window of uE.
-    weights : array_like, optional
-        Share of the points in each window (with an array ``nu``).
-    z : float, optional
-        Width in standard errors (default :data:`PLAUSIBLE_Z`).
-
-    Returns
-    -------
-    bool
-        True also when ``spread`` is NaN (nothing to exclude with).
-    """
-    z = PLAUSIBLE_Z if z is None else z
-    nu = np.atleast_1d(np.asarray(nu, dtype=np.float64))
-    if not np.isfinite(spread) or dof < 2 or np.isnan(nu).any():
-        return True
-    k2, k4 = log_abs_z_cumulants_of_t(nu)
-    w = (np.ones(k2.size) if weights is None else np.asarray(weights, dtype=np.float64))
-    w = w / w.sum()
-    mean = float(np.sum(w * k2))
-    sd = float(np.sqrt(np.sum(w * (k4 + 2 * k2 * k2)) / dof))
-    return bool(abs(spread - mean) <= z * sd)
+    return z, edges
 
 
 # ------------------------------------------------------------- tails of the data's Z
@@ -802,24 +699,9 @@ def kappa_cs_z2_local(E, uE, n_bins: int | None = None) -> float:
         the scaled Z², sorted in place); 8 when uE is already sorted (rows in content
         order: no order).
     """
-    from uqx.engine.binning import equal_count_edges, is_nondecreasing, stable_order
-    from uqx.engine.defaults import POP_MIN, local_bins
     from uqx.engine.stats.tailedness import sorted_tailedness
 
-    E = np.asarray(E, dtype=np.float64)
-    u = np.asarray(uE, dtype=np.float64)
-    M = E.shape[0]
-    if is_nondecreasing(u):  # rows in content order: the order is the identity
-        z = np.divide(E, u)
-    else:
-        order = stable_order(u)
-        z = np.take(E, order)
-        for lo in range(0, M, 1 << 20):  # no third array of M values
-            z[lo:lo + (1 << 20)] /= u[order[lo:lo + (1 << 20)]]
-        del order
-    nb = local_bins(M) if n_bins is None else int(n_bins)
-    # fewer rows than a bin's minimum: one bin (Z scaled on the whole set)
-    edges = equal_count_edges(M, nb) if M >= POP_MIN else np.array([0, M])
+    z, edges = z_in_local_bins(E, uE, n_bins)
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         if hi > lo:
             seg = z[lo:hi]

@@ -15,10 +15,9 @@ import xarray as xr
 from uqx.engine.alternative import ConsistencyAlternatives
 from uqx.engine.defaults import NU
 from uqx.engine.mctest import N_TEST, direction_of
+from uqx.engine.null_body import body_plausible, log_abs_z_spread_local
 from uqx.engine.null_shape import (
-    body_plausible,
     kappa_cs_z2_local,
-    log_abs_z_spread_local,
     nu_heavy_bound,
     nu_on_grid,
     plausible_members,
@@ -130,8 +129,8 @@ def plausible_for_ranks(sets, members, nu_fit, windows, plausible):
     A member takes part in every test when its shape fits the data's tails
     (``plausible``, :func:`null_family`, :func:`plausible_in_windows`); in the test of the
     rank correlation CC it must also fit the data's body, the spread of ln|Z| within the
-    bins of uE (:func:`uqx.engine.null_shape.log_abs_z_spread_local`,
-    :func:`uqx.engine.null_shape.body_plausible`): the fixed members at their ν, the
+    bins of uE (:func:`uqx.engine.null_body.log_abs_z_spread_local`,
+    :func:`uqx.engine.null_body.body_plausible`): the fixed members at their ν, the
     fitted one at ν̂ or, where its copies draw each bin of uE at its window's ν, at
     those. Where the fitted member draws each window at its own ν (the windows of uE
     exclude one ν̂: the errors' shape changes with uE), the fixed members do not take

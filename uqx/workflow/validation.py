@@ -485,11 +485,11 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
         res["log_abs_z_spread_local"] = ("set", spread, {
             "long_name": "variance of ln|Z| within the bins of uE, pooled: the body of the "
                          "errors that the null of the rank correlation CC depends on "
-                         "(uqx.engine.null_shape.log_abs_z_spread_local)"})
+                         "(uqx.engine.null_body.log_abs_z_spread_local)"})
         res["member_plausible_rank"] = (("set", "member"), rank_use, {
             "long_name": "member takes part in the test of CC: member_plausible and its "
                          "spread of ln|Z| not excluded by the data's "
-                         "(uqx.engine.null_shape.body_plausible)"})
+                         "(uqx.engine.null_body.body_plausible)"})
     nu_lo, nu_hi = (np.array([np.nan if w is None or w[2] is None else np.min(w[2])
                               for w in windows]),
                     np.array([np.nan if w is None or w[2] is None else np.max(w[2])
