@@ -91,22 +91,22 @@ def variant(name):
 
 
 def cell(args):
-    """Verdict codes of the sets of one (variant, design, scenario) cell."""
-    name, design, scenario, n = args
-    from uqx.dataio.model import from_arrays, stack
-    from uqx.inference.reference import shared_nulls
-    from uqx.sweeps.error_rates import STATS, synthetic_set, verdict_codes
-    from uqx.workflow.validation import validate
+    """Verdict codes of the sets of one (variant, design, scenario) cell.
 
-    sets = []
-    for i in range(n):
-        E, u, X = synthetic_set(design, scenario, M, seed=SEED, index=i)
-        sets.append(from_arrays(E, u, X=X, name=f"{design}-{scenario}-{i}"))
+    The study's own kernel (:func:`uqx.sweeps.error_rates.kernel`), block after block:
+    the same sets and settings as the error-rates study.
+    """
+    name, design, scenario, n = args
+    from uqx.sweeps.error_rates import BLOCK, kernel
+
+    params = {"seed": SEED, "n_boot": 1000, "n_mc": 500, "power_M": [M],
+              "power_designs": [design]}
+    where = {"design": design, "M": M, "scenario": scenario}
     t0 = time.perf_counter()
-    with variant(name), shared_nulls():
-        res = validate(stack(sets), list(STATS), n_boot=1000, n_mc=500, seed=SEED,
-                       scheduler="synchronous", resolution=False)
-    codes = np.array([verdict_codes(res.isel(set=[r])) for r in range(n)])
+    with variant(name):
+        codes = np.concatenate([
+            kernel(where, b, min(BLOCK, n - b * BLOCK), params, None)["verdict"]
+            for b in range(-(-n // BLOCK))])
     return name, design, scenario, codes, time.perf_counter() - t0
 
 
