@@ -61,11 +61,14 @@ __all__ = [
     "rmse_from_sums",
     "rce_from_sums",
     "mean_z_from_sums",
+    "t_z_from_sums",
+    "TEST_STATISTIC",
     "var_z_from_sums",
     "zms_from_sums",
     "nll_from_sums",
     "nll_ref_from_sums",
     "per_bin_moments",
+    "scale_free_bin_sums",
     "ence_from_bin_sums",
     "ence_sd_from_bin_sums",
     "uce_from_bin_sums",
@@ -93,6 +96,7 @@ MOMENT_COLUMNS = {
     "rmv": (F_U2,),
     "rmse": (F_E2,),
     "mean_z": (F_Z,),
+    "t_z": (F_Z2, F_Z),
     "var_z": (F_Z2, F_Z),
     "nll": (F_Z2, F_LNU2),
     "nll_ref": (F_LNU2,),
@@ -279,6 +283,39 @@ def mean_z_from_sums(S, n):
     return S[..., F_Z] / n
 
 
+def t_z_from_sums(S, n):
+    r"""Studentised mean z-score: the one-sample t statistic of the z-scores.
+
+    .. math:: t_Z = \frac{\langle Z \rangle}{\sqrt{\mathrm{Var}(Z)/n}}
+
+    with Var(Z) of :func:`var_z_from_sums` (denominator n − 1). The test of ⟨Z⟩ reads it
+    (:data:`TEST_STATISTIC`): its null, "no bias whatever the scale of uE", is that of a
+    statistic that does not change when uE is off by a factor, so the calibrated copies
+    of uE (unit variance) are copies of it for any scale (a scale error is not read as a
+    bias). Reference value 0.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., 5)
+        Sums of the moment features (z², u², E², z, ln u²) over the n pairs
+        (:func:`moment_sums`).
+    n : float or numpy.ndarray
+        Number of pairs, broadcast against ``S[..., 0]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``S.shape[:-1]``; NaN where Var(Z) is 0.
+
+    See Also
+    --------
+    mean_z_from_sums, var_z_from_sums
+    """
+    var = (S[..., F_Z2] - S[..., F_Z] ** 2 / n) / (n - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(var > 0, (S[..., F_Z] / n) / np.sqrt(var / n), np.nan)
+
+
 def var_z_from_sums(S, n):
     r"""Sample variance of the z-scores from the moment sums (000 Eq. 13; 001 Eq. 10).
 
@@ -402,10 +439,17 @@ MOMENT_STATS = {
     "rmv": rmv_from_sums,
     "rmse": rmse_from_sums,
     "mean_z": mean_z_from_sums,
+    "t_z": t_z_from_sums,
     "var_z": var_z_from_sums,
     "nll": nll_from_sums,
     "nll_ref": nll_ref_from_sums,
 }
+
+
+#: The statistic a verdict's test reads, where it is not the statistic itself: ⟨Z⟩ is
+#: tested through its studentised form (:func:`t_z_from_sums`), whose null is "no bias"
+#: whatever the scale of uE.
+TEST_STATISTIC = {"mean_z": "t_z"}
 
 
 # ---------------------------------------------------------------- binned statistics
@@ -425,6 +469,46 @@ def bin_features(E, u):
     z = E / u
     ec = E - E.mean(axis=-1, keepdims=True)
     return np.stack([u * u, E * E, z * z, ec, ec * ec, z], axis=-1)
+
+
+def scale_free_bin_sums(S, n):
+    r"""Per-bin sums of the bin features of :math:`E/\sqrt{\mathrm{ZMS}}` (uE kept).
+
+    Rescaling uE by its factor :math:`f = \sqrt{\mathrm{ZMS}}` (the whole set's, the bins
+    of ``S`` covering it) is dividing every error by f: the sums of E², z², (E − Ē)² by
+    f², those of E − Ē and z by f. A binned statistic of the result is the statistic of
+    uE "up to a factor": its value does not change when uE is off by one factor, and its
+    calibrated copies, each rescaled by its own factor, are copies of it for any scale.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of :func:`bin_features` over N bins that cover the set.
+    n : numpy.ndarray, shape (N,)
+        Bin counts.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., N, 6)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> E, u = rng.standard_normal(100) * 2.0, np.ones(100)
+    >>> edges = np.array([0, 50, 100])
+    >>> S = bin_feature_sums(E, u, edges)  # (1, 2, 6)
+    >>> float(np.round(scale_free_bin_sums(S, np.diff(edges))[..., 2].sum(), 9))
+    100.0
+    """
+    S = np.asarray(S, dtype=np.float64)
+    f2 = (S[..., _B_Z2].sum(axis=-1) / np.sum(n))[..., None]
+    out = S.copy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for k in (_B_E2, _B_Z2, _B_EC2):
+            out[..., k] = S[..., k] / f2
+        for k in (_B_EC, _B_Z):
+            out[..., k] = S[..., k] / np.sqrt(f2)
+    return out
 
 
 def per_bin_moments(S, n):
@@ -816,6 +900,7 @@ STAT_INFO = {
     "rmv": ("root mean variance", None),
     "rmse": ("root mean squared error", None),
     "mean_z": ("mean z-score", 0.0),
+    "t_z": ("studentised mean z-score <Z>/sqrt(Var(Z)/n)", 0.0),
     "var_z": ("variance of z-scores (n-1)", 1.0),
     "nll": ("mean negative log-likelihood (normal)", "nll_ref"),
     "nll_ref": ("reference NLL for calibrated normal errors", None),

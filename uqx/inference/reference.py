@@ -40,7 +40,7 @@ from uqx.engine.resample import (
     rows_for_budget,
     seed_sequence,
 )
-from uqx.engine.resolution import TOP_FACTORS, top_segments
+from uqx.engine.resolution import SPREAD_DOWN, TOP_FACTORS, top_segments
 from uqx.engine.statistic import (
     BINNED_STATS,
     MOMENT_STATS,
@@ -55,6 +55,9 @@ __all__ = [
     "prepare_sets",
     "shared_nulls",
     "DISTRIBUTIONS",
+    "top_key",
+    "top_suffix",
+    "CC_GAMMAS",
 ]
 
 #: Simulated data sets per task (fixed: part of the definition of the keyed streams;
@@ -100,7 +103,7 @@ def shared_nulls(max_blocks: int = 512):
             _SHARED["on"] -= 1
 
 
-def _block_key(ss, specs, dist, nu, seed, dlabel, block, nb, hook):
+def _block_key(ss, specs, dist, nu, seed, dlabel, block, nb, hook, cc_spread=False):
     """Everything a block of copies of an E-free member depends on (None: not shareable)."""
     hook_key = None
     if hook is not None:
@@ -112,11 +115,11 @@ def _block_key(ss, specs, dist, nu, seed, dlabel, block, nb, hook):
     nu = tuple(np.asarray(nu, dtype=np.float64).tolist()) if np.ndim(nu) else float(nu)
     return (int(seed), ss.ukey, str(dlabel), str(dist), nu, int(block), int(nb),
             tuple(s.name for s in specs), ss.cfg, tuple(sorted(ss.conds)), grid, hook_key,
-            gaussian_sums.GAUSS_TOL)
+            gaussian_sums.GAUSS_TOL, bool(cc_spread))
 
 
 def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own_key=True,
-               nu_local=False):
+               nu_local=False, cc_spread=False):
     """Statistics of one keyed block of copies, reused across sets inside shared_nulls().
 
     ``nu_local``: ``dist="t"`` draws each bin of uE at its window's ν
@@ -126,14 +129,15 @@ def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own_key=
         seg_nu = ss.segment_nus(nu)
         nu = nu if seg_nu is None else seg_nu
     key = None if own_key or not _SHARED["on"] else _block_key(
-        ss, specs, dist, nu, seed, dlabel, block, nb, hook)
+        ss, specs, dist, nu, seed, dlabel, block, nb, hook, cc_spread)
     if key is not None:
         with _SHARED["lock"]:
             hit = _SHARED["blocks"].get(key)
             if hit is not None:
                 _SHARED["blocks"].move_to_end(key)
                 return {k: v.copy() for k, v in hit.items()}
-    out = _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook, own_key)
+    out = _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook, own_key,
+                          cc_spread)
     if key is not None:
         with _SHARED["lock"]:
             _SHARED["blocks"][key] = {k: v.copy() for k, v in out.items()}
@@ -142,7 +146,8 @@ def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own_key=
     return out
 
 
-def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own_key=True):
+def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own_key=True,
+                    cc_spread=False):
     r"""Statistics of ``nb`` simulated data sets (one keyed block) -> {name: (nb,)}.
 
     The block's copies are drawn on one keyed xoshiro256** stream,
@@ -200,7 +205,8 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
         out_bin = np.zeros((k, ss.n_extra, 4))
         sim_rows(state, code, d, c, h, pool, pu, pm, ps, ss.u_sorted, ss.seg, ss.binid,
                  ss.boff, out_seg, out_bin, buf, ss.win if local else _NO_WINDOWS)
-        parts.append(_sums_stats(out_seg, out_bin, buf if rank else None, ss, specs, top))
+        parts.append(_sums_stats(out_seg, out_bin, buf if rank else None, ss, specs, top,
+                                 cc_spread))
         if lo < n_hook:  # the same draws, reused
             hooked.append(hook(buf[: n_hook - lo]))
         lo += k
@@ -292,10 +298,14 @@ def _moment_tasks(ds, i, specs, dist, nu, seed, dlabel, n_mc, own_key=True):
     return blocks
 
 
-def _sums_stats(out_seg, out_bin, eps, ss, specs, top=False):
+def _sums_stats(out_seg, out_bin, eps, ss, specs, top=False, cc_spread=False):
     """Statistics of the copies from the kernel's sums (and ε for the rank statistic).
 
-    With ``top``, also the per-bin sums of the bins of uE (key :data:`TOP_KEY`).
+    With ``top``, also the per-bin sums of every binning of a binned statistic (keys
+    :func:`top_key`) and, with ``cc_spread``, CC of the copies under the spread
+    alternative :math:`u = c\,u_E^\gamma` at :data:`CC_GAMMAS` (key :data:`CC_SPREAD_KEY`):
+    the errors of a copy become :math:`u_E^{\gamma}\epsilon` up to a constant that ranks
+    do not see.
     """
     out = {}
     tot = out_seg.sum(axis=1)  # (k, 4): Σε², Σ(uε)², Σuε, Σε
@@ -316,18 +326,25 @@ def _sums_stats(out_seg, out_bin, eps, ss, specs, top=False):
         binned = [s for s in specs if s.family == "binned" and s.cond == cond]
         for s in binned:
             out[s.name] = BINNED_STATS[s.base][0](S, n)
-        if cond == "uE" and lo is None and binned and top:
-            # the per-bin sums, from which the binned statistics under the local
-            # alternative of consistency (uE too small by f in the top bins) are computed
-            # at the factors a resolution search asks for (ConsistencyAlternatives)
-            out[TOP_KEY] = np.array(sums, dtype=np.float64)
+        if binned and top and (lo is not None or cond == "uE"):
+            # the per-bin sums, from which the binned statistics up to a factor and under
+            # the alternatives (uE too small by f in the top bins, ...) are computed
+            # where a test or a resolution search asks for them (BinnedCopies)
+            out[top_key(cond)] = np.array(sums, dtype=np.float64)
     if any(s.family == "rank" for s in specs):
         out["cc"] = cc_fixed_u(np.abs(eps * ss.u_sorted), ss.ru)
+        if top and cc_spread:  # CC of the same copies under u = c uE^gamma (resolution)
+            out[CC_SPREAD_KEY] = np.stack([cc_fixed_u(np.abs(eps * ss.u_sorted ** g), ss.ru)
+                                           for g in CC_GAMMAS], axis=-1)
     return out
 
 
-def _top_vars(tops, layouts):
-    """Return the copies' per-bin sums on uE and the bins' layout, padded to the most bins."""
+def _top_vars(tops, layouts, suffix=""):
+    """Return the copies' per-bin sums of one binning and its layout, padded to the most bins.
+
+    ``suffix``: '' for the bins of uE, ``_X`` or ``_V`` for a feature's
+    (:func:`top_suffix`).
+    """
     S = max(t.shape[1] for t in tops if t is not None)
     k = max(t.shape[0] for t in tops if t is not None)
     n_sets = len(tops)
@@ -342,27 +359,31 @@ def _top_vars(tops, layouts):
         sums[i, : t.shape[0], :s_i] = t
         u2[i, :s_i], n[i, :s_i], top[i, :s_i], M[i] = lay
         n_bins[i], n_top[i] = s_i, t.shape[0]
-    dims = ("set", "top_bin")
+    var = "uE" if not suffix else suffix[1:]
+    b, c = f"top_bin{suffix}", f"top_copy{suffix}"
+    dims = ("set", b)
     return {
-        "top_sums": (("set", "top_copy", "top_bin", "top_sum"), sums, {
-            "long_name": "per-bin sums (eps^2, E^2, E, eps) of the copies of the tests in the "
-                         "bins of uE (the local alternative of consistency is computed from "
-                         "them, uqx.engine.alternative.ConsistencyAlternatives)"}),
-        "top_u2": (dims, u2, {"long_name": "sum of u^2 per bin of uE"}),
-        "top_count": (dims, n, {"long_name": "points per bin of uE"}),
-        "top_bins": (dims, top, {"long_name": "the bins of uE above its 90th percentile"}),
-        "top_M": ("set", M),
-        "top_n_bins": ("set", n_bins),
-        "top_n_copies": ("set", n_top),
+        f"top_sums{suffix}": (("set", c, b, "top_sum"), sums, {
+            "long_name": f"per-bin sums (eps^2, E^2, E, eps) of the copies of the tests in "
+                         f"the bins of {var} (the statistics up to a factor and under the "
+                         "alternatives are computed from them, "
+                         "uqx.engine.alternative.BinnedCopies)"}),
+        f"top_u2{suffix}": (dims, u2, {"long_name": f"sum of u^2 per bin of {var}"}),
+        f"top_count{suffix}": (dims, n, {"long_name": f"points per bin of {var}"}),
+        f"top_bins{suffix}": (dims, top, {"long_name": f"the bins of {var} above its 90th "
+                                                       "percentile"}),
+        f"top_M{suffix}": ("set", M),
+        f"top_n_bins{suffix}": ("set", n_bins),
+        f"top_n_copies{suffix}": ("set", n_top),
     }
 
 
 def _summarise_sims(computed, names, n_mc, level, keep_draws, layouts=None) -> xr.Dataset:
     """Sim (mean, MC standard error) and Sim2 (quantile interval) of the simulated values.
 
-    ``layouts`` (one per set: Σu², counts, top bins and M of the bins of uE, or None):
-    the per-bin sums that the copies of the tests kept (:data:`TOP_KEY`) are returned
-    with them (:func:`_top_vars`).
+    ``layouts`` (one per set: {binning: (Σu², counts, top bins, M)}): the per-bin sums
+    that the copies of the tests kept (:func:`top_key`) are returned with them
+    (:func:`_top_vars`, one group of variables per binning).
     """
     shape = (len(computed), len(names))
     res = {k: np.full(shape, np.nan) for k in ("reference", "reference_se", "sim2_low",
@@ -385,12 +406,33 @@ def _summarise_sims(computed, names, n_mc, level, keep_draws, layouts=None) -> x
     data["n_nan"] = (("set", "stat"), n_nan)
     if draws is not None:
         data["draws"] = (("set", "stat", "mc"), draws)
-        tops = [np.concatenate([b[TOP_KEY] for b in blocks if TOP_KEY in b])[:N_TEST]
-                if layouts is not None and any(TOP_KEY in b for b in blocks) else None
-                for blocks in computed]
-        if any(t is not None for t in tops):
-            data.update(_top_vars(tops, layouts))
-            return xr.Dataset(data, coords={"stat": names, "top_factor": TOP_FACTORS})
+        conds = sorted({c for lay in (layouts or []) for c in lay})
+        found = False
+        if any(CC_SPREAD_KEY in b for blocks in computed for b in blocks):
+            k = max(sum(b[CC_SPREAD_KEY].shape[0] for b in blocks if CC_SPREAD_KEY in b)
+                    for blocks in computed)
+            cc = np.full((len(computed), min(k, N_TEST), CC_GAMMAS.size), np.nan)
+            for i, blocks in enumerate(computed):
+                parts = [b[CC_SPREAD_KEY] for b in blocks if CC_SPREAD_KEY in b]
+                if parts:
+                    v = np.concatenate(parts)[:N_TEST]
+                    cc[i, :v.shape[0]] = v
+            data["cc_spread"] = (("set", "cc_copy", "cc_gamma"), cc, {
+                "long_name": "CC of the copies of the tests under u = c*uE^gamma (the "
+                             "resolution of CC)"})
+            found = True
+        for cond in conds:
+            key = top_key(cond)
+            tops = [np.concatenate([b[key] for b in blocks if key in b])[:N_TEST]
+                    if cond in lay and any(key in b for b in blocks) else None
+                    for blocks, lay in zip(computed, layouts, strict=True)]
+            if any(t is not None for t in tops):
+                data.update(_top_vars(tops, [lay.get(cond) for lay in layouts],
+                                      top_suffix(cond)))
+                found = True
+        if found:
+            return xr.Dataset(data, coords={"stat": names, "top_factor": TOP_FACTORS,
+                                            "cc_gamma": CC_GAMMAS})
     return xr.Dataset(data, coords={"stat": names})
 
 
@@ -459,8 +501,24 @@ class _SquaredU:
         return float(sum(np.sum(np.log(c, out=c)) for *_, c in self._chunks()))
 
 
-#: Key suffix of the statistics of the copies under the local alternative (``_sums_stats``).
+#: Key of the copies' per-bin sums on uE (``_sums_stats``); :func:`top_key` for X, V.
 TOP_KEY = "@top"
+#: Key of CC of the copies under the spread alternative (``_sums_stats``).
+CC_SPREAD_KEY = "@cc_spread"
+#: Exponents γ < 1 of u = c uE^γ at which CC's copies are computed for its resolution:
+#: every fourth of :data:`uqx.engine.resolution.SPREAD_DOWN` (uE varying too much, down
+#: to uE saying nothing of which predictions are less reliable).
+CC_GAMMAS = SPREAD_DOWN[3::4]
+
+
+def top_key(cond: str) -> str:
+    """Key of the copies' per-bin sums of the binning on ``cond`` (:data:`TOP_KEY` for uE)."""
+    return TOP_KEY if cond == "uE" else f"{TOP_KEY}_{cond}"
+
+
+def top_suffix(cond: str) -> str:
+    """Suffix of the variables of :func:`simulate_reference` holding those sums ('' for uE)."""
+    return "" if cond == "uE" else f"_{cond}"
 
 
 class _SimSet:
@@ -737,7 +795,7 @@ def prepare_sets(ds, stats, *, bins: int = N_BINS, binning: str = "equal-count",
 
 
 def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks, prepared,
-                  own_key=True, nu_local=False):
+                  own_key=True, nu_local=False, cc_spread=False):
     """Lazy blocks of every set by the route in uE order (binned, rank, hooks)."""
     sets = list(iter_sets(ds))
     conds = _binned_conds(specs)
@@ -752,7 +810,7 @@ def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks,
     tasks = [
         [dask.delayed(_sim_block)(ss, specs, dist, float(nu[i]) if per_set else nu, seed,
                                   dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook,
-                                  own_key, nu_local)
+                                  own_key, nu_local, cc_spread)
          for b in range(n_blocks)]
         for i, (ss, hook) in enumerate(zip(prepared, hooks, strict=True))
     ]
@@ -760,11 +818,20 @@ def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks,
 
 
 def _top_layout(ss):
-    """(Σu², counts, top bins, M) of the bins of uE of a prepared set, or None."""
-    lay = ss.layout.get("uE")
-    if lay is None or lay[0] is not None:
-        return None
-    return lay[2], lay[3], top_segments(ss.seg), ss.M
+    """{cond: (Σu², counts, top bins, M)} of the binnings of a prepared set.
+
+    The top bins of uE are those above its 90th percentile (:func:`top_segments` of the
+    segments); of X or V, those above the feature's 90th percentile (the bins in the
+    feature's order).
+    """
+    out = {}
+    for cond, (lo, _, u2, n) in ss.layout.items():
+        if cond == "uE" and lo is None:
+            out[cond] = (u2, n, top_segments(ss.seg), ss.M)
+        elif lo is not None:
+            edges = np.r_[0, np.cumsum(n)].astype(np.int64)
+            out[cond] = (u2, n, top_segments(edges), ss.M)
+    return out
 
 
 def simulate_reference(
@@ -787,6 +854,7 @@ def simulate_reference(
     prepared: list | None = None,
     progress: bool = False,
     nu_local: bool = False,
+    cc_spread: bool = False,
 ) -> xr.Dataset:
     r"""Simulate reference values of statistics (paper 000 Sect. II D 2).
 
@@ -845,6 +913,9 @@ def simulate_reference(
         :func:`~uqx.engine.null_shape.nu_windows`): the fitted member of consistency's
         null, whose errors may change shape with uE. ``nu`` serves the sets without
         windows (no bins on uE, or a single window) and the streamed route.
+    cc_spread : bool, default False
+        With CC among the statistics, also CC of the copies of the tests under
+        :math:`u = c\,u_E^\gamma` at :data:`CC_GAMMAS` (``cc_spread``: its resolution).
 
     Returns
     -------
@@ -927,7 +998,7 @@ def simulate_reference(
     else:
         tasks, prepared = _sorted_tasks(ds, specs, cfg, dist, nus if per_set else nu, seed,
                                         dlabel, n_mc, n_blocks, hooks, prepared, own,
-                                        nu_local)
+                                        nu_local, cc_spread)
 
     computed = compute_tasks(tasks, scheduler=scheduler, num_workers=num_workers,
                        quiet=not progress)

@@ -58,10 +58,24 @@ BLOCK = 10
 TASK_SETS = 100
 #: Verdict codes in the archive.
 CODES = ("valid", "invalid", "inconclusive", "not tested")
-STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve")
-#: Recorded verdicts: statistics, the papers' ζ rule, headlines, LZISD bins, any invalid.
-TESTS = (tuple(STATS) + tuple(f"{s}_zeta" for s in STATS)
-         + ("consistency", "adaptivity", "fval_uE", "fval_X", "any"))
+STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve",
+         "zms_scan_X", "zmse_X", "zmse_max_X")
+#: The statistics of the papers, whose ζ rule is recorded beside the verdicts.
+ZETA_STATS = STATS[:9]
+#: The questions recorded (headlines): average calibration, consistency, adaptivity on X,
+#: consistency up to a factor (:mod:`uqx.engine.questions`).
+HEADLINES = {"average": "average", "consistency": "consistency",
+             "adaptivity": "adaptivity_X", "up_to_factor": "up_to_factor"}
+#: Recorded verdicts: statistics, the papers' ζ rule, the questions, any invalid.
+TESTS = (tuple(STATS) + tuple(f"{s}_zeta" for s in ZETA_STATS) + tuple(HEADLINES) + ("any",))
+#: Where a question's power is lost, per set (1 rejected, 0 not, NaN not applicable):
+#: ``best`` its best statistic alone at the question's initial level under every member,
+#: ``headline`` the weighted min-p at that level under every member, ``graph`` the
+#: question after the levels passed between questions (every member), ``verdict`` the
+#: final verdict (after the tails), and each member's own procedure.
+LAYERS = ("best", "headline", "graph", "verdict", "member_N", "member_T6", "member_fit",
+          "member_data")
+LAYER_QUESTIONS = ("average", "consistency", "adaptivity_X")
 UNCERTAINTIES = ("ig3", "ig6", "ig20", "lognormal", "uniform", "tied5")
 ERRORS = ("normal", "t4", "t6", "t2.5", "laplace", "uniform", "skewed", "mixed")
 DESIGNS = tuple(f"{u}_{e}" for u in UNCERTAINTIES for e in ERRORS)
@@ -79,7 +93,7 @@ ISSUE21_DESIGNS = ("tied5_normal", "tied5_t6", "ig6_t2.5", "ig6_mixed")
 #: errors, whose body (the spread of ln|ε|, that of t(2)) no t_s(ν ≥ 3) member has; the
 #: mixed errors with the heavier-tailed uncertainties u² ~ IG(1.5, 1.5).
 UNNAMED_DESIGNS = ("uniform_laplace", "ig3_mixed")
-CONVENTIONS = ("n_boot", "n_mc", "power_M", "power_designs")
+CONVENTIONS = ("n_boot", "n_mc", "power_M", "power_designs", "u_per_set")
 
 
 def _uncertainties(kind, rng, M):
@@ -114,7 +128,8 @@ def _errors(kind, rng, M, u=None):
     return (rng.chisquare(4, M) - 4) / np.sqrt(8)  # skewed, mean 0, variance 1
 
 
-def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int):
+def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int,
+                  u_per_set: bool = False):
     """One synthetic set of the study: (E, reported u, X).
 
     u and X are drawn once per block of :data:`BLOCK` sets of a (design, M), for every
@@ -132,12 +147,15 @@ def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int):
     M : int
     seed, index : int
         Root seed and index of the set in its cell.
+    u_per_set : bool
+        Draw u and X for this set alone (keyed by its index), not for its block.
     """
     if design not in DESIGNS:
         raise InputError(f"unknown design {design!r}; choose from {', '.join(DESIGNS)}")
     if scenario not in SCENARIOS:
         raise InputError(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
     cell = np.random.Generator(np.random.PCG64(
+        seed_sequence(seed, NAME, design, M, "u-set", index) if u_per_set else
         seed_sequence(seed, NAME, design, M, "u-block", index // BLOCK)))
     rng = np.random.Generator(np.random.PCG64(
         seed_sequence(seed, NAME, design, M, scenario, index)))
@@ -175,18 +193,64 @@ def verdict_codes(res) -> np.ndarray:
     for k, s in enumerate(STATS):
         if s in stats:
             out[k] = _code(res["verdict"].sel(stat=s).values[0])
+    for k, s in enumerate(ZETA_STATS):
+        if s in stats:
             out[len(STATS) + k] = _code(res["zeta_verdict"].sel(stat=s).values[0])
-    conds = [str(c) for c in res["cond"].values] if "cond" in res.dims else []
-    for name, c in (("consistency", "uE"), ("adaptivity", "X")):
-        if c in conds:
-            out[TESTS.index(name)] = _code(res["cond_verdict"].sel(cond=c).values[0])
-            cv = float(res["conditional_valid"].sel(cond=c).values[0])  # diagnostic
-            out[TESTS.index(f"fval_{c}")] = np.nan if np.isnan(cv) else (0.0 if cv else 1.0)
+    qs = [str(q) for q in res["question"].values]
+    for name, q in HEADLINES.items():
+        if q in qs:
+            out[TESTS.index(name)] = _code(res["question_verdict"].sel(question=q).values[0])
     every = [str(v) for v in res["verdict"].values[0]]
-    for var in ("cond_verdict", "extrap_verdict"):  # headlines and intercept routes
-        every += [str(v) for v in np.ravel(res[var].values[0])] if var in res else []
+    every += [str(v) for v in res["question_verdict"].values[0]]
+    if "factor_verdict" in res:
+        every += [str(v) for v in res["factor_verdict"].values[0]]
     out[TESTS.index("any")] = 1.0 if "invalid" in every else 0.0
     return out
+
+
+def power_layers(res) -> np.ndarray:
+    """Where each question of a one-set result is rejected, layer by layer (:data:`LAYERS`).
+
+    Returns
+    -------
+    numpy.ndarray, shape (len(LAYER_QUESTIONS), len(LAYERS))
+        1 rejected at that layer, 0 not, NaN where the question or member is absent.
+    """
+    out = np.full((len(LAYER_QUESTIONS), len(LAYERS)), np.nan)
+    labels = [str(m) for m in res["member"].values]
+    use = res["member_plausible"].values[0].astype(bool)
+    stats = [str(s) for s in res["stat"].values]
+    for a, q in enumerate(LAYER_QUESTIONS):
+        qq = res.sel(question=q).isel(set=0)
+        if str(qq["question_verdict"].item()) == "not tested" or \
+                not np.isfinite(qq["question_p_value"].values).any():
+            continue
+        lev0 = qq["question_level_initial"].values
+        lev = qq["question_level"].values
+        pq = qq["question_p_value"].values
+        js = [j for j, name in enumerate(stats) if _question(name) == q]
+        pm = res["p_value"].values[0][js]  # (stat, member) marginal
+        ok = use & np.isfinite(pq)
+        with np.errstate(invalid="ignore"):
+            best = np.nanmin(pm, axis=0) < lev0
+            out[a, 0] = float(np.all(best[ok]))
+            out[a, 1] = float(np.all(pq[ok] < lev0[ok]))
+            rej = pq < lev
+            out[a, 2] = float(np.all(rej[ok]))
+        out[a, 3] = float(str(qq["question_verdict"].item()) == "invalid")
+        for m, lab in enumerate(labels):
+            k = LAYERS.index(f"member_{lab}") if f"member_{lab}" in LAYERS else None
+            if k is not None and ok[m]:
+                out[a, k] = float(rej[m])
+    return out
+
+
+def _question(name: str) -> str | None:
+    from uqx.engine.questions import question_of
+    from uqx.engine.statistic import parse_stat
+
+    s = parse_stat(name)
+    return question_of(s.family, s.cond)
 
 
 def kernel(cell, block, n, params, data):
@@ -201,28 +265,34 @@ def kernel(cell, block, n, params, data):
     from uqx.workflow.validation import validate
 
     design, M, scenario = str(cell["design"]), int(cell["M"]), str(cell["scenario"])
-    out = {"verdict": np.full((n, len(TESTS)), np.nan), "nu_fit": np.full(n, np.nan)}
+    out = {"verdict": np.full((n, len(TESTS)), np.nan), "nu_fit": np.full(n, np.nan),
+           "power_layer": np.full((n, len(LAYER_QUESTIONS), len(LAYERS)), np.nan)}
     if scenario != "calibrated" and (M not in params["power_M"]
                                      or design not in params["power_designs"]):
         return out
     sets = []
+    per_set = params.get("u_per_set", False) and scenario != "calibrated"
     for r in range(n):
         i = block * BLOCK + r
-        E, u, X = synthetic_set(design, scenario, M, seed=params["seed"], index=i)
+        E, u, X = synthetic_set(design, scenario, M, seed=params["seed"], index=i,
+                                u_per_set=per_set)
         sets.append(from_arrays(E, u, X=X, name=f"{design}-{scenario}-{i}"))
     with shared_nulls():
+        # the study reads the verdicts only: no resolution, none of the papers' diagnostics
         res = validate(stack(sets), list(STATS), n_boot=params["n_boot"],
                        n_mc=params["n_mc"], seed=params["seed"], scheduler="synchronous",
-                       resolution=False)  # the study reads the verdicts only
+                       resolution=False, conditional=False)
     for r in range(n):
-        out["verdict"][r] = verdict_codes(res.isel(set=[r]))
+        one = res.isel(set=[r])
+        out["verdict"][r] = verdict_codes(one)
         out["nu_fit"][r] = float(res["nu_fit"].values[r])
+        out["power_layer"][r] = power_layers(one)
     return out
 
 
 def define(*, designs=DEFAULT_DESIGNS, M=(500, 2000, 5000, 20000), scenarios=SCENARIOS,
-           n_datasets=400, n_boot=1000, n_mc=500, power_M=(2000,),
-           power_designs=("ig6_normal", "ig6_t6"), seed=0) -> Study:
+           n_datasets=400, n_boot=1000, n_mc=1000, power_M=(2000,),
+           power_designs=("ig6_normal", "ig6_t6"), u_per_set=True, seed=0) -> Study:
     """Check the options and build the study (see the module docstring)."""
     designs = [designs] if isinstance(designs, str) else list(designs)
     scenarios = [scenarios] if isinstance(scenarios, str) else list(scenarios)
@@ -239,12 +309,14 @@ def define(*, designs=DEFAULT_DESIGNS, M=(500, 2000, 5000, 20000), scenarios=SCE
                   n_datasets=check_int(n_datasets, "n_datasets", minimum=2),
                   n_boot=check_int(n_boot, "n_boot", minimum=100),
                   n_mc=check_int(n_mc, "n_mc", minimum=20), power_M=power_M,
-                  power_designs=power_designs, seed=resolve_seed(seed))
+                  power_designs=power_designs, u_per_set=bool(u_per_set),
+                  seed=resolve_seed(seed))
     return Study(
         name=NAME, axes={"design": designs, "M": Ms, "scenario": scenarios},
         n_rep=params["n_datasets"], block=BLOCK, kernel=kernel,
-        variables={"verdict": ("test",), "nu_fit": ()},
-        extra_coords={"test": list(TESTS)}, params=params,
+        variables={"verdict": ("test",), "nu_fit": (), "power_layer": ("question", "layer")},
+        extra_coords={"test": list(TESTS), "question": list(LAYER_QUESTIONS),
+                      "layer": list(LAYERS)}, params=params,
     )
 
 

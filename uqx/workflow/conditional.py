@@ -1,16 +1,21 @@
-"""Conditional calibration steps of the workflow: consistency (on uE) and adaptivity (X, V).
+"""The papers' diagnostics of conditional calibration, and what the data cannot test.
+
+The verdicts of consistency (on uE) and adaptivity (on X, V) are those of their questions
+(:mod:`uqx.engine.questions`, :func:`uqx.workflow.decision.question_step`). Beside them,
+with ``conditional=True``, the papers' diagnostics:
 
 * the **fraction of valid LZISD bins** (bins whose BCa interval of 1/sd(Z) contains 1)
   with its Wilson-cc interval, compatible with the nominal 95 %? Every set gets its own
   number of bins (ErrViewLib default max(min(floor(M/150), 15), 2)), so a set's result
-  does not depend on the sets analysed beside it. A diagnostic of the papers
-  (``conditional_valid``), not a test: its per-bin intervals under-cover with heavy
-  tails and few points per bin;
-* the **extrapolation to zero bins** of ENCE, ZMSE and ZVE (:mod:`uqx.inference.extrapolate.fit`),
-  judged against the intercept's simulated null distribution;
-* the **headline** (:func:`headline_step`): one Monte-Carlo test combining the binned
-  statistics and the intercepts on their shared calibrated copies (CC keeps its own
-  verdict: its null is narrower than the definition of consistency).
+  does not depend on the sets analysed beside it (``conditional_valid``): its per-bin
+  intervals under-cover with heavy tails and few points per bin;
+* the **extrapolation to zero bins** of ENCE, ZMSE and ZVE
+  (:mod:`uqx.inference.extrapolate.fit`): the papers' intercept ± 2 SE, and the
+  intercept's one-sided Monte-Carlo p-value under each member (:data:`EXTRAP_DIAGNOSTIC`).
+
+:func:`untestable_reasons` and :func:`untestable_step` keep out of the tests, and mark
+``not tested`` with the reason, what the data cannot test (a constant uE or feature, a
+single bin).
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from uqx.inference.extrapolate.binsweep import PRESETS
 from uqx.inference.extrapolate.fit import extrapolate_many
 from uqx.inference.zeta import binomial_ci
 
-__all__ = ["lzisd_step", "extrapolation_step", "headline_step",
-           "null_hooks", "untestable_step"]
+__all__ = ["lzisd_step", "extrapolation_step", "null_hooks", "untestable_reasons",
+           "untestable_step", "EXTRAP_DIAGNOSTIC"]
 
 _NOMINAL_FVAL = 0.95
 
@@ -166,6 +171,12 @@ def null_hooks(sets, *, n_copies, preset="app-c"):
     return hooks
 
 
+#: Why the zero-bin intercepts carry no verdict of their own.
+EXTRAP_DIAGNOSTIC = ("a diagnostic of paper 002: the intercept and its Monte-Carlo p-value "
+                     "are shown, no verdict (its alternative is not simulated, so it could "
+                     "state no resolution; the consistency question decides)")
+
+
 def extrapolation_step(sets, notes, *, seed, level, members, n_mc, preset="app-c",
                        nulls=None):
     """Zero-bin extrapolation of ENCE, ZMSE, ZVE per (set, cond) with the null verdict.
@@ -213,7 +224,8 @@ def extrapolation_step(sets, notes, *, seed, level, members, n_mc, preset="app-c
             for k in f:
                 f[k][i, c] = r[k]
             papers[i, c] = r["papers_valid"]
-            verdict[i, c], reason[i, c] = r["verdict"], r["verdict_reason"]
+            verdict[i, c] = "not tested"
+            reason[i, c] = EXTRAP_DIAGNOSTIC
             nlo[i, c], nhi[i, c] = r["null_low"], r["null_high"]
             pval[i, c] = r.get("p_value", np.nan)
             if "null" in r:
@@ -227,8 +239,8 @@ def extrapolation_step(sets, notes, *, seed, level, members, n_mc, preset="app-c
             "extrap_papers_valid": (d3, papers, {"long_name": "|intercept - ideal| <= 2 SE "
                                                  "(papers' test, reported only)"}),
             "extrap_verdict": (d3, verdict.astype(str),
-                               {"long_name": "intercept against its simulated null "
-                                "(one-sided Monte-Carlo test over the null family)"}),
+                               {"long_name": "not tested: the intercepts are a diagnostic "
+                                "(extrap_p_value: one-sided Monte-Carlo p-value per member)"}),
             "extrap_verdict_reason": (d3, reason.astype(str)),
             "extrap_null_low": (d3 + ("dist",), nlo[..., :2],
                                 {"long_name": "null 2.5 % quantile"}),
@@ -247,262 +259,6 @@ def extrapolation_step(sets, notes, *, seed, level, members, n_mc, preset="app-c
     out["extrap_intercept"].attrs["long_name"] = "intercept of lm(y ~ sqrt(N/M))"
     out["extrap_intercept_se"].attrs["long_name"] = "OLS standard error of the intercept"
     return out, copies
-
-
-def _is_route(spec, cond) -> bool:
-    """Whether a statistic is a route of the headline on ``cond``: binned on it.
-
-    CC is not a route of consistency: its null (calibrated copies with one shape of |ε|
-    at every uE) is narrower than the definition, E[Z² | uE] = 1 whatever the shape, and
-    a shape of the errors that changes with uE moves it on consistent data. It keeps its
-    own verdict.
-    """
-    return spec.family == "binned" and spec.cond == cond
-
-
-def _routes(res, specs, draws, copies, i, c, cond):
-    """Routes of one headline: (name, observed p per member, copy p (member, n) or None)."""
-    from uqx.engine.mctest import DIRECTION, copy_pvalues, direction_of
-
-    out = []
-    for j, s in enumerate(specs):
-        if _is_route(s, cond) and np.isfinite(res["p_value"].values[i, j]).any():
-            pc = np.stack([copy_pvalues(draws[i, j, m], direction_of(s.base))
-                           for m in range(draws.shape[2])])
-            out.append((s.name.upper(), res["p_value"].values[i, j], pc))
-    null = copies.get((i, c))
-    for k, x in enumerate(res["xstat"].values if "xstat" in res.dims else []):
-        p = res["extrap_p_value"].values[i, c, k]
-        if np.isfinite(p).any():
-            pc = None if null is None else np.stack(
-                [copy_pvalues(n[:, k], DIRECTION["intercept"]) for n in null])
-            out.append((f"{str(x).upper()} intercept", p, pc))
-    return out
-
-
-def _route_copies(draws, copies, specs, res, i, c, cond) -> int:
-    """Fewest finite copies behind a route of headline (set ``i``, cond ``c``)."""
-    counts = [int(np.isfinite(draws[i, j]).sum(-1).min()) for j, s in enumerate(specs)
-              if _is_route(s, cond)]
-    counts += [int(np.isfinite(n).all(-1).sum()) for n in copies.get((i, c), [])]
-    return min(counts) if counts else 0
-
-
-def headline_resolution(specs, draws, alternative, i, null_p, use, *, alpha) -> float:
-    r"""Resolution of the consistency headline under the local alternative (a lower bound).
-
-    The headline rejects under member m when its smallest route p-value falls below
-    :math:`t_m`, the value under which the copies' smallest p-values
-    (:func:`uqx.engine.mctest.minp_pvalue`) fall too rarely to reach ``alpha``. So it
-    rejects at least whenever one binned route on uE does at level :math:`t_m`, and
-    the power of the best such route at :math:`t_m`, read on its copies under "uE too
-    small by f in the top 10 % of uE" (:func:`uqx.engine.resolution.alternative_resolution`),
-    bounds the headline's power from below. The resolution is the smallest f reaching
-    80 % that way, over the least powerful member that takes part (before the
-    family-wise step, as for every per-test resolution).
-
-    Parameters
-    ----------
-    specs : list of StatSpec
-    draws : numpy.ndarray, shape (set, stat, member, copy)
-        The routes' calibrated copies.
-    alternative : tuple (factors, top) or None
-        The binned statistics' copies under the local alternative
-        (:class:`uqx.engine.alternative.ConsistencyAlternatives`).
-    i : int
-        The set.
-    null_p : numpy.ndarray, shape (member, n)
-        The headline's smallest route p-value on each shared copy.
-    use : array_like of bool, shape (member,)
-        The members that take part.
-    alpha : float
-
-    Returns
-    -------
-    float
-        The factor f (NaN without binned routes on uE, or beyond the grid).
-    """
-    from uqx.engine.mctest import direction_of
-    from uqx.engine.resolution import QUASI_CONVEX_TOP, alternative_resolution
-
-    if alternative is None:
-        return np.nan
-    factors, top = alternative
-    routes, levels = _resolution_routes(specs, top, i, null_p, use, alpha)
-    if not routes or levels is None:
-        return np.nan
-    worst = []
-    for m, level in levels:
-        f = [alternative_resolution(draws[i, j, m], top.values(i, j, m), factors,
-                                    direction=direction_of(specs[j].base), alpha=level,
-                                    quasi_convex=specs[j].base in QUASI_CONVEX_TOP)
-             for j in routes]
-        worst.append(np.nanmin(f) if np.isfinite(f).any() else np.nan)
-    return float(np.max(worst)) if worst and np.isfinite(worst).all() else np.nan
-
-
-def _resolution_routes(specs, top, i, null_p, use, alpha):
-    """Binned routes on uE of set ``i`` with alternative copies, and each member's level.
-
-    The level of member m is :math:`t_m`, the largest smallest-route p-value of the
-    copies that keeps the headline's own p-value below ``alpha``
-    (:func:`headline_resolution`); None when a member that takes part cannot reach it.
-    """
-    from uqx.engine.resolution import RESOLUTION_KIND
-
-    routes = [j for j, s in enumerate(specs) if s.family == "binned" and s.cond == "uE"
-              and RESOLUTION_KIND.get(s.base) == "top" and top.available(i, j)]
-    levels = []
-    for m in np.flatnonzero(use):
-        q = np.sort(null_p[m][np.isfinite(null_p[m])])
-        k = int(np.ceil(alpha * (1 + q.size) - 1)) - 1  # most copies at or below the min-p
-        if k < 0 or k >= q.size:
-            return routes, None
-        levels.append((int(m), float(q[k])))
-    return routes, levels
-
-
-def headline_spread_resolution(specs, draws, alternative, i, null_p, use, *,
-                               alpha) -> tuple[float, float]:
-    r"""Resolution of the consistency headline under the spread alternative (a lower bound).
-
-    As :func:`headline_resolution`, under :math:`u = c\,u_E^\gamma` with the mean square
-    of uE kept (:func:`uqx.engine.resolution.spread_bin_factors`): for each member, the
-    exponents below and above 1 that its best binned route on uE detects with 80 %
-    power at the member's level :math:`t_m`
-    (:func:`uqx.engine.resolution.spread_resolution`); the resolution is that of the
-    least powerful member.
-
-    Parameters
-    ----------
-    specs, draws, alternative, i, null_p, use, alpha
-        As :func:`headline_resolution`.
-
-    Returns
-    -------
-    low, high : float
-        NaN without binned routes on uE, or beyond the grid.
-    """
-    from functools import partial
-
-    from uqx.engine.mctest import direction_of
-    from uqx.engine.resolution import spread_resolution
-
-    if alternative is None:
-        return np.nan, np.nan
-    top = alternative[1]
-    routes, levels = _resolution_routes(specs, top, i, null_p, use, alpha)
-    if not routes or levels is None:
-        return np.nan, np.nan
-    worst = []
-    for m, level in levels:
-        per = np.array([spread_resolution([draws[i, j, m]],
-                                          [partial(top.spread, i, j, m)],
-                                          direction=direction_of(specs[j].base), alpha=level)
-                        for j in routes])  # (route, 2): the best route on each side
-        with np.errstate(invalid="ignore"):
-            worst.append((np.nanmax(per[:, 0]) if np.isfinite(per[:, 0]).any() else np.nan,
-                          np.nanmin(per[:, 1]) if np.isfinite(per[:, 1]).any() else np.nan))
-    worst = np.array(worst)
-    low = float(np.min(worst[:, 0])) if np.isfinite(worst[:, 0]).all() else np.nan
-    high = float(np.max(worst[:, 1])) if np.isfinite(worst[:, 1]).all() else np.nan
-    return low, high
-
-
-def headline_step(res, specs, draws, copies, *, level=LEVEL, shared=True, alternative=None):
-    """Headline verdict per (set, cond): one test over the routes, over the null family.
-
-    The routes of consistency (cond = uE) are the binned statistics on uE of the run
-    (ENCE, ZMSE, ZMSE_max, ZMS_scan, ZVE) and the zero-bin intercepts of ENCE, ZMSE, ZVE (not CC:
-    :func:`_is_route`); of adaptivity
-    (X, V), the binned statistics and intercepts on that variable. They share their
-    calibrated copies (the extrapolation nulls are computed on the first copies of the
-    simulated references), so their smallest p-value is calibrated on those copies
-    (:func:`uqx.engine.mctest.minp_pvalue`): the headline has the size of one test. Without
-    shared copies (``shared=False``) the smallest p-value is Bonferroni-corrected. Each
-    member gets its p-value; :func:`uqx.engine.mctest.family_verdict` decides.
-
-    With ``alternative`` (the binned statistics' copies under the local alternative of
-    :mod:`uqx.engine.resolution`), the consistency headline also states its resolution
-    (:func:`headline_resolution`, variable ``cond_resolution``; under the spread
-    alternative :func:`headline_spread_resolution`, ``cond_resolution_spread_low`` and
-    ``_high``).
-
-    Returns
-    -------
-    xarray.Dataset, dict
-        The fragment, and the headline p-values of the shared copies
-        {(set, cond index): (member, n)} (for the family-wise adjustment of the result).
-    """
-    from uqx.engine.mctest import borderline, copy_pvalues, family_verdict, minp_pvalue
-    from uqx.workflow.decision import members_used
-
-    S, C = res.sizes["set"], res.sizes["cond"]
-    copies_p = {}
-    labels = [str(m) for m in res["member"].values]
-    verdict = np.full((S, C), "not tested", dtype=object)
-    reason = np.full((S, C), "", dtype=object)
-    routes_txt = np.full((S, C), "", dtype=object)
-    pval = np.full((S, C, len(labels)), np.nan)
-    resolution = np.full((S, C), np.nan)
-    spread = np.full((S, C, 2), np.nan)
-    near = np.zeros((S, C), dtype=bool)
-    use = members_used(res, len(labels))
-    for i in range(S):
-        for c, cond in enumerate(str(x) for x in res["cond"].values):
-            routes = _routes(res, specs, draws, copies, i, c, cond)
-            if not routes:
-                continue
-            routes_txt[i, c] = ", ".join(r[0] for r in routes)
-            po = np.stack([r[1] for r in routes])  # (R, member)
-            floor = None
-            if shared and all(r[2] is not None for r in routes):
-                n = min(r[2].shape[1] for r in routes)
-                null_p = np.full((len(labels), n), np.nan)
-                for m in range(len(labels)):
-                    pc = np.stack([r[2][m, :n] for r in routes])
-                    pval[i, c, m] = minp_pvalue(po[:, m], pc)
-                    with np.errstate(invalid="ignore"):  # a copy with a NaN route: NaN
-                        null_p[m] = copy_pvalues(np.min(pc, axis=0), -1)
-                copies_p[i, c] = null_p
-                if cond == "uE":
-                    resolution[i, c] = headline_resolution(specs, draws, alternative, i,
-                                                           null_p, use[i], alpha=1 - level)
-                    spread[i, c] = headline_spread_resolution(
-                        specs, draws, alternative, i, null_p, use[i], alpha=1 - level)
-            else:
-                pval[i, c] = np.minimum(1.0, len(routes) * np.nanmin(po, axis=0))
-                n = _route_copies(draws, copies, specs, res, i, c, cond)
-                floor = min(1.0, len(routes) / (1 + n))  # Bonferroni of the best route
-            verdict[i, c], reason[i, c] = family_verdict(pval[i, c], labels, alpha=1 - level,
-                                                         n_copies=n, direction=-1,
-                                                         p_floor=floor, use=use[i])
-            near[i, c] = borderline(pval[i, c], n, 1 - level, use=use[i])
-    return xr.Dataset({
-        "cond_verdict": (("set", "cond"), verdict.astype(str),
-                         {"long_name": "consistency (uE) / adaptivity (X, V) verdict"}),
-        "cond_verdict_reason": (("set", "cond"), reason.astype(str)),
-        "cond_p_value": (("set", "cond", "member"), pval,
-                         {"long_name": "min-p of the routes calibrated on shared copies"}),
-        "cond_borderline": (("set", "cond"), near, {
-            "long_name": "a member's p-value within two Monte-Carlo sd of the level "
-                         "(uqx.engine.mctest.borderline)"}),
-        "cond_routes": (("set", "cond"), routes_txt.astype(str),
-                        {"long_name": "routes combined in the headline"}),
-        "cond_resolution": (("set", "cond"), resolution, {
-            "long_name": "consistency headline: smallest factor f detected with at least "
-                         "80 % power when uE is too small by f in the bins of uE above its "
-                         "90th percentile (a lower bound on the power: its best binned "
-                         "route at the headline's level)", "power": 0.8}),
-        "cond_resolution_spread_low": (("set", "cond"), spread[..., 0], {
-            "long_name": "consistency headline: largest exponent gamma below 1 of "
-                         "u = c*uE^gamma (same mean square, piecewise on the bins of uE) "
-                         "detected with at least 80 % power (its best binned route at the "
-                         "headline's level)", "power": 0.8}),
-        "cond_resolution_spread_high": (("set", "cond"), spread[..., 1], {
-            "long_name": "consistency headline: smallest exponent gamma above 1 of "
-                         "u = c*uE^gamma detected with at least 80 % power", "power": 0.8}),
-    }), copies_p
 
 
 def _untestable_reasons(sd, specs, used, cfg):
@@ -543,32 +299,22 @@ def _equal_width_note(sd, cfg) -> str:
             "unreliable (use equal-count or adaptive binning, or fewer bins)")
 
 
-def untestable_step(res, sets, specs, notes, *, n_bins_used=None, cfg=None) -> xr.Dataset:
-    """Mark ``not tested`` what the data cannot test, with the reason.
+def untestable_reasons(sets, specs, notes, *, n_bins_used=None, cfg=None):
+    """What each set cannot test, and why: per statistic and per question.
 
-    * a constant uE: CC and every statistic binned on uE (ENCE, ZMSE, ZVE, UCE), their
-      zero-bin intercepts and the consistency headline (average calibration stays
-      testable);
-    * a constant X (or V): the statistics binned on it, its intercepts and its
-      adaptivity headline;
-    * a single bin on uE (``pop_min`` too large for M): the statistics binned on uE, and
-      the consistency headline when it rests on nothing else (no intercept).
+    * a constant uE: CC and every statistic binned on uE, and the questions consistency
+      and up_to_factor (average calibration stays testable);
+    * a constant X (or V): the statistics binned on it and its adaptivity;
+    * a single bin on uE (``pop_min`` too large for M): the statistics binned on uE.
 
-    Also warns when equal-width bins on uE hold fewer than ``pop_min`` points. Runs last
-    (after the family-wise and tails steps), so no later step can turn these verdicts.
+    Also warns when equal-width bins on uE hold fewer than ``pop_min`` points.
 
     Parameters
     ----------
-    res : xarray.Dataset
-        The result with ``verdict`` over (set, stat) and, with the conditional routes,
-        ``cond_verdict`` over (set, cond) and ``extrap_verdict`` over (set, cond, xstat).
     sets : list of SetData
-        The sets, in the order of ``res["set"]``.
     specs : list of StatSpec
-        The statistics of ``res["stat"]``.
     notes : object
-        The workflow's collector of warnings (``set(i, text)``, ``stat(i, j, text)``), or
-        None.
+        The workflow's collector of warnings, or None.
     n_bins_used : array_like of int, optional
         Bins used on uE per set by the binned statistics (-1: none).
     cfg : Settings, optional
@@ -576,29 +322,28 @@ def untestable_step(res, sets, specs, notes, *, n_bins_used=None, cfg=None) -> x
 
     Returns
     -------
-    xarray.Dataset
-        ``res`` with the verdicts, reasons and ``valid`` updated.
+    by_stat : numpy.ndarray of str, shape (set, stat)
+        The reason, or '' where the statistic is testable.
+    by_question : list of dict
+        Per set, ``{question: reason}`` for the questions it cannot test.
     """
-    verdict = res["verdict"].values.astype(object)
-    reason = res["verdict_reason"].values.astype(object) if "verdict_reason" in res else \
-        np.full(verdict.shape, "", dtype=object)
-    conds = [str(c) for c in res["cond"].values] if "cond_verdict" in res else []
-    cv = res["cond_verdict"].values.astype(object) if conds else None
-    cr = res["cond_verdict_reason"].values.astype(object) if conds else None
-    has_x = "extrap_verdict" in res
-    xv = res["extrap_verdict"].values.astype(object) if has_x else None
-    xr_ = res["extrap_verdict_reason"].values.astype(object) if has_x else None
-    changed = False
+    by_stat = np.full((len(sets), len(specs)), "", dtype=object)
+    by_question = []
     for i, sd in enumerate(sets):
         used = None if n_bins_used is None else int(np.asarray(n_bins_used)[i])
         by_cond, one_bin = _untestable_reasons(sd, specs, used, cfg)
         note = _equal_width_note(sd, cfg)
         if note and notes is not None:
             notes.set(i, note)
+        q = {}
         for cond, why in by_cond.items():
-            if why and notes is not None:
+            if why:
                 what = "consistency" if cond == "uE" else f"adaptivity on {cond}"
-                notes.set(i, f"{what} not tested: {why}")
+                if notes is not None:
+                    notes.set(i, f"{what} not tested: {why}")
+                for name in (("consistency", "up_to_factor") if cond == "uE"
+                             else (f"adaptivity_{cond}",)):
+                    q[name] = why
         for j, s in enumerate(specs):
             cond = s.cond if s.family == "binned" else ("uE" if s.base == "cc" else None)
             if cond is None:
@@ -606,43 +351,50 @@ def untestable_step(res, sets, specs, notes, *, n_bins_used=None, cfg=None) -> x
             why = by_cond.get(cond, "")
             if not why and cond == "uE" and s.family == "binned":
                 why = one_bin
-            if why and verdict[i, j] != "not tested":
-                verdict[i, j], reason[i, j] = "not tested", why
+            if why:
+                by_stat[i, j] = why
                 if notes is not None:
                     notes.stat(i, j, f"not tested: {why}")
-                changed = True
-        for c, cond in enumerate(conds):
-            why = by_cond.get(cond, "")
-            if why and has_x:
-                xv[i, c, :], xr_[i, c, :] = "not tested", why
-                changed = True
-            if not why and cond == "uE" and one_bin:
-                rest = [r.strip() for r in str(res["cond_routes"].values[i, c]).split(",")] \
-                    if "cond_routes" in res else []
-                binned = {s.name.upper() for s in specs if s.family == "binned"}
-                if rest and all(r in binned for r in rest if r):
-                    why = one_bin
-            if why and cv[i, c] != "not tested":
-                cv[i, c], cr[i, c] = "not tested", why
-                changed = True
-    if not changed:
-        return res
+        by_question.append(q)
+    return by_stat.astype(str), by_question
+
+
+def untestable_step(res, by_stat, by_question) -> xr.Dataset:
+    """Mark ``not tested``, with the reason, what :func:`untestable_reasons` found.
+
+    Runs after the questions (whose tests left these statistics out), so that no
+    verdict of an untestable statistic or question remains; a question left with no
+    test is ``not tested`` too.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The result with ``verdict`` (set, stat) and ``question_verdict`` (set, question).
+    by_stat, by_question
+        :func:`untestable_reasons`.
+
+    Returns
+    -------
+    xarray.Dataset
+    """
+    verdict = res["verdict"].values.astype(object)
+    reason = res["verdict_reason"].values.astype(object)
+    qv = res["question_verdict"].values.astype(object)
+    qr = res["question_reason"].values.astype(object)
+    qs = [str(q) for q in res["question"].values]
+    hit = np.asarray(by_stat) != ""
+    verdict[hit], reason[hit] = "not tested", np.asarray(by_stat, dtype=object)[hit]
+    for i, q in enumerate(by_question):
+        for name, why in q.items():
+            a = qs.index(name)
+            qv[i, a], qr[i, a] = "not tested", why
     out = res.assign(
         verdict=(res["verdict"].dims, verdict.astype(str), res["verdict"].attrs),
-        verdict_reason=(res["verdict"].dims, reason.astype(str),
-                        res["verdict_reason"].attrs if "verdict_reason" in res else {}),
-    )
-    if conds:
-        out["cond_verdict"] = (res["cond_verdict"].dims, cv.astype(str),
-                               res["cond_verdict"].attrs)
-        out["cond_verdict_reason"] = (res["cond_verdict"].dims, cr.astype(str),
-                                      res["cond_verdict_reason"].attrs)
-    if has_x:
-        out["extrap_verdict"] = (res["extrap_verdict"].dims, xv.astype(str),
-                                 res["extrap_verdict"].attrs)
-        out["extrap_verdict_reason"] = (res["extrap_verdict"].dims, xr_.astype(str),
-                                        res["extrap_verdict_reason"].attrs)
-    if "valid" in res:
-        out["valid"] = (("set", "stat"), np.where(verdict == "valid", 1.0, np.where(
-            verdict == "invalid", 0.0, np.nan)), res["valid"].attrs)
+        verdict_reason=(res["verdict"].dims, reason.astype(str), res["verdict_reason"].attrs),
+        question_verdict=(res["question_verdict"].dims, qv.astype(str),
+                          res["question_verdict"].attrs),
+        question_reason=(res["question_verdict"].dims, qr.astype(str),
+                         res["question_reason"].attrs))
+    out["valid"] = (("set", "stat"), np.where(verdict == "valid", 1.0, np.where(
+        verdict == "invalid", 0.0, np.nan)), res["valid"].attrs)
     return out

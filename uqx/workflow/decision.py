@@ -1,39 +1,43 @@
-"""Decision steps of the workflow: one verdict per statistic, and the result as a whole.
+"""Decision steps of the workflow: p-values, the questions and their verdicts, the tails.
 
-:func:`verdict_step` turns the simulated calibrated copies of every tested statistic into
-Monte-Carlo p-values under each member of the null family and a verdict
-(:func:`uqx.engine.mctest.family_verdict`), keeping the papers' decision on the ζ-scores beside
-it (``zeta_verdict``, :mod:`uqx.engine.verdict`). :func:`familywise_step` holds a set's result as
-a whole to a 10 % family-wise rate (step-down min-p over every test of the set,
-:func:`uqx.engine.mctest.familywise_pvalues`). Documentation: "How to read the verdicts".
+:func:`pvalue_step` computes every tested statistic's Monte-Carlo p-value under each
+member of the null family (keeping the papers' decision on the ζ-scores beside it,
+``zeta_verdict``, :mod:`uqx.engine.verdict`). :func:`question_step` decides the result
+by the design of :mod:`uqx.engine.questions`: each question (average calibration,
+consistency, adaptivity on each feature, consistency up to a factor) is tested by the
+weighted min-p of its statistics, the statistics inside it by the step-down of the same
+min-p, the questions share the set's family-wise level by a graphical weighted Holm
+procedure, and :func:`uqx.engine.questions.member_verdict` combines the members.
+:func:`tails_step` keeps an ``invalid`` from standing on tails the null family does not
+represent. Documentation: "How to read the verdicts".
 """
 
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
 from uqx.engine.mctest import (
-    ALPHA_RESULT,
-    DIRECTION,
     LIGHT_SIDE,
     copy_pvalues,
     direction_of,
-    family_verdict,
-    familywise_pvalues,
     mc_pvalue,
     mc_pvalue_sides,
+    pvalue_noise,
+    smallest_pvalue,
 )
-from uqx.engine.mctest import borderline as near_level
 from uqx.engine.null_shape import NU_MIN, tails_reach_limit, tails_within_reach
-from uqx.engine.resolution import (
-    QUASI_CONVEX_TOP,
-    RESOLUTION_KIND,
-    alternative_resolution,
-    scale_resolution,
-    spread_resolution,
+from uqx.engine.questions import (
+    QUESTIONS,
+    critical_value,
+    graph_procedure,
+    member_verdict,
+    question_graph,
+    question_of,
+    weight_of,
+    weighted_stepdown,
 )
 from uqx.engine.statistic import RANK_STATS
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
@@ -46,19 +50,17 @@ from uqx.engine.verdict import (
 )
 
 __all__ = [
-    "verdict_step",
-    "resolution_of_test",
-    "familywise_step",
+    "pvalue_step",
+    "question_step",
+    "QuestionTests",
+    "set_tests",
     "members_used",
-    "restrict_route_verdicts",
     "tails_step",
     "tails_reason",
     "TAILS_ROBUST",
     "papers_verdict",
     "zeta_borderline",
-    "not_familywise_reason",
-    "headline_coherence_step",
-    "headline_route_verdicts",
+    "QUESTION_VARS",
 ]
 
 
@@ -74,46 +76,6 @@ def members_used(res, n_members, base=None) -> np.ndarray:
     if "member_plausible" in res:
         return res["member_plausible"].values.astype(bool)
     return np.ones((res.sizes["set"], n_members), dtype=bool)
-
-
-def restrict_route_verdicts(res, *, n_copies, level) -> xr.Dataset:
-    """Re-decide the zero-bin intercept routes over the members that take part.
-
-    The intercepts' p-values per member are stored (``extrap_p_value``); the verdict is
-    :func:`uqx.engine.mctest.family_verdict` over the members of :func:`members_used`.
-
-    Parameters
-    ----------
-    res : xarray.Dataset
-        The result with ``extrap_verdict`` and ``extrap_p_value``.
-    n_copies : int
-        Copies of the intercepts' nulls.
-    level : float
-        Confidence level (size 1 − level).
-    """
-    if "extrap_verdict" not in res or "extrap_p_value" not in res:
-        return res
-    p = res["extrap_p_value"].values  # (set, cond, xstat, member)
-    labels = [str(m) for m in res["member"].values]
-    use = members_used(res, p.shape[-1])
-    verdict = res["extrap_verdict"].values.astype(object)
-    reason = res["extrap_verdict_reason"].values.astype(object)
-    near = np.zeros(verdict.shape, dtype=bool)
-    for idx in np.ndindex(verdict.shape):
-        if verdict[idx] == "not tested" or not np.isfinite(p[idx]).any():
-            continue
-        verdict[idx], reason[idx] = family_verdict(
-            p[idx], labels, alpha=1 - level, n_copies=n_copies,
-            direction=DIRECTION["intercept"], use=use[idx[0]])
-        near[idx] = near_level(p[idx], n_copies, 1 - level, use=use[idx[0]])
-    return res.assign(extrap_borderline=(res["extrap_verdict"].dims, near, {
-                          "long_name": "a member's p-value within two Monte-Carlo sd of the "
-                                       "level (uqx.engine.mctest.borderline)"}),
-                      extrap_verdict=(res["extrap_verdict"].dims, verdict.astype(str),
-                                      res["extrap_verdict"].attrs),
-                      extrap_verdict_reason=(res["extrap_verdict_reason"].dims,
-                                             reason.astype(str),
-                                             res["extrap_verdict_reason"].attrs))
 
 
 def zeta_borderline(res, i, j) -> bool:
@@ -148,14 +110,17 @@ def papers_verdict(res, specs, i, j, labels):
                              labels)[0]
 
 
-def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
-                 alternative=None, resolution=True) -> xr.Dataset:
-    """Step 4: one verdict per (set, stat): Monte-Carlo test over the null family.
+def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
+                ) -> xr.Dataset:
+    """Step 4: each tested statistic's Monte-Carlo p-value under every member.
 
-    p-values of the estimate among its simulated calibrated values under every member
-    (:func:`uqx.engine.mctest.mc_pvalue`, one- or two-sided by :data:`uqx.engine.mctest.DIRECTION`),
-    combined by :func:`uqx.engine.mctest.family_verdict`; ``borderline`` when the deciding
-    p-value is within two Monte-Carlo sd of the size. The papers' ζ rule is kept in
+    The p-value of the statistic the test reads (``observed``: the estimate, or its
+    studentised form for ⟨Z⟩, :data:`uqx.engine.statistic.TEST_STATISTIC`) among its
+    calibrated copies (:func:`uqx.engine.mctest.mc_pvalue`, one- or two-sided by
+    :data:`uqx.engine.mctest.DIRECTION`). With ``joint`` (the fitted member at ν̂), the
+    fitted member of a two-sided statistic of :data:`uqx.engine.mctest.LIGHT_SIDE` reads
+    that side on ``draws`` (the heavy end of ν) and the other on ``joint``
+    (:func:`uqx.engine.mctest.mc_pvalue_sides`). The papers' ζ rule is kept in
     ``zeta_verdict``.
 
     Parameters
@@ -163,55 +128,34 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
     res : xarray.Dataset
         The result so far (estimates, intervals, references over (set, stat)).
     specs : list of StatSpec
-        The statistics.
     notes : object
         The workflow's collector of warnings.
-    draws : dict
-        Simulated values of each statistic under each member of the null family.
+    draws : numpy.ndarray, shape (set, stat, member, n)
+        The copies of each statistic's test.
     member_labels : list of str
-        Labels of the members.
-    level : float
-        Confidence level (the size of the tests is 1 − level).
+    observed : numpy.ndarray, shape (set, stat)
+        The value of each statistic's test statistic on the data.
     joint : numpy.ndarray, optional
-        The joint copies (fitted member at ν̂); with them the fitted member of a two-sided
-        statistic reads the side of :data:`uqx.engine.mctest.LIGHT_SIDE` on ``draws``
-        (the heavy end of ν) and the other side on ``joint``
-        (:func:`uqx.engine.mctest.mc_pvalue_sides`).
-    alternative : tuple, optional
-        ``(factors, top)``: the binned statistics on uE of the same copies with uE too
-        small by each factor in the top bins of uE, computed when asked
-        (:class:`uqx.engine.alternative.ConsistencyAlternatives`, :func:`reference_step`); their
-        resolution is the smallest factor rejected with 80 % power, and the spread
-        alternative's the exponents of :func:`uqx.engine.resolution.spread_resolution`.
-    resolution : bool
-        Compute the resolutions (else NaN: :func:`uqx.validate` ``resolution``).
+        The joint copies (the fitted member at ν̂).
 
     Returns
     -------
     xarray.Dataset
-        ``verdict``, ``verdict_reason``, ``borderline``, p-values over (set, stat).
+        ``p_value`` (set, stat, member), ``test_statistic``, ``zeta_verdict``,
+        ``zeta_borderline``.
     """
     S, K = res.sizes["set"], len(specs)
-    alpha = 1 - level
-    verdict = np.full((S, K), "not tested", dtype=object)
     papers = np.full((S, K), "not tested", dtype=object)
-    reason = np.full((S, K), "", dtype=object)
-    borderline = np.zeros((S, K), dtype=bool)
     zeta_bl = np.zeros((S, K), dtype=bool)
     pv = np.full((S, K, len(member_labels)), np.nan)
     labels = [str(d) for d in res["dist"].values]
     est = res["estimate"].values
-    limits = np.full((S, K, 2), np.nan)
-    spread = np.full((S, K, 2), np.nan)
-    use_all = members_used(res, len(member_labels))
-    use_rank = members_used(res, len(member_labels), RANK_STATS[0])
     light = member_labels.index("fit") if joint is not None and "fit" in member_labels \
         else None
     for i in range(S):
         for j, s in enumerate(specs):
             if s.base in NOT_TESTED:
                 continue
-            use = use_rank if s.base in RANK_STATS else use_all
             papers[i, j] = papers_verdict(res, specs, i, j, labels)
             if papers[i, j] in ("valid", "invalid"):
                 zeta_bl[i, j] = zeta_borderline(res, i, j)
@@ -220,54 +164,19 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
             if problem:
                 notes.stat(i, j, problem + " (ζ-scores only; the verdict does not use it)")
             d = direction_of(s.base)
-            pv[i, j] = mc_pvalue(est[i, j], draws[i, j], d)
+            pv[i, j] = mc_pvalue(observed[i, j], draws[i, j], d)
             if light is not None and s.base in LIGHT_SIDE:
                 # fitted member: the heavy end of nu on the light side, nu_hat on the other
                 heavy, point = draws[i, j, light], joint[i, j, light]
                 up, down = (heavy, point) if LIGHT_SIDE[s.base] > 0 else (point, heavy)
-                pv[i, j, light] = mc_pvalue_sides(est[i, j], up, down)
-            n = np.isfinite(draws[i, j]).sum(-1)  # finite copies per member
-            verdict[i, j], reason[i, j] = family_verdict(pv[i, j], member_labels, alpha=alpha,
-                                                         n_copies=n, direction=d, use=use[i])
-            borderline[i, j] = near_level(pv[i, j], n.min(), alpha, use=use[i])
-            if resolution:
-                limits[i, j], spread[i, j] = resolution_of_test(
-                    s.base, draws[i, j], np.flatnonzero(use[i]), alternative, i, j,
-                    direction=d, alpha=alpha)
-    valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
+                pv[i, j, light] = mc_pvalue_sides(observed[i, j], up, down)
     return xr.Dataset({
-        "verdict": (("set", "stat"), verdict.astype(str),
-                    {"long_name": "verdict: valid / invalid / inconclusive / not tested",
-                     "rule": "Monte-Carlo test over the null family (uqx.engine.mctest)"}),
-        "verdict_reason": (("set", "stat"), reason.astype(str),
-                           {"long_name": "why the verdict is inconclusive"}),
-        "borderline": (("set", "stat"), borderline,
-                       {"long_name": "p-value of a member within 2 Monte-Carlo sd of the "
-                        "size"}),
-        "resolution_low": (("set", "stat"), limits[..., 0],
-                           {"long_name": "smallest miscalibration below calibration that the "
-                            "test detects with 80 % power: the factor f of errors f*uE "
-                            "(scale; mean_z: bias b of Z, in units of uE; binned "
-                            "statistics on uE: none)",
-                            "power": 0.8}),
-        "resolution_high": (("set", "stat"), limits[..., 1],
-                            {"long_name": "smallest miscalibration above calibration that the "
-                             "test detects with 80 % power: the factor f of errors f*uE "
-                             "(scale; mean_z: bias b of Z, in units of uE; binned "
-                             "statistics on uE: errors f*uE in the bins of uE above its "
-                             "90th percentile only)",
-                             "power": 0.8}),
-        "resolution_spread_low": (("set", "stat"), spread[..., 0], {
-            "long_name": "binned statistics on uE: the largest exponent gamma below 1 of "
-                         "u = c*uE^gamma (same mean square, piecewise on the bins of uE) "
-                         "that the test detects with 80 % power", "power": 0.8}),
-        "resolution_spread_high": (("set", "stat"), spread[..., 1], {
-            "long_name": "binned statistics on uE: the smallest exponent gamma above 1 of "
-                         "u = c*uE^gamma (same mean square, piecewise on the bins of uE) "
-                         "that the test detects with 80 % power", "power": 0.8}),
-        "valid": (("set", "stat"), valid, {"long_name": "1 valid, 0 invalid, NaN otherwise"}),
-        "p_value": (("set", "stat", "member"), pv,
-                    {"long_name": "Monte-Carlo p-value under each member of the null family"}),
+        "p_value": (("set", "stat", "member"), pv, {
+            "long_name": "Monte-Carlo p-value of the statistic's test under each member of "
+                         "the null family (before the question's adjustment)"}),
+        "test_statistic": (("set", "stat"), np.asarray(observed, dtype=np.float64), {
+            "long_name": "the value the statistic's test reads (the estimate; mean_z: its "
+                         "studentised form t_z, whose null is no bias whatever the scale)"}),
         "zeta_verdict": (("set", "stat"), papers.astype(str),
                          {"long_name": "the papers' zeta rule (000 Fig. 1), for comparison"}),
         "zeta_borderline": (("set", "stat"), zeta_bl,
@@ -276,170 +185,300 @@ def verdict_step(res, specs, notes, draws, member_labels, *, level, joint=None,
     }, coords={"member": list(member_labels)})
 
 
-def resolution_of_test(base, draws, used, alternative, i, j, *, direction, alpha):
-    r"""Resolution of one statistic's test, over the least powerful member that takes part.
+@dataclass
+class QuestionTests:
+    """The tests of one set's result, each in its question (:mod:`uqx.engine.questions`).
 
-    Average calibration (:data:`uqx.engine.resolution.SCALE_MAPS`): the factors (biases)
-    below and above calibration detected with 80 % power
-    (:func:`uqx.engine.resolution.scale_resolution`), the widest over the members.
-    Binned statistics on uE: the smallest top-decile factor
-    (:func:`uqx.engine.resolution.alternative_resolution`) and the exponents of
-    u = c·uE^γ (:func:`uqx.engine.resolution.spread_resolution`), from the copies under
-    the alternatives (:class:`uqx.engine.alternative.ConsistencyAlternatives`).
-
-    Parameters
+    Attributes
     ----------
-    base : str
-        The statistic.
-    draws : numpy.ndarray, shape (member, n)
-        Its calibrated copies per member.
-    used : array_like of int
-        The members that take part.
-    alternative : tuple (factors, ConsistencyAlternatives) or None
-    i, j : int
-        Set and statistic (keys of the alternatives).
-    direction : int
-    alpha : float
-
-    Returns
-    -------
-    (low, high), (spread_low, spread_high) : tuple of float
-        NaN where there is no such resolution or it is beyond the grid.
+    keys : list of tuple
+        ``("stat", j)`` for statistic j of the result, ``("factor", j)`` for statistic j
+        rescaled by the set's factor (the question ``up_to_factor``).
+    questions : list of str
+        The question of each test.
+    weights : numpy.ndarray, shape (T,)
+    p : numpy.ndarray, shape (T, member)
+        Each test's p-value under each member (NaN: member not taking part).
+    copies : numpy.ndarray, shape (T, member, n)
+        Each test's p-value on each of the member's shared copies.
+    use : numpy.ndarray of bool, shape (T, member)
+        Members taking part in each test.
     """
-    nan2 = (np.nan, np.nan)
-    kind = RESOLUTION_KIND.get(base)
-    if len(used) == 0:  # no member takes part: nothing to resolve
-        return nan2, nan2
-    if kind == "top":
-        top = None if alternative is None else alternative[1]
-        if top is None or not top.available(i, j):
-            return nan2, nan2
-        f = [alternative_resolution(draws[m, :top.n_copies], top.values(i, j, m), top.factors,
-                                    direction=direction, alpha=alpha,
-                                    quasi_convex=base in QUASI_CONVEX_TOP) for m in used]
-        spread = spread_resolution([draws[m, :top.n_copies] for m in used],
-                                   [partial(top.spread, i, j, m) for m in used],
-                                   direction=direction, alpha=alpha)
-        return (np.nan, np.max(f) if np.isfinite(f).all() else np.nan), spread
-    if kind is None:
-        return nan2, nan2
-    lims = np.array([scale_resolution(base, draws[m], alpha=alpha) for m in used])
-    with np.errstate(invalid="ignore"):  # the least powerful member: the widest factors
-        return (np.min(lims[:, 0]) if np.isfinite(lims[:, 0]).all() else np.nan,
-                np.max(lims[:, 1]) if np.isfinite(lims[:, 1]).all() else np.nan), nan2
+
+    keys: list
+    questions: list
+    weights: np.ndarray
+    p: np.ndarray
+    copies: np.ndarray
+    use: np.ndarray
 
 
-def _family(res, specs, draws, head_copies, route_copies, i, m, n, rank_use=None):
-    """List the tests of set ``i`` under member ``m``: (key, observed p, copy p (n,)).
+def set_tests(res, specs, draws, i, *, factor=None) -> QuestionTests:
+    """Gather the tests of set ``i`` with their p-values and copies' p-values.
 
-    A rank statistic is left out of the family of a member that does not take part in
-    its test (``rank_use``, :func:`members_used`).
+    Every tested statistic of ``specs`` joins the question of its family and binning
+    (:func:`uqx.engine.questions.question_of`); a rank statistic only under the members
+    whose body fits the data's (:func:`members_used`). ``factor``: the binned statistics
+    on uE rescaled by the factor, ``{j: (p (member,), copies (member, n))}``
+    (:func:`factor_tests`), join the question ``up_to_factor``.
     """
-    out = []
+    n_members = draws.shape[2]
+    use_all = members_used(res, n_members)[i]
+    use_rank = members_used(res, n_members, RANK_STATS[0])[i]
+    keys, qs, ws, ps, cs, us = [], [], [], [], [], []
+    n = draws.shape[-1]
     for j, s in enumerate(specs):
-        if s.base in RANK_STATS and rank_use is not None and not rank_use[i, m]:
+        q = question_of(s.family, s.cond)
+        p = res["p_value"].values[i, j]
+        if s.base in NOT_TESTED or q is None or not np.isfinite(p).any():
             continue
-        if s.base not in NOT_TESTED:
-            d = direction_of(s.base)  # observed p on the same (joint) copies
-            out.append((("stat", j), mc_pvalue(res["estimate"].values[i, j], draws[i, j, m], d),
-                        copy_pvalues(draws[i, j, m], d)[:n]))
-    C = res.sizes["cond"] if "cond_verdict" in res else 0
-    for c in range(C):
-        if (i, c) in head_copies:
-            out.append((("cond", c), res["cond_p_value"].values[i, c, m],
-                        head_copies[i, c][m, :n]))
-        if (i, c) in route_copies:
-            null = route_copies[i, c][m]  # (copies, xstat): the intercepts
-            for k in range(null.shape[1]):
-                out.append((("route", c, k), res["extrap_p_value"].values[i, c, k, m],
-                            copy_pvalues(null[:, k], DIRECTION["intercept"])[:n]))
-    return out
+        d = direction_of(s.base)
+        keys.append(("stat", j))
+        qs.append(q)
+        ws.append(weight_of(s.base))
+        ps.append(p)
+        cs.append(np.stack([copy_pvalues(draws[i, j, m], d) for m in range(n_members)]))
+        us.append(use_rank if s.base in RANK_STATS else use_all)
+    for j, (p, c) in (factor or {}).items():
+        keys.append(("factor", j))
+        qs.append("up_to_factor")
+        ws.append(weight_of(specs[j].base))
+        ps.append(p)
+        pad = np.full((n_members, n), np.nan)
+        pad[:, :c.shape[1]] = c[:, :n]
+        cs.append(pad)
+        us.append(use_all)
+    T = len(keys)
+    return QuestionTests(keys, qs, np.array(ws, dtype=np.float64),
+                         np.array(ps, dtype=np.float64).reshape(T, n_members),
+                         np.array(cs, dtype=np.float64).reshape(T, n_members, n),
+                         np.array(us, dtype=bool).reshape(T, n_members))
 
 
-def familywise_step(res, specs, draws, head_copies, *, n_shared,
-                    route_copies=None) -> xr.Dataset:
-    """Step 7: an ``invalid`` must also hold for the result as a whole.
+def _decide_member(t: QuestionTests, m: int, alpha_result: float):
+    """One member's procedure: adjusted p-values, questions' p, levels and rejections."""
+    present = [q for q in QUESTIONS if any(
+        tq == q and t.use[k, m] and np.isfinite(t.p[k, m]) for k, tq in enumerate(t.questions))]
+    adj = np.full(len(t.keys), np.nan)
+    p_q = {}
+    crit = {}
+    for q in present:
+        idx = [k for k, tq in enumerate(t.questions)
+               if tq == q and t.use[k, m] and np.isfinite(t.p[k, m])]
+        a = weighted_stepdown(t.p[idx, m], t.copies[idx, m], t.weights[idx])
+        adj[idx] = a
+        p_q[q] = float(np.nanmin(a)) if np.isfinite(a).any() else np.nan
+        crit[q] = idx
+    w, G = question_graph(present)
+    rej, lev = graph_procedure([p_q[q] for q in present], w, G, alpha_result)
+    init = dict(zip(present, w * alpha_result, strict=True))
+    return present, adj, p_q, dict(zip(present, rej, strict=True)), \
+        dict(zip(present, lev, strict=True)), init
 
-    Every test of a set (each statistic, each headline, each zero-bin intercept route)
-    gets a family-wise adjusted p-value per member (:func:`uqx.engine.mctest.familywise_pvalues`,
-    step-down min-p on the copies the tests share: the first ``n_shared`` copies, or
-    all when there is no headline). An ``invalid`` whose adjusted p-value is not below
-    :data:`uqx.engine.mctest.ALPHA_RESULT` under every member becomes ``inconclusive``: then a
-    calibrated set gets an ``invalid`` somewhere in at most 10 % of cases.
+
+#: Variables of a result that :func:`question_step` writes beside the statistics'.
+QUESTION_VARS = ("question_verdict", "question_reason", "question_p_value",
+                 "question_level", "question_level_initial", "question_borderline",
+                 "question_tests")
+
+
+def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset:
+    """Step 5: the questions of each set, tested together; every verdict of the result.
+
+    For each set and member (:func:`set_tests`): the weighted step-down min-p of every
+    question's tests (:func:`uqx.engine.questions.weighted_stepdown`; the headline's
+    p-value is the smallest), the questions' levels from the graphical procedure
+    (:func:`uqx.engine.questions.graph_procedure` with
+    :func:`uqx.engine.questions.question_graph`, family-wise level ``alpha_result``);
+    a test is rejected under a member when its question is and its adjusted p-value is
+    below the level the question was rejected at. Over the members that take part
+    (:func:`uqx.engine.questions.member_verdict`): ``invalid`` where every member
+    rejects, ``valid`` where none does, else ``inconclusive`` with the members named. A
+    statistic is ``invalid`` only beside an ``invalid`` question (a member that leaves
+    it out can still keep the question from being rejected), and a ``valid`` question
+    has no rejected test under any member: the result is consonant.
+
+    A test whose copies cannot reach its level (its threshold below the smallest p-value
+    its copies give) gets no verdict (``inconclusive``, "increase --n-mc"). A p-value
+    within two Monte-Carlo sd of its level under some member is ``borderline``.
 
     Parameters
     ----------
     res : xarray.Dataset
-        The result with the per-statistic verdicts.
+        The result with ``p_value`` and the members that take part.
     specs : list of StatSpec
-        The statistics.
-    draws : numpy.ndarray
-        Simulated values (set, stat, member, copy) of each statistic under each member,
-        every statistic of a copy from the same simulated data (the joint law min-p
-        needs); the statistics' observed p-values are taken on them too.
-    head_copies : dict
-        Copies of the headline tests, per set and conditioning variable.
-    n_shared : int
-        Copies shared by all the tests of a set (0: none).
-    route_copies : dict, optional
-        Copies of the zero-bin intercept routes.
+    draws : numpy.ndarray, shape (set, stat, member, n)
+        The copies the tests share (those of :func:`pvalue_step`).
+    factor : dict, optional
+        Per set, the tests of ``up_to_factor`` (:func:`factor_tests`).
+    alpha_result : float
+        The set's family-wise level.
 
     Returns
     -------
     xarray.Dataset
-        The result with the family-wise adjusted verdicts.
+        ``verdict``, ``verdict_reason``, ``borderline``, ``p_adjusted``, ``valid`` over
+        (set, stat); the questions' ``question_*`` over (set, question[, member]); the
+        factor's statistics ``factor_*`` over (set, stat).
     """
-    route_copies = route_copies or {}
+    S, K = res.sizes["set"], len(specs)
     labels = [str(m) for m in res["member"].values]
-    arrays = {"stat": ("verdict", "verdict_reason", "p_adjusted", ("set", "stat")),
-              "cond": ("cond_verdict", "cond_verdict_reason", "cond_p_adjusted",
-                       ("set", "cond")),
-              "route": ("extrap_verdict", "extrap_verdict_reason", "extrap_p_adjusted",
-                        ("set", "cond", "xstat"))}
-    arrays = {k: v for k, v in arrays.items() if v[0] in res}
-    verdict = {k: res[v[0]].values.astype(object) for k, v in arrays.items()}
-    reason = {k: res[v[1]].values.astype(object) for k, v in arrays.items()}
-    adj = {k: np.full(res[v[0]].shape + (len(labels),), np.nan) for k, v in arrays.items()}
-    use = members_used(res, len(labels))
-    use_rank = members_used(res, len(labels), RANK_STATS[0])
-    rank = np.array([s.base in RANK_STATS for s in specs])
-    for i in range(res.sizes["set"]):
-        n = n_shared if n_shared and (head_copies or route_copies) else draws.shape[-1]
-        for m in range(len(labels)):
-            tests = _family(res, specs, draws, head_copies, route_copies, i, m, n,
-                            rank_use=use_rank)
-            if not tests:
+    D = len(labels)
+    Q = len(QUESTIONS)
+    verdict = np.full((S, K), "not tested", dtype=object)
+    reason = np.full((S, K), "", dtype=object)
+    near = np.zeros((S, K), dtype=bool)
+    adj_all = np.full((S, K, D), np.nan)
+    fverdict = np.full((S, K), "not tested", dtype=object)
+    freason = np.full((S, K), "", dtype=object)
+    fp = np.full((S, K, D), np.nan)
+    fadj = np.full((S, K, D), np.nan)
+    qv = np.full((S, Q), "not tested", dtype=object)
+    qr = np.full((S, Q), "", dtype=object)
+    qp = np.full((S, Q, D), np.nan)
+    ql = np.full((S, Q, D), np.nan)
+    ql0 = np.full((S, Q, D), np.nan)
+    qb = np.zeros((S, Q), dtype=bool)
+    qtests = np.full((S, Q), "", dtype=object)
+    use_all = members_used(res, D)
+    n = draws.shape[-1]
+    for i in range(S):
+        t = set_tests(res, specs, draws, i, factor=None if factor is None else factor.get(i))
+        if not t.keys:
+            continue
+        rej_t = np.zeros((len(t.keys), D), dtype=bool)
+        lev_t = np.full((len(t.keys), D), np.nan)
+        adj_t = np.full((len(t.keys), D), np.nan)
+        rej_q = np.zeros((Q, D), dtype=bool)
+        reach_q = np.ones(Q, dtype=bool)
+        reach_t = np.ones(len(t.keys), dtype=bool)
+        for m in range(D):
+            present, adj, p_q, rej, lev, init = _decide_member(t, m, alpha_result)
+            adj_t[:, m] = adj
+            for q in present:
+                a = QUESTIONS.index(q)
+                qp[i, a, m], ql[i, a, m], ql0[i, a, m] = p_q[q], lev[q], init[q]
+                rej_q[a, m] = rej[q]
+                idx = [k for k, tq in enumerate(t.questions) if tq == q]
+                n_ok = int(np.sum(np.all(np.isfinite(t.copies[idx, m]), axis=0)))
+                if not use_all[i, m]:
+                    continue
+                if lev[q] * (1 + n_ok) <= 1.0:  # (1 + 0) / (1 + n) >= level
+                    reach_q[a] = False
+                c = critical_value(t.copies[[k for k in idx if t.use[k, m]], m],
+                                   t.weights[[k for k in idx if t.use[k, m]]], lev[q])
+                for k in idx:
+                    if not t.use[k, m]:
+                        continue
+                    lev_t[k, m] = lev[q]
+                    rej_t[k, m] = rej[q] and adj[k] < lev[q]
+                    d = direction_of(specs[t.keys[k][1]].base) if t.keys[k][0] == "stat" \
+                        else 1
+                    if np.isfinite(c) and t.weights[k] * c <= smallest_pvalue(n_ok, d):
+                        reach_t[k] = False
+        asked = np.ones(Q, dtype=bool)
+        for a, q in enumerate(QUESTIONS):
+            members_q = use_all[i] & np.isfinite(qp[i, a])
+            if not members_q.any():
                 continue
-            p = familywise_pvalues([t[1] for t in tests], np.stack([t[2] for t in tests]))
-            for (key, *_), q in zip(tests, p, strict=True):
-                adj[key[0]][(i, *key[1:], m)] = q
-        for kind in arrays:
-            for idx in np.ndindex(verdict[kind].shape[1:]):
-                at = (i, *idx)
-                part = use_rank[i] if kind == "stat" and rank[idx[0]] else use[i]
-                q = adj[kind][at][part]  # the members that take part
-                if verdict[kind][at] == "invalid" and not np.all(q < ALPHA_RESULT):
-                    verdict[kind][at] = "inconclusive"
-                    reason[kind][at] = not_familywise_reason(q)
-    for kind, (v, r, a, dims) in arrays.items():
-        res = res.assign({
-            v: (res[v].dims, verdict[kind].astype(str), res[v].attrs),
-            r: (res[r].dims, reason[kind].astype(str), res[r].attrs),
-            a: (dims + ("member",), adj[kind],
-                {"long_name": "family-wise adjusted p-value over every test of the set "
-                 "(step-down min-p)"}),
-        })
-    res["valid"] = (("set", "stat"), np.where(verdict["stat"] == "valid", 1.0, np.where(
-        verdict["stat"] == "invalid", 0.0, np.nan)), res["valid"].attrs)
-    return res
+            qtests[i, a] = ", ".join(_test_label(specs, key) for key, tq in
+                                     zip(t.keys, t.questions, strict=True) if tq == q)
+            if np.all(ql[i, a][members_q] == 0):  # never given a share of the level
+                qv[i, a], qr[i, a] = "not tested", NOT_ASKED.get(
+                    q, "the question received no share of the set's level")
+                asked[a] = False
+                continue
+            qv[i, a], qr[i, a] = member_verdict(rej_q[a], labels, use=members_q,
+                                                reachable=bool(reach_q[a]))
+            qb[i, a] = _near(qp[i, a], ql[i, a], n, members_q)
+        for k, key in enumerate(t.keys):
+            a = QUESTIONS.index(t.questions[k])
+            u = t.use[k] & use_all[i] & np.isfinite(t.p[k])
+            if not asked[a]:
+                if key[0] == "factor":
+                    fverdict[i, key[1]], freason[i, key[1]] = "not tested", qr[i, a]
+                    fp[i, key[1]] = t.p[k]
+                continue
+            v, why = member_verdict(rej_t[k], labels, use=u, reachable=bool(reach_t[k]))
+            if v == "invalid" and qv[i, a] != "invalid":
+                v = "inconclusive"
+                why = (f"rejected under every member that takes part in it, but its question "
+                       f"({t.questions[k]}) is not rejected under every member")
+            bl = _near(adj_t[k], lev_t[k], n, u)
+            j = key[1]
+            if key[0] == "stat":
+                verdict[i, j], reason[i, j], near[i, j] = v, why, bl
+                adj_all[i, j] = adj_t[k]
+            else:
+                fverdict[i, j], freason[i, j] = v, why
+                fp[i, j], fadj[i, j] = t.p[k], adj_t[k]
+    valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
+    qdims = ("set", "question")
+    out = xr.Dataset({
+        "verdict": (("set", "stat"), verdict.astype(str), {
+            "long_name": "verdict: valid / invalid / inconclusive / not tested",
+            "rule": "inside its question: weighted step-down min-p at the level the question "
+                    "was rejected at, under every member (uqx.engine.questions)"}),
+        "verdict_reason": (("set", "stat"), reason.astype(str),
+                           {"long_name": "why the verdict is inconclusive"}),
+        "borderline": (("set", "stat"), near, {
+            "long_name": "an adjusted p-value within 2 Monte-Carlo sd of its level"}),
+        "p_adjusted": (("set", "stat", "member"), adj_all, {
+            "long_name": "p-value adjusted inside the statistic's question (weighted "
+                         "step-down min-p on the shared copies)"}),
+        "valid": (("set", "stat"), valid, {"long_name": "1 valid, 0 invalid, NaN otherwise"}),
+        "question_verdict": (qdims, qv.astype(str), {
+            "long_name": "verdict of each question: average calibration, consistency on "
+                         "uE, adaptivity on X / V, consistency up to a factor"}),
+        "question_reason": (qdims, qr.astype(str),
+                            {"long_name": "why the question's verdict is inconclusive"}),
+        "question_p_value": (qdims + ("member",), qp, {
+            "long_name": "the question's headline p-value: weighted min-p of its tests, "
+                         "calibrated on their shared copies"}),
+        "question_level": (qdims + ("member",), ql, {
+            "long_name": "level the question was tested at (rejected at, or its last), from "
+                         "the set's family-wise level by the graphical procedure"}),
+        "question_level_initial": (qdims + ("member",), ql0, {
+            "long_name": "the question's initial share of the set's family-wise level (its "
+                         "resolution is read there)"}),
+        "question_borderline": (qdims, qb, {
+            "long_name": "the headline p-value within 2 Monte-Carlo sd of its level"}),
+        "question_tests": (qdims, qtests.astype(str),
+                           {"long_name": "the tests of the question, with their weights"}),
+        "factor_verdict": (("set", "stat"), fverdict.astype(str), {
+            "long_name": "verdict of the statistic on uE rescaled by its factor sqrt(ZMS) "
+                         "(question up_to_factor)"}),
+        "factor_verdict_reason": (("set", "stat"), freason.astype(str)),
+        "factor_p_value": (("set", "stat", "member"), fp, {
+            "long_name": "p-value of the statistic on uE rescaled by its factor"}),
+        "factor_p_adjusted": (("set", "stat", "member"), fadj, {
+            "long_name": "the same, adjusted inside the question up_to_factor"}),
+    }, coords={"question": list(QUESTIONS), "member": labels})
+    out.attrs["alpha_result"] = float(alpha_result)
+    return out
 
 
-def not_familywise_reason(p_adj) -> str:
-    """Reason of an ``invalid`` turned ``inconclusive`` by the family-wise check."""
-    worst = np.nanmax(p_adj) if np.isfinite(p_adj).any() else np.nan
-    return (f"rejected on its own, but not once every test of this set is taken together "
-            f"(family-wise adjusted p = {worst:.3g} >= {ALPHA_RESULT:g}): the evidence is "
-            "not strong enough for a verdict of invalid")
+#: Why a question that received no share of the set's level is not tested.
+NOT_ASKED = {"up_to_factor": "asked only where average calibration is rejected (its share "
+                             "of the level comes from there)"}
+
+
+def _test_label(specs, key) -> str:
+    j = key[1]
+    name = specs[j].name.upper()
+    w = weight_of(specs[j].base)
+    return f"{name} (w {w:g})" if w != 1 else name
+
+
+def _near(p, level, n, use) -> bool:
+    """Whether a member's p-value lies within two Monte-Carlo sd of its level."""
+    p, level = np.asarray(p, dtype=np.float64), np.asarray(level, dtype=np.float64)
+    u = np.asarray(use, dtype=bool) & np.isfinite(p) & np.isfinite(level)
+    if not u.any():
+        return False
+    band = 2 * pvalue_noise(p[u], n, level[u])
+    floor = 1.0 / (1 + n)
+    return bool(np.any((np.abs(p[u] - level[u]) < band) & (p[u] > floor)))
 
 
 def tails_reason(kappa, M=None) -> str:
@@ -477,19 +516,21 @@ def tails_reason(kappa, M=None) -> str:
     return ""
 
 
-#: Statistics whose test keeps its size whatever the tails (a mean of Z, finite variance
-#: for t_s(ν > 2); measured: t_s(2.5) errors, <= 1 % `invalid` at M = 200): the
-#: small-sample reach of :func:`tails_reason` does not apply to them.
+#: Statistics whose test keeps its size whatever the tails (the studentised mean of Z,
+#: finite variance for t_s(ν > 2); measured: t_s(2.5) errors, <= 1 % `invalid` at
+#: M = 200): the tails step does not apply to them.
 TAILS_ROBUST = ("mean_z",)
 
 
 def tails_step(res, M=None) -> xr.Dataset:
-    """Step 8: an ``invalid`` on tails beyond the null family's reach becomes ``inconclusive``.
+    """Step 6: an ``invalid`` on tails beyond the null family's reach becomes ``inconclusive``.
 
-    Applies :func:`tails_reason` to every verdict of the result (statistics, headlines,
-    zero-bin intercept routes), after the family-wise step: beyond the safety limit to
-    all of them, below the small-sample reach (with ``M``) to all but
-    :data:`TAILS_ROBUST`.
+    Applies :func:`tails_reason` to every ``invalid`` of the result but those of
+    :data:`TAILS_ROBUST` (statistics, and the statistics up to a factor): beyond the
+    safety limit, and below the small-sample reach (with ``M``). A question stays
+    ``invalid`` only where one of its statistics still is (⟨Z⟩'s bias, say) or where
+    the tails allow it; else it becomes ``inconclusive`` with the same reason, so that
+    no statistic is ``invalid`` beside a question that is not.
 
     Parameters
     ----------
@@ -506,97 +547,53 @@ def tails_step(res, M=None) -> xr.Dataset:
     if "kappa_cs_z2_local" not in res:
         return res
     kappa = res["kappa_cs_z2_local"].values
-    limit = SAFETY_LIMITS["kappa_cs_z2"]
-    for v, r in (("verdict", "verdict_reason"), ("cond_verdict", "cond_verdict_reason"),
-                 ("extrap_verdict", "extrap_verdict_reason")):
-        if v not in res:
+    robust = np.isin(res["stat"].values.astype(str), TAILS_ROBUST)
+    out = {}
+    for v, r in (("verdict", "verdict_reason"), ("factor_verdict", "factor_verdict_reason"),
+                 ("question_verdict", "question_reason")):
+        if v in res:
+            out[v] = (res[v].values.astype(object), res[v + "_reason" if v != "question_verdict"
+                                                        else "question_reason"]
+                      .values.astype(object))
+    for i in range(res.sizes["set"]):
+        why = tails_reason(float(kappa[i]), None if M is None else int(np.asarray(M)[i]))
+        if not why:
             continue
-        verdict = res[v].values.astype(object)
-        reason = res[r].values.astype(object)
-        robust = None
-        if v == "verdict":
-            robust = np.isin(res["stat"].values.astype(str), TAILS_ROBUST)
-        for i in range(res.sizes["set"]):
-            k = float(kappa[i])
-            why = tails_reason(k, None if M is None else int(np.asarray(M)[i]))
-            if why:
-                hit = verdict[i] == "invalid"
-                if robust is not None and not k > limit:  # the small-sample reach only
-                    hit &= ~robust
-                verdict[i][hit] = "inconclusive"
-                reason[i][hit] = why
-        res = res.assign({v: (res[v].dims, verdict.astype(str), res[v].attrs),
-                          r: (res[r].dims, reason.astype(str), res[r].attrs)})
+        for v in ("verdict", "factor_verdict"):
+            if v in out:
+                ver, rea = out[v]
+                hit = (ver[i] == "invalid") & ~robust
+                ver[i][hit] = "inconclusive"
+                rea[i][hit] = why
+        if "question_verdict" in out:
+            ver, rea = out["question_verdict"]
+            for a, q in enumerate(res["question"].values.astype(str)):
+                if ver[i, a] != "invalid":
+                    continue
+                still = _question_stats_invalid(res, out, i, q)
+                if not still:
+                    ver[i, a] = "inconclusive"
+                    rea[i, a] = why
+    for v, (ver, rea) in out.items():
+        rname = "question_reason" if v == "question_verdict" else v + "_reason"
+        res = res.assign({v: (res[v].dims, ver.astype(str), res[v].attrs),
+                          rname: (res[rname].dims, rea.astype(str), res[rname].attrs)})
     res["valid"] = (("set", "stat"), np.where(res["verdict"].values == "valid", 1.0, np.where(
         res["verdict"].values == "invalid", 0.0, np.nan)), res["valid"].attrs)
     return res
 
 
-def headline_route_verdicts(res, i, c) -> dict:
-    """Verdicts of the routes of headline (set ``i``, cond ``c``), by route name.
+def _question_stats_invalid(res, out, i, q) -> bool:
+    """Whether a statistic of question ``q`` of set ``i`` is still ``invalid``."""
+    from uqx.engine.statistic import parse_stat
 
-    The names are those of ``cond_routes``: a statistic's name in capitals (its
-    ``verdict``) or ``"<STAT> intercept"`` (its ``extrap_verdict``).
-    """
-    if "cond_routes" not in res:
-        return {}
-    stats = {str(s).upper(): j for j, s in enumerate(res["stat"].values)}
-    xstats = ({f"{str(x).upper()} intercept": k for k, x in enumerate(res["xstat"].values)}
-              if "extrap_verdict" in res else {})
-    out = {}
-    for name in (r.strip() for r in str(res["cond_routes"].values[i, c]).split(",")):
-        if name in stats:
-            out[name] = str(res["verdict"].values[i, stats[name]])
-        elif name in xstats:
-            out[name] = str(res["extrap_verdict"].values[i, c, xstats[name]])
-    return out
-
-
-def headline_coherence_step(res) -> xr.Dataset:
-    """Step 9: a headline is never ``valid`` while one of its routes is ``invalid``.
-
-    The headline combines its routes at the level of one test (5 %: min-p over the
-    routes), a route's own ``invalid`` holds at 5 % and at the result's family-wise 10 %
-    (:func:`familywise_step`): a route can therefore be ``invalid`` where the
-    combination does not reject. A route that rejects is a rejection of what the
-    headline claims, so the headline's ``valid`` becomes ``inconclusive`` and an
-    ``inconclusive`` headline names the route, each with the reason. Runs after the
-    family-wise and tails steps, which settle the routes' verdicts.
-
-    Parameters
-    ----------
-    res : xarray.Dataset
-        The result with ``cond_verdict``, ``cond_verdict_reason`` and ``cond_routes``.
-
-    Returns
-    -------
-    xarray.Dataset
-    """
-    if "cond_verdict" not in res or "cond_routes" not in res:
-        return res
-    verdict = res["cond_verdict"].values.astype(object)
-    reason = res["cond_verdict_reason"].values.astype(object)
-    changed = False
-    for i in range(res.sizes["set"]):
-        for c in range(res.sizes["cond"]):
-            if verdict[i, c] not in ("valid", "inconclusive"):
-                continue
-            rejecting = [n for n, v in headline_route_verdicts(res, i, c).items()
-                         if v == "invalid"]
-            if not rejecting:
-                continue
-            which = ", ".join(rejecting)
-            why = (f"{which} {'is' if len(rejecting) == 1 else 'are'} invalid on "
-                   f"{'its' if len(rejecting) == 1 else 'their'} own (a rejection of this "
-                   "property), but the headline, which combines all its routes at the "
-                   "level of one test, does not reject")
-            reason[i, c] = why if verdict[i, c] == "valid" or not reason[i, c] else \
-                f"{why}; {reason[i, c]}"
-            verdict[i, c] = "inconclusive"
-            changed = True
-    if not changed:
-        return res
-    return res.assign(
-        cond_verdict=(res["cond_verdict"].dims, verdict.astype(str), res["cond_verdict"].attrs),
-        cond_verdict_reason=(res["cond_verdict_reason"].dims, reason.astype(str),
-                             res["cond_verdict_reason"].attrs))
+    names = res["stat"].values.astype(str)
+    if q == "up_to_factor":
+        ver = out.get("factor_verdict", (None,))[0]
+        return ver is not None and bool(np.any(ver[i] == "invalid"))
+    ver = out["verdict"][0]
+    for j, name in enumerate(names):
+        s = parse_stat(name)
+        if question_of(s.family, s.cond) == q and ver[i, j] == "invalid":
+            return True
+    return False

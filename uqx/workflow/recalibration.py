@@ -38,8 +38,8 @@ import xarray as xr
 
 from uqx.engine.defaults import LONG_SET_ROWS
 
-__all__ = ["recalibration_step", "scale_factor", "recalibration_text", "RESCALED_VARS",
-           "tolerance_step"]
+__all__ = ["recalibration_step", "scale_factor", "scale_factor_interval", "factor_tests",
+           "recalibration_text", "RESCALED_VARS", "tolerance_step"]
 
 #: Variables (over ``set``) that :func:`recalibration_step` adds to a result.
 RESCALED_VARS = ("scale_factor", "scale_factor_low", "scale_factor_high",
@@ -134,92 +134,205 @@ def tolerance_step(res: xr.Dataset, specs, copies, tolerance: float, *, alpha: f
     })
 
 
-def recalibration_step(res: xr.Dataset, sets, specs, cfg, run) -> xr.Dataset:
-    """Add the scale factor and the consistency verdict of the rescaled uE (module doc).
+def factor_tests(res: xr.Dataset, sets, specs, top) -> tuple[dict, np.ndarray]:
+    r"""The tests of "consistent up to a factor": the binned statistics on uE of E/√ZMS.
+
+    For each binned statistic on uE, its value on the data rescaled by the set's own
+    factor (:func:`uqx.engine.statistic.scale_free_bin_sums`) against the same
+    statistic on each calibrated copy rescaled by *its* own factor
+    (:meth:`uqx.engine.alternative.BinnedCopies.null` with ``scale_free``): the copies
+    are copies of the rescaled data whatever the scale of uE, so the test has its size
+    on data that one factor fixes (the copies are not those of data with a ZMS of
+    exactly 1, which would make it conservative). These tests form the question
+    ``up_to_factor`` (:mod:`uqx.engine.questions`).
 
     Parameters
     ----------
     res : xarray.Dataset
-        The result so far (verdicts final).
+        The result with ``member``.
     sets : list of SetData
-        The sets' arrays, in the order the workflow used (content order by default).
+        The sets in the workflow's order.
     specs : list of StatSpec
-        The statistics of the result.
-    cfg : uqx.workflow.settings.Settings
-        The settings of the result: the rescaled run uses the same.
-    run : callable
-        ``run(ds, specs, cfg) -> xarray.Dataset``: the workflow of :func:`uqx.validate`
-        (passed in, not imported: this step is one of its steps).
+    top : uqx.engine.alternative.BinnedCopies or None
+        The copies' per-bin sums.
+
+    Returns
+    -------
+    tests : dict
+        ``{set: {stat index: (p (member,), copy p-values (member, n))}}``.
+    observed : numpy.ndarray, shape (set, stat)
+        The statistics of the rescaled data (NaN elsewhere).
+    """
+    from uqx.engine.binning import is_nondecreasing, stable_order
+    from uqx.engine.mctest import copy_pvalues, direction_of, mc_pvalue
+    from uqx.engine.statistic import BINNED_STATS, bin_feature_sums, scale_free_bin_sums
+
+    S, K = len(sets), len(specs)
+    observed = np.full((S, K), np.nan)
+    tests = {}
+    on_ue = [j for j, s in enumerate(specs)
+             if s.family == "binned" and s.cond == "uE" and not s.vector]
+    if top is None or not on_ue or "zms" not in [s.name for s in specs]:
+        return tests, observed
+    D = res.sizes["member"]
+    for i, sd in enumerate(sets):
+        js = [j for j in on_ue if top.available(i, j)]
+        if not js or sd.M > LONG_SET_ROWS:
+            continue
+        lay = next((top._sets[(i, m, "uE")] for m in range(D) if (i, m, "uE") in top._sets),
+                   None)
+        if lay is None:
+            continue
+        n = np.asarray(lay[2], dtype=np.float64)
+        edges = np.r_[0, np.cumsum(n)].astype(np.int64)
+        if is_nondecreasing(sd.uE):
+            e, u = sd.E, sd.uE
+        else:
+            o = stable_order(sd.uE)
+            e, u = sd.E[o], sd.uE[o]
+        Sd = scale_free_bin_sums(bin_feature_sums(e, u, edges), n)
+        tests[i] = {}
+        for j in js:
+            base = specs[j].base
+            observed[i, j] = float(BINNED_STATS[base][0](Sd, n)[0])
+            nulls = np.stack([top.null(i, j, m, scale_free=True) for m in range(D)])
+            d = direction_of(base)
+            p = np.array([mc_pvalue(observed[i, j], nulls[m], d) for m in range(D)])
+            tests[i][j] = (p, np.stack([copy_pvalues(nulls[m], d) for m in range(D)]))
+    return tests, observed
+
+
+def scale_factor_interval(res: xr.Dataset, specs, copies, *, level: float, joint=None):
+    r"""The factor :math:`f = \sqrt{\mathrm{ZMS}}` and the interval of factors the test keeps.
+
+    The interval inverts the verdict's own test of ZMS: f is kept when the data's
+    :math:`\mathrm{ZMS}/f^2` lies between the :math:`(1 \mp \mathrm{level})/2`
+    quantiles of the calibrated copies of ZMS under some member of the null family that
+    takes part (uE off by f makes calibrated copies f² times larger). Its coverage is
+    that of the member whose shape is the data's, and it holds the factor 1 exactly when
+    ZMS is not ``invalid`` under every member; it replaces the square roots of ZMS's BCa
+    limits, which under-cover with heavy tails.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The result with ZMS's estimate and ``member_plausible``.
+    specs : list of StatSpec
+    copies : numpy.ndarray, shape (set, stat, member, n)
+        The copies of the tests.
+    level : float
+        Confidence level.
+    joint : numpy.ndarray, optional
+        The fitted member's copies at ν̂ (its upper side), as for the test.
+
+    Returns
+    -------
+    f, low, high : numpy.ndarray, shape (set,)
+    """
+    from uqx.workflow.decision import members_used
+
+    j = [s.name for s in specs].index("zms")
+    est = np.asarray(res["estimate"].values[:, j], dtype=np.float64)
+    use = members_used(res, copies.shape[2])
+    labels = [str(m) for m in res["member"].values]
+    fit = labels.index("fit") if "fit" in labels and joint is not None else None
+    a = (1 - level) / 2
+    S = est.size
+    lo, hi = np.full(S, np.nan), np.full(S, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = np.sqrt(est)
+        for i in range(S):
+            if not (np.isfinite(est[i]) and est[i] > 0):
+                continue
+            lows, highs = [], []
+            for m in np.flatnonzero(use[i]):
+                c = copies[i, j, m]
+                c = c[np.isfinite(c)]
+                if not c.size:
+                    continue
+                q_lo = np.quantile(c, a)  # the light side: heavy copies for the fit
+                up = c if m != fit else joint[i, j, m][np.isfinite(joint[i, j, m])]
+                q_hi = np.quantile(up, 1 - a) if up.size else np.nan
+                lows.append(np.sqrt(est[i] / q_hi))
+                highs.append(np.sqrt(est[i] / q_lo))
+            if lows:
+                lo[i], hi[i] = np.nanmin(lows), np.nanmax(highs)
+    return f, lo, hi
+
+
+def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
+                       joint=None) -> xr.Dataset:
+    """Add the scale factor, its interval and whether uE is consistent up to it.
+
+    The factor and its interval: :func:`scale_factor_interval`. "Consistent up to the
+    factor" is the verdict of the question ``up_to_factor`` (:func:`factor_tests`),
+    asked where average calibration is rejected; where it is not, the reason says why.
+
+    Parameters
+    ----------
+    res : xarray.Dataset
+        The result with its questions decided.
+    specs : list of StatSpec
+    copies : numpy.ndarray
+        The copies of the tests (for the interval).
+    level : float
+    joint : numpy.ndarray, optional
 
     Returns
     -------
     xarray.Dataset
         ``res`` with :data:`RESCALED_VARS` (unchanged when ZMS is not a statistic).
-        ``rescaled_consistency`` is ``""`` where it was not run, and the reason says why.
     """
     names = [s.name for s in specs]
     if "zms" not in names:
         return res
-    f, lo, hi = scale_factor(res)
-    S = len(sets)
+    f, lo, hi = scale_factor_interval(res, specs, copies, level=level, joint=joint)
+    S = res.sizes["set"]
     verdict = np.full(S, "", dtype=object)
     reason = np.full(S, "", dtype=object)
     resolution = np.full(S, np.nan)
     spread = np.full((S, 2), np.nan)
-    routes = [s for s in specs if s.family == "binned" and s.cond == "uE" and not s.vector]
-    zms_verdict = np.asarray(res["verdict"].sel(stat="zms").values).astype(str)
-    todo = []
-    for i, sd in enumerate(sets):
-        if zms_verdict[i] == "valid":
-            reason[i] = "ZMS valid: no factor needed"
-        elif zms_verdict[i] != "invalid":  # inconclusive, not tested: no claim either way
-            reason[i] = (f"ZMS {zms_verdict[i]}: the rescaled uE are tested only where ZMS "
-                         "is invalid")
-        elif not (cfg.conditional and routes):
-            reason[i] = ("not computed: needs the conditional routes and a binned "
-                         "statistic on uE")
-        elif sd.M > LONG_SET_ROWS:
-            reason[i] = f"not computed for sets over {LONG_SET_ROWS} rows"
-        elif not np.isfinite(f[i]) or f[i] <= 0:
-            reason[i] = "not computed: ZMS not finite"
+    qv = res["question_verdict"].sel(question="up_to_factor").values.astype(str)
+    qr = res["question_reason"].sel(question="up_to_factor").values.astype(str)
+    av = res["question_verdict"].sel(question="average").values.astype(str)
+    has_routes = any(s.family == "binned" and s.cond == "uE" and not s.vector for s in specs)
+    for i in range(S):
+        if av[i] == "valid":
+            reason[i] = "average calibration valid: no factor needed"
+        elif av[i] != "invalid":
+            reason[i] = (f"average calibration {av[i]}: consistency up to a factor is asked "
+                         "only where average calibration is invalid")
+        elif not has_routes:
+            reason[i] = "not tested: needs a binned statistic on uE"
+        elif qv[i] in ("", "not tested"):
+            reason[i] = qr[i] or "not tested"
         else:
-            todo.append(i)
-    if todo:
-        from uqx.dataio.model import from_arrays, stack
-
-        rescaled = stack([from_arrays(sets[i].E, sets[i].uE * f[i], name=str(i))
-                          for i in todo])
-        sub = run(rescaled, routes, cfg)  # cfg.conditional holds here (checked above)
-        head = sub.sel(cond="uE") if "cond" in sub.dims else None
-        for k, i in enumerate(todo):
-            if head is None or "cond_verdict" not in head:
-                reason[i] = "no consistency route could be tested"
-                continue
-            h = head.isel(set=k)
-            verdict[i] = str(h["cond_verdict"].item())
-            reason[i] = str(h["cond_verdict_reason"].item()) if "cond_verdict_reason" in h \
-                else ""
-            if "cond_resolution" in h and verdict[i] != "invalid":
-                resolution[i] = float(h["cond_resolution"])
-                spread[i] = (float(h["cond_resolution_spread_low"]),
-                             float(h["cond_resolution_spread_high"]))
+            verdict[i], reason[i] = qv[i], qr[i]
+            if "question_resolution_high" in res and verdict[i] == "valid":
+                q = res.sel(question="up_to_factor").isel(set=i)
+                resolution[i] = float(q["question_resolution_high"])
+                spread[i] = (float(q["question_resolution_spread_low"]),
+                             float(q["question_resolution_spread_high"]))
     return res.assign({
         "scale_factor": ("set", f, {
             "long_name": "factor f = sqrt(ZMS): uE x f has a ZMS of exactly 1"}),
-        "scale_factor_low": ("set", lo, {"long_name": "sqrt of the lower BCa limit of ZMS"}),
-        "scale_factor_high": ("set", hi, {"long_name": "sqrt of the upper BCa limit of ZMS"}),
+        "scale_factor_low": ("set", lo, {
+            "long_name": "lower end of the factors f whose ZMS/f^2 the test of ZMS keeps "
+                         "under some member (confidence level of the result)"}),
+        "scale_factor_high": ("set", hi, {"long_name": "upper end of the same"}),
         "rescaled_consistency": ("set", verdict.astype(str), {
-            "long_name": "consistency headline of (E, f uE) where ZMS is invalid ('': not "
-                         "run): valid = consistent up to the factor f"}),
+            "long_name": "consistency of uE rescaled by its factor (question up_to_factor), "
+                         "where average calibration is invalid ('': not asked): valid = "
+                         "consistent up to the factor f"}),
         "rescaled_consistency_reason": ("set", reason.astype(str)),
         "rescaled_consistency_resolution": ("set", resolution, {
-            "long_name": "resolution of that headline: uE of the top 10 % too small by "
-                         "this factor, detected with 80 % power"}),
+            "long_name": "resolution of that verdict: uE of the top 10 % too small by this "
+                         "factor (after rescaling), found not valid with 80 % power"}),
         "rescaled_consistency_spread_low": ("set", spread[:, 0], {
-            "long_name": "resolution of that headline under u = c*uE^gamma: the exponent "
-                         "below 1 detected with 80 % power"}),
+            "long_name": "resolution of that verdict under u = c*uE^gamma: the exponent "
+                         "below 1 found not valid with 80 % power"}),
         "rescaled_consistency_spread_high": ("set", spread[:, 1], {
-            "long_name": "the exponent above 1 detected with 80 % power"}),
+            "long_name": "the exponent above 1 found not valid with 80 % power"}),
     })
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from uqx.engine.alternative import ConsistencyAlternatives
+from uqx.engine.alternative import BinnedCopies
 from uqx.engine.defaults import NU
 from uqx.engine.mctest import N_TEST, direction_of
 from uqx.engine.null_body import body_plausible, log_abs_z_spread_local
@@ -23,13 +23,18 @@ from uqx.engine.null_shape import (
     plausible_members,
     t_nu_from_tails,
 )
-from uqx.engine.statistic import STAT_INFO
+from uqx.engine.statistic import STAT_INFO, TEST_STATISTIC, parse_stat
 from uqx.engine.verdict import NOT_TESTED
-from uqx.inference.reference import prepare_sets, simulate_reference
+from uqx.inference.reference import prepare_sets, simulate_reference, top_suffix
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
 
-__all__ = ["reference_step", "null_family", "papers_members", "predefined_references",
+__all__ = ["reference_step", "null_family", "test_name", "papers_members", "predefined_references",
            "predefined_reference", "plausible_in_windows", "plausible_for_ranks"]
+
+def test_name(spec) -> str:
+    """Name of the statistic a verdict's test reads for ``spec`` (:data:`TEST_STATISTIC`)."""
+    return TEST_STATISTIC.get(spec.base, spec.name)
+
 
 def predefined_reference(base, estimates):
     """Predefined reference of a statistic, or None (see STAT_INFO)."""
@@ -232,10 +237,10 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
         simulated values (set, stat, member, mc) of every tested statistic, every
         statistic of a copy computed on the same simulated data (the headlines and the
         family-wise step need that joint law); the same with the fitted member of the
-        two-sided statistics drawn at ``nu_two_sided`` (their own tests); and
-        ``(factors, top)`` for the binned statistics on uE under the local alternative
-        of consistency (``top`` a :class:`uqx.engine.alternative.ConsistencyAlternatives`, which
-        computes them from the copies' per-bin sums at the factors asked), or None;
+        two-sided statistics drawn at ``nu_two_sided`` (their own tests); the copies'
+        per-bin sums of every binning (:class:`uqx.engine.alternative.BinnedCopies`, which
+        computes the binned statistics up to a factor and under the alternatives), or
+        None;
         per set, ``(κ_CS of Z², points, ν per bin of uE)`` of its windows of bins of uE
         (:func:`uqx.engine.null_shape.kappa_cs_z2_windows`; None without windows; the ν
         None when ν̂ fits every window): the fitted member's joint copies draw each bin
@@ -256,6 +261,9 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
     nulls = {}
     n_test = min(n_mc, N_TEST)
     names = [specs[j].name for j in tested]
+    # the statistics the tests read (TEST_STATISTIC: <Z> studentised), simulated beside
+    sim_names = list(dict.fromkeys(names + [test_name(specs[j]) for j in tested]))
+    col = {name: k for k, name in enumerate(sim_names)}
     # one sort of uE and one set of bins per set, shared by every member and copy (not
     # needed by the streamed route of moment statistics without hooks)
     no_hooks = hooks is None or all(h is None for h in hooks)
@@ -280,30 +288,40 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
         n = n_mc if full else n_test
         if not tested:
             continue
-        r = simulate_reference(ds, names, dist=dist, nu=NU if dnu is None else dnu,
+        r = simulate_reference(ds, sim_names, dist=dist, nu=NU if dnu is None else dnu,
                                n_mc=n, seed=seed, level=level, hooks=hooks,
                                keep_draws=True, label=label if np.ndim(dnu) else None,
                                prepared=prepared, nu_local=label == "fit" and local_fit,
-                               **binned_compute)
+                               cc_spread=cfg.resolution, **binned_compute)
         if isinstance(r, tuple):
             r, hooked = r
             for i, arr in hooked.items():
                 nulls.setdefault(i, []).append(arr)
-        if "top_sums" in r:  # the copies' sums, for the binned statistics under the
-            # local alternative (computed at the factors a resolution search reads)
+        if "cc_spread" in r:  # CC of the copies under u = c uE^gamma (its resolution)
             if top is None:
-                top = ConsistencyAlternatives(r["top_factor"].values, n_test)
-            on_ue = {j: specs[j].base for j in tested
-                     if specs[j].family == "binned" and specs[j].cond == "uE"}
+                top = BinnedCopies(r["top_factor"].values, n_test)
             for i in range(S):
-                nb, nk = int(r["top_n_bins"].values[i]), int(r["top_n_copies"].values[i])
-                if nb and on_ue:
-                    top.add(i, d, r["top_sums"].values[i, :nk, :nb],
-                            r["top_u2"].values[i, :nb], r["top_count"].values[i, :nb],
-                            int(r["top_M"].values[i]), r["top_bins"].values[i, :nb], on_ue)
+                top.add_cc(i, d, r["cc_spread"].values[i], r["cc_gamma"].values)
+        for cond in ("uE", "X", "V"):  # the copies' per-bin sums of each binning: the
+            # statistics up to a factor and under the alternatives are computed from them
+            x = top_suffix(cond)
+            if f"top_sums{x}" not in r:
+                continue
+            if top is None:
+                top = BinnedCopies(r["top_factor"].values, n_test)
+            on = {j: specs[j].base for j in tested
+                  if specs[j].family == "binned" and specs[j].cond == cond}
+            for i in range(S):
+                nb = int(r[f"top_n_bins{x}"].values[i])
+                nk = int(r[f"top_n_copies{x}"].values[i])
+                if nb and on:
+                    top.add(i, d, r[f"top_sums{x}"].values[i, :nk, :nb],
+                            r[f"top_u2{x}"].values[i, :nb], r[f"top_count{x}"].values[i, :nb],
+                            int(r[f"top_M{x}"].values[i]), r[f"top_bins{x}"].values[i, :nb],
+                            on, cond=cond)
         for jj, j in enumerate(tested):
             m = n if j in full else n_test
-            draws[:, j, d, :m] = r["draws"].values[:, jj, :m]
+            draws[:, j, d, :m] = r["draws"].values[:, col[test_name(specs[j])], :m]
             if j in full:
                 sim["ref"][:, j, d] = r["reference"].values[:, jj]
                 sim["se"][:, j, d] = r["reference_se"].values[:, jj]
@@ -322,14 +340,13 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
                                            binned_compute=binned_compute)
     frag = _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx,
                             [lab for *_, lab in members[:D]])
-    alternative = None if top is None else (top.factors, top)
     nu_hat = next((v for _, v, lab in members if lab == "fit"), None)
     windows = [None if p is None or p.kappa_windows is None else
                (p.kappa_windows[0], p.kappa_windows[1],
                 p.segment_nus(nu_hat[i]) if local_fit and nu_hat is not None else None)
                for i, p in enumerate(prepared or [None] * S)]
     return (frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
-            test_draws, alternative, windows)
+            test_draws, top, windows)
 
 
 def _heavy_end_draws(ds, specs, two, draws, d_fit, nu_two_sided, *, n_test, seed, level,
@@ -340,7 +357,7 @@ def _heavy_end_draws(ds, specs, two, draws, d_fit, nu_two_sided, *, n_test, seed
     unbinned view of it, :meth:`uqx.inference.reference._SimSet.unbinned`).
     """
     out = draws.copy()
-    r = simulate_reference(ds, [specs[j].name for j in two], dist="t", nu=nu_two_sided,
+    r = simulate_reference(ds, [test_name(specs[j]) for j in two], dist="t", nu=nu_two_sided,
                            n_mc=n_test, seed=seed, level=level, keep_draws=True,
                            label="fit", prepared=prepared, **binned_compute)
     for jj, j in enumerate(two):
@@ -358,7 +375,7 @@ def _whole_set_data_draws(ds, specs, two, draws, d_data, *, n_test, seed, level,
     statistics resample the whole set's standardised z-scores, as on the unbinned route.
     """
     out = draws.copy()
-    r = simulate_reference(ds, [specs[j].name for j in two], dist="data", n_mc=n_test,
+    r = simulate_reference(ds, [test_name(specs[j]) for j in two], dist="data", n_mc=n_test,
                            seed=seed, level=level, keep_draws=True, prepared=prepared,
                            **binned_compute)
     for jj, j in enumerate(two):

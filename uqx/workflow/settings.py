@@ -75,6 +75,15 @@ class Settings:
     num_workers: int | None = None
 
     @property
+    def alpha_result(self) -> float:
+        """Family-wise level of a set's result, ``2 (1 - level)`` (10 % by default).
+
+        Average calibration and consistency each start with ``1 - level`` of it
+        (:func:`uqx.engine.questions.question_graph`).
+        """
+        return 2.0 * (1.0 - self.level)
+
+    @property
     def n_extrapolation(self) -> int:
         """Copies of the extrapolation null: ``min(n_mc, N_HEADLINE)`` unless given."""
         if self.extrapolation_n_mc is None:

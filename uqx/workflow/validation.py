@@ -73,14 +73,8 @@ from uqx.engine.stats.tailedness import (
     tailedness,
 )
 from uqx.inference.bootstrap import bootstrap
-from uqx.workflow.conditional import untestable_step
-from uqx.workflow.decision import (
-    familywise_step,
-    headline_coherence_step,
-    restrict_route_verdicts,
-    tails_step,
-    verdict_step,
-)
+from uqx.workflow.conditional import untestable_reasons, untestable_step
+from uqx.workflow.decision import pvalue_step, question_step, set_tests, tails_step
 from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exported)
     READ_ROWS,
     is_lazy_input,
@@ -91,13 +85,15 @@ from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exporte
     streams,
     tailedness_streamed,
 )
-from uqx.workflow.recalibration import recalibration_step
+from uqx.workflow.recalibration import factor_tests, recalibration_step
 from uqx.workflow.references import (
     null_family,
     plausible_for_ranks,
     plausible_in_windows,
     reference_step,
+    test_name,
 )
+from uqx.workflow.resolutions import resolution_step
 from uqx.workflow.settings import Settings
 from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
     WARN_SEP,
@@ -108,13 +104,17 @@ from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
     split_warnings,
 )
 
-__all__ = ["validate", "memory_note", "streams", "DEFAULT_STATS", "TAILEDNESS_VARS"]
+__all__ = ["validate", "memory_note", "streams", "DEFAULT_STATS", "ADAPTIVITY_STATS",
+           "TAILEDNESS_VARS"]
 
 #: The default statistics: average calibration on scale (ZMS, RCE) and on bias (⟨Z⟩: a
 #: bias of the errors leaves ZMS near 1 when it is small against uE, 0.2·uE moves ZMS by
 #: 0.04 only), consistency (CC, ENCE, ZMSE, ZVE; ZMSE_max and ZMS_scan, uqx's routes for a
 #: miscalibration confined to a few bins or to a tail of uE).
 DEFAULT_STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve")
+#: Adaptivity's statistics, added to :data:`DEFAULT_STATS` for each feature (X, V) the
+#: data have: the scan, the mean and the largest |ln ZMS| of the bins of the feature.
+ADAPTIVITY_STATS = ("zms_scan", "zmse", "zmse_max")
 TAILEDNESS_VARS = TAILEDNESS_KEYS
 _EXTRAP_STATS = ("ence", "zmse", "zve")
 
@@ -182,7 +182,9 @@ def _bootstrap_step(ds, specs, notes, cfg) -> xr.Dataset:
     level = cfg.level
     names = [s.name for s in specs]
     need_ref = any(s.base == "nll" for s in specs) and "nll_ref" not in names
-    boot_names = names + (["nll_ref"] if need_ref else [])
+    extra = (["nll_ref"] if need_ref else []) + [
+        t for t in dict.fromkeys(test_name(s) for s in specs) if t not in names]
+    boot_names = names + extra  # the tests' statistics (t_z of <Z>) after the requested
     bs = bootstrap(ds, boot_names, n_boot=cfg.n_boot, method="bca", level=level,
                    seed=cfg.seed, keep_replicates=True, **cfg.binned_compute)
     T = bs["replicates"].values  # (set, stat, R+1), t0 first
@@ -389,7 +391,11 @@ def validate(
     >>> res.verdict.sel(stat="zms").item()
     'valid'
     """
+    default = stats is DEFAULT_STATS
     stats = check_stats_argument(stats)
+    if default:  # adaptivity on each feature the data have
+        stats = list(stats) + [f"{b}_{c}" for c in ("X", "V") if _has_feature(ds, c)
+                               for b in ADAPTIVITY_STATS]
     specs = _check_arguments(stats, n_mc)
     if ties not in TIES:
         raise InputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
@@ -465,10 +471,14 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
         cfg.nu, tails, None if streamed else sets,
         M=ds["M"].values if "M" in ds else np.full(len(sets), ds.sizes["sample"]))
     trim()
-    refs, nulls, draws, test_draws, alternative, windows = reference_step(
+    refs, nulls, draws, test_draws, top, windows = reference_step(
         ds, specs, boot, notes, cfg, members=members, hooks=hooks, nu_two_sided=nu_two)
     if any(w is not None for w in windows):  # fixed members: one shape for every uE
         plausible = plausible_in_windows(members, kappa, [sd.M for sd in sets], windows)
+    names_boot = [str(x) for x in boot["stat"].values]
+    observed = boot["estimate"].values[:, :len(specs)].copy()
+    for j, s in enumerate(specs):  # the value each test reads (t_z for <Z>)
+        observed[:, j] = boot["estimate"].values[:, names_boot.index(test_name(s))]
     boot = boot.isel(stat=slice(0, len(specs)))
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
     labels = [lab for *_, lab in members]
@@ -500,20 +510,6 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
                      "kappa_cs excludes nu_fit; NaN: one nu, nu_fit)"})
     res["nu_fit_local_max"] = ("set", nu_hi, {
         "long_name": "largest nu of the fitted member over the windows of bins of uE"})
-    res = res.assign_coords(member=labels)
-    if not cfg.resolution:
-        alternative = None
-    res = res.merge(verdict_step(res, specs, notes, test_draws, labels, level=cfg.level,
-                                 joint=draws if test_draws is not draws else None,
-                                 alternative=alternative, resolution=cfg.resolution))
-    if cfg.tolerance is not None and any(s.name == "zms" for s in specs):
-        # the equivalence claim, on the verdicts' copies
-        from uqx.workflow.recalibration import tolerance_step
-
-        res = res.merge(tolerance_step(res, specs, test_draws, cfg.tolerance,
-                                       alpha=1 - cfg.level,
-                                       more_copies=draws if test_draws is not draws
-                                       else None))
     res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
                                      "t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
                                      "within the bins of uE unless streamed)"})
@@ -521,22 +517,77 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
         "long_name": "degrees of freedom of the data-matched t_s null of the statistics "
                      "tested on both sides: heavy end of the confidence set of nu "
                      "(one standard error of kappa_cs)"})
-    head_copies, route_copies = {}, {}
+    res = res.assign_coords(member=labels)
+    joint = draws if test_draws is not draws else None
+    res = res.merge(pvalue_step(res, specs, notes, test_draws, labels, observed=observed,
+                                joint=joint))
+    by_stat, by_question = untestable_reasons(sets, specs, notes, n_bins_used=used, cfg=cfg)
+    pv = res["p_value"].values.copy()
+    pv[by_stat != ""] = np.nan  # kept out of the questions' tests
+    res["p_value"] = (res["p_value"].dims, pv, res["p_value"].attrs)
+    factor, factor_obs = factor_tests(res, sets, specs, top)
+    res = res.merge(question_step(res, specs, test_draws, factor=factor,
+                                  alpha_result=cfg.alpha_result))
+    res["factor_statistic"] = (("set", "stat"), factor_obs, {
+        "long_name": "the binned statistic on uE of the data rescaled by its factor "
+                     "sqrt(ZMS) (question up_to_factor)"})
+    M_sets = np.array([sd.M for sd in sets])
+    res = tails_step(res, M=M_sets)
+    res = untestable_step(res, by_stat, by_question)
+    if cfg.resolution:
+        tests = {i: set_tests(res, specs, test_draws, i, factor=factor.get(i))
+                 for i in range(len(sets))}
+        res = res.merge(resolution_step(res, specs, test_draws, top, tests, M=M_sets))
     if cfg.conditional:
-        res, head_copies, route_copies = _conditional_steps(
-            res, ds, sets, notes, cfg, members=members, specs=specs, draws=draws,
-            nulls=nulls if n_extrap <= n_mc else None, alternative=alternative)
-    res = familywise_step(res, specs, draws, head_copies, n_shared=n_extrap if hooks else 0,
-                          route_copies=route_copies)
-    res = tails_step(res, M=np.array([sd.M for sd in sets]))
-    res = headline_coherence_step(res)
-    res = untestable_step(res, sets, specs, notes, n_bins_used=used, cfg=cfg)
-    res = recalibration_step(res, sets, specs, cfg, run=_workflow)
+        res = _conditional_steps(res, ds, sets, notes, cfg, members=members,
+                                 nulls=nulls if n_extrap <= n_mc else None)
+    res = recalibration_step(res, specs, test_draws, level=cfg.level, joint=joint)
+    if cfg.tolerance is not None and any(s.name == "zms" for s in specs):
+        # the equivalence claim, on the verdicts' copies
+        from uqx.workflow.recalibration import tolerance_step
+
+        res = res.merge(tolerance_step(res, specs, test_draws, cfg.tolerance,
+                                       alpha=1 - cfg.level, more_copies=joint))
+    res = headline_views(res, sets)
     res = res.merge(xr.Dataset(notes.variables()))
-    res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
+    res = res.assign_coords(set=ds["set"].values, M=("set", M_sets))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
                                         "(-1: none requested)"})
     return res.assign_attrs(_result_attrs(ds, inputs, cfg, extra=res.attrs))
+
+
+#: The headline of each conditioning variable: the question that answers it.
+_HEADLINE_OF = {"uE": "consistency", "X": "adaptivity_X", "V": "adaptivity_V"}
+
+
+def headline_views(res, sets) -> xr.Dataset:
+    """The headlines of consistency and adaptivity over ``cond`` (uE, X, V), from the questions.
+
+    ``cond_verdict``, ``cond_verdict_reason``, ``cond_p_value``, ``cond_borderline``,
+    ``cond_routes``, ``cond_resolution`` (top decile) and ``cond_resolution_spread_*``:
+    the question of each variable (:data:`_HEADLINE_OF`), the form the tables, the
+    report and the JSON read.
+    """
+    conds = ["uE"] + [c for c in ("X", "V") if any(getattr(sd, c) is not None for sd in sets)]
+    pick = {"cond_verdict": "question_verdict", "cond_verdict_reason": "question_reason",
+            "cond_p_value": "question_p_value", "cond_borderline": "question_borderline",
+            "cond_routes": "question_tests", "cond_resolution": "question_resolution_high",
+            "cond_resolution_spread_low": "question_resolution_spread_low",
+            "cond_resolution_spread_high": "question_resolution_spread_high"}
+    out = {}
+    for name, src in pick.items():
+        if src not in res:
+            continue
+        v = res[src].sel(question=[_HEADLINE_OF[c] for c in conds])
+        dims = tuple("cond" if d == "question" else d for d in v.dims)
+        out[name] = (dims, v.values, v.attrs)
+    return res.assign(out).assign_coords(cond=conds)
+
+
+def _has_feature(ds, c) -> bool:
+    """Whether the input (a Dataset, or a list of them) holds feature ``c`` (X or V)."""
+    items = ds if isinstance(ds, (list, tuple)) else [ds]
+    return any(isinstance(d, xr.Dataset) and c in d for d in items)
 
 
 def _is_identity(order: np.ndarray, step: int = 1 << 20) -> bool:
@@ -594,29 +645,26 @@ def _check_arguments(stats, n_mc):
     return specs
 
 
-def _conditional_steps(res, ds, sets, notes, cfg, *, members, specs, draws, nulls=None,
-                       alternative=None):
-    """Run steps 5–6 and the headline verdict of consistency / adaptivity.
+def _conditional_steps(res, ds, sets, notes, cfg, *, members, nulls=None):
+    """The papers' diagnostics: LZISD per bin with the fraction of valid bins, and the
+    zero-bin extrapolation of ENCE, ZMSE and ZVE with the intercepts' Monte-Carlo
+    p-values (:mod:`uqx.workflow.conditional`); no verdict rests on them.
 
     ``cfg`` (:class:`~uqx.workflow.settings.Settings`) gives the seed, the level, the
     LZISD bins, replicates and intervals, ``pop_min``, the copies of the extrapolation
     nulls and the dask keywords.
     """
     seed, level, n_mc, method = cfg.seed, cfg.level, cfg.n_extrapolation, cfg.cond_ci
-    from uqx.workflow.conditional import extrapolation_step, headline_step, lzisd_step
+    from uqx.workflow.conditional import extrapolation_step, lzisd_step
 
     if method not in ("auto", "bootstrap", "cho"):
         raise InputError(f"cond_ci must be auto, bootstrap or cho, got {method!r}")
     lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cfg.cond_bins,
                     n_boot=cfg.n_boot_conditional, pop_min=cfg.pop_min, compute=cfg.compute,
                     method=method)
-    ex, ex_nulls = extrapolation_step(sets, notes, seed=seed, level=level, members=members,
-                                      n_mc=n_mc, nulls=nulls)
-    res = res.merge(lz).merge(ex, combine_attrs="override")
-    res = restrict_route_verdicts(res, n_copies=n_mc, level=level)
-    head, head_copies = headline_step(res, specs, draws, ex_nulls, level=level,
-                                      shared=nulls is not None, alternative=alternative)
-    return res.merge(head), head_copies, (ex_nulls if nulls is not None else {})
+    ex, _ = extrapolation_step(sets, notes, seed=seed, level=level, members=members,
+                               n_mc=n_mc, nulls=nulls)
+    return res.merge(lz).merge(ex, combine_attrs="override")
 
 
 def _result_attrs(ds, inputs, cfg: Settings, *, extra):
