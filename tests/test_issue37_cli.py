@@ -70,3 +70,46 @@ def test_study_figure_of_a_validation_result_is_a_clear_error(capsys, result_nc,
     refused(capsys, "plot", "pval", result_nc, "-o", tmp_path / "f.png",
             needles=["uqx sweep pval"])
     assert not (tmp_path / "f.png").exists()
+
+
+def _edit(src, dst, edit):
+    """Copy a NetCDF file and change its attributes in place (as another tool would)."""
+    import shutil
+
+    import netCDF4
+
+    shutil.copy(src, dst)
+    with netCDF4.Dataset(dst, "a") as d:
+        edit(d)
+    return dst
+
+
+@pytest.mark.parametrize("damage", ["dtype", "json-attr", "parameters"])
+def test_show_names_a_damaged_attribute_and_shows_the_rest(capsys, result_nc, tmp_path,
+                                                           damage):
+    """Case 2: a corrupt ``uqx_dtype`` or a non-JSON attribute crashed ``uqx show``."""
+    def edit(d):
+        if damage == "dtype":
+            d.variables["verdict"].setncattr("uqx_dtype", "garbage!")
+        elif damage == "json-attr":
+            d.setncattr("parameters", "uqx-json:{not json")
+        else:
+            d.setncattr("parameters", "not json")
+
+    bad = _edit(result_nc, tmp_path / "bad.nc", edit)
+    rc, out, err = run(capsys, "show", bad)
+    assert rc == 0 and "Traceback" not in err, err
+    assert "zms" in out and "valid" in out  # the tables are shown
+    assert re.search(r"^uqx: warning: .*bad\.nc.*'(uqx_dtype|parameters)'", err, re.M), err
+    if damage == "dtype":
+        assert "'verdict'" in err and "garbage!" in err
+    rc, out, err = run(capsys, "show", bad, "--format", "json")
+    assert rc == 0 and "uqx: warning:" in err
+
+
+def test_read_netcdf_warns_on_a_damaged_attribute(result_nc, tmp_path):
+    bad = _edit(result_nc, tmp_path / "bad.nc",
+                lambda d: d.variables["borderline"].setncattr("uqx_dtype", "nope"))
+    with pytest.warns(UserWarning, match="'uqx_dtype' = 'nope' is damaged"):
+        res = uqx.read_netcdf(bad)
+    assert res["borderline"].dtype == np.int8  # the stored values, as stored

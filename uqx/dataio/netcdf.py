@@ -87,11 +87,23 @@ def _encode_attrs(attrs: dict, where: str) -> dict:
     return {str(k): _encode_attr(str(k), v, where) for k, v in attrs.items()}
 
 
-def _decode_attrs(attrs: dict) -> dict:
+def _damaged(where: str, key: str, value, what: str) -> None:
+    """Warn that an attribute could not be decoded (its stored value is kept)."""
+    import warnings
+
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    warnings.warn(f"{where}: attribute {key!r} = {shown} is damaged ({what}); kept as "
+                  "stored", UserWarning, stacklevel=4)
+
+
+def _decode_attrs(attrs: dict, where: str = "the file") -> dict:
     out = {}
     for key, value in attrs.items():
         if isinstance(value, str) and value.startswith(JSON_PREFIX):
-            value = json.loads(value[len(JSON_PREFIX) :])
+            try:
+                value = json.loads(value[len(JSON_PREFIX) :])
+            except ValueError:  # edited by hand or by another tool: show what is there
+                _damaged(where, key, value, f"not JSON after {JSON_PREFIX!r}")
         out[key] = value
     return out
 
@@ -123,14 +135,18 @@ def _encode_variable(name, var: xr.Variable) -> tuple[xr.Variable, dict]:
     return xr.Variable(var.dims, data, attrs=attrs), encoding
 
 
-def _decode_variable(var: xr.Variable) -> xr.Variable:
-    attrs = _decode_attrs(dict(var.attrs))
+def _decode_variable(var: xr.Variable, where: str = "the file") -> xr.Variable:
+    attrs = _decode_attrs(dict(var.attrs), where)
     dtype = attrs.pop(DTYPE_ATTR, None)
     data = var.values
-    if dtype == "bool":
-        data = data.astype(bool)
-    elif dtype is not None:
-        data = data.astype(np.dtype(dtype))
+    try:
+        if dtype == "bool":
+            data = data.astype(bool)
+        elif dtype is not None:
+            data = data.astype(np.dtype(dtype))
+    except (TypeError, ValueError) as exc:
+        _damaged(where, DTYPE_ATTR, dtype, f"{exc}; the values keep their stored type "
+                 f"{data.dtype}")
     return xr.Variable(var.dims, data, attrs=attrs)
 
 
@@ -304,6 +320,13 @@ def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
     ------
     InputError
         Missing or unreadable file.
+
+    Warns
+    -----
+    UserWarning
+        An attribute that cannot be decoded (a ``uqx_dtype`` that is no dtype, text
+        after :data:`JSON_PREFIX` that is not JSON): the warning names it, and its
+        stored value is kept.
     """
     path = Path(path)
     if not path.is_file():
@@ -313,11 +336,12 @@ def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
             raw = raw.load()
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: cannot read as NetCDF ({exc})") from None
-    variables = {name: _decode_variable(var) for name, var in raw.variables.items()}
+    variables = {name: _decode_variable(var, f"{path}: variable {name!r}")
+                 for name, var in raw.variables.items()}
     out = xr.Dataset(
         {n: v for n, v in variables.items() if n not in raw.coords},
         coords={n: variables[n] for n in raw.coords},
-        attrs=_decode_attrs(dict(raw.attrs)),
+        attrs=_decode_attrs(dict(raw.attrs), str(path)),
     )
     return out
 

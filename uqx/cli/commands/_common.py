@@ -28,6 +28,7 @@ __all__ = [
     "load_inputs",
     "check_output",
     "check_not_input",
+    "read_saved",
     "writable_directory",
     "write_result",
     "print_df",
@@ -301,6 +302,40 @@ def load_inputs(
             d.attrs["name"] = f"{d.attrs['name']}#{i + 1}"
     keep = ("E", "uE", "X", "V")
     return stack([d[[k for k in keep if k in d]].assign_attrs(d.attrs) for d in out])
+
+
+def read_saved(path):
+    """Read a saved NetCDF file (a result, an archive) for a command.
+
+    :func:`uqx.dataio.netcdf.read_netcdf`, whose warnings (a damaged attribute, kept as
+    stored) are printed as ``uqx: warning: ...`` lines on stderr, also with ``--quiet``:
+    what is shown may be off because of them.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    xarray.Dataset
+        Its content, loaded.
+
+    Raises
+    ------
+    uqx.errors.InputError
+        Missing or unreadable file.
+    """
+    import warnings
+
+    from uqx.dataio.netcdf import read_netcdf
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        ds = read_netcdf(path)
+    for w in caught:
+        print(f"uqx: warning: {w.message}", file=sys.stderr)
+    return ds
 
 
 def check_output(path, *, mkdir: bool = False, kind="netcdf", inputs=()) -> Path | None:
