@@ -113,3 +113,75 @@ def test_read_netcdf_warns_on_a_damaged_attribute(result_nc, tmp_path):
     with pytest.warns(UserWarning, match="'uqx_dtype' = 'nope' is damaged"):
         res = uqx.read_netcdf(bad)
     assert res["borderline"].dtype == np.int8  # the stored values, as stored
+
+
+def _drawn_as_math(fig, needle):
+    """Texts of a figure that hold ``needle`` and that matplotlib would draw as math."""
+    import io
+
+    from matplotlib.text import Text
+
+    fig.savefig(io.BytesIO(), format="png")  # mathtext errors are raised here
+    texts = [t for t in fig.findobj(Text) if needle in t.get_text().replace("\\$", "$")]
+    assert texts, f"no text holds {needle!r}"
+    return [t.get_text() for t in texts if t._preprocess_math(t.get_text())[1]]
+
+
+DOLLARS = "cost_$5_and_$10"
+
+
+@pytest.fixture
+def dollar_csv(tmp_path):
+    path = tmp_path / f"{DOLLARS}.csv"
+    _frame().to_csv(path, index=False)
+    return path
+
+
+def test_names_with_dollars_are_text_in_validate_plots_and_report(capsys, dollar_csv,
+                                                                  tmp_path):
+    """Case 3: a ``$`` in a set name reached mathtext: ValueError after the validation."""
+    rc, out, err = run(capsys, "-q", "validate", dollar_csv, "--stats", "zms,rce", *FAST,
+                       "--no-conditional", "--plots", tmp_path / "figs", "-o",
+                       tmp_path / "res.nc")
+    assert rc == 0 and "Traceback" not in err, err
+    assert (tmp_path / "res.nc").exists() and (tmp_path / "figs" / "zeta_bars.png").exists()
+    rc, out, err = run(capsys, "-q", "report", tmp_path / "res.nc", "--data", dollar_csv,
+                       "-o", tmp_path / "rep.html")
+    assert rc == 0 and "Traceback" not in err, err
+    assert DOLLARS in (tmp_path / "rep.html").read_text(encoding="utf-8")
+
+
+def test_names_labels_and_titles_are_never_math(csv):
+    """Case 3: ``--label 'gain $5 to $10'`` was drawn as math (every kind of sink)."""
+    import uqx.plot as P
+
+    df = _frame()
+    two = uqx.stack([from_arrays(df["E"], df["uE"], X=df["X"], name=DOLLARS),
+                     from_arrays(df["E"], df["uE"] * 1.1, name="gain $5 to $10")])
+    res = uqx.validate(two, ["zms", "rce"], n_boot=50, n_mc=50, seed=1, conditional=False)
+    figures = {
+        "e_vs_u": P.e_vs_u(two, title="total $1 and $2"),  # panel titles, suptitle
+        "distributions": P.distributions(two),  # left titles
+        "zeta_bars": P.zeta_bars(res),  # tick labels
+        "zeta_agreement": P.zeta_agreement(res),  # legend keys of long names
+        "tailedness": P.tailedness_map(two),
+    }
+    for name, fig in figures.items():
+        assert _drawn_as_math(fig, "$5") == [], name
+    assert _drawn_as_math(figures["e_vs_u"], "$1 and $2") == []
+    one = from_arrays(df["E"], df["uE"], X=df["X"], name="a")
+    one["X"].attrs.update(long_name="price $ (in $)", units="$/kg")  # axis label
+    assert _drawn_as_math(P.z_vs_x(one), "$/kg") == []
+
+
+def test_plot_label_and_title_options_are_text(capsys, csv, tmp_path, monkeypatch):
+    import uqx.cli.commands.plot as cmd
+
+    saved = []
+    real = cmd._save
+    monkeypatch.setattr(cmd, "_save", lambda fig, path: (saved.append(fig), real(fig, path)))
+    rc, out, err = run(capsys, "plot", "e-vs-u", csv, "--label", "gain $5 to $10",
+                       "--title", "from $1 to $2", "-o", tmp_path / "f.png")
+    assert rc == 0 and (tmp_path / "f.png").exists(), err
+    assert _drawn_as_math(saved[0], "gain $5 to $10") == []
+    assert _drawn_as_math(saved[0], "from $1 to $2") == []

@@ -91,7 +91,7 @@ def pval(archive, *, labels=None, size="double", font_size=None, dpi=None, title
                     ax.errorbar(nu[ok] * shift, p[ok], yerr=[p[ok] - lo, hi - p[ok]],
                                 fmt=_MARKERS[a % len(_MARKERS)] + ("-" if a == 0 else ":"),
                                 ms=3, lw=1, color=_C[k],
-                                label=f"{st.upper()} ({lab})" if many else st.upper())
+                                label=f"{st.upper()} ({S.plain(lab)})" if many else st.upper())
             r = ds.sel(scenario=sc)
             nu = r["nu"].values.astype(float)
             S.reference_line(ax, 0.95, kind="h")
@@ -263,7 +263,7 @@ def reference_sensitivity(archive, *, labels=None, size="double", font_size=None
                     nu = r["nu"].values.astype(float) * (1 + 0.02 * a)
                     ax.errorbar(nu, r["reference"].values, yerr=2 * r["reference_se"].values,
                                 fmt=_MARKERS[a % len(_MARKERS)], ms=3, color=_C[a % len(_C)],
-                                label=lab if len(archives) > 1 else None)
+                                label=S.plain(lab) if len(archives) > 1 else None)
                 S.reference_line(ax, float(ds["reference"].sel(set=s, stat=st).values[-1]),
                                  kind="h", ls="--")
                 ax.set_xscale("log")

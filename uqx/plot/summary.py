@@ -177,11 +177,11 @@ def _label_points(ax, x, y, names):
     keys = []
     for i, (xi, yi, n) in enumerate(zip(x, y, names, strict=True)):
         tag = n if short else str(i + 1)
-        ax.annotate(tag, (xi, yi), xytext=(3, 3), textcoords="offset points",
+        ax.annotate(S.plain(tag), (xi, yi), xytext=(3, 3), textcoords="offset points",
                     fontsize="small")
         if not short:
             keys.append(Line2D([], [], ls="", marker=f"${tag}$", color="0.2",
-                               label=n, markersize=5))
+                               label=S.plain(n), markersize=5))
     return keys
 
 
@@ -334,7 +334,7 @@ def zeta_bars(result, *, stats=None, size="double", font_size=None, dpi=None,
             S.reference_line(ax, 0.0, ls="-", lw=0.6)
             for v in (-1, 1):
                 S.reference_line(ax, v)
-            ax.set_xticks(np.arange(n_set), labels)
+            ax.set_xticks(np.arange(n_set), [S.plain(x) for x in labels])
             if sum(len(str(x)) for x in labels) > 60:  # long names would overlap
                 ax.tick_params(axis="x", labelrotation=30)
                 for t in ax.get_xticklabels():
