@@ -185,3 +185,29 @@ def test_plot_label_and_title_options_are_text(capsys, csv, tmp_path, monkeypatc
     assert rc == 0 and (tmp_path / "f.png").exists(), err
     assert _drawn_as_math(saved[0], "gain $5 to $10") == []
     assert _drawn_as_math(saved[0], "from $1 to $2") == []
+
+
+# ------------------------------------------------------------------ silent
+
+
+@pytest.mark.parametrize("fail_on", [None, "invalid"])
+def test_a_reader_gone_stops_neither_the_outputs_nor_the_status(tmp_path, fail_on):
+    """Case 4: ``validate ... -o res.nc | true``: no file and status 0 on BrokenPipeError."""
+    import subprocess
+    import sys
+
+    data = tmp_path / "bad.csv"
+    _frame(scale=2.0).to_csv(data, index=False)  # uE too small: ZMS and RCE invalid
+    out = tmp_path / "res.nc"
+    argv = ["-q", "validate", str(data), "--stats", "zms,rce", *FAST, "--no-conditional",
+            "-o", str(out), *(["--fail-on", fail_on] if fail_on else [])]
+    code = "import sys\nfrom uqx.cli import main\nsys.exit(main())"
+    with open(tmp_path / "stderr.txt", "w") as err:
+        p = subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.PIPE,
+                             stderr=err)
+        p.stdout.close()  # the reader is gone before the first line (`| true`)
+        rc = p.wait(timeout=300)
+    err = (tmp_path / "stderr.txt").read_text()
+    assert rc == (1 if fail_on else 0), err
+    assert out.is_file() and "Traceback" not in err and "Exception ignored" not in err, err
+    assert uqx.read_netcdf(out)["verdict"].values.ravel().tolist() == ["invalid"] * 2
