@@ -211,3 +211,16 @@ def test_a_reader_gone_stops_neither_the_outputs_nor_the_status(tmp_path, fail_o
     assert rc == (1 if fail_on else 0), err
     assert out.is_file() and "Traceback" not in err and "Exception ignored" not in err, err
     assert uqx.read_netcdf(out)["verdict"].values.ravel().tolist() == ["invalid"] * 2
+
+
+@pytest.mark.parametrize("option", ["--X", "--V"])
+@pytest.mark.parametrize("column", ["E", "uE"])
+def test_a_feature_column_must_not_be_the_errors_or_uncertainties(capsys, csv, tmp_path,
+                                                                  option, column):
+    """Case 5: ``--X E`` or ``--V E`` was accepted without a word."""
+    for command in (["validate", csv, "--stats", "zms", *FAST, "--no-conditional"],
+                    ["stats", csv], ["plot", "z-vs-x", csv, "-o", tmp_path / "f.png"]):
+        refused(capsys, *command, option, column,
+                needles=[option, repr(column), "another column"])
+    refused(capsys, "stats", csv, "--E", "uE", "--uE", "E", option, column,
+            needles=[option, repr(column)])

@@ -616,6 +616,10 @@ _VALIDATION_FLAGS = ("--stats", "--n-boot", "--n-mc", "--seed", "--nu", "--pop-m
                      "--binning", "--ties", "--no-conditional", *_CONDITIONAL_FLAGS)
 
 
+#: What ``--X`` and ``--V`` name, for the messages.
+_FEATURES = {"X": "input feature", "V": "predicted value"}
+
+
 def _given(argv, flag: str) -> bool:
     """Tell whether ``flag`` is on the command line.
 
@@ -635,9 +639,9 @@ def check_options(args, argv=()) -> None:
     Run by :func:`uqx.cli.app.main` before any command: every number is checked against
     :data:`OPTION_RANGES` / :data:`OPTION_MINIMA` (NaN and infinities refused), the
     comma-separated ``--levels`` must lie in (0, 1), ``--stats`` must name a statistic,
-    ``--E`` and ``--uE`` must differ, and an option that the command would ignore
-    (conditional options with ``--no-conditional``, validation options with a saved
-    result) is an error rather than nothing.
+    ``--E`` and ``--uE`` must differ, ``--X`` and ``--V`` must be neither of them, and an
+    option that the command would ignore (conditional options with ``--no-conditional``,
+    validation options with a saved result) is an error rather than nothing.
 
     Parameters
     ----------
@@ -692,6 +696,13 @@ def check_options(args, argv=()) -> None:
     if E is not None and E == uE:
         raise InputError(f"--E and --uE name the same column {E!r}: Z = E/uE would be 1 on "
                          "every row; name the error column and the uncertainty column")
+    for key in ("X", "V"):
+        col = getattr(args, key, None)
+        for flag, other in (("--E", E), ("--uE", uE)):
+            if col is not None and col == other:
+                raise InputError(f"--{key} names the column {col!r}, which is {flag}: the "
+                                 f"{_FEATURES[key]} must be another column than the errors "
+                                 f"and the uncertainties; name it, or leave --{key} out")
     if getattr(args, "no_conditional", False):
         extra = [f for f in _CONDITIONAL_FLAGS if _given(argv, f)]
         if extra:
