@@ -224,3 +224,30 @@ def test_a_feature_column_must_not_be_the_errors_or_uncertainties(capsys, csv, t
                 needles=[option, repr(column), "another column"])
     refused(capsys, "stats", csv, "--E", "uE", "--uE", "E", option, column,
             needles=[option, repr(column)])
+
+
+def _nc_with_units(path, units_E, units_uE, variance=False):
+    import xarray as xr
+
+    df = _frame()
+    u = df["uE"].to_numpy() ** (2 if variance else 1)
+    xr.Dataset({"E": ("row", df["E"].to_numpy(), {"units": units_E}),
+                "uE": ("row", u, {"units": units_uE})}).to_netcdf(path)
+    return path
+
+
+def test_netcdf_inputs_with_different_units_of_e_and_ue_are_refused(capsys, tmp_path):
+    """Case 6: E in eV and uE in meV were read as they are."""
+    bad = _nc_with_units(tmp_path / "mixed.nc", "eV", "meV")
+    refused(capsys, "stats", bad, needles=["'eV'", "'meV'", "units"])
+    refused(capsys, "validate", bad, "--stats", "zms", *FAST, "--no-conditional",
+            needles=["'eV'", "'meV'"])
+    with pytest.raises(uqx.InputError, match="'eV'.*'meV'"):
+        uqx.open_dataset(bad)
+    # the same units, units on one variable only, or variances in the square: accepted
+    for name, ue, variance in (("same", "eV", False), ("one", "", False),
+                               ("var", "eV^2", True), ("var2", "eV\u00b2", True)):
+        ok = _nc_with_units(tmp_path / f"{name}.nc", "eV", ue, variance)
+        assert uqx.open_dataset(ok, uE_is_variance=variance).sizes["sample"] == 400
+    bad_var = _nc_with_units(tmp_path / "bad_var.nc", "eV", "meV^2", True)
+    refused(capsys, "stats", bad_var, "--uE-is-variance", needles=["square"])

@@ -302,6 +302,26 @@ def atomic_write(
     return path
 
 
+def _check_units(path, raw, E: str, uE: str, uE_is_variance: bool) -> None:
+    """Refuse E and uE variables whose ``units`` attributes differ (eV and meV).
+
+    Z = E/uE needs both in the same units; with ``uE_is_variance`` the units of uE are
+    those of E squared (``eV^2``, ``eV**2``, ``eV2``, ``eV²``). A variable without
+    ``units`` says nothing and is accepted.
+    """
+    units = [str(raw[v].attrs.get("units", "")).strip() for v in (E, uE)]
+    if not all(units) or units[0] == units[1]:
+        return
+    u = units[0]
+    if uE_is_variance and units[1].replace(" ", "") in (
+            f"{u}^2", f"{u}**2", f"{u}2", f"{u}\u00b2", f"({u})^2", f"({u})**2"):
+        return
+    what = "variances, in the square of E's units" if uE_is_variance else "in E's units"
+    raise InputError(f"{path}: {E!r} is in {units[0]!r} but {uE!r} in {units[1]!r} (units "
+                     f"attributes): uE must be {what} for Z = E/uE; convert one variable "
+                     "(and its 'units') first")
+
+
 def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
     """Read a NetCDF file written by :func:`to_netcdf` into memory.
 
@@ -398,7 +418,9 @@ def open_dataset(
     InputError
         Missing file, a file that is not NetCDF, an unknown variable (the message lists
         the variables), a variable that is not one-dimensional or not numeric, columns
-        over different dimensions, ``chunks`` < 1, and everything
+        over different dimensions, ``E`` and ``uE`` with different ``units`` attributes
+        (eV and meV; the square of E's with ``uE_is_variance``), ``chunks`` < 1, and
+        everything
         :func:`uqx.dataio.model.from_arrays` rejects.
 
     Examples
@@ -437,6 +459,11 @@ def open_dataset(
                              f"dimensions ({dim!r}, {arr.dims[0]!r})")
         dim = arr.dims[0]
         cols[key] = arr.chunk({dim: int(chunks)}).data
+    try:
+        _check_units(path, raw, E, uE, uE_is_variance)
+    except InputError:
+        raw.close()
+        raise
     if uE_is_variance:
         v = cols["uE"].astype(np.float64)
         cols["uE"] = np.sign(v) * np.sqrt(np.abs(v))
