@@ -263,3 +263,21 @@ def test_fewer_lzisd_bins_than_cond_bins_are_noted(capsys, csv):
     rc, out, err = run(capsys, "-q", "validate", csv, "--stats", "zms", *FAST,
                        "--cond-bins", "5", "--extrapolation-n-mc", "0")
     assert rc == 0 and "--cond-bins" not in out  # as many as asked: nothing to say
+
+
+def test_report_says_when_its_data_lack_the_x_of_the_result(capsys, csv, tmp_path):
+    """Case 8: ``report RES --data FILE`` without the X of RES dropped the X figure."""
+    res = tmp_path / "res.nc"
+    rc, out, err = run(capsys, "-q", "validate", csv, "--X", "X", "--stats", "zms", *FAST,
+                       "--no-conditional", "-o", res)
+    assert rc == 0, err
+    assert uqx.read_netcdf(res).attrs["input_features"] == ["X"]
+    rc, out, err = run(capsys, "-q", "report", res, "--data", csv, "-o", tmp_path / "a.html")
+    assert rc == 0, err
+    assert re.search(r"^uqx: warning: preds: the data given have no X, which the result was "
+                     r"validated with", err, re.M), err
+    assert "the data given have no X" in (tmp_path / "a.html").read_text(encoding="utf-8")
+    rc, out, err = run(capsys, "-q", "report", res, "--data", csv, "--X", "X", "-o",
+                       tmp_path / "b.html")
+    assert rc == 0 and "have no X" not in err
+    assert "have no X" not in (tmp_path / "b.html").read_text(encoding="utf-8")

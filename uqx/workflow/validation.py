@@ -454,6 +454,9 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     # the input digests identify the rows as given: taken before the rows are reordered,
     # so that the input-order columns need not be kept to the end
     inputs = provenance(sets)
+    # the optional columns of each set: a report on other data can say which one is missing
+    inputs["input_features"] = [",".join(k for k in ("X", "V") if getattr(sd, k) is not None)
+                                for sd in sets]
     if cfg.ties == "content" and not is_lazy_input(ds):
         ds, sets = _content_order_step(ds, sets, owned=owned)
     notes = _Notes(len(sets), len(specs))
