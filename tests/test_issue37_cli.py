@@ -281,3 +281,46 @@ def test_report_says_when_its_data_lack_the_x_of_the_result(capsys, csv, tmp_pat
                        tmp_path / "b.html")
     assert rc == 0 and "have no X" not in err
     assert "have no X" not in (tmp_path / "b.html").read_text(encoding="utf-8")
+
+
+def test_read_only_outputs_are_refused_and_replaced_files_keep_their_mode(capsys, csv,
+                                                                          tmp_path):
+    """Case 9: a read-only output was replaced and its mode reset to 644 (tests run as root)."""
+    import os
+    import stat
+
+    res = tmp_path / "res.nc"
+    res.write_bytes(b"old")
+    res.chmod(0o444)
+    refused(capsys, "validate", csv, "--stats", "zms", *FAST, "--no-conditional", "-o", res,
+            needles=[str(res), "read-only", "0444", "chmod u+w"])
+    assert res.read_bytes() == b"old" and stat.S_IMODE(os.stat(res).st_mode) == 0o444
+    with pytest.raises(uqx.OutputError, match="read-only"):
+        uqx.to_netcdf(from_arrays([0.1, 0.2, 0.3], [1.0, 1.0, 1.0]), res)
+    fig = tmp_path / "f.png"
+    fig.write_bytes(b"old")
+    fig.chmod(0o400)
+    refused(capsys, "plot", "e-vs-u", csv, "-o", fig, needles=["read-only"])
+    # a writable file is replaced and keeps its permission bits
+    for path, argv in ((tmp_path / "t.csv", ["validate", csv, "--stats", "zms", *FAST,
+                                             "--no-conditional"]),
+                       (tmp_path / "g.png", ["plot", "e-vs-u", csv])):
+        path.write_bytes(b"old")
+        path.chmod(0o640)
+        rc, out, err = run(capsys, *argv, "-o", path)
+        assert rc == 0, err
+        assert path.read_bytes() != b"old" and stat.S_IMODE(os.stat(path).st_mode) == 0o640
+
+
+def test_markdown_report_figures_are_written_atomically(capsys, result_nc, tmp_path):
+    """Case 9 (the figure files of a Markdown report were written in place, as root)."""
+    figs = tmp_path / "rep_figures"
+    figs.mkdir()
+    png = figs / "zeta_bars.png"
+    png.write_bytes(b"old")
+    png.chmod(0o444)
+    refused(capsys, "report", result_nc, "-o", tmp_path / "rep.md", needles=["read-only"])
+    assert png.read_bytes() == b"old"
+    png.chmod(0o644)
+    rc, out, err = run(capsys, "report", result_nc, "-o", tmp_path / "rep.md")
+    assert rc == 0 and png.read_bytes().startswith(b"\x89PNG"), err

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -249,7 +250,8 @@ def atomic_write(
     """Write a file atomically: a reader sees the old file or the complete new one.
 
     ``write`` fills a hidden temporary file in the target directory (same file system),
-    which is then moved into place with :func:`os.replace`. On failure the temporary is
+    which is then moved into place with :func:`os.replace`; a file replaced keeps its
+    permission bits, and a read-only one is refused. On failure the temporary is
     removed and any previous file is left untouched; on an interruption
     (:class:`KeyboardInterrupt`...) it is removed too and the interruption goes on.
 
@@ -277,18 +279,24 @@ def atomic_write(
     Raises
     ------
     uqx.errors.OutputError
-        ``path`` is a directory, a device or a FIFO, its directory is missing (without
-        ``mkdir``) or cannot be created, or ``write`` failed; the message names ``path``,
-        never the temporary file.
+        ``path`` is a directory, a device or a FIFO, a read-only file, its directory is
+        missing (without ``mkdir``) or cannot be created, or ``write`` failed; the message
+        names ``path``, never the temporary file.
 
     Examples
     --------
     >>> atomic_write("notes.txt", lambda tmp: tmp.write_text("done"))  # doctest: +SKIP
     """
     path = check_output_path(path, mkdir=mkdir, probe=False)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)  # a replaced file keeps its mode
+    except OSError:
+        mode = None
     tmp = path.parent / f".{path.stem}.{uuid.uuid4().hex}.tmp{path.suffix}"
     try:
         write(tmp)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except Exception as exc:
         tmp.unlink(missing_ok=True)
