@@ -324,3 +324,21 @@ def test_markdown_report_figures_are_written_atomically(capsys, result_nc, tmp_p
     png.chmod(0o644)
     rc, out, err = run(capsys, "report", result_nc, "-o", tmp_path / "rep.md")
     assert rc == 0 and png.read_bytes().startswith(b"\x89PNG"), err
+
+
+def test_zeta_bars_of_one_statistic_sit_on_their_tick_with_their_legend_only(result_nc):
+    """Case 10: a ZMS-only result had its bar at the left, the tick at the far right and
+    a legend of four series without bars."""
+    import uqx.plot as P
+
+    res = uqx.read_netcdf(result_nc)
+    for fig in (P.zeta_bars(res, stats=["zms"]), P.zeta_bars(res.sel(stat=["zms"]))):
+        (ax,) = fig.axes
+        bars = [p for p in ax.patches if np.isfinite(p.get_height()) and p.get_height() != 0]
+        assert len(bars) == 1  # zeta_BS: the simulated series have no zeta for ZMS
+        centre = bars[0].get_x() + bars[0].get_width() / 2
+        assert ax.get_xticks().tolist() == [0.0] and abs(centre) < 1e-9
+        lo, hi = ax.get_xlim()
+        assert lo < centre - bars[0].get_width() and hi > centre + bars[0].get_width()
+        legend = ax.get_legend() or fig.legends[0]
+        assert [t.get_text() for t in legend.get_texts()] == [r"$\zeta_{BS}$"]
