@@ -342,3 +342,21 @@ def test_zeta_bars_of_one_statistic_sit_on_their_tick_with_their_legend_only(res
         assert lo < centre - bars[0].get_width() and hi > centre + bars[0].get_width()
         legend = ax.get_legend() or fig.legends[0]
         assert [t.get_text() for t in legend.get_texts()] == [r"$\zeta_{BS}$"]
+
+
+def test_data_dir_is_refused_when_no_input_is_a_registered_dataset(capsys, csv, result_nc,
+                                                                   tmp_path, data_dir):
+    """Case 11: ``--data-dir`` was ignored where it cannot apply; other such options are
+    refused."""
+    needles = ["--data-dir", "registered", "leave --data-dir out"]
+    refused(capsys, "stats", csv, "--data-dir", data_dir, needles=[*needles, str(csv)])
+    refused(capsys, "validate", csv, "--stats", "zms", *FAST, "--no-conditional",
+            "--data-dir", data_dir, needles=needles)
+    refused(capsys, "report", result_nc, "--data", csv, "--data-dir", data_dir, "-o",
+            tmp_path / "r.html", needles=needles)
+    refused(capsys, "plot", "e-vs-u", csv, "--data-dir", data_dir, "-o", tmp_path / "f.png",
+            needles=needles)
+    refused(capsys, "fit", csv, "--data-dir", data_dir, needles=needles)
+    # where it applies: a registered dataset among the inputs
+    rc, out, err = run(capsys, "stats", csv, "Set7", "--data-dir", data_dir)
+    assert rc == 0, err
