@@ -125,9 +125,11 @@ def test_zeta_figures_from_netcdf(validation):
     assert len(fig.axes[0].collections) >= 1
     fig = P.zeta_bars(validation, stats=("zms", "ence"))
     panels = _check(fig, 2)
-    # BS + Sim/Sim2 for N and T6; ENCE has no predefined reference: its BS bars are empty
+    # BS + Sim/Sim2 for N and T6; ENCE has no predefined reference: no BS bars, and no
+    # empty slot for them (issue 37)
     assert len(panels[0].containers) == 5
-    assert np.all(np.isnan([b.get_height() for b in panels[1].containers[0]]))
+    assert [c.get_label() for c in panels[1].containers] == [
+        r"$\zeta_{Sim,N}$", r"$\zeta_{Sim,T6}$", r"$\zeta_{Sim2,N}$", r"$\zeta_{Sim2,T6}$"]
 
 
 def test_data_input_from_netcdf_path(demo, tmp_path):

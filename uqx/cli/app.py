@@ -61,19 +61,63 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _PipeSafe:
+    """A text stream that goes on when its reader has gone (``uqx validate ... | head``).
+
+    Once a write or flush meets :class:`BrokenPipeError`, the stream's descriptor is
+    pointed at the null device and everything else is dropped: the command still writes
+    its files and returns its own exit status (that of ``--fail-on``), instead of
+    stopping half-way with status 0.
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _gone(self) -> None:
+        try:  # the buffered rest then goes nowhere, at exit too
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError):  # no descriptor (a test's capture)
+            pass
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def main(argv=None) -> int:
-    """Entry point of the ``uqx`` command; returns the exit status."""
+    """Entry point of the ``uqx`` command; returns the exit status.
+
+    A reader that goes away (``| head``, ``| true``) stops nothing: the outputs are
+    written and the exit status is the command's own (:class:`_PipeSafe`).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return 0
     os.environ.setdefault("MPLBACKEND", "Agg")
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _PipeSafe(stdout), _PipeSafe(stderr)
     try:
         check_options(args, sys.argv[1:] if argv is None else argv)
-        return int(args._run(args) or 0)
-    except BrokenPipeError:  # pragma: no cover - e.g. `uqx validate ... | head`
-        sys.stderr.close()
+        status = int(args._run(args) or 0)
+        sys.stdout.flush()  # a reader gone before the last buffer: not an error at exit
+        return status
+    except BrokenPipeError:  # pragma: no cover - a write that bypassed sys.stdout
         return 0
     except (InputError, OSError) as exc:
         from uqx.cli.commands._common import cli_message
@@ -83,6 +127,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("uqx: interrupted", file=sys.stderr)
         return 130
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -87,11 +88,23 @@ def _encode_attrs(attrs: dict, where: str) -> dict:
     return {str(k): _encode_attr(str(k), v, where) for k, v in attrs.items()}
 
 
-def _decode_attrs(attrs: dict) -> dict:
+def _damaged(where: str, key: str, value, what: str) -> None:
+    """Warn that an attribute could not be decoded (its stored value is kept)."""
+    import warnings
+
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    warnings.warn(f"{where}: attribute {key!r} = {shown} is damaged ({what}); kept as "
+                  "stored", UserWarning, stacklevel=4)
+
+
+def _decode_attrs(attrs: dict, where: str = "the file") -> dict:
     out = {}
     for key, value in attrs.items():
         if isinstance(value, str) and value.startswith(JSON_PREFIX):
-            value = json.loads(value[len(JSON_PREFIX) :])
+            try:
+                value = json.loads(value[len(JSON_PREFIX) :])
+            except ValueError:  # edited by hand or by another tool: show what is there
+                _damaged(where, key, value, f"not JSON after {JSON_PREFIX!r}")
         out[key] = value
     return out
 
@@ -123,14 +136,18 @@ def _encode_variable(name, var: xr.Variable) -> tuple[xr.Variable, dict]:
     return xr.Variable(var.dims, data, attrs=attrs), encoding
 
 
-def _decode_variable(var: xr.Variable) -> xr.Variable:
-    attrs = _decode_attrs(dict(var.attrs))
+def _decode_variable(var: xr.Variable, where: str = "the file") -> xr.Variable:
+    attrs = _decode_attrs(dict(var.attrs), where)
     dtype = attrs.pop(DTYPE_ATTR, None)
     data = var.values
-    if dtype == "bool":
-        data = data.astype(bool)
-    elif dtype is not None:
-        data = data.astype(np.dtype(dtype))
+    try:
+        if dtype == "bool":
+            data = data.astype(bool)
+        elif dtype is not None:
+            data = data.astype(np.dtype(dtype))
+    except (TypeError, ValueError) as exc:
+        _damaged(where, DTYPE_ATTR, dtype, f"{exc}; the values keep their stored type "
+                 f"{data.dtype}")
     return xr.Variable(var.dims, data, attrs=attrs)
 
 
@@ -233,7 +250,8 @@ def atomic_write(
     """Write a file atomically: a reader sees the old file or the complete new one.
 
     ``write`` fills a hidden temporary file in the target directory (same file system),
-    which is then moved into place with :func:`os.replace`. On failure the temporary is
+    which is then moved into place with :func:`os.replace`; a file replaced keeps its
+    permission bits, and a read-only one is refused. On failure the temporary is
     removed and any previous file is left untouched; on an interruption
     (:class:`KeyboardInterrupt`...) it is removed too and the interruption goes on.
 
@@ -261,18 +279,24 @@ def atomic_write(
     Raises
     ------
     uqx.errors.OutputError
-        ``path`` is a directory, a device or a FIFO, its directory is missing (without
-        ``mkdir``) or cannot be created, or ``write`` failed; the message names ``path``,
-        never the temporary file.
+        ``path`` is a directory, a device or a FIFO, a read-only file, its directory is
+        missing (without ``mkdir``) or cannot be created, or ``write`` failed; the message
+        names ``path``, never the temporary file.
 
     Examples
     --------
     >>> atomic_write("notes.txt", lambda tmp: tmp.write_text("done"))  # doctest: +SKIP
     """
     path = check_output_path(path, mkdir=mkdir, probe=False)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)  # a replaced file keeps its mode
+    except OSError:
+        mode = None
     tmp = path.parent / f".{path.stem}.{uuid.uuid4().hex}.tmp{path.suffix}"
     try:
         write(tmp)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except Exception as exc:
         tmp.unlink(missing_ok=True)
@@ -284,6 +308,26 @@ def atomic_write(
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def _check_units(path, raw, E: str, uE: str, uE_is_variance: bool) -> None:
+    """Refuse E and uE variables whose ``units`` attributes differ (eV and meV).
+
+    Z = E/uE needs both in the same units; with ``uE_is_variance`` the units of uE are
+    those of E squared (``eV^2``, ``eV**2``, ``eV2``, ``eV²``). A variable without
+    ``units`` says nothing and is accepted.
+    """
+    units = [str(raw[v].attrs.get("units", "")).strip() for v in (E, uE)]
+    if not all(units) or units[0] == units[1]:
+        return
+    u = units[0]
+    if uE_is_variance and units[1].replace(" ", "") in (
+            f"{u}^2", f"{u}**2", f"{u}2", f"{u}\u00b2", f"({u})^2", f"({u})**2"):
+        return
+    what = "variances, in the square of E's units" if uE_is_variance else "in E's units"
+    raise InputError(f"{path}: {E!r} is in {units[0]!r} but {uE!r} in {units[1]!r} (units "
+                     f"attributes): uE must be {what} for Z = E/uE; convert one variable "
+                     "(and its 'units') first")
 
 
 def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
@@ -304,6 +348,13 @@ def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
     ------
     InputError
         Missing or unreadable file.
+
+    Warns
+    -----
+    UserWarning
+        An attribute that cannot be decoded (a ``uqx_dtype`` that is no dtype, text
+        after :data:`JSON_PREFIX` that is not JSON): the warning names it, and its
+        stored value is kept.
     """
     path = Path(path)
     if not path.is_file():
@@ -313,11 +364,12 @@ def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
             raw = raw.load()
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: cannot read as NetCDF ({exc})") from None
-    variables = {name: _decode_variable(var) for name, var in raw.variables.items()}
+    variables = {name: _decode_variable(var, f"{path}: variable {name!r}")
+                 for name, var in raw.variables.items()}
     out = xr.Dataset(
         {n: v for n, v in variables.items() if n not in raw.coords},
         coords={n: variables[n] for n in raw.coords},
-        attrs=_decode_attrs(dict(raw.attrs)),
+        attrs=_decode_attrs(dict(raw.attrs), str(path)),
     )
     return out
 
@@ -374,7 +426,9 @@ def open_dataset(
     InputError
         Missing file, a file that is not NetCDF, an unknown variable (the message lists
         the variables), a variable that is not one-dimensional or not numeric, columns
-        over different dimensions, ``chunks`` < 1, and everything
+        over different dimensions, ``E`` and ``uE`` with different ``units`` attributes
+        (eV and meV; the square of E's with ``uE_is_variance``), ``chunks`` < 1, and
+        everything
         :func:`uqx.dataio.model.from_arrays` rejects.
 
     Examples
@@ -413,6 +467,11 @@ def open_dataset(
                              f"dimensions ({dim!r}, {arr.dims[0]!r})")
         dim = arr.dims[0]
         cols[key] = arr.chunk({dim: int(chunks)}).data
+    try:
+        _check_units(path, raw, E, uE, uE_is_variance)
+    except InputError:
+        raw.close()
+        raise
     if uE_is_variance:
         v = cols["uE"].astype(np.float64)
         cols["uE"] = np.sign(v) * np.sqrt(np.abs(v))

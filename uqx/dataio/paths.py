@@ -9,6 +9,8 @@ path and the fix:
 * a path that exists and is not a regular file (a directory, a device such as
   ``/dev/null``, a FIFO, a socket): an atomic replace would put a regular file in its
   place;
+* an existing file that is read-only (no write bit for its owner, whoever runs uqx, root
+  included) or that the user may not write: a replace would ignore its mode;
 * a path that is one of the inputs of the command (same file by :func:`os.path.samefile`,
   symbolic links and hard links included, or the same resolved path);
 * a missing directory (unless ``mkdir``, which creates it): the API and the command line
@@ -172,8 +174,12 @@ def check_output_path(path, *, kind=None, inputs: Iterable = (), mkdir: bool = F
             raise OutputError(f"output {path} is {what}; uqx replaces its output file "
                               "atomically and would put a regular file in its place: give "
                               "the name of a regular file")
-        if mode is not None and not os.access(path, os.W_OK):
-            raise OutputError(f"output file {path} exists and is not writable")
+        # the owner's write bit too: root passes os.access whatever the mode
+        if mode is not None and (not os.access(path, os.W_OK) or not mode & stat.S_IWUSR):
+            raise OutputError(f"output file {path} exists and is read-only (mode "
+                              f"{stat.S_IMODE(mode):04o}): uqx does not replace a file that "
+                              f"may not be written; make it writable (chmod u+w {path}) or "
+                              "give another name")
     if kind is not None:
         words, suffixes = _kind_text(kind)
         suffix = path.suffix.lower()

@@ -130,6 +130,6 @@ def distributions(data, *, panels=PANELS, fits=None, size="double", font_size=No
                 ax.set_yticks([])
                 if j == 0:
                     ax.set_ylabel("Density")
-                    ax.set_title(name, loc="left")
+                    S.set_title(ax, name, loc="left")
         S.legend(fig, axes, ncols=4)
     return S.finish(fig, title=title)

@@ -113,8 +113,8 @@ def extrapolation(result, *, cond="uE", size="double", font_size=None, dpi=None,
                 _panel(ax, r, stat, st, M, dists)
                 verdict = str(r["extrap_verdict"].sel(xstat=stat).item())
                 text = f"{name}: {stat.upper()}, {verdict}"
-                ax.set_title(text, fontsize="medium" if len(text) <= 26 else "small",
-                             color=_VERDICT_COLORS.get(verdict, "black"))
+                S.set_title(ax, text, fontsize="medium" if len(text) <= 26 else "small",
+                            color=_VERDICT_COLORS.get(verdict, "black"))
                 ax.set_xlabel(xlab)
                 ax.set_ylabel(f"{stat.upper()} ({cond} bins)")
         S.legend(fig, axes, ncols=3)

@@ -29,13 +29,21 @@ _C = S.COLORS["series"]
 
 
 def need_study(ds, study, variables):
-    """Raise :class:`InputError` unless ``ds`` is a ``study`` archive holding ``variables``."""
-    if ds.attrs.get("study") not in (None, study):
-        raise InputError(f"this figure needs a '{study}' archive, got "
-                         f"'{ds.attrs.get('study')}'")
+    """Raise :class:`InputError` unless ``ds`` is a ``study`` archive holding ``variables``.
+
+    The message names the command that writes such an archive (``uqx sweep STUDY``);
+    a validation result (``uqx validate -o``) is named as such.
+    """
+    got = ds.attrs.get("study")
+    make = f"'uqx sweep {study} -o FILE.nc' writes one"
+    if got is None and "verdict" in ds:
+        raise InputError(f"this figure needs a '{study}' study archive, not a validation "
+                         f"result ({make}; 'uqx plot zeta' draws a validation result)")
+    if got not in (None, study):
+        raise InputError(f"this figure needs a '{study}' archive, got '{got}' ({make})")
     missing = [v for v in variables if v not in ds]
     if missing:
-        raise InputError(f"the archive lacks {missing} (not a '{study}' archive?)")
+        raise InputError(f"the archive lacks {missing}: not a '{study}' archive ({make})")
 
 
 def _archives(archive, labels):
@@ -65,7 +73,7 @@ def pval(archive, *, labels=None, size="double", font_size=None, dpi=None, title
     """
     archives, labels = _archives(archive, labels)
     for ds in archives:
-        need_study(ds, "pval", ["p_val", "p_val_low", "p_val_high"])
+        need_study(ds, "pval", ["nu", "p_val", "p_val_low", "p_val_high"])
     ds = archives[0]
     scen = [str(s) for s in ds["scenario"].values]
     many = len(archives) > 1
@@ -83,7 +91,7 @@ def pval(archive, *, labels=None, size="double", font_size=None, dpi=None, title
                     ax.errorbar(nu[ok] * shift, p[ok], yerr=[p[ok] - lo, hi - p[ok]],
                                 fmt=_MARKERS[a % len(_MARKERS)] + ("-" if a == 0 else ":"),
                                 ms=3, lw=1, color=_C[k],
-                                label=f"{st.upper()} ({lab})" if many else st.upper())
+                                label=f"{st.upper()} ({S.plain(lab)})" if many else st.upper())
             r = ds.sel(scenario=sc)
             nu = r["nu"].values.astype(float)
             S.reference_line(ax, 0.95, kind="h")
@@ -241,7 +249,7 @@ def reference_sensitivity(archive, *, labels=None, size="double", font_size=None
     """
     archives, labels = _archives(archive, labels)
     for ds in archives:
-        need_study(ds, "reference-sensitivity", ["reference", "reference_se"])
+        need_study(ds, "reference-sensitivity", ["nu", "reference", "reference_se"])
     ds = archives[0]
     sets, stats = [str(s) for s in ds["set"].values], [str(s) for s in ds["stat"].values]
     with S.style(font_size=font_size, dpi=dpi, size=size):
@@ -255,7 +263,7 @@ def reference_sensitivity(archive, *, labels=None, size="double", font_size=None
                     nu = r["nu"].values.astype(float) * (1 + 0.02 * a)
                     ax.errorbar(nu, r["reference"].values, yerr=2 * r["reference_se"].values,
                                 fmt=_MARKERS[a % len(_MARKERS)], ms=3, color=_C[a % len(_C)],
-                                label=lab if len(archives) > 1 else None)
+                                label=S.plain(lab) if len(archives) > 1 else None)
                 S.reference_line(ax, float(ds["reference"].sel(set=s, stat=st).values[-1]),
                                  kind="h", ls="--")
                 ax.set_xscale("log")

@@ -31,6 +31,7 @@ __all__ = [
     "style",
     "panel_grid",
     "label",
+    "plain",
     "reference_line",
     "interval_bars",
     "full_set_marker",
@@ -160,10 +161,40 @@ _NAMES = {
 }
 
 
+def plain(text) -> str:
+    r"""Return user text (a set name, a label, units, a title) that matplotlib draws as is.
+
+    Matplotlib reads the text between two ``$`` as mathtext: ``cost_$5_and_$10`` fails
+    to render and ``gain $5 to $10`` is drawn as math. Every ``$`` is escaped (``\$``),
+    which matplotlib draws as a dollar sign, alone or beside mathtext of the figure's
+    own. Every name or label that comes from the user goes through here.
+
+    Parameters
+    ----------
+    text : object
+        The text (converted with :class:`str`).
+
+    Returns
+    -------
+    str
+        The text with each ``$`` escaped.
+
+    Examples
+    --------
+    >>> plain("cost_$5")
+    'cost_\\$5'
+    """
+    return str(text).replace("$", r"\$")
+
+
 def label(var: str, units: str = "") -> str:
-    """Axis label of a variable with its units, e.g. ``"Error E [eV]"``."""
-    text = _NAMES.get(var, var)
-    units = "" if units in ("", "mixed", "arbitrary", None) else units
+    """Axis label of a variable with its units, e.g. ``"Error E [eV]"``.
+
+    ``var`` is one of the known variables (``"E"``, ``"uE"``..., drawn with mathtext) or
+    any other text, drawn as it is (:func:`plain`), as are the units.
+    """
+    text = _NAMES[var] if var in _NAMES else plain(var)
+    units = "" if units in ("", "mixed", "arbitrary", None) else plain(units)
     return f"{text} [{units}]" if units else text
 
 
@@ -307,9 +338,15 @@ def _tidy_log_ticks(ax):
         axis.set_minor_formatter(ticker.NullFormatter())
 
 
-def set_title(ax, text):
-    """Panel title, smaller for long names so that neighbouring titles do not collide."""
-    ax.set_title(text, fontsize="medium" if len(text) <= 24 else "small")
+def set_title(ax, text, **kw):
+    """Panel title, drawn as text (:func:`plain`: names are never math).
+
+    Smaller for long names so that neighbouring titles do not collide; ``kw`` go to
+    :meth:`matplotlib.axes.Axes.set_title` (``loc``, ``color``, ``fontsize``).
+    """
+    text = str(text)
+    kw.setdefault("fontsize", "medium" if len(text) <= 24 else "small")
+    ax.set_title(plain(text), **kw)
 
 
 def scatter(ax, x, y, *, n_max=None, **kw):
@@ -339,9 +376,9 @@ def legend(fig, axes, *, ncols=None, where="upper center"):
 
 
 def finish(fig, *, title=None):
-    """Tidy log-axis ticks, add an optional figure title and return the figure."""
+    """Tidy log-axis ticks, add an optional figure title (as text) and return the figure."""
     for ax in fig.axes:
         _tidy_log_ticks(ax)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(plain(title))
     return fig

@@ -177,11 +177,11 @@ def _label_points(ax, x, y, names):
     keys = []
     for i, (xi, yi, n) in enumerate(zip(x, y, names, strict=True)):
         tag = n if short else str(i + 1)
-        ax.annotate(tag, (xi, yi), xytext=(3, 3), textcoords="offset points",
+        ax.annotate(S.plain(tag), (xi, yi), xytext=(3, 3), textcoords="offset points",
                     fontsize="small")
         if not short:
             keys.append(Line2D([], [], ls="", marker=f"${tag}$", color="0.2",
-                               label=n, markersize=5))
+                               label=S.plain(n), markersize=5))
     return keys
 
 
@@ -279,9 +279,10 @@ def zeta_bars(result, *, stats=None, size="double", font_size=None, dpi=None,
               title=None):
     """Draw grouped bars of ζ-scores per set for BS, Sim and Sim2 references (000 Figs. 8–9).
 
-    For each statistic one panel with, per set, ζ_BS (only for a predefined reference;
-    empty slot otherwise) and ζ_Sim, ζ_Sim2 for every generative distribution of the
-    result's ``dist`` coordinate; lines at 0 and ±1 (abs(ζ) ≤ 1: validated).
+    For each statistic one panel with, per set, ζ_BS (only for a predefined reference)
+    and ζ_Sim, ζ_Sim2 for every generative distribution of the result's ``dist``
+    coordinate; lines at 0 and ±1 (abs(ζ) ≤ 1: validated). A series without a finite ζ
+    in a panel takes no slot there, and the legend names only the series drawn.
 
     Parameters
     ----------
@@ -316,8 +317,8 @@ def zeta_bars(result, *, stats=None, size="double", font_size=None, dpi=None,
         if var in res:
             series += [(var, d, rf"$\zeta_{{{tag},{d}}}$") for d in dists]
     labels = [lab.replace("Set ", "") for lab in _labels(res)]
-    n_set, n_ser = len(labels), len(series)
-    width = 0.8 / n_ser
+    n_set = len(labels)
+    shown = set()
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(len(stats), size=size, ncols=1, aspect=0.3)
         for ax, stat in zip(axes, stats, strict=True):
@@ -325,21 +326,31 @@ def zeta_bars(result, *, stats=None, size="double", font_size=None, dpi=None,
             if "reference_kind" in res:
                 kind = np.ravel(res["reference_kind"].sel(stat=stat).values)
                 predefined = str(kind[0]) == "predefined"
+            drawn = []  # only the series with a zeta: no empty slots, no legend without bar
             for k, (var, d, lab) in enumerate(series):
                 z = _zeta(res, stat, var, d)
                 if var == "zeta" and not predefined:
-                    z = np.full_like(z, np.nan)  # zeta = zeta_Sim,N there: no BS bar
-                ax.bar(np.arange(n_set) + (k - (n_ser - 1) / 2) * width, z, width,
+                    continue  # zeta = zeta_Sim,N there: no BS bar
+                if np.isfinite(z).any():
+                    drawn.append((k, z, lab))
+            width = min(0.8 / max(len(drawn), 1), 0.3)
+            for n, (k, z, lab) in enumerate(drawn):  # the colour stays that of the series
+                ax.bar(np.arange(n_set) + (n - (len(drawn) - 1) / 2) * width, z, width,
                        color=S.COLORS["series"][k % 8], label=lab)
+                shown.add(lab)
+            if not drawn:
+                ax.text(0.5, 0.5, "no \u03b6-score for this statistic", ha="center",
+                        va="center", transform=ax.transAxes, color="0.4")
             S.reference_line(ax, 0.0, ls="-", lw=0.6)
             for v in (-1, 1):
                 S.reference_line(ax, v)
-            ax.set_xticks(np.arange(n_set), labels)
+            ax.set_xlim(-0.5, n_set - 0.5)  # the bars centred on their set's tick
+            ax.set_xticks(np.arange(n_set), [S.plain(x) for x in labels])
             if sum(len(str(x)) for x in labels) > 60:  # long names would overlap
                 ax.tick_params(axis="x", labelrotation=30)
                 for t in ax.get_xticklabels():
                     t.set_horizontalalignment("right")
             ax.set_xlabel("Data set")
             ax.set_ylabel(rf"$\zeta$ ({stat.upper()})")
-        S.legend(fig, axes, ncols=n_ser)
+        S.legend(fig, axes, ncols=max(len(shown), 1))
     return S.finish(fig, title=title)

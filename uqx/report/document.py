@@ -110,7 +110,9 @@ def report(result, data=None, *, figures: bool = True, fmt: str = "html",
 
     def to_file(key, png):
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", key) + ".png"
-        (folder / name).write_bytes(png)
+        # the output policy of every file: atomic, never onto a read-only or odd file
+        atomic_write(folder / name, lambda tmp: tmp.write_bytes(png), what="figure",
+                     mkdir=False)
         return f"{folder.name}/{name}"
 
     return to_markdown(blocks, title, to_file)

@@ -103,8 +103,31 @@ def _match_data(res, data) -> dict:
     return out
 
 
+def _missing_features(res, name, one) -> dict:
+    """Say which optional variables (X, V) of a validated set its given data lack.
+
+    Returns ``{variable: why}``.
+
+    The result's ``input_features`` (per set, as validated) tell; a result without them
+    tells by the conditioning variables of its LZISD bins.
+    """
+    names = list(res.attrs.get("input_names", []))
+    feats = res.attrs.get("input_features")
+    if isinstance(feats, list | tuple) and name in names and len(feats) == len(names):
+        had = [k for k in str(feats[names.index(name)]).split(",") if k]
+    elif "bin_x_mid" in res and "cond" in res.dims:
+        r = res.sel(set=name)
+        had = [c for c in ("X", "V") if c in [str(k) for k in res["cond"].values]
+               and np.isfinite(r["bin_x_mid"].sel(cond=c).values).any()]
+    else:
+        had = []
+    return {k: f"the data given have no {k}, which the result was validated with: its "
+            f"figures on {k} are not drawn from the data (give its column, --{k} NAME)"
+            for k in had if k not in one}
+
+
 def data_mismatches(result, data) -> list[str]:
-    """Why the given data do not go with a saved result: one line per set without its data.
+    """Why the given data do not go with a saved result: one line per set and problem.
 
     Parameters
     ----------
@@ -117,10 +140,15 @@ def data_mismatches(result, data) -> list[str]:
     -------
     list of str
         ``"<set>: <reason>"`` for every set of the result whose input data are missing
-        or differ (content digest); empty when all match.
+        or differ (content digest), or lack a variable (X, V) it was validated with;
+        empty when all match.
     """
     res = load_result(result)
-    return [f"{s}: {why}" for s, why in _match_data(res, data).items() if isinstance(why, str)]
+    out = []
+    for s, one in _match_data(res, data).items():
+        whys = [one] if isinstance(one, str) else _missing_features(res, s, one).values()
+        out += [f"{s}: {why}" for why in whys]
+    return out
 
 
 _NOT_RESULT = ("a description of this figure computed from the data, not a statistic of "
@@ -198,8 +226,12 @@ def _lzisd_specs(res, i):
     return out
 
 
-def _lzisd_data_specs(one, res):
-    """LZISD from the data when the result has none (validated without the routes)."""
+def _lzisd_data_specs(one, res, i):
+    """LZISD from the data when the result has none (validated without the routes).
+
+    A variable that the set was validated with but its given data lack is said so, in
+    place of its figure.
+    """
     import uqx.plot as P
     from uqx.engine.defaults import POP_MIN, local_bins
 
@@ -216,7 +248,17 @@ def _lzisd_data_specs(one, res):
                     f"{_NOT_RESULT} (003 Figs. 5, 10).",
                     lambda c=c: P.lzisd(one, by=c, n_bins=nb, pop_min=pop_min,
                                         size="single")))
+    for c, why in _missing_features(res, str(res["set"].values[i]), one).items():
+        out.append((f"lzisd_{c}", "", _raise(why)))
     return out
+
+
+def _raise(why):
+    """Return a figure maker that says why the figure cannot be drawn (noted by _draw)."""
+    def make():
+        raise InputError(why)
+
+    return make
 
 
 def _data_figures(one, dpi, res=None, i=0) -> list:
@@ -235,7 +277,7 @@ def _data_figures(one, dpi, res=None, i=0) -> list:
     if res is not None:
         specs.append(_reliability_spec(one, res, i))
         validated = _lzisd_specs(res, i)
-        specs += validated or _lzisd_data_specs(one, res)
+        specs += validated or _lzisd_data_specs(one, res, i)
     else:
         specs.append(("reliability", "Reliability diagram: per-bin SD(E) against RMV with 95 % "
                       "intervals (analytic, Cho); bins missing the identity in vermillion "

@@ -230,6 +230,28 @@ def _binning_used(sets, specs, *, bins, binning, pop_min, notes):
     return used
 
 
+def _cond_bins_used(sets, cond_bins, *, pop_min, notes) -> None:
+    """Note the sets whose LZISD bins are fewer than the ``cond_bins`` asked for.
+
+    As :func:`_binning_used` notes ``bins``: the LZISD bins are equal-count bins of at
+    least ``pop_min`` points, so a short set gets fewer. Nothing is noted for the
+    default number (``cond_bins`` None), which is chosen per set.
+    """
+    from uqx.engine.binning import equal_count_edges
+
+    if cond_bins is None:
+        return
+    for i, sd in enumerate(sets):
+        try:
+            used = equal_count_edges(sd.M, cond_bins, pop_min=pop_min).size - 1
+        except InputError:  # too short for any bin: the LZISD step said why
+            continue
+        if used < cond_bins:
+            notes.set(i, f"{cond_bins} LZISD bins requested (--cond-bins), {used} used: at "
+                      f"least {pop_min} points per bin (M = {sd.M}; lower --pop-min or "
+                      "--cond-bins)")
+
+
 def validate(
     ds,
     stats: Sequence[str] | str = DEFAULT_STATS,
@@ -438,6 +460,9 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     # the input digests identify the rows as given: taken before the rows are reordered,
     # so that the input-order columns need not be kept to the end
     inputs = provenance(sets)
+    # the optional columns of each set: a report on other data can say which one is missing
+    inputs["input_features"] = [",".join(k for k in ("X", "V") if getattr(sd, k) is not None)
+                                for sd in sets]
     if cfg.ties == "content" and not is_lazy_input(ds):
         ds, sets = _content_order_step(ds, sets, owned=owned)
     notes = _Notes(len(sets), len(specs))
@@ -662,6 +687,7 @@ def _conditional_steps(res, ds, sets, notes, cfg, *, members, nulls=None):
     lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cfg.cond_bins,
                     n_boot=cfg.n_boot_conditional, pop_min=cfg.pop_min, compute=cfg.compute,
                     method=method)
+    _cond_bins_used(sets, cfg.cond_bins, pop_min=cfg.pop_min, notes=notes)
     ex, _ = extrapolation_step(sets, notes, seed=seed, level=level, members=members,
                                n_mc=n_mc, nulls=nulls)
     return res.merge(lz).merge(ex, combine_attrs="override")

@@ -25,9 +25,11 @@ __all__ = [
     "fail_on_status",
     "EXIT_CODES_HELP",
     "input_kwargs",
+    "input_kind",
     "load_inputs",
     "check_output",
     "check_not_input",
+    "read_saved",
     "writable_directory",
     "write_result",
     "print_df",
@@ -245,6 +247,31 @@ def input_kwargs(args) -> dict:
     )
 
 
+def input_kind(item) -> str:
+    """Say how the commands read an INPUT: a NetCDF file, a CSV file or a dataset name.
+
+    Parameters
+    ----------
+    item : str or path-like
+        One INPUT of the command line.
+
+    Returns
+    -------
+    str
+        ``"netcdf"`` (a NetCDF suffix, :data:`uqx.dataio.netcdf.NETCDF_SUFFIXES`),
+        ``"csv"`` (a CSV/TXT/TSV suffix, or another existing path) or ``"dataset"`` (a
+        registered dataset name, read from the data directory).
+    """
+    from uqx.dataio.netcdf import NETCDF_SUFFIXES
+
+    p = Path(item)
+    if p.suffix.lower() in NETCDF_SUFFIXES:
+        return "netcdf"
+    if p.suffix.lower() in (".csv", ".txt", ".tsv") or p.exists():
+        return "csv"
+    return "dataset"
+
+
 def load_inputs(
     inputs,
     *,
@@ -271,7 +298,7 @@ def load_inputs(
     from uqx.dataio.datasets import get_spec, load_dataset
     from uqx.dataio.frames import read_csv
     from uqx.dataio.model import stack
-    from uqx.dataio.netcdf import NETCDF_SUFFIXES, open_dataset
+    from uqx.dataio.netcdf import open_dataset
     from uqx.errors import InputError
 
     if not inputs:
@@ -280,14 +307,14 @@ def load_inputs(
         )
     out = []
     for item in inputs:
-        p = Path(item)
-        if p.suffix.lower() in NETCDF_SUFFIXES:
+        p, kind = Path(item), input_kind(item)
+        if kind == "netcdf":
             if min_uE_rel_sd is not None:
                 raise InputError(f"{p}: --min-uE-rel-sd is not available for NetCDF inputs "
                                  "(opened lazily); filter the file first")
             out.append(open_dataset(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
                                     drop_nonfinite=drop_nonfinite))
-        elif p.suffix.lower() in (".csv", ".txt", ".tsv") or p.exists():
+        elif kind == "csv":
             out.append(
                 read_csv(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
                          drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
@@ -301,6 +328,40 @@ def load_inputs(
             d.attrs["name"] = f"{d.attrs['name']}#{i + 1}"
     keep = ("E", "uE", "X", "V")
     return stack([d[[k for k in keep if k in d]].assign_attrs(d.attrs) for d in out])
+
+
+def read_saved(path):
+    """Read a saved NetCDF file (a result, an archive) for a command.
+
+    :func:`uqx.dataio.netcdf.read_netcdf`, whose warnings (a damaged attribute, kept as
+    stored) are printed as ``uqx: warning: ...`` lines on stderr, also with ``--quiet``:
+    what is shown may be off because of them.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    xarray.Dataset
+        Its content, loaded.
+
+    Raises
+    ------
+    uqx.errors.InputError
+        Missing or unreadable file.
+    """
+    import warnings
+
+    from uqx.dataio.netcdf import read_netcdf
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        ds = read_netcdf(path)
+    for w in caught:
+        print(f"uqx: warning: {w.message}", file=sys.stderr)
+    return ds
 
 
 def check_output(path, *, mkdir: bool = False, kind="netcdf", inputs=()) -> Path | None:
@@ -581,6 +642,10 @@ _VALIDATION_FLAGS = ("--stats", "--n-boot", "--n-mc", "--seed", "--nu", "--pop-m
                      "--binning", "--ties", "--no-conditional", *_CONDITIONAL_FLAGS)
 
 
+#: What ``--X`` and ``--V`` name, for the messages.
+_FEATURES = {"X": "input feature", "V": "predicted value"}
+
+
 def _given(argv, flag: str) -> bool:
     """Tell whether ``flag`` is on the command line.
 
@@ -600,9 +665,10 @@ def check_options(args, argv=()) -> None:
     Run by :func:`uqx.cli.app.main` before any command: every number is checked against
     :data:`OPTION_RANGES` / :data:`OPTION_MINIMA` (NaN and infinities refused), the
     comma-separated ``--levels`` must lie in (0, 1), ``--stats`` must name a statistic,
-    ``--E`` and ``--uE`` must differ, and an option that the command would ignore
-    (conditional options with ``--no-conditional``, validation options with a saved
-    result) is an error rather than nothing.
+    ``--E`` and ``--uE`` must differ, ``--X`` and ``--V`` must be neither of them, and an
+    option that the command would ignore (conditional options with ``--no-conditional``,
+    validation options with a saved result, ``--data-dir`` when no input is a
+    registered dataset) is an error rather than nothing.
 
     Parameters
     ----------
@@ -657,11 +723,25 @@ def check_options(args, argv=()) -> None:
     if E is not None and E == uE:
         raise InputError(f"--E and --uE name the same column {E!r}: Z = E/uE would be 1 on "
                          "every row; name the error column and the uncertainty column")
+    for key in ("X", "V"):
+        col = getattr(args, key, None)
+        for flag, other in (("--E", E), ("--uE", uE)):
+            if col is not None and col == other:
+                raise InputError(f"--{key} names the column {col!r}, which is {flag}: the "
+                                 f"{_FEATURES[key]} must be another column than the errors "
+                                 f"and the uncertainties; name it, or leave --{key} out")
     if getattr(args, "no_conditional", False):
         extra = [f for f in _CONDITIONAL_FLAGS if _given(argv, f)]
         if extra:
             raise InputError(f"{', '.join(extra)} set(s) up the conditional routes, which "
                              "--no-conditional skips: leave out one or the other")
+    data_dir = getattr(args, "data_dir", None)
+    if data_dir is not None and not _data_dir_applies(args):
+        names = [str(s) for s in [*(getattr(args, "inputs", None) or []),
+                                  *(getattr(args, "data", None) or [])]]
+        raise InputError(f"--data-dir {data_dir} locates the registered literature data sets "
+                         f"('uqx datasets list'), but no input here is one (files: "
+                         f"{', '.join(names)}): leave --data-dir out")
     inputs = getattr(args, "inputs", None) or []
     saved = getattr(args, "command", None) == "report" and any(
         str(s).lower().endswith((".nc", ".nc4")) for s in inputs)
@@ -678,6 +758,20 @@ def check_options(args, argv=()) -> None:
         text = small_settings_note(getattr(args, "n_boot", None), getattr(args, "n_mc", None))
         if text and callable(getattr(args, "_run", None)):
             args._run = _warn_after(args._run, f"uqx: warning: {cli_message(text)}")
+
+
+def _data_dir_applies(args) -> bool:
+    """Tell whether a command reads ``--data-dir``.
+
+    It does for a registered dataset among the inputs (or the ``--data`` of a saved
+    result), for ``--paper-sets``, and in the commands that read the directory itself.
+    """
+    if (getattr(args, "command", None) in ("datasets", "demo")
+            or getattr(args, "paper_sets", False)):
+        return True
+    names = [*(getattr(args, "inputs", None) or []), *(getattr(args, "data", None) or [])]
+    # no input at all: the command says what it needs (a study: its default sets)
+    return not names or any(input_kind(n) == "dataset" for n in names)
 
 
 def _warn_after(run, text: str):

@@ -94,15 +94,15 @@ def _load(args):
 
     nc = [s for s in args.inputs if Path(s).suffix.lower() in (".nc", ".nc4")]
     if nc:
-        from uqx.dataio.netcdf import read_netcdf
+        from uqx.cli.commands._common import read_saved
         from uqx.errors import InputError
 
         if len(args.inputs) != 1:
             if args.kind in _MULTI and len(nc) == len(args.inputs):
-                return [read_netcdf(f) for f in nc]  # archives compared on one panel
+                return [read_saved(f) for f in nc]  # archives compared on one panel
             raise InputError("give a single NetCDF input (it may hold several sets); "
                              f"several archives only for {', '.join(_MULTI)}")
-        return read_netcdf(nc[0])
+        return read_saved(nc[0])
     if args.kind == "lcp" and len(args.inputs) == 1 and not Path(args.inputs[0]).exists():
         from uqx.dataio.datasets import load_dataset
 

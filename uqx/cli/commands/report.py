@@ -56,15 +56,14 @@ def register(subparsers):
 
 def _saved_result(args):
     """Read ``RESULT.nc`` and the ``--data`` inputs; returns ``(result, data)``."""
-    from uqx.cli.commands._common import load_inputs
-    from uqx.dataio.netcdf import read_netcdf
+    from uqx.cli.commands._common import load_inputs, read_saved
     from uqx.errors import InputError
 
     if len(args.inputs) != 1:
         raise InputError("give a single saved result (.nc), or CSV files / dataset names")
     if args.paper_sets:
         raise InputError("--paper-sets runs a validation; with a saved result use --data")
-    res = read_netcdf(args.inputs[0])
+    res = read_saved(args.inputs[0])
     if "verdict" not in res:
         raise InputError(f"{args.inputs[0]}: not a 'uqx validate' result (no 'verdict')")
     data = load_inputs(args.data, **input_kwargs(args)) if args.data else None

@@ -32,21 +32,32 @@ def register(subparsers):
 
 
 def run(args) -> int:
-    """Read the result file and print it; 1 when a verdict met ``--fail-on``, else 0."""
-    from uqx.dataio.netcdf import read_netcdf
+    """Read the result file and print it; 1 when a verdict met ``--fail-on``, else 0.
+
+    A damaged attribute is named in a warning on stderr and the rest is shown.
+    """
+    import sys
+
+    from uqx.cli.commands._common import read_saved
+    from uqx.dataio.netcdf import JSON_PREFIX
     from uqx.errors import InputError
     from uqx.workflow.tables import result_records
 
-    res = read_netcdf(args.file)
+    res = read_saved(args.file)
     if "verdict" not in res or "set" not in res.dims:
         raise InputError(
             f"{args.file}: not a uqx validation result (no 'verdict' over 'set'); "
             "write one with 'uqx validate ... -o FILE.nc'"
         )
+    raw = res.attrs.get("parameters", "{}")
     try:
-        params = json.loads(res.attrs.get("parameters", "{}"))
+        params = raw if isinstance(raw, dict) else json.loads(raw)
     except (TypeError, ValueError):
         params = {}
+        if not (isinstance(raw, str) and raw.startswith(JSON_PREFIX)):  # else warned
+            shown = repr(raw) if len(repr(raw)) <= 40 else repr(raw)[:37] + "..."
+            print(f"uqx: warning: {args.file}: attribute 'parameters' = {shown} is not "
+                  "JSON; shown as a plain validation (not --paper-sets)", file=sys.stderr)
     if args.format == "json":
         print(json.dumps(result_records(res), indent=1))
     else:
