@@ -369,7 +369,7 @@ def cluster_rate_interval(hit, ok, block):
 
 def summarise(raw: xr.Dataset) -> xr.Dataset:
     """Add the rate of each verdict per cell and test with its Wilson-cc interval."""
-    ds = raw.transpose("design", "M", "scenario", "replicate", "test")
+    ds = raw.transpose("design", "M", "scenario", "replicate", "test", ...)
     out = ds.copy()
     v = ds["verdict"].values
     # "not tested" (e.g. adaptivity where the set is too small for any route) is no verdict
