@@ -123,11 +123,16 @@ def _sim_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own_key=
     """Statistics of one keyed block of copies, reused across sets inside shared_nulls().
 
     ``nu_local``: ``dist="t"`` draws each bin of uE at its window's ν
-    (:meth:`_SimSet.segment_nus`), ``nu`` where the set has no windows.
+    (:meth:`_SimSet.segment_nus`), ``nu`` where the set has no windows; a number
+    instead of True is the set's ν̂ whose windows are read, and each bin is drawn at the
+    heavier of its window's ν and ``nu`` (the heavy end of the statistics tested on both
+    sides).
     """
-    if nu_local and dist == "t":
-        seg_nu = ss.segment_nus(nu)
-        nu = nu if seg_nu is None else seg_nu
+    if dist == "t" and nu_local is not False and nu_local is not None:
+        hat = nu if nu_local is True else float(nu_local)
+        seg_nu = ss.segment_nus(hat)
+        if seg_nu is not None:
+            nu = seg_nu if nu_local is True else np.minimum(seg_nu, nu)
     key = None if own_key or not _SHARED["on"] else _block_key(
         ss, specs, dist, nu, seed, dlabel, block, nb, hook, cc_spread)
     if key is not None:
@@ -801,16 +806,21 @@ def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks,
     conds = _binned_conds(specs)
     per_set = np.ndim(nu) > 0
     pool = dist == "data"
-    if (not conds and prepared is not None and len(prepared) == len(sets)
+    windows = nu_local is not False and nu_local is not None
+    heavy = windows and nu_local is not True  # one ν̂ per set: keep the bins of uE
+    if (not conds and not heavy and prepared is not None and len(prepared) == len(sets)
             and all(not pool or p.pool is not None for p in prepared)):
         prepared = [p.unbinned() for p in prepared]  # moment statistics: no second sort
+    elif heavy and prepared is not None and len(prepared) == len(sets):
+        pass  # the caller's bins of uE and windows: the moment statistics read no bins
     elif prepared is None or len(prepared) != len(sets) or not all(
-            p.fits(conds, cfg, pool or nu_local) for p in prepared):
-        prepared = [_SimSet(sd, conds, cfg, pool or nu_local) for sd in sets]
+            p.fits(conds, cfg, pool or windows) for p in prepared):
+        prepared = [_SimSet(sd, conds, cfg, pool or windows) for sd in sets]
     tasks = [
         [dask.delayed(_sim_block)(ss, specs, dist, float(nu[i]) if per_set else nu, seed,
                                   dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook,
-                                  own_key, nu_local, cc_spread)
+                                  own_key, float(nu_local[i]) if heavy else nu_local,
+                                  cc_spread)
          for b in range(n_blocks)]
         for i, (ss, hook) in enumerate(zip(prepared, hooks, strict=True))
     ]
@@ -853,7 +863,7 @@ def simulate_reference(
     label: str | None = None,
     prepared: list | None = None,
     progress: bool = False,
-    nu_local: bool = False,
+    nu_local=False,
     cc_spread: bool = False,
 ) -> xr.Dataset:
     r"""Simulate reference values of statistics (paper 000 Sect. II D 2).
@@ -906,13 +916,17 @@ def simulate_reference(
         fit.
     progress : bool
         Progress bar on stderr (a terminal only, :func:`uqx.progress.progress_bar`).
-    nu_local : bool, default False
+    nu_local : bool or sequence of float, default False
         With ``dist="t"``: each window of bins of uE (those of the ``"data"`` member,
         :func:`uqx.engine.null_shape.local_windows`) draws :math:`t_s` at the ν fitted to
         that window's own tails (:func:`uqx.engine.null_shape.kappa_cs_z2_windows`,
         :func:`~uqx.engine.null_shape.nu_windows`): the fitted member of consistency's
         null, whose errors may change shape with uE. ``nu`` serves the sets without
-        windows (no bins on uE, or a single window) and the streamed route.
+        windows (no bins on uE, or a single window) and the streamed route. One ν̂ per
+        set instead of True: the windows that exclude ν̂ are read, and each bin of uE is
+        drawn at the heavier of its window's ν and ``nu`` (the heavy end of the
+        statistics tested on both sides: a window of heavier-tailed errors that missed
+        its extremes looks light, as a whole set does).
     cc_spread : bool, default False
         With CC among the statistics, also CC of the copies of the tests under
         :math:`u = c\,u_E^\gamma` at :data:`CC_GAMMAS` (``cc_spread``: its resolution).

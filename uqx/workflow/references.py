@@ -331,7 +331,8 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
     if second:  # the two-sided statistics' own tests: the fitted member at the heavy end
         test_draws = _heavy_end_draws(ds, specs, two, draws, fit[0], nu_two_sided,
                                       n_test=n_test, seed=seed, level=level,
-                                      prepared=prepared, binned_compute=binned_compute)
+                                      prepared=prepared, binned_compute=binned_compute,
+                                      nu_hat=members[fit[0]][1])
     data = [d for d, (*_, lab) in enumerate(members) if lab == "data"]
     if two and data and prepared is not None and any(
             p.pool_local is not None for p in prepared):
@@ -350,16 +351,19 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
 
 
 def _heavy_end_draws(ds, specs, two, draws, d_fit, nu_two_sided, *, n_test, seed, level,
-                     prepared, binned_compute):
+                     prepared, binned_compute, nu_hat):
     """``draws`` with the fitted member of the statistics ``two`` redrawn at ``nu_two_sided``.
 
-    Same keyed streams (label ``fit``) and the same preparation as the joint copies (an
-    unbinned view of it, :meth:`uqx.inference.reference._SimSet.unbinned`).
+    Same keyed streams (label ``fit``) and the same preparation as the joint copies. Where
+    the windows of uE exclude the set's ν̂ (the errors' shape changes with uE), each bin
+    of uE is drawn at the heavier of its window's ν and ``nu_two_sided``
+    (``simulate_reference(nu_local=nu_hat)``): a window of heavier-tailed errors that
+    missed its extremes makes ⟨Z²⟩ small and RCE large as a whole set does.
     """
     out = draws.copy()
     r = simulate_reference(ds, [test_name(specs[j]) for j in two], dist="t", nu=nu_two_sided,
                            n_mc=n_test, seed=seed, level=level, keep_draws=True,
-                           label="fit", prepared=prepared, **binned_compute)
+                           label="fit", prepared=prepared, nu_local=nu_hat, **binned_compute)
     for jj, j in enumerate(two):
         out[:, j, d_fit, :n_test] = r["draws"].values[:, jj, :n_test]
     return out
