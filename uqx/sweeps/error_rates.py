@@ -77,7 +77,7 @@ LAYERS = ("best", "headline", "graph", "verdict", "member_N", "member_T6", "memb
           "member_data")
 LAYER_QUESTIONS = ("average", "consistency", "adaptivity_X")
 UNCERTAINTIES = ("ig3", "ig6", "ig20", "lognormal", "uniform", "tied5")
-ERRORS = ("normal", "t4", "t6", "t2.5", "laplace", "uniform", "skewed", "mixed")
+ERRORS = ("normal", "t4", "t6", "t2.5", "laplace", "uniform", "skewed", "mixed", "mixed6")
 DESIGNS = tuple(f"{u}_{e}" for u in UNCERTAINTIES for e in ERRORS)
 #: The named grid of the issue: ν_u ∈ {3, 6, 20} × ε ∈ {N, t4, t6}.
 DEFAULT_DESIGNS = tuple(f"{u}_{e}" for u in ("ig3", "ig6", "ig20")
@@ -112,10 +112,12 @@ def _uncertainties(kind, rng, M):
 
 
 def _errors(kind, rng, M, u=None):
-    """Unit-variance ε of a design (``mixed``: normal below the median of u, t_s(4) above)."""
-    if kind == "mixed":
-        t4 = rng.standard_t(4.0, M) / np.sqrt(2.0)
-        return np.where(u > np.median(u), t4, rng.standard_normal(M))
+    """Unit-variance ε of a design (``mixed``: normal below the median of u, t_s(4) above;
+    ``mixed6``: t_s(6) above)."""
+    if kind in ("mixed", "mixed6"):  # t_s(4) above the median (class B), t_s(6) (class A)
+        nu = 4.0 if kind == "mixed" else 6.0
+        t = rng.standard_t(nu, M) / np.sqrt(nu / (nu - 2.0))
+        return np.where(u > np.median(u), t, rng.standard_normal(M))
     if kind == "normal":
         return rng.standard_normal(M)
     if kind.startswith("t"):

@@ -40,7 +40,7 @@ from uqx.engine.questions import (
     weighted_stepdown,
 )
 from uqx.engine.statistic import RANK_STATS
-from uqx.engine.stats.tailedness import SAFETY_LIMITS
+from uqx.engine.stats.tailedness import SAFETY_LIMITS, STATISTIC_DEPENDENCIES
 from uqx.engine.verdict import (
     NOT_TESTED,
     interval_problem,
@@ -516,26 +516,53 @@ def tails_reason(kappa, M=None) -> str:
     return ""
 
 
-#: Statistics whose test keeps its size whatever the tails (the studentised mean of Z,
-#: finite variance for t_s(ν > 2); measured: t_s(2.5) errors, <= 1 % `invalid` at
-#: M = 200): the tails step does not apply to them.
-TAILS_ROBUST = ("mean_z",)
+#: Statistics whose test keeps its size whatever the tails: the studentised mean of Z
+#: (finite variance for t_s(ν > 2); measured: t_s(2.5) errors, <= 1 % `invalid` at
+#: M = 200) and the rank correlation CC. The tails step does not apply to them.
+TAILS_ROBUST = ("mean_z", "cc")
+
+
+def _stat_tails_reason(base, res, i, M) -> str:
+    """Why an ``invalid`` of statistic ``base`` of set ``i`` cannot stand ('' when it can).
+
+    Statistics of Z² (:data:`uqx.engine.stats.tailedness.STATISTIC_DEPENDENCIES`):
+    :func:`tails_reason` of κ_CS of Z² within the bins of uE. Statistics of u² and E²
+    (RCE, ENCE, UCE): the safety limits of 001 Table II on the tails of u² and E², beyond
+    which the paper finds them unreliable.
+    """
+    if base in TAILS_ROBUST:
+        return ""
+    deps = STATISTIC_DEPENDENCIES.get(base, ("kappa_cs_z2",))
+    if any(d.endswith("z2") for d in deps):
+        kappa = float(res["kappa_cs_z2_local"].values[i]) if "kappa_cs_z2_local" in res \
+            else np.nan
+        return tails_reason(kappa, M)
+    over = [f"{d} = {float(res[d].values[i]):.3g} > {SAFETY_LIMITS[d]:g}" for d in deps
+            if d in res and np.isfinite(res[d].values[i])
+            and float(res[d].values[i]) > SAFETY_LIMITS[d]]
+    if not over:
+        return ""
+    return (f"rejected, but {base.upper()} depends on the tails of u^2 and E^2, beyond the "
+            f"safety limits here ({', '.join(over)}; 001 Table II): such tails make it "
+            "unreliable, the rejection may come from them")
 
 
 def tails_step(res, M=None) -> xr.Dataset:
     """Step 6: an ``invalid`` on tails beyond the null family's reach becomes ``inconclusive``.
 
-    Applies :func:`tails_reason` to every ``invalid`` of the result but those of
-    :data:`TAILS_ROBUST` (statistics, and the statistics up to a factor): beyond the
-    safety limit, and below the small-sample reach (with ``M``). A question stays
-    ``invalid`` only where one of its statistics still is (⟨Z⟩'s bias, say) or where
-    the tails allow it; else it becomes ``inconclusive`` with the same reason, so that
-    no statistic is ``invalid`` beside a question that is not.
+    Each statistic's ``invalid`` (and each rescaled statistic's) is checked against the
+    tails it depends on (:func:`_stat_tails_reason`: beyond the safety limits of 001
+    Table II, or, for the statistics of Z², a sample too small to show its tails
+    lighter than t_s(3)'s), but those of :data:`TAILS_ROBUST`. A question stays
+    ``invalid`` where one of its statistics still is (⟨Z⟩'s bias, say) or where none of
+    its statistics had its ``invalid`` withdrawn by the tails; else it becomes
+    ``inconclusive`` with the same reason, so that no statistic is ``invalid`` beside a
+    question that is not.
 
     Parameters
     ----------
     res : xarray.Dataset
-        The result, with ``kappa_cs_z2_local`` over ``set``.
+        The result, with ``kappa_cs_z2_local`` and the tailedness metrics over ``set``.
     M : array_like of int, optional
         Points of each set.
 
@@ -544,36 +571,37 @@ def tails_step(res, M=None) -> xr.Dataset:
     xarray.Dataset
         The result with the verdicts and reasons updated (``valid`` recomputed).
     """
-    if "kappa_cs_z2_local" not in res:
-        return res
-    kappa = res["kappa_cs_z2_local"].values
-    robust = np.isin(res["stat"].values.astype(str), TAILS_ROBUST)
-    out = {}
-    for v, r in (("verdict", "verdict_reason"), ("factor_verdict", "factor_verdict_reason"),
-                 ("question_verdict", "question_reason")):
-        if v in res:
-            out[v] = (res[v].values.astype(object), res[v + "_reason" if v != "question_verdict"
-                                                        else "question_reason"]
-                      .values.astype(object))
+    from uqx.engine.statistic import parse_stat
+
+    names = [str(x) for x in res["stat"].values]
+    specs = [parse_stat(n) for n in names]
+    qs = [str(q) for q in res["question"].values]
+    out = {v: [res[v].values.astype(object), res[r].values.astype(object)]
+           for v, r in (("verdict", "verdict_reason"), ("factor_verdict", "factor_verdict_reason"),
+                        ("question_verdict", "question_reason")) if v in res}
     for i in range(res.sizes["set"]):
-        why = tails_reason(float(kappa[i]), None if M is None else int(np.asarray(M)[i]))
-        if not why:
-            continue
+        Mi = None if M is None else int(np.asarray(M)[i])
+        withdrawn = {}
         for v in ("verdict", "factor_verdict"):
-            if v in out:
-                ver, rea = out[v]
-                hit = (ver[i] == "invalid") & ~robust
-                ver[i][hit] = "inconclusive"
-                rea[i][hit] = why
-        if "question_verdict" in out:
-            ver, rea = out["question_verdict"]
-            for a, q in enumerate(res["question"].values.astype(str)):
-                if ver[i, a] != "invalid":
+            if v not in out:
+                continue
+            ver, rea = out[v]
+            for j, s in enumerate(specs):
+                if ver[i, j] != "invalid":
                     continue
-                still = _question_stats_invalid(res, out, i, q)
-                if not still:
-                    ver[i, a] = "inconclusive"
-                    rea[i, a] = why
+                why = _stat_tails_reason(s.base, res, i, Mi)
+                if why:
+                    ver[i, j], rea[i, j] = "inconclusive", why
+                    q = "up_to_factor" if v == "factor_verdict" else question_of(s.family,
+                                                                                   s.cond)
+                    withdrawn.setdefault(q, why)
+        if "question_verdict" not in out:
+            continue
+        ver, rea = out["question_verdict"]
+        for a, q in enumerate(qs):
+            if ver[i, a] == "invalid" and q in withdrawn and \
+                    not _question_stats_invalid(res, out, i, q, specs):
+                ver[i, a], rea[i, a] = "inconclusive", withdrawn[q]
     for v, (ver, rea) in out.items():
         rname = "question_reason" if v == "question_verdict" else v + "_reason"
         res = res.assign({v: (res[v].dims, ver.astype(str), res[v].attrs),
@@ -583,17 +611,11 @@ def tails_step(res, M=None) -> xr.Dataset:
     return res
 
 
-def _question_stats_invalid(res, out, i, q) -> bool:
+def _question_stats_invalid(res, out, i, q, specs) -> bool:
     """Whether a statistic of question ``q`` of set ``i`` is still ``invalid``."""
-    from uqx.engine.statistic import parse_stat
-
-    names = res["stat"].values.astype(str)
     if q == "up_to_factor":
         ver = out.get("factor_verdict", (None,))[0]
         return ver is not None and bool(np.any(ver[i] == "invalid"))
     ver = out["verdict"][0]
-    for j, name in enumerate(names):
-        s = parse_stat(name)
-        if question_of(s.family, s.cond) == q and ver[i, j] == "invalid":
-            return True
-    return False
+    return any(question_of(s.family, s.cond) == q and ver[i, j] == "invalid"
+               for j, s in enumerate(specs))
