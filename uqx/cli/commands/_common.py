@@ -26,6 +26,7 @@ __all__ = [
     "EXIT_CODES_HELP",
     "input_kwargs",
     "load_inputs",
+    "looks_like_path",
     "check_output",
     "check_not_input",
     "writable_directory",
@@ -101,8 +102,9 @@ def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
         "inputs",
         nargs="+" if required else "*",
         metavar="INPUT",
-        help="CSV file, NetCDF file (.nc: opened lazily, read in chunks), or registered "
-        "dataset name (e.g. QM9_E, Set7; see 'uqx datasets list')",
+        help="CSV file (also .csv.gz, .bz2, .xz, .zip), Parquet file (.parquet: needs "
+        "pyarrow, pip install 'uqx[parquet]'), NetCDF file (.nc: opened lazily, read in "
+        "chunks), or registered dataset name (e.g. QM9_E, Set7; see 'uqx datasets list')",
     )
     p.add_argument("--E", default="E",
                    help="CSV column (NetCDF variable) of errors (reference - prediction)")
@@ -262,14 +264,19 @@ def load_inputs(
     A name with a NetCDF suffix (``.nc``, ``.nc4``, ``.netcdf``, ``.cdf``) is opened
     lazily with :func:`uqx.dataio.netcdf.open_dataset` (dask chunks; what the commands then
     hold in memory is said by each command, e.g.
-    :func:`uqx.workflow.disk.memory_note`); a name with a CSV/TXT/TSV suffix, or
-    another existing path, is read with
-    :func:`uqx.dataio.frames.read_csv`; anything else must be a registered dataset
-    (:func:`uqx.dataio.datasets.load_dataset`). Two inputs with the same name (the same file
-    twice, or equal stems in two folders) get distinct names ``name#i``.
+    :func:`uqx.workflow.disk.memory_note`); a Parquet file (``.parquet``, ``.pq``) is
+    read with :func:`uqx.dataio.frames.read_parquet`; another existing path (CSV, TXT,
+    TSV, compressed or not) with :func:`uqx.dataio.frames.read_csv`, its notes (a file
+    read as Latin-1) printed on stderr; a registered dataset name with
+    :func:`uqx.dataio.datasets.load_dataset`. A name that is neither an existing file nor
+    a registered dataset is "file not found" when it looks like a path (it has a suffix
+    or a folder), "unknown dataset" otherwise. Two inputs with the same name (the same
+    file twice, or equal stems in two folders) get distinct names ``name#i``.
     """
+    import warnings
+
     from uqx.dataio.datasets import get_spec, load_dataset
-    from uqx.dataio.frames import read_csv
+    from uqx.dataio.frames import PARQUET_SUFFIXES, read_csv, read_parquet
     from uqx.dataio.model import stack
     from uqx.dataio.netcdf import NETCDF_SUFFIXES, open_dataset
     from uqx.errors import InputError
@@ -278,6 +285,8 @@ def load_inputs(
         raise InputError(
             "no input given: pass CSV files or dataset names (see 'uqx datasets list')"
         )
+    columns = dict(E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
+                   drop_nonfinite=drop_nonfinite)
     out = []
     for item in inputs:
         p = Path(item)
@@ -285,15 +294,23 @@ def load_inputs(
             if min_uE_rel_sd is not None:
                 raise InputError(f"{p}: --min-uE-rel-sd is not available for NetCDF inputs "
                                  "(opened lazily); filter the file first")
-            out.append(open_dataset(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
-                                    drop_nonfinite=drop_nonfinite))
-        elif p.suffix.lower() in (".csv", ".txt", ".tsv") or p.exists():
-            out.append(
-                read_csv(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
-                         drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
-            )
+            out.append(open_dataset(p, **columns))
+        elif p.suffix.lower() in PARQUET_SUFFIXES:
+            out.append(read_parquet(p, **columns, min_uE_rel_sd=min_uE_rel_sd))
+        elif p.exists():
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", UserWarning)
+                out.append(read_csv(p, **columns, min_uE_rel_sd=min_uE_rel_sd))
+            for w in caught:  # printed as uqx notes, not as Python warnings
+                print(f"uqx: note: {w.message}", file=sys.stderr)
         else:
-            get_spec(item)  # clear error for unknown names
+            try:
+                get_spec(item)
+            except InputError:
+                if looks_like_path(item):
+                    raise InputError(f"{item}: file not found (nor a registered dataset "
+                                     "name; see 'uqx datasets list')") from None
+                raise
             out.append(load_dataset(item, data_dir))
     names = [d.attrs.get("name") for d in out]
     for i, d in enumerate(out):
@@ -301,6 +318,26 @@ def load_inputs(
             d.attrs["name"] = f"{d.attrs['name']}#{i + 1}"
     keep = ("E", "uE", "X", "V")
     return stack([d[[k for k in keep if k in d]].assign_attrs(d.attrs) for d in out])
+
+
+def looks_like_path(item) -> bool:
+    """Whether a command-line input names a file rather than a registered dataset.
+
+    True when it has a suffix (``preds.dat``, ``missing.csv.gz``) or a folder
+    (``data/preds``); the registered names and aliases have neither.
+
+    Parameters
+    ----------
+    item : str or path-like
+        The input as given.
+
+    Returns
+    -------
+    bool
+        True when a missing ``item`` is best reported as "file not found".
+    """
+    text = str(item)
+    return bool(Path(text).suffix) or "/" in text or os.sep in text
 
 
 def check_output(path, *, mkdir: bool = False, kind="netcdf", inputs=()) -> Path | None:

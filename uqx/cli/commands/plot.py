@@ -103,7 +103,10 @@ def _load(args):
             raise InputError("give a single NetCDF input (it may hold several sets); "
                              f"several archives only for {', '.join(_MULTI)}")
         return read_netcdf(nc[0])
-    if args.kind == "lcp" and len(args.inputs) == 1 and not Path(args.inputs[0]).exists():
+    from uqx.cli.commands._common import looks_like_path
+
+    if (args.kind == "lcp" and len(args.inputs) == 1 and not Path(args.inputs[0]).exists()
+            and not looks_like_path(args.inputs[0])):
         from uqx.dataio.datasets import load_dataset
 
         ds = load_dataset(args.inputs[0], args.data_dir)

@@ -1,0 +1,151 @@
+"""Issue 37, odd inputs: unclear errors, silent changes and CI (each case failed on f6e61aa).
+
+Compressed and non-UTF-8 CSV files, missing files with odd suffixes, NetCDF data (groups,
+a _FillValue equal to real values, reports of NetCDF data), pandas missing values, stacks
+where only some sets have X, the advice of ``uqx plot``, options that cannot give a test,
+empty equal-width bins, ``--ties file-order``, the ranges of ``--nu`` per study, the
+docs test in CI, the data-directory message and Parquet input.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import uqx
+from uqx.cli.app import main
+from uqx.dataio.frames import read_parquet
+from uqx.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ["--n-boot", "50", "--n-mc", "50", "--seed", "1"]
+
+
+def _frame(M=300, seed=0, X=True):
+    rng = np.random.default_rng(seed)
+    u = rng.uniform(0.5, 2.0, M)
+    cols = {"E": u * rng.standard_normal(M), "uE": u}
+    if X:
+        cols["X"] = rng.uniform(0.0, 1.0, M)
+    return pd.DataFrame(cols)
+
+
+def _run(capsys, argv):
+    rc = main([str(a) for a in argv])
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+# ------------------------------------------------------------ 1. compressed CSV files
+
+
+@pytest.mark.parametrize("suffix", [".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip"])
+@pytest.mark.parametrize("sep", [",", ";"])
+def test_compressed_csv_is_read_decompressed(tmp_path, capsys, suffix, sep):
+    df = _frame()
+    path = tmp_path / f"preds{suffix}"
+    df.to_csv(path, index=False, sep=sep)
+    ds = uqx.read_csv(path, X="X")
+    np.testing.assert_array_equal(ds["E"].values, df["E"].to_numpy())
+    assert ds.attrs["name"] == "preds"  # the stem without .csv and the compression
+    rc, out, err = _run(capsys, ["stats", path])
+    assert rc == 0, err
+    assert "no column" not in err
+
+
+def test_corrupt_compressed_file_is_named(tmp_path, capsys):
+    path = tmp_path / "bad.csv.gz"
+    path.write_bytes(b"E,uE\n1,2\n")  # not gzip
+    rc, _, err = _run(capsys, ["stats", path])
+    assert rc == 2 and "bad.csv.gz" in err and "decompress" in err
+
+
+# ------------------------------------------------------ 2. missing files, odd suffixes
+
+
+@pytest.mark.parametrize("name", ["missing.csv.gz", "preds.dat", "sub/preds"])
+def test_missing_file_is_file_not_found(tmp_path, capsys, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = _run(capsys, ["stats", name])
+    assert rc == 2
+    assert "file not found" in err and "unknown dataset" not in err
+    rc, _, err = _run(capsys, ["plot", "lcp", name, "-o", "f.png"])
+    assert rc == 2 and "file not found" in err
+
+
+def test_unknown_name_without_suffix_is_still_unknown_dataset(capsys):
+    rc, _, err = _run(capsys, ["stats", "Set1x"])
+    assert rc == 2 and "unknown dataset 'Set1x'" in err and "Set1" in err
+
+
+def test_existing_file_with_odd_suffix_is_read(tmp_path, capsys):
+    path = tmp_path / "preds.dat"
+    _frame().to_csv(path, index=False)
+    rc, _, err = _run(capsys, ["stats", path])
+    assert rc == 0, err
+
+
+# ------------------------------------------------------------ 3. UTF-16, Latin-1 CSV
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-8-sig"])
+def test_csv_with_a_byte_order_mark_is_read(tmp_path, encoding):
+    df = _frame().assign(name="café")
+    path = tmp_path / "bom.csv"
+    df.to_csv(path, index=False, encoding=encoding)
+    ds = uqx.read_csv(path)
+    np.testing.assert_array_equal(ds["uE"].values, df["uE"].to_numpy())
+    if encoding != "utf-8-sig":
+        assert ds.attrs["encoding"] == encoding
+
+
+def test_latin1_csv_is_read_with_a_note(tmp_path, capsys):
+    df = _frame().assign(name="café")
+    path = tmp_path / "latin.csv"
+    df.to_csv(path, index=False, encoding="latin-1")
+    with pytest.warns(UserWarning, match="not UTF-8: read as Latin-1"):
+        ds = uqx.read_csv(path)
+    assert ds.attrs["encoding"] == "latin-1"
+    np.testing.assert_array_equal(ds["E"].values, df["E"].to_numpy())
+    rc, _, err = _run(capsys, ["stats", path])
+    assert rc == 0 and "uqx: note:" in err and "re-save it as UTF-8" in err
+    assert "UserWarning" not in err
+
+
+def test_utf16_without_bom_says_resave_as_utf8(tmp_path, capsys):
+    path = tmp_path / "nobom.csv"
+    path.write_bytes("E,uE\n1,2\n3,4\n".encode("utf-16-le"))
+    rc, _, err = _run(capsys, ["stats", path])
+    assert rc == 2 and "UTF-16" in err and "re-save it as a UTF-8" in err
+
+
+# ------------------------------------------------------------ 13. Parquet input
+
+
+def test_parquet_input(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    df = _frame()
+    df.loc[3, "E"] = None
+    df = df.astype({"E": "Float64"})  # a nullable column: pd.NA is a missing value
+    path = tmp_path / "preds.parquet"
+    df.to_parquet(path)
+    with pytest.raises(InputError, match=r"1 value\(s\) of E"):
+        read_parquet(path)
+    ds = read_parquet(path, X="X", drop_nonfinite=True)
+    assert ds.sizes["sample"] == 299 and ds.attrs["n_dropped"] == 1
+    rc, _, err = _run(capsys, ["stats", path, "--drop-nonfinite"])
+    assert rc == 0, err
+
+
+def test_parquet_without_pyarrow_names_the_extra(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "preds.parquet"
+    path.write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow -> ImportError
+    rc, _, err = _run(capsys, ["stats", path])
+    assert rc == 2 and "pyarrow" in err and "uqx[parquet]" in err
+    rc, _, err = _run(capsys, ["stats", tmp_path / "none.parquet"])
+    assert rc == 2 and "file not found" in err
