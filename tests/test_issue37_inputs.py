@@ -123,6 +123,23 @@ def test_utf16_without_bom_says_resave_as_utf8(tmp_path, capsys):
     assert rc == 2 and "UTF-16" in err and "re-save it as a UTF-8" in err
 
 
+# ------------------------------------------------------------ 12. data-directory error
+
+
+def test_missing_data_directory_names_each_folder_once(monkeypatch, tmp_path):
+    from uqx.dataio import datasets as D
+
+    monkeypatch.delenv("UQX_DATA_DIR", raising=False)
+    checkout = Path(D.__file__).resolve().parents[2]
+    if (checkout / "data" / "PAL2022").is_dir():
+        pytest.skip("the checkout holds the data")
+    monkeypatch.chdir(checkout)  # cwd/data is the checkout's data/
+    with pytest.raises(InputError) as exc:
+        D.data_dir()
+    folder = str(checkout / "data")
+    assert str(exc.value).count(folder) == 1, str(exc.value)
+
+
 # ------------------------------------------------------------ 13. Parquet input
 
 
