@@ -9,16 +9,17 @@ docs test in CI, the data-directory message and Parquet input.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 import uqx
 from uqx.cli.app import main
-from uqx.dataio.frames import read_parquet
 from uqx.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,6 +124,71 @@ def test_utf16_without_bom_says_resave_as_utf8(tmp_path, capsys):
     assert rc == 2 and "UTF-16" in err and "re-save it as a UTF-8" in err
 
 
+# ------------------------------------------------------ 4. reports of NetCDF input data
+
+
+def _data_nc(path, df=None, **to_netcdf):
+    df = _frame() if df is None else df
+    xr.Dataset({k: ("row", df[k].to_numpy()) for k in df}).to_netcdf(path, **to_netcdf)
+    return path
+
+
+def test_report_of_netcdf_data_and_of_a_saved_result(tmp_path, capsys):
+    data = _data_nc(tmp_path / "data.nc")
+    rc, out, err = _run(capsys, ["report", data, "-o", tmp_path / "r.md", "--no-figures",
+                                 *FAST, "--no-conditional"])
+    assert rc == 0, err
+    assert "saved result" not in err and (tmp_path / "r.md").is_file()
+    res = tmp_path / "res.nc"
+    rc, _, err = _run(capsys, ["validate", data, *FAST, "--no-conditional", "-o", res])
+    assert rc == 0, err
+    rc, _, err = _run(capsys, ["report", res, "-o", tmp_path / "r2.md", "--no-figures"])
+    assert rc == 0, err
+    rc, _, err = _run(capsys, ["report", res, "-o", tmp_path / "r3.md", "--n-boot", "5"])
+    assert rc == 2 and "res.nc is a saved result" in err
+
+
+# ------------------------------------------------------------ 6. NetCDF and pandas odds
+
+
+def test_netcdf_variables_in_one_group_are_read(tmp_path, capsys):
+    df = _frame()
+    path = _data_nc(tmp_path / "grp.nc", df, group="preds")
+    ds = uqx.open_dataset(path, X="X")
+    assert ds.attrs["group"] == "/preds"
+    np.testing.assert_array_equal(ds["E"].values, df["E"].to_numpy())
+    rc, _, err = _run(capsys, ["stats", path])
+    assert rc == 0, err
+    two = _data_nc(tmp_path / "two.nc", df, group="preds")
+    _data_nc(two, df, group="other", mode="a")  # a second group with E, uE
+    with pytest.raises(InputError, match=r"several groups \((/preds, /other|/other, /preds)"):
+        uqx.open_dataset(two)
+    assert uqx.open_dataset(two, group="other").sizes["sample"] == df.shape[0]
+
+
+def test_netcdf_variables_elsewhere_are_listed_with_the_groups(tmp_path):
+    path = _data_nc(tmp_path / "g.nc", _frame().rename(columns={"E": "err"}), group="run")
+    with pytest.raises(InputError, match=r"no variable 'E'.*groups: run \(err, uE, X\)"):
+        uqx.open_dataset(path)
+
+
+def test_fill_value_equal_to_real_values_is_named(tmp_path, capsys):
+    df = _frame()
+    fill = float(df["E"].iloc[5])
+    path = _data_nc(tmp_path / "fill.nc", df, encoding={"E": {"_FillValue": fill}})
+    with pytest.raises(InputError) as exc:
+        uqx.open_dataset(path)
+    text = str(exc.value)
+    assert "_FillValue" in text and "1 value(s) of 'E'" in text and "rows 5" in text
+    rc, _, err = _run(capsys, ["stats", path])
+    assert rc == 2 and "_FillValue" in err and "--drop-nonfinite" in err
+    ds = uqx.open_dataset(path, drop_nonfinite=True)
+    assert ds.attrs["n_dropped"] == 1 and "_FillValue" in ds.attrs["filters"]
+    # xarray's default NaN fill is no such case
+    clean = _data_nc(tmp_path / "clean.nc", df)
+    assert uqx.open_dataset(clean).sizes["sample"] == df.shape[0]
+
+
 # ------------------------------------------------------------ 12. data-directory error
 
 
@@ -143,8 +209,17 @@ def test_missing_data_directory_names_each_folder_once(monkeypatch, tmp_path):
 # ------------------------------------------------------------ 13. Parquet input
 
 
+def _need(module):
+    """Import an optional extra: skip where it is missing, fail under make test."""
+    if os.environ.get("UQX_REQUIRE_EXTRAS"):  # make test installs the extras
+        return __import__(module)
+    return pytest.importorskip(module)
+
+
 def test_parquet_input(tmp_path, capsys):
-    pytest.importorskip("pyarrow")
+    from uqx.dataio.frames import read_parquet
+
+    _need("pyarrow")
     df = _frame()
     df.loc[3, "E"] = None
     df = df.astype({"E": "Float64"})  # a nullable column: pd.NA is a missing value

@@ -700,12 +700,16 @@ def check_options(args, argv=()) -> None:
             raise InputError(f"{', '.join(extra)} set(s) up the conditional routes, which "
                              "--no-conditional skips: leave out one or the other")
     inputs = getattr(args, "inputs", None) or []
-    saved = getattr(args, "command", None) == "report" and any(
-        str(s).lower().endswith((".nc", ".nc4")) for s in inputs)
+    saved = []
+    if getattr(args, "command", None) == "report":
+        from uqx.dataio.netcdf import NETCDF_SUFFIXES, netcdf_kind
+
+        saved = [s for s in inputs if Path(str(s)).suffix.lower() in NETCDF_SUFFIXES
+                 and netcdf_kind(s) == "result"]
     if saved:
         extra = [f for f in _VALIDATION_FLAGS if _given(argv, f)]
         if extra:
-            raise InputError(f"{', '.join(extra)} set(s) up a validation, but {inputs[0]} is a "
+            raise InputError(f"{', '.join(extra)} set(s) up a validation, but {saved[0]} is a "
                              "saved result (already validated; its settings are kept): leave "
                              "them out, or run 'uqx report INPUT...' on the data to validate "
                              "again")
