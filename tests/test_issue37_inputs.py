@@ -189,6 +189,40 @@ def test_fill_value_equal_to_real_values_is_named(tmp_path, capsys):
     assert uqx.open_dataset(clean).sizes["sample"] == df.shape[0]
 
 
+def test_pandas_na_in_an_object_series_is_a_missing_value():
+    df = _frame(M=50)
+    E = pd.Series(df["E"].tolist(), dtype=object)
+    E[3] = pd.NA
+    for values in (E, E.to_numpy()):
+        with pytest.raises(InputError, match=r"1 value\(s\) of E \(0-based rows 3\) are NaN"):
+            uqx.from_arrays(values, df["uE"])
+    ds = xr.Dataset({"E": ("sample", E.to_numpy()), "uE": ("sample", df["uE"].to_numpy())})
+    with pytest.raises(InputError, match=r"1 value\(s\) of E \(0-based rows 3\)"):
+        uqx.compute(ds, ["zms"])
+    res = uqx.validate(ds, ["zms"], n_boot=50, n_mc=50, seed=1, conditional=False,
+                       drop_nonfinite=True)
+    assert res["M"].item() == 49
+    text = xr.Dataset({"E": ("sample", np.array(["a"] * 50, dtype=object)),
+                       "uE": ("sample", df["uE"].to_numpy())})
+    with pytest.raises(InputError, match="not numeric"):
+        uqx.compute(text, ["zms"])
+
+
+def test_stack_where_only_some_sets_have_X():
+    df = _frame(M=1200, seed=3)
+    a = uqx.from_arrays(df["E"], df["uE"], X=df["X"], name="a")
+    b = uqx.from_arrays(df["E"].to_numpy()[::-1], df["uE"].to_numpy()[::-1], name="b")
+    res = uqx.validate(uqx.stack([a, b]), ["zms", "ence"], n_boot=100, n_mc=100, seed=1)
+    cv = res["cond_verdict"].sel(cond="X")
+    assert cv.sel(set="a").item() != "not tested"
+    assert cv.sel(set="b").item() == "not tested"
+    why = res["cond_verdict_reason"].sel(cond="X", set="b").item()
+    assert "this set has no X" in why and "given for a" in why
+    assert "adaptivity (X) not tested" in res["set_warnings"].sel(set="b").item()
+    with pytest.raises(InputError, match=r"^b: statistic 'ence_X' needs variable 'X'"):
+        uqx.validate(uqx.stack([a, b]), ["zms", "ence_X"], n_boot=50, n_mc=50, seed=1)
+
+
 # ------------------------------------------------------------ 12. data-directory error
 
 

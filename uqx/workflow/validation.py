@@ -531,12 +531,38 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     res = tails_step(res, M=np.array([sd.M for sd in sets]))
     res = headline_coherence_step(res)
     res = untestable_step(res, sets, specs, notes, n_bins_used=used, cfg=cfg)
+    res = _absent_cond_step(res, sets, notes)
     res = recalibration_step(res, sets, specs, cfg, run=_workflow)
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
                                         "(-1: none requested)"})
     return res.assign_attrs(_result_attrs(ds, inputs, cfg, extra=res.attrs))
+
+
+def _absent_cond_step(res, sets, notes):
+    """Say why a set without X (or V) is not tested for adaptivity when other sets are.
+
+    In a stack where only some sets have X, adaptivity is tested for those; the others
+    get a reason and a set note instead of a bare ``not tested``.
+    """
+    if "cond_verdict" not in res:
+        return res
+    reason = res["cond_verdict_reason"].values.astype(object)
+    for c, cond in enumerate(str(k) for k in res["cond"].values):
+        if cond == "uE":
+            continue
+        have = [sd.name for sd in sets if getattr(sd, cond, None) is not None]
+        for i, sd in enumerate(sets):
+            if getattr(sd, cond, None) is not None:
+                continue
+            why = f"this set has no {cond} ({cond} is given for {', '.join(have)})"
+            notes.set(i, f"adaptivity ({cond}) not tested: {why}")
+            if str(res["cond_verdict"].values[i, c]) == "not tested" and not reason[i, c]:
+                reason[i, c] = why
+    return res.assign(cond_verdict_reason=(res["cond_verdict_reason"].dims,
+                                           reason.astype(str),
+                                           res["cond_verdict_reason"].attrs))
 
 
 def _is_identity(order: np.ndarray, step: int = 1 << 20) -> bool:
