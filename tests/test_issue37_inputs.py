@@ -148,6 +148,36 @@ def test_report_of_netcdf_data_and_of_a_saved_result(tmp_path, capsys):
     assert rc == 2 and "res.nc is a saved result" in err
 
 
+# ----------------------------------------------------------------- 5. uqx plot advice
+
+
+def test_plot_accepts_the_pop_min_it_advises(tmp_path, capsys):
+    small = tmp_path / "small.csv"
+    _frame(M=20).to_csv(small, index=False)
+    for kind in ("lzisd", "lcp", "reliability"):
+        rc, _, err = _run(capsys, ["plot", kind, small, "-o", tmp_path / "f.png"])
+        assert rc == 2 and "lower --pop-min" in err
+        rc, _, err = _run(capsys, ["plot", kind, small, "-o", tmp_path / "f.png",
+                                   "--pop-min", "5"])
+        assert rc == 0, err
+    rc, _, err = _run(capsys, ["plot", "e-vs-u", small, "-o", tmp_path / "f.png",
+                               "--pop-min", "5"])
+    assert rc == 2 and "--pop-min applies to" in err
+
+
+def test_plot_study_of_a_result_says_what_the_file_is(tmp_path, capsys):
+    data = _data_nc(tmp_path / "data.nc")
+    res = tmp_path / "res.nc"
+    assert main(["validate", str(data), *FAST, "--no-conditional", "-o", str(res)]) == 0
+    capsys.readouterr()
+    rc, _, err = _run(capsys, ["plot", "study", res, "-o", tmp_path / "s.png"])
+    assert rc == 2 and "None" not in err
+    assert "res.nc is a 'uqx validate' result" in err and "uqx plot zeta" in err
+    assert "pval" in err and "appendix-b" in err
+    rc, _, err = _run(capsys, ["plot", "study", data, "-o", tmp_path / "s.png"])
+    assert rc == 2 and "data.nc holds input data" in err
+
+
 # ------------------------------------------------------------ 6. NetCDF and pandas odds
 
 
