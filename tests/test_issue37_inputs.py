@@ -253,6 +253,40 @@ def test_stack_where_only_some_sets_have_X():
         uqx.validate(uqx.stack([a, b]), ["zms", "ence_X"], n_boot=50, n_mc=50, seed=1)
 
 
+# -------------------------------------------- 7. options that cannot give a test
+
+
+def test_extrapolation_n_mc_below_two_is_refused_naming_the_option(tmp_path, capsys):
+    path = tmp_path / "d.csv"
+    _frame().to_csv(path, index=False)
+    for value in ("0", "1"):
+        rc, _, err = _run(capsys, ["validate", path, "--extrapolation-n-mc", value])
+        assert rc == 2 and "--extrapolation-n-mc must be an integer >= 2" in err
+        assert "untested" in err
+    with pytest.raises(InputError, match="extrapolation_n_mc must be an integer >= 2"):
+        uqx.validate(uqx.from_arrays(_frame()["E"], _frame()["uE"]), extrapolation_n_mc=0)
+
+
+# ------------------------------------------------------- 10. --nu per study, per scenario
+
+
+def test_sweep_pval_accepts_nu_ig_2_and_keeps_t_ranges(tmp_path, capsys):
+    out = tmp_path / "pval.nc"
+    rc, _, err = _run(capsys, ["sweep", "pval", "--scenario", "NIG", "--nu", "2",
+                               "--n-datasets", "2", "--M", "100", "--n-boot", "10",
+                               "-o", out, "-q"])
+    assert rc == 0, err
+    assert "unit-variance Student t" not in err and out.is_file()
+    rc, _, err = _run(capsys, ["sweep", "pval", "--scenario", "TIG", "--nu", "2",
+                               "--n-datasets", "2", "--M", "100", "--n-boot", "10",
+                               "-o", out, "-q"])
+    assert rc == 2 and "nu_D must be > 2" in err
+    rc, _, err = _run(capsys, ["sweep", "appendix-b", "--nu", "0", "-o", out])
+    assert rc == 2 and "--nu must be > 0" in err
+    rc, _, err = _run(capsys, ["validate", "Set1", "--nu", "2"])
+    assert rc == 2 and "--nu must be > 2" in err
+
+
 # ------------------------------------------------------------ 12. data-directory error
 
 

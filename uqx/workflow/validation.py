@@ -295,8 +295,8 @@ def validate(
         (methods page, Binned statistics), or 'cho' when every bin holds at least 400
         points (default).
     extrapolation_n_mc : int, optional
-        Calibrated copies per distribution for the extrapolation null (default
-        ``min(n_mc, N_HEADLINE)``, 500: :data:`uqx.engine.mctest.N_HEADLINE`).
+        Calibrated copies per distribution for the extrapolation null (at least 2;
+        default ``min(n_mc, N_HEADLINE)``, 500: :data:`uqx.engine.mctest.N_HEADLINE`).
     drop_nonfinite : bool
         Drop (and count) rows with NaN/inf instead of raising :class:`InputError`.
     ties : {"content", "file-order"}
@@ -393,6 +393,12 @@ def validate(
     specs = _check_arguments(stats, n_mc)
     if ties not in TIES:
         raise InputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
+    if extrapolation_n_mc is not None and not (
+            isinstance(extrapolation_n_mc, int | np.integer) and extrapolation_n_mc >= 2):
+        raise InputError(
+            f"extrapolation_n_mc must be an integer >= 2, got {extrapolation_n_mc!r}: fewer "
+            "calibrated copies give no p-value, so the zero-bin extrapolation routes would be "
+            "left untested (conditional=False skips the conditional routes)")
     if tolerance is not None and not (np.isfinite(tolerance) and tolerance > 0):
         raise InputError(f"tolerance must be a positive number (e.g. 0.1: uE right within "
                          f"10 %), got {tolerance!r}")

@@ -607,9 +607,25 @@ OPTION_RANGES = {
     "nu": (2.0, float("inf"), False, "> 2 (a unit-variance Student t needs nu > 2)"),
 }
 
+#: ``--nu`` of the studies whose nu is not (only) that of a Student t, by study name:
+#: the range, or None where the study checks it per scenario (``pval``: nu_IG > 0 of
+#: NIG, e.g. 001 Fig. 4's grid 2-10; nu_D > 2 of TIG's t errors).
+_STUDY_NU_RANGES = {
+    "pval": None,
+    "appendix-b": (0.0, float("inf"), False, "> 0 (the shape of the inverse gamma "
+                   "distribution of the variances)"),
+}
+
 #: Integer options that must be at least this (argparse ``dest``: minimum).
 OPTION_MINIMA = {"n_boot": 2, "n_mc": 2, "bins": 1, "pop_min": 1, "cond_bins": 2,
-                 "cond_n_boot": 2, "extrapolation_n_mc": 0}
+                 "cond_n_boot": 2, "extrapolation_n_mc": 2}
+
+#: Why an integer option has its minimum, where the bare number does not say it.
+_MINIMA_WHY = {
+    "extrapolation_n_mc": "fewer calibrated copies give no p-value, so the zero-bin "
+                          "extrapolation routes would be left untested; --no-conditional "
+                          "skips the conditional routes",
+}
 
 #: Options of a validation run, with their flags: ignored with a saved result or
 #: (the conditional ones) with ``--no-conditional``.
@@ -635,7 +651,8 @@ def check_options(args, argv=()) -> None:
     """Refuse option values that cannot mean anything, and options that would be ignored.
 
     Run by :func:`uqx.cli.app.main` before any command: every number is checked against
-    :data:`OPTION_RANGES` / :data:`OPTION_MINIMA` (NaN and infinities refused), the
+    :data:`OPTION_RANGES` / :data:`OPTION_MINIMA` (NaN and infinities refused; ``--nu``
+    of ``uqx sweep pval`` and ``appendix-b`` by its own range, per scenario), the
     comma-separated ``--levels`` must lie in (0, 1), ``--stats`` must name a statistic,
     ``--E`` and ``--uE`` must differ, and an option that the command would ignore
     (conditional options with ``--no-conditional``, validation options with a saved
@@ -660,7 +677,14 @@ def check_options(args, argv=()) -> None:
     argv = [str(a) for a in (argv or ())]
     flag = {k: "--" + k.replace("_", "-") for k in (*OPTION_RANGES, *OPTION_MINIMA)}
     flag["min_uE_rel_sd"] = "--min-uE-rel-sd"
-    for key, (lo, hi, incl, what) in OPTION_RANGES.items():
+    ranges = dict(OPTION_RANGES)
+    study = getattr(args, "study", None) if getattr(args, "command", None) == "sweep" else None
+    if study in _STUDY_NU_RANGES:  # per command and scenario: not every nu is a Student t's
+        ranges["nu"] = _STUDY_NU_RANGES[study]
+    for key, rng in ranges.items():
+        if rng is None:
+            continue
+        lo, hi, incl, what = rng
         value = getattr(args, key, None)
         for v in value if isinstance(value, list | tuple) else [value]:
             if v is None or not isinstance(v, int | float):
@@ -672,7 +696,8 @@ def check_options(args, argv=()) -> None:
     for key, low in OPTION_MINIMA.items():
         v = getattr(args, key, None)
         if v is not None and int(v) < low:
-            raise InputError(f"{flag[key]} must be an integer >= {low}, got {v}")
+            why = f" ({_MINIMA_WHY[key]})" if key in _MINIMA_WHY else ""
+            raise InputError(f"{flag[key]} must be an integer >= {low}, got {v}{why}")
     levels = getattr(args, "levels", None)
     if isinstance(levels, str):
         try:

@@ -79,7 +79,7 @@ def add_validation_options(p) -> None:
                    help="LZISD per-bin intervals (auto: 'cho' when every bin has >= 400 points)")
     p.add_argument("--extrapolation-n-mc", type=int, default=None,
                    help="calibrated copies per distribution for the zero-bin extrapolation "
-                   "null (default: min(--n-mc, 500))")
+                   "null (at least 2; default: min(--n-mc, 500))")
     p.add_argument(
         "--tolerance", type=float, default=None, metavar="T",
         help="equivalence claim on the scale of uE: say whether the data show the factor "
