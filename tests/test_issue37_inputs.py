@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -265,6 +266,25 @@ def test_extrapolation_n_mc_below_two_is_refused_naming_the_option(tmp_path, cap
         assert "untested" in err
     with pytest.raises(InputError, match="extrapolation_n_mc must be an integer >= 2"):
         uqx.validate(uqx.from_arrays(_frame()["E"], _frame()["uE"]), extrapolation_n_mc=0)
+
+
+# ------------------------------------------------------- 8. empty equal-width bins
+
+
+def test_empty_equal_width_bin_is_named_as_the_cause(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    u = rng.choice([0.5, 0.6, 2.0], 1200)
+    ds = uqx.from_arrays(u * rng.standard_normal(u.size), u, name="tied")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = uqx.validate(ds, ["zms", "ence", "zmse"], n_boot=100, n_mc=100, seed=1,
+                           binning="equal-width", bins=10, conditional=False)
+    assert not [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    for stat in ("ence", "zmse"):
+        why = res["verdict_reason"].sel(set="tied", stat=stat).item()
+        assert "no usable copy" not in why
+        assert "equal-width bins on uE hold no point" in why
+        assert "fewer bins" in why and "equal-count" in why
 
 
 # ------------------------------------------------------- 10. --nu per study, per scenario

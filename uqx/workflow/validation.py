@@ -538,6 +538,7 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     res = headline_coherence_step(res)
     res = untestable_step(res, sets, specs, notes, n_bins_used=used, cfg=cfg)
     res = _absent_cond_step(res, sets, notes)
+    res = _empty_bins_step(res, sets, specs, cfg)
     res = recalibration_step(res, sets, specs, cfg, run=_workflow)
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", np.array([sd.M for sd in sets])))
@@ -569,6 +570,44 @@ def _absent_cond_step(res, sets, notes):
     return res.assign(cond_verdict_reason=(res["cond_verdict_reason"].dims,
                                            reason.astype(str),
                                            res["cond_verdict_reason"].attrs))
+
+
+def _empty_bins_step(res, sets, specs, cfg):
+    """Name an empty bin as the reason of a binned statistic that it left undefined.
+
+    Equal-width (or adaptive) bins on tied or gappy values can hold no point: the
+    statistic is then NaN on the data and on every copy, which the Monte-Carlo test
+    reports as "no usable copy". The reason given instead says which bins are empty and
+    what to do.
+    """
+    from uqx.engine.binning import make_bins
+
+    if cfg.binning == "equal-count" or "verdict_reason" not in res:
+        return res
+    reason = res["verdict_reason"].values.astype(object)
+    verdict, estimate = res["verdict"].values, res["estimate"].values
+    counts = {}
+    for i, sd in enumerate(sets):
+        for j, s in enumerate(specs):
+            x = getattr(sd, "uE" if s.cond == "uE" else s.cond, None) \
+                if s.family == "binned" else None
+            if x is None or np.isfinite(estimate[i, j]) or verdict[i, j] != "inconclusive":
+                continue
+            key = (i, s.cond)
+            if key not in counts:
+                try:
+                    counts[key] = np.asarray(make_bins(x, cfg.bins, scheme=cfg.binning,
+                                                       pop_min=cfg.pop_min).counts)
+                except InputError:
+                    counts[key] = np.array([], dtype=np.int64)
+            n = counts[key]
+            if n.size and (n == 0).any():
+                reason[i, j] = (
+                    f"{int((n == 0).sum())} of {n.size} {cfg.binning} bins on {s.cond} hold no "
+                    f"point (ties or gaps in {s.cond}), so {s.name.upper()} is undefined: use "
+                    "fewer bins (--bins) or equal-count bins (--binning equal-count)")
+    return res.assign(verdict_reason=(res["verdict_reason"].dims, reason.astype(str),
+                                      res["verdict_reason"].attrs))
 
 
 def _is_identity(order: np.ndarray, step: int = 1 << 20) -> bool:
