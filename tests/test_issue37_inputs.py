@@ -287,6 +287,32 @@ def test_empty_equal_width_bin_is_named_as_the_cause(tmp_path, capsys):
         assert "fewer bins" in why and "equal-count" in why
 
 
+# ---------------------------------------------------------------- 9. --ties file-order
+
+
+def test_file_order_equals_content_order_without_ties():
+    rng = np.random.default_rng(7)
+    M = 900
+    u = rng.uniform(0.5, 2.0, M)  # no ties
+    E, X = u * rng.standard_normal(M), rng.uniform(0.0, 1.0, M)
+    kw = dict(n_boot=100, n_mc=100, seed=3, cond_n_boot=50, extrapolation_n_mc=20)
+    ds = uqx.from_arrays(E, u, X=X, name="d")
+    a = uqx.validate(ds, ties="content", **kw)
+    b = uqx.validate(ds, ties="file-order", **kw)
+    assert set(a.data_vars) == set(b.data_vars)
+    for k in a.data_vars:
+        x, y = a[k].values, b[k].values
+        if x.dtype.kind == "f":
+            np.testing.assert_array_equal(x, y, err_msg=k)
+        else:
+            assert (x == y).all(), k
+    zms = lambda r: r[["ci_low", "ci_high"]].sel(stat="zms")  # noqa: E731
+    shuffled = rng.permutation(M)  # file-order of another row order: the same too
+    c = uqx.validate(uqx.from_arrays(E[shuffled], u[shuffled], X=X[shuffled], name="d"),
+                     ties="file-order", **kw)
+    xr.testing.assert_equal(zms(c), zms(b))  # values and coordinates, bit for bit
+
+
 # ------------------------------------------------------- 10. --nu per study, per scenario
 
 

@@ -60,7 +60,7 @@ from uqx.dataio.model import (
     provenance,
     provenance_attrs,
 )
-from uqx.engine.binning import TIES, content_order
+from uqx.engine.binning import TIES, content_order, stable_order
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST
@@ -304,11 +304,13 @@ def validate(
         the order of uE, tie groups ordered by a hash of each row
         (:func:`uqx.engine.binning.content_order`), so every output (estimates,
         intervals, p-values, verdicts) is a function of the set of rows: any permutation
-        of the input gives the same result, bit for bit. ``"file-order"``: the input
-        order, with ties of uE, X, V split by it (R ``order()``, the papers' convention;
-        ``uqx validate --paper-sets`` uses it to reproduce their numbers). Input
-        streamed from disk (moment statistics of a lazy data set without the conditional
-        routes) is always read in file order.
+        of the input gives the same result, bit for bit. ``"file-order"``: rows in the
+        stable order of uE, tie groups of uE in input order (R ``order()``, the papers'
+        convention; ``uqx validate --paper-sets`` uses it to reproduce their numbers);
+        ties of X and V are then split in that order. Without ties in uE both are the
+        same rows in the same order, so every output is the same. Input streamed from
+        disk (moment statistics of a lazy data set without the conditional routes) is
+        always read in file order, not sorted.
     resolution : bool, default True
         State each test's resolution (the smallest miscalibration it detects with 80 %
         power: :mod:`uqx.engine.resolution`; variables ``resolution_*`` and
@@ -352,10 +354,11 @@ def validate(
       columns are read once into memory, chunk by chunk (8 bytes a row each for E, uE
       and X, V when present), and the in-memory workflow runs on them; they are not
       checked again (the checks read the file once, in groups of rows). The input
-      digests are taken first, from the rows as given; the content order
-      (``ties="content"``) then holds one order of the rows (int64, 8 bytes a row, one
-      set at a time) and permutes the loaded columns in place, so the columns are never
-      held twice. In content order uE is sorted, so what bins on uE needs no sort
+      digests are taken first, from the rows as given; the row order (content order, or
+      the stable order of uE with ``ties="file-order"``) then holds one order of the rows
+      (int64, 8 bytes a row, one set at a time) and permutes the loaded columns in place,
+      so the columns are never held twice. In that order uE is sorted, so what bins on
+      uE needs no sort
       order: the binned bootstrap reads E and uE as they are and draws each replicate's
       counts sample block by sample block (no count matrix), the simulated references
       read uE as it is. Sets longer than :data:`uqx.engine.defaults.LONG_SET_ROWS`
@@ -365,13 +368,14 @@ def validate(
       beyond the columns, but one column of 8 bytes a row at a time for the exact
       quantiles (tailedness, the fitted member's κ_CS). Measured (ZMS + RCE + ENCE,
       ``--no-conditional``, n_boot = n_mc = 200, ``benchmarks/bench_validate_disk.py``):
-      see :func:`uqx.workflow.disk.memory_note`. CC, bins on X / V, ``ties="file-order"``
-      and the conditional routes still hold sort orders and per-row values (8 bytes a
-      row each).
+      see :func:`uqx.workflow.disk.memory_note`. CC, bins on X / V and the conditional
+      routes still hold sort orders and per-row values (8 bytes a row each).
       The tailedness step of sets longer than 2^20 rows works one column at a time
       here too (the same bits).
 
-    Both routes give the same numbers as the in-memory input, bit for bit (tested).
+    Both routes give the same numbers as the in-memory input, bit for bit (tested): the
+    streamed one reads the rows in file order, the in-memory input is sorted by uE, so
+    their intervals agree when the file's rows are in the order of uE.
 
     **In-memory input**: the checks count and take extremes 2^20 rows at a time (no
     temporary column). Input given as arrays, one data set or a list is stacked into new
@@ -438,8 +442,8 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     # the input digests identify the rows as given: taken before the rows are reordered,
     # so that the input-order columns need not be kept to the end
     inputs = provenance(sets)
-    if cfg.ties == "content" and not is_lazy_input(ds):
-        ds, sets = _content_order_step(ds, sets, owned=owned)
+    if not is_lazy_input(ds):
+        ds, sets = _content_order_step(ds, sets, owned=owned, ties=cfg.ties)
     notes = _Notes(len(sets), len(specs))
     used = _binning_used(sets, specs, bins=cfg.bins, binning=cfg.binning,
                          pop_min=cfg.pop_min, notes=notes)
@@ -616,11 +620,17 @@ def _is_identity(order: np.ndarray, step: int = 1 << 20) -> bool:
                for lo in range(0, order.size, step))
 
 
-def _content_order_step(ds, sets, owned=()):
-    """Step 0: put every set's rows in content order (:func:`uqx.engine.binning.content_order`).
+def _content_order_step(ds, sets, owned=(), ties="content"):
+    """Step 0: put every set's rows in the order of uE, tie groups as ``ties`` says.
 
-    After it, nothing downstream sees the input order: the result is a function of the
-    set of rows (tie groups of uE, X and V split by a row hash instead of file order).
+    ``ties="content"``: content order (:func:`uqx.engine.binning.content_order`); after
+    it, nothing downstream sees the input order: the result is a function of the set of
+    rows (tie groups of uE, X and V split by a row hash instead of file order).
+    ``ties="file-order"``: the stable order of uE
+    (:func:`uqx.engine.binning.stable_order`), tie groups of uE in input order (R's
+    ``order()``). Both are the same rows in the same order when uE has no ties, so the
+    two conventions differ only inside tie groups (the bootstrap draws rows by position:
+    a bare input order would change every interval).
 
     ``owned``: the columns that belong to the workflow (loaded from disk, or stacked for
     it by :func:`uqx.dataio.model.as_stacked`). When every column is owned, each set's
@@ -633,7 +643,8 @@ def _content_order_step(ds, sets, owned=()):
     orders = [None] * len(sets)
     moved = False
     for i, sd in enumerate(sets):
-        order = content_order(sd.uE, sd.E, *(c for c in (sd.X, sd.V) if c is not None))
+        order = (content_order(sd.uE, sd.E, *(c for c in (sd.X, sd.V) if c is not None))
+                 if ties == "content" else stable_order(sd.uE))
         if _is_identity(order):
             continue
         moved = True

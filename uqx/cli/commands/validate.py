@@ -89,8 +89,9 @@ def add_validation_options(p) -> None:
         "--ties", default=None, choices=["content", "file-order"],
         help="how rows with equal uE (or X, V) are split between bins: 'content' (by a "
         "hash of each row, so the result does not depend on the order of the rows) or "
-        "'file-order' (the papers' R convention); default: content, or file-order with "
-        "--paper-sets")
+        "'file-order' (ties in the order of the file, the papers' R convention; rows are "
+        "sorted by uE either way, so without ties both give the same output); default: "
+        "content, or file-order with --paper-sets")
     p.add_argument(
         "--no-conditional", action="store_true",
         help="skip the conditional routes (LZISD bins, zero-bin extrapolation)"
