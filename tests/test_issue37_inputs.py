@@ -10,6 +10,9 @@ docs test in CI, the data-directory message and Parquet input.
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -331,6 +334,28 @@ def test_sweep_pval_accepts_nu_ig_2_and_keeps_t_ranges(tmp_path, capsys):
     assert rc == 2 and "--nu must be > 0" in err
     rc, _, err = _run(capsys, ["validate", "Set1", "--nu", "2"])
     assert rc == 2 and "--nu must be > 2" in err
+
+
+# ------------------------------------------------------------ 11. the docs test in CI
+
+
+def test_make_test_installs_the_docs_extras_first(tmp_path):
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("no make here")
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    plan = subprocess.run([make, "-n", "test"], cwd=tmp_path, capture_output=True,
+                          text=True, check=True).stdout.splitlines()
+    pytest_line = next(i for i, line in enumerate(plan) if "-m pytest" in line)
+    installs = [line for line in plan[:pytest_line] if "pip install" in line]
+    extras = {e for line in installs for m in re.findall(r'"\.\[([^]]*)\]"', line)
+              for e in m.split(",")}
+    assert {"test", "docs", "parquet"} <= extras, installs
+    assert "UQX_REQUIRE_EXTRAS=1" in plan[pytest_line]
+    plan = subprocess.run([make, "-n", "demo"], cwd=tmp_path, capture_output=True,
+                          text=True, check=True).stdout
+    assert "docs" not in plan  # the demo stays light
 
 
 # ------------------------------------------------------------ 12. data-directory error
