@@ -329,7 +329,7 @@ def test_sweep_pval_accepts_nu_ig_2_and_keeps_t_ranges(tmp_path, capsys):
     rc, _, err = _run(capsys, ["sweep", "pval", "--scenario", "TIG", "--nu", "2",
                                "--n-datasets", "2", "--M", "100", "--n-boot", "10",
                                "-o", out, "-q"])
-    assert rc == 2 and "nu_D must be > 2" in err
+    assert rc == 2 and "--nu must be > 2 for TIG" in err
     rc, _, err = _run(capsys, ["sweep", "appendix-b", "--nu", "0", "-o", out])
     assert rc == 2 and "--nu must be > 0" in err
     rc, _, err = _run(capsys, ["validate", "Set1", "--nu", "2"])

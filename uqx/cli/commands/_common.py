@@ -607,13 +607,18 @@ OPTION_RANGES = {
     "nu": (2.0, float("inf"), False, "> 2 (a unit-variance Student t needs nu > 2)"),
 }
 
-#: ``--nu`` of the studies whose nu is not (only) that of a Student t, by study name:
-#: the range, or None where the study checks it per scenario (``pval``: nu_IG > 0 of
-#: NIG, e.g. 001 Fig. 4's grid 2-10; nu_D > 2 of TIG's t errors).
+#: ``--nu`` of the studies whose nu is not (only) that of a Student t, by study name and
+#: scenario (None: any): ``pval`` takes nu_IG > 0 for NIG (001 Fig. 4's grid is 2-10) and
+#: the t errors' nu_D > 2 for TIG; ``appendix-b`` the shape of its IG variances.
 _STUDY_NU_RANGES = {
-    "pval": None,
-    "appendix-b": (0.0, float("inf"), False, "> 0 (the shape of the inverse gamma "
-                   "distribution of the variances)"),
+    "pval": {
+        "NIG": (0.0, float("inf"), False, "> 0 for NIG (nu_IG, the shape of the inverse "
+                "gamma variances)"),
+        "TIG": (2.0, float("inf"), False, "> 2 for TIG (a unit-variance Student t needs "
+                "nu > 2)"),
+    },
+    "appendix-b": {None: (0.0, float("inf"), False, "> 0 (the shape of the inverse gamma "
+                          "distribution of the variances)")},
 }
 
 #: Integer options that must be at least this (argparse ``dest``: minimum).
@@ -677,14 +682,16 @@ def check_options(args, argv=()) -> None:
     argv = [str(a) for a in (argv or ())]
     flag = {k: "--" + k.replace("_", "-") for k in (*OPTION_RANGES, *OPTION_MINIMA)}
     flag["min_uE_rel_sd"] = "--min-uE-rel-sd"
-    ranges = dict(OPTION_RANGES)
+    checks = list(OPTION_RANGES.items())
     study = getattr(args, "study", None) if getattr(args, "command", None) == "sweep" else None
     if study in _STUDY_NU_RANGES:  # per command and scenario: not every nu is a Student t's
-        ranges["nu"] = _STUDY_NU_RANGES[study]
-    for key, rng in ranges.items():
-        if rng is None:
-            continue
-        lo, hi, incl, what = rng
+        by_scenario = _STUDY_NU_RANGES[study]
+        checks = [(k, r) for k, r in checks if k != "nu"]
+        for s in dict.fromkeys(getattr(args, "scenario", None) or [None]):
+            rng = by_scenario.get(s, by_scenario.get(None))
+            if rng is not None:  # an unknown scenario: the study names it
+                checks.append(("nu", rng))
+    for key, (lo, hi, incl, what) in checks:
         value = getattr(args, key, None)
         for v in value if isinstance(value, list | tuple) else [value]:
             if v is None or not isinstance(v, int | float):
