@@ -3,6 +3,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the optional extras that tests need besides [test]: docs (sphinx, for tests/test_docs.py
+# and make docs) and parquet (pyarrow, for the Parquet inputs); defined before the rules
+# that name it (make expands prerequisites as it reads them)
+EXTRAS_STAMP := $(VENV)/.extras-installed
 DATA_DIR ?= $(if $(UQX_DATA_DIR),$(UQX_DATA_DIR),$(abspath $(wildcard ../shared/datasets)))
 
 .PHONY: demo test test-slow test-install test-cluster bench lint docs clean
@@ -13,11 +17,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[test,cluster]"
 	touch $(STAMP)
 
+# rebuilt with $(STAMP) (a new venv or pyproject.toml), so the extras never go missing
+$(EXTRAS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet -e ".[test,cluster,docs,parquet]"
+	touch $(EXTRAS_STAMP)
+
 demo: $(STAMP)
 	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/uqx demo
 
-test: $(STAMP)
-	UQX_DATA_DIR=$(DATA_DIR) $(BIN)/python -m pytest -q
+# UQX_REQUIRE_EXTRAS=1: the tests of the extras fail instead of skipping when one is missing
+test: $(EXTRAS_STAMP)
+	UQX_DATA_DIR=$(DATA_DIR) UQX_REQUIRE_EXTRAS=1 $(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)
 	UQX_DATA_DIR=$(DATA_DIR) UQX_SLOW=1 $(BIN)/python -m pytest -q -m slow
@@ -41,14 +51,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_outofcore.py   # writes and deletes a 1.6 GB NetCDF
 	$(BIN)/python benchmarks/bench_validate_disk.py   # the same size, uqx validate FILE.nc
 
-DOCS_STAMP := $(VENV)/.docs-installed
-
-$(DOCS_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/pip install --quiet -e ".[test,docs]"
-	touch $(DOCS_STAMP)
-
 # HTML in docs/_build/html; warnings are errors. Notebooks run once per change (cached).
-docs: $(DOCS_STAMP)
+docs: $(EXTRAS_STAMP)
 	UQX_DATA_DIR=$(DATA_DIR) MPLBACKEND=Agg $(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
 lint: $(STAMP)

@@ -291,7 +291,10 @@ def test_simulate_all_fills_predefined_statistics(synth):
 
 
 def test_tailedness_warnings(res):
-    sw = {s: split_warnings(res["set_warnings"].sel(set=s).item()) for s in res["set"].values}
+    # over and tig have no X (only cal has one): their note of untested adaptivity aside
+    sw = {s: [w for w in split_warnings(res["set_warnings"].sel(set=s).item())
+              if not w.startswith("adaptivity (X) not tested: this set has no X")]
+          for s in res["set"].values}
     assert sw["cal"] == [] and sw["over"] == []
     assert len(sw["tig"]) == 1 and sw["tig"][0].startswith("tailedness above the safety")
     for st in ("zms", "rce", "ence", "zmse", "zve", "nll"):

@@ -97,9 +97,22 @@ def default_data_dirs() -> list[Path]:
     """List the default data directories, in order of preference.
 
     ``data/`` next to the package (a source checkout or an editable install), then
-    ``data/`` in the current directory.
+    ``data/`` in the current directory, each folder once (the same folder when run from
+    the checkout).
     """
-    return [Path(__file__).resolve().parents[2] / "data", Path.cwd() / "data"]
+    found = []
+    for path in (Path(__file__).resolve().parents[2] / "data", Path.cwd() / "data"):
+        if not any(_same_dir(path, p) for p in found):
+            found.append(path)
+    return found
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    """Whether two folder paths name the same folder (links resolved; missing ones too)."""
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
 
 
 def _find_data_dir(data_dir: str | os.PathLike | None) -> Path:

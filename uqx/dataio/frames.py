@@ -9,8 +9,10 @@ literature loaders of :mod:`uqx.dataio.datasets`.
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +22,68 @@ import xarray as xr
 from uqx.dataio.model import from_arrays, stack
 from uqx.errors import InputError
 
-__all__ = ["from_dataframe", "read_csv", "read_frame", "numeric_column", "sniff_delimiter"]
+__all__ = ["from_dataframe", "read_csv", "read_parquet", "read_frame", "numeric_column",
+           "sniff_delimiter", "text_encoding", "PARQUET_SUFFIXES"]
+
+#: File suffixes read as Parquet tables (:func:`read_parquet`; needs pyarrow).
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+#: Byte-order marks -> encoding (UTF-32 first: its little-endian mark starts like UTF-16's).
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+#: Bytes read to find the encoding and the header line.
+_SAMPLE_BYTES = 1 << 16
+#: Encoding tried when a file without a byte-order mark is not UTF-8 (never fails).
+_FALLBACK_ENCODING = "latin-1"
+
+
+def _head_bytes(path: Path) -> bytes:
+    """First bytes of a file, decompressed as pandas will read it (``.gz``, ``.bz2``...)."""
+    from pandas.io.common import get_handle  # the compression inference of read_csv
+
+    try:
+        with get_handle(path, "rb", compression="infer", is_text=False) as handles:
+            return handles.handle.read(_SAMPLE_BYTES)
+    except (OSError, EOFError, ValueError, RuntimeError) as exc:  # gzip, zip, lzma errors
+        raise InputError(f"{path}: cannot decompress ({exc})") from None
+
+
+def text_encoding(path: str | os.PathLike) -> str:
+    """Return the text encoding of a table file (decompressed first when compressed).
+
+    A byte-order mark names it (UTF-8, UTF-16 or UTF-32); otherwise the file is taken
+    as UTF-8 (:func:`read_frame` falls back to Latin-1, with a warning, when it is not).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file (compression inferred from the suffix, as by :func:`pandas.read_csv`).
+
+    Returns
+    -------
+    str
+        ``"utf-8"``, ``"utf-8-sig"``, ``"utf-16"`` or ``"utf-32"``.
+
+    Raises
+    ------
+    InputError
+        NUL bytes without a byte-order mark: binary data, or UTF-16/32 text without a
+        mark (the message says to re-save the file as UTF-8).
+    """
+    head = _head_bytes(Path(path))
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name
+    if b"\x00" in head:
+        raise InputError(
+            f"{path}: not a text CSV file: it holds NUL bytes (binary data, or UTF-16/UTF-32 "
+            "text without a byte-order mark); re-save it as a UTF-8 CSV file")
+    return "utf-8"
 
 
 def read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs) -> pd.DataFrame:
@@ -38,13 +101,24 @@ def read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs)
     Returns
     -------
     pandas.DataFrame
-        The table as pandas reads it.
+        The table as pandas reads it; ``df.attrs["encoding"]`` is the encoding used.
 
     Raises
     ------
     InputError
         Missing file, a directory, an empty file, a parse error or a binary file; the
         message names the file.
+
+    Warns
+    -----
+    UserWarning
+        The file is not UTF-8 and has no byte-order mark: it is read as Latin-1.
+
+    Notes
+    -----
+    Compressed files (``.gz``, ``.bz2``, ``.xz``, ``.zip``, ``.zst``) are read as
+    pandas infers from the suffix. The encoding is that of :func:`text_encoding`
+    (``encoding=`` overrides it); a file that is not UTF-8 is read as Latin-1.
     """
     if not isinstance(path, str | os.PathLike):
         raise InputError(f"expected a file name (str or path), got {type(path).__name__}")
@@ -53,31 +127,47 @@ def read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs)
         raise InputError(f"{path}: file not found")
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a CSV file")
+    encoding = kwargs.pop("encoding", None) or text_encoding(path)
     try:
-        return pd.read_csv(path, comment=comment, **kwargs)
+        try:
+            df = pd.read_csv(path, comment=comment, encoding=encoding, **kwargs)
+        except UnicodeDecodeError:
+            if encoding != "utf-8":
+                raise
+            df = pd.read_csv(path, comment=comment, encoding=_FALLBACK_ENCODING, **kwargs)
+            encoding = _FALLBACK_ENCODING
+            warnings.warn(f"{path}: not UTF-8: read as Latin-1 (ISO-8859-1); re-save it as "
+                          "UTF-8 if its text columns matter", UserWarning, stacklevel=2)
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: file is empty (no header, no data)") from None
     except pd.errors.ParserError as exc:
         raise InputError(f"{path}: cannot parse as CSV ({exc})") from None
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not a text CSV file ({exc})") from None
+        raise InputError(f"{path}: not a text CSV file ({exc}); re-save it as UTF-8") from None
+    except (OSError, EOFError, ValueError) as exc:  # a corrupt compressed file
+        raise InputError(f"{path}: cannot read as CSV ({exc})") from None
+    df.attrs["encoding"] = encoding
+    return df
 
 
 #: delimiters recognised in a CSV file besides the comma
 _DELIMITERS = {";": "semicolon", "\t": "tab", "|": "vertical bar"}
 
 
-def sniff_delimiter(path: str | os.PathLike) -> str:
+def sniff_delimiter(path: str | os.PathLike, encoding: str | None = None) -> str:
     """Return the column delimiter of a text table: ``","`` unless the header says otherwise.
 
     The header line is split on each of ``,``, ``;``, tab and ``|``; the delimiter that
     gives the most columns (at least 2) wins, the comma on ties, so that a comma-separated
-    file is always read as before.
+    file is always read as before. A compressed file is read decompressed (compression
+    inferred from the suffix, as by :func:`pandas.read_csv`).
 
     Parameters
     ----------
     path : str or path-like
         The file.
+    encoding : str, optional
+        Its text encoding (default: :func:`text_encoding`).
 
     Returns
     -------
@@ -85,24 +175,22 @@ def sniff_delimiter(path: str | os.PathLike) -> str:
         The delimiter.
     """
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            header = ""
-            for line in fh:
-                if line.strip():
-                    header = line
-                    break
-    except OSError:
-        return ","
+        head = _head_bytes(Path(path))
+        text = head.decode(encoding or text_encoding(path), errors="replace")
+    except (InputError, LookupError):
+        return ","  # read_frame says what is wrong with the file
+    header = next((line for line in text.splitlines() if line.strip()), "")
     counts = {d: header.count(d) for d in (",", *_DELIMITERS)}
     best = max(counts, key=lambda d: (counts[d], d == ","))
     return best if counts[best] > 0 else ","
 
 
-def _check_header(path: Path, *, comment: str | None = None) -> None:
+def _check_header(path: Path, *, comment: str | None = None, sep: str = ",",
+                  encoding: str | None = None) -> None:
     """Reject duplicate column names (pandas would silently rename them ``E.1``...)."""
     try:
         header = pd.read_csv(path, header=None, nrows=1, comment=comment, dtype=str,
-                             sep=sniff_delimiter(path))
+                             sep=sep, encoding=encoding)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
         return  # reported by read_frame
     names = [str(c).strip() for c in header.iloc[0].tolist()] if len(header) else []
@@ -310,13 +398,16 @@ def read_csv(
     path : str or path-like
         CSV file with a header line. Columns separated by commas, or by semicolons, tabs
         or vertical bars (found from the header line by :func:`sniff_delimiter`, recorded
-        in ``attrs["delimiter"]`` and in ``attrs["columns"]``).
+        in ``attrs["delimiter"]`` and in ``attrs["columns"]``). Compressed files
+        (``.csv.gz``, ``.bz2``, ``.xz``, ``.zip``) are read decompressed; UTF-8 text, or
+        UTF-16/32 with a byte-order mark (``attrs["encoding"]``); a file that is not
+        UTF-8 is read as Latin-1, with a warning.
     E, uE : str
         Names of the error (reference - prediction) and uncertainty columns.
     X, V : str, optional
         Names of the input-feature and predicted-value columns.
     name : str, optional
-        Data set name; defaults to the file stem.
+        Data set name; defaults to the file stem (``preds`` for ``preds.csv.gz``).
     uE_is_variance : bool, default False
         The ``uE`` column holds variances: ``uE = sign(v) * sqrt(|v|)`` is used, so that
         negative variances stay negative and are rejected (or removed by
@@ -354,19 +445,103 @@ def read_csv(
         raise InputError(f"read_csv: expected a file name (str or path), got "
                          f"{type(path).__name__}")
     path = Path(path)
-    sep = sniff_delimiter(path) if path.is_file() else ","
-    df = read_frame(path, comment=comment, sep=sep)
-    _check_header(path, comment=comment)
+    encoding = text_encoding(path) if path.is_file() else None
+    sep = sniff_delimiter(path, encoding) if path.is_file() else ","
+    df = read_frame(path, comment=comment, sep=sep, encoding=encoding)
+    encoding = df.attrs.get("encoding", encoding)  # Latin-1 when the file was not UTF-8
+    _check_header(path, comment=comment, sep=sep, encoding=encoding)
     if df.shape[0] == 0:
         raise InputError(f"{path}: no data rows (header only)")
     stripped = [str(c).strip() for c in df.columns]
     if stripped != [str(c) for c in df.columns] and len(set(stripped)) == len(stripped):
         df.columns = stripped  # " E , uE " header: the names without their blanks
-    ds = _one_frame(df, path, E=E, uE=uE, X=X, V=V,
-                    name=name if name is not None else path.stem, units="",
+    ds = _one_frame(df, path, E=E, uE=uE, X=X, V=V, name=_stem(path, name), units="",
                     source=str(path), uE_is_variance=uE_is_variance,
                     drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
     if sep != ",":
         ds.attrs["delimiter"] = sep
         ds.attrs["columns"] += f" ({_DELIMITERS[sep]}-separated file)"
+    if encoding not in (None, "utf-8", "utf-8-sig"):
+        ds.attrs["encoding"] = encoding
+        ds.attrs["columns"] += f" ({_ENCODING_NAMES.get(encoding, encoding)} file)"
     return ds
+
+
+#: How the notes name the encodings that are not UTF-8.
+_ENCODING_NAMES = {"utf-16": "UTF-16", "utf-32": "UTF-32", "latin-1": "Latin-1"}
+
+
+def _stem(path: Path, name: str | None) -> str:
+    """Return the data set name of a file: ``name``, else its stem without compression."""
+    if name is not None:
+        return name
+    from pandas.io.common import infer_compression
+
+    if infer_compression(str(path), "infer") is not None and Path(path.stem).suffix:
+        return Path(path.stem).stem  # preds.csv.gz -> preds
+    return path.stem
+
+
+def read_parquet(
+    path: str | os.PathLike,
+    *,
+    E: str = "E",
+    uE: str = "uE",
+    X: str | None = None,
+    V: str | None = None,
+    name: str | None = None,
+    uE_is_variance: bool = False,
+    drop_nonfinite: bool = False,
+    min_uE_rel_sd: float | None = None,
+) -> xr.Dataset:
+    """Read errors and uncertainties from named columns of a Parquet file.
+
+    The Parquet counterpart of :func:`read_csv` (same options and attributes), read with
+    :func:`pandas.read_parquet` and pyarrow, the optional extra ``uqx[parquet]``.
+    Missing values of nullable columns are NaN (an error unless ``drop_nonfinite``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        Parquet file (``.parquet``, ``.pq``).
+    E, uE, X, V, name, uE_is_variance, drop_nonfinite, min_uE_rel_sd
+        As for :func:`read_csv`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Canonical input data set; attrs ``name`` (default: the file stem), ``source``,
+        ``n_dropped``, ``filters`` and ``columns``.
+
+    Raises
+    ------
+    InputError
+        pyarrow missing (the message names the extra), a missing or unreadable file, an
+        unknown or non-numeric column, and everything :func:`read_csv` rejects.
+
+    Examples
+    --------
+    >>> ds = read_parquet("preds.parquet", E="err", uE="unc")  # doctest: +SKIP
+    """
+    if not isinstance(path, str | os.PathLike):
+        raise InputError(f"read_parquet: expected a file name (str or path), got "
+                         f"{type(path).__name__}")
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: file not found" if not path.exists() else
+                         f"{path}: is a directory, expected a Parquet file")
+    try:
+        import pyarrow  # noqa: F401  (pandas' engine; an optional extra)
+    except ImportError:
+        raise InputError(f"{path}: reading Parquet needs pyarrow, an optional extra of uqx: "
+                         "pip install 'uqx[parquet]' (or pip install pyarrow), or save "
+                         "the table as CSV") from None
+    try:
+        df = pd.read_parquet(path, engine="pyarrow")
+    except (OSError, ValueError, TypeError) as exc:  # pyarrow's errors derive from these
+        raise InputError(f"{path}: cannot read as Parquet ({exc})") from None
+    if df.shape[0] == 0:
+        raise InputError(f"{path}: no data rows")
+    return _one_frame(df, path, E=E, uE=uE, X=X, V=V, name=_stem(path, name), units="",
+                      source=str(path), uE_is_variance=uE_is_variance,
+                      drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)

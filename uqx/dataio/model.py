@@ -75,6 +75,24 @@ def _kind_problem(kind: str) -> str:
     return ""
 
 
+def _missing_as_nan(raw: np.ndarray) -> np.ndarray:
+    """Object array with pandas' missing values (``pd.NA``, ``None``, ``NaT``) as NaN.
+
+    ``float(pd.NA)`` raises; as NaN, the missing values are counted and named by the
+    checks of missing values like any NaN. Other arrays are returned as they are.
+    """
+    if raw.dtype.kind != "O" or raw.size == 0:
+        return raw
+    import pandas as pd
+
+    missing = pd.isna(raw)
+    if not np.any(missing):
+        return raw
+    out = raw.copy()
+    out[missing] = np.nan
+    return out
+
+
 def _as_1d(values, label: str, name: str):
     if isinstance(values, xr.DataArray):
         values = values.data
@@ -94,6 +112,7 @@ def _as_1d(values, label: str, name: str):
             raise InputError(f"{name}: column {label!r} {problem}")
         if np.ma.isMaskedArray(raw):  # masked entries are missing values, not their data
             raw = np.ma.filled(raw.astype(np.float64), np.nan)
+        raw = _missing_as_nan(raw)
         try:
             arr = np.asarray(raw, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -383,6 +402,8 @@ def _set_dim(ds: xr.Dataset, name: str) -> str | None:
                 "mismatch); all of E, uE, X, V must share the same dimensions"
             )
         kind = ds[key].dtype.kind
+        if kind == "O" and _object_numbers(ds[key].data):
+            continue  # numbers with pandas' missing values: NaN in _float
         if kind not in NUMERIC_KINDS:
             raise InputError(
                 f"{name}: variable {key!r} is not numeric (dtype {ds[key].dtype}); "
@@ -391,8 +412,22 @@ def _set_dim(ds: xr.Dataset, name: str) -> str | None:
     return next((d for d in dims if d != "sample"), None)
 
 
+def _object_numbers(values) -> bool:
+    """Whether an in-memory object array holds only real numbers and missing values."""
+    if is_lazy(values):
+        return False
+    raw = _missing_as_nan(np.asarray(values))
+    try:
+        np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return not any(isinstance(v, str | bytes | bool | np.bool_) for v in raw.ravel())
+
+
 def _float(da_: xr.DataArray, dims) -> xr.DataArray:
     da_ = da_.transpose(*dims)
+    if da_.dtype.kind == "O" and not is_lazy(da_.data):  # pd.NA, None: NaN
+        da_ = da_.copy(data=_missing_as_nan(np.asarray(da_.data)))
     return da_ if da_.dtype == np.float64 else da_.astype(np.float64)
 
 

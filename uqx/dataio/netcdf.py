@@ -37,6 +37,7 @@ __all__ = [
     "to_netcdf",
     "read_netcdf",
     "open_dataset",
+    "netcdf_kind",
     "json_default",
     "NETCDF_SUFFIXES",
     "JSON_PREFIX",
@@ -374,6 +375,42 @@ def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
     return out
 
 
+def netcdf_kind(path: str | os.PathLike) -> str | None:
+    """Tell what a NetCDF file holds, from its variables and attributes (data not read).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    str or None
+        ``"result"`` (a saved :func:`uqx.validate` result: variables ``verdict`` or
+        ``estimate``), ``"study"`` (an archive of ``uqx sweep``: attribute ``study``),
+        ``"data"`` (anything else: input columns for :func:`open_dataset`), or None when
+        the file is missing or not NetCDF (the readers say why).
+
+    Examples
+    --------
+    >>> netcdf_kind("results.nc")  # doctest: +SKIP
+    'result'
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        with xr.open_dataset(path, engine="netcdf4", decode_times=False) as raw:
+            names, attrs = set(map(str, raw.variables)), dict(raw.attrs)
+    except (OSError, ValueError):
+        return None
+    if "verdict" in names or ("estimate" in names and "E" not in names):
+        return "result"
+    if attrs.get("study"):
+        return "study"
+    return "data"
+
+
 def open_dataset(
     path: str | os.PathLike,
     *,
@@ -385,6 +422,7 @@ def open_dataset(
     chunks: int = OPEN_CHUNK_ROWS,
     uE_is_variance: bool = False,
     drop_nonfinite: bool = False,
+    group: str | None = None,
 ) -> xr.Dataset:
     """Open the error / uncertainty columns of a NetCDF file lazily (out of core).
 
@@ -414,6 +452,10 @@ def open_dataset(
     drop_nonfinite : bool, default False
         Drop (and count) rows with NaN/inf instead of raising; dropping makes the
         columns' length unknown to dask until computed, so prefer clean files.
+    group : str, optional
+        NetCDF4 group holding the variables (e.g. ``"preds"`` or ``"/run1/preds"``).
+        Default: the root, or the one group that holds ``E`` and ``uE`` when the root
+        holds neither (recorded in ``attrs["group"]``).
 
     Returns
     -------
@@ -425,10 +467,18 @@ def open_dataset(
     ------
     InputError
         Missing file, a file that is not NetCDF, an unknown variable (the message lists
+<<<<<<< HEAD
         the variables), a variable that is not one-dimensional or not numeric, columns
         over different dimensions, ``E`` and ``uE`` with different ``units`` attributes
         (eV and meV; the square of E's with ``uE_is_variance``), ``chunks`` < 1, and
         everything
+=======
+        the variables and the groups), several groups holding ``E`` and ``uE`` (the
+        message names them), a variable that is not one-dimensional or not numeric,
+        columns over different dimensions, ``chunks`` < 1, values equal to a variable's
+        ``_FillValue`` (read as missing: the message says so and how many; dropped and
+        counted with ``drop_nonfinite``), and everything
+>>>>>>> issue37-inputs
         :func:`uqx.dataio.model.from_arrays` rejects.
 
     Examples
@@ -442,22 +492,37 @@ def open_dataset(
     if not (isinstance(chunks, (int, np.integer)) and chunks >= 1):
         raise InputError(f"chunks must be a positive integer (rows), got {chunks!r}")
     try:
-        raw = xr.open_dataset(path, engine="netcdf4", chunks={}, mask_and_scale=True)
+        raw = xr.open_dataset(path, engine="netcdf4", chunks={}, mask_and_scale=True,
+                              group=group)
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot read as NetCDF ({exc})") from None
+        where = f" (group {group!r})" if group else ""
+        raise InputError(f"{path}: cannot read as NetCDF{where} ({exc})") from None
+    if group is None and E not in raw.variables and uE not in raw.variables:
+        group = _group_holding(path, (E, uE))
+        if group is not None:  # the root holds nothing: the one group that holds E, uE
+            raw.close()
+            raw = xr.open_dataset(path, engine="netcdf4", chunks={}, mask_and_scale=True,
+                                  group=group)
     wanted = {"E": E, "uE": uE, "X": X, "V": V}
     if E not in raw.variables and "estimate" in raw.variables and (
             "verdict" in raw.variables or "replicate" in raw.dims):
         raw.close()
         raise InputError(f"{path} is a saved uqx result, not input data: read it with "
                          "uqx.read_netcdf (or `uqx show` / `uqx report` on the command line)")
+    if E not in raw.variables and raw.attrs.get("study"):
+        raw.close()
+        raise InputError(f"{path} is an archive of 'uqx sweep {raw.attrs['study']}', not input "
+                         "data: draw it with `uqx plot study FILE` (uqx.plot.study)")
     cols, dim = {}, None
     for key, var in wanted.items():
         if var is None:
             continue
         if var not in raw.variables:
             avail = ", ".join(map(str, raw.variables)) or "none"
-            raise InputError(f"{path}: no variable {var!r} (for {key}); variables: {avail}")
+            groups = _groups_text(path) if group is None else ""
+            where = f" in group {group!r}" if group else ""
+            raise InputError(f"{path}: no variable {var!r} (for {key}){where}; variables: "
+                             f"{avail}{groups}")
         arr = raw[var]
         if arr.ndim != 1:
             raise InputError(f"{path}: variable {var!r} must be one-dimensional, got dims "
@@ -467,14 +532,114 @@ def open_dataset(
                              f"dimensions ({dim!r}, {arr.dims[0]!r})")
         dim = arr.dims[0]
         cols[key] = arr.chunk({dim: int(chunks)}).data
+<<<<<<< HEAD
     try:
         _check_units(path, raw, E, uE, uE_is_variance)
     except InputError:
         raw.close()
         raise
+=======
+    filled = _filled_values(path, group, {k: v for k, v in wanted.items() if v is not None},
+                            chunks)
+    if filled and not drop_nonfinite:
+        raise InputError(
+            f"{path}: {'; '.join(filled)}; NetCDF reads values equal to a variable's "
+            "_FillValue (or missing_value) as missing, so these rows are NaN here. If they "
+            "are data, the file's fill value is wrong: rewrite it without one (xarray: "
+            "del ds[name].encoding['_FillValue'] before to_netcdf); if they are missing, "
+            "drop (and count) those rows with drop_nonfinite=True (CLI: --drop-nonfinite)")
+>>>>>>> issue37-inputs
     if uE_is_variance:
         v = cols["uE"].astype(np.float64)
         cols["uE"] = np.sign(v) * np.sqrt(np.abs(v))
     label = name if name is not None else str(raw.attrs.get("name") or path.stem)
-    return from_arrays(cols["E"], cols["uE"], X=cols.get("X"), V=cols.get("V"), name=label,
-                       source=str(path), drop_nonfinite=drop_nonfinite)
+    out = from_arrays(cols["E"], cols["uE"], X=cols.get("X"), V=cols.get("V"), name=label,
+                      source=str(path), drop_nonfinite=drop_nonfinite)
+    if filled:  # dropped with the other missing rows: say why they were missing
+        out.attrs["filters"] = "; ".join(
+            [f for f in [out.attrs.get("filters", "")] if f]
+            + [f"rows equal to the _FillValue read as missing ({'; '.join(filled)})"])
+    if group is not None:
+        out.attrs["group"] = group
+    return out
+
+
+def _group_holding(path: Path, names) -> str | None:
+    """Return the one group of a NetCDF4 file that holds all of ``names`` (None: no group).
+
+    Raises
+    ------
+    InputError
+        Several groups hold them: the message names the groups.
+    """
+    import netCDF4
+
+    found = []
+
+    def walk(g, prefix):
+        for key, sub in g.groups.items():
+            where = f"{prefix}/{key}"
+            if all(n in sub.variables for n in names):
+                found.append(where)
+            walk(sub, where)
+
+    try:
+        with netCDF4.Dataset(path) as nc:
+            walk(nc, "")
+    except OSError:
+        return None
+    if len(found) > 1:
+        raise InputError(
+            f"{path}: the variables {', '.join(map(repr, names))} are in several groups "
+            f"({', '.join(found)}): uqx reads one data set per file; open one with "
+            f"uqx.open_dataset(path, group={found[0]!r}), or save each group to its own file")
+    return found[0] if found else None
+
+
+def _groups_text(path: Path) -> str:
+    """``"; groups: a (E, uE), b (x)"``: the groups of a file and their variables, or ''."""
+    import netCDF4
+
+    parts = []
+
+    def walk(g, prefix):
+        for key, sub in g.groups.items():
+            where = f"{prefix}/{key}".lstrip("/")
+            parts.append(f"{where} ({', '.join(sub.variables) or 'no variables'})")
+            walk(sub, f"{prefix}/{key}")
+
+    try:
+        with netCDF4.Dataset(path) as nc:
+            walk(nc, "")
+    except OSError:
+        return ""
+    return f"; groups: {', '.join(parts)}" if parts else ""
+
+
+def _filled_values(path: Path, group, wanted: dict, chunks: int) -> list[str]:
+    """Describe the values of the columns equal to their finite ``_FillValue``.
+
+    NetCDF masks them as missing; a fill value that coincides with real values (a
+    writer's mistake) would otherwise be reported as NaN in the data. One read of the
+    columns that declare a finite fill value (none for xarray's default NaN fill).
+    """
+    texts = []
+    with xr.open_dataset(path, engine="netcdf4", chunks={}, mask_and_scale=False,
+                         group=group) as raw:
+        for key, var in wanted.items():
+            attrs = {**raw[var].attrs, **raw[var].encoding}
+            fills = [attrs[a] for a in ("_FillValue", "missing_value") if a in attrs]
+            fills = [f for f in np.ravel(np.asarray(fills, dtype=np.float64))
+                     if np.isfinite(f)]
+            if not fills:
+                continue
+            data = raw[var].chunk({raw[var].dims[0]: int(chunks)}).data
+            hit = np.isin(data, fills) if len(fills) > 1 else data == fills[0]
+            n = int(hit.sum().compute())
+            if n:
+                rows = np.flatnonzero(np.asarray(hit[: min(hit.shape[0], 1 << 24)]))[:5]
+                shown = ", ".join(map(str, rows.tolist())) + (", ..." if n > rows.size
+                                                              else "")
+                texts.append(f"{n} value(s) of {var!r} ({key}) equal its _FillValue "
+                             f"{fills[0]:g} (0-based rows {shown})")
+    return texts

@@ -55,8 +55,9 @@ __all__ = [
 
 #: How tied values of the conditioning variable are split between bins: ``"content"``
 #: (by a hash of each row's content: every result is a function of the set of rows,
-#: whatever their order) or ``"file-order"`` (R ``order()``: ties in input order, the
-#: papers' convention, kept for their reproductions).
+#: whatever their order) or ``"file-order"`` (R ``order()``: rows stably sorted by uE,
+#: ties in input order, the papers' convention, kept for their reproductions; without
+#: ties, the same rows in the same order as ``"content"``).
 TIES = ("content", "file-order")
 
 #: Binning schemes accepted by :func:`make_bins`.

@@ -307,7 +307,9 @@ class SetEvaluator:
         self.cond = {"uE": self.u, **extra}
         for s in self.specs:
             if s.family == "binned" and s.cond not in self.cond:
-                raise InputError(f"statistic {s.name!r} needs variable {s.cond!r}, absent here")
+                raise InputError(f"statistic {s.name!r} needs variable {s.cond!r}, which this "
+                                 f"data set does not have: give {s.cond} or leave "
+                                 f"{s.name} out")
 
     # -- shared preparations
     @cached_property

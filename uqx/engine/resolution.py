@@ -287,10 +287,12 @@ def spread_bin_factors(u2, n, gammas) -> np.ndarray:
     """
     u2 = np.asarray(u2, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
-    ln_r = 0.5 * (np.log(u2 / n) - np.log(u2.sum() / n.sum()))
-    a = (np.asarray(gammas, dtype=np.float64)[:, None] - 1.0) * ln_r[None, :]
-    c2 = u2.sum() / np.sum(u2[None, :] * np.exp(2.0 * a), axis=1)
-    return np.sqrt(c2)[:, None] * np.exp(a)
+    # an empty bin (equal-width bins on tied uE) has no factor: NaN, said by the verdict
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ln_r = 0.5 * (np.log(u2 / n) - np.log(u2.sum() / n.sum()))
+        a = (np.asarray(gammas, dtype=np.float64)[:, None] - 1.0) * ln_r[None, :]
+        c2 = u2.sum() / np.sum(u2[None, :] * np.exp(2.0 * a), axis=1)
+        return np.sqrt(c2)[:, None] * np.exp(a)
 
 
 #: Every how many factors of :data:`TOP_FACTORS` the search of

@@ -159,7 +159,10 @@ def _set_from_arrays(name, E, uE, X, V, *, drop_nonfinite=False):
 
 
 def _evaluator(sd, specs, binning):
-    return SetEvaluator(sd.E, sd.uE, specs, binning, cond={"X": sd.X, "V": sd.V})
+    try:
+        return SetEvaluator(sd.E, sd.uE, specs, binning, cond={"X": sd.X, "V": sd.V})
+    except InputError as exc:  # name the set: in a stack, only some may lack X or V
+        raise InputError(f"{sd.name}: {exc}") from None
 
 
 def _run_stacked(ds, specs, binning, n_boot, seed, scheduler, num_workers, want_jack=True,

@@ -34,6 +34,7 @@ from uqx.engine.statistic import (
 )
 from uqx.engine.stats import correlation
 from uqx.engine.stats.tailedness import SAFETY_LIMITS, TAILEDNESS_KEYS, tailedness
+from uqx.errors import InputError
 
 TAILEDNESS_VARS = TAILEDNESS_KEYS  # (the same names as uqx.workflow.validation.TAILEDNESS_VARS)
 
@@ -193,7 +194,11 @@ def compute(
                 notes.append(
                     f"{sd.name}: M={sd.M} < pop_min={pop_min}, binned statistics not computed"
                 )
-            t0 = SetEvaluator(sd.E, sd.uE, use, cfg, cond={"X": sd.X, "V": sd.V}).estimate()
+            try:
+                ev = SetEvaluator(sd.E, sd.uE, use, cfg, cond={"X": sd.X, "V": sd.V})
+            except InputError as exc:  # name the set: in a stack, only some may lack X
+                raise InputError(f"{sd.name}: {exc}") from None
+            t0 = ev.estimate()
             for s in use:
                 out[i, names.index(s.name)] = float(t0[s.name][0])
     return xr.DataArray(

@@ -302,7 +302,7 @@ def lzisd_of_result(result, *, cond="uE", logx="auto", size="double", font_size=
 
 def lcp(data, *, by="uE", prob=(0.25, 0.5, 0.75, 0.95), dist="normal", nu=None,
         n_bins=None, binning="equal-count", log_bins=True, logx="auto", ylim=None,
-        size="double", font_size=None, dpi=None, title=None):
+        size="double", font_size=None, dpi=None, title=None, pop_min=POP_MIN):
     r"""Local coverage probabilities per bin for several interval probabilities P.
 
     For each P the coverage of the intervals :math:`|E| \le U_P` per bin of ``by`` with
@@ -332,7 +332,7 @@ def lcp(data, *, by="uE", prob=(0.25, 0.5, 0.75, 0.95), dist="normal", nu=None,
     """
     raw = load(data)
     if "U" in raw and "set" not in raw.dims:  # given interval half-ranges
-        res = _lcp(raw, by=by, n_bins=n_bins, binning=binning, log=log_bins)
+        res = _lcp(raw, by=by, n_bins=n_bins, binning=binning, log=log_bins, pop_min=pop_min)
         res = res.expand_dims(set=[str(raw.attrs.get("name", "data"))])
         titles = list(res["set"].values)
         ds = raw
@@ -340,7 +340,7 @@ def lcp(data, *, by="uE", prob=(0.25, 0.5, 0.75, 0.95), dist="normal", nu=None,
     else:
         ds = as_sets(raw)
         res = _lcp(ds, by=by, prob=prob, dist=dist, nu=nu, n_bins=n_bins, binning=binning,
-                   log=log_bins)
+                   log=log_bins, pop_min=pop_min)
         titles = panel_titles(ds)
         values = _panel_values(ds, by) or [None] * ds.sizes["set"]
     P = res["prob"].values

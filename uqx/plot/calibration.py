@@ -9,7 +9,7 @@ from __future__ import annotations
 import matplotlib as mpl
 import numpy as np
 
-from uqx.engine.defaults import N_BINS_LOCAL
+from uqx.engine.defaults import N_BINS_LOCAL, POP_MIN
 from uqx.inference.curves.confidence import calibration_curve as _calibration_curve
 from uqx.inference.curves.confidence import conditional_calibration as _conditional
 from uqx.inference.curves.confidence import confidence_curve as _confidence
@@ -75,7 +75,7 @@ def calibration(data, *, dist="normal", nu=None, prob=None, size="double", font_
 
 def conditional_calibration(data, *, by="uE", dist="normal", nu=None, n_bins=N_BINS_LOCAL,
                             binning="equal-count", log_bins=True, size="double",
-                            font_size=None, dpi=None, title=None):
+                            font_size=None, dpi=None, title=None, pop_min=POP_MIN):
     r"""Conditional calibration curves: one curve per bin of uE, X or V.
 
     Curves are coloured from low to high values of the conditioning variable; the grey
@@ -94,6 +94,8 @@ def conditional_calibration(data, *, by="uE", dist="normal", nu=None, n_bins=N_B
         Binning of the conditioning variable (default 15 equal-count bins).
     size, font_size, dpi, title
         Figure options.
+    pop_min : int, default POP_MIN (30)
+        Fewest points per bin (fewer bins than ``n_bins`` when needed).
 
     Returns
     -------
@@ -101,7 +103,7 @@ def conditional_calibration(data, *, by="uE", dist="normal", nu=None, n_bins=N_B
     """
     ds = as_sets(data)
     res = _conditional(ds, by=by, dist=dist, nu=nu, n_bins=n_bins, binning=binning,
-                       log=log_bins)
+                       log=log_bins, pop_min=pop_min)
     cmap = mpl.colormaps["cividis"]
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, axes = S.panel_grid(ds.sizes["set"], size=size, aspect=1.0)

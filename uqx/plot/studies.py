@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from uqx.dataio.model import InputError
@@ -41,8 +43,27 @@ def study(archive, **options):
                "decimation": P.decimation, "binned-tailedness": P.binned_tailedness,
                "reference-sensitivity": P.reference_sensitivity, "error-rates": error_rates}
     if name not in figures:
-        raise InputError(f"no figure for study {name!r} (available: {', '.join(figures)})")
+        if name:
+            raise InputError(f"no figure for study {name!r} (available: {', '.join(figures)})")
+        what, advice = _what(ds)
+        where = str(archive) if isinstance(archive, str | os.PathLike) else "this data set"
+        raise InputError(f"{where} {what}, not an archive of 'uqx sweep' (no 'study' "
+                         f"attribute){advice}. The study figures ({', '.join(figures)}) "
+                         "are drawn from the archives that 'uqx sweep STUDY -o FILE.nc' "
+                         "writes")
     return figures[name](ds, **options)
+
+
+def _what(ds) -> tuple[str, str]:
+    """Say what a data set that is not a study archive holds, and which figures draw it."""
+    if "verdict" in ds or "estimate" in ds:
+        return ("is a 'uqx validate' result",
+                ": draw it with 'uqx plot zeta', 'tailedness' or 'lzisd', or 'uqx report'")
+    if "E" in ds and "uE" in ds:
+        return ("holds input data (E, uE)",
+                ": draw it with 'uqx plot e-vs-u', 'reliability', 'lzisd', 'lcp', "
+                "'calibration'..., or validate it")
+    return "holds neither input data nor a result", ""
 
 
 def _no_line(ds) -> str:

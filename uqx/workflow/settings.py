@@ -45,7 +45,8 @@ class Settings:
     ties : str
         How tie groups of a conditioning variable are ordered before binning:
         ``"content"`` (every result a function of the set of rows) or ``"file-order"``
-        (the papers' R convention); :data:`uqx.engine.binning.TIES`.
+        (rows stably sorted by uE, ties in input order: the papers' R convention);
+        :data:`uqx.engine.binning.TIES`.
     resolution : bool
         Compute each test's resolution (:mod:`uqx.engine.resolution`).
     tolerance : float or None

@@ -60,7 +60,7 @@ from uqx.dataio.model import (
     provenance,
     provenance_attrs,
 )
-from uqx.engine.binning import TIES, content_order
+from uqx.engine.binning import TIES, content_order, stable_order
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST
@@ -319,8 +319,8 @@ def validate(
         (methods page, Binned statistics), or 'cho' when every bin holds at least 400
         points (default).
     extrapolation_n_mc : int, optional
-        Calibrated copies per distribution for the extrapolation null (default
-        ``min(n_mc, N_HEADLINE)``, 500: :data:`uqx.engine.mctest.N_HEADLINE`).
+        Calibrated copies per distribution for the extrapolation null (at least 2;
+        default ``min(n_mc, N_HEADLINE)``, 500: :data:`uqx.engine.mctest.N_HEADLINE`).
     drop_nonfinite : bool
         Drop (and count) rows with NaN/inf instead of raising :class:`InputError`.
     ties : {"content", "file-order"}
@@ -328,11 +328,13 @@ def validate(
         the order of uE, tie groups ordered by a hash of each row
         (:func:`uqx.engine.binning.content_order`), so every output (estimates,
         intervals, p-values, verdicts) is a function of the set of rows: any permutation
-        of the input gives the same result, bit for bit. ``"file-order"``: the input
-        order, with ties of uE, X, V split by it (R ``order()``, the papers' convention;
-        ``uqx validate --paper-sets`` uses it to reproduce their numbers). Input
-        streamed from disk (moment statistics of a lazy data set without the conditional
-        routes) is always read in file order.
+        of the input gives the same result, bit for bit. ``"file-order"``: rows in the
+        stable order of uE, tie groups of uE in input order (R ``order()``, the papers'
+        convention; ``uqx validate --paper-sets`` uses it to reproduce their numbers);
+        ties of X and V are then split in that order. Without ties in uE both are the
+        same rows in the same order, so every output is the same. Input streamed from
+        disk (moment statistics of a lazy data set without the conditional routes) is
+        always read in file order, not sorted.
     resolution : bool, default True
         State each test's resolution (the smallest miscalibration it detects with 80 %
         power: :mod:`uqx.engine.resolution`; variables ``resolution_*`` and
@@ -376,10 +378,11 @@ def validate(
       columns are read once into memory, chunk by chunk (8 bytes a row each for E, uE
       and X, V when present), and the in-memory workflow runs on them; they are not
       checked again (the checks read the file once, in groups of rows). The input
-      digests are taken first, from the rows as given; the content order
-      (``ties="content"``) then holds one order of the rows (int64, 8 bytes a row, one
-      set at a time) and permutes the loaded columns in place, so the columns are never
-      held twice. In content order uE is sorted, so what bins on uE needs no sort
+      digests are taken first, from the rows as given; the row order (content order, or
+      the stable order of uE with ``ties="file-order"``) then holds one order of the rows
+      (int64, 8 bytes a row, one set at a time) and permutes the loaded columns in place,
+      so the columns are never held twice. In that order uE is sorted, so what bins on
+      uE needs no sort
       order: the binned bootstrap reads E and uE as they are and draws each replicate's
       counts sample block by sample block (no count matrix), the simulated references
       read uE as it is. Sets longer than :data:`uqx.engine.defaults.LONG_SET_ROWS`
@@ -389,13 +392,14 @@ def validate(
       beyond the columns, but one column of 8 bytes a row at a time for the exact
       quantiles (tailedness, the fitted member's κ_CS). Measured (ZMS + RCE + ENCE,
       ``--no-conditional``, n_boot = n_mc = 200, ``benchmarks/bench_validate_disk.py``):
-      see :func:`uqx.workflow.disk.memory_note`. CC, bins on X / V, ``ties="file-order"``
-      and the conditional routes still hold sort orders and per-row values (8 bytes a
-      row each).
+      see :func:`uqx.workflow.disk.memory_note`. CC, bins on X / V and the conditional
+      routes still hold sort orders and per-row values (8 bytes a row each).
       The tailedness step of sets longer than 2^20 rows works one column at a time
       here too (the same bits).
 
-    Both routes give the same numbers as the in-memory input, bit for bit (tested).
+    Both routes give the same numbers as the in-memory input, bit for bit (tested): the
+    streamed one reads the rows in file order, the in-memory input is sorted by uE, so
+    their intervals agree when the file's rows are in the order of uE.
 
     **In-memory input**: the checks count and take extremes 2^20 rows at a time (no
     temporary column). Input given as arrays, one data set or a list is stacked into new
@@ -421,6 +425,12 @@ def validate(
     specs = _check_arguments(stats, n_mc)
     if ties not in TIES:
         raise InputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
+    if extrapolation_n_mc is not None and not (
+            isinstance(extrapolation_n_mc, int | np.integer) and extrapolation_n_mc >= 2):
+        raise InputError(
+            f"extrapolation_n_mc must be an integer >= 2, got {extrapolation_n_mc!r}: fewer "
+            "calibrated copies give no p-value, so the zero-bin extrapolation routes would be "
+            "left untested (conditional=False skips the conditional routes)")
     if tolerance is not None and not (np.isfinite(tolerance) and tolerance > 0):
         raise InputError(f"tolerance must be a positive number (e.g. 0.1: uE right within "
                          f"10 %), got {tolerance!r}")
@@ -463,8 +473,8 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     # the optional columns of each set: a report on other data can say which one is missing
     inputs["input_features"] = [",".join(k for k in ("X", "V") if getattr(sd, k) is not None)
                                 for sd in sets]
-    if cfg.ties == "content" and not is_lazy_input(ds):
-        ds, sets = _content_order_step(ds, sets, owned=owned)
+    if not is_lazy_input(ds):
+        ds, sets = _content_order_step(ds, sets, owned=owned, ties=cfg.ties)
     notes = _Notes(len(sets), len(specs))
     used = _binning_used(sets, specs, bins=cfg.bins, binning=cfg.binning,
                          pop_min=cfg.pop_min, notes=notes)
@@ -566,6 +576,8 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     if cfg.conditional:
         res = _conditional_steps(res, ds, sets, notes, cfg, members=members,
                                  nulls=nulls if n_extrap <= n_mc else None)
+    res = _absent_cond_step(res, sets, notes)
+    res = _empty_bins_step(res, sets, specs, cfg)
     res = recalibration_step(res, specs, test_draws, level=cfg.level, joint=joint)
     if cfg.tolerance is not None and any(s.name == "zms" for s in specs):
         # the equivalence claim, on the verdicts' copies
@@ -613,6 +625,71 @@ def _has_feature(ds, c) -> bool:
     """Whether the input (a Dataset, or a list of them) holds feature ``c`` (X or V)."""
     items = ds if isinstance(ds, (list, tuple)) else [ds]
     return any(isinstance(d, xr.Dataset) and c in d for d in items)
+def _absent_cond_step(res, sets, notes):
+    """Say why a set without X (or V) is not tested for adaptivity when other sets are.
+
+    In a stack where only some sets have X, adaptivity is tested for those; the others
+    get a reason and a set note instead of a bare ``not tested``.
+    """
+    if "question_verdict" not in res:
+        return res
+    verdict = res["question_verdict"].values.astype(object)
+    reason = res["question_reason"].values.astype(object)
+    qs = [str(q) for q in res["question"].values]
+    for cond in ("X", "V"):
+        have = [sd.name for sd in sets if getattr(sd, cond, None) is not None]
+        if not have:
+            continue
+        a = qs.index(f"adaptivity_{cond}")
+        for i, sd in enumerate(sets):
+            if getattr(sd, cond, None) is not None:
+                continue
+            why = f"this set has no {cond} ({cond} is given for {', '.join(have)})"
+            notes.set(i, f"adaptivity ({cond}) not tested: {why}")
+            verdict[i, a] = "not tested"
+            reason[i, a] = reason[i, a] or why
+    return res.assign(question_verdict=(res["question_verdict"].dims, verdict.astype(str),
+                                        res["question_verdict"].attrs),
+                      question_reason=(res["question_reason"].dims, reason.astype(str),
+                                       res["question_reason"].attrs))
+
+
+def _empty_bins_step(res, sets, specs, cfg):
+    """Name an empty bin as the reason of a binned statistic that it left undefined.
+
+    Equal-width (or adaptive) bins on tied or gappy values can hold no point: the
+    statistic is then NaN on the data and on every copy, which the Monte-Carlo test
+    reports as "no usable copy". The reason given instead says which bins are empty and
+    what to do.
+    """
+    from uqx.engine.binning import make_bins
+
+    if cfg.binning == "equal-count" or "verdict_reason" not in res:
+        return res
+    reason = res["verdict_reason"].values.astype(object)
+    verdict, estimate = res["verdict"].values, res["estimate"].values
+    counts = {}
+    for i, sd in enumerate(sets):
+        for j, s in enumerate(specs):
+            x = getattr(sd, "uE" if s.cond == "uE" else s.cond, None) \
+                if s.family == "binned" else None
+            if x is None or np.isfinite(estimate[i, j]) or verdict[i, j] != "inconclusive":
+                continue
+            key = (i, s.cond)
+            if key not in counts:
+                try:
+                    counts[key] = np.asarray(make_bins(x, cfg.bins, scheme=cfg.binning,
+                                                       pop_min=cfg.pop_min).counts)
+                except InputError:
+                    counts[key] = np.array([], dtype=np.int64)
+            n = counts[key]
+            if n.size and (n == 0).any():
+                reason[i, j] = (
+                    f"{int((n == 0).sum())} of {n.size} {cfg.binning} bins on {s.cond} hold no "
+                    f"point (ties or gaps in {s.cond}), so {s.name.upper()} is undefined: use "
+                    "fewer bins (--bins) or equal-count bins (--binning equal-count)")
+    return res.assign(verdict_reason=(res["verdict_reason"].dims, reason.astype(str),
+                                      res["verdict_reason"].attrs))
 
 
 def _is_identity(order: np.ndarray, step: int = 1 << 20) -> bool:
@@ -621,11 +698,17 @@ def _is_identity(order: np.ndarray, step: int = 1 << 20) -> bool:
                for lo in range(0, order.size, step))
 
 
-def _content_order_step(ds, sets, owned=()):
-    """Step 0: put every set's rows in content order (:func:`uqx.engine.binning.content_order`).
+def _content_order_step(ds, sets, owned=(), ties="content"):
+    """Step 0: put every set's rows in the order of uE, tie groups as ``ties`` says.
 
-    After it, nothing downstream sees the input order: the result is a function of the
-    set of rows (tie groups of uE, X and V split by a row hash instead of file order).
+    ``ties="content"``: content order (:func:`uqx.engine.binning.content_order`); after
+    it, nothing downstream sees the input order: the result is a function of the set of
+    rows (tie groups of uE, X and V split by a row hash instead of file order).
+    ``ties="file-order"``: the stable order of uE
+    (:func:`uqx.engine.binning.stable_order`), tie groups of uE in input order (R's
+    ``order()``). Both are the same rows in the same order when uE has no ties, so the
+    two conventions differ only inside tie groups (the bootstrap draws rows by position:
+    a bare input order would change every interval).
 
     ``owned``: the columns that belong to the workflow (loaded from disk, or stacked for
     it by :func:`uqx.dataio.model.as_stacked`). When every column is owned, each set's
@@ -638,7 +721,8 @@ def _content_order_step(ds, sets, owned=()):
     orders = [None] * len(sets)
     moved = False
     for i, sd in enumerate(sets):
-        order = content_order(sd.uE, sd.E, *(c for c in (sd.X, sd.V) if c is not None))
+        order = (content_order(sd.uE, sd.E, *(c for c in (sd.X, sd.V) if c is not None))
+                 if ties == "content" else stable_order(sd.uE))
         if _is_identity(order):
             continue
         moved = True

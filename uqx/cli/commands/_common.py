@@ -27,6 +27,7 @@ __all__ = [
     "input_kwargs",
     "input_kind",
     "load_inputs",
+    "looks_like_path",
     "check_output",
     "check_not_input",
     "read_saved",
@@ -103,8 +104,9 @@ def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
         "inputs",
         nargs="+" if required else "*",
         metavar="INPUT",
-        help="CSV file, NetCDF file (.nc: opened lazily, read in chunks), or registered "
-        "dataset name (e.g. QM9_E, Set7; see 'uqx datasets list')",
+        help="CSV file (also .csv.gz, .bz2, .xz, .zip), Parquet file (.parquet: needs "
+        "pyarrow, pip install 'uqx[parquet]'), NetCDF file (.nc: opened lazily, read in "
+        "chunks), or registered dataset name (e.g. QM9_E, Set7; see 'uqx datasets list')",
     )
     p.add_argument("--E", default="E",
                    help="CSV column (NetCDF variable) of errors (reference - prediction)")
@@ -289,14 +291,19 @@ def load_inputs(
     A name with a NetCDF suffix (``.nc``, ``.nc4``, ``.netcdf``, ``.cdf``) is opened
     lazily with :func:`uqx.dataio.netcdf.open_dataset` (dask chunks; what the commands then
     hold in memory is said by each command, e.g.
-    :func:`uqx.workflow.disk.memory_note`); a name with a CSV/TXT/TSV suffix, or
-    another existing path, is read with
-    :func:`uqx.dataio.frames.read_csv`; anything else must be a registered dataset
-    (:func:`uqx.dataio.datasets.load_dataset`). Two inputs with the same name (the same file
-    twice, or equal stems in two folders) get distinct names ``name#i``.
+    :func:`uqx.workflow.disk.memory_note`); a Parquet file (``.parquet``, ``.pq``) is
+    read with :func:`uqx.dataio.frames.read_parquet`; another existing path (CSV, TXT,
+    TSV, compressed or not) with :func:`uqx.dataio.frames.read_csv`, its notes (a file
+    read as Latin-1) printed on stderr; a registered dataset name with
+    :func:`uqx.dataio.datasets.load_dataset`. A name that is neither an existing file nor
+    a registered dataset is "file not found" when it looks like a path (it has a suffix
+    or a folder), "unknown dataset" otherwise. Two inputs with the same name (the same
+    file twice, or equal stems in two folders) get distinct names ``name#i``.
     """
+    import warnings
+
     from uqx.dataio.datasets import get_spec, load_dataset
-    from uqx.dataio.frames import read_csv
+    from uqx.dataio.frames import PARQUET_SUFFIXES, read_csv, read_parquet
     from uqx.dataio.model import stack
     from uqx.dataio.netcdf import open_dataset
     from uqx.errors import InputError
@@ -305,6 +312,8 @@ def load_inputs(
         raise InputError(
             "no input given: pass CSV files or dataset names (see 'uqx datasets list')"
         )
+    columns = dict(E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
+                   drop_nonfinite=drop_nonfinite)
     out = []
     for item in inputs:
         p, kind = Path(item), input_kind(item)
@@ -312,6 +321,7 @@ def load_inputs(
             if min_uE_rel_sd is not None:
                 raise InputError(f"{p}: --min-uE-rel-sd is not available for NetCDF inputs "
                                  "(opened lazily); filter the file first")
+<<<<<<< HEAD
             out.append(open_dataset(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
                                     drop_nonfinite=drop_nonfinite))
         elif kind == "csv":
@@ -319,8 +329,25 @@ def load_inputs(
                 read_csv(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
                          drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
             )
+=======
+            out.append(open_dataset(p, **columns))
+        elif p.suffix.lower() in PARQUET_SUFFIXES:
+            out.append(read_parquet(p, **columns, min_uE_rel_sd=min_uE_rel_sd))
+        elif p.exists():
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", UserWarning)
+                out.append(read_csv(p, **columns, min_uE_rel_sd=min_uE_rel_sd))
+            for w in caught:  # printed as uqx notes, not as Python warnings
+                print(f"uqx: note: {w.message}", file=sys.stderr)
+>>>>>>> issue37-inputs
         else:
-            get_spec(item)  # clear error for unknown names
+            try:
+                get_spec(item)
+            except InputError:
+                if looks_like_path(item):
+                    raise InputError(f"{item}: file not found (nor a registered dataset "
+                                     "name; see 'uqx datasets list')") from None
+                raise
             out.append(load_dataset(item, data_dir))
     names = [d.attrs.get("name") for d in out]
     for i, d in enumerate(out):
@@ -330,6 +357,7 @@ def load_inputs(
     return stack([d[[k for k in keep if k in d]].assign_attrs(d.attrs) for d in out])
 
 
+<<<<<<< HEAD
 def read_saved(path):
     """Read a saved NetCDF file (a result, an archive) for a command.
 
@@ -362,6 +390,26 @@ def read_saved(path):
     for w in caught:
         print(f"uqx: warning: {w.message}", file=sys.stderr)
     return ds
+=======
+def looks_like_path(item) -> bool:
+    """Whether a command-line input names a file rather than a registered dataset.
+
+    True when it has a suffix (``preds.dat``, ``missing.csv.gz``) or a folder
+    (``data/preds``); the registered names and aliases have neither.
+
+    Parameters
+    ----------
+    item : str or path-like
+        The input as given.
+
+    Returns
+    -------
+    bool
+        True when a missing ``item`` is best reported as "file not found".
+    """
+    text = str(item)
+    return bool(Path(text).suffix) or "/" in text or os.sep in text
+>>>>>>> issue37-inputs
 
 
 def check_output(path, *, mkdir: bool = False, kind="netcdf", inputs=()) -> Path | None:
@@ -631,9 +679,30 @@ OPTION_RANGES = {
     "nu": (2.0, float("inf"), False, "> 2 (a unit-variance Student t needs nu > 2)"),
 }
 
+#: ``--nu`` of the studies whose nu is not (only) that of a Student t, by study name and
+#: scenario (None: any): ``pval`` takes nu_IG > 0 for NIG (001 Fig. 4's grid is 2-10) and
+#: the t errors' nu_D > 2 for TIG; ``appendix-b`` the shape of its IG variances.
+_STUDY_NU_RANGES = {
+    "pval": {
+        "NIG": (0.0, float("inf"), False, "> 0 for NIG (nu_IG, the shape of the inverse "
+                "gamma variances)"),
+        "TIG": (2.0, float("inf"), False, "> 2 for TIG (a unit-variance Student t needs "
+                "nu > 2)"),
+    },
+    "appendix-b": {None: (0.0, float("inf"), False, "> 0 (the shape of the inverse gamma "
+                          "distribution of the variances)")},
+}
+
 #: Integer options that must be at least this (argparse ``dest``: minimum).
 OPTION_MINIMA = {"n_boot": 2, "n_mc": 2, "bins": 1, "pop_min": 1, "cond_bins": 2,
-                 "cond_n_boot": 2, "extrapolation_n_mc": 0}
+                 "cond_n_boot": 2, "extrapolation_n_mc": 2}
+
+#: Why an integer option has its minimum, where the bare number does not say it.
+_MINIMA_WHY = {
+    "extrapolation_n_mc": "fewer calibrated copies give no p-value, so the zero-bin "
+                          "extrapolation routes would be left untested; --no-conditional "
+                          "skips the conditional routes",
+}
 
 #: Options of a validation run, with their flags: ignored with a saved result or
 #: (the conditional ones) with ``--no-conditional``.
@@ -663,7 +732,8 @@ def check_options(args, argv=()) -> None:
     """Refuse option values that cannot mean anything, and options that would be ignored.
 
     Run by :func:`uqx.cli.app.main` before any command: every number is checked against
-    :data:`OPTION_RANGES` / :data:`OPTION_MINIMA` (NaN and infinities refused), the
+    :data:`OPTION_RANGES` / :data:`OPTION_MINIMA` (NaN and infinities refused; ``--nu``
+    of ``uqx sweep pval`` and ``appendix-b`` by its own range, per scenario), the
     comma-separated ``--levels`` must lie in (0, 1), ``--stats`` must name a statistic,
     ``--E`` and ``--uE`` must differ, ``--X`` and ``--V`` must be neither of them, and an
     option that the command would ignore (conditional options with ``--no-conditional``,
@@ -689,7 +759,16 @@ def check_options(args, argv=()) -> None:
     argv = [str(a) for a in (argv or ())]
     flag = {k: "--" + k.replace("_", "-") for k in (*OPTION_RANGES, *OPTION_MINIMA)}
     flag["min_uE_rel_sd"] = "--min-uE-rel-sd"
-    for key, (lo, hi, incl, what) in OPTION_RANGES.items():
+    checks = list(OPTION_RANGES.items())
+    study = getattr(args, "study", None) if getattr(args, "command", None) == "sweep" else None
+    if study in _STUDY_NU_RANGES:  # per command and scenario: not every nu is a Student t's
+        by_scenario = _STUDY_NU_RANGES[study]
+        checks = [(k, r) for k, r in checks if k != "nu"]
+        for s in dict.fromkeys(getattr(args, "scenario", None) or [None]):
+            rng = by_scenario.get(s, by_scenario.get(None))
+            if rng is not None:  # an unknown scenario: the study names it
+                checks.append(("nu", rng))
+    for key, (lo, hi, incl, what) in checks:
         value = getattr(args, key, None)
         for v in value if isinstance(value, list | tuple) else [value]:
             if v is None or not isinstance(v, int | float):
@@ -701,7 +780,8 @@ def check_options(args, argv=()) -> None:
     for key, low in OPTION_MINIMA.items():
         v = getattr(args, key, None)
         if v is not None and int(v) < low:
-            raise InputError(f"{flag[key]} must be an integer >= {low}, got {v}")
+            why = f" ({_MINIMA_WHY[key]})" if key in _MINIMA_WHY else ""
+            raise InputError(f"{flag[key]} must be an integer >= {low}, got {v}{why}")
     levels = getattr(args, "levels", None)
     if isinstance(levels, str):
         try:
@@ -743,12 +823,16 @@ def check_options(args, argv=()) -> None:
                          f"('uqx datasets list'), but no input here is one (files: "
                          f"{', '.join(names)}): leave --data-dir out")
     inputs = getattr(args, "inputs", None) or []
-    saved = getattr(args, "command", None) == "report" and any(
-        str(s).lower().endswith((".nc", ".nc4")) for s in inputs)
+    saved = []
+    if getattr(args, "command", None) == "report":
+        from uqx.dataio.netcdf import NETCDF_SUFFIXES, netcdf_kind
+
+        saved = [s for s in inputs if Path(str(s)).suffix.lower() in NETCDF_SUFFIXES
+                 and netcdf_kind(s) == "result"]
     if saved:
         extra = [f for f in _VALIDATION_FLAGS if _given(argv, f)]
         if extra:
-            raise InputError(f"{', '.join(extra)} set(s) up a validation, but {inputs[0]} is a "
+            raise InputError(f"{', '.join(extra)} set(s) up a validation, but {saved[0]} is a "
                              "saved result (already validated; its settings are kept): leave "
                              "them out, or run 'uqx report INPUT...' on the data to validate "
                              "again")

@@ -11,7 +11,7 @@ from uqx.cli.commands._common import (
     check_output,
     input_kwargs,
 )
-from uqx.engine.defaults import N_BOOT_CURVES, NU
+from uqx.engine.defaults import N_BOOT_CURVES, NU, POP_MIN
 from uqx.plot import KINDS as FIGURE_KINDS
 from uqx.plot import figure_of
 
@@ -23,6 +23,8 @@ KINDS = {kind: text for kind, (_, _, text) in FIGURE_KINDS.items()}
 _FORMATS = (".png", ".pdf", ".svg")
 #: study kinds that overlay several archives on one panel (--label names them)
 _MULTI = ("pval", "reference-sensitivity")
+#: kinds whose bins keep at least --pop-min points (calibration: with --conditional)
+_POP_MIN_KINDS = ("reliability", "lzisd", "lzv", "lcp", "calibration")
 
 
 def register(subparsers):
@@ -48,6 +50,9 @@ def register(subparsers):
     p.add_argument("-o", "--output", required=True,
                    help="figure file; the format follows the suffix (.png, .pdf, .svg)")
     p.add_argument("--mkdir", action="store_true", help="create the output directory")
+    p.add_argument("--pop-min", type=int, default=None,
+                   help=f"fewest points per bin of the binned figures ({', '.join(_POP_MIN_KINDS)}"
+                   f" --conditional); fewer bins when needed (default: {POP_MIN})")
     p.add_argument("--by", default="uE", choices=["uE", "X", "V"],
                    help="conditioning variable of binned figures (z-vs-x: X unless given)")
     p.add_argument("--dist", default="normal", choices=["normal", "t"],
@@ -102,8 +107,16 @@ def _load(args):
                 return [read_saved(f) for f in nc]  # archives compared on one panel
             raise InputError("give a single NetCDF input (it may hold several sets); "
                              f"several archives only for {', '.join(_MULTI)}")
+<<<<<<< HEAD
         return read_saved(nc[0])
     if args.kind == "lcp" and len(args.inputs) == 1 and not Path(args.inputs[0]).exists():
+=======
+        return read_netcdf(nc[0])
+    from uqx.cli.commands._common import looks_like_path
+
+    if (args.kind == "lcp" and len(args.inputs) == 1 and not Path(args.inputs[0]).exists()
+            and not looks_like_path(args.inputs[0])):
+>>>>>>> issue37-inputs
         from uqx.dataio.datasets import load_dataset
 
         ds = load_dataset(args.inputs[0], args.data_dir)
@@ -128,9 +141,15 @@ def _figure(args, ds):
     from uqx.errors import InputError
 
     common = dict(size=args.size, dpi=args.dpi, font_size=args.font_size, title=args.title)
-    binned = dict(n_bins=args.bins, binning=args.binning)
-    nu = args.nu if args.dist == "t" else None
     k = args.kind
+    if args.pop_min is not None and (k not in _POP_MIN_KINDS or (
+            k == "calibration" and not args.conditional) or (k == "lzisd" and "fval" in ds)):
+        raise InputError(f"--pop-min applies to the bins of {', '.join(_POP_MIN_KINDS[:-1])} "
+                         "and calibration --conditional drawn from data, not to "
+                         f"'uqx plot {k}'{' of a validation result' if k == 'lzisd' else ''}")
+    pop_min = POP_MIN if args.pop_min is None else args.pop_min
+    binned = dict(n_bins=args.bins, binning=args.binning, pop_min=pop_min)
+    nu = args.nu if args.dist == "t" else None
     if k == "e-vs-u":
         return P.e_vs_u(ds, **common)
     if k == "z-vs-x":
@@ -153,7 +172,7 @@ def _figure(args, ds):
         if args.conditional:
             return P.conditional_calibration(ds, by=args.by, dist=args.dist, nu=nu,
                                              n_bins=args.bins or 15, binning=args.binning,
-                                             **common)
+                                             pop_min=pop_min, **common)
         return P.calibration(ds, dist=args.dist, nu=nu, **common)
     if k == "confidence":
         return P.confidence(ds, stat=args.stat or "rmse", dist=args.dist, nu=nu,
@@ -163,6 +182,8 @@ def _figure(args, ds):
             raise InputError("'uqx plot zeta' needs a 'uqx validate' result (NetCDF) as input")
         stats = args.stat.split(",") if args.stat else None
         return P.zeta_bars(ds, stats=stats, **common)
+    if k == "study" and len(args.inputs) == 1:  # by path: its messages name the file
+        return P.study(args.inputs[0], **common)
     # the kinds without options of their own: distributions, tailedness, the study panels
     name, defaults = figure_of(k)
     if isinstance(ds, list):  # several archives: overlaid, named by --label or file stem

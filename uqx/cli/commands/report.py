@@ -38,7 +38,8 @@ def register(subparsers):
         if action.dest == "format":  # the report replaces the printed table / JSON
             action.help = argparse.SUPPRESS
         elif action.dest == "inputs":
-            action.help += ", or one saved 'uqx validate' result (.nc)"
+            action.help += (", or one saved 'uqx validate' result (.nc: told from NetCDF "
+                            "data by its variables)")
     add_validation_options(p)
     p.add_argument("-o", "--output", required=True,
                    help="report file: .html (self-contained page) or .md (Markdown, figures "
@@ -52,6 +53,31 @@ def register(subparsers):
     p.add_argument("--dpi", type=float, default=110, help="resolution of the figures")
     add_fail_on(p)
     return p
+
+
+def saved_result_given(inputs) -> bool:
+    """Whether the inputs name a saved 'uqx validate' result (not NetCDF input data).
+
+    A NetCDF input is a saved result when it holds the variables of one
+    (:func:`uqx.dataio.netcdf.netcdf_kind`); NetCDF data (E, uE columns) are validated
+    like CSV files.
+
+    Parameters
+    ----------
+    inputs : sequence of str
+        The INPUT arguments.
+
+    Returns
+    -------
+    bool
+        True when one of them is a saved result.
+    """
+    from pathlib import Path
+
+    from uqx.dataio.netcdf import NETCDF_SUFFIXES, netcdf_kind
+
+    return any(Path(s).suffix.lower() in NETCDF_SUFFIXES and netcdf_kind(s) == "result"
+               for s in inputs or ())
 
 
 def _saved_result(args):
@@ -76,7 +102,6 @@ def run(args) -> int:
     Returns the exit status: 1 when a verdict met ``--fail-on``, else 0.
     """
     import sys
-    from pathlib import Path
 
     from uqx.cli.commands.validate import run_validation, validation_inputs
     from uqx.errors import InputError
@@ -90,7 +115,7 @@ def run(args) -> int:
         if figs.exists() and not figs.is_dir():
             raise InputError(f"the figure folder {figs} of the Markdown report is a file; "
                              "give another report name")
-    if any(Path(s).suffix.lower() in (".nc", ".nc4") for s in args.inputs):
+    if saved_result_given(args.inputs):
         res, data = _saved_result(args)
         check_not_input(out, data)
         if data is not None:

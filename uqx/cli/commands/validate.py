@@ -79,7 +79,7 @@ def add_validation_options(p) -> None:
                    help="LZISD per-bin intervals (auto: 'cho' when every bin has >= 400 points)")
     p.add_argument("--extrapolation-n-mc", type=int, default=None,
                    help="calibrated copies per distribution for the zero-bin extrapolation "
-                   "null (default: min(--n-mc, 500))")
+                   "null (at least 2; default: min(--n-mc, 500))")
     p.add_argument(
         "--tolerance", type=float, default=None, metavar="T",
         help="equivalence claim on the scale of uE: say whether the data show the factor "
@@ -89,8 +89,9 @@ def add_validation_options(p) -> None:
         "--ties", default=None, choices=["content", "file-order"],
         help="how rows with equal uE (or X, V) are split between bins: 'content' (by a "
         "hash of each row, so the result does not depend on the order of the rows) or "
-        "'file-order' (the papers' R convention); default: content, or file-order with "
-        "--paper-sets")
+        "'file-order' (ties in the order of the file, the papers' R convention; rows are "
+        "sorted by uE either way, so without ties both give the same output); default: "
+        "content, or file-order with --paper-sets")
     p.add_argument(
         "--no-conditional", action="store_true",
         help="skip the conditional routes (LZISD bins, zero-bin extrapolation)"
