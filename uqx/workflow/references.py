@@ -31,6 +31,12 @@ from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
 __all__ = ["reference_step", "null_family", "test_name", "papers_members", "predefined_references",
            "predefined_reference", "plausible_in_windows", "plausible_for_ranks"]
 
+#: Whether the fitted member's joint copies (the tests of consistency and adaptivity) draw
+#: each window of uE at its own ν where the windows exclude one ν̂ (errors whose shape
+#: changes with uE), rather than ν̂ everywhere.
+LOCAL_FIT = True
+
+
 def test_name(spec) -> str:
     """Name of the statistic a verdict's test reads for ``spec`` (:data:`TEST_STATISTIC`)."""
     return TEST_STATISTIC.get(spec.base, spec.name)
@@ -274,7 +280,7 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
     two = [j for j in tested if direction_of(specs[j].base) == 0]
     fit = [d for d, (*_, lab) in enumerate(members) if lab == "fit"]
     second = nu_two_sided is not None and bool(two) and bool(fit)
-    local_fit = True  # the fitted member's joint copies: one ν per window of uE
+    local_fit = LOCAL_FIT  # the fitted member's joint copies: one ν per window of uE
     if second and two == tested and no_hooks:
         # every test two-sided and no extrapolation null riding on the copies: one draw
         # of the fitted member, at the heavy end, serves the tests and their joint law
