@@ -467,18 +467,12 @@ def open_dataset(
     ------
     InputError
         Missing file, a file that is not NetCDF, an unknown variable (the message lists
-<<<<<<< HEAD
-        the variables), a variable that is not one-dimensional or not numeric, columns
-        over different dimensions, ``E`` and ``uE`` with different ``units`` attributes
-        (eV and meV; the square of E's with ``uE_is_variance``), ``chunks`` < 1, and
-        everything
-=======
         the variables and the groups), several groups holding ``E`` and ``uE`` (the
         message names them), a variable that is not one-dimensional or not numeric,
-        columns over different dimensions, ``chunks`` < 1, values equal to a variable's
-        ``_FillValue`` (read as missing: the message says so and how many; dropped and
-        counted with ``drop_nonfinite``), and everything
->>>>>>> issue37-inputs
+        columns over different dimensions, ``E`` and ``uE`` with different ``units``
+        attributes (eV and meV; the square of E's with ``uE_is_variance``), ``chunks`` < 1,
+        values equal to a variable's ``_FillValue`` (read as missing: the message says so
+        and how many; dropped and counted with ``drop_nonfinite``), and everything
         :func:`uqx.dataio.model.from_arrays` rejects.
 
     Examples
@@ -532,13 +526,11 @@ def open_dataset(
                              f"dimensions ({dim!r}, {arr.dims[0]!r})")
         dim = arr.dims[0]
         cols[key] = arr.chunk({dim: int(chunks)}).data
-<<<<<<< HEAD
     try:
         _check_units(path, raw, E, uE, uE_is_variance)
     except InputError:
         raw.close()
         raise
-=======
     filled = _filled_values(path, group, {k: v for k, v in wanted.items() if v is not None},
                             chunks)
     if filled and not drop_nonfinite:
@@ -548,7 +540,6 @@ def open_dataset(
             "are data, the file's fill value is wrong: rewrite it without one (xarray: "
             "del ds[name].encoding['_FillValue'] before to_netcdf); if they are missing, "
             "drop (and count) those rows with drop_nonfinite=True (CLI: --drop-nonfinite)")
->>>>>>> issue37-inputs
     if uE_is_variance:
         v = cols["uE"].astype(np.float64)
         cols["uE"] = np.sign(v) * np.sqrt(np.abs(v))

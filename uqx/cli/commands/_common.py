@@ -261,14 +261,18 @@ def input_kind(item) -> str:
     -------
     str
         ``"netcdf"`` (a NetCDF suffix, :data:`uqx.dataio.netcdf.NETCDF_SUFFIXES`),
-        ``"csv"`` (a CSV/TXT/TSV suffix, or another existing path) or ``"dataset"`` (a
+        ``"parquet"`` (:data:`uqx.dataio.frames.PARQUET_SUFFIXES`), ``"csv"`` (a
+        CSV/TXT/TSV suffix, or another existing path) or ``"dataset"`` (a
         registered dataset name, read from the data directory).
     """
+    from uqx.dataio.frames import PARQUET_SUFFIXES
     from uqx.dataio.netcdf import NETCDF_SUFFIXES
 
     p = Path(item)
     if p.suffix.lower() in NETCDF_SUFFIXES:
         return "netcdf"
+    if p.suffix.lower() in PARQUET_SUFFIXES:
+        return "parquet"
     if p.suffix.lower() in (".csv", ".txt", ".tsv") or p.exists():
         return "csv"
     return "dataset"
@@ -303,7 +307,7 @@ def load_inputs(
     import warnings
 
     from uqx.dataio.datasets import get_spec, load_dataset
-    from uqx.dataio.frames import PARQUET_SUFFIXES, read_csv, read_parquet
+    from uqx.dataio.frames import read_csv, read_parquet
     from uqx.dataio.model import stack
     from uqx.dataio.netcdf import open_dataset
     from uqx.errors import InputError
@@ -321,25 +325,15 @@ def load_inputs(
             if min_uE_rel_sd is not None:
                 raise InputError(f"{p}: --min-uE-rel-sd is not available for NetCDF inputs "
                                  "(opened lazily); filter the file first")
-<<<<<<< HEAD
-            out.append(open_dataset(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
-                                    drop_nonfinite=drop_nonfinite))
-        elif kind == "csv":
-            out.append(
-                read_csv(p, E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
-                         drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
-            )
-=======
             out.append(open_dataset(p, **columns))
-        elif p.suffix.lower() in PARQUET_SUFFIXES:
+        elif kind == "parquet":
             out.append(read_parquet(p, **columns, min_uE_rel_sd=min_uE_rel_sd))
-        elif p.exists():
+        elif kind == "csv":
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", UserWarning)
                 out.append(read_csv(p, **columns, min_uE_rel_sd=min_uE_rel_sd))
             for w in caught:  # printed as uqx notes, not as Python warnings
                 print(f"uqx: note: {w.message}", file=sys.stderr)
->>>>>>> issue37-inputs
         else:
             try:
                 get_spec(item)
@@ -357,7 +351,6 @@ def load_inputs(
     return stack([d[[k for k in keep if k in d]].assign_attrs(d.attrs) for d in out])
 
 
-<<<<<<< HEAD
 def read_saved(path):
     """Read a saved NetCDF file (a result, an archive) for a command.
 
@@ -390,7 +383,8 @@ def read_saved(path):
     for w in caught:
         print(f"uqx: warning: {w.message}", file=sys.stderr)
     return ds
-=======
+
+
 def looks_like_path(item) -> bool:
     """Whether a command-line input names a file rather than a registered dataset.
 
@@ -409,7 +403,6 @@ def looks_like_path(item) -> bool:
     """
     text = str(item)
     return bool(Path(text).suffix) or "/" in text or os.sep in text
->>>>>>> issue37-inputs
 
 
 def check_output(path, *, mkdir: bool = False, kind="netcdf", inputs=()) -> Path | None:

@@ -107,16 +107,11 @@ def _load(args):
                 return [read_saved(f) for f in nc]  # archives compared on one panel
             raise InputError("give a single NetCDF input (it may hold several sets); "
                              f"several archives only for {', '.join(_MULTI)}")
-<<<<<<< HEAD
         return read_saved(nc[0])
-    if args.kind == "lcp" and len(args.inputs) == 1 and not Path(args.inputs[0]).exists():
-=======
-        return read_netcdf(nc[0])
     from uqx.cli.commands._common import looks_like_path
 
     if (args.kind == "lcp" and len(args.inputs) == 1 and not Path(args.inputs[0]).exists()
             and not looks_like_path(args.inputs[0])):
->>>>>>> issue37-inputs
         from uqx.dataio.datasets import load_dataset
 
         ds = load_dataset(args.inputs[0], args.data_dir)
