@@ -112,7 +112,7 @@ class BinnedCopies:
         self._stats.setdefault((i, cond), {}).update(stats)
 
     def add_cc(self, i: int, m: int, values, gammas):
-        """Hold CC of member ``m``'s copies of set ``i`` under :math:`u = c\,u_E^\gamma`.
+        r"""Hold CC of member ``m``'s copies of set ``i`` under :math:`u = c\,u_E^\gamma`.
 
         Parameters
         ----------

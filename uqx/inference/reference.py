@@ -304,7 +304,7 @@ def _moment_tasks(ds, i, specs, dist, nu, seed, dlabel, n_mc, own_key=True):
 
 
 def _sums_stats(out_seg, out_bin, eps, ss, specs, top=False, cc_spread=False):
-    """Statistics of the copies from the kernel's sums (and ε for the rank statistic).
+    r"""Statistics of the copies from the kernel's sums (and ε for the rank statistic).
 
     With ``top``, also the per-bin sums of every binning of a binned statistic (keys
     :func:`top_key`) and, with ``cc_spread``, CC of the copies under the spread
