@@ -256,12 +256,12 @@ def test_netcdf_inputs_with_different_units_of_e_and_ue_are_refused(capsys, tmp_
 def test_fewer_lzisd_bins_than_cond_bins_are_noted(capsys, csv):
     """Case 7: ``--cond-bins 1000`` on 400 rows silently used 13 bins (``--bins`` warns)."""
     rc, out, err = run(capsys, "-q", "validate", csv, "--stats", "zms", *FAST,
-                       "--cond-bins", "1000", "--extrapolation-n-mc", "0")
+                       "--cond-bins", "1000", "--extrapolation-n-mc", "2")
     assert rc == 0, err
     assert re.search(r"1000 LZISD bins requested \(--cond-bins\), 13 used: at least 30 "
                      r"points per bin \(M = 400", out), out
     rc, out, err = run(capsys, "-q", "validate", csv, "--stats", "zms", *FAST,
-                       "--cond-bins", "5", "--extrapolation-n-mc", "0")
+                       "--cond-bins", "5", "--extrapolation-n-mc", "2")
     assert rc == 0 and "--cond-bins" not in out  # as many as asked: nothing to say
 
 

@@ -343,6 +343,10 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
     use_all = members_used(res, D)
     n = draws.shape[-1]
     for i in range(S):
+        for j, s in enumerate(specs):  # tested statistics left out of every question
+            if s.base not in NOT_TESTED and question_of(s.family, s.cond) is not None:
+                verdict[i, j] = "inconclusive"
+                reason[i, j] = NO_PVALUE
         t = set_tests(res, specs, draws, i, factor=None if factor is None else factor.get(i))
         if not t.keys:
             continue
@@ -457,6 +461,10 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
     out.attrs["alpha_result"] = float(alpha_result)
     return out
 
+
+#: Why a statistic without a finite p-value has no verdict.
+NO_PVALUE = ("a Monte-Carlo p-value is not finite (the statistic is undefined on the data or "
+             "on every copy): no verdict")
 
 #: Why a question that received no share of the set's level is not tested.
 NOT_ASKED = {"up_to_factor": "asked only where average calibration is rejected (its share "

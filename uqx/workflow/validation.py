@@ -419,7 +419,7 @@ def validate(
     """
     default = stats is DEFAULT_STATS
     stats = check_stats_argument(stats)
-    if default:  # adaptivity on each feature the data have
+    if default:  # adaptivity on each feature every set has
         stats = list(stats) + [f"{b}_{c}" for c in ("X", "V") if _has_feature(ds, c)
                                for b in ADAPTIVITY_STATS]
     specs = _check_arguments(stats, n_mc)
@@ -622,9 +622,21 @@ def headline_views(res, sets) -> xr.Dataset:
 
 
 def _has_feature(ds, c) -> bool:
-    """Whether the input (a Dataset, or a list of them) holds feature ``c`` (X or V)."""
+    """Whether every set of the input (a Dataset, or a list of them) has feature ``c``.
+
+    A stacked Dataset holds a feature for all its sets or pads the missing ones with NaN
+    (:func:`uqx.stack`): a set whose column is all NaN has none.
+    """
     items = ds if isinstance(ds, (list, tuple)) else [ds]
-    return any(isinstance(d, xr.Dataset) and c in d for d in items)
+    for d in items:
+        if not isinstance(d, xr.Dataset) or c not in d:
+            return False
+        x = d[c]
+        if "set" in x.dims and not is_lazy(x.data):
+            if not np.all(np.any(np.isfinite(np.asarray(x.values, dtype=np.float64)),
+                                 axis=x.get_axis_num("sample"))):
+                return False
+    return True
 def _absent_cond_step(res, sets, notes):
     """Say why a set without X (or V) is not tested for adaptivity when other sets are.
 
@@ -641,8 +653,13 @@ def _absent_cond_step(res, sets, notes):
         if not have:
             continue
         a = qs.index(f"adaptivity_{cond}")
+        some = len(have) < len(sets)
         for i, sd in enumerate(sets):
             if getattr(sd, cond, None) is not None:
+                if some and str(verdict[i, a]) == "not tested":
+                    notes.set(i, f"adaptivity ({cond}) not tested by default: {cond} is given "
+                                 f"for only some sets of this call ({', '.join(have)}); "
+                                 "validate those sets separately")
                 continue
             why = f"this set has no {cond} ({cond} is given for {', '.join(have)})"
             notes.set(i, f"adaptivity ({cond}) not tested: {why}")
@@ -673,7 +690,9 @@ def _empty_bins_step(res, sets, specs, cfg):
         for j, s in enumerate(specs):
             x = getattr(sd, "uE" if s.cond == "uE" else s.cond, None) \
                 if s.family == "binned" else None
-            if x is None or np.isfinite(estimate[i, j]) or verdict[i, j] != "inconclusive":
+            if x is None or np.isfinite(estimate[i, j]) or not (
+                    verdict[i, j] == "inconclusive"
+                    or (verdict[i, j] == "not tested" and not reason[i, j])):
                 continue
             key = (i, s.cond)
             if key not in counts:
