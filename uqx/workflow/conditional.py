@@ -302,8 +302,8 @@ def _equal_width_note(sd, cfg) -> str:
 def untestable_reasons(sets, specs, notes, *, n_bins_used=None, cfg=None):
     """What each set cannot test, and why: per statistic and per question.
 
-    * a constant uE: CC and every statistic binned on uE, and the questions consistency
-      and up_to_factor (average calibration stays testable);
+    * a constant uE: CC and every statistic binned on uE, and the questions consistency,
+      ranking and up_to_factor (average calibration stays testable);
     * a constant X (or V): the statistics binned on it and its adaptivity;
     * a single bin on uE (``pop_min`` too large for M): the statistics binned on uE.
 
@@ -341,7 +341,7 @@ def untestable_reasons(sets, specs, notes, *, n_bins_used=None, cfg=None):
                 what = "consistency" if cond == "uE" else f"adaptivity on {cond}"
                 if notes is not None:
                     notes.set(i, f"{what} not tested: {why}")
-                for name in (("consistency", "up_to_factor") if cond == "uE"
+                for name in (("consistency", "up_to_factor", "ranking") if cond == "uE"
                              else (f"adaptivity_{cond}",)):
                     q[name] = why
         for j, s in enumerate(specs):

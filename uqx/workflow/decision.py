@@ -40,7 +40,7 @@ from uqx.engine.questions import (
     weighted_stepdown,
 )
 from uqx.engine.statistic import RANK_STATS
-from uqx.engine.stats.tailedness import SAFETY_LIMITS, STATISTIC_DEPENDENCIES
+from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import (
     NOT_TESTED,
     interval_problem,
@@ -530,38 +530,44 @@ def tails_reason(kappa, M=None) -> str:
 TAILS_ROBUST = ("mean_z", "cc")
 
 
+#: Statistics weighted by u² (their value is dominated by the largest uE): their
+#: small-sample reach is read at the effective number of points of u²,
+#: :math:`(\sum u^2)^2 / \sum u^4` (``u2_effective_points``).
+U2_WEIGHTED = ("rce", "uce")
+
+
 def _stat_tails_reason(base, res, i, M) -> str:
     """Why an ``invalid`` of statistic ``base`` of set ``i`` cannot stand ('' when it can).
 
-    Statistics of Z² (:data:`uqx.engine.stats.tailedness.STATISTIC_DEPENDENCIES`):
-    :func:`tails_reason` of κ_CS of Z² within the bins of uE. Statistics of u² and E²
-    (RCE, ENCE, UCE): the safety limits of 001 Table II on the tails of u² and E², beyond
-    which the paper finds them unreliable.
+    :func:`tails_reason` of κ_CS of Z² within the bins of uE (the shape of ε: every
+    member draws the data's own uE, so the tails of u² are in the copies as they are in
+    the data). The statistics of :data:`U2_WEIGHTED` read the small-sample reach at the
+    effective number of points of u² instead of M: a few of the largest uE carry them,
+    and those few errors can miss their extremes as a small sample does.
     """
     if base in TAILS_ROBUST:
         return ""
-    deps = STATISTIC_DEPENDENCIES.get(base, ("kappa_cs_z2",))
-    if any(d.endswith("z2") for d in deps):
-        kappa = float(res["kappa_cs_z2_local"].values[i]) if "kappa_cs_z2_local" in res \
-            else np.nan
-        return tails_reason(kappa, M)
-    over = [f"{d} = {float(res[d].values[i]):.3g} > {SAFETY_LIMITS[d]:g}" for d in deps
-            if d in res and np.isfinite(res[d].values[i])
-            and float(res[d].values[i]) > SAFETY_LIMITS[d]]
-    if not over:
-        return ""
-    return (f"rejected, but {base.upper()} depends on the tails of u^2 and E^2, beyond the "
-            f"safety limits here ({', '.join(over)}; 001 Table II): such tails make it "
-            "unreliable, the rejection may come from them")
+    kappa = float(res["kappa_cs_z2_local"].values[i]) if "kappa_cs_z2_local" in res \
+        else np.nan
+    if base in U2_WEIGHTED and M is not None and "u2_effective_points" in res:
+        n_eff = float(res["u2_effective_points"].values[i])
+        if np.isfinite(n_eff) and n_eff < M:
+            why = tails_reason(kappa, max(int(n_eff), 2))
+            if why and not kappa > SAFETY_LIMITS["kappa_cs_z2"]:
+                return why.replace(f"{max(int(n_eff), 2)} points cannot show",
+                                   f"the {max(int(n_eff), 2)} effective points of u^2 "
+                                   f"({base.upper()} is weighted by u^2) cannot show")
+            return why
+    return tails_reason(kappa, M)
 
 
 def tails_step(res, M=None) -> xr.Dataset:
     """Step 6: an ``invalid`` on tails beyond the null family's reach becomes ``inconclusive``.
 
     Each statistic's ``invalid`` (and each rescaled statistic's) is checked against the
-    tails it depends on (:func:`_stat_tails_reason`: beyond the safety limits of 001
-    Table II, or, for the statistics of Z², a sample too small to show its tails
-    lighter than t_s(3)'s), but those of :data:`TAILS_ROBUST`. A question stays
+    tails of ε (:func:`_stat_tails_reason`: beyond the safety limit of 001 Table II on
+    κ_CS of Z², or a sample too small to show its tails lighter than t_s(3)'s), but those
+    of :data:`TAILS_ROBUST`. A question stays
     ``invalid`` where one of its statistics still is (⟨Z⟩'s bias, say) or where none of
     its statistics had its ``invalid`` withdrawn by the tails; else it becomes
     ``inconclusive`` with the same reason, so that no statistic is ``invalid`` beside a

@@ -260,6 +260,41 @@ def scale_factor_interval(res: xr.Dataset, specs, copies, *, level: float, joint
     return f, lo, hi
 
 
+#: Why "consistent up to a factor" is not asked where average calibration is not invalid.
+NOT_ASKED = ("asked only where average calibration is invalid (then the question is "
+             "whether one factor fixes uE)")
+
+
+def asked_step(res: xr.Dataset) -> xr.Dataset:
+    """"Consistent up to a factor" only where average calibration is ``invalid``.
+
+    The question receives its level from a rejected average calibration under each member
+    (:func:`uqx.engine.questions.question_graph`); where average calibration is not
+    ``invalid`` over the members (or became ``inconclusive`` on the tails), the question
+    and its statistics are ``not tested`` with :data:`NOT_ASKED`.
+    """
+    qs = [str(q) for q in res["question"].values]
+    if "up_to_factor" not in qs or "average" not in qs:
+        return res
+    a, f = qs.index("average"), qs.index("up_to_factor")
+    qv = res["question_verdict"].values.astype(object)
+    qr = res["question_reason"].values.astype(object)
+    fv = res["factor_verdict"].values.astype(object)
+    fr = res["factor_verdict_reason"].values.astype(object)
+    off = qv[:, a] != "invalid"
+    qv[off, f], qr[off, f] = "not tested", NOT_ASKED
+    rows = off[:, None] & (fv != "not tested")
+    fv[rows], fr[rows] = "not tested", NOT_ASKED
+    return res.assign(
+        question_verdict=(res["question_verdict"].dims, qv.astype(str),
+                          res["question_verdict"].attrs),
+        question_reason=(res["question_reason"].dims, qr.astype(str),
+                         res["question_reason"].attrs),
+        factor_verdict=(res["factor_verdict"].dims, fv.astype(str), res["factor_verdict"].attrs),
+        factor_verdict_reason=(res["factor_verdict_reason"].dims, fr.astype(str),
+                               res["factor_verdict_reason"].attrs))
+
+
 def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
                        joint=None) -> xr.Dataset:
     """Add the scale factor, its interval and whether uE is consistent up to it.
@@ -292,6 +327,7 @@ def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
     reason = np.full(S, "", dtype=object)
     resolution = np.full(S, np.nan)
     spread = np.full((S, 2), np.nan)
+    res = asked_step(res)
     qv = res["question_verdict"].sel(question="up_to_factor").values.astype(str)
     qr = res["question_reason"].sel(question="up_to_factor").values.astype(str)
     av = res["question_verdict"].sel(question="average").values.astype(str)

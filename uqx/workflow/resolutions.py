@@ -151,6 +151,10 @@ def resolution_step(res, specs, draws, top, tests, *, M) -> xr.Dataset:
             idx = [k for k, tq in enumerate(t.questions) if tq == q]
             if not idx:
                 continue
+            if q == "ranking":  # one test, CC: the question's threshold is its own
+                j = t.keys[idx[0]][1]
+                qlim[i, a], qspr[i, a] = lim[i, j], spr[i, j]
+                continue
             used = _members(res, i, np.any(t.use[idx], axis=0))
             crit = {m: _thresholds(res, t, i, m, q) for m in used}
             if not used.size or not all(np.isfinite(c) and c > 0 for c in crit.values()):

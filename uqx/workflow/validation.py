@@ -517,6 +517,9 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     boot = boot.isel(stat=slice(0, len(specs)))
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
     labels = [lab for *_, lab in members]
+    res["u2_effective_points"] = ("set", _u2_effective_points(sets, streamed), {
+        "long_name": "effective number of points of u^2, (sum u^2)^2 / sum u^4: the points "
+                     "that carry the statistics weighted by u^2 (RCE, UCE)"})
     res["kappa_cs_z2_local"] = ("set", kappa, {
         "long_name": "Crow-Siddiqui kurtosis of Z^2 scaled within the bins of uE (Z itself "
                      "when streamed): the shape of the errors the null family must match",
@@ -586,11 +589,49 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
         res = res.merge(tolerance_step(res, specs, test_draws, cfg.tolerance,
                                        alpha=1 - cfg.level, more_copies=joint))
     res = headline_views(res, sets)
+    if not streamed:
+        res["zms_decile"] = (("set", "cond", "decile"), _zms_deciles(sets, res["cond"].values), {
+            "long_name": "ZMS of the data in each tenth of the conditioning variable (equal "
+                         "counts, in its order): where uE is too small (> 1) or too large (< 1)"})
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", M_sets))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
                                         "(-1: none requested)"})
     return res.assign_attrs(_result_attrs(ds, inputs, cfg, extra=res.attrs))
+
+
+def _u2_effective_points(sets, streamed) -> np.ndarray:
+    """(Σu²)² / Σu⁴ of each set (NaN on the streamed route, which holds no column)."""
+    out = np.full(len(sets), np.nan)
+    if streamed:
+        return out
+    for i, sd in enumerate(sets):
+        u2 = np.asarray(sd.uE, dtype=np.float64) ** 2
+        out[i] = u2.sum() ** 2 / np.sum(u2 * u2)
+    return out
+
+
+def _zms_deciles(sets, conds) -> np.ndarray:
+    """ZMS of each set in the ten equal-count groups of each conditioning variable.
+
+    A description of where Z² departs from 1 (the summary's "the largest uE are too
+    small"), not a test: ties of the variable are split in the stable order.
+    """
+    from uqx.engine.binning import equal_count_edges, stable_order
+
+    out = np.full((len(sets), len(conds), 10), np.nan)
+    for i, sd in enumerate(sets):
+        if sd.M < 20 or sd.M > LONG_SET_ROWS:
+            continue
+        z2 = (np.asarray(sd.E, dtype=np.float64) / np.asarray(sd.uE, dtype=np.float64)) ** 2
+        edges = equal_count_edges(sd.M, 10, pop_min=1)
+        for c, cond in enumerate(str(k) for k in conds):
+            x = sd.uE if cond == "uE" else getattr(sd, cond, None)
+            if x is None or edges.size != 11:
+                continue
+            zz = z2[stable_order(x)]
+            out[i, c] = np.add.reduceat(zz, edges[:-1]) / np.diff(edges)
+    return out
 
 
 #: The headline of each conditioning variable: the question that answers it.
