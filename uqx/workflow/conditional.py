@@ -25,7 +25,7 @@ import xarray as xr
 
 from uqx.dataio.model import InputError, select_sets
 from uqx.engine.confidence import interval_contains
-from uqx.engine.defaults import LEVEL, local_bins
+from uqx.engine.defaults import local_bins
 from uqx.engine.resample import content_key
 from uqx.inference.bootstrap import bootstrap_per_bin
 from uqx.inference.extrapolate.binsweep import PRESETS

@@ -18,7 +18,8 @@ among the statistics:
 
 With a **tolerance** T (``validate(tolerance=T)``, :func:`tolerance_step`), the factor also
 carries an equivalence claim: ``scale_within_tolerance`` is 1 where the data show f inside
-:math:`[1/(1+T), 1+T]` ("uE right within T on its scale", whatever the verdict), 0 where
+:math:`[1/(1+T), 1+T]` ("the average scale of uE right within T", whatever the verdict:
+a claim on the average only, consistency is its own question), 0 where
 they do not. It is a two one-sided test (Schuirmann's TOST) against the same null family
 as the verdicts: ZMS of uE off by a factor f is f² times ZMS of calibrated data, so the
 calibrated copies of each member scaled by :math:`(1+T)^{\pm 2}` are copies of the two
@@ -124,7 +125,7 @@ def tolerance_step(res: xr.Dataset, specs, copies, tolerance: float, *, alpha: f
     within = np.where(np.isfinite(p), (p < alpha).astype(np.float64), np.nan)
     return xr.Dataset({
         "scale_within_tolerance": ("set", within, {
-            "long_name": "1: uE right within the tolerance on its scale (f = sqrt(ZMS) "
+            "long_name": "1: the average scale of uE right within the tolerance (f = sqrt(ZMS) "
                          "inside [1/(1+T), 1+T] by two one-sided Monte-Carlo tests under "
                          "every member), 0: not shown; NaN: no copies",
             "tolerance": float(tolerance), "alpha": float(alpha)}),
@@ -394,10 +395,12 @@ def recalibration_text(r) -> str:
         band = f"[{1 / (1 + t):.3g}, {1 + t:.3g}]"
         p = float(r["scale_tolerance_p_value"]) if "scale_tolerance_p_value" in r else np.nan
         if w == 1:
-            out += (f"; within the tolerance: f inside {band} (uE right within "
-                    f"{100 * t:.3g} % on its scale; TOST p {p:.3g})")
+            out += (f"; uE is on average within {100 * t:.3g} % of the errors' scale (f "
+                    f"inside {band}, TOST p {p:.3g}; this is about the average scale only, "
+                    "consistency is its own question)")
         elif w == 0:
-            out += f"; not shown within the tolerance {band} (TOST p {p:.3g})"
+            out += (f"; not shown within {100 * t:.3g} % on average (f inside {band}, TOST p "
+                    f"{p:.3g})")
     return out
 
 

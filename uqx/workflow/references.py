@@ -23,7 +23,7 @@ from uqx.engine.null_shape import (
     plausible_members,
     t_nu_from_tails,
 )
-from uqx.engine.statistic import STAT_INFO, TEST_STATISTIC, parse_stat
+from uqx.engine.statistic import STAT_INFO, TEST_STATISTIC
 from uqx.engine.verdict import NOT_TESTED
 from uqx.inference.reference import prepare_sets, simulate_reference, top_suffix
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2

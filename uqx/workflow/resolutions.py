@@ -36,7 +36,7 @@ import numpy as np
 import xarray as xr
 
 from uqx.engine.mctest import direction_of
-from uqx.engine.questions import QUESTIONS, critical_value, question_of, weight_of
+from uqx.engine.questions import QUESTIONS, critical_value
 from uqx.engine.resolution import (
     _GRID,
     POWER,

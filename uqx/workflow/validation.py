@@ -432,8 +432,8 @@ def validate(
             "calibrated copies give no p-value, so the zero-bin extrapolation routes would be "
             "left untested (conditional=False skips the conditional routes)")
     if tolerance is not None and not (np.isfinite(tolerance) and tolerance > 0):
-        raise InputError(f"tolerance must be a positive number (e.g. 0.1: uE right within "
-                         f"10 %), got {tolerance!r}")
+        raise InputError(f"tolerance must be a positive number (e.g. 0.1: uE right on average "
+                         f"within 10 %), got {tolerance!r}")
     if tolerance is not None and "zms" not in [s.name for s in specs]:
         raise InputError("tolerance is a claim on the factor sqrt(ZMS): add zms to the "
                          "statistics")

@@ -84,7 +84,8 @@ def add_validation_options(p) -> None:
         "--tolerance", type=float, default=None, metavar="T",
         help="equivalence claim on the scale of uE: say whether the data show the factor "
         "f = sqrt(ZMS) inside [1/(1+T), 1+T] (two one-sided tests under every member of "
-        "the null family; e.g. 0.1: uE right within 10 %%)")
+        "the null family; e.g. 0.1: the average scale of uE right within 10 %%; says "
+        "nothing of consistency)")
     p.add_argument(
         "--ties", default=None, choices=["content", "file-order"],
         help="how rows with equal uE (or X, V) are split between bins: 'content' (by a "
