@@ -53,6 +53,7 @@ __all__ = [
     "tails_reach_limit",
     "kappa_cs_z2_local",
     "kappa_cs_z2_windows",
+    "kappa_cs_z2_halves",
     "nu_windows",
     "one_shape",
     "z_in_local_bins",
@@ -759,6 +760,36 @@ def kappa_cs_z2_windows(E_sorted, u_sorted, seg, groups):
         if z[-1] > z[0]:
             kappa[w] = float(sorted_tailedness(z, kappa=True)[1])
     return kappa, np.diff(groups)
+
+
+def kappa_cs_z2_halves(E, uE, n_bins: int | None = None):
+    """κ_CS of Z² (scaled within the bins of uE) in the lower and the upper half of uE.
+
+    The small-sample reach of the tails (:func:`tails_within_reach`) read half by half:
+    errors whose shape changes with uE (heavier tails for the larger uE) can show light
+    tails over the whole set while one half cannot, and a half that missed its extremes
+    makes every member reject consistency on calibrated data. The halves split the
+    uE order at M/2 (the local bin across it split in two, each part scaled on itself).
+
+    Parameters
+    ----------
+    E, uE : array_like, shape (M,)
+    n_bins : int, optional
+        Local bins of uE.
+
+    Returns
+    -------
+    kappa, n : numpy.ndarray, shape (2,)
+        NaN with a single bin.
+    """
+    z, edges = z_in_local_bins(E, uE, n_bins)
+    if z.size < 4:
+        return np.full(2, np.nan), np.array([z.size, 0])
+    mid = z.size // 2
+    edges = np.unique(np.r_[edges, mid]).astype(np.int64)  # the bin across M/2 split
+    groups = np.array([0, mid, z.size], dtype=np.int64)
+    ones = np.ones(z.size)
+    return kappa_cs_z2_windows(z, ones, edges, groups)
 
 
 def nu_windows(kappa_windows, n_windows, nu_hat, *, nu_min: float = NU_MIN):

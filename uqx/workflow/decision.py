@@ -536,6 +536,27 @@ TAILS_ROBUST = ("mean_z", "cc")
 U2_WEIGHTED = ("rce", "uce")
 
 
+def _halves_reason(res, i) -> str:
+    """Why a half of the uE order cannot carry an ``invalid`` ('' when both can).
+
+    :func:`uqx.engine.null_shape.tails_within_reach` of each half's κ_CS of Z²
+    (``kappa_cs_z2_half``, :func:`uqx.engine.null_shape.kappa_cs_z2_halves`).
+    """
+    if "kappa_cs_z2_half" not in res:
+        return ""
+    for h, name in enumerate(("lower", "upper")):
+        k = float(res["kappa_cs_z2_half"].values[i, h])
+        n = int(res["half_points"].values[i, h])
+        if n >= 2 and np.isfinite(k) and not tails_within_reach(k, n):
+            return (f"rejected, but the {name} half of the uE order ({n} points) cannot show "
+                    f"that its errors' tails are lighter than those of t_s({NU_MIN:g}), the "
+                    f"heaviest member of the null family (kappa_cs of Z^2 there = {k:.3g}, "
+                    f"not below {float(tails_reach_limit(n)):.3g}): errors heavier-tailed "
+                    "for those uE that the sample missed would give such a rejection on "
+                    "calibrated data")
+    return ""
+
+
 def _stat_tails_reason(base, res, i, M) -> str:
     """Why an ``invalid`` of statistic ``base`` of set ``i`` cannot stand ('' when it can).
 
@@ -549,6 +570,9 @@ def _stat_tails_reason(base, res, i, M) -> str:
         return ""
     kappa = float(res["kappa_cs_z2_local"].values[i]) if "kappa_cs_z2_local" in res \
         else np.nan
+    why = _halves_reason(res, i)
+    if why and not kappa > SAFETY_LIMITS["kappa_cs_z2"]:
+        return why
     if base in U2_WEIGHTED and M is not None and "u2_effective_points" in res:
         n_eff = float(res["u2_effective_points"].values[i])
         if np.isfinite(n_eff) and n_eff < M:

@@ -64,6 +64,7 @@ from uqx.engine.binning import TIES, content_order, stable_order
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST
+from uqx.engine.null_shape import kappa_cs_z2_halves
 from uqx.engine.resample import resolve_seed
 from uqx.engine.statistic import RANK_STATS, parse_stat
 from uqx.engine.stats.tailedness import (
@@ -517,6 +518,14 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     boot = boot.isel(stat=slice(0, len(specs)))
     res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
     labels = [lab for *_, lab in members]
+    if not streamed:
+        halves = [kappa_cs_z2_halves(sd.E, sd.uE) for sd in sets]
+        res["kappa_cs_z2_half"] = (("set", "half"), np.array([h[0] for h in halves]), {
+            "long_name": "kappa_cs of Z^2 scaled within the bins of uE, in the lower and the "
+                         "upper half of the uE order (the small-sample reach of the tails, "
+                         "half by half)"})
+        res["half_points"] = (("set", "half"), np.array([h[1] for h in halves]),
+                              {"long_name": "points in each half of the uE order"})
     res["u2_effective_points"] = ("set", _u2_effective_points(sets, streamed), {
         "long_name": "effective number of points of u^2, (sum u^2)^2 / sum u^4: the points "
                      "that carry the statistics weighted by u^2 (RCE, UCE)"})
