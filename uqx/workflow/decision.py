@@ -557,20 +557,24 @@ def _halves_reason(res, i) -> str:
     return ""
 
 
-def _stat_tails_reason(base, res, i, M) -> str:
+def _stat_tails_reason(base, res, i, M, on_ue=False) -> str:
     """Why an ``invalid`` of statistic ``base`` of set ``i`` cannot stand ('' when it can).
 
     :func:`tails_reason` of κ_CS of Z² within the bins of uE (the shape of ε: every
     member draws the data's own uE, so the tails of u² are in the copies as they are in
-    the data). The statistics of :data:`U2_WEIGHTED` read the small-sample reach at the
-    effective number of points of u² instead of M: a few of the largest uE carry them,
-    and those few errors can miss their extremes as a small sample does.
+    the data). The statistics binned on uE (``on_ue``: consistency, and consistency up
+    to a factor) also need each half of the uE order to show its tails lighter than
+    t_s(3)'s (:func:`_halves_reason`): a shape that changes with uE is what they must
+    not read as inconsistency. The statistics of :data:`U2_WEIGHTED` read the
+    small-sample reach at the effective number of points of u² instead of M: a few of
+    the largest uE carry them, and those few errors can miss their extremes as a small
+    sample does.
     """
     if base in TAILS_ROBUST:
         return ""
     kappa = float(res["kappa_cs_z2_local"].values[i]) if "kappa_cs_z2_local" in res \
         else np.nan
-    why = _halves_reason(res, i)
+    why = _halves_reason(res, i) if on_ue else ""
     if why and not kappa > SAFETY_LIMITS["kappa_cs_z2"]:
         return why
     if base in U2_WEIGHTED and M is not None and "u2_effective_points" in res:
@@ -627,7 +631,8 @@ def tails_step(res, M=None) -> xr.Dataset:
             for j, s in enumerate(specs):
                 if ver[i, j] != "invalid":
                     continue
-                why = _stat_tails_reason(s.base, res, i, Mi)
+                why = _stat_tails_reason(s.base, res, i, Mi,
+                                         on_ue=s.family == "binned" and s.cond == "uE")
                 if why:
                     ver[i, j], rea[i, j] = "inconclusive", why
                     q = "up_to_factor" if v == "factor_verdict" else question_of(s.family,

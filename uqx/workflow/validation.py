@@ -703,7 +703,10 @@ def _absent_cond_step(res, sets, notes):
         if not have:
             continue
         a = qs.index(f"adaptivity_{cond}")
-        some = len(have) < len(sets)
+        # the defaults leave adaptivity out where only some sets have the feature
+        some = len(have) < len(sets) and not any(
+            str(s).endswith(f"_{cond}") for s in res["stat"].values) and \
+            list(map(str, res["stat"].values)) == list(DEFAULT_STATS)
         for i, sd in enumerate(sets):
             if getattr(sd, cond, None) is not None:
                 if some and str(verdict[i, a]) == "not tested":
