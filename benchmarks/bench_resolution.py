@@ -7,7 +7,7 @@ one run, on the same copies (``simulate_reference``, n_mc copies per set, 20 bin
 
 * **baseline**, the route of earlier versions: every statistic at all 88 factors for
   every copy, then the first factor whose power reaches 80 %;
-* **search**: :class:`uqx.engine.alternative.ConsistencyAlternatives` computes the statistics
+* **search**: :class:`uqx.engine.alternative.BinnedCopies` computes the statistics
   only at the factors :func:`uqx.engine.resolution.alternative_resolution` reads
   (:func:`~uqx.engine.resolution.first_hit`: every 8th factor, and between two only
   where a copy rejected in between could be).
@@ -37,7 +37,7 @@ import numpy as np
 from _common import header, section
 
 import uqx
-from uqx.engine.alternative import ConsistencyAlternatives
+from uqx.engine.alternative import BinnedCopies
 from uqx.engine.resolution import (
     POWER,
     QUASI_CONVEX_TOP,
@@ -63,7 +63,7 @@ def _sets(n, M, seed):
 
 
 def _top(r, i, n):
-    top = ConsistencyAlternatives(r["top_factor"].values, n)
+    top = BinnedCopies(r["top_factor"].values, n)
     nb = int(r["top_n_bins"].values[i])
     top.add(0, 0, r["top_sums"].values[i, :n, :nb], r["top_u2"].values[i, :nb],
             r["top_count"].values[i, :nb], int(r["top_M"].values[i]),
@@ -90,7 +90,7 @@ def baseline(r, n):
 
 
 def search(r, n):
-    """ConsistencyAlternatives and the search of alternative_resolution."""
+    """BinnedCopies and the search of alternative_resolution."""
     out, evals = {}, 0
     for i in range(r.sizes["set"]):
         top = _top(r, i, n)
@@ -124,7 +124,7 @@ def spread_baseline(r, n):
 
 
 def spread_search(r, n):
-    """ConsistencyAlternatives.spread and the search of spread_resolution."""
+    """BinnedCopies.spread and the search of spread_resolution."""
     out, evals = {}, 0
     for i in range(r.sizes["set"]):
         top = _top(r, i, n)
@@ -164,7 +164,7 @@ def main(argv=None):
     found = sum(np.isfinite(v) for v in want.values())
     print(f"baseline (88 factors, every statistic): {w0:.3f} s wall, {c0:.3f} s CPU, "
           f"{e0} factor evaluations")
-    print(f"search (ConsistencyAlternatives + first_hit):    {w1:.3f} s wall, {c1:.3f} s CPU, "
+    print(f"search (BinnedCopies + first_hit):    {w1:.3f} s wall, {c1:.3f} s CPU, "
           f"{e1} factor evaluations")
     print(f"ratio baseline / search: {w0 / w1:.2f} wall, {c0 / max(c1, 1e-9):.2f} CPU; "
           f"same factor for all {len(want)} (set, statistic, level): {same} "

@@ -581,10 +581,10 @@ def test_moment_copies_from_a_binned_preparation_need_no_second_sort(monkeypatch
 
 
 def _top_alternative(r, bases, n_copies):
-    """A ConsistencyAlternatives of set 0 of a simulate_reference result (one member)."""
-    from uqx.engine.alternative import ConsistencyAlternatives
+    """A BinnedCopies of set 0 of a simulate_reference result (one member)."""
+    from uqx.engine.alternative import BinnedCopies
 
-    top = ConsistencyAlternatives(r["top_factor"].values, n_copies)
+    top = BinnedCopies(r["top_factor"].values, n_copies)
     nb = int(r["top_n_bins"].values[0])
     top.add(0, 0, r["top_sums"].values[0, :n_copies, :nb], r["top_u2"].values[0, :nb],
             r["top_count"].values[0, :nb], int(r["top_M"].values[0]),
@@ -595,7 +595,7 @@ def _top_alternative(r, bases, n_copies):
 def _alternative_copies(M, n_mc, n_bins, set_seed, seed):
     """Copies of ENCE, ZMSE under N of a calibrated set, their alternatives, the same ε.
 
-    Returns the simulate_reference result, its ConsistencyAlternatives, the unit draws
+    Returns the simulate_reference result, its BinnedCopies, the unit draws
     of the copies (drawn again from the keyed stream, copy after copy) and the sorted uE.
     """
     from uqx.engine.resample import content_key, seed_sequence

@@ -330,7 +330,8 @@ def graph_procedure(p, weights, transitions, alpha: float = ALPHA_RESULT):
     return rejected, out
 
 
-def member_verdict(rejected, labels, *, use=None, reachable=True) -> tuple[str, str]:
+def member_verdict(rejected, labels, *, use=None, reachable=True,
+                   unreachable: str = "") -> tuple[str, str]:
     """Verdict of one test over the members of the null family that take part.
 
     ``invalid`` when every member rejects, ``valid`` when none does, else
@@ -346,6 +347,8 @@ def member_verdict(rejected, labels, *, use=None, reachable=True) -> tuple[str, 
         Members that take part (all by default).
     reachable : bool
         False when the copies cannot reach the test's level: no verdict.
+    unreachable : str
+        The reason then (default: a generic one).
 
     Returns
     -------
@@ -359,7 +362,8 @@ def member_verdict(rejected, labels, *, use=None, reachable=True) -> tuple[str, 
     if r.size == 0:
         return "inconclusive", "no member of the null family takes part"
     if not reachable:
-        return "inconclusive", "the copies cannot reach the level of this test: increase --n-mc"
+        return "inconclusive", unreachable or (
+            "the copies cannot reach the level of this test: no verdict; increase --n-mc")
     if r.all():
         return "invalid", ""
     if not r.any():

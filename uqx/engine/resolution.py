@@ -389,7 +389,7 @@ def alternative_resolution(null, alternative, factors, *, direction: int = 1,
     alternative : array_like, shape (n, F), or callable
         The statistic on the same copies under the alternative at each factor, or
         ``idx -> (n, len(idx))`` computing them at the factor indices asked
-        (:class:`uqx.engine.alternative.ConsistencyAlternatives`).
+        (:class:`uqx.engine.alternative.BinnedCopies`).
     factors : array_like, shape (F,)
         The factors, in order away from the null (increasing for the top factor).
     direction : {1, -1}
@@ -455,7 +455,7 @@ def spread_resolution(nulls, spreads, *, direction: int = 1, alpha: float = ALPH
         The statistic on each member's calibrated copies.
     spreads : list of callable
         ``gammas -> (n, F)``: the same copies under the alternative at each exponent
-        (:meth:`uqx.engine.alternative.ConsistencyAlternatives.spread`).
+        (:meth:`uqx.engine.alternative.BinnedCopies.spread`).
     direction : {1, -1}
     alpha, power : float
 

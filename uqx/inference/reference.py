@@ -182,7 +182,7 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
     parts, hooked = [], []
     lo = 0
     plan = None if rank else ss.gaussian(dist, nu, local)
-    top = first < N_TEST  # the copies of the tests keep their sums (ConsistencyAlternatives)
+    top = first < N_TEST  # the copies of the tests keep their sums (BinnedCopies)
     sweep = None if rank or n_hook == 0 else hook.partitions(ss.u_sorted)
     plan_hook = None if sweep is None else ss.gaussian(dist, nu, local, sweep)
     while lo < nb:
@@ -937,7 +937,7 @@ def simulate_reference(
         Over (``set``, ``stat``): ``reference``, ``reference_se``, ``sim2_low``,
         ``sim2_high``, ``n_nan`` [, ``draws`` over ``mc``; with them and binned
         statistics on uE, the per-bin sums of the copies of the tests, ``top_sums``
-        and the bins' layout, from which :class:`uqx.engine.alternative.ConsistencyAlternatives`
+        and the bins' layout, from which :class:`uqx.engine.alternative.BinnedCopies`
         computes the local alternative of consistency].
 
     Notes

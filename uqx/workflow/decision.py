@@ -392,8 +392,9 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                     q, "the question received no share of the set's level")
                 asked[a] = False
                 continue
-            qv[i, a], qr[i, a] = member_verdict(rej_q[a], labels, use=members_q,
-                                                reachable=bool(reach_q[a]))
+            qv[i, a], qr[i, a] = member_verdict(
+                rej_q[a], labels, use=members_q, reachable=bool(reach_q[a]),
+                unreachable=_unreachable(n, np.nanmax(ql[i, a][members_q])))
             qb[i, a] = _near(qp[i, a], ql[i, a], n, members_q)
         for k, key in enumerate(t.keys):
             a = QUESTIONS.index(t.questions[k])
@@ -403,7 +404,10 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                     fverdict[i, key[1]], freason[i, key[1]] = "not tested", qr[i, a]
                     fp[i, key[1]] = t.p[k]
                 continue
-            v, why = member_verdict(rej_t[k], labels, use=u, reachable=bool(reach_t[k]))
+            v, why = member_verdict(
+                rej_t[k], labels, use=u, reachable=bool(reach_t[k]),
+                unreachable=_unreachable(n, np.nanmax(np.where(u, lev_t[k], np.nan))
+                                         * t.weights[k]))
             if v == "invalid" and qv[i, a] != "invalid":
                 v = "inconclusive"
                 why = (f"rejected under every member that takes part in it, but its question "
@@ -469,6 +473,13 @@ NO_PVALUE = ("a Monte-Carlo p-value is not finite (the statistic is undefined on
 #: Why a question that received no share of the set's level is not tested.
 NOT_ASKED = {"up_to_factor": "asked only where average calibration is rejected (its share "
                              "of the level comes from there)"}
+
+
+def _unreachable(n, level) -> str:
+    """Why a test whose copies cannot reach its level gives no verdict."""
+    return (f"{int(n)} calibrated copies cannot give p < {float(level):.3g} (the smallest "
+            f"p-value they give is {1 / (1 + n):.3g} on one side, {2 / (1 + n):.3g} on "
+            "two): no verdict; increase --n-mc")
 
 
 def _test_label(specs, key) -> str:

@@ -177,8 +177,8 @@ def resolution_step(res, specs, draws, top, tests, *, M) -> xr.Dataset:
                          "u = c*uE^gamma (same mean square, piecewise on the bins of uE) "
                          "found not valid with 80 % power", **p}),
         "resolution_spread_high": (dims, spr[..., 1], {
-            "long_name": "the smallest exponent gamma above 1 found not valid with 80 % "
-                         "power", **p}),
+            "long_name": "binned statistics on uE: the smallest exponent gamma above 1 of "
+                         "u = c*uE^gamma found not valid with 80 % power", **p}),
         "question_resolution_low": (qdims, qlim[..., 0], {
             "long_name": "question: the factor below 1 (average: scale of uE) found not "
                          "valid with 80 % power", **p}),
@@ -190,7 +190,8 @@ def resolution_step(res, specs, draws, top, tests, *, M) -> xr.Dataset:
             "long_name": "consistency questions: the exponent gamma below 1 of u = "
                          "c*uE^gamma found not valid with 80 % power", **p}),
         "question_resolution_spread_high": (qdims, qspr[..., 1], {
-            "long_name": "the exponent gamma above 1 found not valid with 80 % power", **p}),
+            "long_name": "consistency questions: the exponent gamma above 1 of u = "
+                         "c*uE^gamma found not valid with 80 % power", **p}),
     })
 
 

@@ -581,10 +581,10 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
     M_sets = np.array([sd.M for sd in sets])
     res = tails_step(res, M=M_sets)
     res = untestable_step(res, by_stat, by_question)
-    if cfg.resolution:
-        tests = {i: set_tests(res, specs, test_draws, i, factor=factor.get(i))
-                 for i in range(len(sets))}
-        res = res.merge(resolution_step(res, specs, test_draws, top, tests, M=M_sets))
+    # the resolutions (NaN, the variables kept, without them: validate(resolution=False))
+    tests = {i: set_tests(res, specs, test_draws, i, factor=factor.get(i))
+             for i in range(len(sets))} if cfg.resolution else {}
+    res = res.merge(resolution_step(res, specs, test_draws, top, tests, M=M_sets))
     if cfg.conditional:
         res = _conditional_steps(res, ds, sets, notes, cfg, members=members,
                                  nulls=nulls if n_extrap <= n_mc else None)
