@@ -77,9 +77,15 @@ def _members(res, i, use):
 
 
 def _thresholds(res, t, i, m, q):
-    """Critical value of question ``q`` under member ``m`` at its initial level."""
+    """Critical value of question ``q`` under member ``m`` at its initial level.
+
+    A question that starts with no share (``up_to_factor``) is read at the level it was
+    given by the rejected average calibration.
+    """
     a = QUESTIONS.index(q)
     level = float(res["question_level_initial"].values[i, a, m])
+    if level == 0:  # up_to_factor: asked with the share average calibration passed on
+        level = float(res["question_level"].values[i, a, m])
     idx = [k for k, tq in enumerate(t.questions) if tq == q and t.use[k, m]
            and np.isfinite(t.p[k, m])]
     if not idx or not np.isfinite(level):
