@@ -79,7 +79,7 @@ def test_power_on_miscalibrated_data():
     ds = error_rates(designs=["ig6_normal"], M=[2000], power_M=[2000],
                      power_designs=["ig6_normal"],
                      scenarios=["scale0.8", "scale1.25", "gamma0.5", "x-variance"],
-                     n_datasets=12, n_boot=300, n_mc=200, scheduler="synchronous")
+                     n_datasets=12, n_boot=300, n_mc=400, scheduler="synchronous")
     inv = ds["verdict"].isel(design=0, M=0) == CODES.index("invalid")
     val = ds["verdict"].isel(design=0, M=0) == CODES.index("valid")
     n = ds.sizes["replicate"]
@@ -120,9 +120,11 @@ def test_archive_summary_plot_and_table(tmp_path):
     # scale0.8 runs on its power design only: the other design's cell is empty
     assert int(ds["n_sets"].sel(design="uniform_skewed", scenario="scale0.8").max()) == 0
     assert int(ds["n_sets"].sel(design="ig6_normal", scenario="scale0.8", test="zms").max()) == 3
-    # no route on X at M = 400 (too small for the zero-bin extrapolation): no rate
+    # adaptivity on X is tested at M = 400 (its statistics binned on X)
     assert int(ds["n_sets"].sel(design="ig6_normal", scenario="scale0.8",
-                                test="adaptivity").max()) == 0
+                                test="adaptivity").max()) == 3
+    # the power layers are recorded per set for each question
+    assert ds["power_layer"].dims[-2:] == ("question", "layer")
 
 
 def test_synthetic_sets_are_what_they_say():

@@ -330,11 +330,12 @@ def graph_procedure(p, weights, transitions, alpha: float = ALPHA_RESULT):
     return rejected, out
 
 
-def member_verdict(rejected, labels, *, use=None, reachable=True,
+def member_verdict(rejected, labels, *, use=None, firm=None, reachable=True,
                    unreachable: str = "") -> tuple[str, str]:
     """Verdict of one test over the members of the null family that take part.
 
-    ``invalid`` when every member rejects, ``valid`` when none does, else
+    ``invalid`` when every member rejects, ``valid`` when none rejects beyond the
+    Monte-Carlo noise of its p-value (``firm``; default: any rejection), else
     ``inconclusive`` naming the members on each side: the conclusion then depends on the
     generative distribution of the errors, not on the data.
 
@@ -342,6 +343,9 @@ def member_verdict(rejected, labels, *, use=None, reachable=True,
     ----------
     rejected : array_like of bool, shape (member,)
         Whether each member's procedure rejects the test.
+    firm : array_like of bool, optional
+        Whether each member rejects beyond the Monte-Carlo noise of its p-value (a subset
+        of ``rejected``).
     labels : sequence of str
     use : array_like of bool, optional
         Members that take part (all by default).
@@ -355,10 +359,12 @@ def member_verdict(rejected, labels, *, use=None, reachable=True,
     verdict, reason : str
     """
     r = np.asarray(rejected, dtype=bool)
+    f = r if firm is None else np.asarray(firm, dtype=bool) & r
     labels = list(labels)
     if use is not None:
         use = np.asarray(use, dtype=bool)
-        r, labels = r[use], [lab for lab, k in zip(labels, use, strict=True) if k]
+        r, f = r[use], f[use]
+        labels = [lab for lab, k in zip(labels, use, strict=True) if k]
     if r.size == 0:
         return "inconclusive", "no member of the null family takes part"
     if not reachable:
@@ -366,7 +372,7 @@ def member_verdict(rejected, labels, *, use=None, reachable=True,
             "the copies cannot reach the level of this test: no verdict; increase --n-mc")
     if r.all():
         return "invalid", ""
-    if not r.any():
+    if not f.any():
         return "valid", ""
     rej = ", ".join(lab for lab, k in zip(labels, r, strict=True) if k)
     acc = ", ".join(lab for lab, k in zip(labels, r, strict=True) if not k)

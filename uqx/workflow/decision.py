@@ -354,6 +354,8 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
         lev_t = np.full((len(t.keys), D), np.nan)
         adj_t = np.full((len(t.keys), D), np.nan)
         rej_q = np.zeros((Q, D), dtype=bool)
+        firm_q = np.zeros((Q, D), dtype=bool)  # rejected beyond the Monte-Carlo noise
+        firm_t = np.zeros((len(t.keys), D), dtype=bool)
         reach_q = np.ones(Q, dtype=bool)
         reach_t = np.ones(len(t.keys), dtype=bool)
         for m in range(D):
@@ -365,6 +367,8 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                 rej_q[a, m] = rej[q]
                 idx = [k for k, tq in enumerate(t.questions) if tq == q]
                 n_ok = int(np.sum(np.all(np.isfinite(t.copies[idx, m]), axis=0)))
+                firm = firm_level(lev[q], n_ok)
+                firm_q[a, m] = bool(p_q[q] < firm)
                 if not use_all[i, m]:
                     continue
                 if lev[q] * (1 + n_ok) <= 1.0:  # (1 + 0) / (1 + n) >= level
@@ -376,6 +380,7 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                         continue
                     lev_t[k, m] = lev[q]
                     rej_t[k, m] = rej[q] and adj[k] < lev[q]
+                    firm_t[k, m] = firm_q[a, m] and adj[k] < firm
                     d = direction_of(specs[t.keys[k][1]].base) if t.keys[k][0] == "stat" \
                         else 1
                     if np.isfinite(c) and t.weights[k] * c <= smallest_pvalue(n_ok, d):
@@ -393,7 +398,7 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                 asked[a] = False
                 continue
             qv[i, a], qr[i, a] = member_verdict(
-                rej_q[a], labels, use=members_q, reachable=bool(reach_q[a]),
+                rej_q[a], labels, use=members_q, firm=firm_q[a], reachable=bool(reach_q[a]),
                 unreachable=_unreachable(n, np.nanmax(ql[i, a][members_q])))
             qb[i, a] = _near(qp[i, a], ql[i, a], n, members_q)
         for k, key in enumerate(t.keys):
@@ -405,7 +410,7 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                     fp[i, key[1]] = t.p[k]
                 continue
             v, why = member_verdict(
-                rej_t[k], labels, use=u, reachable=bool(reach_t[k]),
+                rej_t[k], labels, use=u, firm=firm_t[k], reachable=bool(reach_t[k]),
                 unreachable=_unreachable(n, np.nanmax(np.where(u, lev_t[k], np.nan))
                                          * t.weights[k]))
             if v == "invalid" and qv[i, a] != "invalid":
@@ -473,6 +478,17 @@ NO_PVALUE = ("a Monte-Carlo p-value is not finite (the statistic is undefined on
 #: Why a question that received no share of the set's level is not tested.
 NOT_ASKED = {"up_to_factor": "asked only where average calibration is rejected (its share "
                              "of the level comes from there)"}
+
+
+def firm_level(level, n):
+    r"""Level below which a p-value is a rejection beyond its Monte-Carlo noise.
+
+    :math:`L - 2\sqrt{L(1-L)/n}` (:func:`uqx.engine.mctest.pvalue_noise`): a member whose
+    p-value lies between it and the level L rejects, but n copies cannot tell that
+    rejection from an acceptance; it does not withhold a ``valid`` (marked
+    ``borderline``), and the resolution of a ``valid`` is read at this level.
+    """
+    return float(level) - 2.0 * float(pvalue_noise(level, n, level))
 
 
 def _unreachable(n, level) -> str:

@@ -4,8 +4,10 @@ A ``valid`` says "not rejected"; its resolution says what that is worth: the sma
 miscalibration of a named kind that the same procedure would have found not ``valid``
 with 80 % power (:data:`uqx.engine.resolution.POWER`), at this M and on these uE. It is
 read at the threshold that decides: a test t of question q is rejected under member m
-when its p-value is below :math:`w_t\,c_{q,m}`, with :math:`c_{q,m}` the critical value
-of the question's weighted min-p at its initial share of the set's level
+beyond the Monte-Carlo noise (what withholds a ``valid``) when its p-value is below
+:math:`w_t\,c_{q,m}`, with :math:`c_{q,m}` the critical value of the question's weighted
+min-p at its initial share of the set's level less two Monte-Carlo sd
+(:func:`uqx.workflow.decision.firm_level`)
 (:func:`uqx.engine.questions.critical_value`; a share passed on later only raises the
 power, so the statement holds whatever the other questions do); a question rejects when
 *one* of its tests does, so its power under an alternative is read on the joint copies
@@ -90,7 +92,11 @@ def _thresholds(res, t, i, m, q):
            and np.isfinite(t.p[k, m])]
     if not idx or not np.isfinite(level):
         return np.nan
-    return critical_value(t.copies[idx, m], t.weights[idx], level)
+    from uqx.workflow.decision import firm_level
+
+    n = int(np.sum(np.all(np.isfinite(t.copies[idx, m]), axis=0)))
+    # "not valid" needs a rejection beyond the Monte-Carlo noise of the p-value
+    return critical_value(t.copies[idx, m], t.weights[idx], firm_level(level, n))
 
 
 def _scale_copies(base, null, M):
