@@ -47,6 +47,7 @@ from uqx.sweeps._common import check_axis, check_int, execute, rate_interval
 from uqx.sweeps.engine import Study
 
 __all__ = ["error_rates", "define", "summarise", "combine", "rates_table", "synthetic_set",
+           "design_class", "ERROR_CLASS", "layers_table",
            "verdict_codes", "DESIGNS", "SCENARIOS", "CODES", "BLOCK", "ISSUE21_DESIGNS",
            "UNNAMED_DESIGNS"]
 
@@ -94,6 +95,31 @@ ISSUE21_DESIGNS = ("tied5_normal", "tied5_t6", "ig6_t2.5", "ig6_mixed")
 #: mixed errors with the heavier-tailed uncertainties u² ~ IG(1.5, 1.5).
 UNNAMED_DESIGNS = ("uniform_laplace", "ig3_mixed")
 CONVENTIONS = ("n_boot", "n_mc", "power_M", "power_designs", "u_per_set")
+
+#: Errors whose Z² has a finite variance (class A: every verdict `valid` on 90 % of
+#: calibrated sets is reachable), errors on or beyond the edge of that (class B: t_s(4),
+#: and a shape that changes toward it), and beyond the safety limits of 001 Table II.
+ERROR_CLASS = {"normal": "A", "t6": "A", "laplace": "A", "uniform": "A", "skewed": "A",
+               "mixed6": "A", "t4": "B", "mixed": "B", "t2.5": "beyond"}
+#: Errors whose shape changes with uE: CC, whose null holds one shape, is class B there.
+SHAPE_CHANGES = ("mixed", "mixed6")
+
+
+def design_class(design: str, test: str | None = None) -> str:
+    """Class of a design (:data:`ERROR_CLASS`; CC on a shape changing with uE: "B").
+
+    Parameters
+    ----------
+    design : str
+        ``<uncertainties>_<errors>``.
+    test : str, optional
+        The recorded test (``cc``, ``consistency``, ...).
+    """
+    errors = design.split("_", 1)[1]
+    cls = ERROR_CLASS.get(errors, "A")
+    if test in ("cc", "cc_zeta") and errors in SHAPE_CHANGES and cls == "A":
+        return "B"
+    return cls
 
 
 def _uncertainties(kind, rng, M):
@@ -492,9 +518,9 @@ def combine(archives) -> xr.Dataset:
 
 
 def rates_table(archive, *, tests=("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max",
-                                   "zms_scan", "zve", "consistency", "adaptivity", "any"),
-                zeta=False,
-                designs=None) -> str:
+                                   "zms_scan", "zve", "average", "consistency", "adaptivity",
+                                   "any"),
+                zeta=False, designs=None, cls=None, per_design=False) -> str:
     """Markdown table of the measured rates of an archive (README and documentation).
 
     Calibrated rows: the largest ``invalid`` rate over the designs at each M (size) and
@@ -512,6 +538,12 @@ def rates_table(archive, *, tests=("zms", "rce", "mean_z", "cc", "ence", "zmse",
         Tabulate the papers' ζ rule (``<stat>_zeta``) instead of the verdicts.
     designs : sequence of str, optional
         Only these designs (default: every design of the archive).
+    cls : str, optional
+        Only the (design, test) cells of this class (:func:`design_class`: "A", "B",
+        "beyond"): CC of a design whose shape changes with uE is class B while its
+        other tests are A.
+    per_design : bool
+        One row per design instead of the extreme over the designs.
     """
     from uqx.sweeps.archive import load
 
@@ -527,9 +559,15 @@ def rates_table(archive, *, tests=("zms", "rce", "mean_z", "cc", "ence", "zmse",
     head = "| scenario | M | designs | rate | " + " | ".join(names) + " |"
     lines = [head, "|" + "---|" * (4 + len(names))]
 
-    def cell(var, s, M, t, pick):
+    dnames = [str(d) for d in ds["design"].values]
+
+    def cell(var, s, M, t, pick, only=None):
         r = ds[var].sel(scenario=s, M=M, test=t)
-        v = r.values
+        v = np.array(r.values, dtype=np.float64)
+        if cls is not None:
+            v[[design_class(d, t) != cls for d in dnames]] = np.nan
+        if only is not None:
+            v[[d != only for d in dnames]] = np.nan
         if not np.isfinite(v).any():
             return "–", None
         d = int(np.nanargmax(v) if pick == "max" else np.nanargmin(v))
@@ -540,17 +578,66 @@ def rates_table(archive, *, tests=("zms", "rce", "mean_z", "cc", "ence", "zmse",
     for s in [str(x) for x in ds["scenario"].values]:
         for M in ds["M"].values:
             per = ds["n_sets"].sel(scenario=s, M=M).max("test").values
+            if cls is not None:
+                per = np.where([design_class(d) == cls or (
+                    cls == "B" and design_class(d, "cc") == "B") for d in dnames], per, 0)
             if per.max() == 0:
                 continue
-            nd = int((per > 0).sum())
-            lo_n, hi_n = int(per[per > 0].min()), int(per.max())
-            n = f"{hi_n}" if lo_n == hi_n else f"{lo_n}–{hi_n}"
             rows = ([("invalid (max)", "rate_invalid", "max"), ("valid (min)", "rate_valid",
                                                                   "min")]
                     if s == "calibrated" else [("invalid (min)", "rate_invalid", "min"),
                                                ("valid (min)", "rate_valid", "min")])
-            for label, var, pick in rows:
-                cells = [cell(var, s, M, t, pick)[0] for t in names]
-                lines.append(f"| {s} | {int(M)} | {nd} ({n} sets each) | {label} | "
-                             + " | ".join(cells) + " |")
+            groups = [(d, [d]) for k, d in enumerate(dnames) if per[k] > 0] if per_design \
+                else [(None, [d for k, d in enumerate(dnames) if per[k] > 0])]
+            for only, members in groups:
+                sel = [int(per[dnames.index(d)]) for d in members]
+                lo_n, hi_n = min(sel), max(sel)
+                n = f"{hi_n}" if lo_n == hi_n else f"{lo_n}–{hi_n}"
+                what = only if only is not None else f"{len(members)} ({n} sets each)"
+                if only is not None:
+                    what = f"{only} ({n})"
+                for label, var, pick in rows:
+                    cells = [cell(var, s, M, t, pick, only)[0] for t in names]
+                    lines.append(f"| {s} | {int(M)} | {what} | {label} | "
+                                 + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def layers_table(archive, *, questions=("consistency", "average", "adaptivity_X")) -> str:
+    """Markdown table: where each question's power is lost, layer by layer.
+
+    For every power cell (scenario, design) and question: the fraction of sets rejected
+    by its best statistic alone at the question's initial level under every member, by
+    the headline (weighted min-p) at that level, after the levels passed between the
+    questions (the graph), the final verdict (after the tails), and by each member's own
+    procedure (:data:`LAYERS`, :func:`power_layers`).
+
+    Parameters
+    ----------
+    archive : xarray.Dataset or path
+        :func:`error_rates` output with ``power_layer``.
+    questions : sequence of str
+    """
+    from uqx.sweeps.archive import load
+
+    ds = load(archive)
+    if "power_layer" not in ds:
+        raise InputError("the archive has no power layers (run the study again)")
+    head = "| scenario | M | design | question | " + " | ".join(LAYERS) + " |"
+    lines = [head, "|" + "---|" * (4 + len(LAYERS))]
+    for s in [str(x) for x in ds["scenario"].values]:
+        if s == "calibrated":
+            continue
+        for M in ds["M"].values:
+            for d in [str(x) for x in ds["design"].values]:
+                L = ds["power_layer"].sel(scenario=s, M=M, design=d)
+                if not np.isfinite(L.values).any():
+                    continue
+                for q in questions:
+                    v = L.sel(question=q).values  # (replicate, layer)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                        m = np.nanmean(v, axis=0)
+                    cells = ["–" if not np.isfinite(x) else f"{x:.2f}" for x in m]
+                    lines.append(f"| {s} | {int(M)} | {d} | {q} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
