@@ -2,6 +2,7 @@
 follows from the numbers of the result it reads, on the demo sets and the nine literature
 sets, and the summary comes first in the text, the verdict table, the JSON and the report."""
 
+import json
 import math
 import re
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import uqx
+from uqx.cli.app import main
 from uqx.dataio.synth import demo_sets
 from uqx.workflow.summary import (
     DECILE_MARGIN,
@@ -316,3 +318,104 @@ def test_every_sentence_of_the_paper_set_summaries_follows_from_the_numbers(pape
         if _q(paper, "average", i) == "invalid" and \
                 paper["verdict"].sel(stat="zms").values[i] == "invalid":
             assert "uE about" in line
+
+
+# ------------------------------------------------------------------ where the summary goes
+
+
+def test_the_verdict_table_begins_with_the_summary_and_has_the_questions(demo):
+    t = uqx.verdict_table(demo)
+    assert t.attrs["summary"] == summary_lines(demo) == t.summary
+    assert repr(t).startswith(summary_lines(demo)[0][:60])
+    assert "<p>" in t._repr_html_()
+    cols = list(t.columns)
+    assert cols[:7] == ["M", "average", "consistency", "adaptivity (X)", "ranking",
+                        "up to a factor", "scale factor"]
+    assert cols[7:] == [str(s) for s in demo["stat"].values]
+    for i, s in enumerate(demo["set"].values):
+        rv = str(demo["rescaled_consistency"].values[i])
+        cell = t.loc[s, "scale factor"]
+        assert cell.startswith("consistent up to a factor") == (rv == "valid")
+        assert (cell == "not a factor alone") == (rv == "invalid")
+        assert t.loc[s, "average"].split(" ")[0] == _q(demo, "average", i)
+    assert demo.uqx.verdicts().summary == t.summary
+    assert type(t[["average"]]).__name__ == "DataFrame"  # derived frames are plain
+
+
+def test_the_text_begins_with_the_summary_and_fits_in_100_columns(demo):
+    from uqx.workflow.tables import format_validation
+
+    text = format_validation(demo)
+    lines = text.splitlines()
+    assert lines[2] == "# summary"
+    first = summary_lines(demo)[0]
+    assert " ".join(x.strip() for x in lines[3:6]).startswith(first[:150])
+    assert max(len(x) for x in lines) <= 100
+    assert text.index("# summary") < text.index("## calibrated") < text.index("# warnings")
+    wide = format_validation(demo, wide=True)
+    assert "zeta_T6" in wide and max(len(x) for x in wide.splitlines()) > 100
+    assert "How each verdict" not in text
+    assert "# how each verdict was reached" in format_validation(demo, explain=True)
+
+
+def test_json_names_the_statistics_as_the_table_and_carries_the_summary(demo):
+    recs = uqx.result_records(demo)
+    assert list(recs[0]["stats"]) == [str(s) for s in demo["stat"].values]
+    assert "zmse_X" in recs[0]["stats"]
+    assert [r["summary"] for r in recs] == summary_lines(demo)
+    q = recs[list(demo["set"].values).index("inconsistent")]["questions"]
+    assert q["consistency"]["verdict"] == "invalid"
+    assert recs[0]["scale_factor"]["conclusion"].startswith("f = ")
+    json.dumps(recs)
+
+
+def test_cli_validate_and_show_print_the_summary_first(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    u = rng.uniform(0.5, 2.0, 600)
+    path = tmp_path / "preds.csv"
+    np.savetxt(path, np.column_stack([1.3 * u * rng.standard_normal(600), u]), delimiter=",",
+               header="E,uE", comments="")
+    out_nc = tmp_path / "res.nc"
+    rc = main(["validate", str(path), "--n-mc", "300", "--n-boot", "200", "--seed", "1",
+               "-o", str(out_nc), "--quiet"])
+    out, _ = capsys.readouterr()
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[2] == "# summary" and lines[3].startswith("preds (M = 600): ")
+    assert max(len(x) for x in lines) <= 100
+    rc = main(["show", str(out_nc), "--explain"])
+    shown, _ = capsys.readouterr()
+    assert shown.splitlines()[3] == lines[3]
+    assert "# how each verdict was reached" in shown
+    rc = main(["show", str(out_nc), "--wide"])
+    wide, _ = capsys.readouterr()
+    assert "zeta" in wide and wide.splitlines()[3].startswith(lines[3])
+    rc = main(["show", str(out_nc), "--format", "json"])
+    rec = json.loads(capsys.readouterr()[0])[0]
+    assert rec["summary"].startswith("preds (M = 600): ")
+
+
+def test_fail_on_reads_the_questions(tmp_path, capsys, demo):
+    path = uqx.to_netcdf(demo.isel(set=[1]), tmp_path / "over.nc")  # overconfident
+    assert main(["show", str(path), "--fail-on", "invalid"]) == 1
+    err = capsys.readouterr()[1]
+    assert "overconfident: question average invalid" in err
+
+
+# ------------------------------------------------------------------ the factor in words
+
+
+@pytest.mark.parametrize("which", ["demo", pytest.param("paper", marks=pytest.mark.data)])
+def test_the_scale_factor_never_reads_as_computed_and_not(which, request):
+    from uqx.workflow.tables import scale_factor_text
+
+    for res in (request.getfixturevalue(which),):
+        for i in range(res.sizes["set"]):
+            text = scale_factor_text(res.isel(set=i))
+            assert "not computed" not in text
+            rv = str(res["rescaled_consistency"].values[i])
+            av = _q(res, "average", i)
+            if rv == "" and av == "invalid":  # the factor is there; its consistency is not
+                assert "brings ZMS to 1; whether uE ×" in text and "was not tested" in text
+            if av == "valid":
+                assert "no factor needed" in text
