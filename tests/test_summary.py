@@ -402,7 +402,24 @@ def test_fail_on_reads_the_questions(tmp_path, capsys, demo):
     assert "overconfident: question average invalid" in err
 
 
-# ------------------------------------------------------------------ the factor in words
+# ------------------------------------------------------------------ what the captions say
+
+
+def test_captions_name_the_papers_rules_as_the_papers(demo):
+    from uqx.report.figures import _lzisd_specs, _zeta_figure
+    from uqx.workflow.tables import conditional_table, result_records
+
+    (zeta,) = _zeta_figure(demo.isel(set=[0]), 40)
+    assert "the papers' \u03b6 rule (|\u03b6| \u2264 1), for comparison" in zeta.caption
+    assert "validates" not in zeta.caption
+    for _key, caption, _draw in _lzisd_specs(demo, 0):
+        assert "not tested: its per-bin intervals under-cover" in caption
+    rows = conditional_table(demo)
+    fval = rows[rows.index.get_level_values("route") == "fraction of valid bins"]
+    assert set(fval["verdict"]) == {"diagnostic (no verdict)"}
+    rec = result_records(demo)[0]["conditional"]["uE"]
+    assert rec["fval_verdict"] == "not tested" and "under-cover" in rec["fval_why"]
+    assert rec["verdict"] == str(demo["question_verdict"].sel(question="consistency").values[0])
 
 
 @pytest.mark.parametrize("which", ["demo", pytest.param("paper", marks=pytest.mark.data)])
