@@ -326,7 +326,8 @@ def test_dropped_rows_warning():
 
 
 def test_result_structure(res):
-    assert set(res.dims) == {"set", "stat", "dist", "member", "cond", "bin", "xstat", "sweep"}
+    assert set(res.dims) == {"set", "stat", "dist", "member", "cond", "bin", "xstat", "sweep",
+                             "question", "decile"}
     assert list(res["set"].values) == ["cal", "over", "tig"]
     assert list(res["stat"].values) == STATS
     assert list(res["dist"].values) == ["N", "T6"]
@@ -341,7 +342,7 @@ def test_result_structure(res):
               "zeta_sim2"):
         assert res[v].dims == ("set", "stat", "dist"), v
     assert res["p_value"].dims == ("set", "stat", "member")
-    assert res["cond_p_value"].dims == ("set", "cond", "member")
+    assert res["question_p_value"].dims == ("set", "question", "member")
     assert res["extrap_p_value"].dims == ("set", "cond", "xstat", "member")
     assert res["set_warnings"].dims == ("set",)
     for v in ("lzisd", "lzisd_ci_low", "lzisd_ci_high", "bin_n", "bin_x_mid"):
@@ -356,7 +357,8 @@ def test_result_structure(res):
     for v in ("extrap_intercept", "extrap_intercept_se", "extrap_verdict"):
         assert res[v].dims == ("set", "cond", "xstat"), v
     assert res["extrap_null_low"].dims == ("set", "cond", "xstat", "dist")
-    assert res["cond_verdict"].dims == ("set", "cond")
+    assert res["question_verdict"].dims == ("set", "question")
+    assert res["zms_decile"].dims == ("set", "cond", "decile")
     assert res["n_bins_used"].dims == ("set",)
     for a in ("seed", "n_boot", "n_mc", "level", "n_bins", "binning_scheme", "pop_min", "nu",
               "uqx_version", "d_sensitivity_rule"):
