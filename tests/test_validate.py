@@ -433,8 +433,8 @@ def test_result_records_json(res):
     assert [r["dataset"] for r in back] == ["cal", "over", "tig"]
     for r in back:
         assert {"dataset", "M", "stats", "warnings"} <= set(r)
-        assert set(r) <= {"dataset", "M", "stats", "warnings", "conditional", "n_bins_used",
-                          "settings", "scale_factor"}
+        assert set(r) <= {"dataset", "M", "summary", "questions", "stats", "warnings",
+                          "conditional", "n_bins_used", "settings", "scale_factor"}
         assert r["M"] == M
         assert list(r["stats"]) == STATS
         for st, d in r["stats"].items():
@@ -470,7 +470,8 @@ def test_result_records_json(res):
 def test_records_without_conditional(synth):
     r = validate(synth.isel(set=[0]), ["zms"], seed=1, conditional=False, n_boot=100, n_mc=10)
     (rec,) = result_records(r)
-    assert set(rec) == {"dataset", "M", "stats", "warnings", "settings", "scale_factor"}
+    assert set(rec) == {"dataset", "M", "summary", "questions", "stats", "warnings", "settings",
+                        "scale_factor"}
     assert rec["scale_factor"]["rescaled_consistency"] is None  # no conditional routes
     assert rec["settings"] == {"seed": 1, "n_boot": 100, "n_mc": 10, "ties": "content"}
     assert "cond" not in r.dims
@@ -634,5 +635,5 @@ def test_conditional_table_says_when_no_route_could_be_tested():
     r = validate(ds, ["zms", "ence"], n_boot=200, n_mc=100, seed=1)  # M = 500: no X route
     t = conditional_table(r)
     head = t.loc[("s", "adaptivity (X)", "headline"), "interval"]
-    assert head == "no route could be tested"
+    assert head == "no test of the question could be run"
     assert t.loc[("s", "consistency (uE)", "headline"), "interval"].startswith("min-p of ENCE")

@@ -324,8 +324,7 @@ def _cond_rows(df, s):
     df = df.loc[s]
     rows = []
     for (cond, route), rec in df.iterrows():
-        if str(route).startswith("question") and rec["verdict"] == "not tested" and \
-                len(df.loc[cond]) == 1:
+        if route == "headline" and rec["verdict"] == "not tested" and len(df.loc[cond]) == 1:
             continue
         rows.append([str(cond), str(route), Cell(str(rec["value"]), "num"),
                      Cell(str(rec["interval"]), "small"), _verdict_cell(rec["verdict"])])

@@ -646,11 +646,12 @@ def result_dataframe(res: xr.Dataset) -> pd.DataFrame:
 def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
     """Conditional calibration per (set, cond): the routes and the headline verdict.
 
-    Rows: the fraction of valid LZISD bins (with its Wilson-cc interval, a diagnostic)
-    and the zero-bin extrapolation of each statistic (intercept ± 2 SE as in the papers,
-    the central 95 % of its simulated null for the papers' distributions, its p-value
-    under the data's own z-scores, and the verdict), then the headline (its routes and
-    min-p p-value).
+    Rows: the papers' diagnostics, the fraction of valid LZISD bins (with its Wilson-cc
+    interval) and the zero-bin extrapolation of each statistic (intercept ± 2 SE as in
+    the papers, the central 95 % of its simulated null for the papers' distributions, its
+    p-value under each member; ``diagnostic (no verdict)``), then the ``headline``: the
+    question that decides (consistency on uE, adaptivity on X or V), its tests, its
+    p-values over the members that take part, its resolution and its verdict.
 
     Parameters
     ----------
@@ -713,7 +714,7 @@ def conditional_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
                     head = f"min-p of {routes}; " + _p_range(
                         rq["question_p_value"], rq, _question_members(res, i, q))
                     head += headline_resolution_text(rq, q)
-                rows.append({"set": s, "cond": name, "route": f"question {q}", "value": "",
+                rows.append({"set": s, "cond": name, "route": "headline", "value": "",
                              "interval": head,
                              "verdict": _verdict_label(str(rq["question_verdict"].item()),
                                                        _flag(rq, "question_borderline"))})
@@ -1084,7 +1085,7 @@ def _diagnostics_compact(res) -> pd.DataFrame:
     full = conditional_table(res)
     if full.empty:
         return full
-    full = full[~full.index.get_level_values("route").str.startswith("question")]
+    full = full[full.index.get_level_values("route") != "headline"]
     out = full[["value"]].copy()
     out["p"] = [v.split("; p ", 1)[1].split(" (")[0] if "; p " in v else ""
                 for v in full["interval"]]
