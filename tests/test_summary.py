@@ -48,8 +48,8 @@ def demo():
 @pytest.fixture(scope="module")
 def paper(data_dir):
     ds = uqx.load_paper_sets(data_dir)
-    return uqx.validate(ds, ["zms", "rce", "mean_z", "cc", "zmse", "zms_scan"], n_mc=200,
-                        n_boot=N_BOOT, seed=1, conditional=False)
+    return uqx.validate(ds, ["zms", "rce", "mean_z", "cc", "zmse", "zms_scan"], n_mc=150,
+                        n_boot=100, seed=1, conditional=False)
 
 
 # ------------------------------------------------------------------ the checker
@@ -180,6 +180,22 @@ def _check_where(res, i, line):
         zd = z[0] if m[5] == "bottom" else z[-1]
         assert (m[2] == "smallest") == (m[5] == "bottom")
         assert _close(m[4], zd, 2) and m[1] == ("small" if zd > 1 else "large")
+    for m in re.finditer(r"uE is most off in the (\d+)(?:st|nd|rd|th) tenth of (uE|X|V), too "
+                         r"(small|large) there \(ZMS " + NUM + r"\)", line):
+        z = res["zms_decile"].sel(cond=m[2]).values[i]
+        k = int(m[1]) - 1
+        assert 0 < k < 9 and _close(m[4], z[k], 2)
+        assert m[3] == ("small" if z[k] > 1 else "large")
+        zms = float(res["estimate"].sel(stat="zms").values[i])
+        assert np.argmax(np.abs(np.log(z[1:-1] / zms))) + 1 == k  # the farthest inner tenth
+    for m in re.finditer(r"(same factor|one factor all) along (uE|X|V) \(ZMS " + NUM + " to "
+                         + NUM + r" over its tenths\)", line):
+        z = res["zms_decile"].sel(cond=m[2]).values[i]
+        assert _close(m[3], z.min(), 2) and _close(m[4], z.max(), 2)
+        if m[1] == "one factor all":  # said where one factor fixes consistency
+            assert str(res["rescaled_consistency"].values[i]) == "valid"
+        else:
+            assert len({("small" if x > 1 else "large") for x in z}) == 1
 
 
 def _check_advice(res, i, s, line):

@@ -608,10 +608,11 @@ def _advice(res, i, qs, sc) -> list[dict]:
                and _short_reason(qf, res, i)[1] == "members"]
     if members:
         verb = "depends" if len(members) == 1 else "depend"
-        out.append(_sentence("more_points_members", f"collect more points: {_and(members)} "
-                             f"{verb} on the shape of the errors (the members of the null "
-                             "family disagree), and more points narrow the shapes the data "
-                             "allow", questions=members))
+        lead = "more points would also settle" if coarse else "collect more points:"
+        out.append(_sentence("more_points_members", f"{lead} {_and(members)}, which {verb} on "
+                             "the shape of the errors (the members of the null family "
+                             "disagree; more points narrow the shapes the data allow)",
+                             questions=members))
     tails = [qf["label"] for qf in qs.values() if qf["verdict"] == "inconclusive"
              and _short_reason(qf, res, i)[1] == "tails"]
     if tails:
@@ -707,8 +708,8 @@ def _n_mc_advice(res, i, qs) -> list[dict]:
         names = list(dict.fromkeys(noisy))
         verb = "is" if len(names) == 1 else "are"
         out.append(_sentence("n_mc_borderline", f"raise --n-mc: {_and(names)} {verb} "
-                             f"borderline, a p-value within the Monte-Carlo noise of its level "
-                             f"with {n} copies (the noise shrinks like 1/√n)", who=names, n=n))
+                             f"borderline (a p-value within the Monte-Carlo noise of its level "
+                             f"with {n} copies; the noise shrinks like 1/√n)", who=names, n=n))
     if unreachable:
         names = list(dict.fromkeys(unreachable))
         more = (f"raise --n-mc (the tests use up to {N_TEST} copies)" if n < N_TEST else
