@@ -1056,7 +1056,12 @@ def _compact_sets(res, width) -> list[str]:
         m = int(res["M"].values[i]) if "M" in res.coords else None
         parts.append(f"\n## {s}" + (f" (M = {m})" if m is not None else ""))
         if s in qt.index.get_level_values("set"):
-            q = qt.loc[s][["verdict", "level", "p", "resolution"]].copy()
+            q = qt.loc[s]
+            # left out here: a feature this set lacks, a factor not asked (said below)
+            skip = (q["verdict"] == "not tested") & (
+                q["reason"].str.startswith("this set has no")
+                | (q.index == QUESTION_NAMES["up_to_factor"]))
+            q = q[~skip][["verdict", "level", "p", "resolution"]].copy()
             q["verdict"] = q["verdict"].str.replace(" (borderline)", "*", regex=False)
             q = q.rename(columns={"resolution": "resolution (80 % power)"})
             parts.append(text_table(q, width=width, wrap=("resolution (80 % power)",)))
