@@ -608,11 +608,11 @@ def _advice(res, i, qs, sc) -> list[dict]:
                and _short_reason(qf, res, i)[1] == "members"]
     if members:
         verb = "depends" if len(members) == 1 else "depend"
-        lead = "more points would also settle" if coarse else "collect more points:"
-        out.append(_sentence("more_points_members", f"{lead} {_and(members)}, which {verb} on "
-                             "the shape of the errors (the members of the null family "
-                             "disagree; more points narrow the shapes the data allow)",
-                             questions=members))
+        what = (f"more points would also settle {_and(members)}, which {verb}" if coarse
+                else f"collect more points: {_and(members)} {verb}")
+        out.append(_sentence("more_points_members", f"{what} on the shape of the errors (the "
+                             "members of the null family disagree; more points narrow the "
+                             "shapes the data allow)", questions=members))
     tails = [qf["label"] for qf in qs.values() if qf["verdict"] == "inconclusive"
              and _short_reason(qf, res, i)[1] == "tails"]
     if tails:
