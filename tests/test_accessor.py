@@ -32,8 +32,10 @@ def test_three_lines_from_dataframe_to_verdicts(frame, result):
     assert list(ds["set"].values) == ["gnn", "rf"] and ds.sizes["sample"] == 600
     table = result.uqx.verdicts()
     assert list(table.index) == ["gnn", "rf"] and table.index.name == "set"
-    assert list(table.columns[:5]) == ["M", "zms", "rce", "cc", "ence"]
-    assert {"consistency (uE)", "adaptivity (X)"} <= set(table.columns)
+    # the questions, the factor conclusion, then the statistics (issue 37)
+    assert list(table.columns) == ["M", "average", "consistency", "ranking", "up to a factor",
+                                   "scale factor", "zms", "rce", "cc", "ence"]
+    assert table.summary == result.uqx.summary() and len(table.summary) == 2
     words = {"valid", "invalid", "inconclusive", "not tested"}
     assert all(str(v).split(" (")[0] in words for v in table[["zms", "rce"]].values.ravel())
     assert table["M"].tolist() == [600, 600]

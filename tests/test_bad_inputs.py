@@ -106,8 +106,8 @@ def test_constant_uE_consistency_not_tested():
     for st in ("ence", "cc", "zmse"):
         assert res["verdict"].sel(stat=st).item() == "not tested"
         assert "uE is constant" in res["verdict_reason"].sel(stat=st).item()
-    assert res["cond_verdict"].sel(cond="uE").item() == "not tested"
-    assert "uE is constant" in res["cond_verdict_reason"].sel(cond="uE").item()
+    assert res["question_verdict"].sel(question="consistency").item() == "not tested"
+    assert "uE is constant" in res["question_reason"].sel(question="consistency").item()
     assert "consistency not tested" in res["set_warnings"].item()
 
 
@@ -115,9 +115,9 @@ def test_constant_X_adaptivity_not_tested():
     E, u, X = _calibrated(const_x=True)
     res = uqx.validate(uqx.from_arrays(E, u, X=X), ["zms", "ence", "ence_X"], **FAST)
     assert res["verdict"].sel(stat="ence_X").item() == "not tested"
-    assert res["cond_verdict"].sel(cond="X").item() == "not tested"
-    assert "X is constant" in res["cond_verdict_reason"].sel(cond="X").item()
-    assert res["cond_verdict"].sel(cond="uE").item() != "not tested"
+    assert res["question_verdict"].sel(question="adaptivity_X").item() == "not tested"
+    assert "X is constant" in res["question_reason"].sel(question="adaptivity_X").item()
+    assert res["question_verdict"].sel(question="consistency").item() != "not tested"
 
 
 # ------------------------------------------------------------------ item 2: scale
@@ -210,7 +210,7 @@ def test_single_bin_consistency_not_tested(files):
     assert int(res["n_bins_used"].item()) == 1
     assert res["verdict"].sel(stat="ence").item() == "not tested"
     assert "single bin" in res["verdict_reason"].sel(stat="ence").item()
-    assert res["cond_verdict"].sel(cond="uE").item() == "not tested"
+    assert res["question_verdict"].sel(question="consistency").item() == "not tested"
 
 
 def test_equal_width_bins_below_pop_min_are_said(files):

@@ -245,8 +245,11 @@ def test_validate_conditional_on_X_and_json(capsys, csv):
                        "--n-boot", 200, "--n-mc", 30, "--seed", 1, "--format", "json")
     assert rc == 0, err
     (rec,) = json.loads(out)
-    assert list(rec["stats"]) == ["zms", "zmse_x"]
+    assert list(rec["stats"]) == ["zms", "zmse_X"]  # named as in the table (issue 37)
     assert set(rec["conditional"]) == {"uE", "X"}
+    rc, text, err = run(capsys, "validate", csv, "--X", "X", "--stats", "zms,zmse_X",
+                        "--n-boot", 200, "--n-mc", 30, "--seed", 1, "--wide")
+    assert "zmse_X" in text and "zmse_x" not in text
 
 
 def test_validate_needs_input(capsys):

@@ -219,7 +219,7 @@ def test_block_of_sets_gives_the_verdicts_of_one_set_at_a_time():
         one = validate(sets[i], list(STATS), **kw)
         np.testing.assert_array_equal(got["verdict"][i], verdict_codes(one))
         assert got["nu_fit"][i] == float(one["nu_fit"].values[0])
-        for v in ("p_value", "cond_p_value", "estimate", "ci_low", "zeta"):
+        for v in ("p_value", "question_p_value", "estimate", "ci_low", "zeta"):
             np.testing.assert_array_equal(block[v].values[i], one[v].values[0], err_msg=v)
 
 

@@ -249,15 +249,15 @@ def test_stack_where_only_some_sets_have_X():
     # the default statistics test adaptivity on X only where every set of the call has X
     res = uqx.validate(uqx.stack([a, b]), n_boot=100, n_mc=100, seed=1, conditional=False,
                        resolution=False)
-    cv = res["cond_verdict"].sel(cond="X")
+    cv = res["question_verdict"].sel(question="adaptivity_X")
     assert (cv == "not tested").all()
-    why = res["cond_verdict_reason"].sel(cond="X", set="b").item()
+    why = res["question_reason"].sel(question="adaptivity_X", set="b").item()
     assert "this set has no X" in why and "given for a" in why
     assert "adaptivity (X) not tested" in res["set_warnings"].sel(set="b").item()
     note = res["set_warnings"].sel(set="a").item()
     assert "only some sets" in note and "separately" in note
     alone = uqx.validate(a, n_boot=100, n_mc=100, seed=1, conditional=False, resolution=False)
-    assert alone["cond_verdict"].sel(cond="X").item() != "not tested"
+    assert alone["question_verdict"].sel(question="adaptivity_X").item() != "not tested"
     with pytest.raises(InputError, match=r"^b: statistic 'ence_X' needs variable 'X'"):
         uqx.validate(uqx.stack([a, b]), ["zms", "ence_X"], n_boot=50, n_mc=50, seed=1)
 

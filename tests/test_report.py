@@ -18,6 +18,7 @@ from uqx.cli import main
 from uqx.dataio.model import InputError, from_arrays, iter_sets, stack
 from uqx.dataio.netcdf import read_netcdf
 from uqx.report import VERDICT_STYLE, report, write_report
+from uqx.workflow.tables import QUESTION_NAMES, verdict_table
 from uqx.workflow.validation import validate
 
 IMG = '<img src="data:image/png;base64,'
@@ -91,12 +92,15 @@ def test_html_report_nine_sets(paper):
     names = [str(s) for s in res["set"].values]
     verdicts = tables[2]  # parameters, inputs, then the verdict table
     assert [row[0][0] for row in verdicts] == names
+    table = verdict_table(res)  # the questions' columns, in the same order
+    questions = [c for c in table.columns if c in QUESTION_NAMES.values()]
+    assert "average" in questions and "consistency" in questions
     for row, s in zip(verdicts, names, strict=True):
-        for cell, st in zip(row[2:4], ("zms", "rce"), strict=True):
-            word = str(res["verdict"].sel(set=s, stat=st).item())
-            assert word in cell[0] and cell[1] == VERDICT_STYLE[word][0]
-        word = str(res["cond_verdict"].sel(set=s, cond="uE").item())
-        assert word in row[4][0] and row[4][1] == VERDICT_STYLE[word][0]
+        for k, q in enumerate(questions):
+            word = str(table.loc[s, q]).split(" (")[0]
+            cell = row[2 + k]
+            assert word in cell[0] and cell[1] == VERDICT_STYLE[word][0], (s, q)
+        assert row[2 + len(questions)][0] == table.loc[s, "scale factor"]
     # figures: zeta bars; per set 6 raw-data figures, LZISD per X / V, extrapolation per cond
     expected = 1
     for i, sd in enumerate(iter_sets(ds)):
@@ -144,7 +148,8 @@ def test_text_is_escaped_and_missing_data_noted():
     assert "Input data not given" in page
     assert page.count(IMG) == 1  # the zeta bars only: no data, no conditional routes
     _, tables = _tables(page)
-    assert len(tables[2]) == 2 and len(tables[2][0]) == 2 + 2 + 1  # no cond columns
+    # set, M, average calibration, scale factor, tailedness: no question without tests
+    assert len(tables[2]) == 2 and len(tables[2][0]) == 2 + 2 + 1
 
 
 def test_data_matched_by_content():

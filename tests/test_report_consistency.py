@@ -101,6 +101,7 @@ def check_figure(res, key, caption, texts):
             (r"± 2 SE", "2 SE"),
             (r"1/sd\(Z\)", "1/sd(Z)"),  # the definition of LZISD
             (r"target 1\b", "target 1"),  # the calibrated value of LZISD
+            (r"\|ζ\| ≤ 1", "|ζ| ≤ 1"),  # the papers' ζ rule, named so in the caption
         ]:
             if re.search(pattern, rest):
                 assert explained in caption, (key, text, caption)

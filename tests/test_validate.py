@@ -361,7 +361,7 @@ def test_result_structure(res):
               "zeta_sim2"):
         assert res[v].dims == ("set", "stat", "dist"), v
     assert res["p_value"].dims == ("set", "stat", "member")
-    assert res["cond_p_value"].dims == ("set", "cond", "member")
+    assert res["question_p_value"].dims == ("set", "question", "member")
     assert res["extrap_p_value"].dims == ("set", "cond", "xstat", "member")
     assert res["set_warnings"].dims == ("set",)
     for v in ("lzisd", "lzisd_ci_low", "lzisd_ci_high", "bin_n", "bin_x_mid"):
@@ -376,7 +376,8 @@ def test_result_structure(res):
     for v in ("extrap_intercept", "extrap_intercept_se", "extrap_verdict"):
         assert res[v].dims == ("set", "cond", "xstat"), v
     assert res["extrap_null_low"].dims == ("set", "cond", "xstat", "dist")
-    assert res["cond_verdict"].dims == ("set", "cond")
+    assert res["question_verdict"].dims == ("set", "question")
+    assert res["zms_decile"].dims == ("set", "cond", "decile")
     assert res["n_bins_used"].dims == ("set",)
     for a in ("seed", "n_boot", "n_mc", "level", "n_bins", "binning_scheme", "pop_min", "nu",
               "uqx_version", "d_sensitivity_rule"):
@@ -451,8 +452,8 @@ def test_result_records_json(res):
     assert [r["dataset"] for r in back] == ["cal", "over", "tig"]
     for r in back:
         assert {"dataset", "M", "stats", "warnings"} <= set(r)
-        assert set(r) <= {"dataset", "M", "stats", "warnings", "conditional", "n_bins_used",
-                          "settings", "scale_factor"}
+        assert set(r) <= {"dataset", "M", "summary", "questions", "stats", "warnings",
+                          "conditional", "n_bins_used", "settings", "scale_factor"}
         assert r["M"] == M
         assert list(r["stats"]) == STATS
         for st, d in r["stats"].items():
@@ -488,9 +489,9 @@ def test_result_records_json(res):
 def test_records_without_conditional(synth):
     r = validate(synth.isel(set=[0]), ["zms"], seed=1, conditional=False, n_boot=100, n_mc=10)
     (rec,) = result_records(r)
-    assert set(rec) == {"dataset", "M", "stats", "warnings", "settings", "scale_factor",
-                        "conditional"}
-    assert rec["scale_factor"]["rescaled_consistency"] is None  # ZMS is not invalid here
+    assert set(rec) == {"dataset", "M", "summary", "questions", "stats", "warnings", "settings",
+                        "scale_factor"}
+    assert rec["scale_factor"]["rescaled_consistency"] is None  # no conditional routes
     assert rec["settings"] == {"seed": 1, "n_boot": 100, "n_mc": 10, "ties": "content"}
     # the questions are answered without the papers' conditional diagnostics
     assert "question" in r.dims and "lzisd" not in r and "extrap_intercept" not in r
@@ -651,5 +652,5 @@ def test_conditional_table_says_when_no_route_could_be_tested():
     r = validate(ds, ["zms", "ence"], n_boot=200, n_mc=100, seed=1)  # M = 500: no X route
     t = conditional_table(r)
     head = t.loc[("s", "adaptivity (X)", "headline"), "interval"]
-    assert head == "no route could be tested"
+    assert head == "no test of the question could be run"
     assert t.loc[("s", "consistency (uE)", "headline"), "interval"].startswith("min-p of ENCE")

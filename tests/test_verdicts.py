@@ -129,8 +129,9 @@ def test_consistency_is_judged(res_cs):
         assert v.sel(set="shuffled", stat=st).item() == "invalid", st
         assert np.all(np.abs(res_cs["zeta_sim"].sel(set="shuffled", stat=st).values) > 1)
         assert v.sel(set="calibrated", stat=st).item() in ("valid", "inconclusive"), st
-    assert res_cs["cond_verdict"].sel(set="shuffled", cond="uE").item() == "invalid"
-    assert res_cs["cond_verdict"].sel(set="calibrated", cond="uE").item() != "invalid"
+    q = res_cs["question_verdict"].sel(question="consistency")
+    assert q.sel(set="shuffled").item() == "invalid"
+    assert q.sel(set="calibrated").item() != "invalid"
     # the D-sensitivity flag is kept next to the verdict
     assert res_cs["d_sensitive"].sel(stat=["ence", "zmse"]).values.any()
 

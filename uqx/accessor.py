@@ -96,8 +96,9 @@ class UqxAccessor:
 
     On input data (``E``, ``uE``, optional ``X``, ``V``): :meth:`validate`,
     :meth:`describe`, :meth:`compute`, :meth:`bootstrap`; on a validation result:
-    :meth:`table`, :meth:`verdicts`, :meth:`conditional_table`, :meth:`to_dataframe`,
-    :meth:`records`, :meth:`report`; on both: :attr:`plot` and :meth:`to_netcdf`.
+    :meth:`summary`, :meth:`explain`, :meth:`verdicts`, :meth:`questions`, :meth:`table`,
+    :meth:`conditional_table`, :meth:`to_dataframe`, :meth:`records`, :meth:`report`;
+    on both: :attr:`plot` and :meth:`to_netcdf`.
 
     Parameters
     ----------
@@ -207,17 +208,58 @@ class UqxAccessor:
         return result_table(self._ds, **kwargs)
 
     def verdicts(self):
-        """One row per set, one column per verdict: :func:`uqx.verdict_table`.
+        """One row per set, the summary first: :func:`uqx.verdict_table`.
 
         Returns
         -------
         pandas.DataFrame
-            Index ``set``; ``M``, the verdict of every statistic and the conditional
-            headlines.
+            A :class:`uqx.workflow.tables.VerdictTable`, printed with the summary of every
+            set above it. Index ``set``; ``M``, the verdict of every question (average,
+            consistency, adaptivity, ranking, up to a factor), the ``scale factor``
+            conclusion and the verdict of every statistic.
         """
         from uqx.workflow.tables import verdict_table
 
         return verdict_table(self._ds)
+
+    def summary(self) -> list[str]:
+        """Say the answer in words, one paragraph per set: :func:`.summary_lines`.
+
+        Returns
+        -------
+        list of str
+            Per set: each question's verdict in the units of uE, then what to do next.
+        """
+        from uqx.workflow.summary import summary_lines
+
+        return summary_lines(self._ds)
+
+    def explain(self) -> list[str]:
+        """How each verdict was reached, one paragraph per set.
+
+        :func:`uqx.workflow.summary.explain_lines`: per question, its test, its level, the
+        members of the null family that take part with their p-values, and how they were
+        combined.
+
+        Returns
+        -------
+        list of str
+        """
+        from uqx.workflow.summary import explain_lines
+
+        return explain_lines(self._ds)
+
+    def questions(self):
+        """Tabulate the questions of every set: :func:`uqx.workflow.tables.question_table`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows (set, question); verdict, level, p, members, resolution, tests, reason.
+        """
+        from uqx.workflow.tables import question_table
+
+        return question_table(self._ds)
 
     def conditional_table(self, **kwargs):
         """Consistency and adaptivity routes: :func:`uqx.workflow.tables.conditional_table`.

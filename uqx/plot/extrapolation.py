@@ -4,8 +4,9 @@ For every set and every swept statistic (ENCE, ZMSE, ZVE) of :func:`uqx.validate
 statistic for N equal-count bins against :math:`x = \sqrt{N/M}`, the fitted line
 ``lm(y ~ x)`` (points with N below the fit range drawn hollow), the papers' intercept
 ± 2 SE at x = 0, the central 95 % of the intercept's simulated null distribution for each
-generative distribution D (drawn just left of x = 0), the ideal value (0 for ENCE and
-ZMSE, 1 for ZVE) and the verdict in the panel title.
+generative distribution D (drawn just left of x = 0) and the ideal value (0 for ENCE and
+ZMSE, 1 for ZVE). The intercepts are the papers' diagnostics: no verdict rests on them
+(the consistency / adaptivity question decides), and the panel title says so.
 """
 
 from __future__ import annotations
@@ -73,8 +74,9 @@ def extrapolation(result, *, cond="uE", size="double", font_size=None, dpi=None,
     ``extrap_slope`` · x, the intercept ± 2 ``extrap_intercept_se`` at x = 0 (000 App. C;
     too narrow, shown for reproduction), the null 95 % interval
     [``extrap_null_low``, ``extrap_null_high``] of each distribution D, the ideal value
-    (:data:`uqx.inference.extrapolate.binsweep.IDEAL_INTERCEPT`) and ``extrap_verdict`` in the
-    title.
+    (:data:`uqx.inference.extrapolate.binsweep.IDEAL_INTERCEPT`); the title says
+    "diagnostic" where ``extrap_verdict`` is ``not tested`` (the papers' diagnostic, no
+    verdict), else the verdict.
 
     Parameters
     ----------
@@ -112,6 +114,8 @@ def extrapolation(result, *, cond="uE", size="double", font_size=None, dpi=None,
                 ax = axes[i * len(stats) + j]
                 _panel(ax, r, stat, st, M, dists)
                 verdict = str(r["extrap_verdict"].sel(xstat=stat).item())
+                if verdict == "not tested":  # the papers' diagnostic: no verdict rests on it
+                    verdict = "diagnostic"
                 text = f"{name}: {stat.upper()}, {verdict}"
                 S.set_title(ax, text, fontsize="medium" if len(text) <= 26 else "small",
                             color=_VERDICT_COLORS.get(verdict, "black"))

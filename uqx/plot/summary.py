@@ -205,14 +205,20 @@ def _labels(res):
     return [str(v) for v in vals]
 
 
+#: Legend of the ±1 lines of the ζ figures: the papers' rule, not the verdicts'.
+ZETA_RULE_LABEL = "|ζ| ≤ 1: the papers' ζ rule, for comparison (verdicts: Monte-Carlo tests)"
+
+
 def zeta_agreement(result, *, x="zms", y="rce", size="single", font_size=None, dpi=None,
                    title=None):
     """Plot the absolute ζ-scores of two statistics against each other (001 Fig. 6).
 
     Also 004 Fig. 1.
 
-    Shaded: the zones where one statistic is validated (abs(ζ) ≤ 1) and the other is not —
-    the two tests disagree there. Points are labelled by set.
+    Shaded: the zones where the papers' ζ rule (abs(ζ) ≤ 1) accepts one statistic and not
+    the other — the two ζ-scores disagree there. The ζ rule is the papers', shown for
+    comparison: the verdicts of :func:`uqx.validate` are Monte-Carlo tests. Points are
+    labelled by set.
 
     Parameters
     ----------
@@ -239,7 +245,7 @@ def zeta_agreement(result, *, x="zms", y="rce", size="single", font_size=None, d
     with S.style(font_size=font_size, dpi=dpi, size=size):
         fig, (ax,) = S.panel_grid(1, size=size, aspect=0.9)
         ax.fill_between([1, top], 0, 1, color=S.COLORS["invalid"], alpha=0.12, lw=0,
-                        label="disagreement")
+                        label="the papers' ζ rule (|ζ| ≤ 1) disagrees")
         ax.fill_between([0, 1], 1, top, color=S.COLORS["invalid"], alpha=0.12, lw=0)
         S.reference_line(ax, 1.0)
         S.reference_line(ax, 1.0, kind="v")
@@ -281,8 +287,11 @@ def zeta_bars(result, *, stats=None, size="double", font_size=None, dpi=None,
 
     For each statistic one panel with, per set, ζ_BS (only for a predefined reference)
     and ζ_Sim, ζ_Sim2 for every generative distribution of the result's ``dist``
-    coordinate; lines at 0 and ±1 (abs(ζ) ≤ 1: validated). A series without a finite ζ
-    in a panel takes no slot there, and the legend names only the series drawn.
+    coordinate; lines at 0 and ±1: abs(ζ) ≤ 1 is the papers' ζ rule, drawn for comparison
+    and named so in the legend (the verdicts of :func:`uqx.validate` are Monte-Carlo
+    tests: ENCE with ζ = −9 is ``valid`` where a small ENCE is no miscalibration). A series
+    without a finite ζ in a panel takes no slot there, and the legend names only the
+    series drawn.
 
     Parameters
     ----------
@@ -342,8 +351,8 @@ def zeta_bars(result, *, stats=None, size="double", font_size=None, dpi=None,
                 ax.text(0.5, 0.5, "no \u03b6-score for this statistic", ha="center",
                         va="center", transform=ax.transAxes, color="0.4")
             S.reference_line(ax, 0.0, ls="-", lw=0.6)
-            for v in (-1, 1):
-                S.reference_line(ax, v)
+            for v in (-1, 1):  # the papers' decision, not the verdicts'
+                S.reference_line(ax, v, label=ZETA_RULE_LABEL if v == 1 else None)
             ax.set_xlim(-0.5, n_set - 0.5)  # the bars centred on their set's tick
             ax.set_xticks(np.arange(n_set), [S.plain(x) for x in labels])
             if sum(len(str(x)) for x in labels) > 60:  # long names would overlap

@@ -16,7 +16,7 @@ import numpy as np
 from uqx._version import __version__
 
 __all__ = ["Cell", "Figure", "Figures", "Heading", "Items", "Note", "Paragraph", "Table",
-           "VERDICT_STYLE", "HOWTO", "header_blocks", "summary_blocks",
+           "VERDICT_STYLE", "HOWTO", "header_blocks", "answer_blocks", "summary_blocks",
            "warning_blocks", "set_blocks"]
 
 #: Verdict word -> (CSS class, symbol). Colours are light tints of the Okabe–Ito palette
@@ -89,27 +89,25 @@ def as_cell(c) -> Cell:
 
 #: The page's short "how to read the verdicts".
 HOWTO = [
-    "Every statistic gets one verdict: valid, invalid, inconclusive or not tested. A "
-    "verdict is a Monte-Carlo test of the statistic against calibrated copies of the data "
-    "(same uncertainties, same bins), one-sided where miscalibration has a side (ENCE, "
-    "ZMSE, ZVE too large, CC too small), two-sided for ZMS, RCE.",
-    "The copies are drawn under four generative distributions: N(0,1), t_s(6), a "
-    "t_s(\u03bd) matched to the data's tails (one \u03bd per window of uE where the "
-    "errors' shape changes with uE) and the data's own z-scores resampled. Invalid: "
-    "every one that the data's tails allow rejects (p < 0.05); valid: none rejects; "
-    "otherwise inconclusive (then D decides, not the data).",
-    "Consistency (bins on uE) and adaptivity (bins on X or V): one test combining the "
-    "binned statistics (not CC, whose null is narrower) and the zero-bin intercepts of "
-    "ENCE, ZMSE, ZVE on shared copies (min-p); never valid while one of them is invalid. "
-    "Where ZMS is invalid, the same test on uE \u00d7 \u221aZMS says whether one factor "
-    "fixes the uncertainties. The fraction of valid LZISD bins and the papers' intercept "
-    "\u00b1 2 SE are shown as diagnostics.",
-    "An invalid must also hold for the set's result as a whole (family-wise 10 %): a "
-    "calibrated set gets an invalid somewhere in at most about 10 % of cases; the measured "
-    "error rates are in the documentation (How to read the verdicts).",
-    "\u03b6-scores (000 Eq. 20) are reported as in the papers; their decision is kept as "
-    "zeta_verdict. (borderline): the deciding p-value is within two Monte-Carlo standard "
-    "deviations of 0.05; rerun with more copies before acting on it.",
+    "A result answers questions about uE, per set: average calibration (ZMS, RCE, the "
+    "studentised \u27e8Z\u27e9), consistency (the statistics binned on uE), adaptivity "
+    "(binned on X or V), ranking (the rank correlation CC) and, where average calibration "
+    "is invalid, consistency up to a factor (uE \u00d7 \u221aZMS). Each question and "
+    "each statistic gets one verdict: valid, invalid, inconclusive or not tested.",
+    "A question is one Monte-Carlo test: the weighted minimum of its statistics' p-values, "
+    "calibrated on calibrated copies of the data (same uE, same bins), one-sided where "
+    "miscalibration has a side (ENCE, ZMSE, ZVE too large, CC too small). The questions "
+    "share the set's family-wise level (10 %): a calibrated set gets an invalid somewhere "
+    "in at most about 10 % of cases; a rejected question passes its level on.",
+    "The copies are drawn under the members of the null family: N(0,1), t_s(6), a "
+    "t_s(\u03bd) matched to the data's tails and the data's own z-scores. Invalid: every "
+    "member that the data's tails allow rejects; valid: none does; otherwise inconclusive "
+    "(then the shape of the errors decides, not the data). A valid comes with its "
+    "resolution: the miscalibration the same test finds with 80 % power.",
+    "\u03b6-scores (000 Eq. 20), the fraction of valid LZISD bins and the zero-bin "
+    "intercepts are the papers' diagnostics, shown for comparison; no verdict rests on "
+    "them. (borderline): a deciding p-value within two Monte-Carlo standard deviations of "
+    "its level; rerun with more copies before acting on it.",
     "Tailedness above the safety limits of 001 Table II makes the statistics that depend "
     "on it unreliable (warnings).",
 ]
@@ -132,12 +130,16 @@ def _verdict_cell(label) -> Cell:
     return Cell(f"{sym} {label}" if sym else label, cls)
 
 
-def _headline_cell(r) -> Cell:
-    """Cell of a conditional headline: its verdict and, for consistency, its resolution."""
-    from uqx.workflow.tables import headline_resolution_text
+def _question_cell(r, q) -> Cell:
+    """Cell of a question of one set: its verdict and, where not invalid, its resolution."""
+    from uqx.workflow.tables import question_resolution_text
 
-    text, cls, _ = _verdict_cell(r["cond_verdict"].item())
-    res_text = headline_resolution_text(r).removeprefix("; resolution ")
+    x = r.sel(question=q)
+    v = str(x["question_verdict"].item())
+    bl = bool(x["question_borderline"].item()) if "question_borderline" in x else False
+    text, cls, _ = _verdict_cell(f"{v} (borderline)" if bl and v in ("valid", "invalid")
+                                 else v)
+    res_text = question_resolution_text(q, x) if v != "invalid" else ""
     return Cell(text + f"\nresolution (80 % power): {res_text}" if res_text else text, cls)
 
 
@@ -221,21 +223,34 @@ def _stat_cell(r, st, label, dists) -> Cell:
     return Cell(text, cls)
 
 
+def answer_blocks(res) -> list:
+    """Build the summary of every set, in words (:func:`uqx.workflow.summary.summary_lines`)."""
+    from uqx.workflow.summary import summary_lines
+
+    lines = summary_lines(res)
+    if not lines:
+        return []
+    return [Heading(2, "Summary", "summary"), *[Paragraph(x) for x in lines]]
+
+
 def summary_blocks(res, table) -> list:
-    """Build the verdict table and the statistics overview (one row per set each)."""
+    """Build the verdict table (questions, scale factor) and the statistics overview."""
+    from uqx.workflow.tables import QUESTION_NAMES, _asked, scale_factor_cell
+
     stats = [str(s) for s in res["stat"].values]
-    avg = [s for s in ("zms", "rce") if s in stats]
-    conds = [str(c) for c in res["cond"].values] if "cond_verdict" in res else []
+    qs = [str(q) for q in res["question"].values if any(
+        _asked(res, i, str(q)) for i in range(res.sizes["set"]))] \
+        if "question_verdict" in res else []
     dists = [str(d) for d in res["dist"].values] if "dist" in res.dims else []
-    header = ["data set", "M"] + [f"average calibration: {s.upper()}" for s in avg]
-    header += ["consistency (uE)" if c == "uE" else f"adaptivity ({c})" for c in conds]
+    header = ["data set", "M"] + [QUESTION_NAMES.get(q, q) for q in qs]
+    header += ["scale factor"] if "scale_factor" in res else []
     rows, over = [], []
     for i, s in enumerate(res["set"].values):
         r = res.isel(set=i)
         name = [Cell(f"{s}", "", f"#set-{i + 1}"), Cell(str(int(r["M"])), "num")]
         exc = _exceeded(res, i)
-        rows.append(name + [_verdict_cell(table.loc[(s, st), "verdict"]) for st in avg]
-                    + [_headline_cell(r.sel(cond=c)) for c in conds]
+        rows.append(name + [_question_cell(r, q) for q in qs]
+                    + ([Cell(scale_factor_cell(r))] if "scale_factor" in res else [])
                     + [Cell("above the safety limits:\n" + "\n".join(exc), "warn") if exc
                        else Cell("within the safety limits")])
         over.append(name[:1] + [_stat_cell(r, st, table.loc[(s, st), "verdict"], dists)
@@ -243,11 +258,11 @@ def summary_blocks(res, table) -> list:
     return [Heading(2, "Verdicts", "verdicts"), Table(header + ["tailedness"], rows),
             Paragraph("Every statistic: verdict, estimate [BCa interval], the resolution of "
              "a valid or inconclusive test (the smallest miscalibration it detects with "
-             "80 % power: a scale f of uE, a bias of Z; for the binned statistics on uE, "
-             "uE too small by f in the top 10 % of uE, and the true uncertainties "
-             "u = c\u00b7uE^\u03b3, same mean square, with \u03b3 away from 1) and "
-             "\u03b6 (\u03b6_BS for a predefined reference, \u03b6_Sim "
-             "per generative distribution D otherwise)."),
+             "80 % power: a scale f of uE, a bias of Z; for the binned statistics, "
+             "uE too small by f in the top 10 % of their variable, and on uE the true "
+             "uncertainties u = c\u00b7uE^\u03b3, same mean square, with \u03b3 away "
+             "from 1) and \u03b6 (\u03b6_BS for a predefined reference, \u03b6_Sim per "
+             "generative distribution D otherwise: the papers' scores, for comparison)."),
             Table(["data set", *[st.upper() for st in stats]], over)]
 
 
@@ -259,14 +274,41 @@ def warning_blocks(res) -> list:
     return [Heading(2, "Warnings", "warnings"), Items(items or ["none"])]
 
 
+def _question_rows(qtable, s):
+    """Tabulate the questions of one set (``question_table``): verdict, level, p, reason."""
+    if qtable is None or qtable.empty or s not in qtable.index.get_level_values("set"):
+        return None
+    rows = []
+    for q, rec in qtable.loc[s].iterrows():
+        rows.append([str(q), _verdict_cell(rec["verdict"]), Cell(str(rec["level"]), "num"),
+                     Cell(str(rec["p"]), "num"), Cell(str(rec["members"]), "small"),
+                     Cell(str(rec["resolution"]), "small"), Cell(str(rec["tests"]), "small"),
+                     Cell(str(rec["reason"]), "small")])
+    return (["question", "verdict", "level", "p", "members", "resolution (80 % power)",
+             "tests (weights)", "reason"], rows)
+
+
 def _stat_rows(res, table, s):
-    """Detailed per-statistic rows of one set (``result_table``) with reasons."""
+    """Detailed per-statistic rows of one set (``result_table``), grouped by question."""
+    from uqx.engine.questions import QUESTIONS, question_of
+    from uqx.engine.statistic import parse_stat
+    from uqx.workflow.tables import QUESTION_NAMES
+
     df = table.loc[s]
     reason = res["verdict_reason"].sel(set=s) if "verdict_reason" in res else None
-    header = ["statistic", *[str(c) for c in df.columns], "reason"]
+    header = ["question", "statistic", *[str(c) for c in df.columns], "reason"]
+
+    def q_of(st):
+        p = parse_stat(str(st))
+        return question_of(p.family, p.cond) or ""
+
+    order = sorted(df.index, key=lambda st: QUESTIONS.index(q_of(st)) if q_of(st) in QUESTIONS
+                   else len(QUESTIONS))
     rows = []
-    for st, rec in df.iterrows():
-        cells = [str(st).upper()]
+    for st in order:
+        rec = df.loc[st]
+        q = q_of(st)
+        cells = [QUESTION_NAMES.get(q, q or "\u2013"), str(st).upper()]
         cells += [Cell(_num(v, 6), "num") for c, v in rec.items() if c != "verdict"]
         cells.append(_verdict_cell(rec["verdict"]))
         why = str(reason.sel(stat=st).item()) if reason is not None else ""
@@ -292,17 +334,25 @@ def _cond_rows(df, s):
 def set_blocks(res, i, figs, tables) -> list:
     """Build the section of set ``i``: its tables and figures."""
     s = str(res["set"].values[i])
-    blocks = [Heading(2, f"{s} (M = {int(res['M'].values[i])})", f"set-{i + 1}"),
-              Heading(3, "Average calibration and binned statistics"),
-              Table(*_stat_rows(res, tables[0], s))]
+    blocks = [Heading(2, f"{s} (M = {int(res['M'].values[i])})", f"set-{i + 1}")]
+    qrows = _question_rows(tables[2] if len(tables) > 2 else None, s)
+    if qrows is not None:
+        blocks += [Heading(3, "Questions"), Table(*qrows)]
+    blocks += [Heading(3, "Statistics, by question"), Table(*_stat_rows(res, tables[0], s))]
     cond = _cond_rows(tables[1], s)
     if cond is not None:
-        blocks += [Heading(3, "Consistency and adaptivity"), Table(*cond)]
+        blocks += [Heading(3, "The papers' diagnostics of consistency and adaptivity"),
+                   Paragraph("The fraction of valid LZISD bins and the zero-bin intercepts "
+                             "are diagnostics of the papers, not tested (the per-bin "
+                             "intervals under-cover with heavy tails and few points per "
+                             "bin; the intercepts' alternative is not simulated): the "
+                             "questions above decide."),
+                   Table(*cond)]
     if "scale_factor" in res:
-        from uqx.workflow.recalibration import recalibration_text
+        from uqx.workflow.tables import scale_factor_text
 
         blocks += [Heading(3, "Scale factor f = \u221aZMS: does one number fix uE?"),
-                   Paragraph(recalibration_text(res.isel(set=i)))]
+                   Paragraph(scale_factor_text(res.isel(set=i)))]
     if figs:
         blocks += [Heading(3, "Figures"), Figures(figs)]
     return blocks

@@ -1,11 +1,13 @@
 """Self-contained report of a validation result: one HTML page (or Markdown) for all sets.
 
-:func:`report` renders a :func:`uqx.validate` result with its parameters and inputs
-(names, sizes, digests), a verdict table (one row per set: average calibration by ZMS and
-RCE, consistency and adaptivity headlines, tailedness, every statistic with its BCa
-interval and ζ), the grouped warnings, a short "how to read the verdicts" (documentation), then
-one section per set with the tables of :mod:`uqx.workflow.tables` and the figures of
-:mod:`uqx.plot` (:func:`diagnostic_figures`).
+:func:`report` renders a :func:`uqx.validate` result: first the answer in words (one
+paragraph per set, :func:`uqx.workflow.summary.summary_lines`), then its parameters and
+inputs (names, sizes, digests), a verdict table (one row per set: the questions with their
+resolutions, the scale factor, tailedness; every statistic with its BCa interval and ζ),
+the grouped warnings, a short "how to read the verdicts" (documentation), then one section
+per set with its questions, its statistics grouped by question, the papers' diagnostics
+(:mod:`uqx.workflow.tables`) and the figures of :mod:`uqx.plot`
+(:func:`diagnostic_figures`).
 
 HTML: no external resource (inline CSS, no JavaScript, figures as base64 PNG ``data:``
 URIs), all text escaped, every element closed (the page also parses as XML). Markdown:
@@ -29,6 +31,7 @@ from uqx.report.blocks import (
     Figures,
     Heading,
     Items,
+    answer_blocks,
     header_blocks,
     set_blocks,
     summary_blocks,
@@ -42,14 +45,18 @@ __all__ = ["report", "write_report", "report_format", "diagnostic_figures", "VER
 
 def _blocks(res, data, *, figures, title, dpi) -> list:
     """Build the content blocks of the report, in page order."""
-    from uqx.workflow.tables import conditional_table, result_table
+    from uqx.workflow.tables import conditional_table, question_table, result_table
 
     figs = diagnostic_figures(res, data, dpi=dpi) if figures else {}
-    tables = (result_table(res), conditional_table(res) if "cond" in res.dims else None)
-    blocks = header_blocks(res, title, has_data=data is not None or not figures)
+    tables = (result_table(res), conditional_table(res) if "cond" in res.dims else None,
+              question_table(res))
+    head = header_blocks(res, title, has_data=data is not None or not figures)
+    answer = answer_blocks(res)
+    blocks = head[:2] + answer + head[2:]  # the answer in words first, below the title
     names = [str(s) for s in res["set"].values]
-    toc = [("Verdicts", "verdicts"), ("Warnings", "warnings"),
-           ("How to read the verdicts", "howto")]
+    toc = ([("Summary", "summary")] if answer else []) + [
+        ("Verdicts", "verdicts"), ("Warnings", "warnings"),
+        ("How to read the verdicts", "howto")]
     blocks += [Items(toc + [(s, f"set-{i + 1}") for i, s in enumerate(names)])]
     blocks += summary_blocks(res, tables[0]) + warning_blocks(res)
     blocks += [Heading(2, "How to read the verdicts", "howto"), Items(HOWTO)]

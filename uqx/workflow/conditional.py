@@ -124,7 +124,9 @@ def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, comp
             "fval_ci_high": (d2, hi, {"long_name": "Wilson-cc upper limit"}),
             "fval_verdict": (d2, fverdict.astype(str),
                              {"long_name": "not tested: the fraction of valid bins is a "
-                              "diagnostic (the headline cond_verdict decides)"}),
+                              "diagnostic of the papers, its per-bin intervals under-cover "
+                              "with heavy tails and few points per bin (the consistency / "
+                              "adaptivity question decides)"}),
             "conditional_valid": (d2, compatible,
                                   {"long_name": f"fraction of valid bins compatible with "
                                    f"{_NOMINAL_FVAL:.0%} (Wilson-cc upper limit >= it): 1 "

@@ -23,6 +23,7 @@ __all__ = [
     "bins_chosen",
     "add_fail_on",
     "fail_on_status",
+    "add_text_options",
     "EXIT_CODES_HELP",
     "input_kwargs",
     "input_kind",
@@ -187,15 +188,25 @@ def add_fail_on(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on", default=None, choices=["invalid", "inconclusive"],
         help="exit with status 1 when a verdict is invalid (or, with 'inconclusive', invalid "
-        "or inconclusive): statistics and conditional headlines, every set; default: exit "
-        "0 whatever the verdicts")
+        "or inconclusive): statistics and questions, every set; default: exit 0 whatever "
+        "the verdicts")
+
+
+def add_text_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--wide`` and ``--explain`` (the text of a validation result)."""
+    p.add_argument("--wide", action="store_true",
+                   help="print every column of the tables (default: the text fits in 100 "
+                   "columns)")
+    p.add_argument("--explain", action="store_true",
+                   help="after the summary, say for every set how each verdict was reached "
+                   "(the question's test, its level, the members and their p-values)")
 
 
 def fail_on_status(args, res) -> int:
     """Exit status of ``--fail-on`` for a validation result (0 or :data:`EXIT_FAIL_ON`).
 
     The verdicts looked at are those of the statistics (``verdict``) and the
-    conditional headlines (``cond_verdict``); ``--fail-on invalid`` fails on
+    questions (``question_verdict``); ``--fail-on invalid`` fails on
     ``invalid``, ``--fail-on inconclusive`` on ``invalid`` or ``inconclusive``. The
     verdicts that failed are named on stderr (also with ``--quiet``: they explain the
     status).
@@ -217,7 +228,7 @@ def fail_on_status(args, res) -> int:
         return 0
     bad = ("invalid",) if mode == "invalid" else ("invalid", "inconclusive")
     hits = []
-    for var, dim in (("verdict", "stat"), ("cond_verdict", "cond")):
+    for var, dim in (("verdict", "stat"), ("question_verdict", "question")):
         if var not in res or dim not in res[var].dims:
             continue
         da = res[var].transpose("set", dim)
@@ -225,7 +236,7 @@ def fail_on_status(args, res) -> int:
             for j, k in enumerate(res[dim].values):
                 v = str(da.values[i, j]).split()[0] if str(da.values[i, j]).strip() else ""
                 if v in bad:
-                    what = str(k) if dim == "stat" else f"conditional ({k})"
+                    what = str(k) if dim == "stat" else f"question {k}"
                     hits.append(f"{s}: {what} {v}")
     if not hits:
         return 0
@@ -622,19 +633,28 @@ def cli_message(message: str) -> str:
     return message
 
 
-def validation_text(res, *, paper_sets: bool = False) -> str:
+def validation_text(res, *, paper_sets: bool = False, wide: bool = False,
+                    explain: bool = False) -> str:
     """Render the text printed by ``uqx validate`` and ``uqx show`` for a result.
 
-    Uses ``uqx.workflow.tables.format_validation`` when the renderer provides it; otherwise the
-    result table, the fraction of valid bins and the warnings (or, for the nine paper
-    sets, 001 Table IV and 000 Tables A1-A4).
+    ``uqx.workflow.tables.format_validation``: the summary of every set first, then the
+    tables, within 100 columns unless ``wide``; ``explain`` adds how each verdict was
+    reached. For the nine paper sets, the summary, then 001 Table IV and 000 Tables
+    A1-A4.
     """
     from uqx.workflow import tables as render
+    from uqx.workflow.summary import explain_lines, summary_text
     from uqx.workflow.tables import format_df
 
     if paper_sets:
-        parts = ["# 001 Table IV: RCE and ZMS, bootstrap bias, BCa interval, zeta",
-                 format_df(render.paper_table_iv(res))]
+        parts = []
+        summary = summary_text(res, width=None if wide else render.TEXT_WIDTH)
+        if summary:
+            parts += ["# summary", summary, ""]
+        if explain:
+            parts += ["# how each verdict was reached", "\n\n".join(explain_lines(res)), ""]
+        parts += ["# 001 Table IV: RCE and ZMS, bootstrap bias, BCa interval, zeta",
+                  format_df(render.paper_table_iv(res))]
         for st in [s for s in ("zms", "cc", "ence", "zmse") if s in res["stat"].values]:
             parts += [
                 f"\n# 000 Table A ({st.upper()}): BS then simulated references N and "
@@ -642,7 +662,7 @@ def validation_text(res, *, paper_sets: bool = False) -> str:
                 format_df(render.paper_table_a(res, st)),
             ]
     elif hasattr(render, "format_validation"):
-        return render.format_validation(res)
+        return render.format_validation(res, wide=wide, explain=explain)
     else:
         parts = [
             f"# uqx validate: BCa {float(res.attrs['level']):.0%} intervals, "

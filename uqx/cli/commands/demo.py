@@ -5,6 +5,7 @@ from __future__ import annotations
 from uqx.cli.commands._common import (
     HelpFormatter,
     add_output,
+    add_text_options,
     check_output,
     fmt,
     print_df,
@@ -76,6 +77,7 @@ def register(subparsers):
     )
     p.add_argument("--no-report", action="store_true",
                    help="skip the HTML report (OUTPUT with the suffix .html)")
+    add_text_options(p)
     return p
 
 
@@ -131,7 +133,7 @@ def run(args) -> int:
     print(f"\n# validation (n_boot={args.n_boot}, n_mc={args.n_mc}, seed={args.seed})")
     if small:
         print(f"# WARNING: {small}")
-    print(validation_text(res))
+    print(validation_text(res, wide=args.wide, explain=args.explain))
     status = write_result(res, out, parameters={"command": NAME}, seed=args.seed)
     if not args.no_report:
         status = max(status, _write_report(res, ds, out))
@@ -147,7 +149,7 @@ def run(args) -> int:
     with progress_bar(quiet=args.quiet, label="uqx demo"):
         res_p = validate(paper, ["zms", "rce"], n_boot=args.n_boot, n_mc=args.n_mc,
                          seed=args.seed, conditional=False)
-    print(validation_text(res_p))
+    print(validation_text(res_p, wide=args.wide, explain=args.explain))
     pout = out.with_name(out.stem + "_paper_sets" + out.suffix)
     params = {"command": NAME, "part": "paper sets"}
     return max(status, write_result(res_p, pout, parameters=params, seed=args.seed))

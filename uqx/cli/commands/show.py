@@ -8,6 +8,7 @@ from uqx.cli.commands._common import (
     EXIT_CODES_HELP,
     HelpFormatter,
     add_fail_on,
+    add_text_options,
     fail_on_status,
     validation_text,
 )
@@ -27,6 +28,7 @@ def register(subparsers):
     )
     p.add_argument("file", metavar="FILE", help="NetCDF result file")
     p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
+    add_text_options(p)
     add_fail_on(p)
     return p
 
@@ -62,5 +64,5 @@ def run(args) -> int:
         print(json.dumps(result_records(res), indent=1))
     else:
         paper = bool(params.get("paper_sets", False)) if isinstance(params, dict) else False
-        print(validation_text(res, paper_sets=paper))
+        print(validation_text(res, paper_sets=paper, wide=args.wide, explain=args.explain))
     return fail_on_status(args, res)

@@ -12,6 +12,7 @@ from uqx.cli.commands._common import (
     add_fail_on,
     add_inputs,
     add_output,
+    add_text_options,
     bins_chosen,
     check_not_input,
     check_output,
@@ -44,6 +45,7 @@ def register(subparsers):
     add_inputs(p, required=False)
     add_validation_options(p)
     add_output(p, tables=True)
+    add_text_options(p)
     add_fail_on(p)
     p.add_argument("--plots", default=None, metavar="DIR",
                    help="also write the diagnostic figures of every data set as PNG files "
@@ -250,7 +252,8 @@ def run(args) -> int:
     if args.format == "json":
         print(json.dumps(result_records(res), indent=1))
     else:
-        print(validation_text(res, paper_sets=args.paper_sets))
+        print(validation_text(res, paper_sets=args.paper_sets, wide=args.wide,
+                              explain=args.explain))
     status = 0
     if plots is not None:
         try:
