@@ -85,7 +85,7 @@ def _verdicts(K, M):
                 if route != "again":
                     seconds[route] += time.perf_counter() - t
                 got[route] = [str(v) for v in r.verdict.values[0]] + [
-                    str(v) for v in r.cond_verdict.values[0]]
+                    str(v) for v in r.question_verdict.values[0]]
                 if route != "again":
                     counts[route] += np.array([v == "invalid" for v in got[route][:3]])
                 got[route + "_p"] = np.concatenate([np.ravel(r[v].values) for v in (

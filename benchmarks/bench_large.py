@@ -85,7 +85,7 @@ if run:
     out["verdicts"] = {str(s): str(v) for s, v in zip(res.stat.values, res.verdict.values[0])}
     out["ence_ci"] = [res.ci_low.sel(stat="ence").values.item(),
                       res.ci_high.sel(stat="ence").values.item()]
-    out["cond"] = [str(v) for v in res.cond_verdict.values[0]]
+    out["cond"] = [str(v) for v in res.question_verdict.values[0]]
     out["nu_fit"] = float(res.nu_fit.values[0])
 out["seconds"] = time.perf_counter() - t
 out["cpu_seconds"] = time.process_time() - c

@@ -75,16 +75,17 @@ def test_resolution_power_matches_simulation():
 def test_no_verdict_from_too_few_copies():
     ds = uqx.read_csv("data/examples/demo_inconsistent.csv", E="E", uE="uE", X="X")
     res = uqx.validate(ds, n_boot=100, n_mc=10, seed=1)
-    for v in ("verdict", "cond_verdict", "extrap_verdict"):
+    for v in ("verdict", "question_verdict", "extrap_verdict"):
         assert "valid" not in set(res[v].values.ravel()), v
-    assert "copies cannot give p <" in str(res["cond_verdict_reason"].values[0, 0])
+    assert "copies cannot give p <" in str(
+        res["question_reason"].sel(question="consistency").values[0])
 
 
 def test_demo_with_two_copies_says_nothing_valid():
     res = uqx.validate(demo_sets(M=1000), ["zms", "rce", "cc", "ence", "zmse"], n_boot=2,
                        n_mc=2, seed=1)
     assert "valid" not in set(res["verdict"].values.ravel())
-    assert "valid" not in set(res["cond_verdict"].values.ravel())
+    assert "valid" not in set(res["question_verdict"].values.ravel())
 
 
 def test_heavy_tails_beyond_the_safety_limits_are_not_rejected():
@@ -97,7 +98,7 @@ def test_heavy_tails_beyond_the_safety_limits_are_not_rejected():
     res = uqx.validate(uqx.stack(sets), ["zms", "rce", "cc", "ence", "zmse", "zve"],
                        n_boot=200, n_mc=300, seed=1)
     assert np.all(res["kappa_cs_z2_local"].values > 5)
-    for v in ("verdict", "cond_verdict", "extrap_verdict"):
+    for v in ("verdict", "question_verdict", "extrap_verdict"):
         assert "invalid" not in set(res[v].values.ravel()), v
     reasons = " ".join(res["verdict_reason"].values.ravel())
     assert "safety limit" in reasons or "depends on the generative" in reasons
@@ -126,7 +127,7 @@ def test_small_samples_that_cannot_exclude_heavier_tails_are_not_rejected():
     assert np.all(kappa < 5) and not tails_within_reach(kappa, 200).any()
     z2 = res["verdict"].sel(stat=["zms", "rce", "ence", "zmse", "zve"]).values
     assert "invalid" not in set(z2.ravel())
-    assert "invalid" not in set(res["cond_verdict"].values.ravel())
+    assert "invalid" not in set(res["question_verdict"].values.ravel())
     reasons = " ".join(res["verdict_reason"].values.ravel())
     assert "cannot show that the errors' tails are lighter than those of t_s(3)" in reasons
     assert "cannot show" not in " ".join(res["verdict_reason"].sel(stat="mean_z").values)
@@ -171,7 +172,7 @@ def test_consistent_data_whose_shape_changes_with_u_are_not_rejected():
                        ["zms", "rce", "cc", "ence", "zmse", "zve"], n_boot=200, n_mc=300,
                        seed=1)
     cc = res["verdict"].sel(stat="cc").values
-    head = res["cond_verdict"].sel(cond="uE").values
+    head = res["question_verdict"].sel(question="consistency").values
     assert np.sum(cc == "invalid") <= 1 and np.sum(head == "invalid") <= 1, (cc, head)
     # the data member accepts CC where the single-shape members reject it
     p = res["p_value"].sel(stat="cc").values
@@ -198,7 +199,7 @@ def test_consistent_data_whose_shape_changes_with_u_are_valid():
     it now takes each window's own ν where the windows exclude one ν̂, and t_s(6), no
     shape for every uE here, no longer takes part."""
     res = _tuning_sets("ig6_mixed", "calibrated")
-    head = res["cond_verdict"].sel(cond="uE").values
+    head = res["question_verdict"].sel(question="consistency").values
     assert (head == "valid").sum() >= 9, head
     for s in ("ence", "zmse", "zve"):
         assert (res["verdict"].sel(stat=s).values == "valid").sum() >= 9, s
@@ -258,7 +259,8 @@ def test_demo_headlines_match_each_set_description():
     """
     ds = demo_sets()
     r = uqx.validate(ds, n_boot=500, n_mc=500, seed=1)  # the demo's statistics: the defaults
-    head = r["cond_verdict"].to_pandas()
+    head = r["question_verdict"].sel(question=["consistency", "adaptivity_X"]).to_pandas()
+    head.columns = ["uE", "X"]
     zms = r["verdict"].sel(stat="zms").to_pandas()
     assert zms["calibrated"] == "valid" and head.loc["calibrated"].tolist() == ["valid"] * 2
     for name in ("overconfident", "underconfident"):
@@ -324,10 +326,11 @@ def test_consistency_headline_states_its_resolution_in_table_json_and_report(tmp
 
     ds = demo_sets(M=2000).isel(set=[0, 3])  # calibrated, inconsistent
     r = uqx.validate(ds, ["cc", "ence", "zmse", "zmse_max"], n_boot=200, n_mc=300, seed=1)
-    f = float(r["cond_resolution"].sel(set="calibrated", cond="uE"))
-    assert r["cond_verdict"].sel(set="calibrated", cond="uE").item() == "valid"
+    q = r.sel(question="consistency")
+    f = float(q["question_resolution_high"].sel(set="calibrated"))
+    assert q["question_verdict"].sel(set="calibrated").item() == "valid"
     assert 1.0 < f < 2.0
-    lo, hi = (float(r[f"cond_resolution_spread_{k}"].sel(set="calibrated", cond="uE"))
+    lo, hi = (float(q[f"question_resolution_spread_{k}"].sel(set="calibrated"))
               for k in ("low", "high"))
     assert 0.5 < lo < 1.0 < hi < 1.5  # u = c*uE^gamma detected from |gamma - 1| ~ 0.2
     head = conditional_table(r).loc[("calibrated", "consistency (uE)", "headline"), "interval"]
@@ -346,7 +349,8 @@ def test_consistency_headline_states_its_resolution_in_table_json_and_report(tmp
     # the file keeps them, with what they mean
     uqx.to_netcdf(r, tmp_path / "r.nc")
     back = uqx.read_netcdf(tmp_path / "r.nc")
-    assert float(back["cond_resolution_spread_low"].sel(set="calibrated", cond="uE")) == lo
+    assert float(back["question_resolution_spread_low"].sel(set="calibrated",
+                                                             question="consistency")) == lo
     assert "u = c*uE^gamma" in back["resolution_spread_high"].attrs["long_name"]
 
 
@@ -433,7 +437,7 @@ def test_top_decile_too_small_with_t6_errors_is_inconsistent():
     grid's seed) when its routes averaged over the bins or read one bin only; the ZMS_scan
     route reads the miscalibrated tail at that tail's precision: at least 9 of 10."""
     res = _tuning_sets("ig6_t6", "top0.6")
-    head = res["cond_verdict"].sel(cond="uE").values
+    head = res["question_verdict"].sel(question="consistency").values
     assert (head == "invalid").sum() >= 9, head
     assert (res["verdict"].sel(stat="zms_scan").values == "invalid").sum() >= 9
 
@@ -582,11 +586,12 @@ def test_resolution_off_changes_no_verdict():
     kw = dict(n_boot=100, n_mc=100, seed=3)
     on = uqx.validate(ds, **kw)
     off = uqx.validate(ds, resolution=False, **kw)
-    for v in ("verdict", "p_value", "cond_verdict", "cond_p_value", "result_verdict"):
+    for v in ("verdict", "p_value", "question_verdict", "question_p_value"):
         if v in on:
             np.testing.assert_array_equal(off[v].values, on[v].values)
     for v in ("resolution_low", "resolution_high", "resolution_spread_low",
-              "resolution_spread_high", "cond_resolution", "cond_resolution_spread_low"):
+              "resolution_spread_high", "question_resolution_high",
+              "question_resolution_spread_low"):
         assert np.isnan(off[v].values).all() and np.isfinite(on[v].values).any(), v
 
 

@@ -262,9 +262,9 @@ def _scale_words(sc) -> str:
 
 def _deciles(res, i, cond) -> np.ndarray | None:
     """ZMS of the ten tenths of ``cond`` for set ``i`` (None when absent or not finite)."""
-    if "zms_decile" not in res or cond not in [str(c) for c in res["cond"].values]:
+    if "zms_decile" not in res or cond not in [str(c) for c in res["decile_of"].values]:
         return None
-    z = np.asarray(res["zms_decile"].sel(cond=cond).values[i], dtype=np.float64)
+    z = np.asarray(res["zms_decile"].sel(decile_of=cond).values[i], dtype=np.float64)
     return z if (np.isfinite(z) & (z > 0)).all() else None
 
 
@@ -486,6 +486,9 @@ def _ranking_sentence(res, i, qf) -> dict:
         if np.isfinite(g):
             text += (f": uE varying too much (true uncertainties ∝ uE^γ, γ <= {g:.2f}) would "
                      "have been found")
+        else:
+            text += (": even uE saying nothing of which errors are larger (γ = 0) could go "
+                     "unseen (no resolution)")
         return _sentence("ranking", text, verdict=v, resolution_spread_low=g)
     if v == "invalid":
         ref = f", calibrated uE about {_g(cc['reference'], 2)}" if cc and np.isfinite(

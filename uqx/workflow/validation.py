@@ -597,11 +597,13 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
 
         res = res.merge(tolerance_step(res, specs, test_draws, cfg.tolerance,
                                        alpha=1 - cfg.level, more_copies=joint))
-    res = headline_views(res, sets)
     if not streamed:
-        res["zms_decile"] = (("set", "cond", "decile"), _zms_deciles(sets, res["cond"].values), {
-            "long_name": "ZMS of the data in each tenth of the conditioning variable (equal "
-                         "counts, in its order): where uE is too small (> 1) or too large (< 1)"})
+        conds = ["uE"] + [c for c in ("X", "V") if any(getattr(sd, c) is not None
+                                                        for sd in sets)]
+        res["zms_decile"] = (("set", "decile_of", "decile"), _zms_deciles(sets, conds), {
+            "long_name": "ZMS of the data in each tenth of a variable (equal counts, in its "
+                         "order): where uE is too small (> 1) or too large (< 1)"})
+        res = res.assign_coords(decile_of=conds)
     res = res.merge(xr.Dataset(notes.variables()))
     res = res.assign_coords(set=ds["set"].values, M=("set", M_sets))
     res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
@@ -615,8 +617,9 @@ def _u2_effective_points(sets, streamed) -> np.ndarray:
     if streamed:
         return out
     for i, sd in enumerate(sets):
-        u2 = np.asarray(sd.uE, dtype=np.float64) ** 2
-        out[i] = u2.sum() ** 2 / np.sum(u2 * u2)
+        u = np.asarray(sd.uE, dtype=np.float64)
+        w = (u / np.max(u)) ** 2  # scaled: no overflow for uE near the float64 limits
+        out[i] = w.sum() ** 2 / np.sum(w * w)
     return out
 
 
@@ -643,50 +646,6 @@ def _zms_deciles(sets, conds) -> np.ndarray:
     return out
 
 
-#: The headline of each conditioning variable: the question that answers it.
-_HEADLINE_OF = {"uE": "consistency", "X": "adaptivity_X", "V": "adaptivity_V"}
-
-
-def headline_views(res, sets) -> xr.Dataset:
-    """The headlines of consistency and adaptivity over ``cond`` (uE, X, V), from the questions.
-
-    ``cond_verdict``, ``cond_verdict_reason``, ``cond_p_value``, ``cond_borderline``,
-    ``cond_routes``, ``cond_resolution`` (top decile) and ``cond_resolution_spread_*``:
-    the question of each variable (:data:`_HEADLINE_OF`), the form the tables, the
-    report and the JSON read.
-    """
-    conds = ["uE"] + [c for c in ("X", "V") if any(getattr(sd, c) is not None for sd in sets)]
-    pick = {"cond_verdict": "question_verdict", "cond_verdict_reason": "question_reason",
-            "cond_p_value": "question_p_value", "cond_borderline": "question_borderline",
-            "cond_routes": "question_tests", "cond_resolution": "question_resolution_high",
-            "cond_resolution_spread_low": "question_resolution_spread_low",
-            "cond_resolution_spread_high": "question_resolution_spread_high"}
-    out = {}
-    for name, src in pick.items():
-        if src not in res:
-            continue
-        v = res[src].sel(question=[_HEADLINE_OF[c] for c in conds])
-        dims = tuple("cond" if d == "question" else d for d in v.dims)
-        out[name] = (dims, v.values, v.attrs)
-    return res.assign(out).assign_coords(cond=conds)
-
-
-def _has_feature(ds, c) -> bool:
-    """Whether every set of the input (a Dataset, or a list of them) has feature ``c``.
-
-    A stacked Dataset holds a feature for all its sets or pads the missing ones with NaN
-    (:func:`uqx.stack`): a set whose column is all NaN has none.
-    """
-    items = ds if isinstance(ds, (list, tuple)) else [ds]
-    for d in items:
-        if not isinstance(d, xr.Dataset) or c not in d:
-            return False
-        x = d[c]
-        if "set" in x.dims and not is_lazy(x.data):
-            if not np.all(np.any(np.isfinite(np.asarray(x.values, dtype=np.float64)),
-                                 axis=x.get_axis_num("sample"))):
-                return False
-    return True
 def _absent_cond_step(res, sets, notes):
     """Say why a set without X (or V) is not tested for adaptivity when other sets are.
 
