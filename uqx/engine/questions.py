@@ -212,11 +212,13 @@ def question_graph(questions):
 
     Adaptivity, when some feature is there, starts with :data:`ADAPTIVITY_SHARE` of the
     level (split among the features), ranking (CC) with :data:`RANKING_SHARE`; average
-    calibration and consistency share the rest equally (0.425 each with a feature and
-    CC: 4.25 % of a 10 % level). ``up_to_factor`` starts with nothing and receives half
-    of average calibration's level once that is rejected (it is asked only then). A
-    rejected question passes its level to the others in proportion to their initial
-    weights (``up_to_factor``'s to consistency).
+    calibration and consistency each take half of the rest (0.425 with a feature and
+    CC: 4.25 % of a 10 % level), also when the other is absent: a question never starts
+    above one test's level. Without either, the questions present share half of the
+    level. ``up_to_factor`` starts with nothing and receives half of average
+    calibration's level once that is rejected (it is asked only then). A rejected
+    question passes its level to the others in proportion to their initial weights
+    (``up_to_factor``'s to consistency).
 
     Parameters
     ----------
@@ -239,20 +241,17 @@ def question_graph(questions):
     adapt = [k for k in q if k.startswith("adaptivity")]
     main = [k for k in q if k in ("average", "consistency")]
     side = (ADAPTIVITY_SHARE if adapt else 0.0) + (RANKING_SHARE if "ranking" in q else 0.0)
-    if not main:
-        side = 1.0
     w = np.zeros(len(q))
     for k, name in enumerate(q):
-        if name in main:
-            w[k] = (1.0 - side) / len(main)
+        if not main:  # no main question: the others share one test's level
+            w[k] = 0.0 if name == "up_to_factor" else 0.5 / sum(
+                1 for x in q if x != "up_to_factor")
+        elif name in main:  # never above 1/2: one test's level, 1 - level of the result
+            w[k] = (1.0 - side) / 2.0
         elif name in adapt:
-            share = ADAPTIVITY_SHARE if main else 1.0 - (RANKING_SHARE if "ranking" in q
-                                                          else 0.0)
-            w[k] = share / len(adapt) if main or adapt else 0.0
+            w[k] = ADAPTIVITY_SHARE / len(adapt)
         elif name == "ranking":
-            w[k] = RANKING_SHARE if (main or adapt) else 1.0
-    if w.sum() > 1.0:
-        w = w / w.sum()
+            w[k] = RANKING_SHARE
     G = np.zeros((len(q), len(q)))
     for a, name in enumerate(q):
         if name == "up_to_factor":
