@@ -31,12 +31,29 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
+
 from _common import header, section
 
 EXTRA = ("lognormal_laplace", "uniform_uniform", "ig6_skewed", "lognormal_t4")
+#: The report grid's designs: the named 3 x 3, tied uE, t_s(2.5), the shapes that change
+#: with uE (toward t_s(4): mixed, ig3_mixed; within class A: mixed6) and Laplace errors.
+REPORT_DESIGNS = ("ig3_normal", "ig3_t4", "ig3_t6", "ig6_normal", "ig6_t4", "ig6_t6",
+                  "ig20_normal", "ig20_t4", "ig20_t6", "tied5_normal", "tied5_t6",
+                  "ig6_t2.5", "ig6_mixed", "ig6_mixed6", "uniform_laplace", "ig3_mixed")
+POWER_SCENARIOS = ("scale0.9", "scale1.1", "gamma0.5", "x-variance", "shift0.2", "top0.6",
+                   "top0.6-true")
 #: Sets per calibrated cell of the report grid, by M: more where sets are cheap, so that a
 #: size of 4-5 % is read with a Wilson upper limit under 7 % (200 sets gave 8-9 %).
-SIZE_SETS = {200: 800, 500: 600, 2000: 200}
+SIZE_SETS = {200: 600, 500: 400, 2000: 300}
+#: The report grid's seeds (issue 36: chosen before the first run, never run before it);
+#: the rule's constants were chosen on the tuning seed 31.
+REPORT_SEEDS = {"size": 3621, "power": 3622}
+TUNING_SEED = 31
+#: The study's settings of the report grid: the verdicts' default test copies (1000 per
+#: member, N_TEST); 200 bootstrap replicates (the BCa intervals feed only the papers' ζ
+#: column, not the verdicts; the default 10 000 would triple the time).
+REPORT_N_BOOT, REPORT_N_MC = 200, 1000
 
 
 def main(argv=None) -> int:
@@ -95,14 +112,13 @@ def main(argv=None) -> int:
 
     header("error-rates study of the verdicts")
     if args.report_grid == "size":
-        opts = dict(designs=list(DEFAULT_DESIGNS) + list(ISSUE21_DESIGNS)
-                    + list(UNNAMED_DESIGNS), M=[200, 500, 2000],
-                    scenarios=["calibrated"], n_datasets=200, seed=21)
+        opts = dict(designs=list(REPORT_DESIGNS), M=[200, 500, 2000],
+                    scenarios=["calibrated"], n_datasets=300, seed=REPORT_SEEDS["size"])
     elif args.report_grid == "power":
-        opts = dict(designs=["ig6_normal", "ig6_t6"], M=[200, 500, 2000],
-                    scenarios=["scale0.9", "scale1.1", "gamma0.5", "x-variance",
-                               "shift0.2", "top0.6", "top0.6-true"], n_datasets=100,
-                    power_M=[200, 500, 2000], power_designs=["ig6_normal", "ig6_t6"], seed=22)
+        opts = dict(designs=["ig6_normal", "ig6_t6"], M=[2000],
+                    scenarios=list(POWER_SCENARIOS), n_datasets=200, power_M=[2000],
+                    power_designs=["ig6_normal", "ig6_t6"], u_per_set=True,
+                    seed=REPORT_SEEDS["power"])
     elif args.full:
         opts = dict(designs=list(DEFAULT_DESIGNS), M=[500, 2000, 5000, 20000], n_datasets=400)
     elif args.beyond:
@@ -123,7 +139,7 @@ def main(argv=None) -> int:
     if args.report_grid == "size" and not args.n_datasets:
         ds = _size_by_M(opts, args)
     else:
-        ds = error_rates(**opts, n_boot=1000, n_mc=500, scheduler="processes",
+        ds = error_rates(**opts, n_boot=REPORT_N_BOOT, n_mc=REPORT_N_MC, scheduler="processes",
                          num_workers=args.workers, output=args.output, resume=args.resume,
                          quiet=False)
     dt = time.perf_counter() - t
@@ -152,7 +168,8 @@ def _size_by_M(opts, args):
             base = Path(args.output)
             out = base.with_name(f"{base.stem}.part-M{'-'.join(map(str, Ms))}{base.suffix}")
         t = time.perf_counter()
-        parts.append(error_rates(**dict(opts, M=Ms, n_datasets=n), n_boot=1000, n_mc=500,
+        parts.append(error_rates(**dict(opts, M=Ms, n_datasets=n), n_boot=REPORT_N_BOOT,
+                                 n_mc=REPORT_N_MC,
                                  scheduler="processes", num_workers=args.workers, output=out,
                                  resume=args.resume, quiet=False))
         section(f"M = {', '.join(map(str, Ms))}: {n} sets per cell in "
@@ -203,46 +220,118 @@ def _write(text, readme_text, markdown=None, readme=None):
 
 
 def _report_tables(size, power, markdown=None, readme=None):
-    """The report grid's tables (issue 21): calibrated rows, power rows, the papers' ζ rule."""
-    from uqx.sweeps.error_rates import rates_table
+    """The report grid's tables (issue 36): by class of errors, power per design, layers."""
+    from uqx.sweeps.error_rates import layers_table, rates_table
 
     per_M = size["n_sets"].sel(scenario="calibrated").max(("design", "test"))
     counts = [int(n) for n in per_M.values]
-    n_size = (f"{counts[0]} sets per cell" if len(set(counts)) == 1
-              else ", ".join(map(str, counts)) + " sets per cell respectively")
-    n_pow = int(power["n_sets"].max().item())
     sizes = ", ".join(str(int(m)) for m in size["M"].values)
+    n_pow = int(power["n_sets"].max().item())
     intro = (
-        f"Measured by the `error-rates` study (n_boot = {size.attrs.get('n_boot')}, n_mc = "
-        f"{size.attrs.get('n_mc')}) on these designs (uncertainties_errors): "
-        + ", ".join(str(d) for d in size["design"].values)
-        + ". `ig<k>`: u² drawn from IG(k/2, k/2) (a scaled inverse χ² with k degrees of "
-        "freedom); `tied5`: u² ~ IG(3, 3) stored as five levels, the rows sorted by |E|; "
-        "`t2.5`: Student errors beyond the safety limits; `mixed`: normal errors below the "
-        "median of uE and t_s(4) above (consistent in variance); `uniform_laplace`: uE "
-        "uniform on [0.5, 2], Laplace errors; `ig3_mixed`: the mixed errors with u² ~ "
-        "IG(1.5, 1.5) (these two: shapes no issue names, found by trying shapes outside "
-        "the grid). uE and X are drawn anew for "
-        "every block of 10 sets; each cell reads the rate and, in brackets, its Wilson-cc "
-        "95 % limit on the effective number of sets once the blocks' shared draws are "
-        "accounted for (upper for false rejections, lower for acceptance and power); "
-        "calibrated rows give the worst design at that M; for `any`, \"valid\" means no "
-        f"`invalid` anywhere in the set's result. Calibrated: M = {sizes} with {n_size}, seed "
-        f"{size.attrs.get('seed')}. Power: "
-        f"{', '.join(str(d) for d in power['design'].values)}, {n_pow} sets per cell, seed "
-        f"{power.attrs.get('seed')}, the smaller rate of the designs in each cell; "
-        "scenarios: `scaleF` uE = F·u (the errors keep their sd u), `gamma0.5` uE ∝ u^0.5 "
-        "(same mean square), "
-        "`x-variance` error variance 2X·u², `shift0.2` bias 0.2 uE, `top0.6` uE 40 % too "
-        "small in its own top decile, `top0.6-true` the top decile of the true u reported "
-        "40 % too small (those points then move down the uE order).")
-    cal, pw = rates_table(size), rates_table(power)
-    zeta = rates_table(size, tests=("zms", "rce", "cc", "ence", "zmse", "zve"), zeta=True)
-    text = "\n".join([intro, "", "**Verdicts on calibrated data (size and acceptance)**", "",
-                      cal, "", "**Power** (the smaller rate of the designs in each cell)", "",
-                      pw, "", "**The papers' ζ rule on the same calibrated sets (before)**",
-                      "", zeta, ""])
-    _write(text, intro + "\n\n" + cal + "\n\n" + pw, markdown, readme)
+        f"Measured by the `error-rates` study (n_mc = {size.attrs.get('n_mc')}: the verdicts' "
+        f"default 1000 test copies per member; n_boot = {size.attrs.get('n_boot')}, which "
+        "only the papers' ζ column reads) on the report seeds, run once after the last change "
+        f"of the rule: calibrated sets seed {size.attrs.get('seed')} (M = {sizes} with "
+        f"{', '.join(map(str, counts))} sets per cell), miscalibrated sets seed "
+        f"{power.attrs.get('seed')} ({n_pow} sets per cell at M = 2000, uE and X drawn for "
+        f"every set). The rule's constants were chosen on the tuning seed {TUNING_SEED}. "
+        "Designs (uncertainties_errors): `ig<k>`: u² ~ IG(k/2, k/2); `tied5`: u² ~ IG(3, 3) "
+        "stored as five levels, the rows sorted by |E|; `t2.5`: beyond the safety limits; "
+        "`mixed`: normal errors below the median of uE, t_s(4) above; `mixed6`: t_s(6) above; "
+        "`uniform_laplace`: uE uniform on [0.5, 2], Laplace errors; `ig3_mixed`: the mixed "
+        "errors with u² ~ IG(1.5, 1.5). Class A: Var Z² finite (normal, t6, Laplace, "
+        "mixed6); class B: t_s(4), mixed, ig3_mixed, and CC where the shape changes with uE; "
+        "beyond: t2.5. Calibrated sets share uE and X by blocks of 10; each cell reads the "
+        "rate and, in brackets, its Wilson-cc 95 % limit on the effective number of sets "
+        "(upper for false rejections, lower for acceptance and power); for `any`, `valid` "
+        "means no `invalid` anywhere in the set's result.")
+    tests = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve",
+             "zms_scan_X", "average", "consistency", "adaptivity", "up_to_factor", "any")
+    parts = [intro, ""]
+    for cls, title in (("A", "Class A (calibrated; the worst design in each cell)"),
+                       ("B", "Class B (calibrated; the worst design in each cell)"),
+                       ("beyond", "Beyond the safety limits (calibrated)")):
+        parts += [f"**{title}**", "", rates_table(size, tests=tests, cls=cls), ""]
+    parts += ["**Power at M = 2000** (each design)", "",
+              rates_table(power, tests=tests, per_design=True), "",
+              "**Where the power is lost** (fraction of sets rejected at each layer: the "
+              "best statistic alone at the question's initial level, the headline, after "
+              "the levels passed between questions, the final verdict, and each member's own "
+              "procedure)", "", layers_table(power), "",
+              "**The papers' ζ rule on the same calibrated sets (before)**", "",
+              rates_table(size, tests=("zms", "rce", "cc", "ence", "zmse", "zve"), zeta=True),
+              ""]
+    text = "\n".join(parts)
+    _write(text, summary_lines(size, power), markdown, readme)
+
+
+def _extreme(ds, var, tests, cls, pick, M=None, scenario="calibrated", designs=None):
+    """Largest (or smallest) rate of ``var`` over the designs of a class and the tests."""
+    from uqx.sweeps.error_rates import design_class
+
+    best = None
+    for d in [str(x) for x in ds["design"].values]:
+        if designs is not None and d not in designs:
+            continue
+        for t in tests:
+            if t not in [str(x) for x in ds["test"].values]:
+                continue
+            if cls is not None and design_class(d, t) != cls:
+                continue
+            r = ds[var].sel(design=d, scenario=scenario, test=t)
+            if M is not None:
+                r = r.sel(M=M)
+            v = np.asarray(r.values, dtype=np.float64)
+            if not np.isfinite(v).any():
+                continue
+            x = float(np.nanmax(v) if pick == "max" else np.nanmin(v))
+            if best is None or (x > best[0] if pick == "max" else x < best[0]):
+                best = (x, d, t)
+    return best
+
+
+def summary_lines(size, power) -> str:
+    """The five-line summary of the report grid (README), from the same archives."""
+    each = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve",
+            "average", "consistency", "adaptivity")
+    inv = _extreme(size, "rate_invalid", each, None, "max", scenario="calibrated",
+                   designs=[d for d in map(str, size["design"].values) if "t2.5" not in d])
+    anyr = _extreme(size, "rate_invalid", ("any",), None, "max",
+                    designs=[d for d in map(str, size["design"].values) if "t2.5" not in d])
+    acc_a = _extreme(size, "rate_valid", each, "A", "min", M=2000)
+    acc_b = _extreme(size, "rate_valid", each, "B", "min", M=2000)
+
+    def pw(scen, test, design):
+        r = power["rate_invalid"].sel(scenario=scen, test=test, design=design, M=2000)
+        return float(r)
+
+    lines = [
+        f"- **Size** (16 designs, M = 200, 500, 2000): no statistic or question is `invalid` on "
+        f"more than {100 * inv[0]:.1f} % of calibrated sets ({inv[2]}, {inv[1]}); the whole "
+        f"result on at most {100 * anyr[0]:.1f} % ({anyr[1]}); t_s(2.5) errors never beyond "
+        "the level.",
+        f"- **Class A** (finite Var Z²) at M = 2000: every statistic and question `valid` on at "
+        f"least {100 * acc_a[0]:.1f} % of the sets ({acc_a[2]}, {acc_a[1]}).",
+        f"- **Class B** (t_s(4), shapes changing toward it): `valid` on at least "
+        f"{100 * acc_b[0]:.1f} % ({acc_b[2]}, {acc_b[1]}), the rest `inconclusive` with the "
+        "reason.",
+        f"- **Power** at M = 2000 (normal / t_s(6) errors): uE × 0.9 some `invalid` "
+        f"{100 * pw('scale0.9', 'any', 'ig6_normal'):.0f} / "
+        f"{100 * pw('scale0.9', 'any', 'ig6_t6'):.0f} %, × 1.1 "
+        f"{100 * pw('scale1.1', 'any', 'ig6_normal'):.0f} / "
+        f"{100 * pw('scale1.1', 'any', 'ig6_t6'):.0f} %; bias 0.2 uE ⟨Z⟩ "
+        f"{100 * pw('shift0.2', 'mean_z', 'ig6_normal'):.0f} / "
+        f"{100 * pw('shift0.2', 'mean_z', 'ig6_t6'):.0f} %; consistency against u ∝ uE^0.5 "
+        f"{100 * pw('gamma0.5', 'consistency', 'ig6_normal'):.0f} / "
+        f"{100 * pw('gamma0.5', 'consistency', 'ig6_t6'):.0f} %, uE 40 % too small in its "
+        f"top decile {100 * pw('top0.6', 'consistency', 'ig6_normal'):.0f} / "
+        f"{100 * pw('top0.6', 'consistency', 'ig6_t6'):.0f} %, the top decile of the true u "
+        f"reported 40 % too small {100 * pw('top0.6-true', 'consistency', 'ig6_normal'):.0f} "
+        f"/ {100 * pw('top0.6-true', 'consistency', 'ig6_t6'):.0f} %.",
+        "- Full tables, the layer-by-layer power and the resolution twins: documentation, "
+        "\"How to read the verdicts\".",
+    ]
+    return "\n".join(lines)
 
 
 README_START = "<!-- error-rates table:"

@@ -105,6 +105,7 @@ def twin_moments(E, u):
         "rmse": C.rmse(E),
         "rce": C.rce(E, u),
         "mean_z": C.mean_z(E, u),
+        "t_z": C.t_z(E, u),
         "var_z": C.var_z(E, u),
         "zms": C.zms(E, u),
         "nll": C.nll(E, u),
@@ -147,6 +148,14 @@ def moment_tol(name, E, u):
     ulps of 1, whatever its size (near-calibrated samples give RCE ~ 1e-6).
     """
     z2 = float(np.nanmean((E / u) ** 2))
+    if name == "t_z":  # the one-pass variance's error, through 1/sqrt(var)
+        z = E / u
+        n = np.sum(np.isfinite(z), axis=-1)
+        var = np.nanvar(z, ddof=1, axis=-1) if np.all(n > 1) else np.full(np.shape(n), np.nan)
+        t = np.abs(np.nanmean(z, axis=-1)) * np.sqrt(n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return float(np.nanmax(1e-10 * t * z2 * n / var ** 1.5)) + 1e-300 \
+                if np.isfinite(var).any() and np.nanmin(var) > 0 else np.inf
     scale = {
         "var_z": z2 * E.shape[-1],
         "nll": z2 + float(np.nanmax(np.abs(np.log(u * u)))) + LN2PI,
@@ -175,6 +184,9 @@ def _loop_moments(e, u):
         "rmse": math.sqrt(mse),
         "rce": (math.sqrt(mv) - math.sqrt(mse)) / math.sqrt(mv),
         "mean_z": loop_mean(z),
+        "t_z": (loop_mean(z) / math.sqrt(loop_var(z) / len(z))
+                if loop_var(z) > 64 * 2.220446049250313e-16 * sum(x * x for x in z)
+                / (len(z) - 1) else math.nan),
         "var_z": loop_var(z),
         "zms": zms,
         "nll": 0.5 * (zms + mlnu2 + LN2PI),

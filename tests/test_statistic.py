@@ -15,7 +15,7 @@ from uqx.engine.binning import equal_count_edges
 
 SOURCES = {  # where each formula comes from, as the docstrings must say
     "zms": "000 Eq. 14", "rce": "000 Eq. 10", "var_z": "000 Eq. 13", "nll": "000 Eq. 15",
-    "nll_ref": "000 Eq. 16", "mean_z": "000 Table III", "mv": "001", "mse": "001",
+    "nll_ref": "000 Eq. 16", "mean_z": "000 Table III", "t_z": "uqx", "mv": "001", "mse": "001",
     "rmv": "001", "rmse": "001", "ence": "000 Eq. 11", "ence_sd": "002 Eq. 6",
     "uce": "ErrViewLib", "zmse": "000 Eq. 17", "zmse_max": "uqx", "zms_scan": "uqx",
     "zve": "002 Eq. 9",
@@ -48,6 +48,7 @@ def test_moment_functions_equal_the_twins():
     Ssum, n = S.moment_sums(E, u), 400.0
     twin = {"zms": T.zms(E, u), "rce": T.rce(E, u), "mv": T.mv(u), "mse": T.mse(E),
             "rmv": T.rmv(u), "rmse": T.rmse(E), "mean_z": T.mean_z(E, u),
+            "t_z": T.t_z(E, u),
             "var_z": T.var_z(E, u), "nll": T.nll(E, u), "nll_ref": T.nll_ref(u)}
     assert set(twin) == set(S.MOMENT_STATS)
     for k, want in twin.items():

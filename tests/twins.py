@@ -28,6 +28,7 @@ _CAL = [
     "rmse",
     "rce",
     "mean_z",
+    "t_z",
     "var_z",
     "zms",
     "nll",
@@ -94,6 +95,20 @@ def mean_z(E, uE, *, axis=-1):
     r"""Mean z-score :math:`\langle Z \rangle`, :math:`Z = E/u` (000 Table III)."""
     E, u = paired(E, uE)
     return _nanmean(E / u, axis)
+
+
+def t_z(E, uE, *, axis=-1):
+    r"""Studentised mean z-score :math:`\langle Z\rangle / \sqrt{\mathrm{Var}(Z)/n}`.
+
+    NaN where the two-pass variance is within 64 ulps of ΣZ²/(n − 1) (no spread).
+    """
+    E, u = paired(E, uE)
+    z = E / u
+    n = np.sum(~np.isnan(z), axis=axis)
+    v = var_z(E, uE, axis=axis)
+    floor = 64 * np.finfo(np.float64).eps * np.nansum(z * z, axis=axis) / (n - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(v > floor, mean_z(E, uE, axis=axis) / np.sqrt(v / n), np.nan)
 
 
 def var_z(E, uE, *, axis=-1):

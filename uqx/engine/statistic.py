@@ -285,7 +285,7 @@ def mean_z_from_sums(S, n):
 
 
 def t_z_from_sums(S, n):
-    r"""Studentised mean z-score: the one-sample t statistic of the z-scores.
+    r"""Studentised mean z-score: the one-sample t statistic of the z-scores (uqx).
 
     .. math:: t_Z = \frac{\langle Z \rangle}{\sqrt{\mathrm{Var}(Z)/n}}
 
@@ -306,15 +306,18 @@ def t_z_from_sums(S, n):
     Returns
     -------
     numpy.ndarray
-        Shape ``S.shape[:-1]``; NaN where Var(Z) is 0.
+        Shape ``S.shape[:-1]``; NaN where Var(Z) is 0 within the rounding of its one-pass
+        form (64 ulps of ΣZ²/(n − 1)).
 
     See Also
     --------
     mean_z_from_sums, var_z_from_sums
     """
     var = (S[..., F_Z2] - S[..., F_Z] ** 2 / n) / (n - 1)
+    # Var(Z) within the rounding of its one-pass form is no spread: no t statistic
+    floor = 64 * np.finfo(np.float64).eps * S[..., F_Z2] / (n - 1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(var > 0, (S[..., F_Z] / n) / np.sqrt(var / n), np.nan)
+        return np.where(var > floor, (S[..., F_Z] / n) / np.sqrt(var / n), np.nan)
 
 
 def var_z_from_sums(S, n):

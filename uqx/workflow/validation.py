@@ -646,6 +646,24 @@ def _zms_deciles(sets, conds) -> np.ndarray:
     return out
 
 
+def _has_feature(ds, c) -> bool:
+    """Whether every set of the input (a Dataset, or a list of them) has feature ``c``.
+
+    A stacked Dataset holds a feature for all its sets or pads the missing ones with NaN
+    (:func:`uqx.stack`): a set whose column is all NaN has none.
+    """
+    items = ds if isinstance(ds, (list, tuple)) else [ds]
+    for d in items:
+        if not isinstance(d, xr.Dataset) or c not in d:
+            return False
+        x = d[c]
+        if "set" in x.dims and not is_lazy(x.data):
+            if not np.all(np.any(np.isfinite(np.asarray(x.values, dtype=np.float64)),
+                                 axis=x.get_axis_num("sample"))):
+                return False
+    return True
+
+
 def _absent_cond_step(res, sets, notes):
     """Say why a set without X (or V) is not tested for adaptivity when other sets are.
 
