@@ -168,7 +168,7 @@ def _check_where(res, i, line):
         return
     for m in re.finditer(r"the (smallest|largest) uE are too (small|large) \(ZMS " + NUM
                          + r" in the (bottom|top) tenth of uE\)", line):
-        z = res["zms_decile"].sel(cond="uE").values[i]
+        z = res["zms_decile"].sel(decile_of="uE").values[i]
         zd = z[0] if m[4] == "bottom" else z[-1]
         assert (m[1] == "smallest") == (m[4] == "bottom")
         assert _close(m[3], zd, 2)
@@ -176,13 +176,13 @@ def _check_where(res, i, line):
         assert abs(math.log(zd)) > 2 * math.log(DECILE_MARGIN)  # off by more than 10 %
     for m in re.finditer(r"uE is too (small|large) for the (smallest|largest) (X|V) \(ZMS "
                          + NUM + r" in the (bottom|top) tenth of \3\)", line):
-        z = res["zms_decile"].sel(cond=m[3]).values[i]
+        z = res["zms_decile"].sel(decile_of=m[3]).values[i]
         zd = z[0] if m[5] == "bottom" else z[-1]
         assert (m[2] == "smallest") == (m[5] == "bottom")
         assert _close(m[4], zd, 2) and m[1] == ("small" if zd > 1 else "large")
     for m in re.finditer(r"uE is most off in the (\d+)(?:st|nd|rd|th) tenth of (uE|X|V), too "
                          r"(small|large) there \(ZMS " + NUM + r"\)", line):
-        z = res["zms_decile"].sel(cond=m[2]).values[i]
+        z = res["zms_decile"].sel(decile_of=m[2]).values[i]
         k = int(m[1]) - 1
         assert 0 < k < 9 and _close(m[4], z[k], 2)
         assert m[3] == ("small" if z[k] > 1 else "large")
@@ -190,7 +190,7 @@ def _check_where(res, i, line):
         assert np.argmax(np.abs(np.log(z[1:-1] / zms))) + 1 == k  # the farthest inner tenth
     for m in re.finditer(r"(same factor|one factor all) along (uE|X|V) \(ZMS " + NUM + " to "
                          + NUM + r" over its tenths\)", line):
-        z = res["zms_decile"].sel(cond=m[2]).values[i]
+        z = res["zms_decile"].sel(decile_of=m[2]).values[i]
         assert _close(m[3], z.min(), 2) and _close(m[4], z.max(), 2)
         if m[1] == "one factor all":  # said where one factor fixes consistency
             assert str(res["rescaled_consistency"].values[i]) == "valid"
@@ -207,7 +207,7 @@ def _check_advice(res, i, s, line):
     cons = _q(res, "consistency", i)
     assert ("recalibrate uE conditionally on uE" in line) == (cons == "invalid" and rv != "valid")
     if "constant" in kinds:
-        z = res["zms_decile"].sel(cond="uE").values[i]
+        z = res["zms_decile"].sel(decile_of="uE").values[i]
         assert z[0] > DECILE_MARGIN ** 2 and z[0] > z[-1] and cons == "invalid"
     for c in ("X", "V"):
         if f"vary with {c}" in line:

@@ -34,7 +34,7 @@ from uqx.workflow.validation import (
 M = 1500
 STATS = ["zms", "rce", "var_z", "mean_z", "nll", "cc", "ence", "zmse", "zve"]
 PREDEFINED = {"zms": 1.0, "rce": 0.0, "var_z": 1.0, "mean_z": 0.0}
-KW = dict(n_boot=300, n_mc=300)
+KW = dict(n_boot=300, n_mc=500)
 
 
 def _synthetic():
@@ -346,7 +346,7 @@ def test_dropped_rows_warning():
 
 def test_result_structure(res):
     assert set(res.dims) == {"set", "stat", "dist", "member", "cond", "bin", "xstat", "sweep",
-                             "question", "decile", "half"}
+                             "question", "decile", "decile_of", "half"}
     assert list(res["set"].values) == ["cal", "over", "tig"]
     assert list(res["stat"].values) == STATS
     assert list(res["dist"].values) == ["N", "T6"]
@@ -377,12 +377,12 @@ def test_result_structure(res):
         assert res[v].dims == ("set", "cond", "xstat"), v
     assert res["extrap_null_low"].dims == ("set", "cond", "xstat", "dist")
     assert res["question_verdict"].dims == ("set", "question")
-    assert res["zms_decile"].dims == ("set", "cond", "decile")
+    assert res["zms_decile"].dims == ("set", "decile_of", "decile")
     assert res["n_bins_used"].dims == ("set",)
     for a in ("seed", "n_boot", "n_mc", "level", "n_bins", "binning_scheme", "pop_min", "nu",
               "uqx_version", "d_sensitivity_rule"):
         assert a in res.attrs, a
-    assert res.attrs["seed"] == 1 and res.attrs["n_boot"] == 300 and res.attrs["n_mc"] == 300
+    assert res.attrs["seed"] == 1 and res.attrs["n_boot"] == 300 and res.attrs["n_mc"] == 500
     # CI ordering and the simulated quantities
     assert np.all(res["ci_low"].values <= res["ci_high"].values)
     sim = res["sim_reference"].sel(stat=["cc", "ence", "zmse", "zve"])

@@ -371,10 +371,10 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                 firm_q[a, m] = bool(p_q[q] < firm)
                 if not use_all[i, m]:
                     continue
-                if lev[q] * (1 + n_ok) <= 1.0:  # (1 + 0) / (1 + n) >= level
+                if firm * (1 + n_ok) <= 1.0:  # (1 + 0) / (1 + n): no firm rejection
                     reach_q[a] = False
                 c = critical_value(t.copies[[k for k in idx if t.use[k, m]], m],
-                                   t.weights[[k for k in idx if t.use[k, m]]], lev[q])
+                                   t.weights[[k for k in idx if t.use[k, m]]], firm)
                 for k in idx:
                     if not t.use[k, m]:
                         continue
@@ -399,7 +399,8 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                 continue
             qv[i, a], qr[i, a] = member_verdict(
                 rej_q[a], labels, use=members_q, firm=firm_q[a], reachable=bool(reach_q[a]),
-                unreachable=_unreachable(n, np.nanmax(ql[i, a][members_q])))
+                unreachable="" if reach_q[a] else _unreachable(
+                    n, firm_level(np.nanmax(ql[i, a][members_q]), n)))
             qb[i, a] = _near(qp[i, a], ql[i, a], n, members_q)
         for k, key in enumerate(t.keys):
             a = QUESTIONS.index(t.questions[k])
@@ -409,10 +410,11 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                     fverdict[i, key[1]], freason[i, key[1]] = "not tested", qr[i, a]
                     fp[i, key[1]] = t.p[k]
                 continue
+            levels = lev_t[k][u & np.isfinite(lev_t[k])]
             v, why = member_verdict(
                 rej_t[k], labels, use=u, firm=firm_t[k], reachable=bool(reach_t[k]),
-                unreachable=_unreachable(n, np.nanmax(np.where(u, lev_t[k], np.nan))
-                                         * t.weights[k]))
+                unreachable="" if reach_t[k] or not levels.size else _unreachable(
+                    n, firm_level(levels.max(), n) * t.weights[k]))
             if v == "invalid" and qv[i, a] != "invalid":
                 v = "inconclusive"
                 why = (f"rejected under every member that takes part in it, but its question "
@@ -483,12 +485,15 @@ NOT_ASKED = {"up_to_factor": "asked only where average calibration is rejected (
 def firm_level(level, n):
     r"""Level below which a p-value is a rejection beyond its Monte-Carlo noise.
 
-    :math:`L - 2\sqrt{L(1-L)/n}` (:func:`uqx.engine.mctest.pvalue_noise`): a member whose
-    p-value lies between it and the level L rejects, but n copies cannot tell that
-    rejection from an acceptance; it does not withhold a ``valid`` (marked
-    ``borderline``), and the resolution of a ``valid`` is read at this level.
+    :math:`\max(L - 2\sqrt{L(1-L)/n},\ L/2)` (:func:`uqx.engine.mctest.pvalue_noise`):
+    a member whose p-value lies between it and the level L rejects, but n copies cannot
+    tell that rejection from an acceptance; it does not withhold a ``valid`` (marked
+    ``borderline``), and the resolution of a ``valid`` is read at this level. The band
+    never takes more than half the level, so that the small levels (ranking's 0.75 %)
+    stay within reach of a few hundred copies.
     """
-    return float(level) - 2.0 * float(pvalue_noise(level, n, level))
+    level = float(level)
+    return max(level - 2.0 * float(pvalue_noise(level, n, level)), level / 2.0)
 
 
 def _unreachable(n, level) -> str:

@@ -156,7 +156,8 @@ def _error_rates_parser(sub):
                    "x-variance, shift0.2 (default: all)")
     p.add_argument("--n-datasets", type=int, default=400, help="data sets per cell")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates per set")
-    p.add_argument("--n-mc", type=int, default=500, help="calibrated copies per member")
+    p.add_argument("--n-mc", type=int, default=1000,
+                   help="calibrated copies per member (the verdicts' default test copies)")
     p.add_argument("--power-M", type=_list(int), default=[2000],
                    help="sizes at which the miscalibrated scenarios run")
     p.add_argument("--power-designs", type=_list(str), default=["ig6_normal", "ig6_t6"],
