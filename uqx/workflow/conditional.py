@@ -302,7 +302,7 @@ def _equal_width_note(sd, cfg) -> str:
 
 
 def untestable_reasons(sets, specs, notes, *, n_bins_used=None, cfg=None):
-    """What each set cannot test, and why: per statistic and per question.
+    """Return what each set cannot test, and why: per statistic and per question.
 
     * a constant uE: CC and every statistic binned on uE, and the questions consistency,
       ranking and up_to_factor (average calibration stays testable);

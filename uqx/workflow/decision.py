@@ -358,6 +358,7 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
         firm_t = np.zeros((len(t.keys), D), dtype=bool)
         reach_q = np.ones(Q, dtype=bool)
         reach_t = np.ones(len(t.keys), dtype=bool)
+        thr_t = np.full(len(t.keys), np.nan)  # the threshold of a test out of reach
         for m in range(D):
             present, adj, p_q, rej, lev, init = _decide_member(t, m, alpha_result)
             adj_t[:, m] = adj
@@ -373,8 +374,10 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                     continue
                 if firm * (1 + n_ok) <= 1.0:  # (1 + 0) / (1 + n): no firm rejection
                     reach_q[a] = False
-                c = critical_value(t.copies[[k for k in idx if t.use[k, m]], m],
-                                   t.weights[[k for k in idx if t.use[k, m]]], firm)
+                # a test not firmly rejected was last tested beside the others left at the
+                # step where the procedure stopped: its threshold there is w * c
+                left = [k for k in idx if t.use[k, m] and not (firm_q[a, m] and adj[k] < firm)]
+                c = critical_value(t.copies[left, m], t.weights[left], firm) if left else np.nan
                 for k in idx:
                     if not t.use[k, m]:
                         continue
@@ -383,8 +386,10 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                     firm_t[k, m] = firm_q[a, m] and adj[k] < firm
                     d = direction_of(specs[t.keys[k][1]].base) if t.keys[k][0] == "stat" \
                         else 1
-                    if np.isfinite(c) and t.weights[k] * c <= smallest_pvalue(n_ok, d):
+                    if k in left and np.isfinite(c) and \
+                            t.weights[k] * c <= smallest_pvalue(n_ok, d):
                         reach_t[k] = False
+                        thr_t[k] = np.nanmax([thr_t[k], t.weights[k] * c])
         asked = np.ones(Q, dtype=bool)
         for a, q in enumerate(QUESTIONS):
             members_q = use_all[i] & np.isfinite(qp[i, a])
@@ -414,7 +419,7 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
             v, why = member_verdict(
                 rej_t[k], labels, use=u, firm=firm_t[k], reachable=bool(reach_t[k]),
                 unreachable="" if reach_t[k] or not levels.size else _unreachable(
-                    n, firm_level(levels.max(), n) * t.weights[k]))
+                    n, thr_t[k]))
             if v == "invalid" and qv[i, a] != "invalid":
                 v = "inconclusive"
                 why = (f"rejected under every member that takes part in it, but its question "

@@ -136,7 +136,7 @@ def tolerance_step(res: xr.Dataset, specs, copies, tolerance: float, *, alpha: f
 
 
 def factor_tests(res: xr.Dataset, sets, specs, top) -> tuple[dict, np.ndarray]:
-    r"""The tests of "consistent up to a factor": the binned statistics on uE of E/√ZMS.
+    r"""Return the tests of "consistent up to a factor": the binned statistics on uE of E/√ZMS.
 
     For each binned statistic on uE, its value on the data rescaled by the set's own
     factor (:func:`uqx.engine.statistic.scale_free_bin_sums`) against the same
@@ -204,7 +204,7 @@ def factor_tests(res: xr.Dataset, sets, specs, top) -> tuple[dict, np.ndarray]:
 
 
 def scale_factor_interval(res: xr.Dataset, specs, copies, *, level: float, joint=None):
-    r"""The factor :math:`f = \sqrt{\mathrm{ZMS}}` and the interval of factors the test keeps.
+    r"""Return the factor :math:`f = \sqrt{\mathrm{ZMS}}` and the interval the test keeps.
 
     The interval inverts the verdict's own test of ZMS: f is kept when the data's
     :math:`\mathrm{ZMS}/f^2` lies between the :math:`(1 \mp \mathrm{level})/2`

@@ -100,7 +100,7 @@ def _thresholds(res, t, i, m, q):
 
 
 def _scale_copies(base, null, M):
-    """Copies on the scale :data:`uqx.engine.resolution.SCALE_MAPS` reads (t_z: per √M)."""
+    """Return copies on the scale :data:`uqx.engine.resolution.SCALE_MAPS` reads (t_z: /√M)."""
     if base == "mean_z":  # the test reads t_z: a bias b moves it by b sqrt(M) / sd(Z)
         return "mean_z", np.asarray(null, dtype=np.float64) / np.sqrt(M)
     return base, null
@@ -267,8 +267,10 @@ def _question_resolution(q, specs, t, idx, draws, used, crit, top, i, M):
 
         top_of = {k: top.values(i, t.keys[k][1], m, cond=cond, scale_free=scale_free)
                   for k in routes}
-        kf = first_hit(lambda idx_f: rejected(lambda k, ii: top_of[k](ii), idx_f),
-                       top.factors.size, step=TOP_STEP, quasi_convex=False, monotone=True)
+        def top_hit(idx_f, t_of=top_of):
+            return rejected(lambda key, ii: t_of[key](ii), idx_f)
+
+        kf = first_hit(top_hit, top.factors.size, step=TOP_STEP, quasi_convex=False, monotone=True)
         highs.append(float(top.factors[kf]) if kf >= 0 else np.nan)
         if cond == "uE":
             for grid, out in ((SPREAD_DOWN, lows), (SPREAD_UP, ups)):
@@ -283,7 +285,7 @@ def _question_resolution(q, specs, t, idx, draws, used, crit, top, i, M):
 
 
 def _route_null(specs, t, k, draws, top, i, m, scale_free):
-    """The calibrated copies a route's p-value is read against (sorted, finite)."""
+    """Return the calibrated copies a route's p-value is read against (sorted, finite)."""
     j = t.keys[k][1]
     null = top.null(i, j, m, scale_free=True) if scale_free else draws[i, j, m, :top.n_copies]
     null = np.sort(np.asarray(null, dtype=np.float64))
@@ -331,7 +333,7 @@ def _average_resolution(specs, t, idx, draws, used, crit):
                 null = np.sort(null[np.isfinite(null)])
                 parts.append((base, null, t.weights[k] * crit[m]))
 
-            def rejected(ii, parts=parts):
+            def rejected(ii, parts=parts, grid=grid):
                 hit = None
                 for base, null, thr in parts:
                     if base in SCALE_MAPS and base != "mean_z":

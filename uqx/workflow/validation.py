@@ -804,9 +804,11 @@ def _check_arguments(stats, n_mc):
 
 
 def _conditional_steps(res, ds, sets, notes, cfg, *, members, nulls=None):
-    """The papers' diagnostics: LZISD per bin with the fraction of valid bins, and the
-    zero-bin extrapolation of ENCE, ZMSE and ZVE with the intercepts' Monte-Carlo
-    p-values (:mod:`uqx.workflow.conditional`); no verdict rests on them.
+    """Run the papers' diagnostics, on which no verdict rests.
+
+    LZISD per bin with the fraction of valid bins, and the zero-bin extrapolation of
+    ENCE, ZMSE and ZVE with the intercepts' Monte-Carlo p-values
+    (:mod:`uqx.workflow.conditional`).
 
     ``cfg`` (:class:`~uqx.workflow.settings.Settings`) gives the seed, the level, the
     LZISD bins, replicates and intervals, ``pop_min``, the copies of the extrapolation
