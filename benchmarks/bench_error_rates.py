@@ -11,15 +11,19 @@ Run: ``.venv/bin/python benchmarks/bench_error_rates.py [--full] [-o ARCHIVE.nc]
 designs; n_boot 1000, n_mc 500). Without it: M ∈ {500, 2000}, 100 sets per cell, plus
 the designs beyond the named grid (log-normal and uniform uncertainties; Laplace, uniform
 and skewed errors), so the rates can be checked on shapes the rule was not tuned on.
-``--report-grid size|power``: the grid on which issue 21's rule is reported (its tuning
-constants were chosen on separate checks, other seeds and u ~ IG(3, 3) only): the named
-designs plus tied uE, t_s(2.5) and a shape that changes with uE, calibrated, M ∈ {200,
-500, 2000}, 800 / 600 / 200 sets per cell (``size``, :data:`SIZE_SETS`: one run per
-count, joined by ``uqx.sweeps.error_rates.combine``); the miscalibrated scenarios that are not
-detected every time (scales 0.9 and 1.1, γ = 0.5, variance growing with X, bias 0.2 uE,
-uE 40 % too small in the top decile) on ig6_normal and ig6_t6 at the same M, 100 sets
-per cell (``power``); ``--M`` and ``--seed`` run a part of it, or the same on other
-draws. ``--beyond``: only those designs beyond the named grid, calibrated, M ∈ {500,
+``--report-grid size|power``: the grid on which the rule is reported (issue 36; its
+constants were chosen on the tuning seed :data:`TUNING_SEED`, the report runs once on
+:data:`REPORT_SEEDS`, after the last change of the rule): :data:`REPORT_DESIGNS`
+(classes A and B, tied uE, t_s(2.5), shapes that change with uE), calibrated, M ∈ {200,
+500, 2000}, 600 / 400 / 300 sets per cell (``size``, :data:`SIZE_SETS`: one run per
+count, joined by ``uqx.sweeps.error_rates.combine``); the seven :data:`POWER_SCENARIOS`
+(scales 0.9 and 1.1, γ = 0.5, variance growing with X, bias 0.2 uE, uE 40 % too small
+in the top decile of uE or of the true u) on ig6_normal and ig6_t6 at M = 2000, 200 sets
+per cell with uE drawn for every set (``power``); ``--M`` and ``--seed`` run a part of
+it, or the same on other draws. Both parts take about 30 min on 2 cores:
+``bench_error_rates.py --report-grid size -o SIZE.nc``, ``... --report-grid power -o
+POWER.nc``, then ``--from SIZE.nc --power POWER.nc --markdown docs/error_rates_table.md
+--readme README.md``. ``--beyond``: only those designs beyond the named grid, calibrated, M ∈ {500,
 2000, 5000}, 400 sets per cell (seed 7). ``--from ARCHIVE [--extra BEYOND_ARCHIVE]
 [--markdown docs/error_rates_table.md] [--readme README.md]``: print (and write) the
 tables of finished archives without running anything; ``--from SIZE.nc --power POWER.nc``
@@ -61,19 +65,18 @@ def main(argv=None) -> int:
     p.add_argument("--beyond", action="store_true",
                    help="the designs beyond the named grid, calibrated, 400 sets per cell")
     p.add_argument("--report-grid", choices=["size", "power"], default=None,
-                   help="issue 21's report grid: 'size' = the named designs and those of "
-                        "issue 21 (tied uE in |E| order, t_s(2.5), a shape changing with uE), "
-                        "calibrated, M in {200, 500, 2000}, 800 / 600 / 200 sets per cell "
-                        "(SIZE_SETS); 'power' = seven "
-                        "miscalibrated scenarios on ig6_normal and ig6_t6 at the same M, 100 "
-                        "sets per cell")
+                   help="the report grid (issue 36): 'size' = REPORT_DESIGNS calibrated, "
+                        "M in {200, 500, 2000}, 600 / 400 / 300 sets per cell (SIZE_SETS); "
+                        "'power' = the seven POWER_SCENARIOS on ig6_normal and ig6_t6 at "
+                        "M = 2000, 200 sets per cell, uE drawn for every set")
     p.add_argument("--M", default=None,
                    help="with --report-grid: comma-separated sizes instead of 200,500,2000")
     p.add_argument("--n-datasets", type=int, default=None,
                    help="with --report-grid: sets per cell at every M instead of SIZE_SETS "
-                        "(size) / 100 (power)")
+                        "(size) / 200 (power)")
     p.add_argument("--seed", type=int, default=None,
-                   help="with --report-grid: root seed instead of 21 (size) / 22 (power)")
+                   help="with --report-grid: root seed instead of REPORT_SEEDS (a report "
+                        "seed is run once, after the last change of the rule)")
     p.add_argument("-o", "--output", default=None, help="archive (NetCDF)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--resume", action="store_true")

@@ -67,6 +67,22 @@ def test_small_heavy_tailed_sets_meet_the_size_of_the_issue():
     assert float(cell["rate_invalid"].sel(test="any")) <= 0.10
 
 
+def test_a_gated_question_counts_its_false_rejections_over_every_set(calibrated):
+    """up_to_factor is asked only where average calibration is rejected; where it is not
+    asked the procedure retained it, so its `invalid` rate is over every set (else a few
+    rejections among the few sets asked read as a large rate), its `valid` rate over
+    those asked."""
+    v = calibrated["verdict"].sel(test="up_to_factor").values
+    every = np.isfinite(v).sum(axis=-1)
+    asked = (np.isfinite(v) & (v != CODES.index("not tested"))).sum(axis=-1)
+    assert (asked < every).all()  # most sets never ask it
+    np.testing.assert_allclose(calibrated["rate_invalid"].sel(test="up_to_factor").values,
+                               (v == CODES.index("invalid")).sum(axis=-1) / every)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(calibrated["rate_valid"].sel(test="up_to_factor").values,
+                                   (v == CODES.index("valid")).sum(axis=-1) / asked)
+
+
 def test_papers_rule_is_recorded_beside(calibrated):
     z = calibrated["verdict"].sel(test=[f"{s}_zeta" for s in ("ence", "zmse", "zve")]).values
     assert np.isfinite(z).all()

@@ -397,18 +397,36 @@ def cluster_rate_interval(hit, ok, block):
     return rate, lo, hi
 
 
+#: Tests asked only where another question is rejected (:data:`uqx.workflow.decision.NOT_ASKED`):
+#: their ``rate_invalid`` is over every set (not asked = retained), their other rates over the
+#: sets where they were asked.
+GATED_TESTS = ("up_to_factor",)
+
+
 def summarise(raw: xr.Dataset) -> xr.Dataset:
-    """Add the rate of each verdict per cell and test with its Wilson-cc interval."""
+    """Add the rate of each verdict per cell and test with its Wilson-cc interval.
+
+    Rates are over the sets with a verdict (``not tested`` is none), but ``rate_invalid`` of
+    :data:`GATED_TESTS` is over every set: a question the procedure never asked was retained.
+    """
     ds = raw.transpose("design", "M", "scenario", "replicate", "test", ...)
     out = ds.copy()
     v = ds["verdict"].values
     # "not tested" (e.g. adaptivity where the set is too small for any route) is no verdict
-    n = (np.isfinite(v) & (v != CODES.index("not tested"))).sum(axis=3)
+    asked = np.isfinite(v) & (v != CODES.index("not tested"))
+    n = asked.sum(axis=3)
+    # a question asked only after another's rejection (up_to_factor) is, where not asked,
+    # retained by the procedure: its false rejections count over every set
+    every = asked.copy()
+    for t in GATED_TESTS:
+        if t in list(ds["test"].values):
+            k = list(ds["test"].values).index(t)
+            every[..., k] = np.isfinite(v[..., k])
     dims = ("design", "M", "scenario", "test")
     for code, name in enumerate(("valid", "invalid", "inconclusive")):
         # test "any" is coded 1 (some invalid) or 0 (none): the codes of invalid / valid
-        rate, lo, hi = cluster_rate_interval(v == code, np.isfinite(v) & (
-            v != CODES.index("not tested")), BLOCK)
+        rate, lo, hi = cluster_rate_interval(v == code, every if name == "invalid" else asked,
+                                             BLOCK)
         out[f"rate_{name}"] = (dims, rate, {"long_name": f"fraction of '{name}' verdicts"})
         out[f"rate_{name}_low"] = (dims, lo, {"long_name": "Wilson-cc 95 % lower limit, "
                                               "cluster-robust (blocks sharing uE)"})
