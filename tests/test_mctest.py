@@ -8,9 +8,7 @@ from scipy import stats
 from uqx.engine.mctest import (
     copy_pvalues,
     family_verdict,
-    familywise_pvalues,
     mc_pvalue,
-    minp_pvalue,
     smallest_pvalue,
 )
 from uqx.engine.null_shape import (
@@ -70,29 +68,6 @@ def test_mc_pvalue_is_uniform_under_exchangeability():
     p = mc_pvalue(x[:, 0], x[:, 1:], 1)
     rate = np.mean(p < 0.05)
     assert abs(rate - 0.04) < 3 * np.sqrt(0.05 * 0.95 / 4000) + 0.01, rate  # p on a 1/100 grid
-
-
-def test_minp_has_the_size_of_one_test():
-    """Three correlated routes: the calibrated min-p rejects ~5 %, the raw min-p far more."""
-    rng = np.random.default_rng(4)
-    n_sets, n = 1500, 199
-    base = rng.normal(size=(n_sets, n + 1))
-    routes = np.stack([base + 0.8 * rng.normal(size=base.shape) for _ in range(3)], axis=1)
-    rej, raw = 0, 0
-    for s in range(n_sets):
-        obs, null = routes[s, :, 0], routes[s, :, 1:]
-        po = mc_pvalue(obs, null, 1)
-        pc = copy_pvalues(null, 1)
-        rej += minp_pvalue(po, pc) < 0.05
-        raw += po.min() < 0.05
-    assert rej / n_sets < 0.05 + 3 * np.sqrt(0.05 * 0.95 / n_sets), rej / n_sets
-    assert raw / n_sets > 0.08
-
-
-def test_minp_ignores_missing_routes():
-    assert np.isnan(minp_pvalue([np.nan, np.nan], np.zeros((2, 5))))
-    p = minp_pvalue([0.5, np.nan], np.array([[0.1, 0.6, 0.9], [np.nan] * 3]))
-    assert p == pytest.approx((1 + 1) / 4)
 
 
 @pytest.mark.parametrize("p, verdict", [
@@ -184,41 +159,6 @@ def test_standardised_z_has_unit_mean_square():
     u = rng.uniform(0.5, 2, 1000)
     z = standardised_z(3 * u * rng.normal(size=1000), u)
     assert np.mean(z * z) == pytest.approx(1.0, rel=1e-12)
-
-
-def test_familywise_pvalues_match_twin_and_control_the_family():
-    rng = np.random.default_rng(7)
-    pc = rng.uniform(size=(3, 99))
-    po = np.array([0.01, 0.2, np.nan])
-    got = familywise_pvalues(po, pc)
-    m = pc[:2].min(axis=0)  # the NaN test is left out of the family
-    first = (1 + np.sum(m <= 0.01)) / 100  # step 1: min over both tests
-    second = max(first, (1 + np.sum(pc[1] <= 0.2)) / 100)  # step 2: the test left
-    np.testing.assert_allclose(got[:2], [first, second])
-    assert np.isnan(got[2])
-    # slow twin of the step-down, over random families with ties
-    for _ in range(20):
-        T, n = rng.integers(1, 6), 49
-        pc = np.round(rng.uniform(size=(T, n)), 2)
-        po = np.round(rng.uniform(0, 0.3, T), 2)
-        idx = sorted(range(T), key=lambda t: po[t])
-        want, run = np.empty(T), 0.0
-        for s, t in enumerate(idx):
-            mins = [min(pc[r, k] for r in idx[s:]) for k in range(n)]
-            run = max(run, (1 + sum(v <= po[t] for v in mins)) / (1 + n))
-            want[t] = run
-        np.testing.assert_allclose(familywise_pvalues(po, pc), want)
-    # never larger than single-step min-p
-    single = (1 + np.sum(pc.min(axis=0)[None, :] <= po[:, None], axis=1)) / (1 + n)
-    assert np.all(familywise_pvalues(po, pc) <= single + 1e-15)
-    # four exchangeable tests: P(any adjusted p < 0.1) is about 0.1, not 1 - 0.9**4
-    n_sets, n = 1500, 199
-    hits = 0
-    for _ in range(n_sets):
-        x = rng.normal(size=(4, n + 1))
-        p_obs = mc_pvalue(x[:, 0], x[:, 1:], 1)
-        hits += np.any(familywise_pvalues(p_obs, copy_pvalues(x[:, 1:], 1)) < 0.1)
-    assert hits / n_sets < 0.1 + 3 * np.sqrt(0.09 / n_sets), hits / n_sets
 
 
 def test_nu_on_grid():

@@ -24,13 +24,11 @@ members (:data:`~uqx.engine.null_shape.MEMBERS`): the papers' N(0, 1) and
 per window of uE where the errors' shape changes with uE), and the
 data's own z-scores resampled, which carry the data's realised extremes that no
 quantile-matched distribution sees (:mod:`uqx.engine.null_shape` builds the last two).
-:func:`family_verdict`: ``invalid`` only when every member rejects, ``valid`` only when
-no member rejects (borderline p-values aside), ``inconclusive`` (with the reason)
-otherwise: then the conclusion depends on the shape of the errors, not on the data.
-
-Several routes of one headline (consistency on uE, adaptivity on X or V) share their
-copies; :func:`minp_pvalue` calibrates their smallest p-value on those copies
-(Westfall & Young's min-p), so the headline has the size of one test.
+The verdicts combine the statistics of a question and the members by
+:mod:`uqx.engine.questions` (weighted step-down min-p on the copies the statistics share,
+the graph across questions, :func:`uqx.engine.questions.member_verdict`);
+:func:`family_verdict` is the same rule over the members for one diagnostic p-value (the
+zero-bin intercepts, which decide nothing).
 
 Pure NumPy/SciPy kernels over the last axis (the copies); NaN copies are ignored.
 """
@@ -47,9 +45,6 @@ __all__ = [
     "direction_of",
     "mc_pvalue",
     "copy_pvalues",
-    "minp_pvalue",
-    "familywise_pvalues",
-    "ALPHA_RESULT",
     "N_TEST",
     "N_HEADLINE",
     "family_verdict",
@@ -65,12 +60,9 @@ ALPHA = 0.05
 #: Calibrated copies per member for a test (the papers' references may use more): the
 #: p-value near 0.05 to ±0.007 (one Monte-Carlo sd).
 N_TEST = 1000
-#: Calibrated copies per member for the zero-bin extrapolation nulls and the headlines
-#: (the routes share them): a sweep of 15 bin numbers and a fit per copy.
+#: Calibrated copies per member for the zero-bin extrapolation nulls: a sweep of 15 bin
+#: numbers and a fit per copy.
 N_HEADLINE = 500
-#: Family-wise size of a whole result: an ``invalid`` anywhere in a calibrated set's
-#: result at most this often (step-down min-p over every test of the set).
-ALPHA_RESULT = 0.10
 
 #: Side of miscalibration: +1 too large, -1 too small, 0 both sides.
 DIRECTION = {
@@ -159,86 +151,6 @@ def copy_pvalues(null, direction: int = 0):
         if p is None:
             p = np.minimum(1.0, 2 * np.minimum(up, down))
     return np.where(ok, p, np.nan)
-
-
-def minp_pvalue(p_observed, p_copies):
-    r"""Calibrated min-p of several routes sharing their copies (Westfall & Young).
-
-    .. math:: p = \frac{1 + \#\{k : \min_r p_{r,k} \le \min_r p_r\}}{1 + n}
-
-    Parameters
-    ----------
-    p_observed : array_like, shape (R,)
-        P-value of each route for the data (NaN routes are left out).
-    p_copies : array_like, shape (R, n)
-        P-value of each route for each copy (:func:`copy_pvalues`), the same copies for
-        every route.
-
-    Returns
-    -------
-    float
-        NaN when no route has a finite p-value.
-    """
-    po = np.asarray(p_observed, dtype=np.float64)
-    pc = np.asarray(p_copies, dtype=np.float64).reshape(po.size, -1)
-    keep = np.isfinite(po)
-    if not keep.any():
-        return np.nan
-    pc = pc[keep]
-    good = np.all(np.isfinite(pc), axis=0)
-    if not good.any():
-        return np.nan
-    m_obs = po[keep].min()
-    m_null = pc[:, good].min(axis=0)
-    return float((1 + np.sum(m_null <= m_obs)) / (1 + m_null.size))
-
-
-def familywise_pvalues(p_observed, p_copies) -> np.ndarray:
-    r"""Family-wise adjusted p-values of several tests sharing their copies.
-
-    Step-down min-p (Westfall & Young 1993, Algorithm 2.8). With the observed p-values
-    in increasing order :math:`p_{(1)} \le \dots \le p_{(T)}` (tests :math:`r_1, \dots`),
-
-    .. math::
-
-        \tilde p_{(t)} = \max_{s \le t} \frac{1 + \#\{k : \min_{q \ge s} p_{r_q, k}
-        \le p_{(s)}\}}{1 + n},
-
-    the minimum over copy k running over the tests not yet rejected. Rejecting where
-    :math:`\tilde p_t < \alpha` keeps the probability of any false rejection among the
-    tests at α whatever their dependence (subset pivotality: the copies are drawn under
-    the joint null of every test); the first step is single-step min-p, and the later
-    steps leave out the tests already rejected, so no test is adjusted more than
-    single-step.
-
-    Parameters
-    ----------
-    p_observed : array_like, shape (T,)
-        P-value of every test of the result (NaN: test absent).
-    p_copies : array_like, shape (T, n)
-        The same tests' p-values on each shared copy.
-
-    Returns
-    -------
-    numpy.ndarray, shape (T,)
-    """
-    po = np.asarray(p_observed, dtype=np.float64)
-    pc = np.asarray(p_copies, dtype=np.float64).reshape(po.size, -1)
-    out = np.full(po.size, np.nan)
-    keep = np.flatnonzero(np.isfinite(po))
-    if not keep.size:
-        return out
-    good = np.all(np.isfinite(pc[keep]), axis=0)
-    if not good.any():
-        return out
-    order = keep[np.argsort(po[keep], kind="stable")]
-    pcg = pc[order][:, good]
-    # successive minima from the last test up: row s = min over the tests s, s+1, ...
-    tail_min = np.minimum.accumulate(pcg[::-1], axis=0)[::-1]
-    n = pcg.shape[1]
-    adj = (1 + np.sum(tail_min <= po[order][:, None], axis=1)) / (1 + n)
-    out[order] = np.maximum.accumulate(adj)
-    return out
 
 
 #: Side on which a two-sided statistic of a sample that missed its rare extremes falls:

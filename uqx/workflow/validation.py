@@ -338,8 +338,8 @@ def validate(
         always read in file order, not sorted.
     resolution : bool, default True
         State each test's resolution (the smallest miscalibration it detects with 80 %
-        power: :mod:`uqx.engine.resolution`; variables ``resolution_*`` and
-        ``cond_resolution*``). ``False`` leaves them NaN and changes no verdict: the
+        power: :mod:`uqx.workflow.resolutions`; variables ``resolution_*`` and
+        ``question_resolution_*``). ``False`` leaves them NaN and changes no verdict: the
         ``error-rates`` study, which reads only the verdicts, turns it off.
     tolerance : float, optional
         An equivalence claim on the scale of uE: with ZMS among the statistics, say
@@ -358,8 +358,9 @@ def validate(
         Over (``set``, ``stat``): estimates, BCa intervals (with MC errors), references,
         ζ, ``verdict``/``verdict_reason``/``borderline``; over (``set``, ``stat``,
         ``dist``): simulated references and ζ_Sim, ζ_Sim2; over ``set``: tailedness,
-        ``n_bins_used``, warnings; over (``set``, ``cond``, ...): the conditional routes
-        and ``cond_verdict`` (documentation: "How to read the verdicts").
+        ``n_bins_used``, warnings; over (``set``, ``question``): ``question_verdict``,
+        its reason, p-values, levels and resolution; over (``set``, ``cond``, ...): the
+        papers' conditional diagnostics (documentation: "How to read the verdicts").
 
     Notes
     -----
