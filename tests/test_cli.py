@@ -366,3 +366,24 @@ def test_demo_without_data_dir(capsys, monkeypatch, tmp_path):
     # the demo ends by writing the HTML report of the embedded sets
     html = (tmp_path / "demo.html").read_text()
     assert html.count('<img src="data:image/png;base64,') > 6 and "heavy_tailed" in html
+
+
+def test_validate_with_a_feature_tests_adaptivity_as_the_api_does(capsys, tmp_path):
+    """``uqx validate FILE --X X`` asks adaptivity on X with the defaults, as
+    ``uqx.validate(ds)`` does (the CLI passed the default list as if chosen, so the
+    adaptivity statistics were never added); ``--stats`` without them says why not."""
+    csv = _write_csv(tmp_path / "preds.csv", M=800)
+    out_nc = tmp_path / "r.nc"
+    rc, out, err = run(capsys, "validate", csv, "--X", "X", "--n-boot", 50, "--n-mc", 60,
+                       "--seed", 1, "--no-conditional", "-o", out_nc)
+    assert rc == 0, err
+    res = read_netcdf(out_nc)
+    assert {"zms_scan_X", "zmse_X", "zmse_max_X"} <= set(map(str, res["stat"].values))
+    q = list(map(str, res["question"].values)).index("adaptivity_X")
+    assert res["question_verdict"].values[0, q] != "not tested"
+    assert json.loads(res.attrs["parameters"])["stats"] == list(map(str, res["stat"].values))
+    rc, out, err = run(capsys, "validate", csv, "--X", "X", "--stats", "zms,zmse",
+                       "--n-boot", 50, "--n-mc", 60, "--seed", 1, "--no-conditional")
+    assert rc == 0, err
+    assert "Adaptivity (X) not tested: none of its statistics was requested" in \
+        " ".join(out.split())

@@ -256,6 +256,8 @@ def test_stack_where_only_some_sets_have_X():
     assert "adaptivity (X) not tested" in res["set_warnings"].sel(set="b").item()
     note = res["set_warnings"].sel(set="a").item()
     assert "only some sets" in note and "separately" in note
+    why_a = res["question_reason"].sel(question="adaptivity_X", set="a").item()
+    assert "only some sets" in why_a and "add zms_scan_X" not in why_a
     alone = uqx.validate(a, n_boot=100, n_mc=100, seed=1, conditional=False, resolution=False)
     assert alone["question_verdict"].sel(question="adaptivity_X").item() != "not tested"
     with pytest.raises(InputError, match=r"^b: statistic 'ence_X' needs variable 'X'"):

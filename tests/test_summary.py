@@ -206,6 +206,8 @@ def _check_advice(res, i, s, line):
                                             and _q(res, "average", i) == "invalid")
     cons = _q(res, "consistency", i)
     assert ("recalibrate uE conditionally on uE" in line) == (cons == "invalid" and rv != "valid")
+    if "one factor does not fix it" in line:  # never said where the rescaled answer is open
+        assert rv in ("", "not tested", "invalid"), (rv, line)
     if "constant" in kinds:
         z = res["zms_decile"].sel(decile_of="uE").values[i]
         assert z[0] > DECILE_MARGIN ** 2 and z[0] > z[-1] and cons == "invalid"
@@ -262,6 +264,21 @@ def test_the_demo_summaries_say_what_each_set_is(demo):
     assert "uE misses how the errors vary with X" in text["nonadaptive"]
     assert "a bias: mean Z = " in text["biased"]
     assert "Average calibration valid" in text["calibrated"]
+
+
+def test_an_open_rescaled_answer_is_not_read_as_no_factor_fixes_it(demo):
+    """Where "consistent up to a factor" is inconclusive the advice does not say that one
+    factor does not fix uE (Diffusion_GPR_Bayesian of paper 001 reads so)."""
+    res = demo.copy(deep=True)
+    i = list(res["set"].values).index("overconfident")
+    rv = res["rescaled_consistency"].values.astype(object)
+    rv[i] = "inconclusive"
+    res["rescaled_consistency"] = ("set", rv.astype(str))
+    line = summary_lines(res)[i]
+    assert _q(res, "consistency", i) == "invalid"
+    assert "recalibrate uE conditionally on uE" in line and "unless uE × f proves" in line
+    assert "one factor does not fix it" not in line
+    _check_advice(res, i, set_summary(res, i), line)
 
 
 def test_valid_always_comes_with_its_resolution(demo):
@@ -452,3 +469,27 @@ def test_the_scale_factor_never_reads_as_computed_and_not(which, request):
                 assert "brings ZMS to 1; whether uE ×" in text and "was not tested" in text
             if av == "valid":
                 assert "no factor needed" in text
+
+
+def test_a_feature_without_its_statistics_is_said_not_left_blank():
+    """--paper-sets asks for ZMS, RCE, CC, ENCE, ZMSE only: QM9_E has X and V, and its
+    adaptivity is then not tested; the result and the summary say why."""
+    rng = np.random.default_rng(4)
+    u = rng.uniform(0.5, 2.0, 1000)
+    ds = uqx.from_arrays(u * rng.standard_normal(1000), u, X=rng.uniform(0, 1, 1000), name="a")
+    res = uqx.validate(ds, "zms,zmse", n_boot=100, n_mc=100, seed=1, conditional=False)
+    why = dict(zip(res["question"].values, res["question_reason"].values[0], strict=True))
+    assert "add zms_scan_X" in why["adaptivity_X"] and why["adaptivity_V"] == ""
+    assert "Adaptivity (X) not tested: none of its statistics was requested" in \
+        summary_lines(res)[0]
+    # in a stack where another set lacks X, adding X's statistics would be refused: the
+    # reason says to validate the sets with X separately (--paper-sets: QM9_E)
+    b = uqx.from_arrays(u * rng.standard_normal(1000), u, name="b")
+    res = uqx.validate(uqx.stack([ds, b]), "zms,zmse", n_boot=100, n_mc=100, seed=1,
+                       conditional=False)
+    why = res["question_reason"].sel(question="adaptivity_X", set="a").item()
+    assert "validate the sets with X separately" in why and "add zms_scan_X" not in why
+    # asked: tested, with no such reason
+    res = uqx.validate(ds, "zms,zms_scan_X", n_boot=100, n_mc=100, seed=1, conditional=False)
+    q = list(res["question"].values).index("adaptivity_X")
+    assert res["question_verdict"].values[0, q] != "not tested"

@@ -307,7 +307,9 @@ def untestable_reasons(sets, specs, notes, *, n_bins_used=None, cfg=None):
     * a constant uE: CC and every statistic binned on uE, and the questions consistency,
       ranking and up_to_factor (average calibration stays testable);
     * a constant X (or V): the statistics binned on it and its adaptivity;
-    * a single bin on uE (``pop_min`` too large for M): the statistics binned on uE.
+    * a single bin on uE (``pop_min`` too large for M): the statistics binned on uE;
+    * a feature X (or V) the set has, but no statistic requested on it: its adaptivity
+      (said, rather than left blank).
 
     Also warns when equal-width bins on uE hold fewer than ``pop_min`` points.
 
@@ -346,6 +348,15 @@ def untestable_reasons(sets, specs, notes, *, n_bins_used=None, cfg=None):
                 for name in (("consistency", "up_to_factor", "ranking") if cond == "uE"
                              else (f"adaptivity_{cond}",)):
                     q[name] = why
+        for c in ("X", "V"):  # a feature the set has, but no statistic asked about it
+            if getattr(sd, c, None) is not None and f"adaptivity_{c}" not in q and not any(
+                    s.cond == c for s in specs):
+                how = (f"add zms_scan_{c}, zmse_{c} or zmse_max_{c} to the statistics"
+                       if all(getattr(o, c, None) is not None for o in sets) else
+                       f"validate the sets with {c} separately, with zms_scan_{c}, zmse_{c} "
+                       f"or zmse_max_{c} among the statistics")
+                q[f"adaptivity_{c}"] = (f"none of its statistics was requested although the "
+                                        f"set has {c} ({how})")
         for j, s in enumerate(specs):
             cond = s.cond if s.family == "binned" else ("uE" if s.base == "cc" else None)
             if cond is None:

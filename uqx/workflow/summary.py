@@ -565,8 +565,12 @@ def _advice(res, i, qs, sc) -> list[dict]:
                              f"{_g(mz['estimate'], 2)}): no scale of uE removes it",
                              mean_z=mz["estimate"]))
     if cons == "invalid" and rv != "valid":
+        # "one factor does not fix it" only where the rescaled question says so, or where
+        # it was not asked because the average is not off; an open answer stays open
+        why = ("unless uE × f proves consistent" if rv not in ("", "not tested", "invalid")
+               else "one factor does not fix it")
         out.append(_sentence("conditional", "recalibrate uE conditionally on uE (e.g. an "
-                             "isotonic regression of E² on uE²): one factor does not fix it",
+                             f"isotonic regression of E² on uE²): {why}",
                              consistency=cons, rescaled=rv))
         w = _where(res, i, "uE", zms)
         if w is not None and w["bottom_side"] == "small" and w["bottom"] > w["top"]:

@@ -688,9 +688,10 @@ def _absent_cond_step(res, sets, notes):
         for i, sd in enumerate(sets):
             if getattr(sd, cond, None) is not None:
                 if some and str(verdict[i, a]) == "not tested":
-                    notes.set(i, f"adaptivity ({cond}) not tested by default: {cond} is given "
-                                 f"for only some sets of this call ({', '.join(have)}); "
-                                 "validate those sets separately")
+                    why = (f"not asked by default: {cond} is given for only some sets of this "
+                           f"call ({', '.join(have)}); validate those sets separately")
+                    notes.set(i, f"adaptivity ({cond}) {why}")
+                    reason[i, a] = why  # not "add its statistics": the others lack it
                 continue
             why = f"this set has no {cond} ({cond} is given for {', '.join(have)})"
             notes.set(i, f"adaptivity ({cond}) not tested: {why}")

@@ -137,10 +137,15 @@ def run_validation(args, ds):
     """Run :func:`uqx.validate` with the parsed options; returns ``(result, stats)``."""
     from uqx.progress import progress_bar
     from uqx.workflow.disk import memory_note
+    from uqx.workflow.validation import DEFAULT_STATS as API_DEFAULT_STATS
     from uqx.workflow.validation import validate
 
     stats = stat_list(args.stats or (PAPER_STATS if args.paper_sets else DEFAULT_STATS))
     held = memory_note(ds, stats, conditional=not args.no_conditional)
+    if not args.stats and not args.paper_sets:
+        # the API's own default, so that adaptivity's statistics are added for each
+        # feature (X, V) the data have, as uqx.validate(ds) does
+        stats = API_DEFAULT_STATS
     if held:
         note(args, f"uqx: note: {held}")
     with progress_bar(quiet=args.quiet, label=f"uqx {getattr(args, 'command', NAME)}"):
@@ -165,7 +170,7 @@ def run_validation(args, ds):
         )
     if not bins_chosen(args):
         res = drop_bins_note(res)
-    return res, stats
+    return res, [str(s) for s in res["stat"].values]  # as validated (adaptivity's added)
 
 
 #: The note of :func:`uqx.validate` when fewer bins than requested were used.
