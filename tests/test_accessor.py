@@ -33,8 +33,10 @@ def test_three_lines_from_dataframe_to_verdicts(frame, result):
     table = result.uqx.verdicts()
     assert list(table.index) == ["gnn", "rf"] and table.index.name == "set"
     # the questions, the factor conclusion, then the statistics (issue 37)
-    assert list(table.columns) == ["M", "average", "consistency", "ranking", "up to a factor",
-                                   "scale factor", "zms", "rce", "cc", "ence"]
+    assert list(table.columns) == ["M", "average", "consistency", "adaptivity (X)", "ranking",
+                                   "up to a factor", "scale factor", "zms", "rce", "cc", "ence"]
+    # X is given but none of adaptivity's statistics was requested: said, not dropped
+    assert all(str(v).startswith("not tested") for v in table["adaptivity (X)"])
     assert table.summary == result.uqx.summary() and len(table.summary) == 2
     words = {"valid", "invalid", "inconclusive", "not tested"}
     assert all(str(v).split(" (")[0] in words for v in table[["zms", "rce"]].values.ravel())
