@@ -372,10 +372,7 @@ def test_same_seed_same_result_for_any_scheduler(two_sets):
 def test_processes_scheduler_same_result(two_sets):
     kw = dict(n_boot=300, seed=77, keep_replicates=True, bins=10)
     ref = bootstrap(two_sets, ["zms", "ence"], scheduler="synchronous", **kw)
-    try:
-        got = bootstrap(two_sets, ["zms", "ence"], scheduler="processes", num_workers=2, **kw)
-    except (OSError, RuntimeError) as exc:  # pragma: no cover - sandbox without processes
-        pytest.skip(f"processes scheduler unavailable: {exc}")
+    got = bootstrap(two_sets, ["zms", "ence"], scheduler="processes", num_workers=2, **kw)
     _same(got, ref)
 
 

@@ -117,3 +117,36 @@ def test_published_rates_are_out_of_sample():
     start = readme.index("<!-- error-rates table")
     block = readme[start:readme.index("<!-- end error-rates table")]
     assert "**Size**" in block and "**Power**" in block
+
+
+def _doc_texts():
+    files = sorted(DOCS.glob("*.md")) + sorted(DOCS.glob("*.rst"))
+    files.append(ROOT / "README.md")  # benchmarks/README.md keeps history ("then X, now Y")
+    return {f.relative_to(ROOT): f.read_text(encoding="utf-8") for f in files}
+
+
+def test_every_module_path_and_name_in_the_docs_exists():
+    """A file path (``uqx/engine/questions.py``) or a dotted name (``uqx.engine.questions
+    .graph_procedure``) named by the README or the docs is in the package (issue 38: the
+    module map named renamed files)."""
+    import importlib
+
+    missing = []
+    for where, text in _doc_texts().items():
+        for path in set(re.findall(r"\b(?:uqx|benchmarks|tests)/[\w/]+\.py\b", text)):
+            if not (ROOT / path).is_file():
+                missing.append((str(where), path))
+        for name in set(re.findall(r"(?<![\w.])uqx(?:\.\w+)+", text)):  # not res.uqx.x
+            parts = name.split(".")
+            for k in range(len(parts), 0, -1):  # the longest importable module prefix
+                try:
+                    obj = importlib.import_module(".".join(parts[:k]))
+                except ImportError:
+                    continue
+                for attr in parts[k:]:
+                    obj = getattr(obj, attr, None)
+                    if obj is None:
+                        missing.append((str(where), name))
+                        break
+                break
+    assert not missing, missing

@@ -121,11 +121,8 @@ def test_drop_nonfinite_drops_and_counts_for_dataset_input():
 
 def test_validate_reports_dropped_rows():
     ds = _set(_good(), "E", 3, np.nan)
-    try:
-        res = uqx.validate(ds, ["zms"], n_boot=50, n_mc=50, seed=1, conditional=False,
-                           drop_nonfinite=True)
-    except TypeError:
-        pytest.skip("validate has no drop_nonfinite yet")
+    res = uqx.validate(ds, ["zms"], n_boot=50, n_mc=50, seed=1, conditional=False,
+                       drop_nonfinite=True)
     assert "1 row(s) dropped by filters" in res["set_warnings"].item()
 
 

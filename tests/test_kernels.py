@@ -37,6 +37,7 @@ from uqx.engine.statistic import (
     MOMENT_STATS,
     BinningConfig,
     bin_feature_sums,
+    bin_features,
     ence_from_bin_sums,
     moment_statistic,
     moment_sums,
@@ -350,6 +351,17 @@ def package_per_bin(e, w, edges):
     n = np.diff(edges).astype(float)
     return dict(zip(("mv", "mse", "var_e", "var_z", "zms"), per_bin_moments(S, n),
                     strict=True)), S, n
+
+
+def test_fused_prefix_pass_is_the_cumsum_of_the_bin_features(rng):
+    """:func:`bin_features` defines the six features; the fused numba pass and the
+    per-bin sums are its prefix sums and bin sums (its slow, obvious twin)."""
+    E, u, _ = sorted_batch(rng, SIZES, 6, ties=True)
+    e, w = valid(E, u, 0)
+    F = bin_features(e, w)
+    P = prefix_bin_features(e, w)
+    np.testing.assert_allclose(P[1:], np.cumsum(F, axis=0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(P[0], 0.0)
 
 
 @pytest.mark.parametrize("ties", [False, True])
