@@ -634,3 +634,21 @@ def test_api_validate_warns_of_too_small_settings_and_sets():
     warn = res["set_warnings"].item()
     assert "n-boot" in warn or "n_boot" in warn
     assert "M = 20" in warn
+
+
+@pytest.mark.parametrize("nu", [2, 2.0, 1.5, float("nan"), None, "six", [6.0, 2.0]])
+def test_one_check_of_the_students_nu(nu):
+    """nu > 2 is checked in one place (issue 38), for the generators, the quantiles and
+    the simulated references alike."""
+    from uqx.engine.generators import check_student_nu, draw
+    from uqx.engine.unit_variance import unit_quantile
+
+    with pytest.raises(InputError, match=r"needs nu > 2, got"):
+        check_student_nu(nu)
+    if np.ndim(nu) == 0 and not isinstance(nu, str) and nu is not None:
+        with pytest.raises(InputError, match=r"needs nu > 2"):
+            unit_quantile(0.5, dist="t", nu=nu)
+        with pytest.raises(InputError, match=r"needs nu > 2"):
+            draw(np.random.SeedSequence(1), 10, "t", nu=nu)
+    check_student_nu(2.0001)
+    check_student_nu(np.array([3.0, 6.0]))

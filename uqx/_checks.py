@@ -515,3 +515,4 @@ def small_settings_note(n_boot: int | None, n_mc: int | None) -> str:
     return ("settings too small for meaningful numbers: " + "; ".join(low)
             + "; estimates stay exact, but intervals, zeta-scores and verdicts may be "
             "far off")
+

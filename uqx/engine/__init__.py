@@ -9,6 +9,7 @@ replicates (:mod:`~uqx.engine.evaluator`), the calibrated copies of the tests
 the Monte-Carlo p-values (:mod:`~uqx.engine.mctest`), the decision design of a result
 (:mod:`~uqx.engine.questions`) and the resolutions (:mod:`~uqx.engine.resolution`); the
 papers' ζ decision, kept beside the verdicts for comparison (:mod:`~uqx.engine.verdict`);
-the tailedness and correlation kernels (:mod:`uqx.engine.stats`, :mod:`~uqx.engine.ranks`). Everything above (data model, inference, workflow) calls down
-into these; none of them imports upward (an import-linter contract in ``pyproject.toml``).
+the tailedness and correlation kernels (:mod:`uqx.engine.stats`, :mod:`~uqx.engine.ranks`).
+Everything above (data model, inference, workflow) calls down into these; none of them
+imports upward (an import-linter contract in ``pyproject.toml``).
 """

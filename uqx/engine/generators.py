@@ -109,6 +109,7 @@ from uqx.errors import InputError
 
 __all__ = [
     "DISTRIBUTIONS",
+    "check_student_nu",
     "stream_state",
     "draw",
     "fill",
@@ -518,12 +519,31 @@ def stream_state(ss: np.random.SeedSequence) -> np.ndarray:
     return xoshiro_state(ss)
 
 
+def check_student_nu(nu, what: str = "unit-variance Student t") -> None:
+    r"""Refuse a degrees of freedom ``nu`` (scalar or array) that is not > 2.
+
+    The unit-variance Student :math:`t_s(\nu) = t(\nu)/\sqrt{\nu/(\nu-2)}` has a finite
+    variance only for :math:`\nu > 2`; the one check of it, shared by the generators, the
+    quantiles and the simulated references.
+
+    Raises
+    ------
+    InputError
+        ``"unit-variance Student t needs nu > 2, got …"``.
+    """
+    try:
+        ok = nu is not None and bool(np.all(np.asarray(nu, dtype=np.float64) > 2))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"{what} needs nu > 2, got {nu}")
+
+
 def _param(dist, nu, shape) -> float:
     if dist not in _CODES:
         raise InputError(f"unknown distribution {dist!r}; one of {', '.join(DISTRIBUTIONS)}")
     if dist == "t":
-        if nu is None or not float(nu) > 2.0:
-            raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
+        check_student_nu(nu)
         return float(nu)
     if dist == "chisquare":
         if nu is None or not (0.0 < float(nu) < np.inf):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from uqx.engine.generators import normal_step, stream_state, t_step
+from uqx.engine.generators import check_student_nu, normal_step, stream_state, t_step
 from uqx.engine.generators import t_params as _t_params
 from uqx.engine.null_shape import StandardisedPool
 from uqx.engine.resample import lemire_pair, lemire_threshold
@@ -72,8 +72,7 @@ def _check_unit(dist, nu, pool):
                             else np.size(pool)) == 0:
             raise InputError("dist 'data' needs the pool of the data's z-scores")
     elif dist == "t":
-        if nu is None or not np.all(np.asarray(nu, dtype=np.float64) > 2):
-            raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
+        check_student_nu(nu)
     elif dist != "normal":
         raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
 
@@ -194,8 +193,7 @@ def unit_quantile(p, *, dist="normal", nu=None):
     if dist == "normal":
         return norm.ppf(p)
     if dist == "t":
-        if nu is None or not nu > 2:
-            raise InputError(f"unit-variance Student t needs nu > 2, got {nu}")
+        check_student_nu(nu)
         return student_t.ppf(p, nu) / np.sqrt(nu / (nu - 2.0))
     raise InputError(f"dist must be 'normal' or 't', got {dist!r}")
 

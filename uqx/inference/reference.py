@@ -32,6 +32,7 @@ from uqx.engine import gaussian_sums
 from uqx.engine.copies import cc_fixed_u, copy_bin_features, sim_rows
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_MC, POP_MIN
 from uqx.engine.gaussian_sums import cell_layout, gauss_rows, gaussian_plan, unit_moments
+from uqx.engine.generators import check_student_nu
 from uqx.engine.mctest import N_TEST
 from uqx.engine.resample import (
     chunked_content_key,
@@ -992,9 +993,8 @@ def simulate_reference(
     nus = np.asarray(nu, dtype=np.float64).ravel() if per_set else None
     if per_set and nus.size != n_sets:
         raise InputError(f"nu: one value per set expected ({n_sets}), got {np.size(nu)}")
-    if dist == "t" and not (np.all(nus > 2) if per_set else (
-            isinstance(nu, (int, float, np.number)) and nu > 2)):
-        raise InputError(f"unit-variance Student t needs nu > 2, got {nu!r}")
+    if dist == "t":
+        check_student_nu(nus if per_set else nu)
     if per_set and label is None:
         raise InputError("one nu per set needs a label for its random streams")
     dlabel = label or {"normal": "N", "data": "data"}.get(dist) or f"T{nu:g}"

@@ -53,6 +53,8 @@ class Settings:
         Equivalence claim on the scale of uE (:mod:`uqx.workflow.recalibration`).
     scheduler, num_workers
         Dask scheduler and its number of workers.
+    bins_chosen : bool
+        Whether the caller chose ``bins``: a set that gets fewer is then noted.
     """
 
     seed: int
@@ -74,6 +76,7 @@ class Settings:
     tolerance: float | None = None
     scheduler: object = None
     num_workers: int | None = None
+    bins_chosen: bool = True
 
     @property
     def alpha_result(self) -> float:

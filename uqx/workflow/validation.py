@@ -210,8 +210,12 @@ def _bootstrap_step(ds, specs, notes, cfg) -> xr.Dataset:
     return out.drop_vars(["M"], errors="ignore")
 
 
-def _binning_used(sets, specs, *, bins, binning, pop_min, notes):
-    """Bins actually used per set by the binned statistics on uE (with a note if capped)."""
+def _binning_used(sets, specs, *, bins, binning, pop_min, notes, note_capped=True):
+    """Bins actually used per set by the binned statistics on uE.
+
+    A set that gets fewer bins than ``bins`` is noted where ``note_capped`` (the user
+    chose ``bins``).
+    """
     from uqx.engine.binning import equal_count_edges, make_bins
 
     used = np.full(len(sets), -1, dtype=np.int64)
@@ -225,7 +229,7 @@ def _binning_used(sets, specs, *, bins, binning, pop_min, notes):
                 used[i] = make_bins(sd.uE, bins, scheme=binning, pop_min=pop_min).n_bins
         except InputError as exc:
             raise InputError(f"{sd.name}: {exc}") from None
-        if used[i] < bins and binning != "equal-width":
+        if note_capped and used[i] < bins and binning != "equal-width":
             notes.set(i, f"{bins} bins requested, {used[i]} used: at least {pop_min} points per "
                       f"bin (M = {sd.M}; lower --pop-min or --bins)")
     return used
@@ -260,7 +264,7 @@ def validate(
     n_boot: int = N_BOOT,
     n_mc: int = N_MC,
     seed: int | None = None,
-    bins: int = N_BINS,
+    bins: int | None = None,
     binning: str = "equal-count",
     pop_min: int = POP_MIN,
     level: float = LEVEL,
@@ -302,7 +306,8 @@ def validate(
         keyed by the data's content, not by the set's name.
     bins, binning, pop_min : int, str, int
         Binning of the binned statistics (default 20 equal-count bins on uE, at least 30
-        points per bin; the bins actually used are in ``n_bins_used``).
+        points per bin; the bins actually used are in ``n_bins_used``). Where ``bins`` is
+        given and a set gets fewer, its warnings say so; the default is capped silently.
     level : float, default 0.95
         Confidence level of the intervals.
     nu : float, default 6
@@ -440,13 +445,14 @@ def validate(
         raise InputError("tolerance is a claim on the factor sqrt(ZMS): add zms to the "
                          "statistics")
     settings = Settings(
-        seed=resolve_seed(seed), n_boot=n_boot, n_mc=n_mc, bins=bins, binning=binning,
+        seed=resolve_seed(seed), n_boot=n_boot, n_mc=n_mc,
+        bins=N_BINS if bins is None else bins, binning=binning,
         pop_min=pop_min, level=level, nu=nu, simulate_all=simulate_all,
         conditional=conditional, cond_bins=cond_bins, cond_n_boot=cond_n_boot,
         cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc, ties=ties,
         resolution=bool(resolution),
         tolerance=None if tolerance is None else float(tolerance),
-        scheduler=scheduler, num_workers=num_workers)
+        scheduler=scheduler, num_workers=num_workers, bins_chosen=bins is not None)
     stacked, private = _as_stacked(ds, drop_nonfinite)
     return _workflow(stacked, specs, settings, private=private)
 
@@ -479,7 +485,7 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
         ds, sets = _content_order_step(ds, sets, owned=owned, ties=cfg.ties)
     notes = _Notes(len(sets), len(specs))
     used = _binning_used(sets, specs, bins=cfg.bins, binning=cfg.binning,
-                         pop_min=cfg.pop_min, notes=notes)
+                         pop_min=cfg.pop_min, notes=notes, note_capped=cfg.bins_chosen)
     small = small_settings_note(cfg.n_boot, cfg.n_mc)
     for i, sd in enumerate(sets):
         n = int(ds["n_dropped"].values[i]) if "n_dropped" in ds else 0

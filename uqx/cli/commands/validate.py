@@ -155,7 +155,7 @@ def run_validation(args, ds):
             n_boot=args.n_boot,
             n_mc=args.n_mc,
             seed=args.seed,
-            bins=args.bins,
+            bins=args.bins if bins_chosen(args) else None,  # a default cap is not noted
             binning=args.binning,
             pop_min=args.pop_min,
             cond_bins=args.cond_bins,
@@ -168,42 +168,7 @@ def run_validation(args, ds):
             ties=args.ties or ("file-order" if args.paper_sets else "content"),
             tolerance=args.tolerance,
         )
-    if not bins_chosen(args):
-        res = drop_bins_note(res)
     return res, [str(s) for s in res["stat"].values]  # as validated (adaptivity's added)
-
-
-#: The note of :func:`uqx.validate` when fewer bins than requested were used.
-_BINS_NOTE = re.compile(r"^\d+ bins requested, \d+ used\b")
-
-
-def drop_bins_note(res):
-    """Remove the "N bins requested, K used" note of the sets (bins not chosen by the user).
-
-    The note tells the user that the ``--bins`` they asked for could not be honoured;
-    with the default number of bins it tells them nothing they chose (the bins used are
-    in ``n_bins_used`` and the tables).
-
-    Parameters
-    ----------
-    res : xarray.Dataset
-        A :func:`uqx.validate` result.
-
-    Returns
-    -------
-    xarray.Dataset
-        The result, with that note left out of ``set_warnings``.
-    """
-    if "set_warnings" not in res:
-        return res
-    import numpy as np
-
-    from uqx.workflow.tables import WARN_SEP
-
-    kept = [WARN_SEP.join(w for w in str(v).split(WARN_SEP) if w and not _BINS_NOTE.match(w))
-            for v in res["set_warnings"].values]
-    return res.assign(set_warnings=(res["set_warnings"].dims, np.array(kept, dtype=str),
-                                    res["set_warnings"].attrs))
 
 
 def check_plots_dir(path):
