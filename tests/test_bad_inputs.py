@@ -558,7 +558,7 @@ API_TRIAL = [
      "level must be in (0, 1)"),
     ("nu 1", lambda E, u, X, ds: uqx.validate(ds, "zms", nu=1, **FAST), "nu > 2"),
     ("bins 0", lambda E, u, X, ds: uqx.validate(ds, "ence", bins=0, **FAST),
-     "n_bins must be >= 1"),
+     "bins must be an integer >= 1"),
     ("binning foo", lambda E, u, X, ds: uqx.validate(ds, "ence", binning="foo", **FAST),
      "unknown binning scheme 'foo'"),
     ("cond_ci foo", lambda E, u, X, ds: uqx.validate(ds, "zms", cond_ci="foo", **FAST),
@@ -652,3 +652,21 @@ def test_one_check_of_the_students_nu(nu):
             draw(np.random.SeedSequence(1), 10, "t", nu=nu)
     check_student_nu(2.0001)
     check_student_nu(np.array([3.0, 6.0]))
+
+
+@pytest.mark.parametrize("name", ["n_boot", "n_mc", "bins", "pop_min", "cond_bins",
+                                  "cond_n_boot", "extrapolation_n_mc"])
+def test_settings_check_their_fields_once_for_the_api_and_the_cli(name):
+    """One rule per setting (issue 38): Settings refuses a value below its minimum, and
+    the command line refuses the same value with the same minimum."""
+    from uqx.cli.commands._common import OPTION_MINIMA
+    from uqx.engine.defaults import INTEGER_MINIMA
+    from uqx.workflow.settings import Settings
+
+    low = INTEGER_MINIMA[name]
+    assert OPTION_MINIMA[name] == low
+    with pytest.raises(InputError, match=rf"^{name} must be an integer >= {low}, got"):
+        Settings(seed=1, **{name: low - 1})
+    with pytest.raises(InputError, match=rf"^{name} must be an integer >= {low}"):
+        Settings(seed=1, **{name: float(low)})  # an integer, not a float
+    Settings(seed=1, **{name: low})

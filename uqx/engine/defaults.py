@@ -54,3 +54,20 @@ def local_bins(M: int) -> int:
         The number of bins.
     """
     return max(min(int(M) // LOCAL_BIN_SIZE, N_BINS_LOCAL), 2)
+
+
+#: The smallest value of each integer setting (None allowed where the field is optional):
+#: the one rule of :class:`uqx.workflow.settings.Settings`, which the command line's
+#: option checks read too.
+INTEGER_MINIMA = {"n_boot": 2, "n_mc": 2, "bins": 1, "pop_min": 1, "cond_bins": 2,
+                  "cond_n_boot": 2, "extrapolation_n_mc": 2}
+
+#: Why an integer setting has its minimum, where the bare number does not say it.
+MINIMA_WHY = {
+    "extrapolation_n_mc": "fewer calibrated copies give no p-value, so the zero-bin "
+                          "extrapolation routes would be left untested (conditional=False "
+                          "skips the conditional routes)",
+}
+
+#: The methods of the LZISD per-bin intervals.
+COND_CI = ("auto", "bootstrap", "cho")

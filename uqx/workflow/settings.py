@@ -7,12 +7,30 @@ defaults are the named constants of :mod:`uqx.engine.defaults`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from uqx.engine.defaults import LEVEL, N_BINS, N_BOOT, N_BOOT_PER_BIN, N_MC, NU, POP_MIN
+import numpy as np
+
+from uqx.engine.binning import SCHEMES, TIES
+from uqx.engine.defaults import (
+    COND_CI,
+    INTEGER_MINIMA,
+    LEVEL,
+    MINIMA_WHY,
+    N_BINS,
+    N_BOOT,
+    N_BOOT_PER_BIN,
+    N_MC,
+    NU,
+    POP_MIN,
+)
+from uqx.engine.generators import check_student_nu
 from uqx.engine.mctest import N_HEADLINE
+from uqx.errors import InputError
 
 __all__ = ["Settings"]
+
 
 
 @dataclass(frozen=True)
@@ -77,6 +95,33 @@ class Settings:
     scheduler: object = None
     num_workers: int | None = None
     bins_chosen: bool = True
+
+    def __post_init__(self):
+        """Check every field once, for the API and the command line alike."""
+        for name, low in INTEGER_MINIMA.items():
+            v = getattr(self, name)
+            if v is None and name in ("cond_bins", "cond_n_boot", "extrapolation_n_mc"):
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                why = f": {MINIMA_WHY[name]}" if name in MINIMA_WHY else ""
+                raise InputError(f"{name} must be an integer >= {low}, got {v!r}{why}")
+        if not (isinstance(self.level, (int, float, np.number))
+                and 0.0 < float(self.level) < 1.0):
+            raise InputError(f"level must be in (0, 1), got {self.level!r}")
+        check_student_nu(self.nu)
+        if self.binning not in SCHEMES:
+            raise InputError(f"unknown binning scheme {self.binning!r}; choose one of "
+                             f"{', '.join(SCHEMES)}")
+        if self.ties not in TIES:
+            raise InputError(f"ties must be one of {', '.join(TIES)}, got {self.ties!r}")
+        if self.cond_ci not in COND_CI:
+            raise InputError(f"cond_ci must be {', '.join(COND_CI[:-1])} or {COND_CI[-1]}, "
+                             f"got {self.cond_ci!r}")
+        t = self.tolerance
+        if t is not None and not (isinstance(t, (int, float, np.number)) and math.isfinite(t)
+                                  and t > 0):
+            raise InputError(f"tolerance must be a positive number (e.g. 0.1: uE right on "
+                             f"average within 10 %), got {t!r}")
 
     @property
     def alpha_result(self) -> float:

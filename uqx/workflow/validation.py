@@ -60,7 +60,7 @@ from uqx.dataio.model import (
     provenance,
     provenance_attrs,
 )
-from uqx.engine.binning import TIES, content_order, stable_order
+from uqx.engine.binning import content_order, stable_order
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST
@@ -424,35 +424,24 @@ def validate(
     >>> res.verdict.sel(stat="zms").item()
     'valid'
     """
-    default = stats is DEFAULT_STATS
-    stats = check_stats_argument(stats)
-    if default:  # adaptivity on each feature every set has
-        stats = list(stats) + [f"{b}_{c}" for c in ("X", "V") if _has_feature(ds, c)
-                               for b in ADAPTIVITY_STATS]
-    specs = _check_arguments(stats, n_mc)
-    if ties not in TIES:
-        raise InputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
-    if extrapolation_n_mc is not None and not (
-            isinstance(extrapolation_n_mc, int | np.integer) and extrapolation_n_mc >= 2):
-        raise InputError(
-            f"extrapolation_n_mc must be an integer >= 2, got {extrapolation_n_mc!r}: fewer "
-            "calibrated copies give no p-value, so the zero-bin extrapolation routes would be "
-            "left untested (conditional=False skips the conditional routes)")
-    if tolerance is not None and not (np.isfinite(tolerance) and tolerance > 0):
-        raise InputError(f"tolerance must be a positive number (e.g. 0.1: uE right on average "
-                         f"within 10 %), got {tolerance!r}")
-    if tolerance is not None and "zms" not in [s.name for s in specs]:
-        raise InputError("tolerance is a claim on the factor sqrt(ZMS): add zms to the "
-                         "statistics")
+    # every setting checked by one rule (Settings.__post_init__), shared with the CLI
     settings = Settings(
         seed=resolve_seed(seed), n_boot=n_boot, n_mc=n_mc,
         bins=N_BINS if bins is None else bins, binning=binning,
         pop_min=pop_min, level=level, nu=nu, simulate_all=simulate_all,
         conditional=conditional, cond_bins=cond_bins, cond_n_boot=cond_n_boot,
         cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc, ties=ties,
-        resolution=bool(resolution),
-        tolerance=None if tolerance is None else float(tolerance),
+        resolution=bool(resolution), tolerance=tolerance,
         scheduler=scheduler, num_workers=num_workers, bins_chosen=bins is not None)
+    default = stats is DEFAULT_STATS
+    stats = check_stats_argument(stats)
+    if default:  # adaptivity on each feature every set has
+        stats = list(stats) + [f"{b}_{c}" for c in ("X", "V") if _has_feature(ds, c)
+                               for b in ADAPTIVITY_STATS]
+    specs = _check_arguments(stats)
+    if tolerance is not None and "zms" not in [s.name for s in specs]:
+        raise InputError("tolerance is a claim on the factor sqrt(ZMS): add zms to the "
+                         "statistics")
     stacked, private = _as_stacked(ds, drop_nonfinite)
     return _workflow(stacked, specs, settings, private=private)
 
@@ -796,8 +785,8 @@ def _content_order_step(ds, sets, owned=(), ties="content"):
     return ds, list(iter_sets(ds))
 
 
-def _check_arguments(stats, n_mc):
-    """Parse the statistic names (one name or several) and check the counts."""
+def _check_arguments(stats):
+    """Parse the statistic names (one name or several)."""
     if isinstance(stats, str):
         stats = [stats]
     specs = [parse_stat(s) for s in stats]
@@ -806,8 +795,6 @@ def _check_arguments(stats, n_mc):
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise InputError(f"duplicate statistics in {list(stats)}")
-    if not (isinstance(n_mc, (int, np.integer)) and n_mc >= 2):
-        raise InputError(f"n_mc must be an integer >= 2, got {n_mc!r}")
     return specs
 
 
@@ -825,8 +812,6 @@ def _conditional_steps(res, ds, sets, notes, cfg, *, members, nulls=None):
     seed, level, n_mc, method = cfg.seed, cfg.level, cfg.n_extrapolation, cfg.cond_ci
     from uqx.workflow.conditional import extrapolation_step, lzisd_step
 
-    if method not in ("auto", "bootstrap", "cho"):
-        raise InputError(f"cond_ci must be auto, bootstrap or cho, got {method!r}")
     lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cfg.cond_bins,
                     n_boot=cfg.n_boot_conditional, pop_min=cfg.pop_min, compute=cfg.compute,
                     method=method)

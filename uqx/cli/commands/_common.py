@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from uqx.engine.defaults import N_BINS
+from uqx.engine.defaults import INTEGER_MINIMA, MINIMA_WHY, N_BINS
 
 __all__ = [
     "HelpFormatter",
@@ -706,16 +706,14 @@ _STUDY_NU_RANGES = {
                           "distribution of the variances)")},
 }
 
-#: Integer options that must be at least this (argparse ``dest``: minimum).
-OPTION_MINIMA = {"n_boot": 2, "n_mc": 2, "bins": 1, "pop_min": 1, "cond_bins": 2,
-                 "cond_n_boot": 2, "extrapolation_n_mc": 2}
+#: Integer options that must be at least this (argparse ``dest``: minimum): the rule of
+#: :class:`uqx.workflow.settings.Settings`, read here so that the command line and
+#: :func:`uqx.validate` refuse the same values.
+OPTION_MINIMA = dict(INTEGER_MINIMA)
 
 #: Why an integer option has its minimum, where the bare number does not say it.
-_MINIMA_WHY = {
-    "extrapolation_n_mc": "fewer calibrated copies give no p-value, so the zero-bin "
-                          "extrapolation routes would be left untested; --no-conditional "
-                          "skips the conditional routes",
-}
+_MINIMA_WHY = {k: v.replace("conditional=False", "--no-conditional")
+               for k, v in MINIMA_WHY.items()}
 
 #: Options of a validation run, with their flags: ignored with a saved result or
 #: (the conditional ones) with ``--no-conditional``.
