@@ -353,18 +353,18 @@ class SetEvaluator:
         of :func:`uqx.validate`) have uE sorted: its stable order is the identity, not
         stored (8 bytes a row less), and the kernels read E and u as they are.
         """
-        cfg = self.binning
+        bin_cfg = self.binning
         out = {}
         for c in self._binned_conds:
             x = self.cond[c]
             if is_nondecreasing(x):
-                edges, used_log = sorted_edges(x, cfg.n_bins, scheme=cfg.scheme,
-                                               pop_min=cfg.pop_min, log=cfg.log)
-                out[c] = Bins(order=None, edges=edges, scheme=cfg.scheme, log=used_log,
-                              n_requested=int(cfg.n_bins), pop_min=int(cfg.pop_min))
+                edges, used_log = sorted_edges(x, bin_cfg.n_bins, scheme=bin_cfg.scheme,
+                                               pop_min=bin_cfg.pop_min, log=bin_cfg.log)
+                out[c] = Bins(order=None, edges=edges, scheme=bin_cfg.scheme, log=used_log,
+                              n_requested=int(bin_cfg.n_bins), pop_min=int(bin_cfg.pop_min))
             else:
-                out[c] = make_bins(x, cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
-                                   log=cfg.log)
+                out[c] = make_bins(x, bin_cfg.n_bins, scheme=bin_cfg.scheme,
+                                   pop_min=bin_cfg.pop_min, log=bin_cfg.log)
         return out
 
     @cached_property

@@ -313,8 +313,8 @@ def bootstrap_set(
     specs = _parse_stats(stats)
     seed = resolve_seed(seed)
     sd, n_dropped = _set_from_arrays(name, E, uE, X, V, drop_nonfinite=drop_nonfinite)
-    cfg = BinningConfig(bins, binning, pop_min)
-    (computed,) = _run_sets([sd], specs, cfg, n_boot, seed, scheduler, num_workers,
+    bin_cfg = BinningConfig(bins, binning, pop_min)
+    (computed,) = _run_sets([sd], specs, bin_cfg, n_boot, seed, scheduler, num_workers,
                             want_jack=method == "bca")
     res = BootstrapResult()
     for s in specs:
@@ -465,8 +465,8 @@ def bootstrap(
         raise InputError("per-bin statistics (lzisd, lzms) go through uqx.bootstrap_per_bin")
     seed = resolve_seed(seed)
     ds = as_stacked(ds)
-    cfg = BinningConfig(bins, binning, pop_min)
-    computed, sizes = _run_stacked(ds, specs, cfg, n_boot, seed, scheduler, num_workers,
+    bin_cfg = BinningConfig(bins, binning, pop_min)
+    computed, sizes = _run_stacked(ds, specs, bin_cfg, n_boot, seed, scheduler, num_workers,
                                    want_jack=method == "bca", progress=progress)
     names = [s.name for s in specs]
     fields = ["estimate", "bias", "se", "ci_low", "ci_high", "z0", "acceleration", "n_nan"]
@@ -492,22 +492,22 @@ def bootstrap(
             "M": ("set", np.array(sizes)),
             **({"replicate": np.arange(n_boot + 1)} if reps is not None else {}),
         },
-        attrs=_attrs(method, n_boot, level, seed, cfg),
+        attrs=_attrs(method, n_boot, level, seed, bin_cfg),
     )
     _annotate(out)
     return out
 
 
-def _attrs(method, n_boot, level, seed, cfg):
+def _attrs(method, n_boot, level, seed, bin_cfg):
     return provenance_attrs(
         seed=seed,
         bootstrap_method=method,
         n_boot=int(n_boot),
         level=float(level),
         replicate_block=REPLICATE_BLOCK,
-        binning_scheme=cfg.scheme,
-        n_bins=int(cfg.n_bins),
-        pop_min=int(cfg.pop_min),
+        binning_scheme=bin_cfg.scheme,
+        n_bins=int(bin_cfg.n_bins),
+        pop_min=int(bin_cfg.pop_min),
         conventions="nptest np.boot: T includes t0, bias = mean(T) - t0, "
         "z0 from #{T < t0}/(R+1), exact jackknife acceleration, type-7 quantiles",
     )
@@ -594,8 +594,8 @@ def bootstrap_per_bin(
     seed = resolve_seed(seed)
     ds = as_stacked(ds)
     sets = list(iter_sets(ds))
-    cfg = BinningConfig(bins, binning, pop_min)
-    computed = _run_sets(sets, [spec], cfg, n_boot, seed, scheduler, num_workers,
+    bin_cfg = BinningConfig(bins, binning, pop_min)
+    computed = _run_sets(sets, [spec], bin_cfg, n_boot, seed, scheduler, num_workers,
                          want_jack=method == "bca")
     nb = [t0[spec.name].size for t0, _, _ in computed]
     fields = ["estimate", "bias", "se", "ci_low", "ci_high"]
@@ -604,7 +604,7 @@ def bootstrap_per_bin(
         out = _summarise_computed(cs, spec.name, method, level)
         for f in fields:
             arr[f][i, : nb[i]] = out[f]
-        ev = _evaluator(sd, [spec], cfg)
+        ev = _evaluator(sd, [spec], bin_cfg)
         b = ev.bins_of(spec.cond)
         xs = ev.cond[spec.cond][b.order]
         arr["n"][i, : nb[i]] = b.counts
@@ -615,7 +615,8 @@ def bootstrap_per_bin(
     res = xr.Dataset(
         {f: (("set", "bin"), arr[f]) for f in arr},
         coords={"set": ds["set"].values, "bin": np.arange(max(nb))},
-        attrs={**_attrs(method, n_boot, level, seed, cfg), "stat": spec.name, "cond": spec.cond},
+        attrs={**_attrs(method, n_boot, level, seed, bin_cfg), "stat": spec.name,
+               "cond": spec.cond},
     )
     _annotate(res)
     res["n"].attrs["long_name"] = "bin population"

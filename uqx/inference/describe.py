@@ -170,7 +170,7 @@ def compute(
 
     specs = [parse_stat(s) for s in check_stats_argument(stats)]
     ds = as_stacked(ds, drop_nonfinite=drop_nonfinite)
-    cfg = BinningConfig(bins, binning, pop_min)
+    bin_cfg = BinningConfig(bins, binning, pop_min)
     lazy = is_lazy(ds["E"].data) or is_lazy(ds["uE"].data)
     streamed = [s for s in specs if s.family == "moment"] if lazy else []
     rest = [s for s in specs if s not in streamed]
@@ -195,7 +195,7 @@ def compute(
                     f"{sd.name}: M={sd.M} < pop_min={pop_min}, binned statistics not computed"
                 )
             try:
-                ev = SetEvaluator(sd.E, sd.uE, use, cfg, cond={"X": sd.X, "V": sd.V})
+                ev = SetEvaluator(sd.E, sd.uE, use, bin_cfg, cond={"X": sd.X, "V": sd.V})
             except InputError as exc:  # name the set: in a stack, only some may lack X
                 raise InputError(f"{sd.name}: {exc}") from None
             t0 = ev.estimate()

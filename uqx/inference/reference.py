@@ -115,7 +115,7 @@ def _block_key(ss, specs, dist, nu, seed, dlabel, block, nb, hook, cc_spread=Fal
     grid = content_key(ss.seg, ss.binid, ss.boff)
     nu = tuple(np.asarray(nu, dtype=np.float64).tolist()) if np.ndim(nu) else float(nu)
     return (int(seed), ss.ukey, str(dlabel), str(dist), nu, int(block), int(nb),
-            tuple(s.name for s in specs), ss.cfg, tuple(sorted(ss.conds)), grid, hook_key,
+            tuple(s.name for s in specs), ss.bin_cfg, tuple(sorted(ss.conds)), grid, hook_key,
             gaussian_sums.GAUSS_TOL, bool(cc_spread))
 
 
@@ -557,7 +557,7 @@ class _SimSet:
     larger than the caches (heavy tails, where the joint-normal sums do not apply).
     """
 
-    def __init__(self, sd, conds, cfg, pool=False):
+    def __init__(self, sd, conds, bin_cfg, pool=False):
         from uqx.engine.binning import is_nondecreasing, make_bins, sorted_edges, stable_order
         from uqx.engine.null_shape import (
             kappa_cs_z2_windows,
@@ -567,7 +567,7 @@ class _SimSet:
             standardised_z_local,
         )
 
-        self.name, self.M, self.cfg, self.conds = sd.name, sd.M, cfg, frozenset(conds)
+        self.name, self.M, self.bin_cfg, self.conds = sd.name, sd.M, bin_cfg, frozenset(conds)
         self.key = _content_key(sd.E, sd.uE)
         self.ukey = _content_key(sd.uE)  # the members that never look at E
         ordered = is_nondecreasing(sd.uE)  # the stable order is the identity
@@ -585,11 +585,11 @@ class _SimSet:
         if "uE" in self.conds:
             if ordered:  # index intervals of uE itself: no order array
                 u_bins = (None, np.asarray(sorted_edges(
-                    self.u_sorted, cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
-                    log=cfg.log)[0], dtype=np.int64))
+                    self.u_sorted, bin_cfg.n_bins, scheme=bin_cfg.scheme, pop_min=bin_cfg.pop_min,
+                    log=bin_cfg.log)[0], dtype=np.int64))
             else:
-                b = make_bins(sd.uE, cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
-                              log=cfg.log, order=order)
+                b = make_bins(sd.uE, bin_cfg.n_bins, scheme=bin_cfg.scheme,
+                              pop_min=bin_cfg.pop_min, log=bin_cfg.log, order=order)
                 same = np.array_equal(b.order, order)  # index intervals of the uE order
                 u_bins = (None if same else b.order, np.asarray(b.edges, dtype=np.int64))
                 b = None
@@ -601,8 +601,8 @@ class _SimSet:
             if c == "uE":
                 border, edges = u_bins
             else:
-                b = make_bins(values[c], cfg.n_bins, scheme=cfg.scheme, pop_min=cfg.pop_min,
-                              log=cfg.log)
+                b = make_bins(values[c], bin_cfg.n_bins, scheme=bin_cfg.scheme,
+                              pop_min=bin_cfg.pop_min, log=bin_cfg.log)
                 border, edges = b.order, np.asarray(b.edges, dtype=np.int64)
                 b = None
             n = np.diff(edges).astype(np.float64)
@@ -728,9 +728,9 @@ class _SimSet:
             self._ru = rankdata(self.u_sorted) - (self.M + 1) / 2.0
         return self._ru
 
-    def fits(self, conds, cfg, pool) -> bool:
+    def fits(self, conds, bin_cfg, pool) -> bool:
         """Whether this preparation serves a call with these binnings and pool."""
-        return self.cfg == cfg and self.conds == frozenset(conds) and (
+        return self.bin_cfg == bin_cfg and self.conds == frozenset(conds) and (
             not pool or self.pool is not None)
 
     def unbinned(self):
@@ -795,12 +795,12 @@ def prepare_sets(ds, stats, *, bins: int = N_BINS, binning: str = "equal-count",
         One prepared set per data set.
     """
     specs = [parse_stat(s) for s in stats]
-    cfg = BinningConfig(bins, binning, pop_min)
-    return [_SimSet(sd, _binned_conds(specs), cfg, pool)
+    bin_cfg = BinningConfig(bins, binning, pop_min)
+    return [_SimSet(sd, _binned_conds(specs), bin_cfg, pool)
             for sd in iter_sets(as_stacked(ds))]
 
 
-def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks, prepared,
+def _sorted_tasks(ds, specs, bin_cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks, prepared,
                   own_key=True, nu_local=False, cc_spread=False):
     """Lazy blocks of every set by the route in uE order (binned, rank, hooks)."""
     sets = list(iter_sets(ds))
@@ -815,8 +815,8 @@ def _sorted_tasks(ds, specs, cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks,
     elif heavy and prepared is not None and len(prepared) == len(sets):
         pass  # the caller's bins of uE and windows: the moment statistics read no bins
     elif prepared is None or len(prepared) != len(sets) or not all(
-            p.fits(conds, cfg, pool or windows) for p in prepared):
-        prepared = [_SimSet(sd, conds, cfg, pool or windows) for sd in sets]
+            p.fits(conds, bin_cfg, pool or windows) for p in prepared):
+        prepared = [_SimSet(sd, conds, bin_cfg, pool or windows) for sd in sets]
     tasks = [
         [dask.delayed(_sim_block)(ss, specs, dist, float(nu[i]) if per_set else nu, seed,
                                   dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook,
@@ -998,7 +998,7 @@ def simulate_reference(
     if per_set and label is None:
         raise InputError("one nu per set needs a label for its random streams")
     dlabel = label or {"normal": "N", "data": "data"}.get(dist) or f"T{nu:g}"
-    cfg = BinningConfig(bins, binning, pop_min)
+    bin_cfg = BinningConfig(bins, binning, pop_min)
     n_blocks = -(-n_mc // SIM_BLOCK)
     hooks = hooks or [None] * n_sets
     # moment statistics alone stream in file order, group by group (out of core), unless
@@ -1010,7 +1010,7 @@ def simulate_reference(
         tasks = [_moment_tasks(ds, i, specs, dist, float(nus[i]) if per_set else nu, seed,
                                dlabel, n_mc, own) for i in range(n_sets)]
     else:
-        tasks, prepared = _sorted_tasks(ds, specs, cfg, dist, nus if per_set else nu, seed,
+        tasks, prepared = _sorted_tasks(ds, specs, bin_cfg, dist, nus if per_set else nu, seed,
                                         dlabel, n_mc, n_blocks, hooks, prepared, own,
                                         nu_local, cc_spread)
 

@@ -375,9 +375,9 @@ def local_z(
     bins = curve_bins(x, n_bins, binning, pop_min, log)
     seed = resolve_seed(seed)
     z = (sd.E / sd.uE)[bins.order]
-    cfg = dict(ci=ci, n_boot=n_boot, seed=seed, level=level)
-    est, lo, hi = _per_bin_ci(kind, z, bins.edges, **cfg)
-    f, flo, fhi = _per_bin_ci(kind, z, np.array([0, z.size]), **cfg)
+    ci_kw = dict(ci=ci, n_boot=n_boot, seed=seed, level=level)
+    est, lo, hi = _per_bin_ci(kind, z, bins.edges, **ci_kw)
+    f, flo, fhi = _per_bin_ci(kind, z, np.array([0, z.size]), **ci_kw)
     valid = interval_contains(lo, hi, 1.0).astype(np.float64)
     return xr.Dataset(
         {
