@@ -670,3 +670,25 @@ def test_settings_check_their_fields_once_for_the_api_and_the_cli(name):
     with pytest.raises(InputError, match=rf"^{name} must be an integer >= {low}"):
         Settings(seed=1, **{name: float(low)})  # an integer, not a float
     Settings(seed=1, **{name: low})
+
+
+def test_arrays_enter_by_one_door():
+    """uqx.bootstrap_set reads its arrays as uqx.from_arrays does (issue 38): E or uE of
+    None is named, and pandas Series are aligned on their index, not taken by position."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    u = rng.uniform(0.5, 2.0, 300)
+    E = u * rng.standard_normal(300)
+    for bad in ({"E": None, "uE": u}, {"E": E, "uE": None}):
+        with pytest.raises(InputError, match=r"is required \(got None\)"):
+            uqx.bootstrap_set(bad["E"], bad["uE"], ["zms"], n_boot=50, seed=1)
+        with pytest.raises(InputError, match=r"is required \(got None\)"):
+            uqx.from_arrays(bad["E"], bad["uE"])
+    idx = np.arange(300)
+    shuffled = rng.permutation(idx)
+    sE = pd.Series(E, index=idx)
+    su = pd.Series(u, index=idx).loc[shuffled]  # the same pairs, another row order
+    a = uqx.bootstrap_set(sE, su, ["zms"], n_boot=200, seed=1)
+    b = uqx.bootstrap_set(E, u, ["zms"], n_boot=200, seed=1)
+    assert a["zms"]["estimate"] == pytest.approx(b["zms"]["estimate"], rel=1e-12)

@@ -35,6 +35,7 @@ from uqx.errors import InputError
 __all__ = [
     "InputError",
     "from_arrays",
+    "checked_columns",
     "stack",
     "select_sets",
     "permute_rows",
@@ -169,6 +170,41 @@ def from_arrays(
     """
     if name is None:
         name = "data"
+    cols, n_dropped, filters = checked_columns(E, uE, X, V, name=name,
+                                               drop_nonfinite=drop_nonfinite,
+                                               min_uE_rel_sd=min_uE_rel_sd)
+    return _single(cols, name=name, units=units, source=source, n_dropped=n_dropped,
+                   filters=filters)
+
+
+def checked_columns(E, uE, X=None, V=None, *, name: str = "data",
+                    drop_nonfinite: bool = False, min_uE_rel_sd: float | None = None):
+    """Check the columns of one set given as arrays: the one entrance of arrays.
+
+    :func:`from_arrays` and the array routes of :func:`uqx.bootstrap` (and
+    :func:`uqx.describe`) read their columns through it: ``None`` for E or uE refused,
+    pandas Series aligned on their index, 1-d numeric columns of one length, then
+    :func:`uqx._checks.check_columns` (NaN/inf, ``uE <= 0``, at least 2 rows, the
+    documented filters).
+
+    Parameters
+    ----------
+    E, uE, X, V : array_like or None
+        The columns (X and V optional).
+    name : str
+        The set's name, in every message.
+    drop_nonfinite, min_uE_rel_sd
+        As :func:`from_arrays`.
+
+    Returns
+    -------
+    cols : dict of str to array
+        The checked columns (rows dropped where a documented filter says so).
+    n_dropped : int
+        Rows dropped (counted, never silent).
+    filters : str
+        What the filters dropped, in words.
+    """
     for key, value in (("E", E), ("uE", uE)):
         if value is None:
             raise InputError(f"{name}: {key} is required (got None)")
@@ -178,11 +214,8 @@ def from_arrays(
     if len(set(sizes.values())) != 1:
         desc = ", ".join(f"{k}={n}" for k, n in sizes.items())
         raise InputError(f"{name}: length mismatch between columns ({desc})")
-    cols, n_dropped, filters = check_columns(
-        cols, str(name), drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd
-    )
-    return _single(cols, name=name, units=units, source=source, n_dropped=n_dropped,
-                   filters=filters)
+    return check_columns(cols, str(name), drop_nonfinite=drop_nonfinite,
+                         min_uE_rel_sd=min_uE_rel_sd)
 
 
 def _labels(v):

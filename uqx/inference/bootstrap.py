@@ -25,12 +25,12 @@ import dask
 import numpy as np
 import xarray as xr
 
-from uqx._checks import check_columns, is_lazy
+from uqx._checks import is_lazy
 from uqx.dataio.model import (
     InputError,
     SetData,
-    _as_1d,
     as_stacked,
+    checked_columns,
     iter_sets,
     provenance_attrs,
 )
@@ -143,13 +143,8 @@ def _set_from_arrays(name, E, uE, X, V, *, drop_nonfinite=False):
     n_dropped : int
     """
     name = str(name)
-    given = {k: v for k, v in (("E", E), ("uE", uE), ("X", X), ("V", V)) if v is not None}
-    cols = {k: _as_1d(v, k, name) for k, v in given.items()}
-    sizes = {k: v.shape[0] for k, v in cols.items()}
-    if len(set(sizes.values())) != 1:
-        desc = ", ".join(f"{k}={n}" for k, n in sizes.items())
-        raise InputError(f"{name}: length mismatch between columns ({desc})")
-    cols, n_dropped, _ = check_columns(cols, name, drop_nonfinite=drop_nonfinite)
+    cols, n_dropped, _ = checked_columns(E, uE, X, V, name=name,
+                                         drop_nonfinite=drop_nonfinite)
     if n_dropped:
         warnings.warn(f"{name}: dropped {n_dropped} row(s) with NaN or infinite values "
                       f"(drop_nonfinite=True); {int(cols['E'].shape[0])} row(s) left",
