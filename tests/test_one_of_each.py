@@ -32,13 +32,31 @@ def test_plot_package_is_light_and_functions_win_over_modules():
         "import sys\n"
         "import uqx.plot as P\n"
         "heavy = [m for m in ('numpy', 'matplotlib', 'xarray') if m in sys.modules]\n"
-        "from uqx.plot.extrapolation import extrapolation\n"  # binds the module first
+        "from uqx.plot.zero_bin import extrapolation\n"  # binds the module first
         "print(heavy, P.extrapolation is extrapolation, callable(P.calibration))\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["[]", "True", "True"]
+
+
+def test_the_figure_registry_is_one_table_without_globals():
+    """Each figure function is found in the module the registry names, and no module of
+    the package is named as a figure function (so no import can shadow one, and the
+    package needs no global names nor a module-class swap; issue 38)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    modules = {m.name for m in pkgutil.iter_modules(P.__path__)}
+    assert not modules & set(P.FIGURES), modules & set(P.FIGURES)
+    for name, where in {**P.FIGURES, **P._HELPERS}.items():
+        assert where in modules
+        func = getattr(importlib.import_module(f"uqx.plot.{where}"), name)
+        assert getattr(P, name) is func and inspect.isfunction(func)
+    src = inspect.getsource(P)
+    assert "global " not in src and "__class__" not in src
 
 
 def test_compute_tasks_is_dask_compute():

@@ -11,7 +11,7 @@ import pytest
 from uqx.cli import main
 from uqx.dataio.model import InputError
 from uqx.dataio.netcdf import read_netcdf
-from uqx.plot.extrapolation import extrapolation
+from uqx.plot.zero_bin import extrapolation
 
 CSV = Path(__file__).resolve().parents[1] / "data" / "examples" / "primer_C.csv"
 ARGS = ["validate", str(CSV), "--X", "X", "--n-boot", "200", "--n-mc", "50", "--seed", "1"]

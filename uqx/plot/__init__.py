@@ -13,41 +13,40 @@ options: ``size="single"|"double"`` (column or full width of a two-column paper)
 ``ds.uqx.plot(kind)``) are the one registry of figures: the accessor
 (:class:`uqx.accessor.PlotMethods`) and the command line (``uqx plot``) are built from
 them. Importing this package is light (no numpy, matplotlib or scipy, so that
-``uqx --help`` and ``ds.uqx`` stay fast): the figure modules are imported when a figure
-function is first looked up (:func:`_load`).
+``uqx --help`` and ``ds.uqx`` stay fast): a figure's module is imported when its function
+is first looked up (the module ``__getattr__``).
 """
 
 from __future__ import annotations
 
-import sys
-import types
-
-#: Figure functions of uqx: each takes a data set or a result (in memory or a NetCDF path)
-#: and returns a :class:`matplotlib.figure.Figure`.
-FIGURES = (
-    "e_vs_u",
-    "z_vs_x",
-    "reliability",
-    "lzisd",
-    "lzisd_of_result",
-    "lcp",
-    "calibration",
-    "conditional_calibration",
-    "confidence",
-    "distributions",
-    "tailedness_map",
-    "zeta_agreement",
-    "zeta_bars",
-    "extrapolation",
-    "study",
-    "appendix_b",
-    "pval",
-    "bins",
-    "decimation",
-    "binned_tailedness",
-    "reference_sensitivity",
-    "error_rates",
-)
+#: Figure functions of uqx -> the module of this package that defines it. Each takes a
+#: data set or a result (in memory or a NetCDF path) and returns a
+#: :class:`matplotlib.figure.Figure`. Adding a figure: its function in a module, one line
+#: here (and a kind in :data:`KINDS` if ``uqx plot`` names it otherwise).
+FIGURES = {
+    "e_vs_u": "scatter",
+    "z_vs_x": "scatter",
+    "reliability": "binned",
+    "lzisd": "binned",
+    "lzisd_of_result": "binned",
+    "lcp": "binned",
+    "calibration": "curves",
+    "conditional_calibration": "curves",
+    "confidence": "curves",
+    "distributions": "histograms",
+    "tailedness_map": "summary",
+    "zeta_agreement": "summary",
+    "zeta_bars": "summary",
+    "extrapolation": "zero_bin",
+    "study": "studies",
+    "appendix_b": "studies",
+    "pval": "study_panels",
+    "bins": "study_panels",
+    "decimation": "study_panels",
+    "binned_tailedness": "study_panels",
+    "reference_sensitivity": "study_panels",
+    "error_rates": "rates",
+}
 
 #: Figure kinds, as ``uqx plot KIND`` and ``ds.uqx.plot(KIND)`` name them -> (figure
 #: function of :data:`FIGURES`, its default options for this kind, short description).
@@ -83,8 +82,8 @@ KINDS = {
                     "('uqx sweep error-rates')"),
 }
 
-#: Functions of this package that are not figures.
-_HELPERS = ("tested_stats",)
+#: Functions of this package that are not figures -> their module.
+_HELPERS = {"tested_stats": "summary"}
 
 __all__ = [*FIGURES, *_HELPERS]
 
@@ -112,66 +111,19 @@ def figure_of(kind: str) -> tuple[str, dict]:
                      f"{', '.join(sorted(set(KINDS) | set(FIGURES)))}")
 
 
-_loading = False
-
-
-def _load() -> None:
-    """Import the figure modules and bind every name of ``__all__`` here (once)."""
-    global _loading
-    global e_vs_u, z_vs_x, reliability, lzisd, lzisd_of_result, lcp, calibration
-    global conditional_calibration, confidence, distributions, tailedness_map, zeta_agreement
-    global zeta_bars, extrapolation, study, appendix_b, pval, bins, decimation
-    global binned_tailedness, reference_sensitivity, error_rates, tested_stats
-    if _loading:
-        return
-    _loading = True
-    try:
-        from uqx.plot.binned import lcp, lzisd, lzisd_of_result, reliability
-        from uqx.plot.calibration import calibration, conditional_calibration, confidence
-        from uqx.plot.distributions import distributions
-        from uqx.plot.error_rates import error_rates
-        from uqx.plot.extrapolation import extrapolation
-        from uqx.plot.scatter import e_vs_u, z_vs_x
-        from uqx.plot.studies import appendix_b, study
-        from uqx.plot.study_panels import (
-            binned_tailedness,
-            bins,
-            decimation,
-            pval,
-            reference_sensitivity,
-        )
-        from uqx.plot.summary import tailedness_map, tested_stats, zeta_agreement, zeta_bars
-    finally:
-        _loading = False
-
-
 def __getattr__(name: str):
-    """Return a figure function, importing the figure modules on first use (PEP 562)."""
-    if name in FIGURES or name in _HELPERS:
-        _load()
-        return globals()[name]
-    raise AttributeError(f"module 'uqx.plot' has no attribute {name!r}")
+    """Return a figure function, importing its module on first use (PEP 562).
+
+    Called only for names the package does not hold yet: no figure function shares its
+    name with a module of the package, so an imported module never shadows a function.
+    """
+    where = FIGURES.get(name) or _HELPERS.get(name)
+    if where is None:
+        raise AttributeError(f"module 'uqx.plot' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{where}"), name)
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """The package module: a figure function wins over a module of the same name.
-
-    ``calibration``, ``distributions``, ``error_rates`` and ``extrapolation`` are both a
-    function and a module of this package; importing such a module (``from
-    uqx.plot.extrapolation import ...``) before :func:`_load` binds the module to the
-    package's attribute, which then answers for the function.
-    """
-
-    def __getattribute__(self, name):
-        value = super().__getattribute__(name)
-        if isinstance(value, types.ModuleType) and name in FIGURES:
-            _load()
-            value = super().__getattribute__(name)
-        return value
-
-
-sys.modules[__name__].__class__ = _Package

@@ -7,7 +7,7 @@
   with the OLS fit of the archive and the paper's published lines for comparison;
 * ``pval``, ``bins``, ``decimation``, ``binned-tailedness``, ``reference-sensitivity``:
   :mod:`uqx.plot.study_panels`;
-* ``error-rates`` — rates of the verdicts against M: :mod:`uqx.plot.error_rates`.
+* ``error-rates`` — rates of the verdicts against M: :mod:`uqx.plot.rates`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def study(archive, **options):
     matplotlib.figure.Figure
     """
     from uqx.plot import study_panels as P
-    from uqx.plot.error_rates import error_rates
+    from uqx.plot.rates import error_rates
 
     ds = load(archive)
     name = ds.attrs.get("study")

@@ -317,7 +317,7 @@ def _distributions_caption(res, i) -> str:
 
 def _result_figures(res, i, dpi) -> list:
     """Zero-bin extrapolation panels of set ``i`` for every tested conditioning variable."""
-    from uqx.plot.extrapolation import extrapolation
+    from uqx.plot.zero_bin import extrapolation
 
     out, one = [], res.isel(set=[i])
     for c in (str(c) for c in res["cond"].values) if "extrap_intercept" in res else ():
