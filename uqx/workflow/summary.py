@@ -567,10 +567,12 @@ def _advice(res, i, qs, sc) -> list[dict]:
     if cons == "invalid" and rv != "valid":
         # "one factor does not fix it" only where the rescaled question says so, or where
         # it was not asked because the average is not off; an open answer stays open
-        why = ("unless uE × f proves consistent" if rv not in ("", "not tested", "invalid")
-               else "one factor does not fix it")
+        open_ = rv not in ("", "not tested", "invalid")
+        f = _fac(sc["factor"]) if open_ and sc else "f"
+        why = f", unless uE × {f} proves consistent" if open_ else \
+            ": one factor does not fix it"
         out.append(_sentence("conditional", "recalibrate uE conditionally on uE (e.g. an "
-                             f"isotonic regression of E² on uE²): {why}",
+                             f"isotonic regression of E² on uE²){why}",
                              consistency=cons, rescaled=rv))
         w = _where(res, i, "uE", zms)
         if w is not None and w["bottom_side"] == "small" and w["bottom"] > w["top"]:
