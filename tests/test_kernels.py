@@ -151,6 +151,10 @@ def moment_tol(name, E, u):
     z2 = float(np.nanmean((E / u) ** 2))
     if name == "t_z":  # the one-pass variance's error, through 1/sqrt(var)
         z = E / u
+        s = np.nanmax(np.abs(z))
+        if s > 0:  # t_z is scale-free: z of 1e-122 must not underflow the tolerance
+            z = z / s
+        z2 = float(np.nanmean(z**2))
         n = np.sum(np.isfinite(z), axis=-1)
         var = np.nanvar(z, ddof=1, axis=-1) if np.all(n > 1) else np.full(np.shape(n), np.nan)
         t = np.abs(np.nanmean(z, axis=-1)) * np.sqrt(n)
