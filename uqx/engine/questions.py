@@ -10,7 +10,7 @@ calibrated copies of the data are drawn under:
 * ``adaptivity_X``, ``adaptivity_V`` — :math:`E[Z^2 \mid X] = 1` along a feature (the
   statistics binned on it);
 * ``ranking`` — uE ranks the errors as calibrated errors of one shape would (the rank
-  correlation CC of |E| and uE, whose null is narrower than consistency's: a shape of the
+  correlation CC of :math:`|E|` and uE, whose null is narrower than consistency's: a shape of the
   errors that changes with uE moves it on consistent data, so it is a question of its own
   and does not decide consistency);
 * ``up_to_factor`` — consistency of uE rescaled by its own factor √ZMS, i.e.

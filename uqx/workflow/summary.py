@@ -754,7 +754,7 @@ def set_summary(res, i: int) -> dict:
         ``set``, ``M``, ``questions`` (per question present: its verdict, reason,
         borderline flag, tests, members taking part with their p-values and levels,
         resolutions), ``scale`` (ZMS, the factor f = √ZMS and its interval, the percent
-        100·|f − 1| and the side, or None), ``sentences`` and ``advice`` (lists of
+        :math:`100 |f - 1|` and the side, or None), ``sentences`` and ``advice`` (lists of
         ``{"kind", "text", "reads"}``: each sentence with the numbers it reads) and
         ``text``, the paragraph (:func:`summary_lines`).
     """
