@@ -57,6 +57,7 @@ from uqx.engine.statistic import (
     BINNED_STATS,
     F_E2,
     F_U2,
+    F_Z,
     F_Z2,
     MOMENT_COLUMNS,
     MOMENT_STATS,
@@ -610,8 +611,15 @@ class SetEvaluator:
                 if S.shape[-1] < 5:
                     S = np.concatenate([S, np.zeros((S.shape[0], 5 - S.shape[-1]))], axis=-1)
                 for s in self._moment:
-                    yield s.name, slice(lo, lo + S.shape[0]), MOMENT_STATS[s.base](S, M - 1)[
-                        :, None]
+                    v = MOMENT_STATS[s.base](S, M - 1)
+                    if s.base == "t_z":
+                        # S = total - F_i carries the rounding of the total: a spread
+                        # within it (one large z left out) is no spread (NaN, as a
+                        # fresh sum of the M - 1 values reads it)
+                        var = (S[:, F_Z2] - S[:, F_Z] ** 2 / (M - 1)) / (M - 2)
+                        floor = 64 * np.finfo(np.float64).eps * total[F_Z2] / (M - 2)
+                        v = np.where(var > floor, v, np.nan)
+                    yield s.name, slice(lo, lo + S.shape[0]), v[:, None]
         for c in self._binned_conds:
             bins, order, ident, Es, us, gathered, mean = self._bin_prep[c]
             edges = bins.edges
