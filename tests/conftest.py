@@ -1,10 +1,18 @@
-"""Shared fixtures: literature data directory, slow-test switch."""
+"""Shared fixtures: literature data directory, slow-test switch, hypothesis profiles."""
 
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import settings
+
+# make test draws the same hypothesis examples on every run (a CI result reproduces);
+# UQX_HYPOTHESIS=explore draws new ones each run, to look for new counterexamples (each
+# one found becomes an @example of its test)
+settings.register_profile("repro", derandomize=True, deadline=None)
+settings.register_profile("explore", derandomize=False, deadline=None)
+settings.load_profile(os.environ.get("UQX_HYPOTHESIS", "repro"))
 
 
 def _data_dir():
