@@ -164,8 +164,8 @@ def test_tolerance_claims_equivalence_by_two_one_sided_tests_under_every_member(
     assert np.all((res["scale_tolerance_p_value"].values < 0.05) == (w == 1))
     text = " ".join(format_validation(res).split())  # the lines wrap at 100 columns
     assert "calibrated: f = " in text  # the factor, computed; no factor needed
-    assert "within the tolerance: f inside [0.909, 1.1]" in text
-    assert "scale: " in text and "not shown within the tolerance [0.909, 1.1]" in text
+    assert "uE is on average within 10 % of the errors' scale (f inside [0.909, 1.1]" in text
+    assert "scale: " in text and "not shown within 10 % on average (f inside [0.909, 1.1]" in text
     rec = {r["dataset"]: r["scale_factor"]["tolerance"] for r in result_records(res)}
     assert rec["calibrated"]["within"] is True and rec["scale"]["within"] is False
     with pytest.raises(InputError, match="tolerance must be a positive number"):

@@ -123,8 +123,13 @@ def test_tolerance_says_what_is_within():
     # gamma = 0.5 with the mean square kept: ZMS about 1, uE wrong in shape
     uE = np.sqrt(u) * np.sqrt(np.mean(u * u) / np.mean(u))
     ds = uqx.from_arrays(u * rng.standard_normal(M), uE, name="g05")
-    res = uqx.validate(ds, tolerance=0.1, conditional=False, **FAST).isel(set=0)
+    full = uqx.validate(ds, tolerance=0.1, conditional=False, **FAST)
+    res = full.isel(set=0)
     text = recalibration_text(res)
+    # the line users read (uqx validate's text) is this one
+    from uqx.workflow.tables import format_validation
+
+    assert text in " ".join(format_validation(full).split()), text
     if float(res["scale_within_tolerance"]) == 1:
         assert "on average" in text and "right within" not in text, text
         assert "consistency" in text, text

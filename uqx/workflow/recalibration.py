@@ -38,6 +38,7 @@ import numpy as np
 import xarray as xr
 
 from uqx.engine.defaults import LONG_SET_ROWS
+from uqx.workflow.tables import scale_factor_text
 
 __all__ = ["recalibration_step", "scale_factor", "scale_factor_interval", "factor_tests",
            "recalibration_text", "RESCALED_VARS", "tolerance_step"]
@@ -376,6 +377,9 @@ def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
 def recalibration_text(r) -> str:
     """Render the scale factor of one set and what the rescaled uE are, in one line.
 
+    The line of the tables and the summary (:func:`uqx.workflow.tables.scale_factor_text`,
+    its one definition).
+
     Parameters
     ----------
     r : xarray.Dataset
@@ -386,43 +390,8 @@ def recalibration_text(r) -> str:
     str
         "consistent up to a factor f [lo, hi] …" where the rescaled uE are consistent,
         "not a factor alone …" where they are not, else the factor and why nothing more
-        was tested.
+        was tested; then the tolerance claim, said to be on the average scale only.
     """
-    out = _recalibration_text(r)
-    if "scale_within_tolerance" in r:
-        t = float(r["scale_within_tolerance"].attrs["tolerance"])
-        w = float(r["scale_within_tolerance"])
-        band = f"[{1 / (1 + t):.3g}, {1 + t:.3g}]"
-        p = float(r["scale_tolerance_p_value"]) if "scale_tolerance_p_value" in r else np.nan
-        if w == 1:
-            out += (f"; uE is on average within {100 * t:.3g} % of the errors' scale (f "
-                    f"inside {band}, TOST p {p:.3g}; this is about the average scale only, "
-                    "consistency is its own question)")
-        elif w == 0:
-            out += (f"; not shown within {100 * t:.3g} % on average (f inside {band}, TOST p "
-                    f"{p:.3g})")
-    return out
+    return scale_factor_text(r)
 
 
-def _recalibration_text(r) -> str:
-    """Render the line of :func:`recalibration_text` without the tolerance."""
-    f, lo, hi = (float(r[k]) for k in ("scale_factor", "scale_factor_low",
-                                       "scale_factor_high"))
-    fac = f"{f:.3g} [{lo:.3g}, {hi:.3g}]"
-    v = str(r["rescaled_consistency"].item())
-    why = str(r["rescaled_consistency_reason"].item())
-    if v == "valid":
-        from uqx.workflow.tables import resolution_text
-
-        text = resolution_text("zmse", np.nan, float(r["rescaled_consistency_resolution"]),
-                               (float(r["rescaled_consistency_spread_low"]),
-                                float(r["rescaled_consistency_spread_high"]))
-                               if "rescaled_consistency_spread_low" in r else None)
-        tail = f" (resolution: {text})" if text else ""
-        return f"consistent up to a factor {fac}: uE x {f:.3g} is consistent{tail}"
-    if v == "invalid":
-        return (f"not a factor alone: uE x {fac} is still inconsistent "
-                f"({why})" if why else f"not a factor alone: uE x {fac} is still inconsistent")
-    if v:
-        return f"uE x {fac}: consistency of the rescaled uE {v} ({why})"
-    return f"scale factor {fac}; {why}"

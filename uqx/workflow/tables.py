@@ -487,11 +487,13 @@ def scale_factor_text(r) -> str:
         w = float(r["scale_within_tolerance"])
         band = f"[{1 / (1 + t):.3g}, {1 + t:.3g}]"
         p = float(r["scale_tolerance_p_value"]) if "scale_tolerance_p_value" in r else np.nan
-        if w == 1:
-            out += (f"; within the tolerance: f inside {band} (uE right within "
-                    f"{100 * t:.3g} % on its scale; TOST p {p:.3g})")
+        if w == 1:  # a claim on the average scale only (issue 36, finding 4)
+            out += (f"; uE is on average within {100 * t:.3g} % of the errors' scale (f "
+                    f"inside {band}, TOST p {p:.3g}; this is about the average scale only, "
+                    "consistency is its own question)")
         elif w == 0:
-            out += f"; not shown within the tolerance {band} (TOST p {p:.3g})"
+            out += (f"; not shown within {100 * t:.3g} % on average (f inside {band}, TOST p "
+                    f"{p:.3g})")
     return out
 
 
