@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from members import simulate
 from scipy import stats as sps
 
 import uqx
@@ -152,10 +153,10 @@ def test_simulate_reference_uses_the_plan_and_agrees_with_full_draws(monkeypatch
     real = R.gauss_rows
     monkeypatch.setattr(R, "gauss_rows", lambda *a: (calls.append(1), real(*a))[1])
     kw = dict(n_mc=2000, seed=8, keep_draws=True)
-    gau = simulate_reference(ds, stats, prepared=prep, **kw)
+    gau = simulate(ds, stats, prepared=prep, **kw)
     assert calls  # the joint-normal route ran
     monkeypatch.setattr(G, "GAUSS_TOL", 0.0)
-    full = simulate_reference(ds, stats, prepared=prep, **kw)
+    full = simulate(ds, stats, prepared=prep, **kw)
     for j, s in enumerate(stats):
         a, b = gau["draws"].values[0, j], full["draws"].values[0, j]
         assert not np.array_equal(a, b)
@@ -266,7 +267,7 @@ def test_hook_copies_as_sums_inside_simulate_reference(monkeypatch):
         real = hooks[0].from_range_sums
         monkeypatch.setattr(hooks[0], "from_range_sums",
                             lambda *a, c=calls, f=real: (c.append(1), f(*a))[1])
-        r, nulls = simulate_reference(ds, ["zms", "ence"], hooks=hooks, **kw)
+        r, nulls = simulate(ds, ["zms", "ence"], hooks=hooks, **kw)
         assert bool(calls) == (tol > 0)
         out[tol] = nulls[0][:, 0]  # (copies, stat) intercepts of the uE order
     a, b = out[np.inf], out[0.0]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from members import simulate
 from scipy import stats as sps
 
 import uqx
@@ -527,9 +528,9 @@ def test_members_that_ignore_E_are_keyed_by_uE_alone(dist, nu):
     ds = _same_u_sets()
     kw = dict(n_mc=300, seed=5, keep_draws=True, label="fit" if np.ndim(nu) else None)
     for stats in (["zms", "rce"], ["zms", "cc", "ence", "zve_X"]):  # streamed, sorted
-        d = simulate_reference(ds, stats, dist=dist, nu=nu, **kw)["draws"].values
+        d = simulate(ds, stats, dist=dist, nu=nu, **kw)["draws"].values
         np.testing.assert_array_equal(d[0], d[1])  # same uE (and X): the same copies
-    data = simulate_reference(ds, ["zms", "ence"], dist="data", **kw)["draws"].values
+    data = simulate(ds, ["zms", "ence"], dist="data", **kw)["draws"].values
     assert not np.any(data[0] == data[1])  # the data's own z-scores differ
 
 
@@ -572,10 +573,10 @@ def test_moment_copies_from_a_binned_preparation_need_no_second_sort(monkeypatch
         kw.update(nu=[5.0, 5.0], label="fit")
     binned = R.prepare_sets(ds, ["zms", "ence", "zve_X"], pool=True)
     alone = R.prepare_sets(ds, ["zms", "rce"], pool=True)
-    want = simulate_reference(ds, ["zms", "rce"], prepared=alone, **kw)["draws"].values
+    want = simulate(ds, ["zms", "rce"], prepared=alone, **kw)["draws"].values
     built = []
     monkeypatch.setattr(R, "_SimSet", lambda *a, **k: built.append(1))
-    got = simulate_reference(ds, ["zms", "rce"], prepared=binned, **kw)["draws"].values
+    got = simulate(ds, ["zms", "rce"], prepared=binned, **kw)["draws"].values
     np.testing.assert_array_equal(got, want)
     assert not built
 

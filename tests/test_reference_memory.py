@@ -11,6 +11,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from members import simulate
 
 import uqx
 from uqx.engine import gaussian_sums as G
@@ -27,7 +28,7 @@ from uqx.engine.resample import seed_sequence
 from uqx.engine.unit_variance import draw_unit, unit_args
 from uqx.inference import reference as R
 from uqx.inference.extrapolate.null import sweep_copies
-from uqx.inference.reference import prepare_sets, simulate_reference
+from uqx.inference.reference import prepare_sets
 
 
 @pytest.fixture(autouse=True)
@@ -154,8 +155,8 @@ def test_sorted_route_gives_the_bits_of_the_stored_pools(monkeypatch, tol):
         for dist in ("data", "normal"):
             kw = dict(dist=dist, n_mc=30 if "cc" in stats else 300, seed=2, keep_draws=True,
                       scheduler="synchronous")
-            a = simulate_reference(ds, stats, prepared=fly, **kw)
-            b = simulate_reference(ds, stats, prepared=stored, **kw)
+            a = simulate(ds, stats, prepared=fly, **kw)
+            b = simulate(ds, stats, prepared=stored, **kw)
             for k in a.data_vars:
                 np.testing.assert_array_equal(_bits(a[k].values), _bits(b[k].values))
 
@@ -211,12 +212,12 @@ def test_a_set_in_content_order_holds_nothing_of_size_M():
     kw = dict(n_mc=20, seed=1)
     prep = prepare_sets(ds, stats, pool=True)
     for dist in ("normal", "data"):  # imports, compilation, caches: once, not per row
-        simulate_reference(ds, stats, dist=dist, prepared=prep, **kw)
+        simulate(ds, stats, dist=dist, prepared=prep, **kw)
     prep = None
     prep, peak, held = _traced(lambda: prepare_sets(ds, stats, pool=True))
     assert peak / M < 8.5 and held / M < 0.1, (peak / M, held / M)
     for dist in ("normal", "data"):
-        _, peak, held = _traced(lambda d=dist: simulate_reference(
+        _, peak, held = _traced(lambda d=dist: simulate(
             ds, stats, dist=d, prepared=prep, **kw))
         assert peak / M < 2.0 and held / M < 0.1, (dist, peak / M, held / M)
 
@@ -234,8 +235,8 @@ def test_shorter_sets_store_their_pools_with_the_same_values(monkeypatch):
     np.testing.assert_array_equal(_bits(stored[0].pool), _bits(fly[0].pool.values()))
     np.testing.assert_array_equal(_bits(stored[0].pool_local), _bits(fly[0].pool_local.values()))
     kw = dict(dist="data", n_mc=200, seed=3, keep_draws=True, scheduler="synchronous")
-    a = simulate_reference(ds, ["zms", "ence"], prepared=fly, **kw)
-    b = simulate_reference(ds, ["zms", "ence"], prepared=stored, **kw)
+    a = simulate(ds, ["zms", "ence"], prepared=fly, **kw)
+    b = simulate(ds, ["zms", "ence"], prepared=stored, **kw)
     for k in a.data_vars:
         np.testing.assert_array_equal(_bits(a[k].values), _bits(b[k].values))
 

@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pytest
 import xarray as xr
+from members import simulate
 
 import uqx
 from uqx.dataio.model import InputError
@@ -611,8 +612,8 @@ def test_two_sided_statistics_fit_member_sits_at_the_heavy_end_of_nu():
     from uqx.inference.reference import prepare_sets
 
     for stat, nu, d in (("ence", float(r["nu_fit"].values[0]), 1), ("zms", nu_two, 0)):
-        sim = uqx.simulate_reference(ds, [stat], dist="t", nu=[nu], label="fit", n_mc=500,
-                                     seed=0, keep_draws=True, prepared=prepare_sets(ds, [stat]))
+        sim = simulate(ds, [stat], dist="t", nu=[nu], label="fit", n_mc=500, seed=0,
+                       keep_draws=True, prepared=prepare_sets(ds, [stat]))
         want = mc_pvalue(float(r["estimate"].sel(stat=stat).values[0]),
                          sim["draws"].values[0, 0], d)
         assert r["p_value"].sel(stat=stat).values[0][labels.index("fit")] == want

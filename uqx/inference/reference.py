@@ -15,6 +15,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import dask
 import numpy as np
@@ -53,6 +55,9 @@ from uqx.progress import compute_tasks
 
 __all__ = [
     "simulate_reference",
+    "draw_copies",
+    "Member",
+    "MemberCopies",
     "prepare_sets",
     "shared_nulls",
     "DISTRIBUTIONS",
@@ -860,12 +865,7 @@ def simulate_reference(
     keep_draws: bool = False,
     scheduler=None,
     num_workers: int | None = None,
-    hooks=None,
-    label: str | None = None,
-    prepared: list | None = None,
     progress: bool = False,
-    nu_local=False,
-    cc_spread: bool = False,
 ) -> xr.Dataset:
     r"""Simulate reference values of statistics (paper 000 Sect. II D 2).
 
@@ -887,9 +887,8 @@ def simulate_reference(
         Generative distribution; ``"t"`` is the unit-variance Student :math:`t_s(\nu)`,
         ``"data"`` each set's own z-scores at unit mean square, resampled with
         replacement (:func:`uqx.engine.null_shape.standardised_z`).
-    nu : float or sequence of float, default 6
-        Degrees of freedom of ``"t"`` (must be > 2; ``inf``: the normal), or one per
-        set (the data-matched member of :mod:`uqx.engine.mctest`; then give ``label``).
+    nu : float, default 6
+        Degrees of freedom of ``"t"`` (must be > 2; ``inf``: the normal).
     n_mc : int, default 10000
         Number of simulated data sets.
     seed : int, optional
@@ -904,33 +903,8 @@ def simulate_reference(
     scheduler, num_workers
         Dask scheduler (default threads) and its workers; the numbers do not depend on
         them.
-    label : str, optional
-        Label of the distribution in the keyed streams (default ``N`` or ``T<nu>``).
-    hooks : list, optional
-        One callable (or None) per set, applied to the unit draws ε (k, M) of its first
-        ``hook.n_copies`` simulated sets (laid out in the stable uE order); the results
-        come back as a second return value ``{set index: (n_copies, ...)}``
-        (:class:`uqx.inference.extrapolate.null.NullHook` uses it to share the draws).
-    prepared : list, optional
-        :func:`prepare_sets` of the same data and binning: the sort and the bins shared
-        by several calls (the members of :mod:`uqx.engine.mctest`); rebuilt when they do not
-        fit.
     progress : bool
         Progress bar on stderr (a terminal only, :func:`uqx.progress.progress_bar`).
-    nu_local : bool or sequence of float, default False
-        With ``dist="t"``: each window of bins of uE (those of the ``"data"`` member,
-        :func:`uqx.engine.null_shape.local_windows`) draws :math:`t_s` at the ν fitted to
-        that window's own tails (:func:`uqx.engine.null_shape.kappa_cs_z2_windows`,
-        :func:`~uqx.engine.null_shape.nu_windows`): the fitted member of consistency's
-        null, whose errors may change shape with uE. ``nu`` serves the sets without
-        windows (no bins on uE, or a single window) and the streamed route. One ν̂ per
-        set instead of True: the windows that exclude ν̂ are read, and each bin of uE is
-        drawn at the heavier of its window's ν and ``nu`` (the heavy end of the
-        statistics tested on both sides: a window of heavier-tailed errors that missed
-        its extremes looks light, as a whole set does).
-    cc_spread : bool, default False
-        With CC among the statistics, also CC of the copies of the tests under
-        :math:`u = c\,u_E^\gamma` at :data:`CC_GAMMAS` (``cc_spread``: its resolution).
 
     Returns
     -------
@@ -940,6 +914,12 @@ def simulate_reference(
         statistics on uE, the per-bin sums of the copies of the tests, ``top_sums``
         and the bins' layout, from which :class:`uqx.engine.alternative.BinnedCopies`
         computes the local alternative of consistency].
+
+    See Also
+    --------
+    draw_copies : the copy drawer under this function and under the Monte-Carlo tests of
+        :func:`uqx.validate` (one member of the null family, with the sort, bins and
+        streams shared between members).
 
     Notes
     -----
@@ -979,6 +959,119 @@ def simulate_reference(
     (and ν) get the same copies, and :func:`shared_nulls` can simulate them once for all
     such sets.
     """
+    if np.ndim(nu) > 0:
+        raise InputError("nu: one number (the degrees of freedom of t_s)")
+    return draw_copies(ds, stats, Member(dist, nu), n_mc=n_mc, seed=seed, level=level,
+                       bin_cfg=BinningConfig(bins, binning, pop_min), keep_draws=keep_draws,
+                       scheduler=scheduler, num_workers=num_workers, progress=progress).summary
+
+
+class Member(NamedTuple):
+    r"""One member of the null family: the law D of the ε of its copies ``E = u ε``.
+
+    Attributes
+    ----------
+    dist : {"normal", "t", "data"}
+        N(0, 1), the unit-variance Student :math:`t_s(\nu)`, or the set's own z-scores
+        resampled (:func:`uqx.engine.null_shape.standardised_z`).
+    nu : float or numpy.ndarray, optional
+        ν of ``"t"``: one number, or one per set (the data-matched member; then give
+        ``label``).
+    label : str, optional
+        The member's name in the keyed streams (default ``N``, ``data`` or ``T<nu>``).
+    """
+
+    dist: str
+    nu: float | np.ndarray | None = None
+    label: str | None = None
+
+    @property
+    def stream_label(self) -> str:
+        """Label of the member's keyed streams (``label`` or ``N`` / ``data`` / ``T<nu>``)."""
+        return self.label or {"normal": "N", "data": "data"}.get(self.dist) or f"T{self.nu:g}"
+
+
+@dataclass(frozen=True)
+class MemberCopies:
+    """What :func:`draw_copies` returns: the summary of the copies and the hooks' draws.
+
+    Attributes
+    ----------
+    summary : xarray.Dataset
+        As :func:`simulate_reference` returns (with ``draws`` when kept).
+    hooked : dict
+        ``{set index: array}``: what each hook computed on the draws of its first copies
+        (empty without hooks).
+    """
+
+    summary: xr.Dataset
+    hooked: dict
+
+
+def draw_copies(
+    ds,
+    stats,
+    member: Member,
+    *,
+    n_mc: int,
+    seed: int | None,
+    level: float = LEVEL,
+    bin_cfg: BinningConfig | None = None,
+    keep_draws: bool = True,
+    hooks=None,
+    prepared: list | None = None,
+    nu_local=False,
+    cc_spread: bool = False,
+    scheduler=None,
+    num_workers: int | None = None,
+    progress: bool = False,
+) -> MemberCopies:
+    r"""Draw ``n_mc`` calibrated copies of every set under one member and summarise them.
+
+    The copy drawer under :func:`simulate_reference` and the Monte-Carlo tests of
+    :func:`uqx.validate` (:func:`uqx.workflow.references.reference_step`); the routes, the
+    keyed streams and the memory are described in the Notes of
+    :func:`simulate_reference`.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input data set(s) (checked by :func:`uqx.dataio.model.as_stacked`).
+    stats : sequence of str
+        The statistics to simulate.
+    member : Member
+        The law of ε and the label of its streams.
+    n_mc, seed, level, bin_cfg, keep_draws, scheduler, num_workers, progress
+        As for :func:`simulate_reference` (``bin_cfg``: its ``bins``, ``binning``,
+        ``pop_min``).
+    hooks : list, optional
+        One callable (or None) per set, applied to the unit draws ε (k, M) of its first
+        ``hook.n_copies`` copies (laid out in the stable uE order); the results come back
+        in :attr:`MemberCopies.hooked` (:class:`uqx.inference.extrapolate.null.NullHook`
+        uses it to share the draws).
+    prepared : list, optional
+        :func:`prepare_sets` of the same data and binning: the sort and the bins shared
+        by several members; rebuilt when they do not fit.
+    nu_local : bool or sequence of float, default False
+        With ``dist="t"``: each window of bins of uE (those of the ``"data"`` member,
+        :func:`uqx.engine.null_shape.local_windows`) draws :math:`t_s` at the ν fitted to
+        that window's own tails (:func:`uqx.engine.null_shape.kappa_cs_z2_windows`,
+        :func:`~uqx.engine.null_shape.nu_windows`): the fitted member of consistency's
+        null, whose errors may change shape with uE. ``member.nu`` serves the sets
+        without windows (no bins on uE, or a single window) and the streamed route. One
+        ν̂ per set instead of True: the windows that exclude ν̂ are read, and each bin of
+        uE is drawn at the heavier of its window's ν and ``member.nu`` (the heavy end of
+        the statistics tested on both sides).
+    cc_spread : bool, default False
+        With CC among the statistics, also CC of the copies of the tests under
+        :math:`u = c\,u_E^\gamma` at :data:`CC_GAMMAS` (``cc_spread``: its resolution).
+
+    Returns
+    -------
+    MemberCopies
+    """
+    dist, nu, label = member
+    bin_cfg = BinningConfig() if bin_cfg is None else bin_cfg
     if not (isinstance(n_mc, (int, np.integer)) and n_mc >= 2):
         raise InputError(f"n_mc must be an integer >= 2, got {n_mc!r}")
     specs = [parse_stat(s) for s in stats]
@@ -997,8 +1090,7 @@ def simulate_reference(
         check_student_nu(nus if per_set else nu)
     if per_set and label is None:
         raise InputError("one nu per set needs a label for its random streams")
-    dlabel = label or {"normal": "N", "data": "data"}.get(dist) or f"T{nu:g}"
-    bin_cfg = BinningConfig(bins, binning, pop_min)
+    dlabel = member.stream_label
     n_blocks = -(-n_mc // SIM_BLOCK)
     hooks = hooks or [None] * n_sets
     # moment statistics alone stream in file order, group by group (out of core), unless
@@ -1024,12 +1116,12 @@ def simulate_reference(
     out.attrs = {"dist": dist, "dist_label": dlabel,
                  "nu": float(nu) if dist == "t" and not per_set else np.nan,
                  "n_mc": int(n_mc), "seed": int(seed), "level": float(level),
-                 "binning_scheme": binning, "n_bins": int(bins), "pop_min": int(pop_min)}
+                 "binning_scheme": bin_cfg.scheme, "n_bins": int(bin_cfg.n_bins),
+                 "pop_min": int(bin_cfg.pop_min)}
     out["reference"].attrs["long_name"] = "simulated reference (mean over N_MC draws)"
     out["reference_se"].attrs["long_name"] = "Monte-Carlo standard error of the reference"
     out["sim2_low"].attrs["long_name"] = "lower quantile of simulated values (Sim2)"
     out["sim2_high"].attrs["long_name"] = "upper quantile of simulated values (Sim2)"
-    if any(h is not None for h in hooks):
-        return out, {i: np.concatenate([b["_hook"] for b in blocks if "_hook" in b])
-                     for i, blocks in enumerate(computed) if hooks[i] is not None}
-    return out
+    hooked = {i: np.concatenate([b["_hook"] for b in blocks if "_hook" in b])
+              for i, blocks in enumerate(computed) if hooks[i] is not None}
+    return MemberCopies(out, hooked)

@@ -9,6 +9,8 @@ Monte-Carlo tests (:mod:`uqx.engine.mctest`), the copies kept for the verdicts.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import xarray as xr
 
@@ -25,11 +27,12 @@ from uqx.engine.null_shape import (
 )
 from uqx.engine.statistic import STAT_INFO, TEST_STATISTIC
 from uqx.engine.verdict import NOT_TESTED
-from uqx.inference.reference import prepare_sets, simulate_reference, top_suffix
+from uqx.inference.reference import Member, draw_copies, prepare_sets, top_suffix
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
 
-__all__ = ["reference_step", "null_family", "test_name", "papers_members", "predefined_references",
-           "predefined_reference", "plausible_in_windows", "plausible_for_ranks"]
+__all__ = ["reference_step", "null_family", "NullFamily", "Windows", "Copies", "test_name",
+           "papers_members", "predefined_references", "predefined_reference",
+           "plausible_in_windows", "plausible_for_ranks"]
 
 #: Whether the fitted member's joint copies (the tests of consistency and adaptivity) draw
 #: each window of uE at its own ν where the windows exclude one ν̂ (errors whose shape
@@ -51,8 +54,90 @@ def predefined_reference(base, estimates):
 
 
 def papers_members(nu):
-    """Return the papers' generative distributions D, N(0, 1) and t_s(ν), as (dist, ν, label)."""
-    return [("normal", None, "N"), ("t", float(nu), f"T{nu:g}")]
+    """Return the papers' generative distributions D, N(0, 1) and t_s(ν), as members."""
+    return [Member("normal", None, "N"), Member("t", float(nu), f"T{nu:g}")]
+
+
+@dataclass(frozen=True)
+class NullFamily:
+    """The null family of a run's Monte-Carlo tests (:func:`null_family`).
+
+    Attributes
+    ----------
+    members : list of Member
+        N(0, 1), t_s(ν), the data-matched t_s(ν̂) (label ``fit``, one ν per set) and the
+        data's own z-scores (label ``data``).
+    nu_fit, nu_two_sided : numpy.ndarray, shape (set,)
+        ν̂, and the fitted member's ν of the statistics tested on both sides.
+    kappa : numpy.ndarray, shape (set,)
+        The κ_CS of Z² that ν̂ inverts.
+    plausible : numpy.ndarray of bool, shape (set, member)
+        Members whose shape the data's tails do not exclude.
+    """
+
+    members: list
+    nu_fit: np.ndarray
+    nu_two_sided: np.ndarray
+    kappa: np.ndarray
+    plausible: np.ndarray
+
+    @property
+    def labels(self) -> list[str]:
+        """The members' labels, in order (the ``member`` coordinate)."""
+        return [m.label for m in self.members]
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The windows of bins of uE of one set (:func:`uqx.engine.null_shape.kappa_cs_z2_windows`).
+
+    Attributes
+    ----------
+    kappa, points : numpy.ndarray
+        κ_CS of Z² and the points of each window.
+    nus : numpy.ndarray or None
+        ν of the fitted member in each bin of uE, or None when ν̂ fits every window.
+    """
+
+    kappa: np.ndarray
+    points: np.ndarray
+    nus: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class Copies:
+    """The copies of a run's tests, drawn once by :func:`reference_step`.
+
+    Attributes
+    ----------
+    papers : xarray.Dataset
+        The papers' references: predefined ones with ζ_BS, Sim, Sim2, ζ_Sim per D.
+    nulls : dict
+        The extrapolation nulls ``{set index: [one per member]}``.
+    joint : numpy.ndarray, shape (set, stat, member, mc)
+        Simulated values of every tested statistic, all the statistics of a copy computed
+        on the same simulated data (the law of the questions' min-p).
+    tests : numpy.ndarray
+        The same with the fitted and data members of the two-sided statistics drawn for
+        their own tests (``joint`` itself when nothing was redrawn).
+    binned : uqx.engine.alternative.BinnedCopies or None
+        The copies' per-bin sums of every binning (statistics up to a factor and under
+        the alternatives).
+    windows : list of Windows or None
+        Per set.
+    """
+
+    papers: xr.Dataset
+    nulls: dict
+    joint: np.ndarray
+    tests: np.ndarray
+    binned: BinnedCopies | None
+    windows: list
+
+    @property
+    def redrawn(self) -> np.ndarray | None:
+        """``joint`` where the tests' copies differ from it (more copies of the law), else None."""
+        return self.joint if self.tests is not self.joint else None
 
 
 def null_family(nu, tails, sets=None, M=None):
@@ -84,13 +169,10 @@ def null_family(nu, tails, sets=None, M=None):
 
     Returns
     -------
-    members : list of (dist, nu, label)
-    nu_fit, nu_two_sided : numpy.ndarray
-        ν̂ per set, and the fitted member's ν of the two-sided statistics.
-    kappa : numpy.ndarray
-        The κ_CS of Z² that ν̂ inverts (scaled within the bins of uE unless streamed).
-    plausible : numpy.ndarray of bool, shape (set, member)
-        Members whose shape the data's tails do not exclude
+    NullFamily
+        The members; ν̂ per set and the fitted member's ν of the two-sided statistics;
+        the κ_CS of Z² that ν̂ inverts (scaled within the bins of uE unless streamed);
+        the members whose shape the data's tails do not exclude
         (:func:`uqx.engine.null_shape.plausible_members`).
     """
     if sets is None:
@@ -100,10 +182,10 @@ def null_family(nu, tails, sets=None, M=None):
         M = np.array([sd.M for sd in sets])
     nu_fit = nu_on_grid(t_nu_from_tails(kappa))
     nu_two = nu_on_grid(nu_heavy_bound(kappa, np.asarray(M, dtype=np.float64)))
-    members = papers_members(nu) + [("t", nu_fit, "fit"), ("data", None, "data")]
+    members = papers_members(nu) + [Member("t", nu_fit, "fit"), Member("data", None, "data")]
     kappa = np.asarray(kappa, dtype=np.float64)
     plausible = plausible_members(kappa, np.asarray(M, dtype=np.float64), _fixed_nus(members))
-    return members, nu_fit, nu_two, kappa, plausible
+    return NullFamily(members, nu_fit, nu_two, kappa, plausible)
 
 
 def _fixed_nus(members):
@@ -112,29 +194,29 @@ def _fixed_nus(members):
             for d, v, lab in members]
 
 
-def plausible_in_windows(members, kappa, M, windows):
+def plausible_in_windows(family: NullFamily, M, windows) -> np.ndarray:
     """:func:`null_family`'s plausible members, the fixed ones also matching every window.
 
     Parameters
     ----------
-    members : list of (dist, nu, label)
-    kappa, M : array_like, shape (S,)
-        The whole sets' κ_CS of Z² and sizes.
-    windows : list
-        Per set, ``(κ_CS, points, ν per bin)`` of its windows of bins of uE, or None
-        (:func:`reference_step`).
+    family : NullFamily
+    M : array_like, shape (S,)
+        The sets' sizes.
+    windows : list of Windows or None
+        Per set (:attr:`Copies.windows`).
 
     Returns
     -------
     numpy.ndarray of bool, shape (S, member)
         :func:`uqx.engine.null_shape.plausible_members` with ``windows``.
     """
-    return plausible_members(np.asarray(kappa, dtype=np.float64),
-                             np.asarray(M, dtype=np.float64), _fixed_nus(members),
-                             windows=[None if w is None else w[:2] for w in windows])
+    return plausible_members(family.kappa, np.asarray(M, dtype=np.float64),
+                             _fixed_nus(family.members),
+                             windows=[None if w is None else (w.kappa, w.points)
+                                      for w in windows])
 
 
-def plausible_for_ranks(sets, members, nu_fit, windows, plausible):
+def plausible_for_ranks(sets, family: NullFamily, windows, plausible):
     """Members taking part in the tests of rank statistics (CC): tails *and* body fit.
 
     A member takes part in every test when its shape fits the data's tails
@@ -156,13 +238,11 @@ def plausible_for_ranks(sets, members, nu_fit, windows, plausible):
     Parameters
     ----------
     sets : list of SetData
-    members : list of (dist, nu, label)
-    nu_fit : array_like, shape (S,)
-        ν̂ per set.
-    windows : list
-        Per set, ``(κ_CS, points, ν per bin of uE or None)`` or None
-        (:func:`reference_step`).
+    family : NullFamily
+    windows : list of Windows or None
+        Per set (:attr:`Copies.windows`).
     plausible : numpy.ndarray of bool, shape (S, member)
+        The members that take part in the other tests.
 
     Returns
     -------
@@ -170,6 +250,7 @@ def plausible_for_ranks(sets, members, nu_fit, windows, plausible):
         The pooled within-bin variance of ln|Z| of each set.
     use : numpy.ndarray of bool, shape (S, member)
     """
+    members, nu_fit = family.members, family.nu_fit
     fixed = _fixed_nus(members)
     use = np.array(plausible, dtype=bool, copy=True)
     spread = np.full(len(sets), np.nan)
@@ -177,13 +258,13 @@ def plausible_for_ranks(sets, members, nu_fit, windows, plausible):
         v, dof = log_abs_z_spread_local(sd.E, sd.uE)
         spread[i] = v
         w = windows[i] if i < len(windows) else None
-        local = w is not None and w[2] is not None  # the shape changes with uE
+        local = w is not None and w.nus is not None  # the shape changes with uE
         for m, (_, _, lab) in enumerate(members):
             if lab == "data":
                 continue
             nu = fixed[m]
             if lab == "fit":
-                nu = w[2] if local else nu_fit[i]
+                nu = w.nus if local else nu_fit[i]
             elif local:  # one shape for every uE: no null for CC here
                 use[i, m] = False
                 continue
@@ -212,49 +293,40 @@ def predefined_references(boot, specs):
     return ref, kind, zeta
 
 
-def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_sided=None):
+def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> Copies:
     """Step 3: predefined references and ζ_BS; simulated references, ζ_Sim and the nulls.
 
     Every tested statistic is simulated under every member of the null family
     (:func:`null_family`); the papers' references (mean, Sim2, ζ_Sim) are kept for the
     statistics without a predefined one (all with ``simulate_all``). ``hooks`` (one per
-    set, or None) reuse the simulation draws for the extrapolation nulls. With
-    ``nu_two_sided`` (one ν per set, :func:`null_family`), the statistics tested on
-    both sides (:data:`uqx.engine.mctest.DIRECTION` 0) are simulated once more under the
-    fitted member, at that ν, for their own tests; when they are all the tests and no
-    extrapolation null rides on the copies (the streamed route), the fitted member is
-    drawn once, at that ν, for everything.
+    set, or None) reuse the simulation draws for the extrapolation nulls. The statistics
+    tested on both sides (:data:`uqx.engine.mctest.DIRECTION` 0) are simulated once more
+    under the fitted member, at ``family.nu_two_sided``, for their own tests; when they
+    are all the tests and no extrapolation null rides on the copies (the streamed route),
+    the fitted member is drawn once, at that ν, for everything.
 
     Parameters
     ----------
-    ds, specs, boot, notes
-        The data, the statistics, the bootstrap fragment and the collector of warnings.
+    ds, specs, boot
+        The data, the statistics and the bootstrap fragment.
     cfg : Settings
         ``n_mc``, ``seed``, ``level``, ``simulate_all``, the binning and the dask keywords.
-    members : list of tuple
-        The null family ``[(dist, nu, label), ...]`` (:func:`null_family`).
-    hooks, nu_two_sided : optional
+    family : NullFamily
+        The null family (:func:`null_family`).
+    hooks : list, optional
         As above.
 
     Returns
     -------
-    xarray.Dataset, dict, numpy.ndarray, numpy.ndarray
-        The fragment; the extrapolation nulls {set index: [one per member]}; the
-        simulated values (set, stat, member, mc) of every tested statistic, every
-        statistic of a copy computed on the same simulated data (the headlines and the
-        family-wise step need that joint law); the same with the fitted member of the
-        two-sided statistics drawn at ``nu_two_sided`` (their own tests); the copies'
-        per-bin sums of every binning (:class:`uqx.engine.alternative.BinnedCopies`, which
-        computes the binned statistics up to a factor and under the alternatives), or
-        None;
-        per set, ``(κ_CS of Z², points, ν per bin of uE)`` of its windows of bins of uE
-        (:func:`uqx.engine.null_shape.kappa_cs_z2_windows`; None without windows; the ν
-        None when ν̂ fits every window): the fitted member's joint copies draw each bin
-        at its window's ν (``simulate_reference(nu_local=True)``).
+    Copies
+        The papers' references; the extrapolation nulls; the copies of the tests (joint,
+        and redrawn for the two-sided statistics); the copies' per-bin sums; the windows
+        of bins of uE of each set (the fitted member's joint copies draw each bin at its
+        window's ν, ``draw_copies(nu_local=True)``).
     """
     n_mc, seed, level, simulate_all = cfg.n_mc, cfg.seed, cfg.level, cfg.simulate_all
-    binned_compute = cfg.binned_compute  # binning and dask keywords
     S, K = boot.sizes["set"], len(specs)
+    members, nu_two_sided = family.members, family.nu_two_sided
     est = boot["estimate"].values[:, :K]
     lo, hi = boot["ci_low"].values[:, :K], boot["ci_high"].values[:, :K]
     ref, kind, zeta = predefined_references(boot, specs)
@@ -277,16 +349,17 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
     prepared = None
     if tested and not file_order:
         prepared = prepare_sets(ds, names, **cfg.binning_options, pool=True)
+    draw = dict(seed=seed, level=level, bin_cfg=cfg.bin_cfg, prepared=prepared, **cfg.compute)
     two = [j for j in tested if direction_of(specs[j].base) == 0]
-    fit = [d for d, (*_, lab) in enumerate(members) if lab == "fit"]
-    second = nu_two_sided is not None and bool(two) and bool(fit)
+    fit = [d for d, m in enumerate(members) if m.label == "fit"]
+    second = bool(two) and bool(fit)
     local_fit = LOCAL_FIT  # the fitted member's joint copies: one ν per window of uE
     if second and two == tested and no_hooks:
         # every test two-sided and no extrapolation null riding on the copies: one draw
         # of the fitted member, at the heavy end, serves the tests and their joint law
-        members = [(dd, nu_two_sided if lab == "fit" else v, lab) for dd, v, lab in members]
+        members = [m._replace(nu=nu_two_sided) if m.label == "fit" else m for m in members]
         second = local_fit = False
-    for d, (dist, dnu, label) in enumerate(members):
+    for d, m in enumerate(members):
         # the papers' references need n_mc copies, a test N_TEST; one keyed stream per
         # member, so the first copies are the same draws for every statistic: one call
         # per member, the test-only statistics keep the first n_test copies
@@ -294,15 +367,14 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
         n = n_mc if full else n_test
         if not tested:
             continue
-        r = simulate_reference(ds, sim_names, dist=dist, nu=NU if dnu is None else dnu,
-                               n_mc=n, seed=seed, level=level, hooks=hooks,
-                               keep_draws=True, label=label if np.ndim(dnu) else None,
-                               prepared=prepared, nu_local=label == "fit" and local_fit,
-                               cc_spread=cfg.resolution, **binned_compute)
-        if isinstance(r, tuple):
-            r, hooked = r
-            for i, arr in hooked.items():
-                nulls.setdefault(i, []).append(arr)
+        got = draw_copies(ds, sim_names,
+                          Member(m.dist, NU if m.nu is None else m.nu,
+                                 m.label if np.ndim(m.nu) else None),
+                          n_mc=n, hooks=hooks, nu_local=m.label == "fit" and local_fit,
+                          cc_spread=cfg.resolution, **draw)
+        r = got.summary
+        for i, arr in got.hooked.items():
+            nulls.setdefault(i, []).append(arr)
         if "cc_spread" in r:  # CC of the copies under u = c uE^gamma (its resolution)
             if top is None:
                 top = BinnedCopies(r["top_factor"].values, n_test)
@@ -326,70 +398,46 @@ def reference_step(ds, specs, boot, notes, cfg, *, members, hooks=None, nu_two_s
                             int(r[f"top_M{x}"].values[i]), r[f"top_bins{x}"].values[i, :nb],
                             on, cond=cond)
         for jj, j in enumerate(tested):
-            m = n if j in full else n_test
-            draws[:, j, d, :m] = r["draws"].values[:, col[test_name(specs[j])], :m]
+            k = n if j in full else n_test
+            draws[:, j, d, :k] = r["draws"].values[:, col[test_name(specs[j])], :k]
             if j in full:
                 sim["ref"][:, j, d] = r["reference"].values[:, jj]
                 sim["se"][:, j, d] = r["reference_se"].values[:, jj]
                 sim["lo"][:, j, d] = r["sim2_low"].values[:, jj]
                 sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
     test_draws = draws
-    if second:  # the two-sided statistics' own tests: the fitted member at the heavy end
-        test_draws = _heavy_end_draws(ds, specs, two, draws, fit[0], nu_two_sided,
-                                      n_test=n_test, seed=seed, level=level,
-                                      prepared=prepared, binned_compute=binned_compute,
-                                      nu_hat=members[fit[0]][1])
-    data = [d for d, (*_, lab) in enumerate(members) if lab == "data"]
+    two_names = [test_name(specs[j]) for j in two]
+    if second:  # the two-sided statistics' own tests: the fitted member at the heavy end,
+        # on the same keyed streams; where the windows of uE exclude ν̂, each bin of uE at
+        # the heavier of its window's ν and that ν (a window of heavier-tailed errors that
+        # missed its extremes makes ⟨Z²⟩ small and RCE large as a whole set does)
+        heavy = draw_copies(ds, two_names, Member("t", nu_two_sided, "fit"), n_mc=n_test,
+                            nu_local=members[fit[0]].nu, **draw).summary
+        test_draws = _with_member(test_draws, two, fit[0], heavy, n_test)
+    data = [d for d, m in enumerate(members) if m.label == "data"]
     if two and data and prepared is not None and any(
             p.pool_local is not None for p in prepared):
-        test_draws = _whole_set_data_draws(ds, specs, two, test_draws, data[0], n_test=n_test,
-                                           seed=seed, level=level, prepared=prepared,
-                                           binned_compute=binned_compute)
-    frag = _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx,
-                            [lab for *_, lab in members[:D]])
-    nu_hat = next((v for _, v, lab in members if lab == "fit"), None)
+        # the joint copies resample each bin of uE from its own z-scores (consistency's
+        # null); average calibration is about the whole set, whose tails a bin's
+        # standardisation would thin: its statistics resample the whole set's z-scores
+        whole = draw_copies(ds, two_names, Member("data", NU), n_mc=n_test, **draw).summary
+        test_draws = _with_member(test_draws, two, data[0], whole, n_test)
+    papers = _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx,
+                              [m.label for m in members[:D]])
+    nu_hat = next((m.nu for m in members if m.label == "fit"), None)
     windows = [None if p is None or p.kappa_windows is None else
-               (p.kappa_windows[0], p.kappa_windows[1],
-                p.segment_nus(nu_hat[i]) if local_fit and nu_hat is not None else None)
+               Windows(p.kappa_windows[0], p.kappa_windows[1],
+                       p.segment_nus(nu_hat[i]) if local_fit and nu_hat is not None else None)
                for i, p in enumerate(prepared or [None] * S)]
-    return (frag, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
-            test_draws, top, windows)
+    return Copies(papers, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
+                  test_draws, top, windows)
 
 
-def _heavy_end_draws(ds, specs, two, draws, d_fit, nu_two_sided, *, n_test, seed, level,
-                     prepared, binned_compute, nu_hat):
-    """``draws`` with the fitted member of the statistics ``two`` redrawn at ``nu_two_sided``.
-
-    Same keyed streams (label ``fit``) and the same preparation as the joint copies. Where
-    the windows of uE exclude the set's ν̂ (the errors' shape changes with uE), each bin
-    of uE is drawn at the heavier of its window's ν and ``nu_two_sided``
-    (``simulate_reference(nu_local=nu_hat)``): a window of heavier-tailed errors that
-    missed its extremes makes ⟨Z²⟩ small and RCE large as a whole set does.
-    """
+def _with_member(draws, two, d, redrawn, n_test):
+    """``draws`` with member ``d`` of the statistics ``two`` taken from ``redrawn``'s draws."""
     out = draws.copy()
-    r = simulate_reference(ds, [test_name(specs[j]) for j in two], dist="t", nu=nu_two_sided,
-                           n_mc=n_test, seed=seed, level=level, keep_draws=True,
-                           label="fit", prepared=prepared, nu_local=nu_hat, **binned_compute)
     for jj, j in enumerate(two):
-        out[:, j, d_fit, :n_test] = r["draws"].values[:, jj, :n_test]
-    return out
-
-
-def _whole_set_data_draws(ds, specs, two, draws, d_data, *, n_test, seed, level, prepared,
-                          binned_compute):
-    """``draws`` with the data member of the statistics ``two`` resampled from the whole set.
-
-    The joint copies resample each bin of uE from its own z-scores (consistency's null);
-    average calibration is about the whole set, whose tails a bin's standardisation
-    would thin (a bin of 25 points standardised on itself loses its extremes), so its
-    statistics resample the whole set's standardised z-scores, as on the unbinned route.
-    """
-    out = draws.copy()
-    r = simulate_reference(ds, [test_name(specs[j]) for j in two], dist="data", n_mc=n_test,
-                           seed=seed, level=level, keep_draws=True, prepared=prepared,
-                           **binned_compute)
-    for jj, j in enumerate(two):
-        out[:, j, d_data, :n_test] = r["draws"].values[:, jj, :n_test]
+        out[:, j, d, :n_test] = redrawn["draws"].values[:, jj, :n_test]
     return out
 
 

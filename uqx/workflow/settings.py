@@ -27,6 +27,7 @@ from uqx.engine.defaults import (
 )
 from uqx.engine.generators import check_student_nu
 from uqx.engine.mctest import N_HEADLINE
+from uqx.engine.statistic import BinningConfig
 from uqx.errors import InputError
 
 __all__ = ["Settings"]
@@ -153,6 +154,11 @@ class Settings:
     def binning_options(self) -> dict:
         """Keywords of the binned statistics: ``bins``, ``binning``, ``pop_min``."""
         return {"bins": self.bins, "binning": self.binning, "pop_min": self.pop_min}
+
+    @property
+    def bin_cfg(self) -> BinningConfig:
+        """The binning of the binned statistics as one value (:class:`BinningConfig`)."""
+        return BinningConfig(self.bins, self.binning, self.pop_min)
 
     @property
     def binned_compute(self) -> dict:

@@ -42,6 +42,7 @@ verdicts" and the ``error-rates`` study (:mod:`uqx.sweeps.error_rates`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
@@ -74,7 +75,7 @@ from uqx.engine.stats.tailedness import (
     tailedness,
 )
 from uqx.inference.bootstrap import bootstrap
-from uqx.workflow.conditional import untestable_reasons, untestable_step
+from uqx.workflow.conditional import null_hooks, untestable_reasons, untestable_step
 from uqx.workflow.decision import pvalue_step, question_step, set_tests, tails_step
 from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exported)
     READ_ROWS,
@@ -86,8 +87,10 @@ from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exporte
     streams,
     tailedness_streamed,
 )
-from uqx.workflow.recalibration import factor_tests, recalibration_step
+from uqx.workflow.recalibration import factor_tests, recalibration_step, tolerance_step
 from uqx.workflow.references import (
+    Copies,
+    NullFamily,
     null_family,
     plausible_for_ranks,
     plausible_in_windows,
@@ -446,75 +449,178 @@ def validate(
     return _workflow(stacked, specs, settings, private=private)
 
 
+@dataclass
+class Run:
+    """The state of one validation, filled by the steps of :data:`STEPS` in turn.
+
+    Each step reads what the steps before it left and fills its own fields; ``result``
+    gathers the variables of the answer.
+
+    Attributes
+    ----------
+    ds : xarray.Dataset
+        The checked input, stacked on ``set`` (rows in content order after
+        :func:`order_step`).
+    specs : list of StatSpec
+        The statistics asked for.
+    cfg : Settings
+        The run's settings.
+    owned : list of str
+        The columns the run may permute in place (new buffers, referenced by nothing else).
+    sets : list of SetData
+        The sets' columns (:func:`uqx.dataio.model.iter_sets`; lazy on the streamed route).
+    streamed : bool
+        Moment statistics read column by column: no order of uE is held.
+    inputs : dict
+        The digests of the rows as given (:func:`uqx.dataio.model.provenance`).
+    notes : _Notes
+        The warnings collected by the steps.
+    n_bins_used : numpy.ndarray
+        Bins used on uE per set (-1: none requested).
+    tails, boot : xarray.Dataset
+        The tailedness metrics; the bootstrap's estimates and intervals.
+    observed : numpy.ndarray, shape (set, stat)
+        The value each test reads (t_z for ⟨Z⟩).
+    family : NullFamily
+        The null family of the Monte-Carlo tests.
+    copies : Copies
+        The copies of the tests, drawn once and read by every later step.
+    untestable : tuple of numpy.ndarray
+        Why a statistic, and a question, cannot be tested on a set ("" where it can).
+    factor : dict
+        The statistics of the data rescaled by √ZMS, per set (question ``up_to_factor``).
+    result : xarray.Dataset
+        The answer, growing step by step.
+    """
+
+    ds: xr.Dataset
+    specs: list
+    cfg: Settings
+    owned: list
+    sets: list = None
+    streamed: bool = False
+    inputs: dict = None
+    notes: _Notes = None
+    n_bins_used: np.ndarray = None
+    tails: xr.Dataset = None
+    boot: xr.Dataset = None
+    observed: np.ndarray = None
+    family: NullFamily = None
+    copies: Copies = None
+    untestable: tuple = None
+    factor: dict = None
+    result: xr.Dataset = None
+
+    @property
+    def M(self) -> np.ndarray:
+        """The sets' sizes."""
+        return np.array([sd.M for sd in self.sets])
+
+
 def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
-    """Run the steps of :func:`validate` on checked, stacked input with settings ``cfg``.
+    """Run the steps of :data:`STEPS` on checked, stacked input with settings ``cfg``.
 
     ``private``: the numpy columns of ``ds`` are new, referenced by nothing else (stacked
     by :func:`uqx.dataio.model.as_stacked`), so the content order may permute them in
     place; columns loaded from disk here are always permuted in place.
     """
-    keys = [k for k in ("E", "uE", "X", "V") if k in ds]
-    owned = keys if private else []
+    run = Run(ds, specs, cfg, owned=[k for k in ("E", "uE", "X", "V") if k in ds]
+              if private else [])
+    for step in STEPS:
+        step(run)
+        if max(run.M) > LONG_SET_ROWS:  # long sets: freed pages back to the system
+            release_freed_memory()
+    return run.result
+
+
+def load_step(run: Run) -> None:
+    """Load (or stream) the sets' columns; digest the rows as given."""
+    ds, keys = run.ds, [k for k in ("E", "uE", "X", "V") if k in run.ds]
+    run.streamed = streams(run.specs, conditional=run.cfg.conditional)
     if is_lazy_input(ds):
-        if streams(specs, conditional=cfg.conditional):
-            sets = lazy_sets(ds)  # nothing loaded: every step streams
+        if run.streamed:
+            run.sets = lazy_sets(ds)  # nothing loaded: every step streams
         else:
-            owned = [k for k in keys if is_lazy(ds[k].data)]  # new buffers of load_columns
-            ds = load_columns(ds)
-            sets = list(iter_sets(ds))
+            run.owned = [k for k in keys if is_lazy(ds[k].data)]  # new buffers of load_columns
+            run.ds = load_columns(ds)
+            run.sets = list(iter_sets(run.ds))
     else:
-        sets = list(iter_sets(ds))
+        run.sets = list(iter_sets(ds))
     # the input digests identify the rows as given: taken before the rows are reordered,
     # so that the input-order columns need not be kept to the end
-    inputs = provenance(sets)
+    run.inputs = provenance(run.sets)
     # the optional columns of each set: a report on other data can say which one is missing
-    inputs["input_features"] = [",".join(k for k in ("X", "V") if getattr(sd, k) is not None)
-                                for sd in sets]
-    if not is_lazy_input(ds):
-        ds, sets = _content_order_step(ds, sets, owned=owned, ties=cfg.ties)
-    notes = _Notes(len(sets), len(specs))
-    used = _binning_used(sets, specs, bins=cfg.bins, binning=cfg.binning,
-                         pop_min=cfg.pop_min, notes=notes, note_capped=cfg.bins_chosen)
+    run.inputs["input_features"] = [
+        ",".join(k for k in ("X", "V") if getattr(sd, k) is not None) for sd in run.sets]
+
+
+def order_step(run: Run) -> None:
+    """Put every set's rows in the order of uE, tie groups as ``ties`` says (not streamed)."""
+    if not is_lazy_input(run.ds):
+        run.ds, run.sets = _content_order_step(run.ds, run.sets, owned=run.owned,
+                                               ties=run.cfg.ties)
+
+
+def notes_step(run: Run) -> None:
+    """Count the bins used on uE; note capped bins, dropped rows, small settings."""
+    cfg, sets = run.cfg, run.sets
+    run.notes = _Notes(len(sets), len(run.specs))
+    run.n_bins_used = _binning_used(sets, run.specs, bins=cfg.bins, binning=cfg.binning,
+                                    pop_min=cfg.pop_min, notes=run.notes,
+                                    note_capped=cfg.bins_chosen)
     small = small_settings_note(cfg.n_boot, cfg.n_mc)
     for i, sd in enumerate(sets):
-        n = int(ds["n_dropped"].values[i]) if "n_dropped" in ds else 0
+        n = int(run.ds["n_dropped"].values[i]) if "n_dropped" in run.ds else 0
         if n:
-            notes.set(i, f"{n} row(s) dropped by filters")
+            run.notes.set(i, f"{n} row(s) dropped by filters")
         for text in (small, small_sample_note(sd.name, sd.M)):
             if text:
-                notes.set(i, text)
-    # long sets: freed pages back to the system between the steps (peak RSS)
-    trim = release_freed_memory if max(sd.M for sd in sets) > LONG_SET_ROWS else (
-        lambda: None)
-    trim()
-    tails = _tailedness_step(sets, specs, notes)
-    trim()
-    boot = _bootstrap_step(ds, specs, notes, cfg)
-    trim()
-    n_mc, n_extrap = cfg.n_mc, cfg.n_extrapolation
-    hooks = None
-    if cfg.conditional and n_extrap >= 2:
-        from uqx.workflow.conditional import null_hooks
+                run.notes.set(i, text)
 
-        hooks = null_hooks(sets, n_copies=min(n_extrap, n_mc, N_TEST))
-    # streamed moment route: no order of uE held, ν̂ from Z itself (on disk as in memory)
-    streamed = streams(specs, conditional=cfg.conditional)
-    members, nu_fit, nu_two, kappa, plausible = null_family(
-        cfg.nu, tails, None if streamed else sets,
-        M=ds["M"].values if "M" in ds else np.full(len(sets), ds.sizes["sample"]))
-    trim()
-    refs, nulls, draws, test_draws, top, windows = reference_step(
-        ds, specs, boot, notes, cfg, members=members, hooks=hooks, nu_two_sided=nu_two)
+
+def tailedness_step(run: Run) -> None:
+    """Measure the tails (β_GM, κ_CS of u², E², Z²) against the safety limits (001 Table II)."""
+    run.tails = _tailedness_step(run.sets, run.specs, run.notes)
+
+
+def bootstrap_step(run: Run) -> None:
+    """Bootstrap every statistic (BCa, shared resamples); keep the values the tests read."""
+    boot = _bootstrap_step(run.ds, run.specs, run.notes, run.cfg)
+    names = [str(x) for x in boot["stat"].values]
+    observed = boot["estimate"].values[:, :len(run.specs)].copy()
+    for j, s in enumerate(run.specs):  # the value each test reads (t_z for <Z>)
+        observed[:, j] = boot["estimate"].values[:, names.index(test_name(s))]
+    run.observed = observed
+    run.boot = boot
+
+
+def null_family_step(run: Run) -> None:
+    """Choose the null family: N(0, 1), t_s(ν), the data-matched t_s(ν̂), the data's z-scores."""
+    ds = run.ds
+    run.family = null_family(run.cfg.nu, run.tails, None if run.streamed else run.sets,
+                             M=ds["M"].values if "M" in ds else
+                             np.full(len(run.sets), ds.sizes["sample"]))
+
+
+def copies_step(run: Run) -> None:
+    """Draw the copies of every test once; the references (predefined, simulated)."""
+    cfg = run.cfg
+    hooks = None
+    if cfg.conditional and cfg.n_extrapolation >= 2:
+        hooks = null_hooks(run.sets, n_copies=min(cfg.n_extrapolation, cfg.n_mc, N_TEST))
+    run.copies = reference_step(run.ds, run.specs, run.boot, cfg, family=run.family,
+                                hooks=hooks)
+    boot = run.boot.isel(stat=slice(0, len(run.specs)))
+    run.result = xr.merge([boot, run.copies.papers, run.tails], combine_attrs="drop_conflicts")
+
+
+def shape_step(run: Run) -> None:
+    """Record the errors' shape that the null family matches: κ_CS, ν̂, the members taking part."""
+    res, sets, family, windows = run.result, run.sets, run.family, run.copies.windows
+    plausible = family.plausible
     if any(w is not None for w in windows):  # fixed members: one shape for every uE
-        plausible = plausible_in_windows(members, kappa, [sd.M for sd in sets], windows)
-    names_boot = [str(x) for x in boot["stat"].values]
-    observed = boot["estimate"].values[:, :len(specs)].copy()
-    for j, s in enumerate(specs):  # the value each test reads (t_z for <Z>)
-        observed[:, j] = boot["estimate"].values[:, names_boot.index(test_name(s))]
-    boot = boot.isel(stat=slice(0, len(specs)))
-    res = xr.merge([boot, refs, tails], combine_attrs="drop_conflicts")
-    labels = [lab for *_, lab in members]
-    if not streamed:
+        plausible = plausible_in_windows(family, run.M, windows)
+    if not run.streamed:
         halves = [kappa_cs_z2_halves(sd.E, sd.uE) for sd in sets]
         res["kappa_cs_z2_half"] = (("set", "half"), np.array([h[0] for h in halves]), {
             "long_name": "kappa_cs of Z^2 scaled within the bins of uE, in the lower and the "
@@ -522,10 +628,10 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
                          "half by half)"})
         res["half_points"] = (("set", "half"), np.array([h[1] for h in halves]),
                               {"long_name": "points in each half of the uE order"})
-    res["u2_effective_points"] = ("set", _u2_effective_points(sets, streamed), {
+    res["u2_effective_points"] = ("set", _u2_effective_points(sets, run.streamed), {
         "long_name": "effective number of points of u^2, (sum u^2)^2 / sum u^4: the points "
                      "that carry the statistics weighted by u^2 (RCE, UCE)"})
-    res["kappa_cs_z2_local"] = ("set", kappa, {
+    res["kappa_cs_z2_local"] = ("set", family.kappa, {
         "long_name": "Crow-Siddiqui kurtosis of Z^2 scaled within the bins of uE (Z itself "
                      "when streamed): the shape of the errors the null family must match",
         "safety_limit": SAFETY_LIMITS["kappa_cs_z2"]})
@@ -533,8 +639,8 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
         "long_name": "member takes part in the verdicts: its shape not excluded by the "
                      "data's kappa_cs of Z^2, of the whole set and of every window of bins "
                      "of uE (uqx.engine.null_shape.plausible_members)"})
-    if not streamed and any(s.base in RANK_STATS for s in specs):
-        spread, rank_use = plausible_for_ranks(sets, members, nu_fit, windows, plausible)
+    if not run.streamed and any(s.base in RANK_STATS for s in run.specs):
+        spread, rank_use = plausible_for_ranks(sets, family, windows, plausible)
         res["log_abs_z_spread_local"] = ("set", spread, {
             "long_name": "variance of ln|Z| within the bins of uE, pooled: the body of the "
                          "errors that the null of the rank correlation CC depends on "
@@ -543,68 +649,109 @@ def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
             "long_name": "member takes part in the test of CC: member_plausible and its "
                          "spread of ln|Z| not excluded by the data's "
                          "(uqx.engine.null_body.body_plausible)"})
-    nu_lo, nu_hi = (np.array([np.nan if w is None or w[2] is None else np.min(w[2])
-                              for w in windows]),
-                    np.array([np.nan if w is None or w[2] is None else np.max(w[2])
-                              for w in windows]))
-    res["nu_fit_local_min"] = ("set", nu_lo, {
+    local = [None if w is None or w.nus is None else w.nus for w in windows]
+    res["nu_fit_local_min"] = ("set", np.array([np.nan if v is None else np.min(v)
+                                                for v in local]), {
         "long_name": "smallest nu of the fitted member over the windows of bins of uE (its "
                      "joint copies draw each window at its own nu when some window's "
                      "kappa_cs excludes nu_fit; NaN: one nu, nu_fit)"})
-    res["nu_fit_local_max"] = ("set", nu_hi, {
+    res["nu_fit_local_max"] = ("set", np.array([np.nan if v is None else np.max(v)
+                                                for v in local]), {
         "long_name": "largest nu of the fitted member over the windows of bins of uE"})
-    res["nu_fit"] = ("set", nu_fit, {"long_name": "degrees of freedom of the data-matched "
-                                     "t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
-                                     "within the bins of uE unless streamed)"})
-    res["nu_fit_two_sided"] = ("set", nu_two, {
+    res["nu_fit"] = ("set", family.nu_fit, {"long_name": "degrees of freedom of the "
+                     "data-matched t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
+                     "within the bins of uE unless streamed)"})
+    res["nu_fit_two_sided"] = ("set", family.nu_two_sided, {
         "long_name": "degrees of freedom of the data-matched t_s null of the statistics "
                      "tested on both sides: heavy end of the confidence set of nu "
                      "(one standard error of kappa_cs)"})
-    res = res.assign_coords(member=labels)
-    joint = draws if test_draws is not draws else None
-    res = res.merge(pvalue_step(res, specs, notes, test_draws, labels, observed=observed,
-                                joint=joint))
-    by_stat, by_question = untestable_reasons(sets, specs, notes, n_bins_used=used, cfg=cfg)
+    run.result = res.assign_coords(member=family.labels)
+
+
+def pvalues_step(run: Run) -> None:
+    """Compute each statistic's Monte-Carlo p-value per member; find what cannot be tested."""
+    copies = run.copies
+    res = run.result.merge(pvalue_step(run.result, run.specs, run.notes, copies.tests,
+                                       run.family.labels, observed=run.observed,
+                                       joint=copies.redrawn))
+    by_stat, by_question = untestable_reasons(run.sets, run.specs, run.notes,
+                                              n_bins_used=run.n_bins_used, cfg=run.cfg)
     pv = res["p_value"].values.copy()
     pv[by_stat != ""] = np.nan  # kept out of the questions' tests
     res["p_value"] = (res["p_value"].dims, pv, res["p_value"].attrs)
-    factor, factor_obs = factor_tests(res, sets, specs, top)
-    res = res.merge(question_step(res, specs, test_draws, factor=factor,
-                                  alpha_result=cfg.alpha_result))
+    run.untestable = (by_stat, by_question)
+    run.result = res
+
+
+def questions_step(run: Run) -> None:
+    """Decide the questions: step-down min-p inside each, the graph across them, heavy tails."""
+    factor, factor_obs = factor_tests(run.result, run.sets, run.specs, run.copies.binned)
+    res = run.result.merge(question_step(run.result, run.specs, run.copies.tests,
+                                         factor=factor, alpha_result=run.cfg.alpha_result))
     res["factor_statistic"] = (("set", "stat"), factor_obs, {
         "long_name": "the binned statistic on uE of the data rescaled by its factor "
                      "sqrt(ZMS) (question up_to_factor)"})
-    M_sets = np.array([sd.M for sd in sets])
-    res = tails_step(res, M=M_sets)
-    res = untestable_step(res, by_stat, by_question)
-    # the resolutions (NaN, the variables kept, without them: validate(resolution=False))
-    tests = {i: set_tests(res, specs, test_draws, i, factor=factor.get(i))
-             for i in range(len(sets))} if cfg.resolution else {}
-    res = res.merge(resolution_step(res, specs, test_draws, top, tests, M=M_sets))
-    if cfg.conditional:
-        res = _conditional_steps(res, ds, sets, notes, cfg, members=members,
-                                 nulls=nulls if n_extrap <= n_mc else None)
-    res = _absent_cond_step(res, sets, notes)
-    res = _empty_bins_step(res, sets, specs, cfg)
-    res = recalibration_step(res, specs, test_draws, level=cfg.level, joint=joint)
-    if cfg.tolerance is not None and any(s.name == "zms" for s in specs):
-        # the equivalence claim, on the verdicts' copies
-        from uqx.workflow.recalibration import tolerance_step
+    res = tails_step(res, M=run.M)
+    run.result = untestable_step(res, *run.untestable)
+    run.factor = factor
 
-        res = res.merge(tolerance_step(res, specs, test_draws, cfg.tolerance,
-                                       alpha=1 - cfg.level, more_copies=joint))
-    if not streamed:
+
+def resolutions_step(run: Run) -> None:
+    """State each ``valid``'s resolution: the smallest miscalibration found 80 % of the time."""
+    res, draws = run.result, run.copies.tests
+    # NaN, the variables kept, without them: validate(resolution=False)
+    tests = {i: set_tests(res, run.specs, draws, i, factor=run.factor.get(i))
+             for i in range(len(run.sets))} if run.cfg.resolution else {}
+    run.result = res.merge(resolution_step(res, run.specs, draws, run.copies.binned, tests,
+                                           M=run.M))
+
+
+def diagnostics_step(run: Run) -> None:
+    """Add the papers' diagnostics (LZISD, zero-bin extrapolation); say why a test is absent."""
+    cfg, res = run.cfg, run.result
+    if cfg.conditional:
+        res = _conditional_steps(res, run.ds, run.sets, run.notes, cfg,
+                                 members=run.family.members,
+                                 nulls=run.copies.nulls
+                                 if cfg.n_extrapolation <= cfg.n_mc else None)
+    res = _absent_cond_step(res, run.sets, run.notes)
+    run.result = _empty_bins_step(res, run.sets, run.specs, cfg)
+
+
+def scale_factor_step(run: Run) -> None:
+    """Give the scale factor √ZMS, consistency up to it, and the tolerance claim when asked."""
+    cfg, copies = run.cfg, run.copies
+    res = recalibration_step(run.result, run.specs, copies.tests, level=cfg.level,
+                             joint=copies.redrawn)
+    if cfg.tolerance is not None and any(s.name == "zms" for s in run.specs):
+        # the equivalence claim, on the verdicts' copies
+        res = res.merge(tolerance_step(res, run.specs, copies.tests, cfg.tolerance,
+                                       alpha=1 - cfg.level, more_copies=copies.redrawn))
+    run.result = res
+
+
+def finish_step(run: Run) -> None:
+    """Add where Z² departs from 1 (deciles), the notes, the coordinates, the provenance."""
+    res, sets = run.result, run.sets
+    if not run.streamed:
         conds = ["uE"] + [c for c in ("X", "V") if any(getattr(sd, c) is not None
                                                         for sd in sets)]
         res["zms_decile"] = (("set", "decile_of", "decile"), _zms_deciles(sets, conds), {
             "long_name": "ZMS of the data in each tenth of a variable (equal counts, in its "
                          "order): where uE is too small (> 1) or too large (< 1)"})
         res = res.assign_coords(decile_of=conds)
-    res = res.merge(xr.Dataset(notes.variables()))
-    res = res.assign_coords(set=ds["set"].values, M=("set", M_sets))
-    res["n_bins_used"] = ("set", used, {"long_name": "bins used by binned statistics on uE "
-                                        "(-1: none requested)"})
-    return res.assign_attrs(_result_attrs(ds, inputs, cfg, extra=res.attrs))
+    res = res.merge(xr.Dataset(run.notes.variables()))
+    res = res.assign_coords(set=run.ds["set"].values, M=("set", run.M))
+    res["n_bins_used"] = ("set", run.n_bins_used, {
+        "long_name": "bins used by binned statistics on uE (-1: none requested)"})
+    run.result = res.assign_attrs(_result_attrs(run.ds, run.inputs, run.cfg, extra=res.attrs))
+
+
+#: The steps of one validation, in order (:func:`_workflow`); each reads and fills a
+#: :class:`Run`. The documentation's list of steps is this one (tests/test_docs.py).
+STEPS = (load_step, order_step, notes_step, tailedness_step, bootstrap_step, null_family_step,
+         copies_step, shape_step, pvalues_step, questions_step, resolutions_step,
+         diagnostics_step, scale_factor_step, finish_step)
 
 
 def _u2_effective_points(sets, streamed) -> np.ndarray:
