@@ -332,7 +332,7 @@ def test_sim_rows_one_nu_per_segment():
     twin: the draws one by one with the segment's constants)."""
     from uqx.engine.copies import sim_rows
     from uqx.engine.resample import seed_sequence
-    from uqx.engine.unit_variance import draw_unit, unit_args
+    from uqx.engine.unit_variance import Draw, draw_unit, unit_args
 
     rng = np.random.default_rng(2)
     u = np.sort(rng.uniform(0.5, 2.0, 300))
@@ -349,12 +349,13 @@ def test_sim_rows_one_nu_per_segment():
 
     one, buf1 = run(5.0)
     same, buf6 = run(np.array([5.0, 5.0, 5.0]))
-    assert unit_args(seed_sequence(5, "s6"), "t", np.array([5.0, 5.0, 5.0]))[1] == 6
+    assert unit_args(seed_sequence(5, "s6"), "t",
+                     np.array([5.0, 5.0, 5.0])).code == Draw.STUDENT_PER_SEGMENT
     np.testing.assert_array_equal(one, same)
     np.testing.assert_array_equal(buf1, buf6)
     nus = np.array([np.inf, 8.0, 3.0])
     got, buf = run(nus)
-    state = unit_args(seed_sequence(5, "s6"), "t", 5.0)[0]
+    state = unit_args(seed_sequence(5, "s6"), "t", 5.0).state
     want = np.empty((k, u.size))
     for r in range(k):  # copy after copy, segment after segment, on the one stream
         for j in range(3):

@@ -11,6 +11,7 @@ graphs that run it, :mod:`uqx.inference.bootstrap`.
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -18,6 +19,8 @@ from scipy.special import ndtr, ndtri
 from uqx.engine.defaults import LEVEL
 
 __all__ = [
+    "BcaInterval",
+    "EstimateInterval",
     "METHODS",
     "acceleration_from_power_sums",
     "bca_alphas",
@@ -95,6 +98,23 @@ def acceleration_from_power_sums(P):
         return c3 / (6.0 * c2**1.5)
 
 
+class BcaInterval(NamedTuple):
+    """A BCa interval with its bias correction and acceleration (arrays over statistics)."""
+
+    low: np.ndarray
+    high: np.ndarray
+    z0: np.ndarray
+    acceleration: np.ndarray
+
+
+class EstimateInterval(NamedTuple):
+    """An estimate with the two ends of its interval."""
+
+    estimate: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
 def bca_interval(T, t0, jack, *, level=LEVEL):
     r"""BCa interval with the conventions of ``nptest::np.boot`` (methods: bootstrap).
 
@@ -109,12 +129,13 @@ def bca_interval(T, t0, jack, *, level=LEVEL):
 
     Returns
     -------
-    lo, hi, z0, a : numpy.ndarray, shape (K,)
-        Degenerate cases (all T on one side of t0, constant jackknife) give NaN limits.
+    BcaInterval
+        ``(low, high, z0, acceleration)``, each of shape (K,). Degenerate cases (all T on
+        one side of t0, constant jackknife) give NaN limits.
     """
     a = jackknife_acceleration(jack)
     lo, hi, z0 = bca_limits(T, t0, a, level)
-    return lo, hi, z0, a
+    return BcaInterval(lo, hi, z0, a)
 
 
 def bca_alphas(z0, a, level: float = LEVEL):

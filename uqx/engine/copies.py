@@ -15,14 +15,14 @@ import numba
 import numpy as np
 
 from uqx.engine.resample import lemire_threshold
-from uqx.engine.unit_variance import unit_step
+from uqx.engine.unit_variance import Draw, unit_step
 
 __all__ = ["sim_rows", "copy_bin_features", "cc_fixed_u", "sorted_keys", "cc_rows"]
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_seg, out_bin,
-             buf, win):  # pragma: no cover - numba
+def sim_rows(state, code, d, c, h, pool, pu, pm, ps, segment_t, u, seg, binid, boff, out_seg,
+             out_bin, buf, win):  # pragma: no cover - numba
     """Simulate ``k = out_seg.shape[0]`` calibrated copies ``E = u ε`` and sum them.
 
     One pass per copy over the M positions in the uE order, ε drawn on the fly
@@ -38,22 +38,22 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_se
     ----------
     state : numpy.ndarray of uint64, shape (4,)
         xoshiro256** state, advanced in place (the next call continues the stream).
-    code, d, c, h, pool, pu, pm, ps
-        The unit-variance generator (:func:`uqx.engine.unit_variance.unit_args`; codes
-        0, 1, 2 and 4 as :func:`uqx.engine.unit_variance.unit_step`, with ``pm[0]``,
-        ``ps[0]``). ``code = 3``: the data's z-scores resampled *locally*: the values of
-        segment ``s`` are drawn from ``pool[win[s, 0]:win[s, 1]]`` (``pool`` in the uE
-        order, each window standardised on its own,
-        :func:`uqx.engine.null_shape.standardised_z_local`): copies that keep the shape
-        of the errors at each level of uE (consistency's null, whatever that shape).
-        ``code = 5``: the same draws with those values computed when drawn, from
-        E = ``pool`` and uE = ``pu`` in the uE order, ``(E_j / u_j - pm[s]) / ps[s]``
-        (0.0 where ``ps[s]`` is not > 0; ``pm``, ``ps`` the centre and scale of segment
-        s's window, :class:`uqx.engine.null_shape.StandardisedPool`): no pool of M
-        values. ``code = 6``: unit-variance t_s(ν_s) with one ν per segment
-        (the fitted member per window of uE), its constants ``(d, c, h) = (pm[s],
-        ps[s], pu[s])`` (:func:`uqx.engine.unit_variance.unit_args`): with one ν for
-        every segment, the draws of code 1.
+    code, d, c, h, pool, pu, pm, ps, segment_t
+        The generator (:class:`uqx.engine.unit_variance.UnitArgs`, ``code`` a
+        :class:`~uqx.engine.unit_variance.Draw`; NORMAL, STUDENT, POOL and POOL_COMPUTED
+        as :func:`uqx.engine.unit_variance.unit_step`, with ``pm[0]``, ``ps[0]``).
+        POOL_IN_WINDOWS: the data's z-scores resampled *locally*: the values of segment
+        ``s`` are drawn from ``pool[win[s, 0]:win[s, 1]]`` (``pool`` in the uE order, each
+        window standardised on its own, :func:`uqx.engine.null_shape.standardised_z_local`):
+        copies that keep the shape of the errors at each level of uE (consistency's null,
+        whatever that shape). POOL_COMPUTED_IN_WINDOWS: the same draws with those values
+        computed when drawn, from E = ``pool`` and uE = ``pu`` in the uE order,
+        ``(E_j / u_j - pm[s]) / ps[s]`` (0.0 where ``ps[s]`` is not > 0; ``pm``, ``ps`` the
+        centre and scale of segment s's window,
+        :class:`uqx.engine.null_shape.StandardisedPool`): no pool of M values.
+        STUDENT_PER_SEGMENT: unit-variance t_s(ν_s) with one ν per segment (the fitted
+        member per window of uE), its constants ``(d, c, h) = segment_t[s]``: with one ν
+        for every segment, the draws of STUDENT.
     u : numpy.ndarray, shape (M,)
         Uncertainties in the stable uE order.
     seg : numpy.ndarray of int64, shape (S + 1,)
@@ -65,7 +65,8 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_se
     buf : numpy.ndarray, shape (k_keep, M)
         Receives ε of the first ``k_keep`` copies.
     win : numpy.ndarray of int64, shape (S, 2)
-        The window of each segment for ``code = 3`` (ignored otherwise: shape (0, 2)).
+        The window of each segment for the draws in windows (ignored otherwise: shape
+        (0, 2)).
     """
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     n = np.uint64(max(pool.shape[0], 1))
@@ -81,13 +82,14 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_se
             a0 = a1 = a2 = a3 = 0.0
             b0 = b1 = b2 = b3 = 0.0
             i0, i1 = seg[s], seg[s + 1]
-            if code == 3 or code == 5:  # the z-scores resampled within the segment's window
+            if code == Draw.POOL_IN_WINDOWS or code == Draw.POOL_COMPUTED_IN_WINDOWS:
+                # the z-scores resampled within the segment's window
                 w0, w1 = win[s, 0], win[s, 1]
                 p, q = pool[w0:w1], pu[w0:w1]
-                if code == 3:
-                    cd, mm, sc = 2, m0, sc0
+                if code == Draw.POOL_IN_WINDOWS:
+                    cd, mm, sc = Draw.POOL, m0, sc0
                 else:  # computed from E, uE when drawn: the window's centre and scale
-                    cd, mm, sc = 5, pm[s], ps[s]
+                    cd, mm, sc = Draw.POOL_COMPUTED_IN_WINDOWS, pm[s], ps[s]
                 nn = np.uint64(max(w1 - w0, 1))
                 tt = lemire_threshold(nn)
                 pend, have = np.uint64(0), False
@@ -95,8 +97,9 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, seg, binid, boff, out_se
                 p, q = pool[0:pool.shape[0]], pu[0:pu.shape[0]]  # one array type
                 cd, mm, sc, nn, tt = code, m0, sc0, n, th
             dd, cc_, hh = d, c, h
-            if code == 6:  # t_s with this segment's ν
-                cd, dd, cc_, hh = 1, pm[s], ps[s], pu[s]
+            if code == Draw.STUDENT_PER_SEGMENT:  # t_s with this segment's ν
+                cd = Draw.STUDENT
+                dd, cc_, hh = segment_t[s, 0], segment_t[s, 1], segment_t[s, 2]
             if C == 0 and not keep:  # the common case: nothing but the sums
                 for i in range(i0, i1 - 1, 2):
                     e, s0, s1, s2, s3, pend, have = unit_step(

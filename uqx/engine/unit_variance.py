@@ -9,6 +9,9 @@ quantiles :math:`q_D`). Methods page: simulated references.
 
 from __future__ import annotations
 
+from enum import IntEnum
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -18,7 +21,64 @@ from uqx.engine.null_shape import StandardisedPool
 from uqx.engine.resample import lemire_pair, lemire_threshold
 from uqx.errors import InputError
 
-__all__ = ["draw_unit", "unit_args", "unit_quantile", "unit_step", "pool_index"]
+__all__ = ["draw_unit", "unit_args", "unit_quantile", "unit_step", "pool_index", "Draw",
+           "UnitArgs"]
+
+
+class Draw(IntEnum):
+    """How the kernels draw ε: the member of the null family and where its values come from.
+
+    :func:`unit_step` draws NORMAL, STUDENT, POOL, POOL_COMPUTED and
+    POOL_COMPUTED_IN_WINDOWS; :func:`uqx.engine.copies.sim_rows` also draws each segment
+    of the uE order from its own window (POOL_IN_WINDOWS, POOL_COMPUTED_IN_WINDOWS) or at
+    its own ν (STUDENT_PER_SEGMENT).
+    """
+
+    #: N(0, 1) (ziggurat, :func:`uqx.engine.generators.normal_step`).
+    NORMAL = 0
+    #: The unit-variance :math:`t_s(\nu)` (:func:`uqx.engine.generators.t_step`).
+    STUDENT = 1
+    #: A stored pool of values resampled with replacement (Lemire indices).
+    POOL = 2
+    #: A stored pool in the uE order, each segment resampled within its window.
+    POOL_IN_WINDOWS = 3
+    #: The data's standardised z-scores computed from E and uE when drawn
+    #: (:class:`uqx.engine.null_shape.StandardisedPool`).
+    POOL_COMPUTED = 4
+    #: The same, each segment from its own window, with that window's centre and scale.
+    POOL_COMPUTED_IN_WINDOWS = 5
+    #: :math:`t_s(\nu_s)` with one ν per segment (the fitted member per window of uE).
+    STUDENT_PER_SEGMENT = 6
+
+
+class UnitArgs(NamedTuple):
+    """The arguments of the drawing kernels for one stream and member (:func:`unit_args`).
+
+    Attributes
+    ----------
+    state : numpy.ndarray of uint64, shape (4,)
+        The xoshiro256** state, advanced in place by the kernels.
+    code : int
+        A :class:`Draw`.
+    d, c, h : float
+        :func:`uqx.engine.generators.t_params` of STUDENT.
+    pool, pool_u, pool_m, pool_s : numpy.ndarray
+        The pool (or E), its uE, the centres and the scales of the computed pools
+        (dummies where unused).
+    segment_t : numpy.ndarray, shape (S, 3)
+        ``t_params`` of each segment's ν for STUDENT_PER_SEGMENT (empty otherwise).
+    """
+
+    state: np.ndarray
+    code: int
+    d: float
+    c: float
+    h: float
+    pool: np.ndarray
+    pool_u: np.ndarray
+    pool_m: np.ndarray
+    pool_s: np.ndarray
+    segment_t: np.ndarray
 
 
 def draw_unit(source, size, *, dist="normal", nu=None, pool=None):
@@ -58,11 +118,12 @@ def draw_unit(source, size, *, dist="normal", nu=None, pool=None):
     if isinstance(source, np.random.Generator):
         _check_unit(dist, nu, pool)
         return _draw_numpy(source, size, dist, nu, pool)
-    state, code, d, c, h, pool_arr, pu, pm, ps = unit_args(source, dist, nu, pool)
+    a = unit_args(source, dist, nu, pool)
     shape = (int(size),) if np.ndim(size) == 0 else tuple(int(k) for k in size)
     out = np.empty(shape, dtype=np.float64)
     if out.size:
-        _unit_rows(state, code, d, c, h, pool_arr, pu, pm, ps, out.reshape(-1, shape[-1]))
+        _unit_rows(a.state, a.code, a.d, a.c, a.h, a.pool, a.pool_u, a.pool_m, a.pool_s,
+                   out.reshape(-1, shape[-1]))
     return out
 
 
@@ -80,12 +141,13 @@ def _check_unit(dist, nu, pool):
 def unit_args(source, dist="normal", nu=None, pool=None, windows=None):
     r"""Arguments of :func:`unit_step` for a keyed stream and a generative distribution.
 
-    Checks ``dist``/``nu``/``pool`` as :func:`draw_unit` and returns
-    ``(state, code, d, c, h, pool, pool_u, pool_m, pool_s)``: the uint64[4] stream state
-    (``source`` itself when it is one), the member code, :func:`uqx.engine.generators.t_params`,
-    the pool as a contiguous float64 array (a dummy of one value when unused) and the
-    three arrays of a pool computed on the fly (:func:`unit_step` codes 4 and 5: the
-    uncertainties and the centres and scales; dummies otherwise).
+    Checks ``dist``/``nu``/``pool`` as :func:`draw_unit` and returns :class:`UnitArgs`:
+    the uint64[4] stream state (``source`` itself when it is one), the :class:`Draw`,
+    :func:`uqx.engine.generators.t_params`, the pool as a contiguous float64 array (a
+    dummy of one value when unused), the three arrays of a pool computed on the fly
+    (POOL_COMPUTED and POOL_COMPUTED_IN_WINDOWS: the uncertainties and the centres and
+    scales; dummies otherwise) and the ``t_params`` of each segment
+    (STUDENT_PER_SEGMENT).
 
     Parameters
     ----------
@@ -95,17 +157,18 @@ def unit_args(source, dist="normal", nu=None, pool=None, windows=None):
         Generative distribution D.
     nu : float or array_like, optional
         Degrees of freedom of :math:`t_s(\nu)` when ``dist="t"``; one per segment of
-        :func:`uqx.engine.copies.sim_rows` (code 6: segment s draws :math:`t_s(\nu_s)`,
-        its constants ``t_params(nu[s])`` as ``pool_m``, ``pool_s``, ``pool_u``: d, c, h).
+        :func:`uqx.engine.copies.sim_rows` (STUDENT_PER_SEGMENT: segment s draws
+        :math:`t_s(\nu_s)`, its constants ``t_params(nu[s])`` in ``segment_t[s]``).
     pool : array_like or StandardisedPool, optional
-        The values resampled by ``dist="data"``: an array (code 2), or a
-        :class:`~uqx.engine.null_shape.StandardisedPool` of the whole set (code 4: E as
-        ``pool``, uE as ``pool_u``, its centre and scale; a local one is materialised
-        here unless ``windows`` is given).
+        The values resampled by ``dist="data"``: an array (POOL), or a
+        :class:`~uqx.engine.null_shape.StandardisedPool` of the whole set (POOL_COMPUTED:
+        E as ``pool``, uE as ``pool_u``, its centre and scale; a local one is
+        materialised here unless ``windows`` is given).
     windows : numpy.ndarray of int64, shape (S, 2), optional
         The window of every segment of :func:`uqx.engine.copies.sim_rows`: the pool is
-        resampled within windows (code 3 for an array in the uE order; code 5 for a
-        local StandardisedPool, ``pool_m``/``pool_s`` then one per segment).
+        resampled within windows (POOL_IN_WINDOWS for an array in the uE order;
+        POOL_COMPUTED_IN_WINDOWS for a local StandardisedPool, ``pool_m``/``pool_s`` then
+        one per segment).
     """
     _check_unit(dist, nu, pool)
     if isinstance(source, np.random.SeedSequence):
@@ -119,31 +182,37 @@ def unit_args(source, dist="normal", nu=None, pool=None, windows=None):
     if dist == "t" and np.ndim(nu) > 0:  # one ν per segment (sim_rows only)
         par = np.array([_t_params(float(v)) for v in np.asarray(nu, dtype=np.float64)])
         d, c, h = (float(v) for v in par[0])
-        cols = [np.ascontiguousarray(par[:, k]) for k in range(3)]
-        return state, 6, d, c, h, _pool_array(None), cols[2], cols[0], cols[1]
+        arr = _pool_array(None)
+        return UnitArgs(state, int(Draw.STUDENT_PER_SEGMENT), d, c, h, arr, arr, _NO_SHIFT,
+                        _NO_SCALE, np.ascontiguousarray(par))
     if dist == "t":
-        code, (d, c, h) = 1, _t_params(float(nu))
+        code, (d, c, h) = Draw.STUDENT, _t_params(float(nu))
     else:
-        code, d, c, h = (2 if dist == "data" else 0), 1.0, 0.0, 1.0
+        code, d, c, h = (Draw.POOL if dist == "data" else Draw.NORMAL), 1.0, 0.0, 1.0
     if dist != "data":
         arr = _pool_array(None)
-        return state, code, d, c, h, arr, arr, _NO_SHIFT, _NO_SCALE
+        return UnitArgs(state, int(code), d, c, h, arr, arr, _NO_SHIFT, _NO_SCALE, _NO_NU)
     if isinstance(pool, StandardisedPool):
         if pool.size > 2**32:
             raise InputError("dist 'data': at most 2**32 values to resample")
         if not pool.local:
-            return state, 4, d, c, h, pool.E, pool.uE, pool.m[:1], pool.s[:1]
+            return UnitArgs(state, int(Draw.POOL_COMPUTED), d, c, h, pool.E, pool.uE,
+                            pool.m[:1], pool.s[:1], _NO_NU)
         if windows is not None:
             pm, ps = pool.segment_params(windows)
-            return state, 5, d, c, h, pool.E, pool.uE, pm, ps
+            return UnitArgs(state, int(Draw.POOL_COMPUTED_IN_WINDOWS), d, c, h, pool.E,
+                            pool.uE, pm, ps, _NO_NU)
         pool = pool.values()  # a local pool drawn as one: its values
     arr = _pool_array(pool)
-    return state, 3 if windows is not None else 2, d, c, h, arr, arr, _NO_SHIFT, _NO_SCALE
+    code = Draw.POOL_IN_WINDOWS if windows is not None else Draw.POOL
+    return UnitArgs(state, int(code), d, c, h, arr, arr, _NO_SHIFT, _NO_SCALE, _NO_NU)
 
 
 #: Dummy centre and scale of the pools that are not computed on the fly.
 _NO_SHIFT = np.zeros(1)
 _NO_SCALE = np.ones(1)
+#: No ν per segment (every draw but STUDENT_PER_SEGMENT).
+_NO_NU = np.zeros((0, 3))
 
 
 def _draw_numpy(rng, size, dist, nu, pool):
@@ -200,10 +269,11 @@ def unit_quantile(p, *, dist="normal", nu=None):
 
 @numba.njit(inline="always")
 def _pool_value(code, pool, pu, pm, ps, j):  # pragma: no cover - numba
-    """Value j of a pool: stored (code 2) or computed from E and uE (codes 4, 5)."""
-    if code == 2:
+    """Value j of a pool: stored (POOL) or computed from E and uE (POOL_COMPUTED...)."""
+    if code == Draw.POOL:
         return pool[j]
-    if code == 5 and not ps > 0:  # a constant window (standardised_z_local: zeros)
+    # a constant window (standardised_z_local: zeros)
+    if code == Draw.POOL_COMPUTED_IN_WINDOWS and not ps > 0:
         return 0.0
     return (pool[j] / pu[j] - pm) / ps
 
@@ -233,27 +303,27 @@ def unit_step(code, s0, s1, s2, s3, d, c, h, pool, pu, pm, ps, n, th, pend, have
     For kernels that simulate calibrated copies without storing ε: arguments from
     :func:`unit_args` (``n = pool.size``, ``th = (2**32 - n) % n`` as
     :func:`uqx.engine.resample.lemire_threshold`; ``pm``, ``ps`` scalars: element 0 of
-    its ``pool_m``, ``pool_s``, or a segment's for code 5), ``pend, have = 0, False`` at
-    the start of each copy.
-    ``0`` N(0, 1) (ziggurat :func:`uqx.engine.generators.normal_step`); ``1`` unit-variance
-    :math:`t_s(\nu)` (:func:`uqx.engine.generators.t_step`, ``(d, c, h) = t_params(nu)``);
-    ``2`` ``pool[j]`` with ``j`` uniform in [0, n) by Lemire's method on the two 32-bit
-    halves of an output (:func:`pool_index`, :func:`uqx.engine.resample.lemire_pair`): the
-    high half first, an accepted low half kept in ``(pend, have)`` for the next draw (the
-    caller drops it at the end of a row, as :func:`uqx.engine.resample.uniform_integers`
-    does at the end of its draws);
-    ``4`` the same ``j``, value ``(pool[j] / pu[j] - pm) / ps`` (the data's standardised
-    z-scores computed from E = ``pool`` and uE = ``pu`` when drawn,
+    its ``pool_m``, ``pool_s``, or a segment's for POOL_COMPUTED_IN_WINDOWS),
+    ``pend, have = 0, False`` at the start of each copy; ``code`` a :class:`Draw`.
+    NORMAL: N(0, 1) (ziggurat :func:`uqx.engine.generators.normal_step`); STUDENT:
+    unit-variance :math:`t_s(\nu)` (:func:`uqx.engine.generators.t_step`,
+    ``(d, c, h) = t_params(nu)``); POOL: ``pool[j]`` with ``j`` uniform in [0, n) by
+    Lemire's method on the two 32-bit halves of an output (:func:`pool_index`,
+    :func:`uqx.engine.resample.lemire_pair`): the high half first, an accepted low half
+    kept in ``(pend, have)`` for the next draw (the caller drops it at the end of a row, as
+    :func:`uqx.engine.resample.uniform_integers` does at the end of its draws);
+    POOL_COMPUTED: the same ``j``, value ``(pool[j] / pu[j] - pm) / ps`` (the data's
+    standardised z-scores computed from E = ``pool`` and uE = ``pu`` when drawn,
     :class:`uqx.engine.null_shape.StandardisedPool`: the bits of the stored pool);
-    ``5`` as 4, but 0.0 when ``ps`` is not > 0 (a window standardised on its own,
-    :func:`uqx.engine.null_shape.standardised_z_local`).
+    POOL_COMPUTED_IN_WINDOWS: as POOL_COMPUTED, but 0.0 when ``ps`` is not > 0 (a window
+    standardised on its own, :func:`uqx.engine.null_shape.standardised_z_local`).
 
     Returns ``(eps, s0, s1, s2, s3, pend, have)``.
     """
-    if code == 2 or code == 4 or code == 5:
+    if code == Draw.POOL or code == Draw.POOL_COMPUTED or code == Draw.POOL_COMPUTED_IN_WINDOWS:
         j, s0, s1, s2, s3, pend, have = pool_index(s0, s1, s2, s3, n, th, pend, have)
         return _pool_value(code, pool, pu, pm, ps, j), s0, s1, s2, s3, pend, have
-    if code == 1:
+    if code == Draw.STUDENT:
         e, s0, s1, s2, s3 = t_step(s0, s1, s2, s3, d, c, h)
         return e, s0, s1, s2, s3, pend, have
     e, s0, s1, s2, s3 = normal_step(s0, s1, s2, s3)

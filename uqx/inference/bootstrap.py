@@ -36,6 +36,7 @@ from uqx.dataio.model import (
 )
 from uqx.engine.confidence import (
     METHODS,
+    BcaInterval,
     basic_interval,
     bca_interval,
     bca_limits,
@@ -55,7 +56,7 @@ from uqx.engine.statistic import (
     BinningConfig,
     parse_stat,
 )
-from uqx.inference.streamed import GROUP_ROWS, Acceleration, streamed_tasks
+from uqx.inference.streamed import GROUP_ROWS, Acceleration, SetTasks, streamed_tasks
 from uqx.progress import compute_tasks
 
 __all__ = [
@@ -83,7 +84,7 @@ def _interval(method, T, t0, jack, level):
     else:
         raise InputError(f"unknown bootstrap method {method!r}; choose one of {', '.join(METHODS)}")
     K = T.shape[1]
-    return lo, hi, np.broadcast_to(z0, (K,)), np.broadcast_to(a, (K,))
+    return BcaInterval(lo, hi, np.broadcast_to(z0, (K,)), np.broadcast_to(a, (K,)))
 
 
 def _summarise_computed(computed_set, name, method, level):
@@ -207,7 +208,7 @@ def _acceleration_of(ev, t0):
 
 
 def _set_tasks(sd, specs, binning, n_boot, seed, want_jack):
-    """Lazy (t0, jackknife, blocks) of one in-memory set through its evaluator."""
+    """Lazy :class:`SetTasks` of one in-memory set through its evaluator."""
     ev = _evaluator(sd, specs, binning)
     plan = BootstrapPlan(M=sd.M, n_boot=n_boot, seed=seed, key=content_key(sd.E, sd.uE))
     est = dask.delayed(ev.estimate)()
@@ -235,7 +236,7 @@ def _set_tasks(sd, specs, binning, n_boot, seed, want_jack):
         blocks = [dask.delayed(_call, pure=False)(ev.replicates, after, plan, b,
                                                    batch_elems=MEMORY_BUDGET // 16)
                   for b in range(plan.n_blocks)]
-    return est, jack, blocks
+    return SetTasks(est, jack, blocks)
 
 
 def bootstrap_set(

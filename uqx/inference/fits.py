@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -82,6 +83,15 @@ def _as_sample(x, label: str) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise InputError(f"{label}: infinite values cannot be fitted")
     return arr
+
+
+class _Minimum(NamedTuple):
+    """Result of :func:`_nmmin`: the best vertex, its value, R's fail code, evaluations."""
+
+    x: np.ndarray
+    fun: float
+    fail: int
+    nfev: int
 
 
 def _nmmin(fun, x0: np.ndarray, reltol: float, maxit: int):
@@ -151,7 +161,7 @@ def _nmmin(fun, x0: np.ndarray, reltol: float, maxit: int):
         if nfev > maxit:
             fail = 1
             break
-    return simplex[low].copy(), float(values[low]), fail, nfev
+    return _Minimum(simplex[low].copy(), float(values[low]), fail, nfev)
 
 
 def nelder_mead(fun: Callable[[np.ndarray], float], start, *, optimizer: str = "nmmin"):

@@ -178,9 +178,10 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
     """
     local = dist == "data" and ss.pool_local is not None
     # local: resampled within the windows of bins of uE (sim_rows codes 3 and 5)
-    state, code, d, c, h, pool, pu, pm, ps = unit_args(
+    gen = unit_args(
         seed_sequence(seed, "sim", ss.key if own_key else ss.ukey, dlabel, block), dist, nu,
         ss.pool_local if local else ss.pool, windows=ss.win if local else None)
+    state = gen.state
     rank = any(s.family == "rank" for s in specs)
     first = block * SIM_BLOCK  # index of the block's first copy in the whole stream
     n_hook = 0 if hook is None else max(0, min(nb, hook.n_copies - first))
@@ -214,8 +215,8 @@ def _simulate_block(ss, specs, dist, nu, seed, dlabel, block, nb, hook=None, own
             k, buf = nb - lo, np.empty((0, ss.M))
         out_seg = np.zeros((k, ss.seg.size - 1, 4))
         out_bin = np.zeros((k, ss.n_extra, 4))
-        sim_rows(state, code, d, c, h, pool, pu, pm, ps, ss.u_sorted, ss.seg, ss.binid,
-                 ss.boff, out_seg, out_bin, buf, ss.win if local else _NO_WINDOWS)
+        sim_rows(*gen, ss.u_sorted, ss.seg, ss.binid, ss.boff, out_seg, out_bin, buf,
+                 ss.win if local else _NO_WINDOWS)
         parts.append(_sums_stats(out_seg, out_bin, buf if rank else None, ss, specs, top,
                                  cc_spread))
         if lo < n_hook:  # the same draws, reused
@@ -263,9 +264,9 @@ def _moment_group(col_u, col_pool, lo, hi, seed, key, dlabel, block, g, nb, dist
     """Sum (nb, 4) the block's copies over rows lo:hi (group g), in file order."""
     u = read_rows(col_u.arr, lo, hi)
     ss = seed_sequence(seed, "sim", key, dlabel, block, "rows", g)
-    state, code, d, c, h, pool, pu, pm, ps = unit_args(ss, dist, nu, col_pool.arr)
+    gen = unit_args(ss, dist, nu, col_pool.arr)
     out = np.zeros((nb, 1, 4))
-    sim_rows(state, code, d, c, h, pool, pu, pm, ps, u, np.array([0, hi - lo], dtype=np.int64),
+    sim_rows(*gen, u, np.array([0, hi - lo], dtype=np.int64),
              np.zeros((0, 1), np.int32), np.zeros(0, np.int64), out, np.zeros((nb, 0, 4)),
              np.empty((0, hi - lo)), _NO_WINDOWS)
     return out[:, 0]

@@ -8,6 +8,8 @@ Memory is O(GROUP_ROWS) per task. Used by :mod:`uqx.inference.bootstrap`.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import dask
 import numpy as np
 
@@ -59,8 +61,24 @@ def _group_jack(src_E, src_u, lo, hi, S, t0, specs, M):
     return out
 
 
+class SetTasks(NamedTuple):
+    """The computations of one set: estimates, jackknife (or acceleration), replicate blocks."""
+
+    t0: object
+    jack: object
+    blocks: list
+
+
+class _FirstPass(NamedTuple):
+    """Pass 1 of the streamed route: the feature sums, the estimates, the replicate blocks."""
+
+    sums: np.ndarray
+    t0: dict
+    blocks: list
+
+
 def streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
-    """Lazy (t0, acceleration, blocks) of one set by the streamed moment route.
+    """Lazy :class:`SetTasks` (t0, acceleration, blocks) of one set by the streamed moment route.
 
     Group g holds the rows of the plan's group g (:meth:`BootstrapPlan.group_rows`,
     :data:`GROUP_ROWS` rows); a task reads only
@@ -89,13 +107,13 @@ def streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
         blocks = [{s.name: MOMENT_STATS[s.base](
             np.concatenate([r, np.zeros(r.shape[:-1] + (5 - r.shape[-1],))], axis=-1)
             if r.shape[-1] < 5 else r, M)[:, None] for s in specs} for r in reps]
-        return S, t0, blocks
+        return _FirstPass(S, t0, blocks)
 
     first = dask.delayed(reduce1)(p1)
     S = first[0]
     t0 = first[1]
     if not want_jack:
-        return dask.delayed(lambda r: (r[1], None, r[2]))(first)
+        return dask.delayed(lambda r: SetTasks(r.t0, None, r.blocks))(first)
     t0_vec = dask.delayed(lambda t: np.array([t[s.name][0] for s in specs]))(t0)
     p2 = [dask.delayed(_group_jack, pure=False)(sE, su, lo, hi, S, t0_vec, specs, M)
           for lo, hi in groups]
@@ -105,6 +123,7 @@ def streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
         for j in jacks[1:]:
             P = P + j
         a = acceleration_from_power_sums(P)
-        return r[1], {s.name: Acceleration(a[k:k + 1]) for k, s in enumerate(specs)}, r[2]
+        return SetTasks(r.t0, {s.name: Acceleration(a[k:k + 1]) for k, s in enumerate(specs)},
+                        r.blocks)
 
     return dask.delayed(reduce2)(first, p2)

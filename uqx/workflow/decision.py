@@ -15,6 +15,7 @@ represent. Documentation: "How to read the verdicts".
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -255,7 +256,30 @@ def set_tests(res, specs, draws, i, *, factor=None) -> QuestionTests:
                          np.array(us, dtype=bool).reshape(T, n_members))
 
 
-def _decide_member(t: QuestionTests, m: int, alpha_result: float):
+class MemberDecision(NamedTuple):
+    """One member's procedure over a set's questions (:func:`_decide_member`).
+
+    Attributes
+    ----------
+    present : list of str
+        The questions with at least one usable test.
+    adjusted : numpy.ndarray
+        Each test's step-down adjusted p-value.
+    p : dict
+        Each question's p-value (its smallest adjusted p).
+    rejected, level, initial_level : dict
+        Per question: rejected by the graph, the level it was tested at, its initial level.
+    """
+
+    present: list
+    adjusted: np.ndarray
+    p: dict
+    rejected: dict
+    level: dict
+    initial_level: dict
+
+
+def _decide_member(t: QuestionTests, m: int, alpha_result: float) -> MemberDecision:
     """One member's procedure: adjusted p-values, questions' p, levels and rejections."""
     present = [q for q in QUESTIONS if any(
         tq == q and t.use[k, m] and np.isfinite(t.p[k, m]) for k, tq in enumerate(t.questions))]
@@ -272,8 +296,8 @@ def _decide_member(t: QuestionTests, m: int, alpha_result: float):
     w, G = question_graph(present)
     rej, lev = graph_procedure([p_q[q] for q in present], w, G, alpha_result)
     init = dict(zip(present, w * alpha_result, strict=True))
-    return present, adj, p_q, dict(zip(present, rej, strict=True)), \
-        dict(zip(present, lev, strict=True)), init
+    return MemberDecision(present, adj, p_q, dict(zip(present, rej, strict=True)),
+                          dict(zip(present, lev, strict=True)), init)
 
 
 #: Variables of a result that :func:`question_step` writes beside the statistics'.

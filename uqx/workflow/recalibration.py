@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.engine.confidence import EstimateInterval
 from uqx.engine.defaults import LONG_SET_ROWS
 from uqx.workflow.tables import scale_factor_text
 
@@ -259,7 +260,7 @@ def scale_factor_interval(res: xr.Dataset, specs, copies, *, level: float, joint
                 highs.append(np.sqrt(est[i] / q_lo))
             if lows:
                 lo[i], hi[i] = np.nanmin(lows), np.nanmax(highs)
-    return f, lo, hi
+    return EstimateInterval(f, lo, hi)
 
 
 #: Why "consistent up to a factor" is not asked where average calibration is not invalid.

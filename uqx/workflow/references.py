@@ -10,6 +10,7 @@ Monte-Carlo tests (:mod:`uqx.engine.mctest`), the copies kept for the verdicts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -273,7 +274,15 @@ def plausible_for_ranks(sets, family: NullFamily, windows, plausible):
     return spread, use
 
 
-def predefined_references(boot, specs):
+class Predefined(NamedTuple):
+    """Arrays over (set, stat): the predefined reference, its kind, and ζ_BS against it."""
+
+    reference: np.ndarray
+    kind: np.ndarray
+    zeta: np.ndarray
+
+
+def predefined_references(boot, specs) -> Predefined:
     """Predefined reference, its kind and ζ_BS of every (set, stat) that has one."""
     S, K = boot.sizes["set"], len(specs)
     est_all = boot["estimate"].values  # may hold nll_ref after the requested statistics
@@ -290,7 +299,7 @@ def predefined_references(boot, specs):
                 ref[i, j] = r
                 kind[i, j] = "predefined" if s.base != "nll" else "predefined (NLL_ref)"
                 zeta[i, j] = zeta_score(est_all[i, j], r, lo[i, j], hi[i, j])
-    return ref, kind, zeta
+    return Predefined(ref, kind, zeta)
 
 
 def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> Copies:

@@ -15,7 +15,7 @@ from scipy.special import ndtri
 
 from uqx.dataio.model import InputError
 from uqx.engine.binning import bin_sums
-from uqx.engine.confidence import interval_contains
+from uqx.engine.confidence import EstimateInterval, interval_contains
 from uqx.engine.defaults import LEVEL, N_BOOT_CURVES, POP_MIN
 from uqx.engine.resample import (
     resolve_seed,
@@ -169,7 +169,7 @@ def _cho(kind, values):
     if kind == "rmse":
         s = np.sqrt(np.mean(values**2))
         half = _Z975 * np.sqrt(np.var(values**2, ddof=1) / n) / (2 * s)
-        return s, s - half, s + half
+        return EstimateInterval(s, s - half, s + half)
     v = np.var(values, ddof=1)
     vv = np.sqrt(max(varvar(values), 0.0))
     if kind == "sd":
@@ -178,7 +178,7 @@ def _cho(kind, values):
         s, half = v, _Z975 * vv
     else:  # lzisd = 1/sd(Z)
         s, half = 1 / np.sqrt(v), _Z975 * vv / (2 * v**1.5)
-    return s, s - half, s + half
+    return EstimateInterval(s, s - half, s + half)
 
 
 #: Engine statistic of each per-bin statistic (on the bin's values, u = 1) and the map
@@ -204,7 +204,7 @@ def _per_bin_ci(kind, values, edges, *, ci, n_boot, seed, level):
     if ci == "cho":
         for j in full:
             est[j], lo[j], hi[j] = _cho(kind, values[edges[j] : edges[j + 1]])
-        return est, lo, hi
+        return EstimateInterval(est, lo, hi)
     stat, g = _VIA_ENGINE[kind]
     samples = []
     for j in full:
@@ -216,7 +216,7 @@ def _per_bin_ci(kind, values, edges, *, ci, n_boot, seed, level):
             ends = np.sort(g(r[:, 1:]), axis=1)  # 1/sd reverses the order of the limits
             r = np.column_stack([g(r[:, 0]), ends])
     est[full], lo[full], hi[full] = r[:, 0], r[:, 1], r[:, 2]
-    return est, lo, hi
+    return EstimateInterval(est, lo, hi)
 
 
 @per_set

@@ -18,6 +18,8 @@ an assumed generative distribution D: :math:`U_P = u\,q_D((1+P)/2)` (methods: bi
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 import xarray as xr
@@ -166,6 +168,14 @@ def _expand_counts(xs, u2, C, rs, s2):  # pragma: no cover - numba
         s2[r] = acc
 
 
+class BootstrapSample(NamedTuple):
+    """A statistic's estimate, its bootstrap distribution (t0 first) and jackknife values."""
+
+    t0: float
+    replicates: np.ndarray
+    jack: np.ndarray
+
+
 def _lrr_bin(E, U, P, plan):
     r"""LRR of one bin, its bootstrap distribution (t0 first) and its jackknife values.
 
@@ -190,7 +200,7 @@ def _lrr_bin(E, U, P, plan):
     s2 = np.sum(u2)
     width = _hd_leave_one_out(xs, probs[1]) - _hd_leave_one_out(xs, probs[0])
     jack = 2.0 * np.sqrt((s2 - u2) / (n - 1)) / width
-    return t0, np.concatenate(T), jack
+    return BootstrapSample(t0, np.concatenate(T), jack)
 
 
 def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = N_BINS_LOCAL,

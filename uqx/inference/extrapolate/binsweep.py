@@ -11,6 +11,7 @@ page: zero-bin extrapolation.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -181,6 +182,15 @@ def sweep_statistics(E_sorted, u_sorted, n_bins, stats, *, pop_min: int = SWEEP_
     return out.reshape(E.shape[:-1] + out.shape[1:])
 
 
+class LineFit(NamedTuple):
+    """Least-squares line with the standard errors of its coefficients."""
+
+    intercept: np.ndarray
+    intercept_se: np.ndarray
+    slope: np.ndarray
+    slope_se: np.ndarray
+
+
 def ols_fit(x, y):
     r"""Closed-form OLS ``lm(y ~ x)`` over the last axis, vectorised over leading axes.
 
@@ -198,8 +208,9 @@ def ols_fit(x, y):
 
     Returns
     -------
-    intercept, intercept_se, slope, slope_se : numpy.ndarray
-        Same as :func:`scipy.stats.linregress` (``intercept_stderr``, ``stderr``).
+    LineFit
+        ``(intercept, intercept_se, slope, slope_se)``, as :func:`scipy.stats.linregress`
+        (``intercept_stderr``, ``stderr``).
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -213,7 +224,7 @@ def ols_fit(x, y):
     s2 = np.sum(resid**2, axis=-1) / (n - 2)
     slope_se = np.sqrt(s2 / sxx)
     intercept_se = np.sqrt(s2 * (1.0 / n + xm[..., 0] ** 2 / sxx))
-    return intercept, intercept_se, slope, slope_se
+    return LineFit(intercept, intercept_se, slope, slope_se)
 
 
 def fit_points(n_bins, settings, M):

@@ -9,6 +9,8 @@ in the null of every D. Methods page: zero-bin extrapolation.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -124,7 +126,9 @@ def sweep_copies(source, u_sorted, n_bins, *, dist: str = "normal", nu=None, poo
     edges = np.concatenate([np.searchsorted(bp, e) for e in parts]).astype(np.int64)
     offsets = np.cumsum([0] + [e.size for e in parts]).astype(np.int64)
     out = np.empty((k, len(parts), 3))
-    _sweep_draws(*unit_args(source, dist, nu, pool), U, bp, edges, offsets, out)
+    a = unit_args(source, dist, nu, pool)
+    _sweep_draws(a.state, a.code, a.d, a.c, a.h, a.pool, a.pool_u, a.pool_m, a.pool_s, U, bp,
+                 edges, offsets, out)
     return out
 
 
@@ -266,6 +270,15 @@ def null_intercepts(
     return out[:, 0] if single else out
 
 
+class NullVerdict(NamedTuple):
+    """Verdict of an intercept against its nulls, its reason, the nulls' limits and p-values."""
+
+    verdict: str
+    reason: str
+    limits: np.ndarray
+    pvalues: np.ndarray
+
+
 def null_verdict(observed, nulls, *, level: float = LEVEL, labels=None):
     """Verdict of an observed intercept against its null distributions (one per D).
 
@@ -299,9 +312,10 @@ def null_verdict(observed, nulls, *, level: float = LEVEL, labels=None):
     )
     p = np.array([float(mc_pvalue(observed, n, DIRECTION["intercept"])) for n in nulls])
     if not np.isfinite(observed) or not np.isfinite(p).all():
-        return "inconclusive", "intercept or its null distribution is not finite", lim, p
+        return NullVerdict("inconclusive", "intercept or its null distribution is not finite",
+                           lim, p)
     labels = list(labels) if labels is not None else [f"D{k}" for k in range(len(nulls))]
     n = min(int(np.isfinite(x).sum()) for x in nulls)
     v, why = family_verdict(p, labels, alpha=1 - level, n_copies=n,
                             direction=DIRECTION["intercept"])
-    return v, why, lim, p
+    return NullVerdict(v, why, lim, p)
