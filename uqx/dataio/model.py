@@ -13,7 +13,6 @@ Every entry point (:func:`uqx.validate`, :func:`uqx.bootstrap`, :func:`uqx.compu
 from __future__ import annotations
 
 import warnings
-import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -37,9 +36,9 @@ __all__ = [
     "from_arrays",
     "checked_columns",
     "stack",
-    "select_sets",
+    "CheckedSets",
+    "check_sets",
     "permute_rows",
-    "inherit_checked",
     "as_stacked",
     "iter_sets",
     "provenance",
@@ -399,8 +398,44 @@ def _same(a, b) -> bool:
 
 # ------------------------------------------------------------------ as_stacked
 
-#: Results of as_stacked, by id: a checked data set is not checked again (see as_stacked)
-_CHECKED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+@dataclass(frozen=True)
+class CheckedSets:
+    """Input that passed the checks of :func:`check_sets`: the one entrance of every function.
+
+    A function given a ``CheckedSets`` takes its data as they are; given anything else it
+    checks them (:func:`check_sets`). The workflow checks its input once and passes this
+    value from step to step.
+
+    Attributes
+    ----------
+    data : xarray.Dataset
+        Over (``set``, ``sample``), float64, with ``M(set)`` and ``n_dropped(set)``; the
+        real rows of set ``i`` are its first ``M[i]``. Do not modify it in place.
+    private : bool
+        The columns were allocated by the checks and are referenced by nothing else: the
+        holder may permute them in place (:func:`permute_rows`).
+    """
+
+    data: xr.Dataset
+    private: bool = False
+
+    def derive(self, data: xr.Dataset, *, private: bool = False) -> CheckedSets:
+        """Wrap ``data`` derived from these rows (reordered, loaded, subset) as checked.
+
+        Parameters
+        ----------
+        data : xarray.Dataset
+            Derived from :attr:`data` by a function that keeps the checks true
+            (:func:`permute_rows`, :func:`uqx.workflow.disk.load_columns`, a selection of
+            sets).
+        private : bool, default False
+            Whether the columns of ``data`` are new buffers of the holder.
+        """
+        return CheckedSets(data, private)
+
+    def select(self, index) -> CheckedSets:
+        """Select the sets ``index`` (as for ``isel``): they stay checked."""
+        return self.derive(self.data.isel(set=np.atleast_1d(index)))
 
 
 def _set_dim(ds: xr.Dataset, name: str) -> str | None:
@@ -596,48 +631,6 @@ def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool):
     }), not is_lazy(out["E"].data)
 
 
-def select_sets(ds: xr.Dataset, index) -> xr.Dataset:
-    """``ds.isel(set=index)`` of a stacked data set, still known as checked when ``ds`` is.
-
-    A selection of the sets of a checked data set passes the same checks, so
-    :func:`as_stacked` does not run them again on it (workflow steps that go set by set).
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        Stacked data set (:func:`as_stacked`).
-    index : int, slice or sequence of int
-        Sets to keep (as for ``isel``).
-    """
-    out = ds.isel(set=index)
-    if "set" in out.dims:
-        inherit_checked(ds, out)
-    return out
-
-
-def inherit_checked(ds: xr.Dataset, out: xr.Dataset) -> xr.Dataset:
-    """Record ``out`` as checked when ``ds`` is (the same rows, reordered or loaded).
-
-    For the functions that derive a data set whose rows pass the same checks as those of
-    a checked ``ds`` (:func:`select_sets`, :func:`permute_rows`,
-    :func:`uqx.workflow.disk.load_columns`): :func:`as_stacked` then returns ``out`` as is
-    instead of checking its columns again.
-
-    Parameters
-    ----------
-    ds, out : xarray.Dataset
-        The data set derived from, and the derived one (stacked, with ``M``).
-
-    Returns
-    -------
-    xarray.Dataset
-        ``out``.
-    """
-    if _CHECKED.get(id(ds)) is ds:
-        _CHECKED[id(out)] = out
-    return out
-
-
 @numba.njit(nogil=True, cache=True)
 def _permute_in_place(cols, n_cols, order):  # pragma: no cover - numba
     """``cols[k][:] = cols[k][order]`` for k < n_cols, in place, following the cycles.
@@ -690,8 +683,7 @@ def _check_order(order, m: int, name: str) -> np.ndarray:
 def permute_rows(ds: xr.Dataset, orders, *, in_place=()) -> xr.Dataset:
     """Reorder the real rows of every set of a stacked data set (padding stays last).
 
-    The result passes the same checks as ``ds``, so :func:`as_stacked` does not run them
-    again when ``ds`` was checked (as :func:`select_sets`).
+    The result passes the same checks as ``ds`` (:meth:`CheckedSets.derive`).
 
     Parameters
     ----------
@@ -751,7 +743,7 @@ def permute_rows(ds: xr.Dataset, orders, *, in_place=()) -> xr.Dataset:
         data[key] = (ds[key].dims, arr, ds[key].attrs)
     if not data:
         return ds
-    return inherit_checked(ds, ds.assign(data))
+    return ds.assign(data)
 
 
 def _writable_f64(arr) -> bool:
@@ -780,8 +772,9 @@ def as_stacked(ds: xr.Dataset | Iterable[xr.Dataset], *, drop_nonfinite: bool = 
     -------
     xarray.Dataset
         Over (``set``, ``sample``), float64, with ``M(set)`` and ``n_dropped(set)``.
-        A data set returned by this function is recognised (by identity) and returned
-        as is, without checking again: do not modify it in place.
+        Every call checks its input; :func:`check_sets` returns the same data as a
+        :class:`CheckedSets`, which the functions of the package take without checking
+        again.
 
     Raises
     ------
@@ -800,17 +793,30 @@ def as_stacked(ds: xr.Dataset | Iterable[xr.Dataset], *, drop_nonfinite: bool = 
     optional ``X``/``V`` that is NaN on all real rows of a set is absent from that set
     (as :func:`stack` pads it); partly NaN, it is an error like E.
     """
-    return _as_stacked(ds, drop_nonfinite)[0]
+    return check_sets(ds, drop_nonfinite).data
 
 
-def _as_stacked(ds, drop_nonfinite: bool = False) -> tuple[xr.Dataset, bool]:
-    """:func:`as_stacked` and whether the returned columns are new (private to the caller).
+def check_sets(ds, drop_nonfinite: bool = False) -> CheckedSets:
+    """Check any input form once: :func:`as_stacked` as a :class:`CheckedSets`.
 
-    True when the columns were allocated by this call (stacked by :func:`stack`, in
-    memory) and are referenced by nothing else: the caller may then permute them in
-    place (:func:`permute_rows`). False for a checked data set returned as is, for a
-    stacked one whose arrays are kept (they may be the user's) and for dask columns.
+    A ``CheckedSets`` is returned as it is. Otherwise the checks of :func:`as_stacked` run,
+    and :attr:`CheckedSets.private` says whether the columns were allocated by this call
+    (stacked by :func:`stack`, in memory) and are referenced by nothing else: the holder
+    may then permute them in place (:func:`permute_rows`). It is False for a stacked data
+    set whose arrays are kept (they may be the user's) and for dask columns.
+
+    Parameters
+    ----------
+    ds : CheckedSets, xarray.Dataset or iterable of xarray.Dataset
+    drop_nonfinite : bool, default False
+        As for :func:`as_stacked`.
+
+    Returns
+    -------
+    CheckedSets
     """
+    if isinstance(ds, CheckedSets):
+        return ds
     if not isinstance(ds, xr.Dataset):
         if hasattr(ds, "columns") and hasattr(ds, "iloc"):  # a pandas DataFrame
             raise InputError(
@@ -840,10 +846,7 @@ def _as_stacked(ds, drop_nonfinite: bool = False) -> tuple[xr.Dataset, bool]:
                 raise InputError(f"{name}: a list item must be one data set over 'sample'")
             singles.append(_check_single(d, name, drop_nonfinite))
         out = stack(singles)  # new arrays (np.full), in memory unless dask
-        _CHECKED[id(out)] = out
-        return out, not is_lazy(out["E"].data)
-    if _CHECKED.get(id(ds)) is ds:
-        return ds, False
+        return CheckedSets(out, not is_lazy(out["E"].data))
     name = str(ds.attrs.get("name", "data"))
     set_dim = _set_dim(ds, name)
     if set_dim is None:
@@ -851,8 +854,7 @@ def _as_stacked(ds, drop_nonfinite: bool = False) -> tuple[xr.Dataset, bool]:
         private = not is_lazy(out["E"].data)
     else:
         out, private = _check_stacked(ds, set_dim, drop_nonfinite)
-    _CHECKED[id(out)] = out
-    return out, private
+    return CheckedSets(out, private)
 
 
 @dataclass(frozen=True)
@@ -899,7 +901,7 @@ def iter_sets(ds) -> Iterator[SetData]:
     SetData
         ``name``, ``E``, ``uE``, ``X``, ``V`` and ``M`` of one set.
     """
-    ds = as_stacked(ds)
+    ds = check_sets(ds).data
     for i, name in enumerate(ds["set"].values):
         m = int(ds["M"].values[i])
         extra = {}
@@ -937,7 +939,7 @@ def provenance(ds) -> dict:
     if isinstance(ds, Sequence) and ds and all(isinstance(d, SetData) for d in ds):
         sets = [(sd.name, sd.M, sd.E, sd.uE) for sd in ds]
     else:
-        ds = as_stacked(ds)
+        ds = check_sets(ds).data
         sets = []
         for i, name in enumerate(ds["set"].values):
             m = int(ds["M"].values[i])

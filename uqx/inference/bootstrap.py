@@ -29,7 +29,7 @@ from uqx._checks import is_lazy
 from uqx.dataio.model import (
     InputError,
     SetData,
-    as_stacked,
+    check_sets,
     checked_columns,
     iter_sets,
     provenance_attrs,
@@ -161,12 +161,13 @@ def _evaluator(sd, specs, binning):
         raise InputError(f"{sd.name}: {exc}") from None
 
 
-def _run_stacked(ds, specs, binning, n_boot, seed, scheduler, num_workers, want_jack=True,
+def _run_stacked(checked, specs, binning, n_boot, seed, scheduler, num_workers, want_jack=True,
                  progress=False):
-    """Tasks of every set of stacked data: the streamed moment route or the evaluator.
+    """Tasks of every set of checked data: the streamed moment route or the evaluator.
 
-    Returns the computed (t0, jackknife, blocks) of every set and the set sizes.
+    Returns the computed :class:`SetTasks` of every set and the set sizes.
     """
+    ds = checked.data
     moment_only = all(s.family == "moment" for s in specs)
     n_sets = ds.sizes["set"]
     tasks, sizes, loaded = [None] * n_sets, [], []
@@ -181,7 +182,7 @@ def _run_stacked(ds, specs, binning, n_boot, seed, scheduler, num_workers, want_
         else:
             loaded.append(i)
     if loaded:
-        sub = ds if len(loaded) == n_sets else ds.isel(set=loaded)
+        sub = checked if len(loaded) == n_sets else checked.select(loaded)
         for i, sd in zip(loaded, iter_sets(sub), strict=True):
             tasks[i] = _set_tasks(sd, specs, binning, n_boot, seed, want_jack)
     return _compute(tasks, scheduler, num_workers, progress), sizes
@@ -460,9 +461,10 @@ def bootstrap(
     if any(s.vector for s in specs):
         raise InputError("per-bin statistics (lzisd, lzms) go through uqx.bootstrap_per_bin")
     seed = resolve_seed(seed)
-    ds = as_stacked(ds)
+    checked = check_sets(ds)
+    ds = checked.data
     bin_cfg = BinningConfig(bins, binning, pop_min)
-    computed, sizes = _run_stacked(ds, specs, bin_cfg, n_boot, seed, scheduler, num_workers,
+    computed, sizes = _run_stacked(checked, specs, bin_cfg, n_boot, seed, scheduler, num_workers,
                                    want_jack=method == "bca", progress=progress)
     names = [s.name for s in specs]
     fields = ["estimate", "bias", "se", "ci_low", "ci_high", "z0", "acceleration", "n_nan"]
@@ -588,8 +590,9 @@ def bootstrap_per_bin(
     if not spec.vector:
         raise InputError(f"{stat!r} is not a per-bin statistic (lzisd, lzms)")
     seed = resolve_seed(seed)
-    ds = as_stacked(ds)
-    sets = list(iter_sets(ds))
+    checked = check_sets(ds)
+    ds = checked.data
+    sets = list(iter_sets(checked))
     bin_cfg = BinningConfig(bins, binning, pop_min)
     computed = _run_sets(sets, [spec], bin_cfg, n_boot, seed, scheduler, num_workers,
                          want_jack=method == "bca")

@@ -21,7 +21,7 @@ import numpy as np
 import xarray as xr
 
 from uqx._checks import is_lazy
-from uqx.dataio.model import as_stacked, iter_sets
+from uqx.dataio.model import check_sets, iter_sets
 from uqx.engine.defaults import N_BINS, POP_MIN
 from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.statistic import (
@@ -169,7 +169,8 @@ def compute(
     from uqx._checks import check_stats_argument
 
     specs = [parse_stat(s) for s in check_stats_argument(stats)]
-    ds = as_stacked(ds, drop_nonfinite=drop_nonfinite)
+    checked = check_sets(ds, drop_nonfinite=drop_nonfinite)
+    ds = checked.data
     bin_cfg = BinningConfig(bins, binning, pop_min)
     lazy = is_lazy(ds["E"].data) or is_lazy(ds["uE"].data)
     streamed = [s for s in specs if s.family == "moment"] if lazy else []
@@ -186,7 +187,7 @@ def compute(
             for s in streamed:
                 out[i, names.index(s.name)] = float(MOMENT_STATS[s.base](S, m))
     if rest:
-        for i, sd in enumerate(iter_sets(ds)):
+        for i, sd in enumerate(iter_sets(checked)):
             use = rest
             if sd.M < pop_min and any(s.family == "binned" for s in rest):
                 # too few points for one bin (methods: edge cases): binned statistics are NaN, noted
@@ -245,12 +246,13 @@ def describe(
         ``safety_limit`` attrs), ``M`` and ``n_dropped``. With dask-backed data and only
         moment statistics (``tails=False``) the data are streamed (see :func:`compute`).
     """
-    ds = as_stacked(ds, drop_nonfinite=drop_nonfinite)
-    est = compute(ds, stats, bins=bins, binning=binning, pop_min=pop_min)
+    checked = check_sets(ds, drop_nonfinite=drop_nonfinite)
+    ds = checked.data
+    est = compute(checked, stats, bins=bins, binning=binning, pop_min=pop_min)
     out = est.to_dataset()
     if tails:
         values = {k: [] for k in TAILEDNESS_VARS}
-        for sd in iter_sets(ds):
+        for sd in iter_sets(checked):
             t = tailedness(sd.E, sd.uE)
             for k in TAILEDNESS_VARS:
                 values[k].append(float(t[k]))
@@ -265,7 +267,7 @@ def describe(
 
     small = [small_sample_note(str(n), m) for n, m in zip(ds["set"].values, ds["M"].values,
                                                           strict=True)]
-    for sd in iter_sets(ds) if not is_lazy(ds["uE"].data) else []:
+    for sd in iter_sets(checked) if not is_lazy(ds["uE"].data) else []:
         why = constant_reason(sd.uE, "uE")
         if why:
             small.append(f"{sd.name}: {why}: CC is undefined and the binned statistics "

@@ -25,7 +25,7 @@ import xarray as xr
 from uqx.dataio.model import (
     ColumnRef,
     InputError,
-    as_stacked,
+    check_sets,
     iter_sets,
     read_rows,
     streamed_content_key,
@@ -803,7 +803,7 @@ def prepare_sets(ds, stats, *, bins: int = N_BINS, binning: str = "equal-count",
     specs = [parse_stat(s) for s in stats]
     bin_cfg = BinningConfig(bins, binning, pop_min)
     return [_SimSet(sd, _binned_conds(specs), bin_cfg, pool)
-            for sd in iter_sets(as_stacked(ds))]
+            for sd in iter_sets(check_sets(ds))]
 
 
 def _sorted_tasks(ds, specs, bin_cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks, prepared,
@@ -1081,7 +1081,8 @@ def draw_copies(
     seed = resolve_seed(seed)
     if dist not in ("normal", "t", "data"):
         raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
-    ds = as_stacked(ds)
+    checked = check_sets(ds)
+    ds = checked.data
     n_sets = ds.sizes["set"]
     per_set = np.ndim(nu) > 0
     nus = np.asarray(nu, dtype=np.float64).ravel() if per_set else None
@@ -1103,7 +1104,7 @@ def draw_copies(
         tasks = [_moment_tasks(ds, i, specs, dist, float(nus[i]) if per_set else nu, seed,
                                dlabel, n_mc, own) for i in range(n_sets)]
     else:
-        tasks, prepared = _sorted_tasks(ds, specs, bin_cfg, dist, nus if per_set else nu, seed,
+        tasks, prepared = _sorted_tasks(checked, specs, bin_cfg, dist, nus if per_set else nu, seed,
                                         dlabel, n_mc, n_blocks, hooks, prepared, own,
                                         nu_local, cc_spread)
 

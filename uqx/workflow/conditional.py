@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from uqx.dataio.model import InputError, select_sets
+from uqx.dataio.model import InputError
 from uqx.engine.confidence import interval_contains
 from uqx.engine.defaults import local_bins
 from uqx.engine.resample import content_key
@@ -58,7 +58,7 @@ def _lzisd_one(ds, i, sd, cond, *, nb, method, seed, level, n_boot, pop_min, com
         method = "cho" if pops.min() >= CHO_MIN_POP else "bootstrap"
     if method == "bootstrap":
         stat = "lzisd" if cond == "uE" else f"lzisd_{cond}"
-        r = bootstrap_per_bin(select_sets(ds, [i]), stat, n_boot=n_boot, level=level, seed=seed,
+        r = bootstrap_per_bin(ds.select([i]), stat, n_boot=n_boot, level=level, seed=seed,
                               bins=nb, pop_min=pop_min, **compute).isel(set=0)
         return r, method
     from uqx.inference.curves.binned import local_z

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from uqx._checks import is_lazy
-from uqx.dataio.model import SetData, inherit_checked, read_rows
+from uqx.dataio.model import SetData, read_rows
 from uqx.engine.defaults import LONG_SET_ROWS
 from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import sorted_tailedness
@@ -192,8 +192,8 @@ def load_columns(ds):
     column); here each column is preallocated and filled in groups of 2^20 rows. The
     loaded arrays are new, referenced by the result only, so its owner may permute them
     in place (:func:`uqx.dataio.model.permute_rows`); numpy columns of ``ds`` are kept
-    as they are. The result of a checked ``ds`` (:func:`uqx.dataio.model.as_stacked`) is
-    known as checked: the in-memory copy is not checked again.
+    as they are. The rows are those of ``ds``: the holder of a checked ``ds`` keeps the
+    copy as checked (:meth:`uqx.dataio.model.CheckedSets.derive`).
 
     Parameters
     ----------
@@ -216,4 +216,4 @@ def load_columns(ds):
                 hi = min(lo + READ_ROWS, arr.shape[1])
                 buf[i, lo:hi] = read_rows(arr[i], lo, hi)
         out[k] = (ds[k].dims, buf, ds[k].attrs)
-    return inherit_checked(ds, out)
+    return out

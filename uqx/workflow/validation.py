@@ -54,8 +54,9 @@ from uqx._checks import (
     small_settings_note,
 )
 from uqx.dataio.model import (
+    CheckedSets,
     InputError,
-    _as_stacked,
+    check_sets,
     iter_sets,
     permute_rows,
     provenance,
@@ -445,8 +446,7 @@ def validate(
     if tolerance is not None and "zms" not in [s.name for s in specs]:
         raise InputError("tolerance is a claim on the factor sqrt(ZMS): add zms to the "
                          "statistics")
-    stacked, private = _as_stacked(ds, drop_nonfinite)
-    return _workflow(stacked, specs, settings, private=private)
+    return _workflow(check_sets(ds, drop_nonfinite), specs, settings)
 
 
 @dataclass
@@ -458,9 +458,9 @@ class Run:
 
     Attributes
     ----------
-    ds : xarray.Dataset
-        The checked input, stacked on ``set`` (rows in content order after
-        :func:`order_step`).
+    checked : CheckedSets
+        The input, checked once and stacked on ``set`` (rows in content order after
+        :func:`order_step`); :attr:`ds` is its data.
     specs : list of StatSpec
         The statistics asked for.
     cfg : Settings
@@ -493,7 +493,7 @@ class Run:
         The answer, growing step by step.
     """
 
-    ds: xr.Dataset
+    checked: CheckedSets
     specs: list
     cfg: Settings
     owned: list
@@ -512,20 +512,25 @@ class Run:
     result: xr.Dataset = None
 
     @property
+    def ds(self) -> xr.Dataset:
+        """The checked input's data set."""
+        return self.checked.data
+
+    @property
     def M(self) -> np.ndarray:
         """The sets' sizes."""
         return np.array([sd.M for sd in self.sets])
 
 
-def _workflow(ds, specs, cfg: Settings, *, private: bool = False) -> xr.Dataset:
-    """Run the steps of :data:`STEPS` on checked, stacked input with settings ``cfg``.
+def _workflow(checked: CheckedSets, specs, cfg: Settings) -> xr.Dataset:
+    """Run the steps of :data:`STEPS` on checked input with settings ``cfg``.
 
-    ``private``: the numpy columns of ``ds`` are new, referenced by nothing else (stacked
-    by :func:`uqx.dataio.model.as_stacked`), so the content order may permute them in
-    place; columns loaded from disk here are always permuted in place.
+    Where ``checked.private`` (its numpy columns are new, referenced by nothing else), the
+    content order may permute them in place; columns loaded from disk here are always
+    permuted in place.
     """
-    run = Run(ds, specs, cfg, owned=[k for k in ("E", "uE", "X", "V") if k in ds]
-              if private else [])
+    keys = [k for k in ("E", "uE", "X", "V") if k in checked.data]
+    run = Run(checked, specs, cfg, owned=keys if checked.private else [])
     for step in STEPS:
         step(run)
         if max(run.M) > LONG_SET_ROWS:  # long sets: freed pages back to the system
@@ -542,10 +547,10 @@ def load_step(run: Run) -> None:
             run.sets = lazy_sets(ds)  # nothing loaded: every step streams
         else:
             run.owned = [k for k in keys if is_lazy(ds[k].data)]  # new buffers of load_columns
-            run.ds = load_columns(ds)
-            run.sets = list(iter_sets(run.ds))
+            run.checked = run.checked.derive(load_columns(ds))
+            run.sets = list(iter_sets(run.checked))
     else:
-        run.sets = list(iter_sets(ds))
+        run.sets = list(iter_sets(run.checked))
     # the input digests identify the rows as given: taken before the rows are reordered,
     # so that the input-order columns need not be kept to the end
     run.inputs = provenance(run.sets)
@@ -557,8 +562,8 @@ def load_step(run: Run) -> None:
 def order_step(run: Run) -> None:
     """Put every set's rows in the order of uE, tie groups as ``ties`` says (not streamed)."""
     if not is_lazy_input(run.ds):
-        run.ds, run.sets = _content_order_step(run.ds, run.sets, owned=run.owned,
-                                               ties=run.cfg.ties)
+        run.checked, run.sets = _content_order_step(run.checked, run.sets, owned=run.owned,
+                                                    ties=run.cfg.ties)
 
 
 def notes_step(run: Run) -> None:
@@ -585,7 +590,7 @@ def tailedness_step(run: Run) -> None:
 
 def bootstrap_step(run: Run) -> None:
     """Bootstrap every statistic (BCa, shared resamples); keep the values the tests read."""
-    boot = _bootstrap_step(run.ds, run.specs, run.notes, run.cfg)
+    boot = _bootstrap_step(run.checked, run.specs, run.notes, run.cfg)
     names = [str(x) for x in boot["stat"].values]
     observed = boot["estimate"].values[:, :len(run.specs)].copy()
     for j, s in enumerate(run.specs):  # the value each test reads (t_z for <Z>)
@@ -608,7 +613,7 @@ def copies_step(run: Run) -> None:
     hooks = None
     if cfg.conditional and cfg.n_extrapolation >= 2:
         hooks = null_hooks(run.sets, n_copies=min(cfg.n_extrapolation, cfg.n_mc, N_TEST))
-    run.copies = reference_step(run.ds, run.specs, run.boot, cfg, family=run.family,
+    run.copies = reference_step(run.checked, run.specs, run.boot, cfg, family=run.family,
                                 hooks=hooks)
     boot = run.boot.isel(stat=slice(0, len(run.specs)))
     run.result = xr.merge([boot, run.copies.papers, run.tails], combine_attrs="drop_conflicts")
@@ -710,7 +715,7 @@ def diagnostics_step(run: Run) -> None:
     """Add the papers' diagnostics (LZISD, zero-bin extrapolation); say why a test is absent."""
     cfg, res = run.cfg, run.result
     if cfg.conditional:
-        res = _conditional_steps(res, run.ds, run.sets, run.notes, cfg,
+        res = _conditional_steps(res, run.checked, run.sets, run.notes, cfg,
                                  members=run.family.members,
                                  nulls=run.copies.nulls
                                  if cfg.n_extrapolation <= cfg.n_mc else None)
@@ -891,8 +896,8 @@ def _is_identity(order: np.ndarray, step: int = 1 << 20) -> bool:
                for lo in range(0, order.size, step))
 
 
-def _content_order_step(ds, sets, owned=(), ties="content"):
-    """Step 0: put every set's rows in the order of uE, tie groups as ``ties`` says.
+def _content_order_step(checked: CheckedSets, sets, owned=(), ties="content"):
+    """Put every set's rows in the order of uE, tie groups as ``ties`` says (:func:`order_step`).
 
     ``ties="content"``: content order (:func:`uqx.engine.binning.content_order`); after
     it, nothing downstream sees the input order: the result is a function of the set of
@@ -909,6 +914,7 @@ def _content_order_step(ds, sets, owned=(), ties="content"):
     nothing else is held. Otherwise (a user's arrays) the columns are copied in the new
     order (:func:`uqx.dataio.model.permute_rows`), the orders of all sets held until then.
     """
+    ds = checked.data
     keys = [k for k in ("E", "uE", "X", "V") if k in ds]
     in_place = bool(keys) and all(k in owned for k in keys)
     orders = [None] * len(sets)
@@ -926,10 +932,11 @@ def _content_order_step(ds, sets, owned=(), ties="content"):
             orders[i] = order
         del order
     if not moved:
-        return ds, sets
+        return checked, sets
     if not in_place:
         ds = permute_rows(ds, orders)
-    return ds, list(iter_sets(ds))
+    checked = checked.derive(ds, private=checked.private)
+    return checked, list(iter_sets(checked))
 
 
 def _check_arguments(stats):

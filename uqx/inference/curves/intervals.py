@@ -24,7 +24,7 @@ import numba
 import numpy as np
 import xarray as xr
 
-from uqx.dataio.model import InputError, as_stacked, iter_sets
+from uqx.dataio.model import InputError, check_sets, iter_sets
 from uqx.engine.binning import make_bins
 from uqx.engine.confidence import bca_interval, interval_contains
 from uqx.engine.defaults import LEVEL, N_BINS_LOCAL, POP_MIN
@@ -98,10 +98,10 @@ def picp(ds, prob=(0.68, 0.95), *, dist="normal", nu=None, level=LEVEL) -> xr.Da
     """
     P = np.atleast_1d(np.asarray(prob, dtype=np.float64))
     given = isinstance(ds, xr.Dataset) and "U" in ds and "set" not in ds.dims
-    stacked = as_stacked(ds)  # the same input checks as every entry point
-    out = np.full((stacked.sizes["set"], P.size), np.nan)
-    n = np.zeros(stacked.sizes["set"], dtype=np.int64)
-    for i, sd in enumerate(iter_sets(stacked)):
+    checked = check_sets(ds)  # the same input checks as every entry point
+    out = np.full((checked.data.sizes["set"], P.size), np.nan)
+    n = np.zeros(checked.data.sizes["set"], dtype=np.int64)
+    for i, sd in enumerate(iter_sets(checked)):
         if given:  # one set with its own intervals (rows unchanged by the checks)
             U = half_ranges(ds, P).values
         else:
@@ -120,7 +120,7 @@ def picp(ds, prob=(0.68, 0.95), *, dist="normal", nu=None, level=LEVEL) -> xr.Da
                 "long_name": "P inside the interval",
                 "note": "tests the intervals; built from uE, it also tests the shape D"}),
         },
-        coords={"set": stacked["set"].values, "prob": P},
+        coords={"set": checked.data["set"].values, "prob": P},
         attrs={"intervals": "given U" if given else f"uE x q_{dist}((1+P)/2)",
                "nu": float(nu) if nu is not None else np.nan},
     )
