@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from uqx.engine.statistic import STATISTICS
+
 __all__ = [
     "VERDICTS",
     "NOT_TESTED",
@@ -39,8 +41,10 @@ __all__ = [
 ]
 
 VERDICTS = ("valid", "invalid", "inconclusive", "not tested")
-#: statistics that do not depend on the errors: nothing to validate
-NOT_TESTED = frozenset({"mv", "rmv", "nll_ref"})
+#: Statistics that do not depend on the errors, nothing to validate: a view of
+#: :data:`uqx.engine.statistic.STATISTICS` (``tested`` False) kept for
+#: :mod:`uqx.workflow.references`.
+NOT_TESTED = frozenset(k for k, s in STATISTICS.items() if not s.tested)
 
 
 def interval_problem(estimate, ci_low, ci_high) -> str:
