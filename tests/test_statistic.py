@@ -191,8 +191,9 @@ def test_each_statistic_reads_exactly_its_declared_sums(name):
 
 
 def test_a_declaration_is_checked():
-    """A misspelt sum, an unknown kind or a missing finish is refused when declared; the
-    statistics of the uncertainties only (nothing to validate) follow from the sums."""
+    """A misspelt sum, an unknown kind, a missing finish or long name is refused when
+    declared; the statistics of the uncertainties only (nothing to validate) follow from
+    the sums."""
     with pytest.raises(ValueError, match="not named among"):
         S.Statistic(name="x", kind="binned", long_name="x", sums=("zz",),
                     finish=S.lzms_from_bin_sums)
@@ -200,6 +201,8 @@ def test_a_declaration_is_checked():
         S.Statistic(name="x", kind="other", long_name="x")
     with pytest.raises(ValueError, match="needs a finish"):
         S.Statistic(name="x", kind="moment", long_name="x", sums=("z2",))
+    with pytest.raises(ValueError, match="long_name"):
+        S.Statistic(name="x", kind="rank", long_name="")
     assert {k for k, s in S.STATISTICS.items() if not s.tested} == {"mv", "rmv", "nll_ref"}
     assert S.STATISTICS["mse"].reads == {"E"} and S.STATISTICS["nll_ref"].reads == {"u"}
 

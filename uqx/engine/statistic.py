@@ -955,6 +955,8 @@ class Statistic:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"{self.name}: kind {self.kind!r} is not one of {KINDS}")
+        if not self.long_name:
+            raise ValueError(f"{self.name}: no long_name")
         if (self.finish is None) != (self.kind == "rank"):
             raise ValueError(f"{self.name}: a {self.kind} statistic "
                              + ("has no finish" if self.kind == "rank" else "needs a finish"))
@@ -1038,7 +1040,8 @@ STATISTICS: dict[str, Statistic] = {s.name: s for s in (
               long_name="largest |ln ZMS| over bins",
               direction=1, resolution="top", quasi_convex=True),
     Statistic(name="zms_scan", kind="binned", sums=("z2",), finish=zms_scan_from_bin_sums,
-              long_name="", direction=1, weight=1.0, resolution="top", quasi_convex=True),
+              long_name="largest sqrt(n)|ln ZMS| over the tails of the bin order",
+              direction=1, weight=1.0, resolution="top", quasi_convex=True),
     Statistic(name="zve", kind="binned", sums=("z2", "z"), finish=zve_from_bin_sums,
               long_name="z-variance error exp(mean |ln Var(Z)|)",
               direction=1, weight=0.1, resolution="top", quasi_convex=True),
