@@ -96,7 +96,7 @@ def _five_stats(E, u, axis=-1):
     from scipy.stats import rankdata
 
     from uqx.engine.binning import equal_count_edges
-    from uqx.engine.statistic import BINNED_STATS, bin_feature_sums
+    from uqx.engine.statistic import STATISTICS, bin_feature_sums
     from uqx.engine.stats.correlation import pearson
 
     E = np.moveaxis(np.asarray(E), axis, -1)
@@ -111,8 +111,8 @@ def _five_stats(E, u, axis=-1):
     edges = equal_count_edges(E.shape[-1], 20)
     n = np.diff(edges).astype(float)
     S = np.stack([bin_feature_sums(Es[r], us[r], edges)[0] for r in range(Es.shape[0])])
-    ence = BINNED_STATS["ence"][0](S, n)
-    zmse = BINNED_STATS["zmse"][0](S, n)
+    ence = STATISTICS["ence"].finish(S, n)
+    zmse = STATISTICS["zmse"].finish(S, n)
     out = np.stack([zr[0], zr[1], cc, ence, zmse])
     return out[:, 0] if one else out
 

@@ -44,7 +44,7 @@ from uqx.dataio.model import iter_sets  # noqa: E402
 from uqx.engine.binning import make_bins  # noqa: E402
 from uqx.engine.evaluator import SetEvaluator  # noqa: E402
 from uqx.engine.statistic import (  # noqa: E402
-    BINNED_STATS,
+    STATISTICS,
     bin_feature_sums,
     parse_stat,
 )
@@ -112,9 +112,9 @@ def kernel_table(E, u):
     k["binning.make_bins(uE, 20) [stable sort + HD edges]"] = lambda: make_bins(u, N_BINS)
     k["naive per-bin loop ENCE (baseline)"] = lambda: ence_naive(Es, us, edges)
     for st in ("ence_sd", "uce", "zmse", "zve"):
-        k[f"bin_feature_sums + {st}"] = lambda st=st: BINNED_STATS[st][0](
+        k[f"bin_feature_sums + {st}"] = lambda st=st: STATISTICS[st].finish(
             bin_feature_sums(Es, us, edges), np.diff(edges).astype(float))
-    k["statistic.bin_feature_sums + ENCE (numba one pass)"] = lambda: BINNED_STATS["ence"][0](
+    k["statistic.bin_feature_sums + ENCE (numba one pass)"] = lambda: STATISTICS["ence"].finish(
         bin_feature_sums(Es, us, edges), np.diff(edges).astype(float)
     )
     k["tailedness.tailedness (HD quantiles)"] = lambda: tailedness(E, u)
@@ -138,7 +138,7 @@ def check_agreement(E, u):
     bins = make_bins(u, N_BINS)
     Es, us = E[bins.order], u[bins.order]
     d_cc = abs(correlation.spearman_cc(E, u) - spearman_scipy(E, u))
-    fast = BINNED_STATS["ence"][0](bin_feature_sums(Es, us, bins.edges),
+    fast = STATISTICS["ence"].finish(bin_feature_sums(Es, us, bins.edges),
                                    np.diff(bins.edges).astype(float))[0]
     d_ence = abs(fast - ence_naive(Es, us, bins.edges))
     t1, t2 = tailedness(E, u), tailedness_full_hd(E, u)
@@ -246,10 +246,10 @@ def main(argv=None):
     ub = np.sort(np.sqrt(3.0 / rng.gamma(3.0, 1.0, m)))
     Eb = ub * rng.standard_normal((b, m))
     eb = np.asarray(make_bins(ub, N_BINS).edges)
-    dev = np.max(np.abs(BINNED_STATS["ence"][0](bin_feature_sums(Eb, ub, eb),
+    dev = np.max(np.abs(STATISTICS["ence"].finish(bin_feature_sums(Eb, ub, eb),
                                                  np.diff(eb).astype(float))
                         - ence_naive_rows(Eb, ub, eb)))
-    t_nb = best_of(lambda: BINNED_STATS["ence"][0](bin_feature_sums(Eb, ub, eb),
+    t_nb = best_of(lambda: STATISTICS["ence"].finish(bin_feature_sums(Eb, ub, eb),
                                                    np.diff(eb).astype(float)), repeat=reps_big)
     t_loop = best_of(lambda: ence_naive_rows(Eb, ub, eb), repeat=reps_big)
     rep.add(f"batch {b}x{m}: bin_feature_sums + ENCE (numba)", t_nb,

@@ -40,12 +40,12 @@ import uqx
 from uqx.engine.alternative import BinnedCopies
 from uqx.engine.resolution import (
     POWER,
-    QUASI_CONVEX_TOP,
     SPREAD_DOWN,
     SPREAD_UP,
     alternative_resolution,
     spread_resolution,
 )
+from uqx.engine.statistic import STATISTICS
 from uqx.inference.reference import simulate_reference
 
 STATS = ("ence", "zmse", "zmse_max", "zms_scan", "zve")
@@ -98,7 +98,7 @@ def search(r, n):
             for a in LEVELS:
                 out[i, j, a] = alternative_resolution(
                     r["draws"].values[i, j], top.values(0, j, 0), top.factors, alpha=a,
-                    quasi_convex=s in QUASI_CONVEX_TOP)
+                    quasi_convex=STATISTICS[s].quasi_convex)
         evals += len(top._cache)
     return out, evals
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from members import simulate
+from internals import simulate
 from scipy import stats as sps
 
 import uqx

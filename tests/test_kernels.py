@@ -2,8 +2,8 @@
 and plain loops, in the manner of xskillscore's ``test_metric_results_accurate.py``.
 
 Package routes under test: the moment statistics of :mod:`uqx.engine.statistic`
-(:data:`MOMENT_STATS` on :func:`moment_sums`, :func:`moment_statistic`), the binned
-statistics (:data:`BINNED_STATS` on :func:`bin_feature_sums` / :func:`prefix_bin_features`,
+(their ``finish`` in :data:`STATISTICS` on :func:`moment_sums`, :func:`moment_statistic`),
+the binned statistics (``finish`` on :func:`bin_feature_sums` / :func:`prefix_bin_features`,
 :func:`per_bin_moments`), :class:`uqx.engine.evaluator.SetEvaluator` (estimate, bootstrap
 replicates of a :class:`~uqx.engine.resample.BootstrapPlan`, jackknife),
 :func:`uqx.inference.bootstrap.bootstrap_set`, :func:`uqx.inference.curves.intervals.picp`,
@@ -33,14 +33,14 @@ from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.ranks import spearman_from_counts, tie_bounds
 from uqx.engine.resample import BootstrapPlan
 from uqx.engine.statistic import (
-    BINNED_STATS,
-    MOMENT_STATS,
+    STATISTICS,
     BinningConfig,
     bin_feature_sums,
     bin_features,
     ence_from_bin_sums,
     moment_statistic,
     moment_sums,
+    names_of,
     parse_stat,
     per_bin_moments,
     prefix_bin_features,
@@ -89,7 +89,8 @@ def loop_var(xs):
 
 
 SIZES = (57, 120, 83)
-MOMENT_NAMES = tuple(MOMENT_STATS)
+MOMENT_NAMES = names_of("moment")
+BINNED_NAMES = names_of("binned")
 #: binned statistics whose value is one number (the vector ones are lzisd, lzms)
 SCALAR_BINNED = ("ence", "ence_sd", "uce", "zmse", "zmse_max", "zve")
 
@@ -203,7 +204,7 @@ def test_moment_statistics_vs_twins_and_loops(rng):
     """Package (NaN-aware batch route and the sums of one set) = twin = loop."""
     E, u = padded_batch(rng, SIZES)
     twin = twin_moments(E, u)
-    assert set(twin) == set(MOMENT_STATS)
+    assert set(twin) == set(MOMENT_NAMES)
     for k in MOMENT_NAMES:
         got = moment_statistic(k, E, u)  # batch, NaN padding
         assert got.shape == (len(SIZES),), k
@@ -214,7 +215,7 @@ def test_moment_statistics_vs_twins_and_loops(rng):
         loop = _loop_moments(e, w)
         for k, v in loop.items():
             np.testing.assert_allclose(twin[k][i], v, rtol=1e-12, err_msg=f"twin {k}")
-            np.testing.assert_allclose(MOMENT_STATS[k](S, e.size), v, rtol=1e-11, err_msg=k)
+            np.testing.assert_allclose(STATISTICS[k].finish(S, e.size), v, rtol=1e-11, err_msg=k)
     # the one-sided statistics take the other member as None
     for k in ("mv", "rmv", "nll_ref"):
         np.testing.assert_allclose(moment_statistic(k, None, u), twin[k], rtol=1e-11)
@@ -397,13 +398,13 @@ def test_bin_feature_sums_batch_route_shares_u_and_edges(rng):
     for k, v in dict(mv=mv, mse=mse, var_e=var_e, var_z=var_z, zms=zms).items():
         np.testing.assert_allclose(v, twin[k], rtol=1e-10, err_msg=k)
     for k, tw in twin_binned(E, u, edges).items():
-        np.testing.assert_allclose(BINNED_STATS[k][0](S, n), tw, rtol=1e-10, err_msg=k)
+        np.testing.assert_allclose(STATISTICS[k].finish(S, n), tw, rtol=1e-10, err_msg=k)
 
 
 def test_binned_statistics_vs_twins_and_loops(rng):
     E, u, edges = sorted_batch(rng, SIZES, 6)
     twin = twin_binned(E, u, edges)
-    assert set(twin) == set(BINNED_STATS)
+    assert set(twin) == set(BINNED_NAMES)
     np.testing.assert_array_equal(B.ence(E, u, edges, kind="rmse"), twin["ence"])
     for i in range(len(SIZES)):
         e, w = valid(E, u, i)
@@ -411,10 +412,10 @@ def test_binned_statistics_vs_twins_and_loops(rng):
         _, S, n = package_per_bin(e, w, edges[i])
         for k, v in loop.items():
             np.testing.assert_allclose(twin[k][i], v, rtol=1e-11, err_msg=f"twin {k}")
-            got = BINNED_STATS[k][0](S, n)
+            got = STATISTICS[k].finish(S, n)
             np.testing.assert_allclose(got, v, rtol=1e-10, err_msg=k)
         # and the evaluator, which bins by itself (the same stable order and edges)
-        ev = SetEvaluator(e, w, [parse_stat(k) for k in BINNED_STATS],
+        ev = SetEvaluator(e, w, [parse_stat(k) for k in BINNED_NAMES],
                           BinningConfig(n_bins=6, pop_min=5))
         np.testing.assert_array_equal(ev.bins_of("uE").edges, edges[i])
         est = ev.estimate()
@@ -500,14 +501,14 @@ def samples(draw, min_size=4, max_size=60):
 @settings(max_examples=60, deadline=None)
 @given(samples())
 def test_moment_routes_equal_twins(data):
-    """MOMENT_STATS on the sums, moment_statistic and SetEvaluator.estimate = the twins."""
+    """The moment finish on the sums, moment_statistic and SetEvaluator.estimate = the twins."""
     E, u = data
     twin = twin_moments(E, u)
     S = moment_sums(E, u)
     est = SetEvaluator(E, u, [parse_stat(k) for k in (*MOMENT_NAMES, "cc")]).estimate()
     for k in MOMENT_NAMES:
         tol = moment_tol(k, E, u)
-        for got in (MOMENT_STATS[k](S, E.size), moment_statistic(k, E, u), est[k][0]):
+        for got in (STATISTICS[k].finish(S, E.size), moment_statistic(k, E, u), est[k][0]):
             np.testing.assert_allclose(got, twin[k], rtol=1e-10, atol=tol, err_msg=k)
     np.testing.assert_allclose(est["cc"][0], twin_cc(E, u), rtol=1e-10, atol=1e-12,
                                equal_nan=True)
@@ -531,7 +532,7 @@ def test_rce_invariant_under_joint_scaling(data, c):
     np.testing.assert_allclose(got, C.rce(E, u), rtol=1e-10, atol=1e-12)
 
 
-def _evaluator(E, u, n_bins, names=(*MOMENT_NAMES, "cc", *BINNED_STATS)):
+def _evaluator(E, u, n_bins, names=(*MOMENT_NAMES, "cc", *BINNED_NAMES)):
     return SetEvaluator(E, u, [parse_stat(k) for k in names],
                         BinningConfig(n_bins=n_bins, pop_min=4))
 
@@ -547,7 +548,7 @@ def test_evaluator_permutation_invariance(data, n_bins, rnd):
     tied = np.unique(u).size < u.size
     event("ties in u" if tied else "no ties in u")
     for k in a:
-        if tied and k in BINNED_STATS:
+        if tied and k in BINNED_NAMES:
             continue
         np.testing.assert_allclose(b[k], a[k], rtol=1e-9, atol=moment_tol("var_z", E, u),
                                    equal_nan=True, err_msg=k)
@@ -577,9 +578,9 @@ def test_nan_padding_ignored(data, pad):
 @settings(max_examples=60, deadline=None)
 @given(samples(min_size=12), st.sampled_from([1, 2, 3]))
 def test_binned_routes_equal_twins(data, n_bins):
-    """SetEvaluator.estimate and BINNED_STATS on bin_feature_sums = the twins."""
+    """SetEvaluator.estimate and the binned finish on bin_feature_sums = the twins."""
     E, u = data
-    ev = _evaluator(E, u, n_bins, names=tuple(BINNED_STATS))
+    ev = _evaluator(E, u, n_bins, names=BINNED_NAMES)
     bins = ev.bins_of("uE")
     Es, us, edges = E[bins.order], u[bins.order], bins.edges
     twin = twin_binned(Es, us, edges)
@@ -596,10 +597,10 @@ def test_binned_routes_equal_twins(data, n_bins):
     conditioned = bool(np.all(pb["var_e"] > 1e-6 * pb["mse"])
                        and np.all(pb["var_z"] > 1e-6 * pb["zms"]))
     event(f"variances well conditioned: {conditioned}")
-    names = BINNED_STATS if conditioned else ("ence", "uce", "zmse", "zmse_max", "lzms")
+    names = BINNED_NAMES if conditioned else ("ence", "uce", "zmse", "zmse_max", "lzms")
     for k in names:
         want = twin[k]
-        for got in (BINNED_STATS[k][0](S, n), est[k] if BINNED_STATS[k][1] else est[k][0]):
+        for got in (STATISTICS[k].finish(S, n), est[k] if STATISTICS[k].vector else est[k][0]):
             np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-12, err_msg=k)
 
 
@@ -638,7 +639,7 @@ def test_bootstrap_replicates_and_jackknife_equal_twins(data, seed):
         srt = _expanded(counts[r], bins.order)
         tb = twin_binned(E[srt], u[srt], bins.edges)
         for k in ("ence", "uce", "zmse", "lzms"):
-            got = reps[k][r] if BINNED_STATS[k][1] else reps[k][r, 0]
+            got = reps[k][r] if STATISTICS[k].vector else reps[k][r, 0]
             np.testing.assert_allclose(got, tb[k], rtol=1e-8, atol=1e-12, err_msg=k)
     # jackknife: the statistics of the sample without each row
     jk = ev.jackknife()

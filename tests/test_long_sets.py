@@ -19,7 +19,7 @@ from uqx.engine import evaluator as evaluator_mod
 from uqx.engine.confidence import jackknife_acceleration
 from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.resample import SAMPLE_BLOCK, BootstrapPlan
-from uqx.engine.statistic import BINNED_STATS, moment_sums, parse_stat
+from uqx.engine.statistic import STATISTICS, moment_sums, parse_stat
 from uqx.inference import bootstrap as bootstrap_mod
 
 
@@ -88,7 +88,7 @@ def test_acceleration_is_the_jackknife_formula():
     acc = ev.acceleration(t0, chunk_elems=3000)
     jk = ev.jackknife()
     for k, a in acc.items():
-        assert a.shape == t0[k].shape and (k == "lzms") == BINNED_STATS.get(k, (0, 0))[1]
+        assert a.shape == t0[k].shape and (k == "lzms") == STATISTICS[k].vector
         np.testing.assert_allclose(a, jackknife_acceleration(jk[k]), rtol=1e-7, err_msg=k)
 
 
@@ -108,9 +108,8 @@ def test_long_set_route_of_the_bootstrap(monkeypatch):
     S = moment_sums(E[:G], u[:G])
     for lo in range(G, E.size, G):
         S = S + moment_sums(E[lo:lo + G], u[lo:lo + G])
-    from uqx.engine.statistic import MOMENT_STATS
-
-    assert long.estimate.sel(stat="zms").item() == MOMENT_STATS["zms"](S[None, :], E.size)[0]
+    assert long.estimate.sel(stat="zms").item() == STATISTICS["zms"].finish(S[None, :],
+                                                                             E.size)[0]
 
 
 def _peak(M):

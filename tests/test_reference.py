@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from members import simulate
+from internals import simulate
 from scipy import stats as sps
 
 import uqx

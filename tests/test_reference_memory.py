@@ -11,7 +11,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from members import simulate
+from internals import simulate
 
 import uqx
 from uqx.engine import gaussian_sums as G

@@ -451,7 +451,8 @@ def test_first_reaching_is_the_first_hit_of_the_whole_grid(base):
     """The resolution reads the power every COARSE_STEP points and in between only where
     its bound allows a hit: the same index as the power on every point of the grid (the
     slow, obvious twin), for light and heavy copies, both directions, several powers."""
-    from uqx.engine.resolution import _GRID, RESOLUTION_KIND, first_reaching
+    from uqx.engine.resolution import _GRID, first_reaching
+    from uqx.engine.statistic import STATISTICS
 
     rng = np.random.default_rng(17)
     for k in range(12):
@@ -464,7 +465,7 @@ def test_first_reaching_is_the_first_hit_of_the_whole_grid(base):
         else:
             copies = np.mean(eps ** 2, axis=1) if base == "zms" else eps.var(axis=1)
         copies[rng.random(600) < 0.02] = np.nan
-        for grid in _GRID[RESOLUTION_KIND[base]]:
+        for grid in _GRID[STATISTICS[base].resolution]:
             for pw in (0.5, 0.8, 0.95):
                 slow = np.flatnonzero(power_at(base, copies, grid) >= pw)
                 want = int(slow[0]) if slow.size else -1
@@ -477,14 +478,15 @@ def test_top_resolution_search_is_the_first_hit_of_the_whole_grid(dist, M):
     between only where a copy rejected between two read points could be (each copy's
     statistic is quasi-convex in f): the same factor as the power computed, copy by copy
     and factor by factor, on all 88 factors of the grid (the slow, obvious twin), for
-    every statistic of QUASI_CONVEX_TOP, several levels (the headline reads its routes
+    every quasi-convex statistic (STATISTICS), several levels (the headline reads its routes
     below 0.05) and powers; and the statistics are quasi-convex on these copies."""
     from tests.test_reference import _top_alternative
     from uqx.engine.mctest import mc_pvalue
-    from uqx.engine.resolution import QUASI_CONVEX_TOP, alternative_resolution
+    from uqx.engine.resolution import alternative_resolution
+    from uqx.engine.statistic import STATISTICS
     from uqx.inference.reference import simulate_reference
 
-    bases = sorted(QUASI_CONVEX_TOP)
+    bases = sorted(k for k, s in STATISTICS.items() if s.quasi_convex)
     rng = np.random.default_rng(23)
     u = np.sqrt(1 / rng.gamma(3, 1 / 3, M))
     E = u * rng.standard_t(5, M) / np.sqrt(5 / 3)

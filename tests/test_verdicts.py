@@ -15,7 +15,7 @@ import uqx.inference.reference as reference
 from uqx.dataio.synth import nig
 from uqx.engine.binning import equal_count_edges, stable_order
 from uqx.engine.resample import content_key
-from uqx.engine.statistic import BINNED_STATS, bin_feature_sums
+from uqx.engine.statistic import STATISTICS, bin_feature_sums
 from uqx.engine.verdict import agreement_verdict, interval_problem, limit_se, zeta_se
 from uqx.inference.extrapolate.binsweep import (
     PRESETS,
@@ -208,7 +208,7 @@ def test_sweep_statistics_equals_per_n_binning():
         S = bin_feature_sums(Es, us, edges)
         cnt = np.diff(edges).astype(float)
         for j, st in enumerate(stats):
-            np.testing.assert_allclose(fast[i, j], BINNED_STATS[st][0](S, cnt)[0], rtol=1e-10)
+            np.testing.assert_allclose(fast[i, j], STATISTICS[st].finish(S, cnt)[0], rtol=1e-10)
 
 
 def test_sweep_three_equals_sweep_statistics():

@@ -27,7 +27,7 @@ import numpy as np
 
 from uqx.engine.copies import copy_bin_features
 from uqx.engine.resolution import spread_bin_factors, top_bin_factors
-from uqx.engine.statistic import BINNED_STATS
+from uqx.engine.statistic import STATISTICS
 
 __all__ = ["BinnedCopies", "rescale_copy_sums"]
 
@@ -143,7 +143,7 @@ class BinnedCopies:
         St = copy_bin_features(sums, u2, n, None, M, g=g)
         lead = St.shape[:-2]
         St = St.reshape((-1,) + St.shape[-2:])
-        return {b: BINNED_STATS[b][0](St, n).reshape(lead)
+        return {b: STATISTICS[b].finish(St, n).reshape(lead)
                 for b in set(self._stats[(i, cond)].values())}
 
     def _at(self, i, m, cond, q, scale_free):

@@ -54,13 +54,11 @@ from uqx.engine.defaults import LONG_SET_ROWS
 from uqx.engine.ranks import average_ranks, spearman_from_counts, spearman_jackknife, tie_bounds
 from uqx.engine.resample import SAMPLE_BLOCK, SAMPLE_GROUP, _draw_counts
 from uqx.engine.statistic import (
-    BINNED_STATS,
     F_E2,
     F_U2,
     F_Z,
     F_Z2,
-    MOMENT_COLUMNS,
-    MOMENT_STATS,
+    STATISTICS,
     BinningConfig,
     bin_feature_sums,
     moment_features,
@@ -323,7 +321,7 @@ class SetEvaluator:
 
     @cached_property
     def _ncol(self):
-        cols = {c for s in self._moment for c in MOMENT_COLUMNS[s.base]}
+        cols = {c for s in self._moment for c in STATISTICS[s.base].columns}
         return 3 if cols <= {F_Z2, F_U2, F_E2} else 5
 
     def _moment_features(self, lo, hi):
@@ -440,13 +438,13 @@ class SetEvaluator:
         n = np.diff(edges).astype(np.float64)
         for s in self.specs:
             if s.family == "binned" and s.cond == cond:
-                v = BINNED_STATS[s.base][0](S, n)
+                v = STATISTICS[s.base].finish(S, n)
                 out[s.name] = v if s.vector else v[:, None]
 
     def _from_moment_sums(self, S):
         if S.shape[-1] < 5:  # feature subset: unused columns are never read
             S = np.concatenate([S, np.zeros(S.shape[:-1] + (5 - S.shape[-1],))], axis=-1)
-        return {s.name: MOMENT_STATS[s.base](S, self.M)[:, None] for s in self._moment}
+        return {s.name: STATISTICS[s.base].finish(S, self.M)[:, None] for s in self._moment}
 
     @property
     def needs_counts(self) -> bool:
@@ -611,7 +609,7 @@ class SetEvaluator:
                 if S.shape[-1] < 5:
                     S = np.concatenate([S, np.zeros((S.shape[0], 5 - S.shape[-1]))], axis=-1)
                 for s in self._moment:
-                    v = MOMENT_STATS[s.base](S, M - 1)
+                    v = STATISTICS[s.base].finish(S, M - 1)
                     if s.base == "t_z":
                         # S = total - F_i carries the rounding of the total: a spread
                         # within it (one large z left out) is no spread (NaN, as a
@@ -662,7 +660,7 @@ class SetEvaluator:
                     # sorted positions -> file rows
                     where = slice(lo, lo + i.shape[0]) if ident else order[lo : lo + i.shape[0]]
                     for s in group:
-                        v = BINNED_STATS[s.base][0](Sb, n)
+                        v = STATISTICS[s.base].finish(Sb, n)
                         yield s.name, where, v if s.vector else v[:, None]
         if any(s.family == "rank" for s in self.specs):
             ou, gu, oe, ge = self._rank_prep

@@ -12,11 +12,12 @@ Lee et al. 2023). The Monte-Carlo p-value
 law as the data (exchangeable with it): true for the members whose law is the data's, and
 only approximately for the others (a fitted member matches the tails, the resampled
 z-scores are an estimate of the shape): the sizes are therefore measured, by the
-``error-rates`` study, not assumed. The direction ``d``
-says which side means miscalibration (:data:`DIRECTION`): binned errors (ENCE, ZMSE,
-ZVE, UCE) and zero-bin intercepts are too **large** when uncertainties are inconsistent,
-the rank correlation CC is too **small**, and the average-calibration statistics (ZMS,
-RCE, ...) are wrong on **both** sides.
+``error-rates`` study, not assumed. The direction ``d`` says which side means
+miscalibration (each statistic's ``direction`` in :data:`uqx.engine.statistic.STATISTICS`,
+:data:`INTERCEPT_DIRECTION`): binned errors (ENCE, ZMSE, ZVE, UCE) and zero-bin
+intercepts are too **large** when uncertainties are inconsistent, the rank correlation CC
+is too **small**, and the average-calibration statistics (ZMS, RCE, ...) are wrong on
+**both** sides.
 
 The generative distribution of ε is a nuisance. The null is simulated under a family of
 members (:data:`~uqx.engine.null_shape.MEMBERS`): the papers' N(0, 1) and
@@ -41,8 +42,7 @@ from uqx.engine.null_shape import MEMBERS
 
 __all__ = [
     "ALPHA",
-    "DIRECTION",
-    "direction_of",
+    "INTERCEPT_DIRECTION",
     "mc_pvalue",
     "copy_pvalues",
     "N_TEST",
@@ -64,16 +64,9 @@ N_TEST = 1000
 #: numbers and a fit per copy.
 N_HEADLINE = 500
 
-#: Side of miscalibration: +1 too large, -1 too small, 0 both sides.
-DIRECTION = {
-    "ence": 1, "ence_sd": 1, "uce": 1, "zmse": 1, "zmse_max": 1, "zms_scan": 1, "zve": 1, "cc": -1,
-    "zms": 0, "rce": 0, "mean_z": 0, "var_z": 0, "nll": 0, "mse": 0, "rmse": 0,
-    "intercept": 1,
-}
-
-def direction_of(base: str) -> int:
-    """Side of miscalibration of a statistic (:data:`DIRECTION`; 0 when unknown)."""
-    return DIRECTION.get(base, 0)
+#: Side of miscalibration of a zero-bin intercept (:mod:`uqx.inference.extrapolate`):
+#: too large (+1; a statistic declares its own, ``STATISTICS[name].direction``).
+INTERCEPT_DIRECTION = 1
 
 
 def mc_pvalue(observed, null, direction: int = 0):

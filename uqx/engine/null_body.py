@@ -1,6 +1,6 @@
 r"""The body of the errors that the null of a rank statistic depends on.
 
-The rank correlation CC of \|E\| and uE (:data:`uqx.engine.statistic.RANK_STATS`)
+The rank correlation CC of \|E\| and uE (the ``rank`` kind of :mod:`uqx.engine.statistic`)
 depends on the whole law of :math:`\ln|\epsilon|`: on calibrated data
 :math:`\ln|E| = \ln u_E + \ln|\epsilon|`, and the spread of :math:`\ln|\epsilon|`
 sets how far CC falls below 1. The members of the null family are matched to the tails

@@ -20,12 +20,13 @@ calibrated copies of the data are drawn under:
 
 **One test per question** (its headline): the weighted minimum of its statistics'
 p-values, :math:`T = \min_t p_t / w_t`, calibrated on the copies the statistics share
-(Westfall & Young's min-p; the prespecified weights :data:`WEIGHTS` put the few most
-powerful statistics first), so the headline has the size of one test whatever the
-dependence between its statistics. A statistic is decided **inside its question** by the
-step-down of the same min-p (:func:`weighted_stepdown`): its adjusted p-value is never
-below the headline's, so no statistic is rejected while its question is not (the result
-is consonant), and none is ``valid`` beside a rejected headline's own reason.
+(Westfall & Young's min-p; the prespecified weights, each statistic's ``weight`` in
+:data:`uqx.engine.statistic.STATISTICS`, put the few most powerful statistics first), so
+the headline has the size of one test whatever the dependence between its statistics. A
+statistic is decided **inside its question** by the step-down of the same min-p
+(:func:`weighted_stepdown`): its adjusted p-value is never below the headline's, so no
+statistic is rejected while its question is not (the result is consonant), and none is
+``valid`` beside a rejected headline's own reason.
 
 **One level for the set.** The questions share the set's family-wise level
 :data:`ALPHA_RESULT` by a graphical weighted Holm procedure (Bretz, Maurer, Brannath &
@@ -46,8 +47,6 @@ import numpy as np
 __all__ = [
     "ALPHA_RESULT",
     "QUESTIONS",
-    "WEIGHTS",
-    "weight_of",
     "question_of",
     "weighted_stepdown",
     "critical_value",
@@ -63,26 +62,6 @@ ALPHA_RESULT = 0.10
 #: The questions, in the order of the result's tables.
 QUESTIONS = ("average", "consistency", "adaptivity_X", "adaptivity_V", "ranking",
              "up_to_factor")
-
-#: Weight of a statistic in its question's min-p (:func:`weighted_stepdown`): the
-#: statistic enters as :math:`p / w`, so a weight of 1/4 needs a p-value four times
-#: smaller. Each question has a prespecified headline statistic of weight 1: ZMS (the
-#: scale) for average calibration, with the studentised ⟨Z⟩ (the bias) at 1/2, the scan
-#: of the tails of the variable's order (ZMS_scan) for consistency and adaptivity; the
-#: other statistics refine the answer without diluting the headline (RCE, ZMSE and
-#: ZMSE_max 1/4, ENCE, ZVE and UCE 1/10, reachable with some 300 copies). Chosen on
-#: the tuning draws (seed 31; ``benchmarks/bench_tuning.py``).
-WEIGHTS = {
-    "zms": 1.0, "mean_z": 0.5, "rce": 0.25, "var_z": 0.25, "nll": 0.25,
-    "zms_scan": 1.0, "zmse": 0.25, "zmse_max": 0.25, "ence": 0.1, "zve": 0.1,
-    "uce": 0.1, "ence_sd": 0.1, "cc": 1.0,
-}
-
-
-def weight_of(base: str) -> float:
-    """Weight of a statistic in its question (:data:`WEIGHTS`; 0.25 when not listed)."""
-    return float(WEIGHTS.get(base, 0.25))
-
 
 def question_of(family: str, cond: str | None) -> str | None:
     """Question a statistic belongs to, from its family and conditioning variable.

@@ -9,11 +9,12 @@ time".
 For average calibration the named alternative is a **scale** of the uncertainties: the
 errors are :math:`E = f\,u_E\,\epsilon`, i.e. the true uncertainties are ``f`` times the
 stated ones (f > 1: uE too small, over-confident). For a statistic whose value on such
-data is a known function :math:`g_f` of its value on calibrated data (:data:`SCALE_MAPS`:
-ZMS :math:`\to f^2\,\mathrm{ZMS}`, RCE :math:`\to 1 - f\,(1 - \mathrm{RCE})`, Var(Z)
-:math:`\to f^2\,\mathrm{Var}(Z)`; ⟨Z⟩ under a **bias** :math:`E = u_E(\epsilon + b)`:
-:math:`\langle Z\rangle \to \langle Z\rangle + b`), the power at ``f`` follows from the
-test's own calibrated copies :math:`\tilde\theta_k`, with no new simulation:
+data is a known function :math:`g_f` of its value on calibrated data (its ``scale_map``
+in :data:`uqx.engine.statistic.STATISTICS`: ZMS :math:`\to f^2\,\mathrm{ZMS}`, RCE
+:math:`\to 1 - f\,(1 - \mathrm{RCE})`, Var(Z) :math:`\to f^2\,\mathrm{Var}(Z)`; ⟨Z⟩
+under a **bias** :math:`E = u_E(\epsilon + b)`:
+:math:`\langle Z\rangle \to \langle Z\rangle + b`), the power at ``f`` follows from
+the test's own calibrated copies :math:`\tilde\theta_k`, with no new simulation:
 
 .. math:: \pi(f) = \frac1n \sum_k \mathbb 1\left[p\big(g_f(\tilde\theta_k)\big) <
           \alpha\right],
@@ -30,31 +31,17 @@ from __future__ import annotations
 import numpy as np
 
 from uqx.engine.mctest import ALPHA
+from uqx.engine.statistic import STATISTICS
 
-__all__ = ["POWER", "SCALE_MAPS", "RESOLUTION_KIND", "scale_resolution", "power_at",
+__all__ = ["POWER", "scale_resolution", "power_at",
            "first_reaching", "COARSE_STEP",
            "TOP_QUANTILE", "TOP_FACTORS", "top_segments", "top_bin_factors",
            "SPREAD_UP", "SPREAD_DOWN", "spread_bin_factors",
            "spread_resolution", "SPREAD_STEP",
-           "alternative_resolution", "first_hit", "TOP_STEP", "QUASI_CONVEX_TOP"]
+           "alternative_resolution", "first_hit", "TOP_STEP"]
 
 #: Power at which the resolution is stated.
 POWER = 0.8
-#: Value of a statistic on miscalibrated data as a function of its calibrated value ``t``
-#: and the factor ``f`` (scale of uE; for ``mean_z`` a bias in units of uE).
-SCALE_MAPS = {
-    "zms": lambda t, f: f * f * t,
-    "var_z": lambda t, f: f * f * t,
-    "rce": lambda t, f: 1.0 - f * (1.0 - t),
-    "mean_z": lambda t, b: t + b,
-}
-#: What the factor of each statistic's resolution means (``top``: uE too small by the
-#: factor in the bins of uE above its :data:`TOP_QUANTILE` quantile only).
-RESOLUTION_KIND = {
-    "zms": "scale", "var_z": "scale", "rce": "scale", "mean_z": "bias",
-    "ence": "top", "zmse": "top", "zmse_max": "top", "zms_scan": "top", "zve": "top",
-    "uce": "top", "ence_sd": "top",
-}
 #: The local alternative of consistency: the uncertainties of the largest uE (where a
 #: user relies on uE to flag unreliable predictions) too small by a factor.
 TOP_QUANTILE = 0.9
@@ -76,7 +63,7 @@ def _sides(base, t, factors, alpha):
     n), so the power is the sum of the two fractions.
     """
     n = t.size
-    alt = SCALE_MAPS[base](t[None, :], np.asarray(factors, dtype=np.float64)[:, None])
+    alt = STATISTICS[base].scale_map(t[None, :], np.asarray(factors, dtype=np.float64)[:, None])
     ge = n - np.searchsorted(t, alt, side="left")  # copies >= alt
     le = np.searchsorted(t, alt, side="right")  # copies <= alt
     upper = np.mean(2.0 * (1 + ge) / (1 + n) < alpha, axis=-1)
@@ -90,7 +77,7 @@ def power_at(base: str, copies, factors, *, alpha: float = ALPHA) -> np.ndarray:
     Parameters
     ----------
     base : str
-        Statistic (a key of :data:`SCALE_MAPS`).
+        Statistic with a ``scale_map`` (:data:`uqx.engine.statistic.STATISTICS`).
     copies : array_like, shape (n,)
         The statistic on calibrated copies (NaN ignored).
     factors : array_like, shape (F,)
@@ -120,19 +107,19 @@ def first_reaching(base: str, copies, grid, *, alpha: float = ALPHA,
                    power: float = POWER) -> int:
     r"""Index of the first factor of ``grid`` whose power reaches ``power`` (-1: none).
 
-    The same index as ``np.flatnonzero(power_at(base, copies, grid) >= power)[0]``,
-    from far fewer evaluations. Along the grid every transformed copy
-    :math:`g_f(\tilde\theta_k)` moves one way (each map of :data:`SCALE_MAPS` is
-    monotone in ``f``), so the fraction rejected on the side it moves towards, U, never
-    decreases and the fraction rejected on the other side, L, never increases; the power
-    is U + L. Between two points ``a < b`` read every :data:`COARSE_STEP`, the power is at
-    most U(b) + L(a): only where that bound reaches ``power`` are the points between them
-    read, in order, so the first index is exact, not a bisection's guess.
+    The same index as ``np.flatnonzero(power_at(base, copies, grid) >= power)[0]``, from
+    far fewer evaluations. Along the grid every transformed copy
+    :math:`g_f(\tilde\theta_k)` moves one way (each ``scale_map`` is monotone in ``f``),
+    so the fraction rejected on the side it moves towards, U, never decreases and the
+    fraction rejected on the other side, L, never increases; the power is U + L. Between
+    two points ``a < b`` read every :data:`COARSE_STEP`, the power is at most U(b) +
+    L(a): only where that bound reaches ``power`` are the points between them read, in
+    order, so the first index is exact, not a bisection's guess.
 
     Parameters
     ----------
     base : str
-        Statistic (a key of :data:`SCALE_MAPS`).
+        Statistic with a ``scale_map`` (:data:`uqx.engine.statistic.STATISTICS`).
     copies : array_like, shape (n,)
         The statistic on calibrated copies (NaN ignored).
     grid : array_like, shape (F,)
@@ -173,7 +160,7 @@ def scale_resolution(base: str, copies, *, alpha: float = ALPHA,
     Parameters
     ----------
     base : str
-        Statistic (a key of :data:`SCALE_MAPS`).
+        Statistic with a ``scale_map`` (:data:`uqx.engine.statistic.STATISTICS`).
     copies : array_like, shape (n,)
         The statistic on calibrated copies under one member of the null family.
     alpha, power : float
@@ -194,7 +181,7 @@ def scale_resolution(base: str, copies, *, alpha: float = ALPHA,
     >>> bool(0.9 < lo < 0.97 and 1.03 < hi < 1.1)
     True
     """
-    up, down = _GRID[RESOLUTION_KIND[base]]
+    up, down = _GRID[STATISTICS[base].resolution]
     out = []
     for grid in (down, up):
         k = first_reaching(base, copies, grid, alpha=alpha, power=power)
@@ -298,13 +285,6 @@ def spread_bin_factors(u2, n, gammas) -> np.ndarray:
 #: Every how many factors of :data:`TOP_FACTORS` the search of
 #: :func:`alternative_resolution` reads first (12 of the 88).
 TOP_STEP = 8
-#: Statistics whose value on a copy is quasi-convex in the factor of the local
-#: alternative (each a mean, maximum or exponential of terms like
-#: :math:`|f\,a_j - 1|`, :math:`|\ln(f^2 z_j)|` or :math:`|\ln \mathrm{ZMS}_A(f)|`
-#: with :math:`\mathrm{ZMS}_A(f)` non-decreasing in f): a copy is rejected on an interval
-#: next to 1 and on a half-line, never in between (:func:`alternative_resolution`).
-#: ENCE_SD centres E on the copy's mean, which moves with f: not in the list.
-QUASI_CONVEX_TOP = frozenset({"ence", "zmse", "zmse_max", "zms_scan", "zve", "uce"})
 
 
 def first_hit(rejected, n_factors: int, *, power: float = POWER, step: int = TOP_STEP,
@@ -314,9 +294,10 @@ def first_hit(rejected, n_factors: int, *, power: float = POWER, step: int = TOP
     ``rejected(idx)`` gives, for an array of factor indices, the rejection of every
     copy at each (bool, shape (n, len(idx))). With ``quasi_convex``, each copy is
     rejected on a set of the form :math:`[f_1, a] \cup [b, f_F]` (its statistic is
-    quasi-convex in f, :data:`QUASI_CONVEX_TOP`): a copy rejected somewhere between two
-    grid points is rejected at one of them, so the power between read points ``a < b``
-    is at most the fraction rejected at ``a`` or at ``b``. The search reads every
+    quasi-convex in f, its ``quasi_convex`` in :data:`uqx.engine.statistic.STATISTICS`):
+    a copy rejected somewhere between two grid points is rejected at one of them, so the
+    power between read points ``a < b`` is at most the fraction rejected at ``a`` or at
+    ``b``. The search reads every
     ``step``-th point, and the points between two of them only where that bound reaches
     ``power``: the same index as reading the whole grid. With ``monotone`` instead
     (the power assumed not to rise above ``power`` and fall back between two read
@@ -393,11 +374,11 @@ def alternative_resolution(null, alternative, factors, *, direction: int = 1,
     factors : array_like, shape (F,)
         The factors, in order away from the null (increasing for the top factor).
     direction : {1, -1}
-        Side of the test (:data:`uqx.engine.mctest.DIRECTION`).
+        Side of the test (the statistic's ``direction``).
     alpha, power : float
     quasi_convex, monotone : bool
         Whether each copy's statistic is quasi-convex in the factor
-        (:data:`QUASI_CONVEX_TOP`), or the power taken as monotone along the grid
+        (its ``quasi_convex``), or the power taken as monotone along the grid
         (:func:`first_hit`); else the whole grid is read.
     step : int
         Every how many factors the search reads first.

@@ -5,10 +5,15 @@ The same formula serves the point estimate, the bootstrap replicates, the leave-
 (:mod:`uqx.inference.reference`) and the bin-number sweeps (:mod:`uqx.inference.extrapolate.fit`).
 
 Each statistic is one named public function whose docstring gives its formula, paper
-equation and conventions: ``<name>_from_sums(S, n)`` of the moment-feature sums
-(:data:`MOMENT_STATS` maps names to them, e.g. :func:`zms_from_sums`) and
-``<name>_from_bin_sums(S, n)`` of the per-bin sums (:data:`BINNED_STATS`, e.g.
-:func:`ence_from_bin_sums`, :func:`zmse_max_from_bin_sums`).
+equation and conventions: ``<name>_from_sums(S, n)`` of the moment-feature sums (e.g.
+:func:`zms_from_sums`) or ``<name>_from_bin_sums(S, n)`` of the per-bin sums (e.g.
+:func:`ence_from_bin_sums`, :func:`zmse_max_from_bin_sums`). Everything else uqx knows
+of a statistic is declared beside that function, once, in its :class:`Statistic` of
+:data:`STATISTICS` (compare flox's ``Aggregation``): the sums it reads (named columns of
+:data:`MOMENT_FEATURES` or :data:`BIN_FEATURES`), the function that finishes them, its
+long name and reference, and how its verdict's test reads it (side, weight, the
+statistic tested, its resolution). Adding a statistic is one entry there: every route
+below reads the registry.
 
 Every statistic of the papers belongs to one of three families, each with a fast exact
 route for the three evaluations (methods: bootstrap):
@@ -31,6 +36,7 @@ route for the three evaluations (methods: bootstrap):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
@@ -43,10 +49,12 @@ from uqx.errors import InputError
 LN_2PI = float(np.log(2.0 * np.pi))
 
 __all__ = [
-    "MOMENT_STATS",
-    "BINNED_STATS",
-    "RANK_STATS",
-    "STAT_INFO",
+    "Statistic",
+    "STATISTICS",
+    "KINDS",
+    "names_of",
+    "MOMENT_FEATURES",
+    "BIN_FEATURES",
     "StatSpec",
     "parse_stat",
     "BinningConfig",
@@ -62,7 +70,6 @@ __all__ = [
     "rce_from_sums",
     "mean_z_from_sums",
     "t_z_from_sums",
-    "TEST_STATISTIC",
     "var_z_from_sums",
     "zms_from_sums",
     "nll_from_sums",
@@ -83,25 +90,12 @@ __all__ = [
 ]
 
 # ---------------------------------------------------------------- moment statistics
-# features: 0 z^2, 1 u^2, 2 E^2, 3 z, 4 ln u^2
-#: Columns of the per-sample moment features (:func:`moment_features`).
+#: The per-sample moment features, named in the column order of :func:`moment_features`
+#: and :func:`moment_sums`, each with the inputs it reads (``E`` errors, ``u``
+#: uncertainties): the names a moment statistic's :attr:`Statistic.sums` lists.
+MOMENT_FEATURES = {"z2": "Eu", "u2": "u", "E2": "E", "z": "Eu", "lnu2": "u"}
+#: Columns of the moment features (the order of :data:`MOMENT_FEATURES`).
 F_Z2, F_U2, F_E2, F_Z, F_LNU2 = range(5)
-
-
-#: features each moment statistic reads
-MOMENT_COLUMNS = {
-    "zms": (F_Z2,),
-    "rce": (F_U2, F_E2),
-    "mv": (F_U2,),
-    "mse": (F_E2,),
-    "rmv": (F_U2,),
-    "rmse": (F_E2,),
-    "mean_z": (F_Z,),
-    "t_z": (F_Z2, F_Z),
-    "var_z": (F_Z2, F_Z),
-    "nll": (F_Z2, F_LNU2),
-    "nll_ref": (F_LNU2,),
-}
 
 
 def moment_features(E, u, ncol=5):
@@ -122,7 +116,7 @@ def moment_features(E, u, ncol=5):
 
 # The moment statistics from the sums S (..., 5) of the features (z², u², E², z, ln u²)
 # over n pairs: the one definition behind the point estimate, the bootstrap replicates,
-# the jackknife values and the simulated references (MOMENT_STATS below).
+# the jackknife values and the simulated references (their finish in STATISTICS below).
 
 
 def mv_from_sums(S, n):
@@ -290,10 +284,10 @@ def t_z_from_sums(S, n):
     .. math:: t_Z = \frac{\langle Z \rangle}{\sqrt{\mathrm{Var}(Z)/n}}
 
     with Var(Z) of :func:`var_z_from_sums` (denominator n − 1). The test of ⟨Z⟩ reads it
-    (:data:`TEST_STATISTIC`): its null, "no bias whatever the scale of uE", is that of a
-    statistic that does not change when uE is off by a factor, so the calibrated copies
-    of uE (unit variance) are copies of it for any scale (a scale error is not read as a
-    bias). Reference value 0.
+    (the ``test_statistic`` of ``mean_z`` in :data:`STATISTICS`): its null, "no bias
+    whatever the scale of uE", is that of a statistic that does not change when uE is off
+    by a factor, so the calibrated copies of uE (unit variance) are copies of it for any
+    scale (a scale error is not read as a bias). Reference value 0.
 
     Parameters
     ----------
@@ -434,30 +428,12 @@ def nll_ref_from_sums(S, n):
     return 0.5 * (1.0 + S[..., F_LNU2] / n + LN_2PI)
 
 
-#: Each moment statistic's function of the feature sums, ``MOMENT_STATS[name](S, n)``.
-MOMENT_STATS = {
-    "zms": zms_from_sums,
-    "rce": rce_from_sums,
-    "mv": mv_from_sums,
-    "mse": mse_from_sums,
-    "rmv": rmv_from_sums,
-    "rmse": rmse_from_sums,
-    "mean_z": mean_z_from_sums,
-    "t_z": t_z_from_sums,
-    "var_z": var_z_from_sums,
-    "nll": nll_from_sums,
-    "nll_ref": nll_ref_from_sums,
-}
-
-
-#: The statistic a verdict's test reads, where it is not the statistic itself: ⟨Z⟩ is
-#: tested through its studentised form (:func:`t_z_from_sums`), whose null is "no bias"
-#: whatever the scale of uE.
-TEST_STATISTIC = {"mean_z": "t_z"}
-
-
 # ---------------------------------------------------------------- binned statistics
-# bin features: 0 u^2, 1 E^2, 2 z^2, 3 Ec (E - mean E), 4 Ec^2, 5 z
+#: The per-sample bin features, named in the column order of :func:`bin_features` and
+#: of every per-bin sum (``Ec`` is E − Ē), each with the inputs it reads: the names a
+#: binned statistic's :attr:`Statistic.sums` lists.
+BIN_FEATURES = {"u2": "u", "E2": "E", "z2": "Eu", "Ec": "E", "Ec2": "E", "z": "Eu"}
+# columns of the bin features (the order of BIN_FEATURES)
 _B_U2, _B_E2, _B_Z2, _B_EC, _B_EC2, _B_Z = range(6)
 
 
@@ -465,8 +441,8 @@ def bin_features(E, u):
     """Per-sample bin features (u², E², z², E − Ē, (E − Ē)², z) over the last axis.
 
     ``E`` (..., M), ``u`` (M,) or (..., M) -> (..., M, 6). Centring E on its (row) mean
-    keeps the one-pass per-bin variance accurate. ``BINNED_STATS[name][0](S, n)`` turns
-    per-bin sums of these features into a statistic.
+    keeps the one-pass per-bin variance accurate. ``STATISTICS[name].finish(S, n)`` turns
+    per-bin sums of these features into a binned statistic.
     """
     E = np.asarray(E, dtype=np.float64)
     u = np.broadcast_to(np.asarray(u, dtype=np.float64), E.shape)
@@ -856,22 +832,6 @@ def lzms_from_bin_sums(S, n):
     return _bin_mean(S, n, _B_Z2)  # per_bin_moments' ZMS
 
 
-#: ``BINNED_STATS[name] = (function of the per-bin sums, vector)``: ``function(S, n)``
-#: with S (..., N, 6) the per-bin sums of :func:`bin_features` and n the bin counts;
-#: ``vector`` is True for the per-bin (vector) statistics.
-BINNED_STATS = {
-    "ence": (ence_from_bin_sums, False),
-    "ence_sd": (ence_sd_from_bin_sums, False),
-    "uce": (uce_from_bin_sums, False),
-    "zmse": (zmse_from_bin_sums, False),
-    "zmse_max": (zmse_max_from_bin_sums, False),
-    "zms_scan": (zms_scan_from_bin_sums, False),
-    "zve": (zve_from_bin_sums, False),
-    "lzisd": (lzisd_from_bin_sums, True),
-    "lzms": (lzms_from_bin_sums, True),
-}
-
-
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def per_bin_terms(su2, se2, sz2, sz, n):  # pragma: no cover - numba
     r"""One bin's terms of ENCE, ZMSE and ZVE from its sums (scalar numba kernel).
@@ -904,31 +864,201 @@ def per_bin_terms(su2, se2, sz2, sz, n):  # pragma: no cover - numba
     return abs(rmv - np.sqrt(mse)) / rmv, abs(np.log(sz2 / n)), abs(np.log(var_z))
 
 
-RANK_STATS = ("cc",)
+# ---------------------------------------------------------------- the declarations
+KINDS = ("moment", "binned", "rank")
 
-#: long names and predefined reference values (None: must be simulated).
-STAT_INFO = {
-    "zms": ("mean squared z-score <Z^2>", 1.0),
-    "rce": ("relative calibration error (RMV-RMSE)/RMV", 0.0),
-    "mv": ("mean variance <u^2>", None),
-    "mse": ("mean squared error <E^2>", None),
-    "rmv": ("root mean variance", None),
-    "rmse": ("root mean squared error", None),
-    "mean_z": ("mean z-score", 0.0),
-    "t_z": ("studentised mean z-score <Z>/sqrt(Var(Z)/n)", 0.0),
-    "var_z": ("variance of z-scores (n-1)", 1.0),
-    "nll": ("mean negative log-likelihood (normal)", "nll_ref"),
-    "nll_ref": ("reference NLL for calibrated normal errors", None),
-    "cc": ("Spearman rank correlation of |E| and uE", None),
-    "ence": ("expected normalised calibration error (RMSE per bin)", None),
-    "ence_sd": ("expected normalised calibration error (sd(E) per bin)", None),
-    "uce": ("uncertainty calibration error", None),
-    "zmse": ("mean |ln ZMS| over bins", None),
-    "zmse_max": ("largest |ln ZMS| over bins", None),
-    "zve": ("z-variance error exp(mean |ln Var(Z)|)", None),
-    "lzisd": ("local z inverse standard deviation per bin", 1.0),
-    "lzms": ("local ZMS per bin", 1.0),
-}
+
+@dataclass(frozen=True, kw_only=True)
+class Statistic:
+    r"""The blueprint of one statistic: what it reads, how it is finished, how it is tested.
+
+    One entry of :data:`STATISTICS` per statistic; every route (estimate, bootstrap,
+    jackknife, simulated references, verdicts, resolutions) reads it from there, so
+    adding a statistic is one declaration (``tests/test_statistic.py`` declares one).
+
+    Attributes
+    ----------
+    name : str
+        Its name in results. Binned statistics are binned on uE; ``name_X``,
+        ``name_V`` bin them on X or V (:func:`parse_stat`).
+    kind : {"moment", "binned", "rank"}
+        Its family, which sets its fast routes (module docstring).
+    long_name : str
+        The text of ``stat_long_name`` in results.
+    sums : tuple of str
+        The sums ``finish`` reads: names of :data:`MOMENT_FEATURES` (moment) or of
+        :data:`BIN_FEATURES` (binned), checked when declared; ``tests/test_statistic.py``
+        checks that ``finish`` reads no other column. Empty for a rank statistic (its
+        own kernels, :mod:`uqx.engine.ranks`).
+    finish : callable or None
+        ``finish(S, n)``: the statistic from the sums S (..., 5) of the moment features
+        over n pairs, or from the per-bin sums S (..., N, 6) and the bin counts n (N,).
+        None for a rank statistic.
+    vector : bool
+        One value per bin (a binned statistic).
+    reference : float, str or None
+        Its predefined reference value, or the name of the statistic that gives it
+        (``nll_ref``); None: simulated.
+    test_statistic : str or None
+        The statistic a verdict's test reads where it is not this one: ⟨Z⟩ is tested
+        through its studentised form ``t_z``, whose null is "no bias" whatever the
+        scale of uE.
+    direction : {1, -1, 0}
+        Side of miscalibration (:func:`uqx.engine.mctest.mc_pvalue`): +1 too large,
+        −1 too small, 0 both sides.
+    weight : float
+        Weight in its question's min-p (:func:`uqx.engine.questions.weighted_stepdown`):
+        it enters as :math:`p / w`, so a weight of 1/4 needs a p-value four times
+        smaller. Each question has a prespecified headline statistic of weight 1: ZMS
+        (the scale) for average calibration, with the studentised ⟨Z⟩ (the bias) at
+        1/2, the scan of the tails of the variable's order (ZMS_scan) for consistency
+        and adaptivity, CC for ranking; the other statistics refine the answer without
+        diluting the headline (RCE, ZMSE and ZMSE_max 1/4, ENCE, ZVE and UCE 1/10,
+        reachable with some 300 copies). Chosen on the tuning draws (seed 31).
+    resolution : {"scale", "bias", "top", ""}
+        What the factor of its resolution means (:mod:`uqx.engine.resolution`): uE
+        off by a factor, a bias in units of uE, uE too small by the factor in the bins
+        above the :data:`~uqx.engine.resolution.TOP_QUANTILE` quantile of the binning
+        variable only; ``""``: no resolution.
+    scale_map : callable or None
+        ``scale_map(t, f)``: its value on miscalibrated data as a function of its value
+        ``t`` on calibrated data and the factor ``f`` (resolution ``scale`` or
+        ``bias``), monotone in ``f``.
+    quasi_convex : bool
+        Its value on a copy is quasi-convex in the factor of the local alternative
+        (resolution ``top``; :func:`uqx.engine.resolution.first_hit`): a mean, maximum
+        or exponential of terms like :math:`|f\,a_j - 1|`, :math:`|\ln(f^2 z_j)|` or
+        :math:`|\ln \mathrm{ZMS}_A(f)|` with :math:`\mathrm{ZMS}_A(f)` non-decreasing
+        in f: a copy is rejected on an interval next to 1 and on a half-line, never in
+        between. ENCE_SD centres E on the copy's mean, which moves with f: it is not.
+    """
+
+    name: str
+    kind: str
+    long_name: str
+    sums: tuple[str, ...] = ()
+    finish: Callable | None = None
+    vector: bool = False
+    reference: float | str | None = None
+    test_statistic: str | None = None
+    direction: int = 0
+    weight: float = 0.25
+    resolution: str = ""
+    scale_map: Callable | None = None
+    quasi_convex: bool = False
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.name}: kind {self.kind!r} is not one of {KINDS}")
+        if not self.long_name:
+            raise ValueError(f"{self.name}: no long_name")
+        if (self.finish is None) != (self.kind == "rank"):
+            raise ValueError(f"{self.name}: a {self.kind} statistic "
+                             + ("has no finish" if self.kind == "rank" else "needs a finish"))
+        unknown = [c for c in self.sums if c not in self.features]
+        if unknown or (self.kind != "rank" and not self.sums):
+            raise ValueError(f"{self.name}: sums {self.sums!r} are not named among "
+                             f"{tuple(self.features)}")
+
+    @property
+    def features(self) -> dict:
+        """The features its sums are named from (none for a rank statistic)."""
+        return {"moment": MOMENT_FEATURES, "binned": BIN_FEATURES}.get(self.kind, {})
+
+    @property
+    def columns(self) -> tuple[int, ...]:
+        """Columns of its sums in the sum arrays ``S`` that ``finish`` reads."""
+        names = list(self.features)
+        return tuple(names.index(c) for c in self.sums)
+
+    @property
+    def reads(self) -> frozenset:
+        """The inputs it reads: ``"E"`` (errors) and ``"u"`` (uncertainties)."""
+        if self.kind == "rank":  # the ranks of |E| and of u
+            return frozenset("Eu")
+        return frozenset("".join(self.features[c] for c in self.sums))
+
+    @property
+    def tested(self) -> bool:
+        """False for a statistic of the uncertainties only: nothing to validate."""
+        return "E" in self.reads
+
+
+def _scale(t, f):
+    return f * f * t
+
+
+#: Every statistic, declared once (:class:`Statistic`), in the order of the tables.
+STATISTICS: dict[str, Statistic] = {s.name: s for s in (
+    Statistic(name="zms", kind="moment", sums=("z2",), finish=zms_from_sums,
+              long_name="mean squared z-score <Z^2>", reference=1.0, weight=1.0,
+              resolution="scale", scale_map=_scale),
+    Statistic(name="rce", kind="moment", sums=("u2", "E2"), finish=rce_from_sums,
+              long_name="relative calibration error (RMV-RMSE)/RMV", reference=0.0,
+              resolution="scale", scale_map=lambda t, f: 1.0 - f * (1.0 - t)),
+    Statistic(name="mv", kind="moment", sums=("u2",), finish=mv_from_sums,
+              long_name="mean variance <u^2>"),
+    Statistic(name="mse", kind="moment", sums=("E2",), finish=mse_from_sums,
+              long_name="mean squared error <E^2>"),
+    Statistic(name="rmv", kind="moment", sums=("u2",), finish=rmv_from_sums,
+              long_name="root mean variance"),
+    Statistic(name="rmse", kind="moment", sums=("E2",), finish=rmse_from_sums,
+              long_name="root mean squared error"),
+    Statistic(name="mean_z", kind="moment", sums=("z",), finish=mean_z_from_sums,
+              long_name="mean z-score", reference=0.0, test_statistic="t_z", weight=0.5,
+              resolution="bias", scale_map=lambda t, b: t + b),
+    Statistic(name="t_z", kind="moment", sums=("z2", "z"), finish=t_z_from_sums,
+              long_name="studentised mean z-score <Z>/sqrt(Var(Z)/n)", reference=0.0),
+    Statistic(name="var_z", kind="moment", sums=("z2", "z"), finish=var_z_from_sums,
+              long_name="variance of z-scores (n-1)", reference=1.0,
+              resolution="scale", scale_map=_scale),
+    Statistic(name="nll", kind="moment", sums=("z2", "lnu2"), finish=nll_from_sums,
+              long_name="mean negative log-likelihood (normal)", reference="nll_ref"),
+    Statistic(name="nll_ref", kind="moment", sums=("lnu2",), finish=nll_ref_from_sums,
+              long_name="reference NLL for calibrated normal errors"),
+    Statistic(name="cc", kind="rank", long_name="Spearman rank correlation of |E| and uE",
+              direction=-1, weight=1.0),
+    Statistic(name="ence", kind="binned", sums=("u2", "E2"), finish=ence_from_bin_sums,
+              long_name="expected normalised calibration error (RMSE per bin)",
+              direction=1, weight=0.1, resolution="top", quasi_convex=True),
+    Statistic(name="ence_sd", kind="binned", sums=("u2", "Ec", "Ec2"),
+              finish=ence_sd_from_bin_sums,
+              long_name="expected normalised calibration error (sd(E) per bin)",
+              direction=1, weight=0.1, resolution="top"),
+    Statistic(name="uce", kind="binned", sums=("u2", "E2"), finish=uce_from_bin_sums,
+              long_name="uncertainty calibration error",
+              direction=1, weight=0.1, resolution="top", quasi_convex=True),
+    Statistic(name="zmse", kind="binned", sums=("z2",), finish=zmse_from_bin_sums,
+              long_name="mean |ln ZMS| over bins",
+              direction=1, resolution="top", quasi_convex=True),
+    Statistic(name="zmse_max", kind="binned", sums=("z2",), finish=zmse_max_from_bin_sums,
+              long_name="largest |ln ZMS| over bins",
+              direction=1, resolution="top", quasi_convex=True),
+    Statistic(name="zms_scan", kind="binned", sums=("z2",), finish=zms_scan_from_bin_sums,
+              long_name="largest sqrt(n)|ln ZMS| over the tails of the bin order",
+              direction=1, weight=1.0, resolution="top", quasi_convex=True),
+    Statistic(name="zve", kind="binned", sums=("z2", "z"), finish=zve_from_bin_sums,
+              long_name="z-variance error exp(mean |ln Var(Z)|)",
+              direction=1, weight=0.1, resolution="top", quasi_convex=True),
+    Statistic(name="lzisd", kind="binned", sums=("z2", "z"), finish=lzisd_from_bin_sums,
+              vector=True, long_name="local z inverse standard deviation per bin",
+              reference=1.0),
+    Statistic(name="lzms", kind="binned", sums=("z2",), finish=lzms_from_bin_sums,
+              vector=True, long_name="local ZMS per bin", reference=1.0),
+)}
+
+
+
+def names_of(kind: str) -> tuple[str, ...]:
+    """Names of the statistics of one kind (:data:`KINDS`), in the order of :data:`STATISTICS`.
+
+    Examples
+    --------
+    >>> names_of("rank")
+    ('cc',)
+    """
+    return tuple(k for k, s in STATISTICS.items() if s.kind == kind)
+
 
 _COND_RE = re.compile(r"^(?P<base>[a-z_]+?)(?:_(?P<cond>uE|X|V))?$")
 
@@ -955,23 +1085,21 @@ class StatSpec:
     @property
     def vector(self) -> bool:
         """True for per-bin (vector) statistics."""
-        return self.family == "binned" and BINNED_STATS[self.base][1]
+        return self.family == "binned" and STATISTICS[self.base].vector
 
 
 def parse_stat(name: str) -> StatSpec:
     """Parse a statistic name such as ``"zms"``, ``"ence"``, ``"zmse_X"``, ``"lzisd_V"``."""
     key = str(name).strip()
     low = key.lower()
-    if low in MOMENT_STATS:
-        return StatSpec(low, low, "moment")
-    if low in RANK_STATS:
-        return StatSpec(low, low, "rank")
+    if low in STATISTICS and STATISTICS[low].kind != "binned":
+        return StatSpec(low, low, STATISTICS[low].kind)
     m = _COND_RE.match(key if key[-2:] in ("_X", "_V") or key.endswith("_uE") else low)
-    if m and m.group("base") in BINNED_STATS:
+    base = m.group("base") if m else None
+    if base in STATISTICS and STATISTICS[base].kind == "binned":
         cond = m.group("cond") or "uE"
-        base = m.group("base")
         return StatSpec(base if cond == "uE" else f"{base}_{cond}", base, "binned", cond)
-    known = sorted(MOMENT_STATS) + list(RANK_STATS) + sorted(BINNED_STATS)
+    known = sorted(names_of("moment")) + list(names_of("rank")) + sorted(names_of("binned"))
     raise InputError(
         f"unknown statistic {name!r}; known: {', '.join(known)} "
         "(binned ones take a conditioning suffix _X or _V, e.g. zmse_X)"
@@ -981,7 +1109,7 @@ def parse_stat(name: str) -> StatSpec:
 def moment_statistic(name: str, E=None, u=None, *, axis: int = -1):
     r"""Compute a moment statistic of plain arrays, NaN-aware, reduced over ``axis``.
 
-    The same formula as every other route (``MOMENT_STATS[name](S, n)`` on the sums S of
+    The same formula as every other route (``STATISTICS[name].finish(S, n)`` on the sums S of
     the features z², u², E², z, ln u² over the n valid pairs): a pair with a NaN in E or
     u (padding) is ignored. Statistics of u only (``mv``, ``rmv``, ``nll_ref``) take
     ``E=None``, those of E only (``mse``, ``rmse``) ``u=None``.
@@ -989,7 +1117,7 @@ def moment_statistic(name: str, E=None, u=None, *, axis: int = -1):
     Parameters
     ----------
     name : str
-        A moment statistic (:data:`MOMENT_STATS`).
+        A moment statistic of :data:`STATISTICS`.
     E, u : array_like, optional
         Errors and uncertainties.
     axis : int, default -1
@@ -1000,8 +1128,9 @@ def moment_statistic(name: str, E=None, u=None, *, axis: int = -1):
     >>> float(moment_statistic("zms", np.array([1.0, -2.0, np.nan]), np.array([1.0, 2.0, 1.0])))
     1.0
     """
-    if name not in MOMENT_STATS:
-        raise InputError(f"unknown moment statistic {name!r}; known: {', '.join(MOMENT_STATS)}")
+    if name not in names_of("moment"):
+        raise InputError(f"unknown moment statistic {name!r}; "
+                         f"known: {', '.join(names_of('moment'))}")
     Ea = None if E is None else np.moveaxis(np.asarray(E, dtype=np.float64), axis, -1)
     ua = None if u is None else np.moveaxis(np.asarray(u, dtype=np.float64), axis, -1)
     if Ea is None:
@@ -1016,13 +1145,14 @@ def moment_statistic(name: str, E=None, u=None, *, axis: int = -1):
     S = np.stack([np.sum(z * z, -1), np.sum(np.where(ok, u1 * u1, 0.0), -1),
                   np.sum(E0 * E0, -1), np.sum(z, -1), np.sum(np.log(u1 * u1), -1)], axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, MOMENT_STATS[name](S, n), np.nan)
+        return np.where(n > 0, STATISTICS[name].finish(S, n), np.nan)
 
 
 def moment_sums(E, u):
     """Sum the moment features (z², u², E², z, ln u²) over the last axis: (..., 5).
 
-    Batch route for simulated data sets; ``MOMENT_STATS[name](S, M)`` gives the statistic.
+    Batch route for simulated data sets; ``STATISTICS[name].finish(S, M)`` gives the
+    statistic.
     """
     E = np.asarray(E, dtype=np.float64)
     u = np.broadcast_to(np.asarray(u, dtype=np.float64), E.shape)
@@ -1039,7 +1169,7 @@ def bin_feature_sums(E_sorted, u_sorted, edges):
     """Per-bin sums of the bin features for data already sorted by the binning variable.
 
     Batch route (rows = simulated data sets, E_sorted (b, M), u_sorted (M,)): returns
-    (b, N, 6) for ``BINNED_STATS[name][0](S, n)`` with ``n = diff(edges)``.
+    (b, N, 6) for ``STATISTICS[name].finish(S, n)`` with ``n = diff(edges)``.
     """
     E = np.ascontiguousarray(np.atleast_2d(np.asarray(E_sorted, dtype=np.float64)))
     u = np.ascontiguousarray(np.asarray(u_sorted, dtype=np.float64))

@@ -29,7 +29,6 @@ import numpy as np
 
 __all__ = [
     "VERDICTS",
-    "NOT_TESTED",
     "interval_problem",
     "zeta_verdict",
     "agreement_verdict",
@@ -39,10 +38,6 @@ __all__ = [
 ]
 
 VERDICTS = ("valid", "invalid", "inconclusive", "not tested")
-#: statistics that do not depend on the errors: nothing to validate
-NOT_TESTED = frozenset({"mv", "rmv", "nll_ref"})
-
-
 def interval_problem(estimate, ci_low, ci_high) -> str:
     """Return why a bootstrap interval is unsound for a verdict ('' when it is sound).
 

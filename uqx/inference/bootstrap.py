@@ -51,11 +51,7 @@ from uqx.engine.resample import (
     content_key,
     resolve_seed,
 )
-from uqx.engine.statistic import (
-    STAT_INFO,
-    BinningConfig,
-    parse_stat,
-)
+from uqx.engine.statistic import STATISTICS, BinningConfig, parse_stat
 from uqx.inference.streamed import GROUP_ROWS, Acceleration, SetTasks, streamed_tasks
 from uqx.progress import compute_tasks
 
@@ -532,10 +528,7 @@ def _annotate(out):
         out["stat"].attrs["long_name"] = "statistic"
         out.coords["stat_long_name"] = (
             "stat",
-            [
-                STAT_INFO.get(str(s).split("_X")[0].split("_V")[0], ("",))[0]
-                for s in out["stat"].values
-            ],
+            [STATISTICS[parse_stat(str(s)).base].long_name for s in out["stat"].values],
         )
 
 

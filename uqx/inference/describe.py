@@ -6,8 +6,9 @@
   binned statistics cut exactly as the reference code (stable sort, R ``genIntervals``);
 * :func:`describe` — every statistic of the foundation plus tailedness, as one Dataset.
 
-Dask-backed inputs: the moment statistics (:data:`uqx.engine.statistic.MOMENT_STATS`: ZMS, RCE,
-MV, MSE, RMV, RMSE, mean and variance of z, NLL, NLL_ref) are streamed chunk by chunk as
+Dask-backed inputs: the moment statistics (those of kind ``moment`` in
+:data:`uqx.engine.statistic.STATISTICS`: ZMS, RCE, MV, MSE, RMV, RMSE, mean and variance of
+z, NLL, NLL_ref) are streamed chunk by chunk as
 sums of the per-sample features of :func:`uqx.engine.statistic.moment_sums` (memory bounded by
 the chunk size); statistics that need a global sort (binned ones, CC, tailedness) load
 each set into memory.
@@ -25,8 +26,7 @@ from uqx.dataio.model import check_sets, iter_sets
 from uqx.engine.defaults import N_BINS, POP_MIN
 from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.statistic import (
-    MOMENT_STATS,
-    STAT_INFO,
+    STATISTICS,
     BinningConfig,
     moment_statistic,
     moment_sums,
@@ -60,22 +60,21 @@ DESCRIBE_STATS = (
     "zve",
 )
 
-_E_ONLY = ("mse", "rmse")
-_U_ONLY = ("mv", "rmv", "nll_ref")
-
-
 def _moment_kernel(name):
-    # the formula of uqx.engine.statistic (one definition), NaN-aware over the last axis
-    if name in _E_ONLY:
+    # the formula of uqx.engine.statistic (one definition), NaN-aware over the last axis,
+    # of the inputs it reads
+    reads = STATISTICS[name].reads
+    if "u" not in reads:
         return lambda E, axis=-1: moment_statistic(name, E, None, axis=axis)
-    if name in _U_ONLY:
+    if "E" not in reads:
         return lambda u, axis=-1: moment_statistic(name, None, u, axis=axis)
     return lambda E, u, axis=-1: moment_statistic(name, E, u, axis=axis)
 
 
 #: Unbinned kernels usable with :func:`apply_kernel` (name -> (function, needs E, needs u)).
 KERNELS = {
-    **{name: (_moment_kernel(name), name not in _U_ONLY, name not in _E_ONLY)
+    **{name: (_moment_kernel(name), "E" in STATISTICS[name].reads,
+              "u" in STATISTICS[name].reads)
        for name in ("mv", "mse", "rmv", "rmse", "rce", "mean_z", "var_z", "zms", "nll",
                     "nll_ref")},
     "cc": (correlation.spearman_cc, True, True),
@@ -112,7 +111,7 @@ def apply_kernel(ds: xr.Dataset, name: str) -> xr.DataArray:
         dask="parallelized",
         output_dtypes=[np.float64],
     )
-    return out.rename(name).assign_attrs(long_name=STAT_INFO[name][0])
+    return out.rename(name).assign_attrs(long_name=STATISTICS[name].long_name)
 
 
 def _lazy_moment_sums(ds: xr.Dataset) -> list:
@@ -163,7 +162,8 @@ def compute(
     Notes
     -----
     With dask-backed data the moment statistics are streamed (bounded memory, sums of
-    :func:`uqx.engine.statistic.moment_sums` per chunk, then ``MOMENT_STATS[name](S, M)``);
+    :func:`uqx.engine.statistic.moment_sums` per chunk, then
+    ``STATISTICS[name].finish(S, M)``);
     binned statistics and CC sort the whole set and load it into memory.
     """
     from uqx._checks import check_stats_argument
@@ -185,7 +185,7 @@ def compute(
         for i, S in enumerate(sums):
             m = int(ds["M"].values[i])
             for s in streamed:
-                out[i, names.index(s.name)] = float(MOMENT_STATS[s.base](S, m))
+                out[i, names.index(s.name)] = float(STATISTICS[s.base].finish(S, m))
     if rest:
         for i, sd in enumerate(iter_sets(checked)):
             use = rest
@@ -260,7 +260,7 @@ def describe(
             out[k] = ("set", np.array(v), {"safety_limit": SAFETY_LIMITS.get(k, np.nan)})
     out = out.assign_coords(M=("set", ds["M"].values))
     out["n_dropped"] = ("set", ds["n_dropped"].values)
-    long = [STAT_INFO[parse_stat(str(s)).base][0] for s in est["stat"].values]
+    long = [STATISTICS[parse_stat(str(s)).base].long_name for s in est["stat"].values]
     out["stat_long_name"] = ("stat", long)
     out.attrs.update(est.attrs)
     from uqx._checks import constant_reason, small_sample_note

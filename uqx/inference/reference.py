@@ -45,8 +45,7 @@ from uqx.engine.resample import (
 )
 from uqx.engine.resolution import SPREAD_DOWN, TOP_FACTORS, top_segments
 from uqx.engine.statistic import (
-    BINNED_STATS,
-    MOMENT_STATS,
+    STATISTICS,
     BinningConfig,
     parse_stat,
 )
@@ -282,7 +281,7 @@ def _moment_block(parts, usums, specs, M):
         us = us + p
     S = np.empty((tot.shape[0], 5))  # (z², u², E², z, ln u²) with z = ε
     S[:, 0], S[:, 1], S[:, 2], S[:, 3], S[:, 4] = tot[:, 0], us[0], tot[:, 1], tot[:, 3], us[1]
-    return {s.name: MOMENT_STATS[s.base](S, M) for s in specs}
+    return {s.name: STATISTICS[s.base].finish(S, M) for s in specs}
 
 
 def _moment_tasks(ds, i, specs, dist, nu, seed, dlabel, n_mc, own_key=True):
@@ -331,13 +330,13 @@ def _sums_stats(out_seg, out_bin, eps, ss, specs, top=False, cc_spread=False):
         S[:, 3] = tot[:, 3]
         S[:, 4] = ss.sum_lnu2
         for s in moment:
-            out[s.name] = MOMENT_STATS[s.base](S, ss.M)
+            out[s.name] = STATISTICS[s.base].finish(S, ss.M)
     for cond, (lo, hi, u2, n) in ss.layout.items():
         sums = out_seg if lo is None else out_bin[:, lo:hi]
         S = copy_bin_features(sums, u2, n, tot[:, 2], ss.M)
         binned = [s for s in specs if s.family == "binned" and s.cond == cond]
         for s in binned:
-            out[s.name] = BINNED_STATS[s.base][0](S, n)
+            out[s.name] = STATISTICS[s.base].finish(S, n)
         if binned and top and (lo is not None or cond == "uE"):
             # the per-bin sums, from which the binned statistics up to a factor and under
             # the alternatives (uE too small by f in the top bins, ...) are computed

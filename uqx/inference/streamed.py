@@ -16,7 +16,7 @@ import numpy as np
 from uqx.dataio.model import ColumnRef, read_rows, streamed_content_key
 from uqx.engine.confidence import acceleration_from_power_sums
 from uqx.engine.resample import SAMPLE_BLOCK, SAMPLE_GROUP, BootstrapPlan
-from uqx.engine.statistic import MOMENT_COLUMNS, MOMENT_STATS, moment_features, moment_sums
+from uqx.engine.statistic import STATISTICS, moment_features, moment_sums
 
 __all__ = ["Acceleration", "GROUP_ROWS", "streamed_tasks"]
 
@@ -55,7 +55,7 @@ def _group_jack(src_E, src_u, lo, hi, S, t0, specs, M):
         b = a + _JACK_ROWS
         loo = S[None, :] - moment_sums(E[a:b, None], u[a:b, None])
         for k, s in enumerate(specs):
-            x = MOMENT_STATS[s.base](loo, M - 1) - t0[k]
+            x = STATISTICS[s.base].finish(loo, M - 1) - t0[k]
             x = x[np.isfinite(x)]
             out[k] += (x.size, x.sum(), (x * x).sum(), (x * x * x).sum())
     return out
@@ -90,7 +90,7 @@ def streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
     """
     key = streamed_content_key(E, u, M, GROUP_ROWS)
     plan = BootstrapPlan(M=M, n_boot=n_boot, seed=seed, key=key)
-    cols = {c for s in specs for c in MOMENT_COLUMNS[s.base]}
+    cols = {c for s in specs for c in STATISTICS[s.base].columns}
     ncol = 3 if cols <= {0, 1, 2} else 5
     groups = [plan.group_rows(g) for g in range(plan.n_groups)]
     sE, su = ColumnRef(E), ColumnRef(u)
@@ -103,8 +103,8 @@ def streamed_tasks(E, u, M, specs, n_boot, seed, want_jack):
         for s_g, r_g in results[1:]:
             S = S + s_g
             reps = [a + b for a, b in zip(reps, r_g, strict=True)]
-        t0 = {s.name: MOMENT_STATS[s.base](S[None, :], M) for s in specs}
-        blocks = [{s.name: MOMENT_STATS[s.base](
+        t0 = {s.name: STATISTICS[s.base].finish(S[None, :], M) for s in specs}
+        blocks = [{s.name: STATISTICS[s.base].finish(
             np.concatenate([r, np.zeros(r.shape[:-1] + (5 - r.shape[-1],))], axis=-1)
             if r.shape[-1] < 5 else r, M)[:, None] for s in specs} for r in reps]
         return _FirstPass(S, t0, blocks)

@@ -40,10 +40,10 @@ def percentages(k_max=10.0, k_step=0.1) -> np.ndarray:
 
 
 def _zms_rce(E, u):
-    from uqx.engine.statistic import MOMENT_STATS, moment_sums
+    from uqx.engine.statistic import STATISTICS, moment_sums
 
     S = moment_sums(E, u)[None, :]
-    return [float(MOMENT_STATS[s](S, E.size)[0]) for s in STATS]
+    return [float(STATISTICS[s].finish(S, E.size)[0]) for s in STATS]
 
 
 def kernel(cell, block, n, params, data):

@@ -23,7 +23,6 @@ import xarray as xr
 from uqx.engine.mctest import (
     LIGHT_SIDE,
     copy_pvalues,
-    direction_of,
     mc_pvalue,
     mc_pvalue_sides,
     pvalue_noise,
@@ -37,13 +36,11 @@ from uqx.engine.questions import (
     member_verdict,
     question_graph,
     question_of,
-    weight_of,
     weighted_stepdown,
 )
-from uqx.engine.statistic import RANK_STATS
+from uqx.engine.statistic import STATISTICS
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import (
-    NOT_TESTED,
     interval_problem,
     simulated_verdict,
     zeta_se,
@@ -65,14 +62,14 @@ __all__ = [
 ]
 
 
-def members_used(res, n_members, base=None) -> np.ndarray:
+def members_used(res, n_members, rank: bool = False) -> np.ndarray:
     """Members taking part in each set's verdicts, (set, member) bool (all when unknown).
 
-    With ``base`` a rank statistic (:data:`uqx.engine.statistic.RANK_STATS`), the members
-    whose body also fits the data's (``member_plausible_rank``,
+    With ``rank`` (the verdicts of a rank statistic, CC), the members whose body also
+    fits the data's (``member_plausible_rank``,
     :func:`uqx.workflow.references.plausible_for_ranks`).
     """
-    if base in RANK_STATS and "member_plausible_rank" in res:
+    if rank and "member_plausible_rank" in res:
         return res["member_plausible_rank"].values.astype(bool)
     if "member_plausible" in res:
         return res["member_plausible"].values.astype(bool)
@@ -101,7 +98,7 @@ def papers_verdict(res, specs, i, j, labels):
     """Return the papers' ζ decision (000 Fig. 1 with uqx's D agreement), for comparison."""
     e, lo, hi = (float(res[k].values[i, j]) for k in ("estimate", "ci_low", "ci_high"))
     kind = str(res["reference_kind"].values[i, j])
-    if specs[j].base in NOT_TESTED or kind == "":
+    if not STATISTICS[specs[j].base].tested or kind == "":
         return "not tested"
     if interval_problem(e, lo, hi):
         return "inconclusive"
@@ -116,13 +113,13 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
     """Step 4: each tested statistic's Monte-Carlo p-value under every member.
 
     The p-value of the statistic the test reads (``observed``: the estimate, or its
-    studentised form for ⟨Z⟩, :data:`uqx.engine.statistic.TEST_STATISTIC`) among its
-    calibrated copies (:func:`uqx.engine.mctest.mc_pvalue`, one- or two-sided by
-    :data:`uqx.engine.mctest.DIRECTION`). With ``joint`` (the fitted member at ν̂), the
-    fitted member of a two-sided statistic of :data:`uqx.engine.mctest.LIGHT_SIDE` reads
-    that side on ``draws`` (the heavy end of ν) and the other on ``joint``
-    (:func:`uqx.engine.mctest.mc_pvalue_sides`). The papers' ζ rule is kept in
-    ``zeta_verdict``.
+    studentised form for ⟨Z⟩: its ``test_statistic`` in
+    :data:`uqx.engine.statistic.STATISTICS`) among its calibrated copies
+    (:func:`uqx.engine.mctest.mc_pvalue`, one- or two-sided by its ``direction``). With
+    ``joint`` (the fitted member at ν̂), the fitted member of a two-sided statistic of
+    :data:`uqx.engine.mctest.LIGHT_SIDE` reads that side on ``draws`` (the heavy end of
+    ν) and the other on ``joint`` (:func:`uqx.engine.mctest.mc_pvalue_sides`). The
+    papers' ζ rule is kept in ``zeta_verdict``.
 
     Parameters
     ----------
@@ -155,7 +152,7 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
         else None
     for i in range(S):
         for j, s in enumerate(specs):
-            if s.base in NOT_TESTED:
+            if not STATISTICS[s.base].tested:
                 continue
             papers[i, j] = papers_verdict(res, specs, i, j, labels)
             if papers[i, j] in ("valid", "invalid"):
@@ -164,7 +161,7 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
                                        res["ci_high"].values[i, j])
             if problem:
                 notes.stat(i, j, problem + " (ζ-scores only; the verdict does not use it)")
-            d = direction_of(s.base)
+            d = STATISTICS[s.base].direction
             pv[i, j] = mc_pvalue(observed[i, j], draws[i, j], d)
             if light is not None and s.base in LIGHT_SIDE:
                 # fitted member: the heavy end of nu on the light side, nu_hat on the other
@@ -225,25 +222,25 @@ def set_tests(res, specs, draws, i, *, factor=None) -> QuestionTests:
     """
     n_members = draws.shape[2]
     use_all = members_used(res, n_members)[i]
-    use_rank = members_used(res, n_members, RANK_STATS[0])[i]
+    use_rank = members_used(res, n_members, rank=True)[i]
     keys, qs, ws, ps, cs, us = [], [], [], [], [], []
     n = draws.shape[-1]
     for j, s in enumerate(specs):
         q = question_of(s.family, s.cond)
         p = res["p_value"].values[i, j]
-        if s.base in NOT_TESTED or q is None or not np.isfinite(p).any():
+        if not STATISTICS[s.base].tested or q is None or not np.isfinite(p).any():
             continue
-        d = direction_of(s.base)
+        d = STATISTICS[s.base].direction
         keys.append(("stat", j))
         qs.append(q)
-        ws.append(weight_of(s.base))
+        ws.append(STATISTICS[s.base].weight)
         ps.append(p)
         cs.append(np.stack([copy_pvalues(draws[i, j, m], d) for m in range(n_members)]))
-        us.append(use_rank if s.base in RANK_STATS else use_all)
+        us.append(use_rank if s.family == "rank" else use_all)
     for j, (p, c) in (factor or {}).items():
         keys.append(("factor", j))
         qs.append("up_to_factor")
-        ws.append(weight_of(specs[j].base))
+        ws.append(STATISTICS[specs[j].base].weight)
         ps.append(p)
         pad = np.full((n_members, n), np.nan)
         pad[:, :c.shape[1]] = c[:, :n]
@@ -368,7 +365,7 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
     n = draws.shape[-1]
     for i in range(S):
         for j, s in enumerate(specs):  # tested statistics left out of every question
-            if s.base not in NOT_TESTED and question_of(s.family, s.cond) is not None:
+            if STATISTICS[s.base].tested and question_of(s.family, s.cond) is not None:
                 verdict[i, j] = "inconclusive"
                 reason[i, j] = NO_PVALUE
         t = set_tests(res, specs, draws, i, factor=None if factor is None else factor.get(i))
@@ -408,8 +405,8 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                     lev_t[k, m] = lev[q]
                     rej_t[k, m] = rej[q] and adj[k] < lev[q]
                     firm_t[k, m] = firm_q[a, m] and adj[k] < firm
-                    d = direction_of(specs[t.keys[k][1]].base) if t.keys[k][0] == "stat" \
-                        else 1
+                    d = STATISTICS[specs[t.keys[k][1]].base].direction \
+                        if t.keys[k][0] == "stat" else 1
                     if k in left and np.isfinite(c) and \
                             t.weights[k] * c <= smallest_pvalue(n_ok, d):
                         reach_t[k] = False
@@ -535,7 +532,7 @@ def _unreachable(n, level) -> str:
 def _test_label(specs, key) -> str:
     j = key[1]
     name = specs[j].name.upper()
-    w = weight_of(specs[j].base)
+    w = STATISTICS[specs[j].base].weight
     return f"{name} (w {w:g})" if w != 1 else name
 
 

@@ -167,8 +167,8 @@ def factor_tests(res: xr.Dataset, sets, specs, top) -> tuple[dict, np.ndarray]:
         The statistics of the rescaled data (NaN elsewhere).
     """
     from uqx.engine.binning import is_nondecreasing, stable_order
-    from uqx.engine.mctest import copy_pvalues, direction_of, mc_pvalue
-    from uqx.engine.statistic import BINNED_STATS, bin_feature_sums, scale_free_bin_sums
+    from uqx.engine.mctest import copy_pvalues, mc_pvalue
+    from uqx.engine.statistic import STATISTICS, bin_feature_sums, scale_free_bin_sums
 
     S, K = len(sets), len(specs)
     observed = np.full((S, K), np.nan)
@@ -197,9 +197,9 @@ def factor_tests(res: xr.Dataset, sets, specs, top) -> tuple[dict, np.ndarray]:
         tests[i] = {}
         for j in js:
             base = specs[j].base
-            observed[i, j] = float(BINNED_STATS[base][0](Sd, n)[0])
+            observed[i, j] = float(STATISTICS[base].finish(Sd, n)[0])
             nulls = np.stack([top.null(i, j, m, scale_free=True) for m in range(D)])
-            d = direction_of(base)
+            d = STATISTICS[base].direction
             p = np.array([mc_pvalue(observed[i, j], nulls[m], d) for m in range(D)])
             tests[i][j] = (p, np.stack([copy_pvalues(nulls[m], d) for m in range(D)]))
     return tests, observed

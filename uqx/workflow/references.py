@@ -17,7 +17,7 @@ import xarray as xr
 
 from uqx.engine.alternative import BinnedCopies
 from uqx.engine.defaults import NU
-from uqx.engine.mctest import N_TEST, direction_of
+from uqx.engine.mctest import N_TEST
 from uqx.engine.null_body import body_plausible, log_abs_z_spread_local
 from uqx.engine.null_shape import (
     kappa_cs_z2_local,
@@ -26,8 +26,7 @@ from uqx.engine.null_shape import (
     plausible_members,
     t_nu_from_tails,
 )
-from uqx.engine.statistic import STAT_INFO, TEST_STATISTIC
-from uqx.engine.verdict import NOT_TESTED
+from uqx.engine.statistic import STATISTICS
 from uqx.inference.reference import Member, draw_copies, prepare_sets, top_suffix
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
 
@@ -42,13 +41,13 @@ LOCAL_FIT = True
 
 
 def test_name(spec) -> str:
-    """Name of the statistic a verdict's test reads for ``spec`` (:data:`TEST_STATISTIC`)."""
-    return TEST_STATISTIC.get(spec.base, spec.name)
+    """Name of the statistic a verdict's test reads for ``spec`` (``Statistic.test_statistic``)."""
+    return STATISTICS[spec.base].test_statistic or spec.name
 
 
 def predefined_reference(base, estimates):
-    """Predefined reference of a statistic, or None (see STAT_INFO)."""
-    ref = STAT_INFO.get(base, (None, None))[1]
+    """Predefined reference of a statistic, or None (``Statistic.reference``)."""
+    ref = STATISTICS[base].reference if base in STATISTICS else None
     if isinstance(ref, str):  # data-dependent reference, e.g. NLL_ref
         return estimates[ref]
     return ref
@@ -309,7 +308,7 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
     (:func:`null_family`); the papers' references (mean, Sim2, ζ_Sim) are kept for the
     statistics without a predefined one (all with ``simulate_all``). ``hooks`` (one per
     set, or None) reuse the simulation draws for the extrapolation nulls. The statistics
-    tested on both sides (:data:`uqx.engine.mctest.DIRECTION` 0) are simulated once more
+    tested on both sides (``Statistic.direction`` 0) are simulated once more
     under the fitted member, at ``family.nu_two_sided``, for their own tests; when they
     are all the tests and no extrapolation null rides on the copies (the streamed route),
     the fitted member is drawn once, at that ν, for everything.
@@ -341,14 +340,14 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
     ref, kind, zeta = predefined_references(boot, specs)
     D = 2  # the papers' N and t_s(ν)
     sim = {k: np.full((S, K, D), np.nan) for k in ("ref", "se", "lo", "hi")}
-    tested = [j for j, s in enumerate(specs) if s.base not in NOT_TESTED]
+    tested = [j for j, s in enumerate(specs) if STATISTICS[s.base].tested]
     sim_idx = [j for j in tested if simulate_all or np.all(kind[:, j] == "")]
     draws = np.full((S, K, len(members), n_mc), np.nan)
     top = None
     nulls = {}
     n_test = min(n_mc, N_TEST)
     names = [specs[j].name for j in tested]
-    # the statistics the tests read (TEST_STATISTIC: <Z> studentised), simulated beside
+    # the statistics the tests read (test_statistic: <Z> studentised), simulated beside
     sim_names = list(dict.fromkeys(names + [test_name(specs[j]) for j in tested]))
     col = {name: k for k, name in enumerate(sim_names)}
     # one sort of uE and one set of bins per set, shared by every member and copy (not
@@ -359,7 +358,7 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
     if tested and not file_order:
         prepared = prepare_sets(ds, names, **cfg.binning_options, pool=True)
     draw = dict(seed=seed, level=level, bin_cfg=cfg.bin_cfg, prepared=prepared, **cfg.compute)
-    two = [j for j in tested if direction_of(specs[j].base) == 0]
+    two = [j for j in tested if STATISTICS[specs[j].base].direction == 0]
     fit = [d for d, m in enumerate(members) if m.label == "fit"]
     second = bool(two) and bool(fit)
     local_fit = LOCAL_FIT  # the fitted member's joint copies: one ν per window of uE

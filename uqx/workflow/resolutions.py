@@ -37,14 +37,10 @@ from functools import partial
 import numpy as np
 import xarray as xr
 
-from uqx.engine.mctest import direction_of
 from uqx.engine.questions import QUESTIONS, critical_value
 from uqx.engine.resolution import (
     _GRID,
     POWER,
-    QUASI_CONVEX_TOP,
-    RESOLUTION_KIND,
-    SCALE_MAPS,
     SPREAD_DOWN,
     SPREAD_STEP,
     SPREAD_UP,
@@ -54,8 +50,8 @@ from uqx.engine.resolution import (
     scale_resolution,
     spread_resolution,
 )
+from uqx.engine.statistic import STATISTICS
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
-from uqx.engine.verdict import NOT_TESTED
 
 __all__ = ["resolution_step", "RESOLUTION_VARS"]
 
@@ -100,7 +96,7 @@ def _thresholds(res, t, i, m, q):
 
 
 def _scale_copies(base, null, M):
-    """Return copies on the scale :data:`uqx.engine.resolution.SCALE_MAPS` reads (t_z: /√M)."""
+    """Return copies on the scale its ``scale_map`` reads (t_z: /√M)."""
     if base == "mean_z":  # the test reads t_z: a bias b moves it by b sqrt(M) / sd(Z)
         return "mean_z", np.asarray(null, dtype=np.float64) / np.sqrt(M)
     return base, null
@@ -151,7 +147,7 @@ def resolution_step(res, specs, draws, top, tests, *, M) -> xr.Dataset:
         for k, key in enumerate(t.keys):
             j = key[1]
             s = specs[j]
-            if key[0] != "stat" or s.base in NOT_TESTED:
+            if key[0] != "stat" or not STATISTICS[s.base].tested:
                 continue
             used = _members(res, i, t.use[k])
             crit = {m: _thresholds(res, t, i, m, t.questions[k]) for m in used}
@@ -210,7 +206,7 @@ def resolution_step(res, specs, draws, top, tests, *, M) -> xr.Dataset:
 def _statistic_resolution(s, draws, used, crit, top, i, j, M, w):
     """(low, high), (spread low, spread high) of one statistic over its members."""
     nan2 = (np.nan, np.nan)
-    kind = RESOLUTION_KIND.get(s.base)
+    kind = STATISTICS[s.base].resolution
     if s.base == "cc":  # uE varying too much (gamma < 1) lowers the rank correlation
         held = [None if top is None else top.cc_spread(i, m) for m in used]
         if any(h is None for h in held):
@@ -226,10 +222,10 @@ def _statistic_resolution(s, draws, used, crit, top, i, j, M, w):
         return (_widest(lims[:, 0], True), _widest(lims[:, 1], False)), nan2
     if kind != "top" or top is None or not top.available(i, j, s.cond):
         return nan2, nan2
-    d = direction_of(s.base)
+    d = STATISTICS[s.base].direction
     f = [alternative_resolution(draws[m, :top.n_copies], top.values(i, j, m, cond=s.cond),
                                 top.factors, direction=d, alpha=w * crit[m],
-                                quasi_convex=s.base in QUASI_CONVEX_TOP) for m in used]
+                                quasi_convex=STATISTICS[s.base].quasi_convex) for m in used]
     spread = nan2
     if s.cond == "uE":
         spread = spread_resolution([draws[m, :top.n_copies] for m in used],
@@ -259,7 +255,7 @@ def _question_resolution(q, specs, t, idx, draws, used, crit, top, i, M):
                 if not t.use[k, m]:
                     continue
                 null = nulls[k]
-                d = direction_of(specs[t.keys[k][1]].base)
+                d = STATISTICS[specs[t.keys[k][1]].base].direction
                 alt = np.asarray(values_of(k, idx_f), dtype=np.float64)
                 r = _below(alt, null, d, t.weights[k] * crit[m])
                 hit = r if hit is None else hit | r
@@ -315,8 +311,8 @@ def _below(alt, null, direction, threshold, own=False):
 def _average_resolution(specs, t, idx, draws, used, crit):
     """Scale factors below and above 1 at which average calibration is found not valid.
 
-    Under a scale f of uE, ZMS, Var Z and RCE move by their maps
-    (:data:`uqx.engine.resolution.SCALE_MAPS`) and the studentised ⟨Z⟩ does not; the
+    Under a scale f of uE, ZMS, Var Z and RCE move by their maps (their ``scale_map`` in
+    :data:`uqx.engine.statistic.STATISTICS`) and the studentised ⟨Z⟩ does not; the
     question rejects a copy when one of them does.
     """
     out = []
@@ -336,11 +332,12 @@ def _average_resolution(specs, t, idx, draws, used, crit):
             def rejected(ii, parts=parts, grid=grid):
                 hit = None
                 for base, null, thr in parts:
-                    if base in SCALE_MAPS and base != "mean_z":
-                        alt = SCALE_MAPS[base](null[:, None], grid[np.atleast_1d(ii)][None, :])
-                        r = _below(alt, null, direction_of(base), thr)
+                    if STATISTICS[base].resolution == "scale":
+                        alt = STATISTICS[base].scale_map(null[:, None],
+                                                         grid[np.atleast_1d(ii)][None, :])
+                        r = _below(alt, null, STATISTICS[base].direction, thr)
                     else:  # unchanged by a scale (t_z), or no map: its own copies
-                        r = np.repeat(_below(null, null, direction_of(base), thr,
+                        r = np.repeat(_below(null, null, STATISTICS[base].direction, thr,
                                              own=True)[:, None], np.size(ii), axis=1)
                     hit = r if hit is None else hit | r
                 return hit

@@ -215,9 +215,9 @@ def _stat(res, i, name) -> dict | None:
     if "p_value" in x:
         pv = x["p_value"].values
         use = np.isfinite(pv)
-        from uqx.engine.statistic import RANK_STATS, parse_stat
+        from uqx.engine.statistic import parse_stat
 
-        plaus = "member_plausible_rank" if parse_stat(name).base in RANK_STATS and \
+        plaus = "member_plausible_rank" if parse_stat(name).family == "rank" and \
             "member_plausible_rank" in res else "member_plausible"
         if plaus in res:
             use &= res[plaus].values[i].astype(bool)

@@ -131,9 +131,9 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
         if "member_plausible" in res:  # the members that take part in the verdict
             use = res["member_plausible"]
             if "member_plausible_rank" in res:  # rank statistics: body and tails fit
-                from uqx.engine.statistic import RANK_STATS, parse_stat
+                from uqx.engine.statistic import parse_stat
 
-                rank = xr.DataArray([parse_stat(str(x)).base in RANK_STATS
+                rank = xr.DataArray([parse_stat(str(x)).family == "rank"
                                      for x in res["stat"].values], dims="stat")
                 use = xr.where(rank, res["member_plausible_rank"], use)
             pv = pv.where(use)
@@ -264,13 +264,13 @@ def headline_resolution_text(r, q="consistency") -> str:
 def resolution_kind(stat) -> str:
     """Return the alternative of a statistic's resolution (``scale``, ``bias``, ``top``).
 
-    From :data:`uqx.engine.resolution.RESOLUTION_KIND`; ``''`` for none.
+    Its ``resolution`` in :data:`uqx.engine.statistic.STATISTICS`; ``''`` for none.
     """
-    from uqx.engine.resolution import RESOLUTION_KIND
+    from uqx.engine.statistic import STATISTICS
 
     name = str(stat).lower()
     base = name[:-2] if name.endswith(("_x", "_v")) else name
-    return RESOLUTION_KIND.get(base, "")
+    return STATISTICS[base].resolution if base in STATISTICS else ""
 
 
 def _p_range(pv, r, use=None) -> str:
@@ -767,11 +767,11 @@ def _stat_record(x, dists) -> dict:
     if "p_value" in x:
         rec["p_value"] = {str(m): _num(x["p_value"].sel(member=m)) for m in x["member"].values}
         if "member_plausible" in x:  # the members whose p-values the verdict reads
-            from uqx.engine.statistic import RANK_STATS, parse_stat
+            from uqx.engine.statistic import parse_stat
 
             use = x["member_plausible"]
             if ("member_plausible_rank" in x
-                    and parse_stat(str(x["stat"].item())).base in RANK_STATS):
+                    and parse_stat(str(x["stat"].item())).family == "rank"):
                 use = x["member_plausible_rank"]
             rec["members"] = [str(m) for m, k in zip(x["member"].values, use.values,
                                                      strict=True) if k]

@@ -68,7 +68,7 @@ from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_MC, NU, 
 from uqx.engine.mctest import N_TEST
 from uqx.engine.null_shape import kappa_cs_z2_halves
 from uqx.engine.resample import resolve_seed
-from uqx.engine.statistic import RANK_STATS, parse_stat
+from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import (
     SAFETY_LIMITS,
     STATISTIC_DEPENDENCIES,
@@ -644,7 +644,7 @@ def shape_step(run: Run) -> None:
         "long_name": "member takes part in the verdicts: its shape not excluded by the "
                      "data's kappa_cs of Z^2, of the whole set and of every window of bins "
                      "of uE (uqx.engine.null_shape.plausible_members)"})
-    if not run.streamed and any(s.base in RANK_STATS for s in run.specs):
+    if not run.streamed and any(s.family == "rank" for s in run.specs):
         spread, rank_use = plausible_for_ranks(sets, family, windows, plausible)
         res["log_abs_z_spread_local"] = ("set", spread, {
             "long_name": "variance of ln|Z| within the bins of uE, pooled: the body of the "

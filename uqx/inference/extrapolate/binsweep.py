@@ -18,7 +18,7 @@ import numpy as np
 
 from uqx.engine.binning import equal_count_edges, reduce_n_bins
 from uqx.engine.defaults import SWEEP_POP_MIN
-from uqx.engine.statistic import BINNED_STATS, per_bin_terms, prefix_bin_features
+from uqx.engine.statistic import STATISTICS, per_bin_terms, prefix_bin_features
 from uqx.errors import InputError
 
 __all__ = [
@@ -148,7 +148,7 @@ def sweep_statistics(E_sorted, u_sorted, n_bins, stats, *, pop_min: int = SWEEP_
     n_bins : sequence of int
         Numbers of equal-count bins (:func:`uqx.engine.binning.equal_count_edges`).
     stats : sequence of str
-        Names in :data:`uqx.engine.statistic.BINNED_STATS` (scalar ones).
+        Scalar binned statistics of :data:`uqx.engine.statistic.STATISTICS`.
     pop_min : int
     rows : int, default 1
         Data sets whose statistics are evaluated together (one prefix sum each,
@@ -178,7 +178,7 @@ def sweep_statistics(E_sorted, u_sorted, n_bins, stats, *, pop_min: int = SWEEP_
             S = np.diff(P[: hi - lo, e], axis=1)
             cnt = np.diff(e).astype(np.float64)
             for j, name in enumerate(stats):
-                out[lo:hi, i, j] = BINNED_STATS[name][0](S, cnt)
+                out[lo:hi, i, j] = STATISTICS[name].finish(S, cnt)
     return out.reshape(E.shape[:-1] + out.shape[1:])
 
 

@@ -305,17 +305,17 @@ def null_verdict(observed, nulls, *, level: float = LEVEL, labels=None):
     limits : numpy.ndarray, shape (len(nulls), 2)
     pvalues : numpy.ndarray, shape (len(nulls),)
     """
-    from uqx.engine.mctest import DIRECTION, family_verdict, mc_pvalue
+    from uqx.engine.mctest import INTERCEPT_DIRECTION, family_verdict, mc_pvalue
 
     lim = np.array(
         [np.quantile(n, [(1 - level) / 2, (1 + level) / 2], method="linear") for n in nulls]
     )
-    p = np.array([float(mc_pvalue(observed, n, DIRECTION["intercept"])) for n in nulls])
+    p = np.array([float(mc_pvalue(observed, n, INTERCEPT_DIRECTION)) for n in nulls])
     if not np.isfinite(observed) or not np.isfinite(p).all():
         return NullVerdict("inconclusive", "intercept or its null distribution is not finite",
                            lim, p)
     labels = list(labels) if labels is not None else [f"D{k}" for k in range(len(nulls))]
     n = min(int(np.isfinite(x).sum()) for x in nulls)
     v, why = family_verdict(p, labels, alpha=1 - level, n_copies=n,
-                            direction=DIRECTION["intercept"])
+                            direction=INTERCEPT_DIRECTION)
     return NullVerdict(v, why, lim, p)
