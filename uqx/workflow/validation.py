@@ -1,35 +1,36 @@
 """The recommended validation workflow (paper 000 Fig. 1, paper 001 Sect. V), extended.
 
-For every data set, named steps each return a fragment of the result, merged at the end:
+:func:`validate` checks its input once (:func:`uqx.dataio.model.check_sets`), then runs
+the steps of :data:`STEPS` in order over one :class:`Run`, the state of the run:
 
-1. :func:`_tailedness_step` — **fit for purpose?** β_GM, κ_CS of u², E², Z² against the
+1. :func:`load_step` — load (or stream) the sets' columns; digest the rows as given.
+2. :func:`order_step` — every set's rows in the order of uE, tie groups as ``ties`` says.
+3. :func:`notes_step` — the bins used on uE; capped bins, dropped rows, small settings.
+4. :func:`tailedness_step` — **fit for purpose?** β_GM, κ_CS of u², E², Z² against the
    safety limits of 001 Table II; statistics that depend on an exceeded metric get a
-   warning. κ_CS of Z² also gives the data-matched t_s(ν̂) of the null family.
-2. :func:`_bootstrap_step` — BCa intervals of every statistic from shared resamples.
-3. :func:`uqx.workflow.references.reference_step` — predefined references (ZMS → 1,
-   RCE → 0, Var(Z) → 1, mean Z → 0, NLL → NLL_ref) give ζ_BS; the others get simulated
-   references for the papers' generative distributions D (N(0,1) and t_s(ν), ν = 6) and
-   ζ_Sim, ζ_Sim2. Every tested statistic is simulated under every member of the null
-   family (:mod:`uqx.engine.null_shape`: N, t_s(ν), t_s(ν̂), the data's own z-scores
-   resampled), the copies kept.
-4. :func:`~uqx.workflow.decision.verdict_step` — one verdict per statistic: its Monte-Carlo
-   p-value under each member, combined by :func:`uqx.engine.mctest.family_verdict`; the papers' ζ
-   rule is kept in ``zeta_verdict`` (:mod:`uqx.engine.verdict`).
-5. :func:`_conditional_steps` — consistency (bins on uE) and adaptivity (bins on X, V):
-   LZISD per bin and the fraction of valid bins (a diagnostic), the zero-bin
-   extrapolation of ENCE, ZMSE and ZVE with the intercepts' Monte-Carlo p-values, and the
-   headline (:func:`uqx.workflow.conditional.headline_step`): the routes' min-p calibrated on
-   their shared copies.
-6. :func:`~uqx.workflow.decision.familywise_step` — an ``invalid`` must also hold once every test
-   of the set is taken together (step-down min-p at 10 %).
-7. :func:`~uqx.workflow.decision.tails_step` — errors whose tails are beyond the safety
-   limit of 001 Table II (κ_CS of Z², scaled within the bins of uE, above 5) are beyond
-   what the null family represents: an ``invalid`` there becomes ``inconclusive``.
-8. :func:`~uqx.workflow.decision.headline_coherence_step` — a headline is never ``valid``
-   while one of its routes is ``invalid`` (it becomes ``inconclusive``, naming the route).
-9. :func:`~uqx.workflow.recalibration.recalibration_step` — the scale factor √ZMS with its
-   interval and, where ZMS is ``invalid``, the consistency headline of the rescaled uE:
-   does one number fix the uncertainties?
+   warning.
+5. :func:`bootstrap_step` — BCa intervals of every statistic from shared resamples.
+6. :func:`null_family_step` — the null family of the Monte-Carlo tests
+   (:class:`~uqx.workflow.references.NullFamily`: N(0, 1), t_s(ν), the data-matched
+   t_s(ν̂) from κ_CS of Z², the data's own z-scores resampled).
+7. :func:`copies_step` — predefined references (ZMS → 1, RCE → 0, Var(Z) → 1, mean Z → 0,
+   NLL → NLL_ref) give ζ_BS; the others get simulated references (Sim, Sim2, ζ_Sim); every
+   tested statistic is simulated under every member, once
+   (:class:`~uqx.workflow.references.Copies`).
+8. :func:`shape_step` — the errors' shape the null family matches, and the members that
+   take part.
+9. :func:`pvalues_step` — each statistic's Monte-Carlo p-value under each member; what a
+   set cannot test.
+10. :func:`questions_step` — the questions tested together
+    (:func:`~uqx.workflow.decision.question_step`: step-down min-p inside a question, the
+    graph across questions, the verdict over the members), then heavy tails
+    (:func:`~uqx.workflow.decision.tails_step`).
+11. :func:`resolutions_step` — the resolution each ``valid`` states.
+12. :func:`diagnostics_step` — the papers' diagnostics, on which no verdict rests (LZISD,
+    zero-bin extrapolation).
+13. :func:`scale_factor_step` — the factor √ZMS, consistency up to it (the same copies,
+    rescaled), and the tolerance claim when asked.
+14. :func:`finish_step` — deciles of ZMS, the notes, the coordinates, the provenance.
 
 Disk-backed input (dask arrays, e.g. :func:`uqx.dataio.netcdf.open_dataset`): see the Notes of
 :func:`validate` and :func:`uqx.workflow.disk.memory_note` for what is streamed and what
