@@ -136,6 +136,10 @@ def test_every_module_path_and_name_in_the_docs_exists():
         for path in set(re.findall(r"\b(?:uqx|benchmarks|tests)/[\w/]+\.py\b", text)):
             if not (ROOT / path).is_file():
                 missing.append((str(where), path))
+        # a bare file name beside a path (`fit.py`, `binsweep.py`): some module of that name
+        for bare in set(re.findall(r"`(\w+\.py)`", text)):
+            if not any((ROOT / d).rglob(bare) for d in ("uqx", "benchmarks", "tests")):
+                missing.append((str(where), bare))
         for name in set(re.findall(r"(?<![\w.])uqx(?:\.\w+)+", text)):  # not res.uqx.x
             parts = name.split(".")
             for k in range(len(parts), 0, -1):  # the longest importable module prefix
