@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import numba
 import numpy as np
@@ -29,6 +30,8 @@ from uqx._checks import (
     count_rows,
     is_lazy,
 )
+from uqx._version import __version__
+from uqx.engine.resample import chunked_content_key, key_hex
 from uqx.errors import InputError
 
 __all__ = [
@@ -934,8 +937,6 @@ def provenance(ds) -> dict:
         ``{"input_names": [...], "input_sizes": [...], "input_digests": [...]}`` (one
         entry per set; the digests are 32 hex digits).
     """
-    from uqx.engine.resample import key_hex
-
     if isinstance(ds, Sequence) and ds and all(isinstance(d, SetData) for d in ds):
         sets = [(sd.name, sd.M, sd.E, sd.uE) for sd in ds]
     else:
@@ -981,10 +982,6 @@ def provenance_attrs(data=None, *, seed=None, created: bool = True, inputs=None,
     dict
         ``uqx_version`` [, ``created_at``] [, ``seed``] [, ``input_*``], then ``fields``.
     """
-    from datetime import UTC, datetime
-
-    from uqx._version import __version__
-
     out = {"uqx_version": __version__}
     if created:
         out["created_at"] = datetime.now(UTC).isoformat(timespec="seconds").replace(
@@ -1047,7 +1044,5 @@ def streamed_content_key(E, u, M: int, step: int = 1 << 20, *,
     sequence of arrays) replaces (E, u): ``columns=(u,)`` is ``content_key(u)``, the key
     of the members of the null family that do not look at E.
     """
-    from uqx.engine.resample import chunked_content_key
-
     cols = (E, u) if columns is None else columns
     return chunked_content_key(_row_chunks(arr, M, step) for arr in cols)

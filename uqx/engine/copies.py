@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from scipy.stats import rankdata
 
 from uqx.engine.resample import lemire_threshold
 from uqx.engine.unit_variance import Draw, unit_step
@@ -338,7 +339,6 @@ def cc_fixed_u(ae, ru):
     keys, shift = sorted_keys(ae)
     cc_rows(ae, keys, shift, ru, out, tied)
     if tied.any():
-        from scipy.stats import rankdata
 
         re_ = rankdata(ae[tied], axis=-1) - (M + 1) / 2.0
         with np.errstate(invalid="ignore", divide="ignore"):  # constant |E|: NaN

@@ -11,6 +11,7 @@ the D-sensitivity rule, are :mod:`uqx.inference.zeta`.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from typing import NamedTuple
 import dask
 import numpy as np
 import xarray as xr
+from scipy.stats import rankdata
 
 from uqx.dataio.model import (
     ColumnRef,
@@ -31,11 +33,20 @@ from uqx.dataio.model import (
     streamed_content_key,
 )
 from uqx.engine import gaussian_sums
+from uqx.engine.binning import is_nondecreasing, make_bins, sorted_edges, stable_order
 from uqx.engine.copies import cc_fixed_u, copy_bin_features, sim_rows
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_MC, POP_MIN
 from uqx.engine.gaussian_sums import cell_layout, gauss_rows, gaussian_plan, unit_moments
 from uqx.engine.generators import check_student_nu
 from uqx.engine.mctest import N_TEST
+from uqx.engine.null_shape import (
+    kappa_cs_z2_windows,
+    local_windows,
+    nu_windows,
+    standardised_pools,
+    standardised_z,
+    standardised_z_local,
+)
 from uqx.engine.resample import (
     chunked_content_key,
     content_key,
@@ -563,14 +574,6 @@ class _SimSet:
     """
 
     def __init__(self, sd, conds, bin_cfg, pool=False):
-        from uqx.engine.binning import is_nondecreasing, make_bins, sorted_edges, stable_order
-        from uqx.engine.null_shape import (
-            kappa_cs_z2_windows,
-            local_windows,
-            standardised_pools,
-            standardised_z,
-            standardised_z_local,
-        )
 
         self.name, self.M, self.bin_cfg, self.conds = sd.name, sd.M, bin_cfg, frozenset(conds)
         self.key = _content_key(sd.E, sd.uE)
@@ -671,7 +674,6 @@ class _SimSet:
             return None
         key = float(nu_hat)
         if key not in self._seg_nus:  # asked by every block of copies: decided once
-            from uqx.engine.null_shape import nu_windows
 
             nu = nu_windows(*self.kappa_windows, key)
             if nu is not None:
@@ -728,7 +730,6 @@ class _SimSet:
     def ru(self):
         """Centred average ranks of the sorted uE (the rank statistic only)."""
         if self._ru is None:
-            from scipy.stats import rankdata
 
             self._ru = rankdata(self.u_sorted) - (self.M + 1) / 2.0
         return self._ru
@@ -744,8 +745,6 @@ class _SimSet:
         Shares the sorted uE, its sums and keys: what a preparation with no binning
         would hold, bit for bit, without a second sort of uE.
         """
-        import copy
-
         view = copy.copy(self)
         view.conds, view.layout, view.n_extra = frozenset(), {}, 0
         view.seg = np.array([0, self.M], dtype=np.int64)

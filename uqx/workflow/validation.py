@@ -63,7 +63,7 @@ from uqx.dataio.model import (
     provenance,
     provenance_attrs,
 )
-from uqx.engine.binning import content_order, stable_order
+from uqx.engine.binning import content_order, equal_count_edges, make_bins, stable_order
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST
@@ -77,7 +77,13 @@ from uqx.engine.stats.tailedness import (
     tailedness,
 )
 from uqx.inference.bootstrap import bootstrap
-from uqx.workflow.conditional import null_hooks, untestable_reasons, untestable_step
+from uqx.workflow.conditional import (
+    extrapolation_step,
+    lzisd_step,
+    null_hooks,
+    untestable_reasons,
+    untestable_step,
+)
 from uqx.workflow.decision import pvalue_step, question_step, set_tests, tails_step
 from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exported)
     READ_ROWS,
@@ -221,8 +227,6 @@ def _binning_used(sets, specs, *, bins, binning, pop_min, notes, note_capped=Tru
     A set that gets fewer bins than ``bins`` is noted where ``note_capped`` (the user
     chose ``bins``).
     """
-    from uqx.engine.binning import equal_count_edges, make_bins
-
     used = np.full(len(sets), -1, dtype=np.int64)
     if not any(s.family == "binned" for s in specs):
         return used
@@ -247,8 +251,6 @@ def _cond_bins_used(sets, cond_bins, *, pop_min, notes) -> None:
     least ``pop_min`` points, so a short set gets fewer. Nothing is noted for the
     default number (``cond_bins`` None), which is chosen per set.
     """
-    from uqx.engine.binning import equal_count_edges
-
     if cond_bins is None:
         return
     for i, sd in enumerate(sets):
@@ -778,8 +780,6 @@ def _zms_deciles(sets, conds) -> np.ndarray:
     A description of where Z² departs from 1 (the summary's "the largest uE are too
     small"), not a test: ties of the variable are split in the stable order.
     """
-    from uqx.engine.binning import equal_count_edges, stable_order
-
     out = np.full((len(sets), len(conds), 10), np.nan)
     for i, sd in enumerate(sets):
         if sd.M < 20 or sd.M > LONG_SET_ROWS:
@@ -859,8 +859,6 @@ def _empty_bins_step(res, sets, specs, cfg):
     reports as "no usable copy". The reason given instead says which bins are empty and
     what to do.
     """
-    from uqx.engine.binning import make_bins
-
     if cfg.binning == "equal-count" or "verdict_reason" not in res:
         return res
     reason = res["verdict_reason"].values.astype(object)
@@ -965,7 +963,6 @@ def _conditional_steps(res, ds, sets, notes, cfg, *, members, nulls=None):
     nulls and the dask keywords.
     """
     seed, level, n_mc, method = cfg.seed, cfg.level, cfg.n_extrapolation, cfg.cond_ci
-    from uqx.workflow.conditional import extrapolation_step, lzisd_step
 
     lz = lzisd_step(ds, sets, notes, seed=seed, level=level, cond_bins=cfg.cond_bins,
                     n_boot=cfg.n_boot_conditional, pop_min=cfg.pop_min, compute=cfg.compute,
