@@ -30,7 +30,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from uqx.engine.resolution import POWER
+from uqx.engine.defaults import POWER
 from uqx.engine.stats.tailedness import SAFETY_LIMITS, TAILEDNESS_KEYS
 
 __all__ = [

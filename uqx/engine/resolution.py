@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from uqx.engine.defaults import POWER
 from uqx.engine.mctest import ALPHA
 
 __all__ = ["POWER", "SCALE_MAPS", "RESOLUTION_KIND", "scale_resolution", "power_at",
@@ -38,8 +39,6 @@ __all__ = ["POWER", "SCALE_MAPS", "RESOLUTION_KIND", "scale_resolution", "power_
            "spread_resolution", "SPREAD_STEP",
            "alternative_resolution", "first_hit", "TOP_STEP", "QUASI_CONVEX_TOP"]
 
-#: Power at which the resolution is stated.
-POWER = 0.8
 #: Value of a statistic on miscalibrated data as a function of its calibrated value ``t``
 #: and the factor ``f`` (scale of uE; for ``mean_z`` a bias in units of uE).
 SCALE_MAPS = {
