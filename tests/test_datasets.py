@@ -11,6 +11,7 @@ import pytest
 
 from uqx.dataio import datasets as D
 from uqx.dataio.model import InputError
+from uqx.dataio.schema import LITERATURE
 
 # methods: the papers: M, MV = mean(uE^2), MSE = mean(E^2) of the nine sets
 PAPER = [
@@ -194,6 +195,7 @@ def test_pal2022_x_is_not_a_feature(data_dir):
     cal = D.load_dataset("Diffusion_RF_cal", data_dir)
     uncal = D.load_dataset("Diffusion_RF_uncal", data_dir)
     assert "X" not in cal and "X" not in uncal
+    assert not LITERATURE["pal2022"].mismatches(cal)
     np.testing.assert_array_equal(cal["uE_other"].values, uncal["uE"].values)
     np.testing.assert_array_equal(cal["E"].values, uncal["E"].values)
 
@@ -220,6 +222,7 @@ def test_bus2022_rules(data_dir):
     u0 = D.load_dataset("QM9_U0", data_dir)
     assert u0.sizes["sample"] == 13885 and "X" in u0 and "V" in u0
     assert u0["X"].attrs["units"] == "g/mol"
+    assert not LITERATURE["bus2022"].mismatches(u0)
 
 
 @pytest.mark.data
@@ -246,6 +249,8 @@ def test_hu2022(data_dir):
         assert ds.sizes["sample"] == 9747
         assert ds["prob"].values.tolist() == [0.68, 0.95]
         assert ds["qhat"].values.tolist() == [q68, q95]
+        assert not LITERATURE["hu2022"].mismatches(ds)
+        assert ds["X"].attrs["long_name"] == f"{kind}-space distance"
         np.testing.assert_allclose(ds["U"].sel(prob=0.68).values, q68 * ds["X"].values)
         np.testing.assert_allclose(ds["U"].sel(prob=0.95).values, q95 * ds["X"].values)
         np.testing.assert_allclose(ds["uE"].values, q95 * ds["X"].values / 1.96)

@@ -154,3 +154,26 @@ def test_every_module_path_and_name_in_the_docs_exists():
                         break
                 break
     assert not missing, missing
+
+
+def test_variables_page_lists_the_schema(uqx_docs):
+    """The page *Result variables* is the schema's tables: every group, every variable with
+    its dims and long name (issue 38: one declaration that the steps, the writer and the
+    docs read)."""
+    from uqx.dataio.schema import GROUPS
+
+    page = (DOCS / "variables.rst").read_text(encoding="utf-8")
+    assert ".. uqx-variables::" in page
+    text = "\n".join(uqx_docs._variable_lines())
+    rows = {}
+    for block in text.split("   * - ")[1:]:
+        name, dims, cell = (c.strip() for c in block.split("\n     - ", 2))
+        rows.setdefault(name, []).append((dims, cell.split("\n")[0]))
+    for group in GROUPS.values():
+        assert f"``{group.title}``" in text
+        for v in group.values():
+            want = (f"``({', '.join(v.dims)})``", uqx_docs._variable_cell(v))
+            assert want in rows[f"``{v.name}``"], (group.title, v.name)
+    # ReST markup in a long name is escaped, not read
+    assert uqx_docs._rest_text("|zeta| within c*uE^gamma, papers'") == \
+        r"\|zeta\| within c\*uE^gamma, papers\'"

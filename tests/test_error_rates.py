@@ -8,6 +8,7 @@ spread (3 sd above a 5 % size, 3 sd below a 95 % power); the full grid is
 import numpy as np
 import pytest
 
+from uqx.dataio.schema import group_of
 from uqx.errors import InputError
 from uqx.sweeps.error_rates import (
     CODES,
@@ -42,6 +43,7 @@ def calibrated():
 
 def test_size_on_calibrated_data(calibrated):
     """False rejections: at most 5 % per verdict, 10 % over the whole result (+3 sd)."""
+    assert not group_of(calibrated).mismatches(calibrated)  # uqx.dataio.schema
     inv = calibrated["verdict"].values == CODES.index("invalid")  # (design, M, scen, rep, test)
     n = calibrated.sizes["replicate"]
     for d in range(calibrated.sizes["design"]):

@@ -230,6 +230,27 @@ def test_netcdf_does_not_mutate_input(tmp_path):
     assert ds["valid"].dtype == bool
 
 
+def test_netcdf_gives_a_result_variable_its_declared_long_name_back(tmp_path):
+    """A validate result's variable that lost its attributes (arithmetic) is written with
+    the schema's long_name, its fields from the result's attributes; other dims: as is."""
+    from uqx.dataio.schema import VALIDATE
+
+    ds = xr.Dataset({
+        "question_verdict": (("set", "question"), [["valid"]]),
+        "p_value": (("set", "stat", "member"), [[[0.5]]]),
+        "ci_low": (("set", "stat"), [[0.9]]),
+        "fval": (("set", "stat"), [[0.9]]),  # declared over (set, cond): left as it is
+        "estimate": (("set", "stat"), [[1.0]], {"long_name": "my own"}),
+    }, attrs={"level": 0.9})
+    back = read_netcdf(to_netcdf(ds, tmp_path / "res.nc"))
+    assert back["p_value"].attrs == VALIDATE.attrs("p_value")
+    assert back["ci_low"].attrs["long_name"] == "BCa 90% lower limit"
+    assert back["question_verdict"].attrs["long_name"] == VALIDATE["question_verdict"].long_name
+    assert "long_name" not in back["fval"].attrs
+    assert back["estimate"].attrs["long_name"] == "my own"
+    assert "long_name" not in ds["p_value"].attrs  # the input is not modified
+
+
 def test_netcdf_rewrite_of_read_dataset(tmp_path):
     back = read_netcdf(to_netcdf(result_dataset(), tmp_path / "a.nc"))
     again = read_netcdf(to_netcdf(back, tmp_path / "b.nc"))

@@ -14,6 +14,7 @@ import pytest
 import uqx
 from uqx.dataio.model import from_arrays, stack
 from uqx.dataio.netcdf import read_netcdf
+from uqx.dataio.schema import group_of
 from uqx.dataio.synth import nig
 from uqx.errors import InputError
 from uqx.sweeps import (
@@ -59,6 +60,7 @@ def test_appendix_b_layout(small_b):
     assert list(ds["N"].values) == [10, 20, 40]
     assert ds["slope"].dims == ("model", "stat")
     assert ds.attrs["study"] == "appendix-b" and ds.attrs["ig_shape"] == "nu"
+    assert not group_of(ds).mismatches(ds)  # the described variables: uqx.dataio.schema
     assert ds.attrs["seed"] == 3
     # summaries are computed from the per-replicate values of the archive
     np.testing.assert_allclose(ds["ence_mean"], ds["ence"].mean("replicate"))
@@ -175,6 +177,7 @@ def test_pval_small():
     assert ds["valid"].dims == ("scenario", "nu", "replicate", "stat")
     assert ds["p_val"].dims == ("scenario", "nu", "stat")
     assert list(ds["stat"].values) == ["zms", "rce"]
+    assert not group_of(ds).mismatches(ds)
     for k in ("p_val_low", "p_val_high", "beta_gm_u2_mean", "kappa_cs_e2_mean"):
         assert k in ds
     nig = ds.sel(scenario="NIG", nu=6.0)
@@ -202,6 +205,7 @@ def test_bins_app_c_oracle(paper_sets):
     assert ds["value"].dims == ("set", "stat", "N")
     assert ds["intercept"].dims == ("set", "stat")
     assert list(ds["stat"].values) == ["ence", "zmse", "zve"]
+    assert not group_of(ds).mismatches(ds)
     for name, (a, se, b) in APP_C.items():
         r = ds.sel(set=name, stat="zmse")
         np.testing.assert_allclose([r["intercept"], r["intercept_se"], r["slope"]],
@@ -230,12 +234,14 @@ def test_binned_tailedness_and_decimation(paper_sets):
     one = paper_sets.isel(set=[0])
     t = binned_tailedness(one)
     assert t["beta_gm"].dims == ("set", "var", "bin") and t.sizes["bin"] == 20
+    assert not group_of(t).mismatches(t)
     # full-set values: methods: the papers, Set 1
     np.testing.assert_allclose(t["beta_gm_full"].values[0], [0.3970304, 0.8201687, 0.7308772],
                                rtol=1e-6)
     assert int(t["bin_count"].sum()) == int(one["M"].values[0])
     d = decimation(one, n_boot=200)
     assert d["delta"].dims == ("set", "k", "stat") and d.sizes["k"] == 101
+    assert not group_of(d).mismatches(d)
     got = d["delta"].sel(set="Diffusion_RF").isel(k=[10, 50, 100])
     # methods: the papers: decimation of Set 1 at k = 1, 5, 10 %
     np.testing.assert_allclose(got.sel(stat="rce"), [0.0048062, 0.011124, 0.0075934],
@@ -250,6 +256,7 @@ def test_reference_sensitivity_small():
     ds = reference_sensitivity(from_arrays(E, u, name="s"), nu=[3, 20], n_mc=60, bins=10)
     assert ds["reference"].dims == ("set", "nu", "stat")
     assert ds["draws"].dims == ("set", "nu", "stat", "mc")
+    assert not group_of(ds).mismatches(ds)
     zms = ds["reference"].sel(stat="zms")
     se = ds["reference_se"].sel(stat="zms")
     assert np.all(np.abs(zms - 1) < 5 * se + 0.02)

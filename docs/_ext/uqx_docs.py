@@ -1,8 +1,10 @@
-"""Sphinx extension of the uqx documentation: CLI reference and paper notebooks.
+"""Sphinx extension of the uqx documentation: CLI reference, result variables, notebooks.
 
 * ``.. uqx-cli::`` renders the help of every ``uqx`` command and ``uqx sweep`` study from
   the argument parsers themselves (:func:`uqx.cli.build_parser`), so the reference
   cannot drift from the program.
+* ``.. uqx-variables::`` renders the name, dimensions and ``long_name`` of every result
+  variable from :mod:`uqx.dataio.schema`, the declarations the steps write them from.
 * ``.. uqx-figure::`` runs its Python code (one namespace per page), shows the code and
   the :class:`matplotlib.figure.Figure` its last line returns (uqx's figures are not
   pyplot figures, so matplotlib's own ``plot`` directive would not see them); with
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import re
 import time
 from pathlib import Path
 
@@ -79,6 +82,59 @@ class CliDirective(SphinxDirective):
         node = nodes.section()
         node.document = self.state.document
         nested_parse_with_titles(self.state, StringList(lines, source="uqx-cli"), node)
+        return node.children
+
+
+# ----------------------------------------------------------------- result variables
+
+
+def _rest_text(text: str) -> str:
+    """Escape what ReST would read in a long name: the page shows the attribute's text.
+
+    ``|zeta|`` (a substitution), ``*``, ``_``, and the quotes that smartquotes would curl.
+    """
+    return re.sub(r"([\\`*_|<>\[\]'\"])", r"\\\1", text)
+
+
+def _variable_cell(v) -> str:
+    """Return the long name of a declared variable, its fixed and given attributes."""
+    text = "(none)" if v.long_name is None else _rest_text(v.long_name)
+    extra = [f"``{k} = {a!r}``" for k, a in v.attrs.items()]
+    extra += [f"``{k}`` (of the call)" for k in v.given]
+    return "; ".join([text, *extra])
+
+
+def _variable_lines(level_char: str = "-") -> list[str]:
+    """ReST lines: a section per group of :mod:`uqx.dataio.schema`, a table of its variables."""
+    from uqx.dataio.schema import GROUPS
+
+    lines = []
+    for group in GROUPS.values():
+        title = f"``{group.title}``"
+        lines += [title, level_char * len(title), ""]
+        if not group.complete:
+            lines += ["The variables that it describes (the others carry no ``long_name``).",
+                      ""]
+        lines += [".. list-table::", "   :header-rows: 1", "   :widths: 25 20 55", "",
+                  "   * - variable", "     - dims", "     - long_name"]
+        for v in group.values():
+            lines += [f"   * - ``{v.name}``", f"     - ``({', '.join(v.dims)})``",
+                      f"     - {_variable_cell(v)}"]
+        lines.append("")
+    return lines
+
+
+class VariablesDirective(SphinxDirective):
+    """``.. uqx-variables::``: the tables of the result variables, from the schema."""
+
+    has_content = False
+
+    def run(self):
+        """Parse the generated sections (one per kind of result) into the page."""
+        node = nodes.section()
+        node.document = self.state.document
+        nested_parse_with_titles(self.state, StringList(_variable_lines(),
+                                                        source="uqx-variables"), node)
         return node.children
 
 
@@ -191,6 +247,7 @@ def prepare_notebooks(app) -> None:
 def setup(app):
     """Register the directive and the notebook step."""
     app.add_directive("uqx-cli", CliDirective)
+    app.add_directive("uqx-variables", VariablesDirective)
     app.add_directive("uqx-figure", FigureDirective)
     app.connect("builder-inited", prepare_notebooks)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

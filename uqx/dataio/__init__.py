@@ -3,6 +3,7 @@
 :mod:`~uqx.dataio.model` (``from_arrays``, ``stack``: the checked ``(set, sample)``
 Dataset), :mod:`~uqx.dataio.frames` (CSV and DataFrame reading), :mod:`~uqx.dataio.netcdf`
 (NetCDF archives: atomic writes, reads, lazy opening),
-:mod:`~uqx.dataio.datasets` (the registry of the literature sets and their parsing rules)
-and :mod:`~uqx.dataio.fetch` (download from Zenodo).
+:mod:`~uqx.dataio.datasets` (the registry of the literature sets and their parsing rules),
+:mod:`~uqx.dataio.fetch` (download from Zenodo) and :mod:`~uqx.dataio.schema` (the name,
+dims and ``long_name`` of every result variable, once).
 """

@@ -5,7 +5,8 @@
   and the Monte-Carlo studies.
 * :func:`to_netcdf` writes any :class:`xarray.Dataset` atomically, compressed, with a
   provenance block (``uqx_version``, ``created_at``, ``seed`` of
-  :func:`uqx.dataio.model.provenance_attrs`; ``parameters``, ``Conventions``).
+  :func:`uqx.dataio.model.provenance_attrs`; ``parameters``, ``Conventions``); a result's
+  variable that lost its ``long_name`` gets the one of :mod:`uqx.dataio.schema` back.
   Types that netCDF cannot hold natively are encoded reversibly: boolean variables are
   stored as ``int8``, attributes that are dicts, lists, tuples, ``None`` or booleans are
   stored as JSON strings with the prefix :data:`JSON_PREFIX`.
@@ -30,6 +31,7 @@ import xarray as xr
 
 from uqx.dataio.model import from_arrays, provenance_attrs
 from uqx.dataio.paths import check_output_path
+from uqx.dataio.schema import group_of
 from uqx.errors import InputError, OutputError
 
 __all__ = [
@@ -152,6 +154,25 @@ def _decode_variable(var: xr.Variable, where: str = "the file") -> xr.Variable:
     return xr.Variable(var.dims, data, attrs=attrs)
 
 
+def _declared_attrs(name, var: xr.Variable, group, attrs: dict) -> xr.Variable:
+    """Give a result's variable without ``long_name`` its declared attributes back.
+
+    xarray's arithmetic drops the attributes; a variable of a known result
+    (:func:`uqx.dataio.schema.group_of`) with the declared dims gets the ``long_name`` and
+    fixed attributes of :mod:`uqx.dataio.schema` (the fields of a long name such as
+    ``level`` from the data set's attributes; without them it is left as it is).
+    """
+    if group is None or name not in group or "long_name" in var.attrs:
+        return var
+    v = group[name]
+    if v.long_name is None or tuple(var.dims) != v.dims or not set(v.fields) <= set(attrs):
+        return var
+    out = var.copy(deep=False)
+    out.attrs = {"long_name": v.long_name.format(**{f: attrs[f] for f in v.fields}),
+                 **v.attrs, **var.attrs}
+    return out
+
+
 def to_netcdf(
     ds: xr.Dataset,
     path: str | os.PathLike,
@@ -176,7 +197,11 @@ def to_netcdf(
         string/object variables as netCDF strings, each with a ``uqx_dtype`` attribute;
         attributes that are dicts, lists, tuples, ``None`` or booleans are stored as
         JSON strings prefixed with :data:`JSON_PREFIX`. :func:`read_netcdf` restores all
-        of them.
+        of them. In a result of :func:`uqx.validate`, :func:`uqx.bootstrap`,
+        :func:`uqx.simulate_reference` or ``uqx sweep``, a variable that lost its
+        ``long_name`` (xarray's arithmetic drops the attributes) is written with the
+        attributes that :mod:`uqx.dataio.schema` declares for it, where its dims are the
+        declared ones.
     path : str or path-like
         Target file, with a NetCDF suffix (``.nc``, ``.nc4``, ``.netcdf``, ``.cdf``).
     parameters : dict, optional
@@ -218,8 +243,10 @@ def to_netcdf(
     path = check_output_path(path, kind="netcdf", mkdir=mkdir)
     variables = {}
     encoding = {}
+    group = group_of(ds)
     for name, var in ds.variables.items():
-        variables[name], enc = _encode_variable(name, var)
+        variables[name], enc = _encode_variable(name, _declared_attrs(name, var, group,
+                                                                      ds.attrs))
         if enc and name not in ds.coords:
             encoding[name] = enc
     coord_names = [n for n in ds.coords]

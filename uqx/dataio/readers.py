@@ -17,6 +17,7 @@ import xarray as xr
 
 from uqx.dataio.frames import numeric_column, read_frame
 from uqx.dataio.model import InputError, from_arrays
+from uqx.dataio.schema import LITERATURE
 
 __all__ = ["READERS", "ATOMIC_WEIGHTS", "SIGN_CONVENTION", "molecular_mass"]
 
@@ -109,11 +110,7 @@ def _read_pal2022(spec, paths: dict[str, Path]) -> xr.Dataset:
         min_uE_rel_sd=1e-6,
     )
     ds = ds.rename({"X": "uE_other"})
-    ds["uE_other"].attrs = {
-        "long_name": "uE of the matching _cal/_uncal file (the file's column 'X'); "
-        "not an input feature",
-        "units": spec.unit,
-    }
+    ds["uE_other"].attrs = LITERATURE["pal2022"].attrs("uE_other", units=spec.unit)
     ds.attrs["uE_definition"] = "column uE"
     return ds
 
@@ -138,7 +135,7 @@ def _read_bus2022(spec, paths: dict[str, Path]) -> xr.Dataset:
         units=spec.unit,
         source=str(path),
     )
-    ds["X"].attrs.update(long_name="molecular mass (from the column 'formula')", units="g/mol")
+    ds["X"].attrs.update(LITERATURE["bus2022"].attrs("X"))
     ds["V"].attrs["units"] = spec.unit
     ds.attrs["sign_convention"] = f"E = {ref} - prediction ({SIGN_CONVENTION})"
     ds.attrs["uE_definition"] = "sqrt(uncertainty_total) (the column is a variance)"
@@ -210,21 +207,11 @@ def _read_hu2022(spec, paths: dict[str, Path]) -> xr.Dataset:
     probs = np.array([0.68, 0.95])
     U = X[:, None] * np.array([qhat[p] for p in probs])[None, :]
     ds = from_arrays(E, U[:, 1] / 1.96, X=X, name=spec.name, units=spec.unit, source=str(path))
-    ds = ds.assign_coords(prob=("prob", probs, {"long_name": "interval coverage probability"}))
-    ds["U"] = (
-        ("sample", "prob"),
-        U,
-        {
-            "units": spec.unit,
-            "long_name": "half-width of the conformal prediction interval (qhat_P * X)",
-        },
-    )
-    ds["qhat"] = (
-        "prob",
-        np.array([qhat[p] for p in probs]),
-        {"long_name": "conformal scale factor", "units": spec.unit},
-    )
-    ds["X"].attrs.update(long_name=f"{spec.name.split('_')[1]}-space distance", units="arbitrary")
+    hu = LITERATURE["hu2022"]
+    ds = ds.assign_coords(prob=hu.variable("prob", probs))
+    ds["U"] = hu.variable("U", U, units=spec.unit)
+    ds["qhat"] = hu.variable("qhat", np.array([qhat[p] for p in probs]), units=spec.unit)
+    ds["X"].attrs.update(hu.attrs("X", space=spec.name.split("_")[1]))
     ds.attrs["sign_convention"] = f"E = residual ({SIGN_CONVENTION})"
     ds.attrs["uE_definition"] = "U_0.95 / 1.96 (standard-uncertainty proxy of the primer)"
     ds.attrs["source_files"] = ", ".join(str(p) for p in paths.values())

@@ -21,6 +21,8 @@ N_BOOT_PER_BIN = 5000
 N_BOOT_CURVES = 500
 #: Monte-Carlo copies of the simulated references and of the verdicts' null family.
 N_MC = 10_000
+#: Power at which the resolutions are stated (:mod:`uqx.engine.resolution`).
+POWER = 0.8
 #: Degrees of freedom of the Student-t member of the references (t_s(6)).
 NU = 6.0
 #: Minimum bin population of the zero-bin extrapolation sweeps (paper 001 App. C).

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from uqx.engine.defaults import POWER
 from uqx.engine.mctest import ALPHA
 from uqx.engine.statistic import STATISTICS
 
@@ -40,8 +41,6 @@ __all__ = ["POWER", "scale_resolution", "power_at",
            "spread_resolution", "SPREAD_STEP",
            "alternative_resolution", "first_hit", "TOP_STEP"]
 
-#: Power at which the resolution is stated.
-POWER = 0.8
 #: The local alternative of consistency: the uncertainties of the largest uE (where a
 #: user relies on uE to flag unreliable predictions) too small by a factor.
 TOP_QUANTILE = 0.9

@@ -34,6 +34,7 @@ from uqx.dataio.model import (
     iter_sets,
     provenance_attrs,
 )
+from uqx.dataio.schema import BOOTSTRAP, BOOTSTRAP_PER_BIN
 from uqx.engine.confidence import (
     METHODS,
     BcaInterval,
@@ -507,25 +508,14 @@ def _attrs(method, n_boot, level, seed, bin_cfg):
     )
 
 
-_LONG = {
-    "estimate": "point estimate t0",
-    "bias": "bootstrap bias mean(T) - t0",
-    "se": "bootstrap standard error sd(T)",
-    "ci_low": "lower confidence limit",
-    "ci_high": "upper confidence limit",
-    "z0": "BCa bias-correction z0",
-    "acceleration": "BCa acceleration (exact jackknife)",
-    "n_nan": "number of NaN bootstrap replicates",
-    "replicates": "bootstrap distribution T (t0 first)",
-}
+def _annotate(out, group=BOOTSTRAP, **fields):
+    """Give the variables of ``out`` their attributes (:mod:`uqx.dataio.schema`).
 
-
-def _annotate(out):
-    for k, v in _LONG.items():
-        if k in out:
-            out[k].attrs["long_name"] = v
+    ``fields``: those of the long names; the ``stat`` coordinate gets the long names of
+    the statistics too (``stat_long_name``).
+    """
+    group.annotate(out, **fields)
     if "stat" in out.coords:
-        out["stat"].attrs["long_name"] = "statistic"
         out.coords["stat_long_name"] = (
             "stat",
             [STATISTICS[parse_stat(str(s)).base].long_name for s in out["stat"].values],
@@ -610,7 +600,5 @@ def bootstrap_per_bin(
         attrs={**_attrs(method, n_boot, level, seed, bin_cfg), "stat": spec.name,
                "cond": spec.cond},
     )
-    _annotate(res)
-    res["n"].attrs["long_name"] = "bin population"
-    res["x_mid"].attrs["long_name"] = f"mid-range of {spec.cond} in the bin"
+    _annotate(res, BOOTSTRAP_PER_BIN, cond=spec.cond)
     return res

@@ -39,6 +39,7 @@ import xarray as xr
 from scipy import optimize, stats
 
 from uqx.dataio.model import InputError, iter_sets
+from uqx.dataio.schema import FITS
 
 __all__ = [
     "FIT_KEYS",
@@ -54,25 +55,9 @@ __all__ = [
 
 _BIG = 1.0e35  # R optim's value for a non-finite objective
 
-#: Keys of :func:`fit_set` with their long names (variables of :func:`fit_sets`).
-FIT_KEYS = {
-    "ig_k": "IG shape k of u^2, MLE (gamma fit of 1/u^2; 000 Table II)",
-    "ig_theta": "IG scale theta of u^2, MLE (000 Table II)",
-    "nu_u2": "IG shape of u^2 by min-KS, nu(u^2) of 001 Table I",
-    "ig_theta_ks": "IG scale of u^2 by min-KS",
-    "nu_e2": "nu of the scaled F(1, nu) fit of E^2 by min-KS (001 Table I)",
-    "scale_e2": "scale sigma of the F(1, nu) fit of E^2",
-    "nu_z2": "nu of the scaled F(1, nu) fit of Z^2 by min-KS (001 Table I)",
-    "scale_z2": "scale sigma of the F(1, nu) fit of Z^2",
-    "nu_eff_e": "nu_eff of the scaled-shifted Student t MLE fit of E (000 Table III)",
-    "bias_e": "location mu of the Student t fit of E",
-    "scale_e": "scale sigma of the Student t fit of E",
-    "nu_eff_z": "nu_eff of the scaled-shifted Student t MLE fit of Z (000 Table III)",
-    "bias_z": "location mu of the Student t fit of Z",
-    "scale_z": "scale sigma of the Student t fit of Z",
-    "rel_bias_e": "relative bias of E, 100 mean(E)/sd(E) in % (000 Table III b_E)",
-    "rel_bias_z": "relative bias of Z, 100 mean(Z)/sd(Z) in % (000 Table III b_Z)",
-}
+#: Keys of :func:`fit_set`, in order: the variables of :func:`fit_sets` (their long names:
+#: :data:`uqx.dataio.schema.FITS`).
+FIT_KEYS = tuple(k for k in FITS if k != "set")
 
 
 def _as_sample(x, label: str) -> np.ndarray:
@@ -423,8 +408,8 @@ def fit_sets(ds, *, optimizer: str = "nmmin") -> xr.Dataset:
     for text in notes:
         warnings.warn(text, UserWarning, stacklevel=2)
     return xr.Dataset(
-        {k: ("set", np.array([rows[n][k] for n in names], dtype=float), {"long_name": v})
-         for k, v in FIT_KEYS.items()},
+        FITS.data_vars({k: np.array([rows[n][k] for n in names], dtype=float)
+                        for k in FIT_KEYS}),
         coords={"set": names},
         attrs={"title": "uqx distribution fits (methods: distribution fits)",
                "optimizer": optimizer,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.schema import STUDIES
 from uqx.engine.generators import fill
 from uqx.engine.resample import resolve_seed, seed_sequence
 from uqx.errors import InputError
@@ -136,10 +137,7 @@ def summarise(raw: xr.Dataset) -> xr.Dataset:
         np.full(yv.shape[:2], np.nan)] * 4
     for name, v in zip(("intercept", "intercept_se", "slope", "slope_se"), fit, strict=True):
         out[name] = (("model", "stat"), np.asarray(v))
-    out["ence"].attrs["long_name"] = "ENCE (RMSE convention) of each simulated data set"
-    out["zmse"].attrs["long_name"] = "ZMSE of each simulated data set"
-    out["slope"].attrs["long_name"] = "OLS slope of the cell means against sqrt(N/M)"
-    out["intercept"].attrs["long_name"] = "OLS intercept of the cell means against sqrt(N/M)"
+    STUDIES[NAME].annotate(out)
     return out.assign_coords(stat=list(STATS))
 
 

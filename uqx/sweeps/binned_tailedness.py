@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.schema import STUDIES
 from uqx.engine.defaults import N_BINS, POP_MIN
 from uqx.sweeps._common import cell_set, check_int, execute, set_arrays, set_keys
 from uqx.sweeps.engine import Study
@@ -80,8 +81,7 @@ def summarise(raw: xr.Dataset) -> xr.Dataset:
         out[f"{k}_limit"] = ("var", np.array(lim))
         over = (raw[k] > out[f"{k}_limit"]).where(raw[k].notnull())
         out[f"{k}_frac_unsafe"] = over.mean("bin", skipna=True)
-    out["beta_gm"].attrs["long_name"] = "beta_GM per equal-count uE bin"
-    out["kappa_cs"].attrs["long_name"] = "kappa_CS per equal-count uE bin"
+    STUDIES[NAME].annotate(out)
     return out
 
 

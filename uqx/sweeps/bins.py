@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.schema import STUDIES
 from uqx.engine.resample import resolve_seed
 from uqx.errors import InputError
 from uqx.inference.extrapolate.binsweep import PRESETS, SweepSettings, bin_numbers
@@ -136,9 +137,7 @@ def summarise(raw: xr.Dataset) -> xr.Dataset:
     out = raw.copy()
     out["papers_low"] = raw["intercept"] - 2 * raw["intercept_se"]
     out["papers_high"] = raw["intercept"] + 2 * raw["intercept_se"]
-    out["value"].attrs["long_name"] = "binned statistic for N equal-count bins"
-    out["verdict"].attrs["long_name"] = "intercept against its simulated null distribution"
-    out["papers_valid"].attrs["long_name"] = "|intercept - ideal| <= 2 SE (papers' test)"
+    STUDIES[NAME].annotate(out)
     return out
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.schema import STUDIES
 from uqx.engine.defaults import LEVEL
 from uqx.engine.resample import resolve_seed
 from uqx.sweeps._common import (
@@ -93,9 +94,7 @@ def summarise(raw: xr.Dataset) -> xr.Dataset:
     """Flag the percentages where ΔRCE or ΔZMS leaves the full-set bar."""
     out = raw.copy()
     out["outside_bar"] = (raw["delta"] < raw["bar_low"]) | (raw["delta"] > raw["bar_high"])
-    out["delta"].attrs["long_name"] = "statistic after removing k % largest u minus full value"
-    out["bar_low"].attrs["long_name"] = "full-set BCa lower limit minus estimate"
-    out["bar_high"].attrs["long_name"] = "full-set BCa upper limit minus estimate"
+    STUDIES[NAME].annotate(out)
     return out
 
 

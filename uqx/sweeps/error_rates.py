@@ -41,6 +41,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.schema import STUDIES
 from uqx.engine.resample import resolve_seed, seed_sequence
 from uqx.errors import InputError
 from uqx.sweeps._common import check_axis, check_int, execute, rate_interval
@@ -422,20 +423,16 @@ def summarise(raw: xr.Dataset) -> xr.Dataset:
         if t in list(ds["test"].values):
             k = list(ds["test"].values).index(t)
             every[..., k] = np.isfinite(v[..., k])
-    dims = ("design", "M", "scenario", "test")
+    schema = STUDIES[NAME]
     for code, name in enumerate(("valid", "invalid", "inconclusive")):
         # test "any" is coded 1 (some invalid) or 0 (none): the codes of invalid / valid
         rate, lo, hi = cluster_rate_interval(v == code, every if name == "invalid" else asked,
                                              BLOCK)
-        out[f"rate_{name}"] = (dims, rate, {"long_name": f"fraction of '{name}' verdicts"})
-        out[f"rate_{name}_low"] = (dims, lo, {"long_name": "Wilson-cc 95 % lower limit, "
-                                              "cluster-robust (blocks sharing uE)"})
-        out[f"rate_{name}_high"] = (dims, hi, {"long_name": "Wilson-cc 95 % upper limit, "
-                                               "cluster-robust (blocks sharing uE)"})
-    out["n_sets"] = (dims, n.astype(np.int64),
-                     {"long_name": "sets with a verdict (valid, invalid or inconclusive)"})
-    out["verdict"].attrs.update(long_name="verdict code", codes=", ".join(
-        f"{k} {c}" for k, c in enumerate(CODES)) + "; test 'any': 1 some invalid, 0 none")
+        out = out.assign(schema.data_vars({f"rate_{name}": rate, f"rate_{name}_low": lo,
+                                           f"rate_{name}_high": hi}))
+    out["n_sets"] = schema.variable("n_sets", n.astype(np.int64))
+    out["verdict"].attrs.update(schema.attrs("verdict", codes=", ".join(
+        f"{k} {c}" for k, c in enumerate(CODES)) + "; test 'any': 1 some invalid, 0 none"))
     return out
 
 

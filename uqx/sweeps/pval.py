@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.schema import STUDIES
 from uqx.engine.defaults import LEVEL
 from uqx.engine.resample import resolve_seed
 from uqx.errors import InputError
@@ -131,10 +132,7 @@ def summarise(raw: xr.Dataset) -> xr.Dataset:
     out["n_datasets"] = (dims, nv.astype(np.int64))
     for k in TAIL:
         out[f"{k}_mean"] = ds[k].mean("replicate", skipna=True)
-    out["valid"].attrs["long_name"] = "reference value inside the BCa interval (1) or not (0)"
-    out["p_val"].attrs["long_name"] = "validation probability (001 Eq. 21)"
-    out["p_val_low"].attrs["long_name"] = "Wilson-cc 95 % lower limit of p_val"
-    out["p_val_high"].attrs["long_name"] = "Wilson-cc 95 % upper limit of p_val"
+    STUDIES[NAME].annotate(out)
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.schema import STUDIES
 from uqx.engine.defaults import N_MC
 from uqx.engine.resample import resolve_seed
 from uqx.sweeps._common import check_axis, check_int, execute, set_arrays, set_keys
@@ -82,8 +83,7 @@ def summarise(raw: xr.Dataset) -> xr.Dataset:
     with np.errstate(invalid="ignore", divide="ignore"):
         out["z_vs_last_nu"] = (raw["reference"] - last["reference"]) / np.sqrt(
             raw["reference_se"] ** 2 + last["reference_se"] ** 2)
-    out["reference"].attrs["long_name"] = "simulated reference (mean over N_MC draws)"
-    out["draws"].attrs["long_name"] = "statistic of each simulated data set"
+    STUDIES[NAME].annotate(out)
     return out
 
 

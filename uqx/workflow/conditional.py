@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 
 from uqx.dataio.model import InputError
+from uqx.dataio.schema import VALIDATE
 from uqx.engine.confidence import interval_contains
 from uqx.engine.defaults import local_bins
 from uqx.engine.resample import content_key
@@ -108,30 +109,14 @@ def lzisd_step(ds, sets, notes, *, seed, level, cond_bins, n_boot, pop_min, comp
     # a diagnostic, not a test: its per-bin intervals under-cover with heavy tails and few
     # points per bin (up to 15 % "too few valid bins" on calibrated t_s(4) data, M = 2000)
     fverdict = np.full(nb.shape, "not tested", dtype=object)
-    d3, d2 = ("set", "cond", "bin"), ("set", "cond")
     return xr.Dataset(
-        {
-            "lzisd": (d3, arr["estimate"], {"long_name": "LZISD per bin, Var(Z)^-1/2"}),
-            "lzisd_ci_low": (d3, arr["ci_low"], {"long_name": "LZISD BCa lower limit"}),
-            "lzisd_ci_high": (d3, arr["ci_high"], {"long_name": "LZISD BCa upper limit"}),
-            "bin_n": (d3, arr["n"], {"long_name": "bin population"}),
-            "bin_x_mid": (d3, arr["x_mid"],
-                          {"long_name": "bin mid-range of the conditioning variable"}),
-            "cond_n_bins": (d2, nb, {"long_name": "number of LZISD bins (real, not padding)"}),
-            "lzisd_ci_method": (d2, used.astype(str), {"long_name": "LZISD interval method"}),
-            "fval": (d2, fval, {"long_name": "fraction of bins whose LZISD interval contains 1"}),
-            "fval_ci_low": (d2, lo, {"long_name": "Wilson-cc lower limit"}),
-            "fval_ci_high": (d2, hi, {"long_name": "Wilson-cc upper limit"}),
-            "fval_verdict": (d2, fverdict.astype(str),
-                             {"long_name": "not tested: the fraction of valid bins is a "
-                              "diagnostic of the papers, its per-bin intervals under-cover "
-                              "with heavy tails and few points per bin (the consistency / "
-                              "adaptivity question decides)"}),
-            "conditional_valid": (d2, compatible,
-                                  {"long_name": f"fraction of valid bins compatible with "
-                                   f"{_NOMINAL_FVAL:.0%} (Wilson-cc upper limit >= it): 1 "
-                                   "yes, 0 no (papers' diagnostic)"}),
-        },
+        VALIDATE.data_vars({
+            "lzisd": arr["estimate"], "lzisd_ci_low": arr["ci_low"],
+            "lzisd_ci_high": arr["ci_high"], "bin_n": arr["n"], "bin_x_mid": arr["x_mid"],
+            "cond_n_bins": nb, "lzisd_ci_method": used.astype(str), "fval": fval,
+            "fval_ci_low": lo, "fval_ci_high": hi, "fval_verdict": fverdict.astype(str),
+            "conditional_valid": compatible,
+        }, nominal=_NOMINAL_FVAL),
         coords={"cond": conds, "bin": np.arange(B)},
     )
 
@@ -234,32 +219,16 @@ def extrapolation_step(sets, notes, *, seed, level, members, n_mc, preset="app-c
                 copies[i, c] = r["null"]
             n = r["n_bins"].size
             vals[i, c, :n], nbins[i, c, :n] = r["values"], r["n_bins"]
-    d3 = ("set", "cond", "xstat")
     out = xr.Dataset(
-        {f"extrap_{k}": (d3, v) for k, v in f.items()}
-        | {
-            "extrap_papers_valid": (d3, papers, {"long_name": "|intercept - ideal| <= 2 SE "
-                                                 "(papers' test, reported only)"}),
-            "extrap_verdict": (d3, verdict.astype(str),
-                               {"long_name": "not tested: the intercepts are a diagnostic "
-                                "(extrap_p_value: one-sided Monte-Carlo p-value per member)"}),
-            "extrap_verdict_reason": (d3, reason.astype(str)),
-            "extrap_null_low": (d3 + ("dist",), nlo[..., :2],
-                                {"long_name": "null 2.5 % quantile"}),
-            "extrap_null_high": (d3 + ("dist",), nhi[..., :2],
-                                 {"long_name": "null 97.5 % quantile"}),
-            "extrap_p_value": (d3 + ("member",), pval,
-                               {"long_name": "Monte-Carlo p-value of the intercept (one-sided)"}),
-            "extrap_values": (("set", "cond", "sweep", "xstat"), vals,
-                              {"long_name": "statistic per number of bins of the sweep"}),
-            "extrap_n_bins": (("set", "cond", "sweep"), nbins,
-                              {"long_name": "number of equal-count bins of the sweep"}),
-        },
+        VALIDATE.data_vars({f"extrap_{k}": v for k, v in f.items()} | {
+            "extrap_papers_valid": papers, "extrap_verdict": verdict.astype(str),
+            "extrap_verdict_reason": reason.astype(str), "extrap_null_low": nlo[..., :2],
+            "extrap_null_high": nhi[..., :2], "extrap_p_value": pval,
+            "extrap_values": vals, "extrap_n_bins": nbins,
+        }),
         coords={"cond": conds, "xstat": stats, "sweep": np.arange(L), "member": labels},
         attrs={"extrapolation_preset": preset, "extrapolation_n_mc": int(n_mc)},
     )
-    out["extrap_intercept"].attrs["long_name"] = "intercept of lm(y ~ sqrt(N/M))"
-    out["extrap_intercept_se"].attrs["long_name"] = "OLS standard error of the intercept"
     return out, copies
 
 

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.schema import VALIDATE
 from uqx.engine.mctest import (
     LIGHT_SIDE,
     copy_pvalues,
@@ -168,19 +169,10 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
                 heavy, point = draws[i, j, light], joint[i, j, light]
                 up, down = (heavy, point) if LIGHT_SIDE[s.base] > 0 else (point, heavy)
                 pv[i, j, light] = mc_pvalue_sides(observed[i, j], up, down)
-    return xr.Dataset({
-        "p_value": (("set", "stat", "member"), pv, {
-            "long_name": "Monte-Carlo p-value of the statistic's test under each member of "
-                         "the null family (before the question's adjustment)"}),
-        "test_statistic": (("set", "stat"), np.asarray(observed, dtype=np.float64), {
-            "long_name": "the value the statistic's test reads (the estimate; mean_z: its "
-                         "studentised form t_z, whose null is no bias whatever the scale)"}),
-        "zeta_verdict": (("set", "stat"), papers.astype(str),
-                         {"long_name": "the papers' zeta rule (000 Fig. 1), for comparison"}),
-        "zeta_borderline": (("set", "stat"), zeta_bl,
-                            {"long_name": "|zeta| within 2 Monte-Carlo sd of 1 (zeta_verdict "
-                             "can flip with the seed)"}),
-    }, coords={"member": list(member_labels)})
+    return xr.Dataset(VALIDATE.data_vars({
+        "p_value": pv, "test_statistic": np.asarray(observed, dtype=np.float64),
+        "zeta_verdict": papers.astype(str), "zeta_borderline": zeta_bl,
+    }), coords={"member": list(member_labels)})
 
 
 @dataclass
@@ -454,47 +446,15 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                 fverdict[i, j], freason[i, j] = v, why
                 fp[i, j], fadj[i, j] = t.p[k], adj_t[k]
     valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
-    qdims = ("set", "question")
-    out = xr.Dataset({
-        "verdict": (("set", "stat"), verdict.astype(str), {
-            "long_name": "verdict: valid / invalid / inconclusive / not tested",
-            "rule": "inside its question: weighted step-down min-p at the level the question "
-                    "was rejected at, under every member (uqx.engine.questions)"}),
-        "verdict_reason": (("set", "stat"), reason.astype(str),
-                           {"long_name": "why the verdict is inconclusive"}),
-        "borderline": (("set", "stat"), near, {
-            "long_name": "an adjusted p-value within 2 Monte-Carlo sd of its level"}),
-        "p_adjusted": (("set", "stat", "member"), adj_all, {
-            "long_name": "p-value adjusted inside the statistic's question (weighted "
-                         "step-down min-p on the shared copies)"}),
-        "valid": (("set", "stat"), valid, {"long_name": "1 valid, 0 invalid, NaN otherwise"}),
-        "question_verdict": (qdims, qv.astype(str), {
-            "long_name": "verdict of each question: average calibration, consistency on "
-                         "uE, adaptivity on X / V, consistency up to a factor"}),
-        "question_reason": (qdims, qr.astype(str),
-                            {"long_name": "why the question's verdict is inconclusive"}),
-        "question_p_value": (qdims + ("member",), qp, {
-            "long_name": "the question's headline p-value: weighted min-p of its tests, "
-                         "calibrated on their shared copies"}),
-        "question_level": (qdims + ("member",), ql, {
-            "long_name": "level the question was tested at (rejected at, or its last), from "
-                         "the set's family-wise level by the graphical procedure"}),
-        "question_level_initial": (qdims + ("member",), ql0, {
-            "long_name": "the question's initial share of the set's family-wise level (its "
-                         "resolution is read there)"}),
-        "question_borderline": (qdims, qb, {
-            "long_name": "the headline p-value within 2 Monte-Carlo sd of its level"}),
-        "question_tests": (qdims, qtests.astype(str),
-                           {"long_name": "the tests of the question, with their weights"}),
-        "factor_verdict": (("set", "stat"), fverdict.astype(str), {
-            "long_name": "verdict of the statistic on uE rescaled by its factor sqrt(ZMS) "
-                         "(question up_to_factor)"}),
-        "factor_verdict_reason": (("set", "stat"), freason.astype(str)),
-        "factor_p_value": (("set", "stat", "member"), fp, {
-            "long_name": "p-value of the statistic on uE rescaled by its factor"}),
-        "factor_p_adjusted": (("set", "stat", "member"), fadj, {
-            "long_name": "the same, adjusted inside the question up_to_factor"}),
-    }, coords={"question": list(QUESTIONS), "member": labels})
+    out = xr.Dataset(VALIDATE.data_vars({
+        "verdict": verdict.astype(str), "verdict_reason": reason.astype(str),
+        "borderline": near, "p_adjusted": adj_all, "valid": valid,
+        "question_verdict": qv.astype(str), "question_reason": qr.astype(str),
+        "question_p_value": qp, "question_level": ql, "question_level_initial": ql0,
+        "question_borderline": qb, "question_tests": qtests.astype(str),
+        "factor_verdict": fverdict.astype(str), "factor_verdict_reason": freason.astype(str),
+        "factor_p_value": fp, "factor_p_adjusted": fadj,
+    }), coords={"question": list(QUESTIONS), "member": labels})
     out.attrs["alpha_result"] = float(alpha_result)
     return out
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.schema import VALIDATE
 from uqx.engine.confidence import EstimateInterval
 from uqx.engine.defaults import LONG_SET_ROWS
 from uqx.workflow.tables import scale_factor_text
@@ -125,16 +126,9 @@ def tolerance_step(res: xr.Dataset, specs, copies, tolerance: float, *, alpha: f
         if ps and np.isfinite(est[i]):
             p[i] = max(ps)
     within = np.where(np.isfinite(p), (p < alpha).astype(np.float64), np.nan)
-    return xr.Dataset({
-        "scale_within_tolerance": ("set", within, {
-            "long_name": "1: the average scale of uE right within the tolerance (f = sqrt(ZMS) "
-                         "inside [1/(1+T), 1+T] by two one-sided Monte-Carlo tests under "
-                         "every member), 0: not shown; NaN: no copies",
-            "tolerance": float(tolerance), "alpha": float(alpha)}),
-        "scale_tolerance_p_value": ("set", p, {
-            "long_name": "largest p-value of the two one-sided tests of the edges, over "
-                         "the members", "tolerance": float(tolerance)}),
-    })
+    return xr.Dataset(VALIDATE.data_vars(
+        {"scale_within_tolerance": within, "scale_tolerance_p_value": p},
+        tolerance=float(tolerance), alpha=float(alpha)))
 
 
 def factor_tests(res: xr.Dataset, sets, specs, top) -> tuple[dict, np.ndarray]:
@@ -352,27 +346,14 @@ def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
                 resolution[i] = float(q["question_resolution_high"])
                 spread[i] = (float(q["question_resolution_spread_low"]),
                              float(q["question_resolution_spread_high"]))
-    return res.assign({
-        "scale_factor": ("set", f, {
-            "long_name": "factor f = sqrt(ZMS): uE x f has a ZMS of exactly 1"}),
-        "scale_factor_low": ("set", lo, {
-            "long_name": "lower end of the factors f whose ZMS/f^2 the test of ZMS keeps "
-                         "under some member (confidence level of the result)"}),
-        "scale_factor_high": ("set", hi, {"long_name": "upper end of the same"}),
-        "rescaled_consistency": ("set", verdict.astype(str), {
-            "long_name": "consistency of uE rescaled by its factor (question up_to_factor), "
-                         "where average calibration is invalid ('': not asked): valid = "
-                         "consistent up to the factor f"}),
-        "rescaled_consistency_reason": ("set", reason.astype(str)),
-        "rescaled_consistency_resolution": ("set", resolution, {
-            "long_name": "resolution of that verdict: uE of the top 10 % too small by this "
-                         "factor (after rescaling), found not valid with 80 % power"}),
-        "rescaled_consistency_spread_low": ("set", spread[:, 0], {
-            "long_name": "resolution of that verdict under u = c*uE^gamma: the exponent "
-                         "below 1 found not valid with 80 % power"}),
-        "rescaled_consistency_spread_high": ("set", spread[:, 1], {
-            "long_name": "the exponent above 1 found not valid with 80 % power"}),
-    })
+    return res.assign(VALIDATE.data_vars({
+        "scale_factor": f, "scale_factor_low": lo, "scale_factor_high": hi,
+        "rescaled_consistency": verdict.astype(str),
+        "rescaled_consistency_reason": reason.astype(str),
+        "rescaled_consistency_resolution": resolution,
+        "rescaled_consistency_spread_low": spread[:, 0],
+        "rescaled_consistency_spread_high": spread[:, 1],
+    }))
 
 
 def recalibration_text(r) -> str:

@@ -37,10 +37,10 @@ from functools import partial
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.schema import VALIDATE
 from uqx.engine.questions import QUESTIONS, critical_value
 from uqx.engine.resolution import (
     _GRID,
-    POWER,
     SPREAD_DOWN,
     SPREAD_STEP,
     SPREAD_UP,
@@ -169,38 +169,13 @@ def resolution_step(res, specs, draws, top, tests, *, M) -> xr.Dataset:
                 continue
             qlim[i, a], qspr[i, a] = _question_resolution(q, specs, t, idx, draws, used,
                                                           crit, top, i, Mi)
-    dims, qdims = ("set", "stat"), ("set", "question")
-    p = {"power": POWER}
-    return xr.Dataset({
-        "resolution_low": (dims, lim[..., 0], {
-            "long_name": "largest factor f below 1 of errors f*uE (mean_z: the bias below 0, "
-                         "in units of the errors' sd) that the statistic's test finds not "
-                         "valid with 80 % power at its deciding threshold", **p}),
-        "resolution_high": (dims, lim[..., 1], {
-            "long_name": "smallest factor above 1 (mean_z: bias above 0; binned statistics: "
-                         "errors f*uE in the bins above the 90th percentile of their "
-                         "variable) found not valid with 80 % power", **p}),
-        "resolution_spread_low": (dims, spr[..., 0], {
-            "long_name": "binned statistics on uE: the largest exponent gamma below 1 of "
-                         "u = c*uE^gamma (same mean square, piecewise on the bins of uE) "
-                         "found not valid with 80 % power", **p}),
-        "resolution_spread_high": (dims, spr[..., 1], {
-            "long_name": "binned statistics on uE: the smallest exponent gamma above 1 of "
-                         "u = c*uE^gamma found not valid with 80 % power", **p}),
-        "question_resolution_low": (qdims, qlim[..., 0], {
-            "long_name": "question: the factor below 1 (average: scale of uE) found not "
-                         "valid with 80 % power", **p}),
-        "question_resolution_high": (qdims, qlim[..., 1], {
-            "long_name": "question: the factor above 1 (average: scale of uE; consistency, "
-                         "up_to_factor, adaptivity: uE too small by f in the top decile of "
-                         "its variable) found not valid with 80 % power", **p}),
-        "question_resolution_spread_low": (qdims, qspr[..., 0], {
-            "long_name": "consistency questions: the exponent gamma below 1 of u = "
-                         "c*uE^gamma found not valid with 80 % power", **p}),
-        "question_resolution_spread_high": (qdims, qspr[..., 1], {
-            "long_name": "consistency questions: the exponent gamma above 1 of u = "
-                         "c*uE^gamma found not valid with 80 % power", **p}),
-    })
+    return xr.Dataset(VALIDATE.data_vars({
+        "resolution_low": lim[..., 0], "resolution_high": lim[..., 1],
+        "resolution_spread_low": spr[..., 0], "resolution_spread_high": spr[..., 1],
+        "question_resolution_low": qlim[..., 0], "question_resolution_high": qlim[..., 1],
+        "question_resolution_spread_low": qspr[..., 0],
+        "question_resolution_spread_high": qspr[..., 1],
+    }))
 
 
 def _statistic_resolution(s, draws, used, crit, top, i, j, M, w):

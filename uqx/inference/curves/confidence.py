@@ -17,6 +17,7 @@ import numpy as np
 import xarray as xr
 
 from uqx.dataio.model import InputError
+from uqx.dataio.schema import CALIBRATION_CURVE
 from uqx.engine.binning import bin_sums, sliding_windows
 from uqx.engine.defaults import LEVEL, N_BINS_LOCAL, POP_MIN
 from uqx.engine.generators import stream_state
@@ -297,12 +298,8 @@ def calibration_curve(
     lo, hi = binomial_ci(eta * sd.M, sd.M, method="wilsoncc", level=level)
     area, up = _miscal(p, eta, lo, hi)
     return xr.Dataset(
-        {
-            "eta": ("prob", eta, {"long_name": "observed fraction E <= u q_D(p)"}),
-            "ci_low": ("prob", lo),
-            "ci_high": ("prob", hi),
-        },
-        coords={"prob": ("prob", p, {"long_name": "target probability"})},
+        CALIBRATION_CURVE.data_vars({"eta": eta, "ci_low": lo, "ci_high": hi}),
+        coords=CALIBRATION_CURVE.data_vars({"prob": p}),
         attrs={
             "miscal_area": area,
             "miscal_up": up,

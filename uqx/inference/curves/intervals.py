@@ -25,6 +25,7 @@ import numpy as np
 import xarray as xr
 
 from uqx.dataio.model import InputError, check_sets, iter_sets
+from uqx.dataio.schema import LRR, PICP
 from uqx.engine.binning import make_bins
 from uqx.engine.confidence import bca_interval, interval_contains
 from uqx.engine.defaults import LEVEL, N_BINS_LOCAL, POP_MIN
@@ -110,16 +111,9 @@ def picp(ds, prob=(0.68, 0.95), *, dist="normal", nu=None, level=LEVEL) -> xr.Da
         n[i] = sd.M
     lo, hi = binomial_ci(np.round(out * n[:, None]), np.broadcast_to(n[:, None], out.shape),
                          method="wilson", level=level)
-    dims = ("set", "prob")
     return xr.Dataset(
-        {
-            "picp": (dims, out, {"long_name": "prediction-interval coverage probability"}),
-            "picp_low": (dims, lo, {"long_name": f"Wilson {level:.0%} lower limit"}),
-            "picp_high": (dims, hi, {"long_name": f"Wilson {level:.0%} upper limit"}),
-            "valid": (dims, interval_contains(lo, hi, P), {
-                "long_name": "P inside the interval",
-                "note": "tests the intervals; built from uE, it also tests the shape D"}),
-        },
+        PICP.data_vars({"picp": out, "picp_low": lo, "picp_high": hi,
+                        "valid": interval_contains(lo, hi, P)}, level=level),
         coords={"set": checked.data["set"].values, "prob": P},
         attrs={"intervals": "given U" if given else f"uE x q_{dist}((1+P)/2)",
                "nu": float(nu) if nu is not None else np.nan},
@@ -260,14 +254,8 @@ def local_range_ratio(E, U, cond, *, prob: float = 0.95, n_bins: int = N_BINS_LO
         res["x_mid"][j] = (x[idx].min() + x[idx].max()) / 2
     valid = interval_contains(res["ci_low"], res["ci_high"], 1.0)
     return xr.Dataset(
-        {
-            "lrr": ("bin", res["lrr"], {"long_name": "local range ratio (target 1)"}),
-            "ci_low": ("bin", res["ci_low"], {"long_name": f"BCa {level:.0%} lower limit"}),
-            "ci_high": ("bin", res["ci_high"], {"long_name": f"BCa {level:.0%} upper limit"}),
-            "n": ("bin", bins.counts, {"long_name": "bin population"}),
-            "x_mid": ("bin", res["x_mid"], {"long_name": "bin mid-range of cond"}),
-            "valid": ("bin", valid, {"long_name": "1 inside the BCa interval"}),
-        },
+        LRR.data_vars({"lrr": res["lrr"], "ci_low": res["ci_low"], "ci_high": res["ci_high"],
+                       "n": bins.counts, "x_mid": res["x_mid"], "valid": valid}, level=level),
         coords={"bin": np.arange(N)},
         attrs={"prob": float(prob), "n_boot": int(n_boot), "seed": int(seed),
                "binning_scheme": binning, "n_bins": int(N), "pop_min": int(pop_min)},
