@@ -7,6 +7,7 @@ long_name) fails here; so does a declaration that no result writes any more.
 import numpy as np
 import pytest
 import xarray as xr
+from internals import simulate
 
 import uqx
 from uqx.dataio import schema
@@ -15,7 +16,6 @@ from uqx.dataio.synth import nig
 from uqx.inference.curves.confidence import calibration_curve
 from uqx.inference.curves.intervals import local_range_ratio, picp
 from uqx.inference.fits import fit_sets
-from uqx.inference.reference import simulate_reference
 
 KW = dict(seed=2, n_boot=200, n_mc=200)
 
@@ -57,12 +57,15 @@ def test_the_other_results_are_declared(sets):
     one = sets.isel(set=[0])
     E, u = (one[k].values[0] for k in ("E", "uE"))
     boot = uqx.bootstrap(sets, ["zms", "rce"], n_boot=100, seed=1, keep_replicates=True)
-    sim = simulate_reference(sets, ["zms", "ence", "zmse_X", "zmse_V", "cc"], n_mc=60,
-                             seed=1, keep_draws=True, cc_spread=True)
+    sim = simulate(sets, ["zms", "ence", "zmse_X", "zmse_V", "cc"], n_mc=60, seed=1,
+                   keep_draws=True, cc_spread=True)  # the drawer, with the tests' copies
+    per_set = simulate(sets, ["zms"], dist="t", nu=[5.0] * sets.sizes["set"], label="fit",
+                       n_mc=20, seed=1)
     checks = [
         (schema.BOOTSTRAP, boot),
         (schema.BOOTSTRAP_PER_BIN, uqx.bootstrap_per_bin(sets, "lzisd_X", n_boot=50, seed=1)),
         (schema.SIMULATE_REFERENCE, sim),
+        (schema.SIMULATE_REFERENCE, per_set),
         (schema.CALIBRATION_CURVE, calibration_curve(from_arrays(E, u))),
         (schema.PICP, picp(sets)),
         (schema.LRR, local_range_ratio(E, 2 * u, one["X"].values[0], n_boot=50, seed=1)),

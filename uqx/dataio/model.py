@@ -31,6 +31,7 @@ from uqx._checks import (
     is_lazy,
 )
 from uqx._version import __version__
+from uqx.dataio.schema import INPUT
 from uqx.engine.resample import chunked_content_key, key_hex
 from uqx.errors import InputError
 
@@ -53,13 +54,8 @@ __all__ = [
     "VARIABLES",
 ]
 
-#: Long names of the input variables (CF ``long_name``).
-VARIABLES = {
-    "E": "prediction error (reference - prediction)",
-    "uE": "prediction uncertainty (standard uncertainty of E)",
-    "X": "input feature (conditioning variable for adaptivity)",
-    "V": "predicted value",
-}
+#: Long names of the input variables (CF ``long_name``; :data:`uqx.dataio.schema.INPUT`).
+VARIABLES = {k: INPUT[k].long_name for k in ("E", "uE", "X", "V")}
 
 #: Attributes describing one data set, replaced by per-set variables in a stack.
 _SET_ATTRS = ("name", "n_dropped", "filters", "units")
@@ -280,7 +276,7 @@ def _single(cols, *, name, units="", source="", n_dropped=0, filters=(), attrs=N
     # index while it is built) for a data set that only goes into stack()
     data_vars = {}
     for key, arr in cols.items():
-        var_attrs = {"long_name": VARIABLES[key]}
+        var_attrs = INPUT.attrs(key)
         if key in ("E", "uE") and units:
             var_attrs["units"] = units
         data_vars[key] = ("sample", arr, var_attrs)
@@ -356,19 +352,19 @@ def stack(datasets: Sequence[xr.Dataset], *, dim: str = "set") -> xr.Dataset:
         arrays = [d[key].data if key in d else np.full(m, np.nan)
                   for d, m in zip(datasets, sizes, strict=True)]
         first = next(d for d in datasets if key in d)
-        attrs = dict(first[key].attrs) or {"long_name": VARIABLES[key]}
+        attrs = dict(first[key].attrs) or INPUT.attrs(key)
         if key in ("E", "uE"):
             attrs.pop("units", None)
             if common_units not in ("", "mixed"):
                 attrs["units"] = common_units
         out[key] = ((dim, "sample"), _padded(arrays, m_max), attrs)
-    out["M"] = (dim, np.array(sizes, dtype=np.int64), {"long_name": "sample size"})
+    out["M"] = (dim, np.array(sizes, dtype=np.int64), INPUT.attrs("M"))
     out["n_dropped"] = (
         dim,
         np.array([int(d.attrs.get("n_dropped", 0)) for d in datasets], dtype=np.int64),
-        {"long_name": "rows dropped by documented filters"},
+        INPUT.attrs("n_dropped"),
     )
-    out["units"] = (dim, np.array(units, dtype=object), {"long_name": "units of E and uE"})
+    out["units"] = (dim, np.array(units, dtype=object), INPUT.attrs("units"))
     shared = {
         k: v for k, v in datasets[0].attrs.items()
         if k not in _SET_ATTRS and all(_same(d.attrs.get(k, _MISSING), v) for d in datasets)
@@ -613,9 +609,8 @@ def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool):
     n_old = ds["n_dropped"].values if "n_dropped" in ds else np.zeros(len(sets), np.int64)
     if not dropped.any():
         return ds.assign(
-            M=("set", M, {"long_name": "sample size"}),
-            n_dropped=("set", np.asarray(n_old, dtype=np.int64),
-                       {"long_name": "rows dropped by documented filters"}),
+            M=("set", M, INPUT.attrs("M")),
+            n_dropped=("set", np.asarray(n_old, dtype=np.int64), INPUT.attrs("n_dropped")),
         ), False
     parts = [
         _single(cols, name=names[i], units="", n_dropped=int(n_old[i]) + int(dropped[i]),

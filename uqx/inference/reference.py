@@ -32,6 +32,7 @@ from uqx.dataio.model import (
     read_rows,
     streamed_content_key,
 )
+from uqx.dataio.schema import SIMULATE_REFERENCE
 from uqx.engine import gaussian_sums
 from uqx.engine.binning import is_nondecreasing, make_bins, sorted_edges, stable_order
 from uqx.engine.copies import cc_fixed_u, copy_bin_features, sim_rows
@@ -381,23 +382,11 @@ def _top_vars(tops, layouts, suffix=""):
         sums[i, : t.shape[0], :s_i] = t
         u2[i, :s_i], n[i, :s_i], top[i, :s_i], M[i] = lay
         n_bins[i], n_top[i] = s_i, t.shape[0]
-    var = "uE" if not suffix else suffix[1:]
-    b, c = f"top_bin{suffix}", f"top_copy{suffix}"
-    dims = ("set", b)
-    return {
-        f"top_sums{suffix}": (("set", c, b, "top_sum"), sums, {
-            "long_name": f"per-bin sums (eps^2, E^2, E, eps) of the copies of the tests in "
-                         f"the bins of {var} (the statistics up to a factor and under the "
-                         "alternatives are computed from them, "
-                         "uqx.engine.alternative.BinnedCopies)"}),
-        f"top_u2{suffix}": (dims, u2, {"long_name": f"sum of u^2 per bin of {var}"}),
-        f"top_count{suffix}": (dims, n, {"long_name": f"points per bin of {var}"}),
-        f"top_bins{suffix}": (dims, top, {"long_name": f"the bins of {var} above its 90th "
-                                                       "percentile"}),
-        f"top_M{suffix}": ("set", M),
-        f"top_n_bins{suffix}": ("set", n_bins),
-        f"top_n_copies{suffix}": ("set", n_top),
-    }
+    return SIMULATE_REFERENCE.data_vars({
+        f"top_sums{suffix}": sums, f"top_u2{suffix}": u2, f"top_count{suffix}": n,
+        f"top_bins{suffix}": top, f"top_M{suffix}": M, f"top_n_bins{suffix}": n_bins,
+        f"top_n_copies{suffix}": n_top,
+    })
 
 
 def _summarise_sims(computed, names, n_mc, level, keep_draws, layouts=None) -> xr.Dataset:
@@ -424,10 +413,9 @@ def _summarise_sims(computed, names, n_mc, level, keep_draws, layouts=None) -> x
                     ok, [(1 - level) / 2, (1 + level) / 2], method="linear")
             if draws is not None:
                 draws[i, j] = v
-    data = {k: (("set", "stat"), v) for k, v in res.items()}
-    data["n_nan"] = (("set", "stat"), n_nan)
+    data = SIMULATE_REFERENCE.data_vars({**res, "n_nan": n_nan})
     if draws is not None:
-        data["draws"] = (("set", "stat", "mc"), draws)
+        data["draws"] = SIMULATE_REFERENCE.variable("draws", draws)
         conds = sorted({c for lay in (layouts or []) for c in lay})
         found = False
         if any(CC_SPREAD_KEY in b for blocks in computed for b in blocks):
@@ -439,9 +427,7 @@ def _summarise_sims(computed, names, n_mc, level, keep_draws, layouts=None) -> x
                 if parts:
                     v = np.concatenate(parts)[:N_TEST]
                     cc[i, :v.shape[0]] = v
-            data["cc_spread"] = (("set", "cc_copy", "cc_gamma"), cc, {
-                "long_name": "CC of the copies of the tests under u = c*uE^gamma (the "
-                             "resolution of CC)"})
+            data["cc_spread"] = SIMULATE_REFERENCE.variable("cc_spread", cc)
             found = True
         for cond in conds:
             key = top_key(cond)
@@ -1112,16 +1098,12 @@ def draw_copies(
     out = _summarise_sims(computed, [s.name for s in specs], n_mc, level, keep_draws, layouts)
     out = out.assign_coords(set=ds["set"].values)
     if per_set:
-        out["nu"] = ("set", nus.copy(), {"long_name": "degrees of freedom per set"})
+        out["nu"] = SIMULATE_REFERENCE.variable("nu", nus.copy())
     out.attrs = {"dist": dist, "dist_label": dlabel,
                  "nu": float(nu) if dist == "t" and not per_set else np.nan,
                  "n_mc": int(n_mc), "seed": int(seed), "level": float(level),
                  "binning_scheme": bin_cfg.scheme, "n_bins": int(bin_cfg.n_bins),
                  "pop_min": int(bin_cfg.pop_min)}
-    out["reference"].attrs["long_name"] = "simulated reference (mean over N_MC draws)"
-    out["reference_se"].attrs["long_name"] = "Monte-Carlo standard error of the reference"
-    out["sim2_low"].attrs["long_name"] = "lower quantile of simulated values (Sim2)"
-    out["sim2_high"].attrs["long_name"] = "upper quantile of simulated values (Sim2)"
     hooked = {i: np.concatenate([b["_hook"] for b in blocks if "_hook" in b])
               for i, blocks in enumerate(computed) if hooks[i] is not None}
     return MemberCopies(out, hooked)

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.schema import VALIDATE
 from uqx.engine.alternative import BinnedCopies
 from uqx.engine.defaults import NU
 from uqx.engine.mctest import N_TEST
@@ -469,25 +470,12 @@ def _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx, dist_labels):
             ref[i, j] = sim["ref"][i, j, 0]
             zeta[i, j] = zs[i, j, 0]
     ref_se = np.where(kind == "simulated", sim["se"][..., 0], np.where(kind != "", 0.0, np.nan))
-    sdims = ("set", "stat", "dist")
     return xr.Dataset(
-        {
-            "reference": (("set", "stat"), ref, {"long_name": "reference value (N for simulated)"}),
-            "reference_se": (("set", "stat"), ref_se,
-                             {"long_name": "standard uncertainty of the reference (Monte-Carlo)"}),
-            "zeta": (("set", "stat"), zeta, {"long_name": "zeta-score (000 Eq. 20): zeta_BS or "
-                                             "zeta_Sim with D = N"}),
-            "reference_kind": (("set", "stat"), kind.astype(str),
-                               {"long_name": "predefined / simulated / none"}),
-            "d_sensitive": (("set", "stat"), sens & (kind == "simulated"),
-                            {"long_name": "references of the distributions differ beyond "
-                             "2 sqrt(u_N^2 + u_T^2)"}),
-            "sim_reference": (sdims, sim["ref"], {"long_name": "simulated reference (Sim)"}),
-            "sim_reference_se": (sdims, sim["se"], {"long_name": "MC standard error of Sim"}),
-            "sim2_low": (sdims, sim["lo"], {"long_name": "Sim2 interval lower limit"}),
-            "sim2_high": (sdims, sim["hi"], {"long_name": "Sim2 interval upper limit"}),
-            "zeta_sim": (sdims, zs, {"long_name": "zeta_Sim (U_t = 2u) per distribution"}),
-            "zeta_sim2": (sdims, zs2, {"long_name": "zeta_Sim2 (comparison only)"}),
-        },
+        VALIDATE.data_vars({
+            "reference": ref, "reference_se": ref_se, "zeta": zeta,
+            "reference_kind": kind.astype(str), "d_sensitive": sens & (kind == "simulated"),
+            "sim_reference": sim["ref"], "sim_reference_se": sim["se"],
+            "sim2_low": sim["lo"], "sim2_high": sim["hi"], "zeta_sim": zs, "zeta_sim2": zs2,
+        }),
         coords={"dist": list(dist_labels)},
     )

@@ -63,6 +63,7 @@ from uqx.dataio.model import (
     provenance,
     provenance_attrs,
 )
+from uqx.dataio.schema import VALIDATE
 from uqx.engine.binning import content_order, equal_count_edges, make_bins, stable_order
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_MC, NU, POP_MIN
@@ -147,18 +148,11 @@ class _Notes:
             self.by_set[i].append(text)
 
     def variables(self):
-        return {
-            "warnings": (
-                ("set", "stat"),
-                np.array([[WARN_SEP.join(w) for w in row] for row in self.by_stat], dtype=str),
-                {"long_name": "warnings"},
-            ),
-            "set_warnings": (
-                "set",
-                np.array([WARN_SEP.join(w) for w in self.by_set], dtype=str),
-                {"long_name": "data-set level warnings"},
-            ),
-        }
+        return VALIDATE.data_vars({
+            "warnings": np.array([[WARN_SEP.join(w) for w in row] for row in self.by_stat],
+                                 dtype=str),
+            "set_warnings": np.array([WARN_SEP.join(w) for w in self.by_set], dtype=str),
+        })
 
 
 def _tailedness_step(sets, specs, notes) -> xr.Dataset:
@@ -182,11 +176,7 @@ def _tailedness_step(sets, specs, notes) -> xr.Dataset:
         if exceeded:
             vals = ", ".join(f"{m} = {float(t[m]):.3g} > {SAFETY_LIMITS[m]:g}" for m in exceeded)
             notes.set(i, f"tailedness above the safety limits: {vals} (001 Table II)")
-    return xr.Dataset({
-        k: ("set", tails[k], {"long_name": k.replace("_", " "),
-                              "safety_limit": SAFETY_LIMITS.get(k, np.nan)})
-        for k in TAILEDNESS_VARS
-    })
+    return xr.Dataset(VALIDATE.data_vars({k: tails[k] for k in TAILEDNESS_VARS}))
 
 
 def _bootstrap_step(ds, specs, notes, cfg) -> xr.Dataset:
@@ -213,11 +203,8 @@ def _bootstrap_step(ds, specs, notes, cfg) -> xr.Dataset:
                 notes.stat(i, j, f"{n} NaN bootstrap replicate(s) (statistic undefined on "
                            "some resamples)")
     out = bs[["estimate", "bias", "se", "ci_low", "ci_high", "z0", "acceleration"]]
-    out = out.assign(ci_low_se=(("set", "stat"), se_lo), ci_high_se=(("set", "stat"), se_hi))
-    out["ci_low"].attrs["long_name"] = f"BCa {level:.0%} lower limit"
-    out["ci_high"].attrs["long_name"] = f"BCa {level:.0%} upper limit"
-    out["ci_low_se"].attrs["long_name"] = "Monte-Carlo standard error of ci_low"
-    out["ci_high_se"].attrs["long_name"] = "Monte-Carlo standard error of ci_high"
+    out = out.assign(VALIDATE.data_vars({"ci_low_se": se_lo, "ci_high_se": se_hi}))
+    VALIDATE.annotate(out, level=level)
     return out.drop_vars(["M"], errors="ignore")
 
 
@@ -630,49 +617,24 @@ def shape_step(run: Run) -> None:
         plausible = plausible_in_windows(family, run.M, windows)
     if not run.streamed:
         halves = [kappa_cs_z2_halves(sd.E, sd.uE) for sd in sets]
-        res["kappa_cs_z2_half"] = (("set", "half"), np.array([h[0] for h in halves]), {
-            "long_name": "kappa_cs of Z^2 scaled within the bins of uE, in the lower and the "
-                         "upper half of the uE order (the small-sample reach of the tails, "
-                         "half by half)"})
-        res["half_points"] = (("set", "half"), np.array([h[1] for h in halves]),
-                              {"long_name": "points in each half of the uE order"})
-    res["u2_effective_points"] = ("set", _u2_effective_points(sets, run.streamed), {
-        "long_name": "effective number of points of u^2, (sum u^2)^2 / sum u^4: the points "
-                     "that carry the statistics weighted by u^2 (RCE, UCE)"})
-    res["kappa_cs_z2_local"] = ("set", family.kappa, {
-        "long_name": "Crow-Siddiqui kurtosis of Z^2 scaled within the bins of uE (Z itself "
-                     "when streamed): the shape of the errors the null family must match",
-        "safety_limit": SAFETY_LIMITS["kappa_cs_z2"]})
-    res["member_plausible"] = (("set", "member"), plausible, {
-        "long_name": "member takes part in the verdicts: its shape not excluded by the "
-                     "data's kappa_cs of Z^2, of the whole set and of every window of bins "
-                     "of uE (uqx.engine.null_shape.plausible_members)"})
+        res["kappa_cs_z2_half"] = VALIDATE.variable("kappa_cs_z2_half",
+                                                    np.array([h[0] for h in halves]))
+        res["half_points"] = VALIDATE.variable("half_points", np.array([h[1] for h in halves]))
+    res["u2_effective_points"] = VALIDATE.variable("u2_effective_points",
+                                                   _u2_effective_points(sets, run.streamed))
+    res["kappa_cs_z2_local"] = VALIDATE.variable("kappa_cs_z2_local", family.kappa)
+    res["member_plausible"] = VALIDATE.variable("member_plausible", plausible)
     if not run.streamed and any(s.family == "rank" for s in run.specs):
         spread, rank_use = plausible_for_ranks(sets, family, windows, plausible)
-        res["log_abs_z_spread_local"] = ("set", spread, {
-            "long_name": "variance of ln|Z| within the bins of uE, pooled: the body of the "
-                         "errors that the null of the rank correlation CC depends on "
-                         "(uqx.engine.null_body.log_abs_z_spread_local)"})
-        res["member_plausible_rank"] = (("set", "member"), rank_use, {
-            "long_name": "member takes part in the test of CC: member_plausible and its "
-                         "spread of ln|Z| not excluded by the data's "
-                         "(uqx.engine.null_body.body_plausible)"})
+        res["log_abs_z_spread_local"] = VALIDATE.variable("log_abs_z_spread_local", spread)
+        res["member_plausible_rank"] = VALIDATE.variable("member_plausible_rank", rank_use)
     local = [None if w is None or w.nus is None else w.nus for w in windows]
-    res["nu_fit_local_min"] = ("set", np.array([np.nan if v is None else np.min(v)
-                                                for v in local]), {
-        "long_name": "smallest nu of the fitted member over the windows of bins of uE (its "
-                     "joint copies draw each window at its own nu when some window's "
-                     "kappa_cs excludes nu_fit; NaN: one nu, nu_fit)"})
-    res["nu_fit_local_max"] = ("set", np.array([np.nan if v is None else np.max(v)
-                                                for v in local]), {
-        "long_name": "largest nu of the fitted member over the windows of bins of uE"})
-    res["nu_fit"] = ("set", family.nu_fit, {"long_name": "degrees of freedom of the "
-                     "data-matched t_s null (inf: normal), from kappa_cs of Z^2 (scaled "
-                     "within the bins of uE unless streamed)"})
-    res["nu_fit_two_sided"] = ("set", family.nu_two_sided, {
-        "long_name": "degrees of freedom of the data-matched t_s null of the statistics "
-                     "tested on both sides: heavy end of the confidence set of nu "
-                     "(one standard error of kappa_cs)"})
+    res["nu_fit_local_min"] = VALIDATE.variable(
+        "nu_fit_local_min", np.array([np.nan if v is None else np.min(v) for v in local]))
+    res["nu_fit_local_max"] = VALIDATE.variable(
+        "nu_fit_local_max", np.array([np.nan if v is None else np.max(v) for v in local]))
+    res["nu_fit"] = VALIDATE.variable("nu_fit", family.nu_fit)
+    res["nu_fit_two_sided"] = VALIDATE.variable("nu_fit_two_sided", family.nu_two_sided)
     run.result = res.assign_coords(member=family.labels)
 
 
@@ -696,9 +658,7 @@ def questions_step(run: Run) -> None:
     factor, factor_obs = factor_tests(run.result, run.sets, run.specs, run.copies.binned)
     res = run.result.merge(question_step(run.result, run.specs, run.copies.tests,
                                          factor=factor, alpha_result=run.cfg.alpha_result))
-    res["factor_statistic"] = (("set", "stat"), factor_obs, {
-        "long_name": "the binned statistic on uE of the data rescaled by its factor "
-                     "sqrt(ZMS) (question up_to_factor)"})
+    res["factor_statistic"] = VALIDATE.variable("factor_statistic", factor_obs)
     res = tails_step(res, M=run.M)
     run.result = untestable_step(res, *run.untestable)
     run.factor = factor
@@ -744,14 +704,11 @@ def finish_step(run: Run) -> None:
     if not run.streamed:
         conds = ["uE"] + [c for c in ("X", "V") if any(getattr(sd, c) is not None
                                                         for sd in sets)]
-        res["zms_decile"] = (("set", "decile_of", "decile"), _zms_deciles(sets, conds), {
-            "long_name": "ZMS of the data in each tenth of a variable (equal counts, in its "
-                         "order): where uE is too small (> 1) or too large (< 1)"})
+        res["zms_decile"] = VALIDATE.variable("zms_decile", _zms_deciles(sets, conds))
         res = res.assign_coords(decile_of=conds)
     res = res.merge(xr.Dataset(run.notes.variables()))
     res = res.assign_coords(set=run.ds["set"].values, M=("set", run.M))
-    res["n_bins_used"] = ("set", run.n_bins_used, {
-        "long_name": "bins used by binned statistics on uE (-1: none requested)"})
+    res["n_bins_used"] = VALIDATE.variable("n_bins_used", run.n_bins_used)
     run.result = res.assign_attrs(_result_attrs(run.ds, run.inputs, run.cfg, extra=res.attrs))
 
 
