@@ -39,7 +39,7 @@ from uqx.engine.questions import (
     weight_of,
     weighted_stepdown,
 )
-from uqx.engine.statistic import RANK_STATS
+from uqx.engine.statistic import RANK_STATS, parse_stat
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import (
     NOT_TESTED,
@@ -652,8 +652,6 @@ def tails_step(res, M=None) -> xr.Dataset:
     xarray.Dataset
         The result with the verdicts and reasons updated (``valid`` recomputed).
     """
-    from uqx.engine.statistic import parse_stat
-
     names = [str(x) for x in res["stat"].values]
     specs = [parse_stat(n) for n in names]
     qs = [str(q) for q in res["question"].values]
