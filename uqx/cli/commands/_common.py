@@ -325,6 +325,7 @@ def load_inputs(
     from uqx.dataio.frames import read_csv, read_parquet
     from uqx.dataio.model import stack
     from uqx.dataio.netcdf import open_dataset
+
     if not inputs:
         raise InputError(
             "no input given: pass CSV files or dataset names (see 'uqx datasets list')"
@@ -549,6 +550,7 @@ def write_result(res, path, *, parameters: dict, seed) -> int:
         ``uqx: error: ...`` on stderr.
     """
     from uqx.dataio.netcdf import atomic_write, json_default, to_netcdf
+
     path = Path(path)
     suffix = path.suffix.lower()
     try:

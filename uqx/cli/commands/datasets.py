@@ -65,6 +65,7 @@ def _check(args) -> int:
 
 def _fetch(args) -> int:
     from uqx.dataio.fetch import fetch_datasets
+
     if args.retries < 0:
         raise InputError(f"--retries must be >= 0, got {args.retries}")
     quiet = bool(getattr(args, "quiet", False))

@@ -74,6 +74,7 @@ def bins_used_text(ds, args) -> str:
     """
     from uqx.dataio.model import iter_sets
     from uqx.engine.binning import make_bins
+
     used = {}
     for sd in iter_sets(ds):
         try:
