@@ -10,8 +10,8 @@ module does not load already:
   light, so that ``uqx --help``, ``import uqx`` and the accessor's registration load no
   numerical stack: they import the library inside the functions that use it, and only
   the modules whose import brings some of that stack (:data:`NUMERICAL`);
-* the library defers only the dependencies of :data:`DEFERRED`, which some paths need and
-  the others never load.
+* the library defers only the dependencies of :data:`DEFERRED` themselves (not a module of
+  uqx that brings one), which some paths need and the others never load.
 """
 
 import ast
@@ -179,7 +179,7 @@ def _faults() -> list[str]:
                 why = ("a front end imports inside a function only what brings the "
                        "numerical stack; import this at the top")
             else:
-                if brings & set(DEFERRED):
+                if _top_package(target) in DEFERRED and brings & set(DEFERRED):
                     continue
                 why = "import this at the top (only the dependencies of DEFERRED wait)"
             faults.append(f"{rel}:{line} {function}() imports {target}: {why}")
