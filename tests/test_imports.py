@@ -49,9 +49,6 @@ DEFERRED = {
 TEMPORARY = {
     "uqx/dataio/model.py": {
         ("_missing_as_nan", "pandas"),
-        ("_padded", "dask.array"),
-        ("_stacked_sizes", "dask.array"),
-        ("_check_stacked", "dask"),
         ("provenance", "uqx.engine.resample"),
         ("provenance_attrs", "datetime"),
         ("provenance_attrs", "uqx._version"),
