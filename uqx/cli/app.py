@@ -16,7 +16,14 @@ import os
 import sys
 from importlib import import_module
 
-from uqx.cli.commands._common import check_options, load_inputs
+from uqx._version import __version__
+from uqx.cli.commands._common import (
+    EXIT_CODES_HELP,
+    HelpFormatter,
+    check_options,
+    cli_message,
+    load_inputs,
+)
 from uqx.errors import InputError
 
 __all__ = ["main", "build_parser", "load_inputs", "COMMANDS"]
@@ -37,9 +44,6 @@ COMMANDS = [
 
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of ``uqx`` (imports argparse-only command modules)."""
-    from uqx._version import __version__
-    from uqx.cli.commands._common import EXIT_CODES_HELP, HelpFormatter
-
     parser = argparse.ArgumentParser(
         prog="uqx",
         description="Validate prediction uncertainties of ML regression models "
@@ -120,8 +124,6 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # pragma: no cover - a write that bypassed sys.stdout
         return 0
     except (InputError, OSError) as exc:
-        from uqx.cli.commands._common import cli_message
-
         print(f"uqx: error: {cli_message(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

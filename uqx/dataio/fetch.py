@@ -39,6 +39,8 @@ from importlib import resources
 from pathlib import Path
 
 import pandas as pd
+import pooch
+import requests
 
 from uqx.dataio import datasets as _registry
 from uqx.dataio.datasets import ENV_VAR, REGISTRY_FILE, file_sha256, sha256_stream
@@ -164,8 +166,6 @@ def cache_dir(path: str | os.PathLike | None = None) -> Path:
     if path is None:
         path = os.environ.get(ENV_CACHE)
     if path is None:
-        import pooch
-
         path = pooch.os_cache("uqx")
     return Path(path).expanduser()
 
@@ -240,13 +240,9 @@ class _Downloader:
     """pooch's HTTP downloader that reports a missing file at once (no retries)."""
 
     def __init__(self, progress: bool):
-        import pooch
-
         self.http = pooch.HTTPDownloader(progressbar=progress, timeout=TIMEOUT)
 
     def __call__(self, url, output_file, pooch_obj, check_only=False):
-        import requests
-
         try:
             return self.http(url, output_file, pooch_obj, check_only=check_only)
         except requests.HTTPError as exc:
@@ -257,9 +253,6 @@ class _Downloader:
 
 def _download(src: Source, cache: Path, base_url, progress: bool, retries: int) -> Path:
     """Download (or reuse) the archive of ``src`` in the cache; return its path."""
-    import pooch
-    import requests
-
     logger = pooch.get_logger()
     fname = f"{src.record}-{src.archive.replace('/', '_')}"
     url = src.url(base_url)
@@ -305,8 +298,6 @@ def _download(src: Source, cache: Path, base_url, progress: bool, retries: int) 
 
 def _reason(exc) -> str:
     """Short reason of a requests exception (offline, refused, dropped, HTTP status)."""
-    import requests
-
     if isinstance(exc, requests.HTTPError) and exc.response is not None:
         return f"HTTP {exc.response.status_code} {exc.response.reason}"
     if isinstance(exc, requests.ConnectionError):
@@ -325,8 +316,6 @@ def _reason(exc) -> str:
 
 def _api_file(src: Source, base_url) -> tuple[str, str | None]:
     """URL and ``md5:`` checksum of the archive from the record's API entry."""
-    import requests
-
     base = (base_url or ZENODO_URL).rstrip("/")
     api = f"{base}/api/records/{src.record}"
     resp = requests.get(api, timeout=TIMEOUT)

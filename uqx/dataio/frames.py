@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import xarray as xr
+from pandas.io.common import get_handle, infer_compression
 
 from uqx.dataio.model import from_arrays, stack
 from uqx.errors import InputError
@@ -44,8 +45,6 @@ _FALLBACK_ENCODING = "latin-1"
 
 def _head_bytes(path: Path) -> bytes:
     """First bytes of a file, decompressed as pandas will read it (``.gz``, ``.bz2``...)."""
-    from pandas.io.common import get_handle  # the compression inference of read_csv
-
     try:
         with get_handle(path, "rb", compression="infer", is_text=False) as handles:
             return handles.handle.read(_SAMPLE_BYTES)
@@ -475,8 +474,6 @@ def _stem(path: Path, name: str | None) -> str:
     """Return the data set name of a file: ``name``, else its stem without compression."""
     if name is not None:
         return name
-    from pandas.io.common import infer_compression
-
     if infer_compression(str(path), "infer") is not None and Path(path.stem).suffix:
         return Path(path.stem).stem  # preds.csv.gz -> preds
     return path.stem

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 import numba
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from uqx._checks import (
@@ -82,8 +83,6 @@ def _missing_as_nan(raw: np.ndarray) -> np.ndarray:
     """
     if raw.dtype.kind != "O" or raw.size == 0:
         return raw
-    import pandas as pd
-
     missing = pd.isna(raw)
     if not np.any(missing):
         return raw

@@ -23,9 +23,11 @@ import json
 import os
 import stat
 import uuid
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+import netCDF4
 import numpy as np
 import xarray as xr
 
@@ -93,8 +95,6 @@ def _encode_attrs(attrs: dict, where: str) -> dict:
 
 def _damaged(where: str, key: str, value, what: str) -> None:
     """Warn that an attribute could not be decoded (its stored value is kept)."""
-    import warnings
-
     shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
     warnings.warn(f"{where}: attribute {key!r} = {shown} is damaged ({what}); kept as "
                   "stored", UserWarning, stacklevel=4)
@@ -590,8 +590,6 @@ def _group_holding(path: Path, names) -> str | None:
     InputError
         Several groups hold them: the message names the groups.
     """
-    import netCDF4
-
     found = []
 
     def walk(g, prefix):
@@ -616,8 +614,6 @@ def _group_holding(path: Path, names) -> str | None:
 
 def _groups_text(path: Path) -> str:
     """``"; groups: a (E, uE), b (x)"``: the groups of a file and their variables, or ''."""
-    import netCDF4
-
     parts = []
 
     def walk(g, prefix):

@@ -14,6 +14,7 @@ the tails.
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import polygamma
 
 from uqx.engine.null_shape import PLAUSIBLE_Z, z_in_local_bins
 
@@ -43,8 +44,6 @@ def log_abs_z_cumulants_of_t(nu):
     -------
     kappa2, kappa4 : numpy.ndarray
     """
-    from scipy.special import polygamma
-
     nu = np.asarray(nu, dtype=np.float64)
     inf = np.isinf(nu)
     half = np.where(inf, 1.0, nu) / 2

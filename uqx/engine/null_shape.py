@@ -28,6 +28,12 @@ are in :mod:`uqx.engine.mctest`.
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+from uqx.engine.binning import equal_count_edges, is_nondecreasing, stable_order
+from uqx.engine.defaults import POP_MIN, local_bins
+from uqx.engine.stats.tailedness import sorted_tailedness
 
 __all__ = [
     "MEMBERS",
@@ -411,8 +417,6 @@ def one_shape(kappa_windows, n_windows, nu, *, z: float = None) -> bool:
     if kw.size < 2:
         return True
     if z is None:
-        from scipy.stats import norm
-
         z = float(norm.isf(norm.sf(PLAUSIBLE_Z) / kw.size))
     se = kappa_cs_z2_se_of_t(nu, np.asarray(n_windows, dtype=np.float64))
     with np.errstate(invalid="ignore"):
@@ -436,9 +440,6 @@ def z_in_local_bins(E, uE, n_bins=None):
         Bin boundaries (:func:`uqx.engine.binning.equal_count_edges` of
         :func:`uqx.engine.defaults.local_bins` bins unless ``n_bins``).
     """
-    from uqx.engine.binning import equal_count_edges, is_nondecreasing, stable_order
-    from uqx.engine.defaults import POP_MIN, local_bins
-
     E = np.asarray(E, dtype=np.float64)
     u = np.asarray(uE, dtype=np.float64)
     M = E.shape[0]
@@ -463,9 +464,6 @@ def kappa_cs_z2_of_t(nu):
     :math:`\kappa_{CS} = [q(0.975) - q(0.025)] / [q(0.75) - q(0.25)] - 2.91`
     (001 Eq. 12, the metric :func:`uqx.engine.stats.tailedness.kappa_cs` estimates).
     """
-    from scipy.stats import norm
-    from scipy.stats import t as student_t
-
     nu = np.asarray(nu, dtype=np.float64)
     p = np.array([0.975, 0.025, 0.75, 0.25])
     pp = (1 + p) / 2
@@ -525,9 +523,6 @@ def kappa_cs_z2_se_of_t(nu, M):
     numpy.ndarray
         sd of the sample κ_CS of Z².
     """
-    from scipy.stats import norm
-    from scipy.stats import t as student_t
-
     nu, M = np.broadcast_arrays(np.asarray(nu, dtype=np.float64),
                                 np.asarray(M, dtype=np.float64))
     a = np.array([0.025, 0.25, 0.75, 0.975])
@@ -700,8 +695,6 @@ def kappa_cs_z2_local(E, uE, n_bins: int | None = None) -> float:
         the scaled Z², sorted in place); 8 when uE is already sorted (rows in content
         order: no order).
     """
-    from uqx.engine.stats.tailedness import sorted_tailedness
-
     z, edges = z_in_local_bins(E, uE, n_bins)
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         if hi > lo:
@@ -739,8 +732,6 @@ def kappa_cs_z2_windows(E_sorted, u_sorted, seg, groups):
         κ_CS of the window's scaled Z² (NaN for a window of fewer than 2 points, or
         without spread) and its number of points. Memory: one window's Z at a time.
     """
-    from uqx.engine.stats.tailedness import sorted_tailedness
-
     seg = np.asarray(seg, dtype=np.int64)
     groups = np.asarray(groups, dtype=np.int64)
     kappa = np.full(groups.size - 1, np.nan)

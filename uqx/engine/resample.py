@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from uqx.errors import InputError
+
 __all__ = [
     "SAMPLE_BLOCK",
     "REPLICATE_BLOCK",
@@ -138,8 +140,6 @@ def resolve_seed(seed) -> int:
     except (TypeError, ValueError):
         value = -1
     if value < 0 or value != seed:
-        from uqx.errors import InputError
-
         raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     return value
 

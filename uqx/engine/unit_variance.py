@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from uqx.engine.generators import check_student_nu, normal_step, stream_state, t_step
 from uqx.engine.generators import t_params as _t_params
@@ -255,9 +257,6 @@ def unit_quantile(p, *, dist="normal", nu=None):
     numpy.ndarray
         The quantiles.
     """
-    from scipy.stats import norm
-    from scipy.stats import t as student_t
-
     p = np.asarray(p, dtype=np.float64)
     if dist == "normal":
         return norm.ppf(p)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from uqx._checks import is_lazy
+from uqx._checks import check_stats_argument, constant_reason, is_lazy, small_sample_note
 from uqx.dataio.model import check_sets, iter_sets
 from uqx.engine.defaults import N_BINS, POP_MIN
 from uqx.engine.evaluator import SetEvaluator
@@ -166,8 +166,6 @@ def compute(
     ``STATISTICS[name].finish(S, M)``);
     binned statistics and CC sort the whole set and load it into memory.
     """
-    from uqx._checks import check_stats_argument
-
     specs = [parse_stat(s) for s in check_stats_argument(stats)]
     checked = check_sets(ds, drop_nonfinite=drop_nonfinite)
     ds = checked.data
@@ -263,8 +261,6 @@ def describe(
     long = [STATISTICS[parse_stat(str(s)).base].long_name for s in est["stat"].values]
     out["stat_long_name"] = ("stat", long)
     out.attrs.update(est.attrs)
-    from uqx._checks import constant_reason, small_sample_note
-
     small = [small_sample_note(str(n), m) for n, m in zip(ds["set"].values, ds["M"].values,
                                                           strict=True)]
     for sd in iter_sets(checked) if not is_lazy(ds["uE"].data) else []:

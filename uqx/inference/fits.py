@@ -38,6 +38,7 @@ import numpy as np
 import xarray as xr
 from scipy import optimize, stats
 
+from uqx._checks import constant_reason, small_sample_note
 from uqx.dataio.model import InputError, iter_sets
 from uqx.dataio.schema import FITS
 
@@ -395,8 +396,6 @@ def fit_sets(ds, *, optimizer: str = "nmmin") -> xr.Dataset:
     xarray.Dataset
         One variable per key of :data:`FIT_KEYS` over ``set``; attrs name the method.
     """
-    from uqx._checks import constant_reason, small_sample_note
-
     sets = list(iter_sets(ds))
     rows = {sd.name: fit_set(sd.E, sd.uE, optimizer=optimizer) for sd in sets}
     names = list(rows)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import ndtri
+from scipy.stats import binomtest
 
 from uqx.engine.defaults import LEVEL
 from uqx.errors import InputError
@@ -126,8 +127,6 @@ def binomial_ci(x, n, *, method="wilsoncc", level=LEVEL):
                and np.all((x >= 0) & (x <= n)))
     if not integer:
         return _wilson_formula(x, n, method=method, level=level)
-    from scipy.stats import binomtest
-
     lo, hi = np.empty(x.shape), np.empty(x.shape)
     for idx in np.ndindex(x.shape):
         ci = binomtest(int(x[idx]), int(n[idx])).proportion_ci(confidence_level=level,

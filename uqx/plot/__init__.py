@@ -19,6 +19,10 @@ is first looked up (the module ``__getattr__``).
 
 from __future__ import annotations
 
+import importlib
+
+from uqx.errors import InputError
+
 #: Figure functions of uqx -> the module of this package that defines it. Each takes a
 #: data set or a result (in memory or a NetCDF path) and returns a
 #: :class:`matplotlib.figure.Figure`. Adding a figure: its function in a module, one line
@@ -105,8 +109,6 @@ def figure_of(kind: str) -> tuple[str, dict]:
         return name, dict(defaults)
     if kind.replace("-", "_") in FIGURES:
         return kind.replace("-", "_"), {}
-    from uqx.errors import InputError
-
     raise InputError(f"unknown figure kind {kind!r}; choose from "
                      f"{', '.join(sorted(set(KINDS) | set(FIGURES)))}")
 
@@ -120,8 +122,6 @@ def __getattr__(name: str):
     where = FIGURES.get(name) or _HELPERS.get(name)
     if where is None:
         raise AttributeError(f"module 'uqx.plot' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(f"{__name__}.{where}"), name)
 
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from uqx.dataio.model import InputError
 from uqx.engine.confidence import interval_contains
 from uqx.engine.defaults import N_BOOT_CURVES, POP_MIN, local_bins
+from uqx.inference.bootstrap import bootstrap_per_bin
 from uqx.inference.curves.binned import lcp as _lcp
 from uqx.inference.curves.binned import local_z as _local_z
 from uqx.inference.curves.binned import reliability as _reliability
 from uqx.plot import style as S
-from uqx.plot.inputs import as_sets, axis_label, load, panel_titles, units_of
+from uqx.plot.inputs import as_sets, load, panel_titles, units_of
 
 __all__ = ["reliability", "lzisd", "lzisd_of_result", "lcp", "CI_WORDS"]
 
@@ -64,9 +66,6 @@ def _panel_values(ds, var):
 
 def _engine_lzisd(ds, stat, by, n_bins, binning, n_boot, seed):
     """LZISD per bin and for the full set from :func:`uqx.inference.bootstrap.bootstrap_per_bin`."""
-    from uqx.dataio.model import InputError
-    from uqx.inference.bootstrap import bootstrap_per_bin
-
     if stat != "lzisd":
         raise InputError("ci='bootstrap-set' is available for LZISD only (use 'cho')")
     name = "lzisd" if by == "uE" else f"lzisd_{by}"
@@ -119,8 +118,6 @@ def reliability(data, *, kind="sd", n_bins=None, binning="equal-count", log_bins
     """
     ds = as_sets(data)
     if log not in (True, False, "auto"):
-        from uqx.dataio.model import InputError
-
         raise InputError(f"log must be True, False or 'auto', got {log!r}")
     res = _reliability(ds, kind=kind, n_bins=n_bins, binning=binning, log=log_bins, ci=ci,
                        n_boot=n_boot, seed=seed, pop_min=pop_min)
@@ -214,7 +211,7 @@ def lzisd(data, *, stat="lzisd", by="uE", n_bins=None, binning="equal-count",
             nv = int(np.sum(interval_contains(lo, hi, 1.0)))
             S.corner_text(ax, _valid_text(nv, nb) + "\n" + _bins_text(
                 nb, res.attrs.get("binning", binning), ci), loc="upper left")
-            ax.set_xlabel(axis_label(ds, by))
+            ax.set_xlabel(S.axis_label(ds, by))
             ax.set_ylabel(ylab)
             S.set_title(ax, name)
         S.legend(fig, axes)
@@ -259,8 +256,6 @@ def lzisd_of_result(result, *, cond="uE", logx="auto", size="double", font_size=
     uqx.InputError
         Not a result with LZISD bins, or no set with bins on ``cond``.
     """
-    from uqx.dataio.model import InputError
-
     res = load(result)
     if "lzisd" not in res or "cond" not in res.dims:
         raise InputError("no LZISD bins in this result (validated without the conditional "
@@ -361,7 +356,7 @@ def lcp(data, *, by="uE", prob=(0.25, 0.5, 0.75, 0.95), dist="normal", nu=None,
             ax.set_ylim(*(ylim or (0, 1.1)))
             S.full_set_marker(ax, r["picp"].values, r["picp_low"].values,
                               r["picp_high"].values, colors=colors)
-            ax.set_xlabel(axis_label(ds, by))
+            ax.set_xlabel(S.axis_label(ds, by))
             ax.set_ylabel("Local coverage probability")
             S.set_title(ax, name)
         S.legend(fig, axes)

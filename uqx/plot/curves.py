@@ -14,7 +14,7 @@ from uqx.inference.curves.confidence import calibration_curve as _calibration_cu
 from uqx.inference.curves.confidence import conditional_calibration as _conditional
 from uqx.inference.curves.confidence import confidence_curve as _confidence
 from uqx.plot import style as S
-from uqx.plot.inputs import as_sets, axis_label, panel_titles, units_of
+from uqx.plot.inputs import as_sets, panel_titles, units_of
 
 __all__ = ["calibration", "conditional_calibration", "confidence"]
 
@@ -125,7 +125,7 @@ def conditional_calibration(data, *, by="uE", dist="normal", nu=None, n_bins=N_B
         sm = mpl.cm.ScalarMappable(cmap=cmap, norm=mpl.colors.Normalize(0, 1))
         cb = fig.colorbar(sm, ax=axes, shrink=0.6, ticks=[0, 1], aspect=30)
         cb.ax.set_yticklabels(["low", "high"])
-        name = axis_label(ds, by).split(" [")[0]
+        name = S.axis_label(ds, by).split(" [")[0]
         cb.set_label(f"bin of {name[:1].lower()}{name[1:]}")
         S.legend(fig, axes)
     return S.finish(fig, title=title)

@@ -19,6 +19,7 @@ import numpy as np
 from scipy import stats
 
 from uqx.dataio.model import InputError, iter_sets
+from uqx.inference.fits import fit_set
 from uqx.plot import style as S
 from uqx.plot.inputs import as_sets, panel_titles
 
@@ -74,14 +75,6 @@ def _panel_lin(ax, x, nu, mu, sigma):
     return f"$ν_{{eff}}$ = {nu:.3g}"
 
 
-def _fit(sd):
-    try:
-        from uqx.inference.fits import fit_set
-    except ImportError:  # pragma: no cover - uqx.inference.fits ships with uqx
-        raise InputError("distribution panels need uqx.inference.fits") from None
-    return fit_set(sd.E, sd.uE)
-
-
 def distributions(data, *, panels=PANELS, fits=None, size="double", font_size=None,
                   dpi=None, title=None):
     """Histograms of ln u², ln E², ln Z², E and Z with their fitted models, per set.
@@ -113,7 +106,7 @@ def distributions(data, *, panels=PANELS, fits=None, size="double", font_size=No
         fig, axes = S.panel_grid(n * m, size=size, ncols=m, aspect=0.75)
         for i, (sd, name) in enumerate(zip(sets, panel_titles(ds), strict=True)):
             fit = ({k: float(fits[k].sel(set=sd.name)) for k in fits.data_vars}
-                   if fits is not None else _fit(sd))
+                   if fits is not None else fit_set(sd.E, sd.uE))
             z = sd.E / sd.uE
             for j, key in enumerate(panels):
                 ax = axes[i * m + j]

@@ -9,8 +9,9 @@ import numpy as np
 import xarray as xr
 
 from uqx.dataio.model import InputError, as_stacked, iter_sets
+from uqx.dataio.netcdf import read_netcdf
 
-__all__ = ["load", "as_sets", "panel_titles", "units_of", "to_one", "axis_label"]
+__all__ = ["load", "as_sets", "panel_titles", "units_of", "to_one"]
 
 
 def load(data) -> xr.Dataset:
@@ -22,8 +23,6 @@ def load(data) -> xr.Dataset:
         path = Path(data)
         if path.suffix.lower() not in (".nc", ".nc4", ".netcdf"):
             raise InputError(f"{path}: figure input must be a NetCDF file (.nc) or a Dataset")
-        from uqx.dataio.netcdf import read_netcdf
-
         return read_netcdf(path)
     if isinstance(data, xr.Dataset):
         return data
@@ -69,15 +68,3 @@ def to_one(ds: xr.Dataset, i: int) -> xr.Dataset:
         if getattr(sd, key) is not None:
             data[key] = ("sample", getattr(sd, key))
     return xr.Dataset(data, coords={"sample": np.arange(sd.M)}, attrs={"name": sd.name})
-
-
-def axis_label(ds: xr.Dataset, var: str) -> str:
-    """Axis label of a conditioning variable: a data-specific long name when there is one."""
-    from uqx.dataio.model import VARIABLES
-    from uqx.plot.style import label
-
-    units = units_of(ds, "E" if var == "uE" else var)
-    long = str(ds[var].attrs.get("long_name", "")) if var in ds else ""
-    if var in ("X", "V") and long and long != VARIABLES.get(var) and len(long) <= 30:
-        return label(f"{long[:1].upper()}{long[1:]} {var}", units)
-    return label(var, units)

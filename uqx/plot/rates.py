@@ -13,6 +13,7 @@ import numpy as np
 
 from uqx.plot import style as S
 from uqx.plot.inputs import load
+from uqx.plot.study_panels import need_study
 
 __all__ = ["error_rates", "SHOWN_TESTS"]
 
@@ -67,8 +68,6 @@ def error_rates(archive, *, tests=SHOWN_TESTS, size="double", font_size=None, dp
     -------
     matplotlib.figure.Figure
     """
-    from uqx.plot.study_panels import need_study
-
     ds = load(archive)
     need_study(ds, "error-rates", ["rate_invalid", "rate_valid", "n_sets"])
     tests = [t for t in tests if t in [str(x) for x in ds["test"].values]]

@@ -14,7 +14,7 @@ from uqx.engine.defaults import LEVEL
 from uqx.errors import InputError
 from uqx.inference.curves.confidence import running_quantiles
 from uqx.plot import style as S
-from uqx.plot.inputs import as_sets, axis_label, panel_titles, units_of
+from uqx.plot.inputs import as_sets, panel_titles, units_of
 
 __all__ = ["e_vs_u", "z_vs_x"]
 
@@ -136,7 +136,7 @@ def z_vs_x(data, *, by="X", level=LEVEL, n_bins=None, logx="auto", ylim=None,
             if S.wants_log(x, logx):
                 S.log_axis(ax)
             ax.set_ylim(*_ylim(z, ylim))
-            ax.set_xlabel(axis_label(ds, by))
+            ax.set_xlabel(S.axis_label(ds, by))
             ax.set_ylabel(S.label("Z"))
             S.set_title(ax, name)
         S.legend(fig, axes)

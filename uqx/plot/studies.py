@@ -17,8 +17,10 @@ import os
 import numpy as np
 
 from uqx.dataio.model import InputError
+from uqx.plot import study_panels as P
 from uqx.plot import style as S
 from uqx.plot.inputs import load
+from uqx.plot.rates import error_rates
 
 __all__ = ["study", "appendix_b"]
 
@@ -34,9 +36,6 @@ def study(archive, **options):
     -------
     matplotlib.figure.Figure
     """
-    from uqx.plot import study_panels as P
-    from uqx.plot.rates import error_rates
-
     ds = load(archive)
     name = ds.attrs.get("study")
     figures = {"appendix-b": appendix_b, "pval": P.pval, "bins": P.bins,

@@ -17,6 +17,7 @@ Each function takes an archive (``xarray.Dataset`` or NetCDF path written by
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
 from uqx.dataio.model import InputError
 from uqx.inference.extrapolate.binsweep import IDEAL_INTERCEPT
@@ -109,8 +110,6 @@ def pval(archive, *, labels=None, size="double", font_size=None, dpi=None, title
 
 def _top_axis(ax, nu, values, label):
     """Secondary top axis labelled with ``values`` at about five well-spaced ν."""
-    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
-
     ok = np.isfinite(values) & np.isfinite(nu)
     if not ok.any():
         return

@@ -19,10 +19,12 @@ from contextlib import contextmanager
 
 import matplotlib
 import numpy as np
+from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from uqx.dataio.model import InputError
+from uqx.dataio.model import VARIABLES, InputError
 from uqx.engine.confidence import interval_contains
+from uqx.plot.inputs import units_of
 
 __all__ = [
     "OKABE_ITO",
@@ -31,6 +33,7 @@ __all__ = [
     "style",
     "panel_grid",
     "label",
+    "axis_label",
     "plain",
     "reference_line",
     "interval_bars",
@@ -198,6 +201,15 @@ def label(var: str, units: str = "") -> str:
     return f"{text} [{units}]" if units else text
 
 
+def axis_label(ds, var: str) -> str:
+    """Axis label of a conditioning variable: a data-specific long name when there is one."""
+    units = units_of(ds, "E" if var == "uE" else var)
+    long = str(ds[var].attrs.get("long_name", "")) if var in ds else ""
+    if var in ("X", "V") and long and long != VARIABLES.get(var) and len(long) <= 30:
+        return label(f"{long[:1].upper()}{long[1:]} {var}", units)
+    return label(var, units)
+
+
 def reference_line(ax, value=None, *, kind="h", **kw):
     """Dashed grey reference line: horizontal (``kind="h"``), vertical, or identity."""
     opts = {"color": COLORS["reference"], "ls": "--", "lw": 0.9, "zorder": 1} | kw
@@ -315,8 +327,6 @@ def log_axis(ax, which="x"):
 
 def _tidy_log_ticks(ax):
     """Plain-number ticks on log axes, thinned to the span so that labels never overlap."""
-    from matplotlib import ticker
-
     for name in ("x", "y"):
         if getattr(ax, f"get_{name}scale")() != "log":
             continue

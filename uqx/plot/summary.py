@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+from matplotlib.lines import Line2D
 from scipy import integrate, stats
 
 from uqx.dataio.model import InputError
@@ -171,8 +172,6 @@ def _tailedness_panel(ax, t, labels, metric):
 
 def _label_points(ax, x, y, names):
     """Label points by short names, or by numbers with a key in the legend (long names)."""
-    from matplotlib.lines import Line2D
-
     short = all(len(n) <= 3 for n in names)
     keys = []
     for i, (xi, yi, n) in enumerate(zip(x, y, names, strict=True)):

@@ -14,6 +14,20 @@ from typing import NamedTuple
 import numpy as np
 
 from uqx._version import __version__
+from uqx.engine.questions import QUESTIONS, question_of
+from uqx.engine.statistic import parse_stat
+from uqx.engine.stats.tailedness import SAFETY_LIMITS
+from uqx.workflow.summary import summary_lines
+from uqx.workflow.tables import (
+    QUESTION_NAMES,
+    _asked,
+    grouped_warnings,
+    question_resolution_text,
+    resolution_text,
+    scale_factor_cell,
+    scale_factor_text,
+    spread_of,
+)
 
 __all__ = ["Cell", "Figure", "Figures", "Heading", "Items", "Note", "Paragraph", "Table",
            "VERDICT_STYLE", "HOWTO", "header_blocks", "answer_blocks", "summary_blocks",
@@ -132,8 +146,6 @@ def _verdict_cell(label) -> Cell:
 
 def _question_cell(r, q) -> Cell:
     """Cell of a question of one set: its verdict and, where not invalid, its resolution."""
-    from uqx.workflow.tables import question_resolution_text
-
     x = r.sel(question=q)
     v = str(x["question_verdict"].item())
     bl = bool(x["question_borderline"].item()) if "question_borderline" in x else False
@@ -145,8 +157,6 @@ def _question_cell(r, q) -> Cell:
 
 def _exceeded(res, i) -> list[str]:
     """Tailedness metrics of set ``i`` above the safety limits of 001 Table II."""
-    from uqx.engine.stats.tailedness import SAFETY_LIMITS
-
     lim = SAFETY_LIMITS
     vals = {k: float(res[k].values[i]) for k in lim if k in res}  # NaN is never above
     return [f"{k} = {v:.3g} > {lim[k]:g}" for k, v in vals.items() if v > lim[k]]
@@ -205,8 +215,6 @@ def header_blocks(res, title, has_data) -> list:
 
 def _stat_cell(r, st, label, dists) -> Cell:
     """Cell of the statistics overview: verdict, estimate [BCa interval], ζ (per D)."""
-    from uqx.workflow.tables import resolution_text, spread_of
-
     x = r.sel(stat=st)
     text, cls, _ = _verdict_cell(label)
     text += (f"\n{_num(x['estimate'], 3)} [{_num(x['ci_low'], 3)}, {_num(x['ci_high'], 3)}]")
@@ -225,8 +233,6 @@ def _stat_cell(r, st, label, dists) -> Cell:
 
 def answer_blocks(res) -> list:
     """Build the summary of every set, in words (:func:`uqx.workflow.summary.summary_lines`)."""
-    from uqx.workflow.summary import summary_lines
-
     lines = summary_lines(res)
     if not lines:
         return []
@@ -235,8 +241,6 @@ def answer_blocks(res) -> list:
 
 def summary_blocks(res, table) -> list:
     """Build the verdict table (questions, scale factor) and the statistics overview."""
-    from uqx.workflow.tables import QUESTION_NAMES, _asked, scale_factor_cell
-
     stats = [str(s) for s in res["stat"].values]
     qs = [str(q) for q in res["question"].values if any(
         _asked(res, i, str(q)) for i in range(res.sizes["set"]))] \
@@ -268,8 +272,6 @@ def summary_blocks(res, table) -> list:
 
 def warning_blocks(res) -> list:
     """Build the list of the grouped warnings of every set."""
-    from uqx.workflow.tables import grouped_warnings
-
     items = [f"{s}: {w}" for s in res["set"].values for w in grouped_warnings(res, s)]
     return [Heading(2, "Warnings", "warnings"), Items(items or ["none"])]
 
@@ -290,10 +292,6 @@ def _question_rows(qtable, s):
 
 def _stat_rows(res, table, s):
     """Detailed per-statistic rows of one set (``result_table``), grouped by question."""
-    from uqx.engine.questions import QUESTIONS, question_of
-    from uqx.engine.statistic import parse_stat
-    from uqx.workflow.tables import QUESTION_NAMES
-
     df = table.loc[s]
     reason = res["verdict_reason"].sel(set=s) if "verdict_reason" in res else None
     header = ["question", "statistic", *[str(c) for c in df.columns], "reason"]
@@ -349,8 +347,6 @@ def set_blocks(res, i, figs, tables) -> list:
                              "questions above decide."),
                    Table(*cond)]
     if "scale_factor" in res:
-        from uqx.workflow.tables import scale_factor_text
-
         blocks += [Heading(3, "Scale factor f = \u221aZMS: does one number fix uE?"),
                    Paragraph(scale_factor_text(res.isel(set=i)))]
     if figs:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from uqx.dataio.model import InputError
 from uqx.dataio.netcdf import atomic_write
+from uqx.dataio.paths import check_output_path
 from uqx.report.blocks import (
     HOWTO,
     VERDICT_STYLE,
@@ -39,14 +40,13 @@ from uqx.report.blocks import (
 )
 from uqx.report.figures import diagnostic_figures, load_result
 from uqx.report.render import data_uri, to_html, to_markdown
+from uqx.workflow.tables import conditional_table, question_table, result_table
 
 __all__ = ["report", "write_report", "report_format", "diagnostic_figures", "VERDICT_STYLE"]
 
 
 def _blocks(res, data, *, figures, title, dpi) -> list:
     """Build the content blocks of the report, in page order."""
-    from uqx.workflow.tables import conditional_table, question_table, result_table
-
     figs = diagnostic_figures(res, data, dpi=dpi) if figures else {}
     tables = (result_table(res), conditional_table(res) if "cond" in res.dims else None,
               question_table(res))
@@ -174,8 +174,6 @@ def write_report(result, path, data=None, *, figures: bool = True, title: str | 
         The file cannot be written: a directory, a device, a FIFO, a missing directory
         (without ``mkdir``), an unwritable one.
     """
-    from uqx.dataio.paths import check_output_path
-
     path = Path(path)
     fmt = report_format(path)
     check_output_path(path, kind="report", mkdir=mkdir)

@@ -12,7 +12,12 @@ import io
 
 import numpy as np
 
-from uqx.dataio.model import InputError
+from uqx import plot as P
+from uqx.dataio.model import InputError, iter_sets
+from uqx.engine.defaults import N_BINS, POP_MIN, local_bins
+from uqx.engine.resample import content_key
+from uqx.inference.curves.binned import reliability as reliability_curve
+from uqx.plot.inputs import as_sets, load, to_one
 from uqx.report.blocks import Figure
 
 __all__ = ["diagnostic_figures", "load_result", "data_mismatches"]
@@ -20,8 +25,6 @@ __all__ = ["diagnostic_figures", "load_result", "data_mismatches"]
 
 def load_result(result):
     """Return the validation result of ``result`` (a Dataset or a NetCDF path), checked."""
-    from uqx.plot.inputs import load
-
     res = load(result)
     if "verdict" not in res or "stat" not in res.dims:
         raise InputError("the report needs a validation result (uqx.validate output with "
@@ -50,22 +53,15 @@ def _draw(key, caption, make, dpi) -> Figure:
     with :class:`~uqx.errors.InputError` (too few points for the bins, a variable the set
     lacks, a fit without a finite start). Any other exception is a bug and propagates.
     """
-    import matplotlib.pyplot as plt
-
     try:
         fig = make()
     except InputError as exc:
         return Figure(key, caption, None, str(exc))
-    try:
-        return Figure(key, caption, _png(fig, dpi, caption))
-    finally:
-        plt.close(fig)
+    return Figure(key, caption, _png(fig, dpi, caption))
 
 
 def _one_set(ds, i):
     """Set ``i`` of stacked data as a one-set Dataset with its units and variable names."""
-    from uqx.plot.inputs import to_one
-
     one = to_one(ds, i)
     units = ds["units"].values[i] if "units" in ds else ds.attrs.get("units", "")
     one.attrs["units"] = "" if units in (None, "mixed") else str(units)
@@ -77,10 +73,6 @@ def _one_set(ds, i):
 
 def _match_data(res, data) -> dict:
     """Map result set names to one-set Datasets (same content digest, else same name)."""
-    from uqx.dataio.model import iter_sets
-    from uqx.engine.resample import content_key
-    from uqx.plot.inputs import as_sets
-
     if data is None:
         return {}
     ds = as_sets(data)
@@ -165,10 +157,6 @@ def _stat_value(res, i, stat):
 
 def _reliability_spec(one, res, i):
     """Return the reliability diagram on the bins of the validated ENCE, with its caption."""
-    import uqx.plot as P
-    from uqx.engine.defaults import N_BINS, POP_MIN
-    from uqx.inference.curves.binned import reliability as curve
-
     used = int(res["n_bins_used"].values[i]) if "n_bins_used" in res else -1
     requested = int(res.attrs.get("n_bins", N_BINS))
     n_bins = used if used > 0 else requested
@@ -181,7 +169,7 @@ def _reliability_spec(one, res, i):
                "vermillion (003 Fig. 4).")
     val = _stat_value(res, i, "ence")
     try:
-        drawn = float(np.asarray(curve(one, **kw).attrs["ence"]))
+        drawn = float(np.asarray(reliability_curve(one, **kw).attrs["ence"]))
     except InputError:
         drawn = None
     if val is None:
@@ -200,8 +188,6 @@ def _reliability_spec(one, res, i):
 
 def _lzisd_specs(res, i):
     """LZISD per bin of every conditioning variable, as validated (from the result)."""
-    import uqx.plot as P
-
     if "lzisd" not in res or "cond" not in res.dims:
         return []
     out, one = [], res.isel(set=[i])
@@ -235,9 +221,6 @@ def _lzisd_data_specs(one, res, i):
     A variable that the set was validated with but its given data lack is said so, in
     place of its figure.
     """
-    import uqx.plot as P
-    from uqx.engine.defaults import POP_MIN, local_bins
-
     pop_min = int(res.attrs.get("pop_min", POP_MIN))
     nb = local_bins(int(one.sizes["sample"]))
     out = []
@@ -271,8 +254,6 @@ def _data_figures(one, dpi, res=None, i=0) -> list:
     validated ENCE, the LZISD panels the result's own bins and intervals); numbers drawn
     that are not in the result are said so in the captions.
     """
-    import uqx.plot as P
-
     specs = [
         ("e_vs_u", "Errors against uncertainties: guide lines E = \u00b1k uE (k = 1, 2, 3) "
          "and running 95 % quantiles (003 Fig. 2).", lambda: P.e_vs_u(one, size="single")),
@@ -317,8 +298,6 @@ def _distributions_caption(res, i) -> str:
 
 def _result_figures(res, i, dpi) -> list:
     """Zero-bin extrapolation panels of set ``i`` for every tested conditioning variable."""
-    from uqx.plot.zero_bin import extrapolation
-
     out, one = [], res.isel(set=[i])
     for c in (str(c) for c in res["cond"].values) if "extrap_intercept" in res else ():
         if not np.isfinite(one["extrap_intercept"].sel(cond=c).values).any():
@@ -336,14 +315,12 @@ def _result_figures(res, i, dpi) -> list:
                          "(000 App. C). The intercepts are a diagnostic of the papers, not "
                          "tested (their alternative is not simulated, so they could state no "
                          f"resolution): the {what} question decides (tables).",
-                         lambda c=c: extrapolation(one, cond=c), dpi))
+                         lambda c=c: P.extrapolation(one, cond=c), dpi))
     return out
 
 
 def _zeta_figure(res, dpi) -> list:
     """ζ bars of all sets; sets numbered on the axis when their names would collide."""
-    from uqx.plot import zeta_bars
-
     have = [str(x) for x in res["stat"].values]
     stats = [s for s in ("zms", "rce", "cc", "ence", "zmse", "zve") if s in have]
     names = [str(s) for s in res["set"].values]
@@ -355,7 +332,7 @@ def _zeta_figure(res, dpi) -> list:
     if sum(len(n) for n in names) > 60:
         res = res.assign_coords(label=("set", [str(i + 1) for i in range(len(names))]))
         caption += " Sets: " + ", ".join(f"{i + 1} {n}" for i, n in enumerate(names)) + "."
-    return [_draw("zeta_bars", caption, lambda: zeta_bars(res, stats=stats), dpi)
+    return [_draw("zeta_bars", caption, lambda: P.zeta_bars(res, stats=stats), dpi)
             ] if stats else []
 
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.model import as_stacked, iter_sets
+from uqx.dataio.netcdf import json_default, to_netcdf
+from uqx.dataio.paths import check_output_path
+from uqx.engine.confidence import bca_interval
 from uqx.engine.defaults import LEVEL
-from uqx.errors import InputError
+from uqx.engine.evaluator import SetEvaluator
+from uqx.engine.resample import BootstrapPlan, content_key
+from uqx.engine.statistic import parse_stat
+from uqx.errors import InputError, OutputError
+from uqx.inference.zeta import binomial_ci
 from uqx.sweeps.engine import Study, finish_run, run_dir_for, run_sweep
 
 __all__ = [
@@ -63,8 +72,6 @@ def rate_interval(x, n):
     -------
     rate, low, high : numpy.ndarray
     """
-    from uqx.inference.zeta import binomial_ci
-
     x, n = np.asarray(x), np.asarray(n)
     lo, hi = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
     ok = n > 0
@@ -96,11 +103,6 @@ def zms_rce_bca(E, u, *, n_boot: int, seed: int, key, level: float = LEVEL) -> d
     dict
         ``estimate``, ``ci_low``, ``ci_high`` (arrays of 2: ZMS, RCE).
     """
-    from uqx.engine.confidence import bca_interval
-    from uqx.engine.evaluator import SetEvaluator
-    from uqx.engine.resample import BootstrapPlan
-    from uqx.engine.statistic import parse_stat
-
     ev = SetEvaluator(E, u, [parse_stat("zms"), parse_stat("rce")])
     t0 = ev.estimate()
     jack = ev.jackknife()
@@ -120,8 +122,6 @@ def set_arrays(ds, *, default=None) -> dict:
     ``ds`` may be an :class:`xarray.Dataset` (one or stacked sets, see
     :func:`uqx.dataio.model.as_stacked`) or None for ``default()``.
     """
-    from uqx.dataio.model import as_stacked, iter_sets
-
     if ds is None:
         if default is None:
             raise InputError("no data sets given")
@@ -137,8 +137,6 @@ def set_arrays(ds, *, default=None) -> dict:
 
 def set_keys(arrays: dict) -> dict:
     """Content keys of the sets (recorded in the parameters: they identify the data)."""
-    from uqx.engine.resample import content_key
-
     return {k: list(content_key(E, u)) for k, (E, u) in arrays.items()}
 
 
@@ -154,9 +152,6 @@ def check_output(path, *, mkdir: bool = False) -> Path:
     a NetCDF suffix, not a directory, device or FIFO, an existing (or, with ``mkdir``,
     created) writable directory. Its refusals are raised as :class:`InputError`.
     """
-    from uqx.dataio.paths import check_output_path
-    from uqx.errors import OutputError
-
     try:
         return check_output_path(path, kind="netcdf", mkdir=mkdir)
     except OutputError as exc:
@@ -173,8 +168,6 @@ def execute(study: Study, summarise, *, output=None, chunk_size=None, scheduler=
     written atomically (:func:`uqx.dataio.netcdf.to_netcdf`) and the run directory removed
     afterwards unless ``keep_run``.
     """
-    from uqx.dataio.netcdf import to_netcdf
-
     run_dir = None
     if output is not None:
         check_output(output, mkdir=mkdir)
@@ -196,8 +189,4 @@ def execute(study: Study, summarise, *, output=None, chunk_size=None, scheduler=
 
 
 def _params_json(params) -> str:
-    import json
-
-    from uqx.dataio.netcdf import json_default
-
     return json.dumps(params, default=json_default, sort_keys=True)

@@ -55,8 +55,6 @@ DEFAULTS = dict(
     pop_min=30,
 )
 STATS = ("ence", "zmse")
-#: Parameters that must agree for two archives to be compared.
-CONVENTIONS = ("ig_shape", "pop_min")
 
 
 def kernel(cell, block, n, params, data):

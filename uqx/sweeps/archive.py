@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from importlib import import_module
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from uqx.dataio.netcdf import read_netcdf
 from uqx.errors import InputError
+from uqx.workflow.tables import format_df
 
 __all__ = ["load", "compare", "CompareResult", "summary_text", "STUDY_MODULES"]
 
@@ -48,14 +49,22 @@ EXACT = {
     "reference-sensitivity": [],
     "error-rates": ["verdict"],
 }
+#: Parameters that must agree for two archives of a study to be compared.
+CONVENTIONS = {
+    "appendix-b": ("ig_shape", "pop_min"),
+    "pval": ("M", "nu_ig_tig", "level"),
+    "bins": ("preset",),
+    "binned-tailedness": ("n_bins", "pop_min"),
+    "decimation": ("k_max", "k_step", "level"),
+    "reference-sensitivity": ("bins", "stats"),
+    "error-rates": ("n_boot", "n_mc", "power_M", "power_designs", "u_per_set"),
+}
 #: Runtime attributes that differ between otherwise identical archives.
 _VOLATILE = {"created_at", "uqx_version"}
 
 
 def load(obj) -> xr.Dataset:
     """Return an archive as a Dataset (a path: read with :func:`uqx.dataio.netcdf.read_netcdf`)."""
-    from uqx.dataio.netcdf import read_netcdf
-
     ds = obj if isinstance(obj, xr.Dataset) else read_netcdf(obj)
     if "study" not in ds.attrs or ds.attrs["study"] not in STUDY_MODULES:
         raise InputError(f"{obj if not isinstance(obj, xr.Dataset) else 'data set'}: "
@@ -70,10 +79,6 @@ def parameters(ds: xr.Dataset) -> dict:
         return json.loads(raw) if isinstance(raw, str) else dict(raw)
     except ValueError:
         return {}
-
-
-def _conventions(study: str) -> tuple:
-    return getattr(import_module(f"uqx.sweeps.{STUDY_MODULES[study]}"), "CONVENTIONS", ())
 
 
 @dataclass
@@ -116,7 +121,7 @@ def _check_same(a, b):
     if sa != sb:
         raise InputError(f"cannot compare archives of different studies: {sa!r} and {sb!r}")
     pa, pb = parameters(a), parameters(b)
-    for key in _conventions(sa):
+    for key in CONVENTIONS[sa]:
         va, vb = pa.get(key, a.attrs.get(key)), pb.get(key, b.attrs.get(key))
         if va != vb:
             raise InputError(
@@ -234,8 +239,6 @@ def compare(a, b, *, threshold: float = 3.0) -> CompareResult:
 
 def format_compare(res: CompareResult, *, threshold: float = 3.0) -> str:
     """Text report of a comparison (the ``uqx sweep compare`` output)."""
-    from uqx.workflow.tables import format_df
-
     lines = [f"# uqx sweep compare: study {res.study}, flag |z| > {threshold:g}",
              format_df(res.table.set_index("variable"))]
     for name, z in res.cells.data_vars.items():
@@ -292,8 +295,6 @@ def summary_text(obj, *, max_rows: int = 200) -> str:
     str
         The tables.
     """
-    from uqx.workflow.tables import format_df
-
     ds = load(obj)
     p = parameters(ds)
     head = {k: v for k, v in ds.attrs.items()

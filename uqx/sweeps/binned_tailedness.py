@@ -11,8 +11,12 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.datasets import load_paper_sets
 from uqx.dataio.schema import STUDIES
+from uqx.engine.binning import make_bins, reduce_n_bins
 from uqx.engine.defaults import N_BINS, POP_MIN
+from uqx.engine.stats.tailedness import tailedness
+from uqx.errors import InputError
 from uqx.sweeps._common import cell_set, check_int, execute, set_arrays, set_keys
 from uqx.sweeps.engine import Study
 
@@ -22,14 +26,10 @@ NAME = "binned-tailedness"
 VARS = ("u2", "e2", "z2")
 #: Safety limits (001 Table II): beta_GM, kappa_CS of u2, then of E2 and Z2.
 LIMITS = {"beta_gm": (0.6, 0.8, 0.8), "kappa_cs": (3.0, 5.0, 5.0)}
-CONVENTIONS = ("n_bins", "pop_min")
 
 
 def kernel(cell, block, n, params, data):
     """Per-bin and full-set tailedness of one set."""
-    from uqx.engine.binning import make_bins
-    from uqx.engine.stats.tailedness import tailedness
-
     E, u = data
     nb = params["n_bins"]
     b = make_bins(u, nb, scheme="equal-count", pop_min=params["pop_min"])
@@ -51,10 +51,6 @@ def kernel(cell, block, n, params, data):
 
 def define(ds=None, *, n_bins=N_BINS, pop_min=POP_MIN, seed=0):
     """Check the options and build the study; ``ds`` default: the nine literature sets."""
-    from uqx.dataio.datasets import load_paper_sets
-    from uqx.engine.binning import reduce_n_bins
-    from uqx.errors import InputError
-
     n_bins = check_int(n_bins, "n_bins", minimum=1)
     pop_min = check_int(pop_min, "pop_min", minimum=2)
     arrays = set_arrays(ds, default=load_paper_sets)

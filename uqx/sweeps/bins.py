@@ -21,8 +21,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.datasets import load_paper_sets
 from uqx.dataio.schema import STUDIES
-from uqx.engine.resample import resolve_seed
+from uqx.engine.resample import content_key, resolve_seed
 from uqx.errors import InputError
 from uqx.inference.extrapolate.binsweep import PRESETS, SweepSettings, bin_numbers
 from uqx.inference.extrapolate.fit import extrapolate
@@ -34,7 +35,6 @@ __all__ = ["bins", "define", "summarise", "fit_min_002"]
 NAME = "bins"
 DISTS = (("normal", None), ("t", 6.0))
 DIST_LABELS = ["N", "T6"]
-CONVENTIONS = ("preset",)
 
 
 def fit_min_002(name: str) -> dict:
@@ -72,8 +72,6 @@ def _settings(preset, name, fit_min):
 
 def kernel(cell, block, n, params, data):
     """Extrapolation of one set (deterministic fit; null from keyed calibrated copies)."""
-    from uqx.engine.resample import content_key
-
     E, u = data
     name = cell["set"]
     base, groups = _settings(params["preset"], name, params["fit_min"])
@@ -104,8 +102,6 @@ def kernel(cell, block, n, params, data):
 
 def define(ds=None, *, preset="app-c", n_mc=200, fit_min=None, seed=0) -> Study:
     """Check the options and build the study; ``ds``: data set(s), default the nine sets."""
-    from uqx.dataio.datasets import load_paper_sets
-
     if preset not in PRESETS:
         raise InputError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     n_mc = int(n_mc) if isinstance(n_mc, (int, np.integer)) else n_mc

@@ -14,9 +14,12 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.datasets import load_paper_sets
 from uqx.dataio.schema import STUDIES
 from uqx.engine.defaults import LEVEL
-from uqx.engine.resample import resolve_seed
+from uqx.engine.resample import content_key, resolve_seed
+from uqx.engine.statistic import STATISTICS, moment_sums
+from uqx.errors import InputError
 from uqx.sweeps._common import (
     cell_set,
     check_int,
@@ -31,7 +34,6 @@ __all__ = ["decimation", "define", "summarise", "percentages"]
 
 NAME = "decimation"
 STATS = ("rce", "zms")
-CONVENTIONS = ("k_max", "k_step", "level")
 
 
 def percentages(k_max=10.0, k_step=0.1) -> np.ndarray:
@@ -41,16 +43,12 @@ def percentages(k_max=10.0, k_step=0.1) -> np.ndarray:
 
 
 def _zms_rce(E, u):
-    from uqx.engine.statistic import STATISTICS, moment_sums
-
     S = moment_sums(E, u)[None, :]
     return [float(STATISTICS[s].finish(S, E.size)[0]) for s in STATS]
 
 
 def kernel(cell, block, n, params, data):
     """Decimation curve and full-set BCa bars of one set."""
-    from uqx.engine.resample import content_key
-
     E, u = data
     order = np.lexsort((-E, -u))  # u decreasing, ties by E decreasing, stable
     Es, us = E[order], u[order]
@@ -70,9 +68,6 @@ def kernel(cell, block, n, params, data):
 
 def define(ds=None, *, n_boot=5000, k_max=10.0, k_step=0.1, level=LEVEL, seed=0):
     """Check the options and build the study; ``ds`` default: the nine literature sets."""
-    from uqx.dataio.datasets import load_paper_sets
-    from uqx.errors import InputError
-
     n_boot = check_int(n_boot, "n_boot", minimum=2)
     if not (0 < float(k_step) and 0 <= float(k_max) < 100):
         raise InputError(f"need k_step > 0 and 0 <= k_max < 100, got {k_step}, {k_max}")

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import dask
 import numpy as np
 import xarray as xr
 
@@ -243,8 +244,6 @@ def _check_options(scheduler, chunk_size, num_workers):
 
 
 def _tasks(study, todo, run_dir, chunk_size, stop_after):
-    import dask
-
     per_task = max(1, int(chunk_size) // study.block) if chunk_size else 1
     tasks, index = [], []
     for ci, blocks in todo.items():

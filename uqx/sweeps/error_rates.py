@@ -36,16 +36,23 @@ effective number of sets once the blocks' shared draws are accounted for
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.model import from_arrays, stack
 from uqx.dataio.schema import STUDIES
+from uqx.engine.questions import question_of
 from uqx.engine.resample import resolve_seed, seed_sequence
+from uqx.engine.statistic import parse_stat
 from uqx.errors import InputError
+from uqx.inference.reference import shared_nulls
 from uqx.sweeps._common import check_axis, check_int, execute, rate_interval
+from uqx.sweeps.archive import load, parameters
 from uqx.sweeps.engine import Study
+from uqx.workflow.validation import validate
 
 __all__ = ["error_rates", "define", "summarise", "combine", "rates_table", "synthetic_set",
            "design_class", "ERROR_CLASS", "layers_table",
@@ -95,7 +102,6 @@ ISSUE21_DESIGNS = ("tied5_normal", "tied5_t6", "ig6_t2.5", "ig6_mixed")
 #: errors, whose body (the spread of ln|ε|, that of t(2)) no t_s(ν ≥ 3) member has; the
 #: mixed errors with the heavier-tailed uncertainties u² ~ IG(1.5, 1.5).
 UNNAMED_DESIGNS = ("uniform_laplace", "ig3_mixed")
-CONVENTIONS = ("n_boot", "n_mc", "power_M", "power_designs", "u_per_set")
 
 #: Errors whose Z² has a finite variance (class A: every verdict `valid` on 90 % of
 #: calibrated sets is reachable), errors on or beyond the edge of that (class B: t_s(4),
@@ -277,9 +283,6 @@ def power_layers(res) -> np.ndarray:
 
 
 def _question(name: str) -> str | None:
-    from uqx.engine.questions import question_of
-    from uqx.engine.statistic import parse_stat
-
     s = parse_stat(name)
     return question_of(s.family, s.cond)
 
@@ -291,10 +294,6 @@ def kernel(cell, block, n, params, data):
     there is keyed by the set's content, so this gives the numbers of one call per set),
     inside :func:`uqx.inference.reference.shared_nulls`.
     """
-    from uqx.dataio.model import from_arrays, stack
-    from uqx.inference.reference import shared_nulls
-    from uqx.workflow.validation import validate
-
     design, M, scenario = str(cell["design"]), int(cell["M"]), str(cell["scenario"])
     out = {"verdict": np.full((n, len(TESTS)), np.nan), "nu_fit": np.full(n, np.nan),
            "power_layer": np.full((n, len(LAYER_QUESTIONS), len(LAYERS)), np.nan)}
@@ -495,10 +494,6 @@ def combine(archives) -> xr.Dataset:
     uqx.errors.InputError
         Parts of another study, with other settings, or sharing an M.
     """
-    import json
-
-    from uqx.sweeps.archive import load, parameters
-
     parts = [load(a) for a in archives]
     if not parts:
         raise InputError("combine needs at least one archive")
@@ -562,8 +557,6 @@ def rates_table(archive, *, tests=("zms", "rce", "mean_z", "cc", "ence", "zmse",
     per_design : bool
         One row per design instead of the extreme over the designs.
     """
-    from uqx.sweeps.archive import load
-
     ds = load(archive)
     if designs is not None:
         missing = [d for d in designs if d not in set(ds["design"].values.astype(str))]
@@ -635,8 +628,6 @@ def layers_table(archive, *, questions=("consistency", "average", "adaptivity_X"
         :func:`error_rates` output with ``power_layer``.
     questions : sequence of str
     """
-    from uqx.sweeps.archive import load
-
     ds = load(archive)
     if "power_layer" not in ds:
         raise InputError("the archive has no power layers (run the study again)")

@@ -23,8 +23,10 @@ import numpy as np
 import xarray as xr
 
 from uqx.dataio.schema import STUDIES
+from uqx.dataio.synth import nig, tig, tig_uncertainties
 from uqx.engine.defaults import LEVEL
 from uqx.engine.resample import resolve_seed
+from uqx.engine.stats.tailedness import tailedness
 from uqx.errors import InputError
 from uqx.sweeps._common import check_axis, check_int, execute, rate_interval, zms_rce_bca
 from uqx.sweeps.engine import Study
@@ -41,12 +43,9 @@ GRIDS = {
 STATS = ("zms", "rce")
 REFERENCE = (1.0, 0.0)
 TAIL = ("beta_gm_u2", "kappa_cs_u2", "beta_gm_e2", "kappa_cs_e2")
-CONVENTIONS = ("M", "nu_ig_tig", "level")
 
 
 def _dataset(scenario, nu, i, params):
-    from uqx.dataio.synth import nig, tig, tig_uncertainties
-
     M, seed = params["M"], params["seed"]
     if scenario == "NIG":
         return nig(M, nu, seed=seed, key=(NAME, "NIG", i), ig_shape="half-nu")
@@ -56,8 +55,6 @@ def _dataset(scenario, nu, i, params):
 
 def kernel(cell, block, n, params, data):
     """Verdicts, estimates, BCa limits and tailedness of ``n`` sets of one (scenario, ν)."""
-    from uqx.engine.stats.tailedness import tailedness
-
     scenario, nu = cell["scenario"], float(cell["nu"])
     out = {k: np.full((n, len(STATS)), np.nan) for k in
            ("valid", "estimate", "ci_low", "ci_high")}

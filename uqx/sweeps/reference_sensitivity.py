@@ -13,9 +13,13 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx.dataio.datasets import load_dataset
+from uqx.dataio.model import from_arrays, stack
 from uqx.dataio.schema import STUDIES
 from uqx.engine.defaults import N_MC
 from uqx.engine.resample import resolve_seed
+from uqx.engine.statistic import parse_stat
+from uqx.inference.reference import simulate_reference
 from uqx.sweeps._common import check_axis, check_int, execute, set_arrays, set_keys
 from uqx.sweeps.engine import Study
 
@@ -26,14 +30,10 @@ DEFAULT_NU = (3, 4, 5, 7, 10, 15, 20)
 #: 000 Fig. 7: Sets 7 and 8.
 DEFAULT_SETS = ("QM9_E", "logP_10k_a_LS-GCN")
 STATS = ("zms", "cc", "ence", "zmse")
-CONVENTIONS = ("bins", "stats")
 
 
 def kernel(cell, block, n, params, data):
     """Compute the simulated references (and the draws) of one (set, ν)."""
-    from uqx.dataio.model import from_arrays
-    from uqx.inference.reference import simulate_reference
-
     E, u = data
     res = simulate_reference(from_arrays(E, u, name=cell["set"]), params["stats"],
                              dist="t", nu=float(cell["nu"]), n_mc=params["n_mc"],
@@ -46,9 +46,6 @@ def kernel(cell, block, n, params, data):
 
 
 def _default_sets():
-    from uqx.dataio.datasets import load_dataset
-    from uqx.dataio.model import stack
-
     return stack([load_dataset(n) for n in DEFAULT_SETS])
 
 
@@ -58,8 +55,6 @@ def _cell_set(cell, data):
 
 def define(ds=None, *, nu=DEFAULT_NU, n_mc=N_MC, bins=50, stats=STATS, seed=0):
     """Check the options and build the study; ``ds`` default: Sets 7 and 8."""
-    from uqx.engine.statistic import parse_stat
-
     nus = check_axis(nu, "nu", minimum=2, strict=True)
     n_mc = check_int(n_mc, "n_mc", minimum=2)
     bins = check_int(bins, "bins", minimum=1)

@@ -23,14 +23,18 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from uqx._checks import constant_reason
 from uqx.dataio.model import InputError
 from uqx.dataio.schema import VALIDATE
+from uqx.engine.binning import equal_count_edges, make_bins, stable_order
 from uqx.engine.confidence import interval_contains
 from uqx.engine.defaults import local_bins
 from uqx.engine.resample import content_key
 from uqx.inference.bootstrap import bootstrap_per_bin
-from uqx.inference.extrapolate.binsweep import PRESETS
+from uqx.inference.curves.binned import local_z
+from uqx.inference.extrapolate.binsweep import PRESETS, bin_numbers
 from uqx.inference.extrapolate.fit import extrapolate_many
+from uqx.inference.extrapolate.null import NullHook
 from uqx.inference.zeta import binomial_ci
 
 __all__ = ["lzisd_step", "extrapolation_step", "null_hooks", "untestable_reasons",
@@ -52,8 +56,6 @@ CHO_MIN_POP = 400
 
 def _lzisd_one(ds, i, sd, cond, *, nb, method, seed, level, n_boot, pop_min, compute):
     """LZISD per bin of one (set, cond): BCa from shared resamples, or 'cho'."""
-    from uqx.engine.binning import equal_count_edges
-
     if method == "auto":
         pops = np.diff(equal_count_edges(sd.M, nb, pop_min=pop_min))
         method = "cho" if pops.min() >= CHO_MIN_POP else "bootstrap"
@@ -62,8 +64,6 @@ def _lzisd_one(ds, i, sd, cond, *, nb, method, seed, level, n_boot, pop_min, com
         r = bootstrap_per_bin(ds.select([i]), stat, n_boot=n_boot, level=level, seed=seed,
                               bins=nb, pop_min=pop_min, **compute).isel(set=0)
         return r, method
-    from uqx.inference.curves.binned import local_z
-
     r = local_z(sd, stat="lzisd", by=cond, n_bins=nb, pop_min=pop_min, ci="cho", level=level)
     return r[["estimate", "ci_low", "ci_high", "n", "x_mid"]], method
 
@@ -133,10 +133,6 @@ def null_hooks(sets, *, n_copies, preset="app-c"):
     Handed to :func:`uqx.inference.reference.simulate_reference`, they compute the extrapolation
     nulls on the draws of the simulated references (no draws of their own).
     """
-    from uqx.engine.binning import stable_order
-    from uqx.inference.extrapolate.binsweep import bin_numbers
-    from uqx.inference.extrapolate.null import NullHook
-
     conds, st, hooks = _conds(sets), PRESETS[preset], []
     for sd in sets:
         try:
@@ -234,8 +230,6 @@ def extrapolation_step(sets, notes, *, seed, level, members, n_mc, preset="app-c
 
 def _untestable_reasons(sd, specs, used, cfg):
     """Reasons per conditioning variable (and per statistic) that make it untestable."""
-    from uqx._checks import constant_reason
-
     by_cond = {"uE": constant_reason(sd.uE, "uE")}
     for c in ("X", "V"):
         x = getattr(sd, c)
@@ -252,8 +246,6 @@ def _untestable_reasons(sd, specs, used, cfg):
 
 def _equal_width_note(sd, cfg) -> str:
     """Warning when equal-width bins on uE hold fewer than pop_min points ('' otherwise)."""
-    from uqx.engine.binning import make_bins
-
     if cfg is None or getattr(cfg, "binning", "") != "equal-width":
         return ""
     try:

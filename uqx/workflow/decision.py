@@ -39,7 +39,7 @@ from uqx.engine.questions import (
     question_of,
     weighted_stepdown,
 )
-from uqx.engine.statistic import STATISTICS
+from uqx.engine.statistic import STATISTICS, parse_stat
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import (
     interval_problem,
@@ -633,8 +633,6 @@ def tails_step(res, M=None) -> xr.Dataset:
     xarray.Dataset
         The result with the verdicts and reasons updated (``valid`` recomputed).
     """
-    from uqx.engine.statistic import parse_stat
-
     names = [str(x) for x in res["stat"].values]
     specs = [parse_stat(n) for n in names]
     qs = [str(q) for q in res["question"].values]

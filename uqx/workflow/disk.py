@@ -9,6 +9,10 @@ at a time (8 bytes a row).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
+
 import numpy as np
 
 from uqx._checks import is_lazy
@@ -51,10 +55,6 @@ def release_freed_memory() -> bool:
     bool
         Whether the call was made.
     """
-    import ctypes
-    import ctypes.util
-    import gc
-
     gc.collect()  # arrays held only by reference cycles go first
     name = ctypes.util.find_library("c")
     try:

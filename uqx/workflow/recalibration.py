@@ -38,8 +38,12 @@ import numpy as np
 import xarray as xr
 
 from uqx.dataio.schema import VALIDATE
+from uqx.engine.binning import is_nondecreasing, stable_order
 from uqx.engine.confidence import EstimateInterval
 from uqx.engine.defaults import LONG_SET_ROWS
+from uqx.engine.mctest import copy_pvalues, mc_pvalue
+from uqx.engine.statistic import STATISTICS, bin_feature_sums, scale_free_bin_sums
+from uqx.workflow.decision import members_used
 from uqx.workflow.tables import scale_factor_text
 
 __all__ = ["recalibration_step", "scale_factor", "scale_factor_interval", "factor_tests",
@@ -108,9 +112,6 @@ def tolerance_step(res: xr.Dataset, specs, copies, tolerance: float, *, alpha: f
     xarray.Dataset
         ``scale_within_tolerance`` and ``scale_tolerance_p_value`` (the largest p) over set.
     """
-    from uqx.engine.mctest import mc_pvalue
-    from uqx.workflow.decision import members_used
-
     j = [s.name for s in specs].index("zms")
     est = np.asarray(res["estimate"].values[:, j], dtype=np.float64)
     use = members_used(res, copies.shape[2])
@@ -160,10 +161,6 @@ def factor_tests(res: xr.Dataset, sets, specs, top) -> tuple[dict, np.ndarray]:
     observed : numpy.ndarray, shape (set, stat)
         The statistics of the rescaled data (NaN elsewhere).
     """
-    from uqx.engine.binning import is_nondecreasing, stable_order
-    from uqx.engine.mctest import copy_pvalues, mc_pvalue
-    from uqx.engine.statistic import STATISTICS, bin_feature_sums, scale_free_bin_sums
-
     S, K = len(sets), len(specs)
     observed = np.full((S, K), np.nan)
     tests = {}
@@ -226,8 +223,6 @@ def scale_factor_interval(res: xr.Dataset, specs, copies, *, level: float, joint
     -------
     f, low, high : numpy.ndarray, shape (set,)
     """
-    from uqx.workflow.decision import members_used
-
     j = [s.name for s in specs].index("zms")
     est = np.asarray(res["estimate"].values[:, j], dtype=np.float64)
     use = members_used(res, copies.shape[2])

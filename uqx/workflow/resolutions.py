@@ -52,6 +52,7 @@ from uqx.engine.resolution import (
 )
 from uqx.engine.statistic import STATISTICS
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
+from uqx.workflow.decision import firm_level
 
 __all__ = ["resolution_step", "RESOLUTION_VARS"]
 
@@ -88,8 +89,6 @@ def _thresholds(res, t, i, m, q):
            and np.isfinite(t.p[k, m])]
     if not idx or not np.isfinite(level):
         return np.nan
-    from uqx.workflow.decision import firm_level
-
     n = int(np.sum(np.all(np.isfinite(t.copies[idx, m]), axis=0)))
     # "not valid" needs a rejection beyond the Monte-Carlo noise of the p-value
     return critical_value(t.copies[idx, m], t.weights[idx], firm_level(level, n))

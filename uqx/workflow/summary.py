@@ -30,6 +30,11 @@ import textwrap
 
 import numpy as np
 
+from uqx.engine.mctest import N_TEST, pvalue_noise
+from uqx.engine.questions import ALPHA_RESULT, question_of
+from uqx.engine.statistic import parse_stat
+from uqx.engine.stats.tailedness import SAFETY_LIMITS
+
 __all__ = ["set_summary", "summary_lines", "summary_text", "explain_lines",
            "QUESTION_LABELS", "TARGET_FACTOR", "DECILE_MARGIN", "n_copies",
            "pvalue_floor", "n_mc_to_clear", "points_to_resolve"]
@@ -94,8 +99,6 @@ def n_copies(res) -> int:
     int
         0 when the result does not record ``n_mc``.
     """
-    from uqx.engine.mctest import N_TEST
-
     try:
         n = int(res.attrs["n_mc"])
     except (KeyError, TypeError, ValueError):
@@ -129,8 +132,6 @@ def n_mc_to_clear(k: int, level: float) -> int | None:
     (:func:`uqx.engine.mctest.pvalue_noise`, the band of ``borderline``). None when even
     the most copies the tests use (:data:`uqx.engine.mctest.N_TEST`) are not enough.
     """
-    from uqx.engine.mctest import N_TEST, pvalue_noise
-
     for n in _N_MC_LADDER:
         if n > N_TEST:
             break
@@ -215,8 +216,6 @@ def _stat(res, i, name) -> dict | None:
     if "p_value" in x:
         pv = x["p_value"].values
         use = np.isfinite(pv)
-        from uqx.engine.statistic import parse_stat
-
         plaus = "member_plausible_rank" if parse_stat(name).family == "rank" and \
             "member_plausible_rank" in res else "member_plausible"
         if plaus in res:
@@ -353,8 +352,6 @@ def _short_reason(qf_or_reason, res=None, i=None) -> tuple[str, str]:
         head = why.split(":")[0]
         return f"{head}: the answer depends on the shape of the errors", "members"
     if "tails" in why:
-        from uqx.engine.stats.tailedness import SAFETY_LIMITS
-
         lim = SAFETY_LIMITS["kappa_cs_z2"]
         kappa = _f(res["kappa_cs_z2_local"].values[i]) if res is not None and \
             "kappa_cs_z2_local" in res else float("nan")
@@ -406,9 +403,6 @@ def _valid_top(qf, cond) -> str:
 
 
 def _average_sentence(res, i, qf, sc) -> dict:
-    from uqx.engine.questions import question_of
-    from uqx.engine.statistic import parse_stat
-
     v = qf["verdict"]
     lab = qf["label"]
     reads = {"verdict": v}
@@ -633,17 +627,12 @@ def _advice(res, i, qs, sc) -> list[dict]:
 
 
 def _stat_question(name) -> str | None:
-    from uqx.engine.questions import question_of
-    from uqx.engine.statistic import parse_stat
-
     s = parse_stat(name)
     return question_of(s.family, s.cond)
 
 
 def _near_level(p, level, n) -> bool:
     """Whether ``p`` lies within two Monte-Carlo sd of ``level`` (the band of borderline)."""
-    from uqx.engine.mctest import pvalue_noise
-
     p, level = _f(p), _f(level)
     return bool(np.isfinite(p) and np.isfinite(level)
                 and abs(p - level) < 2 * float(pvalue_noise(p, n, level)))
@@ -657,8 +646,6 @@ def _n_mc_advice(res, i, qs) -> list[dict]:
     that puts it clear of the level (:func:`n_mc_to_clear`); any other borderline with
     the noise; a test whose copies cannot reach its level with the copies the tests use.
     """
-    from uqx.engine.mctest import N_TEST
-
     n = n_copies(res)
     if n <= 0:
         return []
@@ -874,8 +861,6 @@ def explain_lines(res) -> list[str]:
     """
     if "question_verdict" not in res or "set" not in res.dims:
         return []
-    from uqx.engine.questions import ALPHA_RESULT
-
     alpha = _f(res.attrs.get("alpha_result", ALPHA_RESULT))
     n = n_copies(res)
     out = []

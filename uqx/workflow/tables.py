@@ -6,9 +6,17 @@ computes nothing: ``uqx validate`` and ``uqx show`` print the same text.
 
 from __future__ import annotations
 
+import html
+import textwrap
+
 import numpy as np
 import pandas as pd
 import xarray as xr
+
+from uqx.engine.questions import question_of
+from uqx.engine.statistic import STATISTICS, parse_stat
+from uqx.errors import InputError
+from uqx.workflow.summary import explain_lines, summary_lines
 
 __all__ = [
     "WARN_SEP",
@@ -61,8 +69,6 @@ def check_result(res, what: str = "result_table") -> None:
         (``attrs["study"]``); any other Dataset without ``estimate``/``verdict`` over
         (``set``, ``stat``).
     """
-    from uqx.errors import InputError
-
     if not isinstance(res, xr.Dataset):
         raise InputError(f"{what}: expected the xarray.Dataset returned by uqx.validate, got "
                          f"{type(res).__name__}")
@@ -131,8 +137,6 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
         if "member_plausible" in res:  # the members that take part in the verdict
             use = res["member_plausible"]
             if "member_plausible_rank" in res:  # rank statistics: body and tails fit
-                from uqx.engine.statistic import parse_stat
-
                 rank = xr.DataArray([parse_stat(str(x)).family == "rank"
                                      for x in res["stat"].values], dims="stat")
                 use = xr.where(rank, res["member_plausible_rank"], use)
@@ -266,8 +270,6 @@ def resolution_kind(stat) -> str:
 
     Its ``resolution`` in :data:`uqx.engine.statistic.STATISTICS`; ``''`` for none.
     """
-    from uqx.engine.statistic import STATISTICS
-
     name = str(stat).lower()
     base = name[:-2] if name.endswith(("_x", "_v")) else name
     return STATISTICS[base].resolution if base in STATISTICS else ""
@@ -512,8 +514,6 @@ class VerdictTable(pd.DataFrame):
         return pd.DataFrame
 
     def _summary_text(self) -> str:
-        import textwrap
-
         lines = getattr(self, "summary", None) or self.attrs.get("summary") or []
         return "\n\n".join(textwrap.fill(x, 100, subsequent_indent="  ",
                                           break_on_hyphens=False) for x in lines)
@@ -523,8 +523,6 @@ class VerdictTable(pd.DataFrame):
         return (head + "\n\n" if head else "") + pd.DataFrame(self).__repr__()
 
     def _repr_html_(self) -> str:
-        import html
-
         lines = getattr(self, "summary", None) or self.attrs.get("summary") or []
         paras = "".join(f"<p>{html.escape(x)}</p>" for x in lines)
         return paras + pd.DataFrame(self)._repr_html_()
@@ -557,8 +555,6 @@ def verdict_table(res: xr.Dataset) -> pd.DataFrame:
     >>> res = uqx.validate(ds, seed=1)  # doctest: +SKIP
     >>> uqx.verdict_table(res)[["average", "consistency", "scale factor"]]  # doctest: +SKIP
     """
-    from uqx.workflow.summary import summary_lines
-
     check_result(res, "verdict_table")
     stats = result_table(res)["verdict"].unstack("stat")
     stats = stats[[str(s) for s in res["stat"].values]]  # the result's order, not sorted
@@ -767,8 +763,6 @@ def _stat_record(x, dists) -> dict:
     if "p_value" in x:
         rec["p_value"] = {str(m): _num(x["p_value"].sel(member=m)) for m in x["member"].values}
         if "member_plausible" in x:  # the members whose p-values the verdict reads
-            from uqx.engine.statistic import parse_stat
-
             use = x["member_plausible"]
             if ("member_plausible_rank" in x
                     and parse_stat(str(x["stat"].item())).family == "rank"):
@@ -889,8 +883,6 @@ def result_records(res: xr.Dataset) -> list[dict]:
     list of dict
         One JSON-serialisable record per data set.
     """
-    from uqx.workflow.summary import summary_lines
-
     check_result(res, "result_records")
     summaries = summary_lines(res)
     settings = {k: (int(res.attrs[k]) if k != "ties" else str(res.attrs[k]))
@@ -967,8 +959,6 @@ TEXT_WIDTH = 100
 
 
 def _wrap(line: str, width: int | None, indent: str = "  ") -> str:
-    import textwrap
-
     if width is None or len(line) <= width:
         return line
     return textwrap.fill(line, width=width, subsequent_indent=indent, break_on_hyphens=False,
@@ -998,8 +988,6 @@ def text_table(df: pd.DataFrame, *, width: int | None = TEXT_WIDTH, wrap=(),
     -------
     str
     """
-    import textwrap
-
     flat = df.reset_index() if any(n is not None for n in df.index.names) else df.copy()
     cols = [str(c) for c in flat.columns]
     rows = [["" if (isinstance(v, float) and not np.isfinite(v)) else str(v) for v in r]
@@ -1046,9 +1034,6 @@ def _interval(lo, hi) -> str:
 
 def _compact_sets(res, width) -> list[str]:
     """Per set: its questions, then its statistics grouped by question (fits ``width``)."""
-    from uqx.engine.questions import question_of
-    from uqx.engine.statistic import parse_stat
-
     qt = question_table(res)
     full = result_table(res)
     order = list(QUESTION_NAMES.values())
@@ -1112,8 +1097,6 @@ def format_validation(res: xr.Dataset, *, wide: bool = False, explain: bool = Fa
     each verdict was reached (:func:`uqx.workflow.summary.explain_lines`), after the
     summary.
     """
-    from uqx.workflow.summary import explain_lines, summary_lines
-
     width = None if wide else TEXT_WIDTH
     a = res.attrs
     parts = [

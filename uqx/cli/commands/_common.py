@@ -8,12 +8,18 @@ uqx engine are imported inside the functions, so that ``uqx --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import re
 import sys
+import tempfile
+import warnings
 from pathlib import Path
 
+from uqx.dataio.paths import OUTPUT_SUFFIXES, check_output_path, input_paths, same_file
 from uqx.engine.defaults import INTEGER_MINIMA, MINIMA_WHY, N_BINS
+from uqx.errors import InputError, OutputError
 
 __all__ = [
     "HelpFormatter",
@@ -315,13 +321,10 @@ def load_inputs(
     or a folder), "unknown dataset" otherwise. Two inputs with the same name (the same
     file twice, or equal stems in two folders) get distinct names ``name#i``.
     """
-    import warnings
-
     from uqx.dataio.datasets import get_spec, load_dataset
     from uqx.dataio.frames import read_csv, read_parquet
     from uqx.dataio.model import stack
     from uqx.dataio.netcdf import open_dataset
-    from uqx.errors import InputError
 
     if not inputs:
         raise InputError(
@@ -384,8 +387,6 @@ def read_saved(path):
     uqx.errors.InputError
         Missing or unreadable file.
     """
-    import warnings
-
     from uqx.dataio.netcdf import read_netcdf
 
     with warnings.catch_warnings(record=True) as caught:
@@ -444,8 +445,6 @@ def check_output(path, *, mkdir: bool = False, kind="netcdf", inputs=()) -> Path
     uqx.errors.OutputError
         The path breaks the policy (the message names it and the fix).
     """
-    from uqx.dataio.paths import check_output_path
-
     if path is None:
         return None
     return check_output_path(path, kind=kind, inputs=inputs, mkdir=mkdir)
@@ -471,9 +470,6 @@ def check_not_input(path, ds, *, inputs=()) -> None:
     uqx.errors.OutputError
         ``path`` is one of them.
     """
-    from uqx.dataio.paths import input_paths, same_file
-    from uqx.errors import OutputError
-
     if path is None:
         return
     for item in [*input_paths(ds), *inputs]:
@@ -506,8 +502,6 @@ def writable_directory(path, *, what: str, create: bool = True, hint: str = "") 
     uqx.InputError
         It is a file, is missing (and not created), cannot be created or is not writable.
     """
-    from uqx.errors import InputError
-
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError(f"{what} {path} is not a directory")
@@ -521,8 +515,6 @@ def writable_directory(path, *, what: str, create: bool = True, hint: str = "") 
     if not os.access(path, os.W_OK | os.X_OK):
         raise InputError(f"{what} {path} is not writable")
     try:  # os.access says yes to root on /proc and on read-only mounts
-        import tempfile
-
         fd, probe = tempfile.mkstemp(prefix=".uqx-probe-", dir=path)
     except OSError as exc:
         raise InputError(f"{what} {path} is not writable ({exc.strerror or exc})") from None
@@ -557,11 +549,7 @@ def write_result(res, path, *, parameters: dict, seed) -> int:
         0 on success (and prints where the file went), 2 after printing
         ``uqx: error: ...`` on stderr.
     """
-    from pathlib import Path
-
     from uqx.dataio.netcdf import atomic_write, json_default, to_netcdf
-    from uqx.dataio.paths import OUTPUT_SUFFIXES
-    from uqx.errors import InputError
 
     path = Path(path)
     suffix = path.suffix.lower()
@@ -575,8 +563,6 @@ def write_result(res, path, *, parameters: dict, seed) -> int:
             atomic_write(path, lambda tmp: df.to_csv(tmp, index=False), what="CSV table",
                          mkdir=False)
         elif suffix == ".json":
-            import json
-
             from uqx.workflow.tables import result_records
 
             text = json.dumps(result_records(res), indent=1, default=json_default)
@@ -763,10 +749,6 @@ def check_options(args, argv=()) -> None:
     InputError
         The message names the option, its value and what it accepts.
     """
-    import math
-
-    from uqx.errors import InputError
-
     argv = [str(a) for a in (argv or ())]
     flag = {k: "--" + k.replace("_", "-") for k in (*OPTION_RANGES, *OPTION_MINIMA)}
     flag["min_uE_rel_sd"] = "--min-uE-rel-sd"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from uqx.cli.commands._common import HelpFormatter, print_df
+from uqx.errors import InputError
 
 NAME = "datasets"
 
@@ -64,7 +65,6 @@ def _check(args) -> int:
 
 def _fetch(args) -> int:
     from uqx.dataio.fetch import fetch_datasets
-    from uqx.errors import InputError
 
     if args.retries < 0:
         raise InputError(f"--retries must be >= 0, got {args.retries}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from uqx.cli.commands._common import (
     HelpFormatter,
     add_output,
@@ -12,6 +14,8 @@ from uqx.cli.commands._common import (
     validation_text,
     write_result,
 )
+from uqx.errors import InputError
+from uqx.progress import progress_bar
 
 NAME = "demo"
 
@@ -89,9 +93,6 @@ def _report_path(out):
 
 def _write_report(res, ds, out) -> int:
     """Write the HTML report of the demo next to its NetCDF result; 2 on failure."""
-    import sys
-
-    from uqx.errors import InputError
     from uqx.report import write_report
 
     path = _report_path(out)
@@ -106,14 +107,10 @@ def _write_report(res, ds, out) -> int:
 
 def run(args) -> int:
     """Run the demonstration; writes ``OUTPUT``, its HTML report and ``OUTPUT_paper_sets``."""
-    import sys
-
     from uqx.dataio.datasets import data_dir as find_data_dir
     from uqx.dataio.datasets import load_paper_sets
     from uqx.dataio.synth import demo_sets
-    from uqx.errors import InputError
     from uqx.inference.describe import describe
-    from uqx.progress import progress_bar
     from uqx.workflow.validation import validate
 
     out = check_output(args.output, mkdir=args.mkdir)

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from uqx import plot as P
 from uqx.cli.commands._common import (
     HelpFormatter,
     add_inputs,
     check_not_input,
     check_output,
     input_kwargs,
+    load_inputs,
+    looks_like_path,
+    read_saved,
 )
 from uqx.engine.defaults import N_BOOT_CURVES, NU, POP_MIN
+from uqx.errors import InputError
 from uqx.plot import KINDS as FIGURE_KINDS
 from uqx.plot import figure_of
 
@@ -93,23 +99,14 @@ def register(subparsers):
 
 def _load(args):
     """Input Dataset: one NetCDF file, one registered set with extra variables, or stacked."""
-    from pathlib import Path
-
-    from uqx.cli.commands._common import load_inputs
-
     nc = [s for s in args.inputs if Path(s).suffix.lower() in (".nc", ".nc4")]
     if nc:
-        from uqx.cli.commands._common import read_saved
-        from uqx.errors import InputError
-
         if len(args.inputs) != 1:
             if args.kind in _MULTI and len(nc) == len(args.inputs):
                 return [read_saved(f) for f in nc]  # archives compared on one panel
             raise InputError("give a single NetCDF input (it may hold several sets); "
                              f"several archives only for {', '.join(_MULTI)}")
         return read_saved(nc[0])
-    from uqx.cli.commands._common import looks_like_path
-
     if (args.kind == "lcp" and len(args.inputs) == 1 and not Path(args.inputs[0]).exists()
             and not looks_like_path(args.inputs[0])):
         from uqx.dataio.datasets import load_dataset
@@ -121,8 +118,6 @@ def _load(args):
 
 
 def _relabel(ds, labels):
-    from uqx.errors import InputError
-
     if not labels:
         return ds
     if "set" not in ds.dims or ds.sizes["set"] != len(labels):
@@ -132,9 +127,6 @@ def _relabel(ds, labels):
 
 
 def _figure(args, ds):
-    from uqx import plot as P
-    from uqx.errors import InputError
-
     common = dict(size=args.size, dpi=args.dpi, font_size=args.font_size, title=args.title)
     k = args.kind
     if args.pop_min is not None and (k not in _POP_MIN_KINDS or (
@@ -182,8 +174,6 @@ def _figure(args, ds):
     # the kinds without options of their own: distributions, tailedness, the study panels
     name, defaults = figure_of(k)
     if isinstance(ds, list):  # several archives: overlaid, named by --label or file stem
-        from pathlib import Path
-
         labels = args.label or [Path(f).stem for f in args.inputs]
         return getattr(P, name)(ds, labels=labels, **defaults, **common)
     return getattr(P, name)(ds, **defaults, **common)
@@ -199,11 +189,6 @@ def _save(fig, path) -> None:
 
 def run(args) -> int:
     """Draw the figure and write it; ``zeta`` also writes FILE_agreement.SUFFIX."""
-    from pathlib import Path
-
-    from uqx import plot as P
-    from uqx.errors import InputError
-
     named = Path(args.output)
     if named.suffix.lower() not in _FORMATS and not named.exists():  # an existing device...
         raise InputError(f"output {named}: uqx writes a figure here, but the name has the "

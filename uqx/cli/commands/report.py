@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
+from uqx.cli.commands import validate as validate_command
 from uqx.cli.commands._common import (
     EXIT_CODES_HELP,
     HelpFormatter,
@@ -13,9 +16,11 @@ from uqx.cli.commands._common import (
     check_output,
     fail_on_status,
     input_kwargs,
+    load_inputs,
     note,
+    read_saved,
 )
-from uqx.cli.commands.validate import add_validation_options
+from uqx.errors import InputError
 
 NAME = "report"
 
@@ -40,7 +45,7 @@ def register(subparsers):
         elif action.dest == "inputs":
             action.help += (", or one saved 'uqx validate' result (.nc: told from NetCDF "
                             "data by its variables)")
-    add_validation_options(p)
+    validate_command.add_validation_options(p)
     p.add_argument("-o", "--output", required=True,
                    help="report file: .html (self-contained page) or .md (Markdown, figures "
                    "as PNG files in <stem>_figures/ next to it)")
@@ -72,8 +77,6 @@ def saved_result_given(inputs) -> bool:
     bool
         True when one of them is a saved result.
     """
-    from pathlib import Path
-
     from uqx.dataio.netcdf import NETCDF_SUFFIXES, netcdf_kind
 
     return any(Path(s).suffix.lower() in NETCDF_SUFFIXES and netcdf_kind(s) == "result"
@@ -82,9 +85,6 @@ def saved_result_given(inputs) -> bool:
 
 def _saved_result(args):
     """Read ``RESULT.nc`` and the ``--data`` inputs; returns ``(result, data)``."""
-    from uqx.cli.commands._common import load_inputs, read_saved
-    from uqx.errors import InputError
-
     if len(args.inputs) != 1:
         raise InputError("give a single saved result (.nc), or CSV files / dataset names")
     if args.paper_sets:
@@ -101,10 +101,6 @@ def run(args) -> int:
 
     Returns the exit status: 1 when a verdict met ``--fail-on``, else 0.
     """
-    import sys
-
-    from uqx.cli.commands.validate import run_validation, validation_inputs
-    from uqx.errors import InputError
     from uqx.report import report_format, write_report
 
     out = check_output(args.output, mkdir=args.mkdir, kind="report",
@@ -132,9 +128,9 @@ def run(args) -> int:
         if args.data:
             raise InputError("--data goes with a saved result (RESULT.nc); the INPUT files "
                              "are the data here")
-        data = validation_inputs(args)
+        data = validate_command.validation_inputs(args)
         check_not_input(out, data)
-        res, _ = run_validation(args, data)
+        res, _ = validate_command.run_validation(args, data)
     note(args, "writing the report" + ("" if args.no_figures else " (drawing the figures)"))
     write_report(res, out, data, figures=not args.no_figures, title=args.title, dpi=args.dpi,
                  mkdir=args.mkdir)

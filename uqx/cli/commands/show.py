@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from uqx.cli.commands._common import (
     EXIT_CODES_HELP,
@@ -10,8 +11,10 @@ from uqx.cli.commands._common import (
     add_fail_on,
     add_text_options,
     fail_on_status,
+    read_saved,
     validation_text,
 )
+from uqx.errors import InputError
 
 NAME = "show"
 
@@ -38,11 +41,7 @@ def run(args) -> int:
 
     A damaged attribute is named in a warning on stderr and the rest is shown.
     """
-    import sys
-
-    from uqx.cli.commands._common import read_saved
     from uqx.dataio.netcdf import JSON_PREFIX
-    from uqx.errors import InputError
     from uqx.workflow.tables import result_records
 
     res = read_saved(args.file)

@@ -7,12 +7,16 @@ import json
 from uqx.cli.commands._common import (
     HelpFormatter,
     add_inputs,
+    bins_chosen,
     fmt,
     input_kwargs,
     load_inputs,
     note,
     print_df,
 )
+from uqx.engine.defaults import POP_MIN
+from uqx.errors import InputError
+from uqx.progress import progress_bar
 
 NAME = "stats"
 
@@ -68,11 +72,8 @@ def bins_used_text(ds, args) -> str:
     str
         The bins per set (one number when all sets agree).
     """
-    from uqx.cli.commands._common import bins_chosen
     from uqx.dataio.model import iter_sets
     from uqx.engine.binning import make_bins
-    from uqx.engine.defaults import POP_MIN
-    from uqx.errors import InputError
 
     used = {}
     for sd in iter_sets(ds):
@@ -102,7 +103,6 @@ def run(args) -> int:
     import pandas as pd
 
     from uqx.inference.describe import describe
-    from uqx.progress import progress_bar
     from uqx.workflow.validation import TAILEDNESS_VARS
 
     ds = load_inputs(args.inputs, **input_kwargs(args))

@@ -10,8 +10,10 @@ OUT.nc`` and ``uqx sweep compare A.nc B.nc``. Grid options take comma lists
 from __future__ import annotations
 
 import argparse
+import os
 
-from uqx.cli.commands._common import HelpFormatter, note
+from uqx.cli.commands._common import HelpFormatter, check_not_input, check_output, load_inputs, note
+from uqx.errors import InputError
 
 NAME = "sweep"
 
@@ -217,8 +219,6 @@ def _options(args) -> dict:
 
 def run(args) -> int:
     """Run a study, or summarise / compare archives."""
-    from uqx.errors import InputError
-
     if not getattr(args, "study", None):
         raise InputError("give a study name (appendix-b, pval, bins, binned-tailedness, "
                          "decimation, reference-sensitivity, error-rates), summary or "
@@ -234,7 +234,6 @@ def run(args) -> int:
         res = compare(args.a, args.b, threshold=args.threshold)
         print(format_compare(res, threshold=args.threshold))
         return 1 if res.n_flagged else 0
-    from uqx.cli.commands._common import check_not_input, check_output
     from uqx.sweeps import run_study, summary_text
 
     opts = _options(args)
@@ -245,13 +244,9 @@ def run(args) -> int:
     if hasattr(args, "inputs"):
         ds = None
         if args.inputs:
-            from uqx.cli.commands._common import load_inputs
-
             ds = load_inputs(args.inputs, E=args.E, uE=args.uE, data_dir=args.data_dir)
             check_not_input(args.output, ds)
         elif args.data_dir:
-            import os
-
             os.environ["UQX_DATA_DIR"] = args.data_dir
         positional = (ds,)
     quiet = bool(getattr(args, "quiet", False))

@@ -25,6 +25,8 @@ from uqx.cli.commands._common import (
     write_result,
 )
 from uqx.engine.defaults import N_BOOT, N_MC, NU, POP_MIN
+from uqx.errors import InputError
+from uqx.progress import progress_bar
 
 NAME = "validate"
 DEFAULT_STATS = "ZMS,RCE,MEAN_Z,CC,ENCE,ZMSE,ZMSE_MAX,ZMS_SCAN,ZVE"
@@ -135,7 +137,6 @@ def validation_inputs(args):
 
 def run_validation(args, ds):
     """Run :func:`uqx.validate` with the parsed options; returns ``(result, stats)``."""
-    from uqx.progress import progress_bar
     from uqx.workflow.disk import memory_note
     from uqx.workflow.validation import DEFAULT_STATS as API_DEFAULT_STATS
     from uqx.workflow.validation import validate
@@ -208,7 +209,6 @@ def run(args) -> int:
     Returns the exit status: 2 when a file could not be written, else 1 when a verdict
     met ``--fail-on``, else 0.
     """
-    from uqx.errors import InputError
     from uqx.workflow.tables import result_records
 
     if not args.paper_sets and not args.inputs:

@@ -33,6 +33,7 @@ import numpy as np
 
 from uqx.engine.binning import stable_order
 from uqx.engine.defaults import LEVEL
+from uqx.engine.null_shape import standardised_z
 from uqx.inference.extrapolate.binsweep import (
     IDEAL_INTERCEPT,
     bin_numbers,
@@ -127,8 +128,6 @@ def extrapolate_many(
     labels = [lab or {"normal": "N", "data": "data"}.get(d) or f"T{nu:g}"
               for d, nu, lab in dists]
     if nulls is None:
-        from uqx.engine.null_shape import standardised_z
-
         pool = standardised_z(E, u) if any(d == "data" for d, *_ in dists) else None
         nulls = [null_intercepts(u_orders, n_bins, st, dist=d, nu=nu, n_mc=n_mc, seed=seed,
                                  key=key, memory_budget=memory_budget, label=lab, pool=pool)

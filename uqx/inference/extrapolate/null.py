@@ -17,6 +17,7 @@ import numpy as np
 from uqx.engine.binning import equal_count_edges
 from uqx.engine.defaults import LEVEL, SWEEP_POP_MIN
 from uqx.engine.generators import stream_state
+from uqx.engine.mctest import INTERCEPT_DIRECTION, family_verdict, mc_pvalue
 from uqx.engine.resample import content_key, lemire_threshold, seed_sequence
 from uqx.engine.unit_variance import draw_unit, unit_args, unit_step
 from uqx.inference.extrapolate.binsweep import (
@@ -305,8 +306,6 @@ def null_verdict(observed, nulls, *, level: float = LEVEL, labels=None):
     limits : numpy.ndarray, shape (len(nulls), 2)
     pvalues : numpy.ndarray, shape (len(nulls),)
     """
-    from uqx.engine.mctest import INTERCEPT_DIRECTION, family_verdict, mc_pvalue
-
     lim = np.array(
         [np.quantile(n, [(1 - level) / 2, (1 + level) / 2], method="linear") for n in nulls]
     )
