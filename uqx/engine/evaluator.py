@@ -251,6 +251,11 @@ def _features_at(Es, us, order, gathered, mean, lo, hi):
 
 
 # ---------------------------------------------------------------- per-set evaluator
+#: Leave-one-out rows of t_z whose sums are added afresh where the shifted total lost the
+#: spread (O(M) each): one dominant z among M, never more than a few.
+FRESH_ROWS = 8
+
+
 @dataclass
 class SetEvaluator:
     """Evaluate a list of statistics on one data set: estimate, replicates, jackknife.
@@ -327,6 +332,16 @@ class SetEvaluator:
     def _moment_features(self, lo, hi):
         """Moment features of rows lo..hi-1 (row-wise: the same bits as a slice of all)."""
         return moment_features(self.E[lo:hi], self.u[lo:hi], self._ncol)
+
+    def _sums_without(self, i: int, step: int) -> np.ndarray:
+        """Moment feature sums (5,) of every row but ``i``, added afresh chunk by chunk."""
+        out = np.zeros(5)
+        for lo in range(0, self.M, step):
+            F = self._moment_features(lo, lo + step)
+            if lo <= i < lo + F.shape[0]:
+                F = np.delete(F, i - lo, axis=0)
+            out[:F.shape[1]] += F.sum(axis=0)
+        return out
 
     def _moment_block_sums(self, plan, block, group):
         """:meth:`BootstrapPlan.sums_group` of one group from the features of its rows."""
@@ -611,12 +626,18 @@ class SetEvaluator:
                 for s in self._moment:
                     v = STATISTICS[s.base].finish(S, M - 1)
                     if s.base == "t_z":
-                        # S = total - F_i carries the rounding of the total: a spread
-                        # within it (one large z left out) is no spread (NaN, as a
-                        # fresh sum of the M - 1 values reads it)
+                        # S = total - F_i carries the rounding of the total: where the
+                        # spread left is within it (one large z left out), the few such
+                        # rows get fresh sums of the other M - 1 rows (NaN there when
+                        # those have no spread either); many rows: no spread at all
                         var = (S[:, F_Z2] - S[:, F_Z] ** 2 / (M - 1)) / (M - 2)
                         floor = 64 * np.finfo(np.float64).eps * total[F_Z2] / (M - 2)
+                        lost = np.flatnonzero(~(var > floor))
                         v = np.where(var > floor, v, np.nan)
+                        if 0 < lost.size <= FRESH_ROWS:
+                            for k in lost:
+                                fresh = self._sums_without(lo + int(k), step)
+                                v[k] = STATISTICS[s.base].finish(fresh[None, :], M - 1)[0]
                     yield s.name, slice(lo, lo + S.shape[0]), v[:, None]
         for c in self._binned_conds:
             bins, order, ident, Es, us, gathered, mean = self._bin_prep[c]
