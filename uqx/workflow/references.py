@@ -384,28 +384,7 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
         r = got.summary
         for i, arr in got.hooked.items():
             nulls.setdefault(i, []).append(arr)
-        if "cc_spread" in r:  # CC of the copies under u = c uE^gamma (its resolution)
-            if top is None:
-                top = BinnedCopies(r["top_factor"].values, n_test)
-            for i in range(S):
-                top.add_cc(i, d, r["cc_spread"].values[i], r["cc_gamma"].values)
-        for cond in ("uE", "X", "V"):  # the copies' per-bin sums of each binning: the
-            # statistics up to a factor and under the alternatives are computed from them
-            x = top_suffix(cond)
-            if f"top_sums{x}" not in r:
-                continue
-            if top is None:
-                top = BinnedCopies(r["top_factor"].values, n_test)
-            on = {j: specs[j].base for j in tested
-                  if specs[j].family == "binned" and specs[j].cond == cond}
-            for i in range(S):
-                nb = int(r[f"top_n_bins{x}"].values[i])
-                nk = int(r[f"top_n_copies{x}"].values[i])
-                if nb and on:
-                    top.add(i, d, r[f"top_sums{x}"].values[i, :nk, :nb],
-                            r[f"top_u2{x}"].values[i, :nb], r[f"top_count{x}"].values[i, :nb],
-                            int(r[f"top_M{x}"].values[i]), r[f"top_bins{x}"].values[i, :nb],
-                            on, cond=cond)
+        top = _keep_binned_copies(top, r, d, specs, tested, n_test)
         for jj, j in enumerate(tested):
             k = n if j in full else n_test
             draws[:, j, d, :k] = r["draws"].values[:, col[test_name(specs[j])], :k]
@@ -440,6 +419,38 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
                for i, p in enumerate(prepared or [None] * S)]
     return Copies(papers, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
                   test_draws, top, windows)
+
+
+def _keep_binned_copies(top, r, d, specs, tested, n_test):
+    """Add member ``d``'s per-bin sums of the tests' copies (and CC under u = c uE^γ) to ``top``.
+
+    The statistics up to a factor and under the alternatives are computed from them
+    (:class:`uqx.engine.alternative.BinnedCopies`, created at the first member that has
+    any); returns ``top`` (None while no member has any).
+    """
+    S = r.sizes["set"]
+    if "cc_spread" in r:  # CC of the copies under u = c uE^gamma (its resolution)
+        if top is None:
+            top = BinnedCopies(r["top_factor"].values, n_test)
+        for i in range(S):
+            top.add_cc(i, d, r["cc_spread"].values[i], r["cc_gamma"].values)
+    for cond in ("uE", "X", "V"):  # the copies' per-bin sums of each binning
+        x = top_suffix(cond)
+        if f"top_sums{x}" not in r:
+            continue
+        if top is None:
+            top = BinnedCopies(r["top_factor"].values, n_test)
+        on = {j: specs[j].base for j in tested
+              if specs[j].family == "binned" and specs[j].cond == cond}
+        for i in range(S):
+            nb = int(r[f"top_n_bins{x}"].values[i])
+            nk = int(r[f"top_n_copies{x}"].values[i])
+            if nb and on:
+                top.add(i, d, r[f"top_sums{x}"].values[i, :nk, :nb],
+                        r[f"top_u2{x}"].values[i, :nb], r[f"top_count{x}"].values[i, :nb],
+                        int(r[f"top_M{x}"].values[i]), r[f"top_bins{x}"].values[i, :nb],
+                        on, cond=cond)
+    return top
 
 
 def _with_member(draws, two, d, redrawn, n_test):
