@@ -177,3 +177,44 @@ def test_release_freed_memory_keeps_what_is_held():
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert done
     assert a[-1] == (1 << 20) - 1 and a.sum() == (1 << 20) * ((1 << 20) - 1) / 2
+
+
+def test_halves_of_z_are_scaled_in_place_with_the_same_bits():
+    """kappa_cs_z2_halves sorts its own Z in place: the bits of the windows of a copy / 1."""
+    from uqx.engine.null_shape import kappa_cs_z2_halves, kappa_cs_z2_windows, z_in_local_bins
+
+    E, u = _sorted_set(5000, seed=8)
+    z, edges = z_in_local_bins(E, u)
+    mid = z.size // 2
+    edges = np.unique(np.r_[edges, mid]).astype(np.int64)
+    want = kappa_cs_z2_windows(z.copy(), np.ones(z.size), edges,
+                               np.array([0, mid, z.size], dtype=np.int64))
+    got = kappa_cs_z2_halves(E, u)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    E, u = _sorted_set(200_000, seed=8)
+    peak = _peak_bytes(lambda: kappa_cs_z2_halves(E, u))
+    assert peak < 2 * 8 * E.size  # Z and one half (12 bytes a row; the copies took 94)
+
+
+def test_u2_effective_points_of_long_sets_by_groups(monkeypatch):
+    """Beyond LONG_SET_ROWS the effective points of u² are summed by groups of rows."""
+    import uqx.workflow.validation as V
+    from uqx.dataio.model import check_sets, iter_sets
+
+    E, u = _sorted_set(50_000, seed=9)
+    sets = list(iter_sets(check_sets(uqx.from_arrays(E, u, name="s"))))
+    whole = V._u2_effective_points(sets, streamed=False)
+    monkeypatch.setattr(V, "LONG_SET_ROWS", 1000)
+    monkeypatch.setattr(V, "READ_ROWS", 4096)
+    groups = V._u2_effective_points(sets, streamed=False)
+    np.testing.assert_allclose(groups, whole, rtol=1e-12)
+
+
+def _peak_bytes(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()

@@ -720,7 +720,9 @@ def kappa_cs_z2_windows(E_sorted, u_sorted, seg, groups):
     Parameters
     ----------
     E_sorted, u_sorted : array_like, shape (M,)
-        Errors and uncertainties in the (stable) uE order.
+        Errors and uncertainties in the (stable) uE order. ``u_sorted`` None: ``E_sorted``
+        is a float64 array of Z that the caller owns, scaled, squared and sorted in place
+        window by window (no copy of a window).
     seg : array_like of int, shape (S + 1,)
         Bins of uE (index intervals of that order).
     groups : array_like of int, shape (W + 1,)
@@ -738,8 +740,11 @@ def kappa_cs_z2_windows(E_sorted, u_sorted, seg, groups):
     for w, (a, b) in enumerate(zip(groups[:-1], groups[1:], strict=True)):
         if b - a < 2:
             continue
-        z = np.divide(np.asarray(E_sorted[a:b], dtype=np.float64),
-                      np.asarray(u_sorted[a:b], dtype=np.float64))
+        if u_sorted is None:  # E_sorted holds the caller's own Z: scaled in place
+            z = E_sorted[a:b]
+        else:
+            z = np.divide(np.asarray(E_sorted[a:b], dtype=np.float64),
+                          np.asarray(u_sorted[a:b], dtype=np.float64))
         inner = seg[(seg >= a) & (seg <= b)]
         for lo, hi in zip(inner[:-1], inner[1:], strict=True):
             part = z[lo - a:hi - a]
@@ -779,8 +784,8 @@ def kappa_cs_z2_halves(E, uE, n_bins: int | None = None):
     mid = z.size // 2
     edges = np.unique(np.r_[edges, mid]).astype(np.int64)  # the bin across M/2 split
     groups = np.array([0, mid, z.size], dtype=np.int64)
-    ones = np.ones(z.size)
-    return kappa_cs_z2_windows(z, ones, edges, groups)
+    # z is this function's own: each half scaled, squared and sorted in place (Z / 1 is Z)
+    return kappa_cs_z2_windows(z, None, edges, groups)
 
 
 def nu_windows(kappa_windows, n_windows, nu_hat, *, nu_min: float = NU_MIN):

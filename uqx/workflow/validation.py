@@ -726,6 +726,15 @@ def _u2_effective_points(sets, streamed) -> np.ndarray:
         return out
     for i, sd in enumerate(sets):
         u = np.asarray(sd.uE, dtype=np.float64)
+        if sd.M > LONG_SET_ROWS:  # long sets: sums by groups of rows (8 bytes a row less)
+            top = np.max(u)
+            s1 = s2 = 0.0
+            for lo in range(0, sd.M, READ_ROWS):
+                w = (u[lo:lo + READ_ROWS] / top) ** 2
+                s1 += float(w.sum())
+                s2 += float(np.sum(w * w))
+            out[i] = s1 ** 2 / s2
+            continue
         w = (u / np.max(u)) ** 2  # scaled: no overflow for uE near the float64 limits
         out[i] = w.sum() ** 2 / np.sum(w * w)
     return out
