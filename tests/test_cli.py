@@ -350,6 +350,10 @@ def test_error_bad_statistic_and_counts(capsys, csv):
 
 def test_demo_without_data_dir(capsys, monkeypatch, tmp_path):
     monkeypatch.delenv("UQX_DATA_DIR", raising=False)
+    # the report's figures are drawn; their PNG encoding, half the demo's time, stands in
+    # here (test_report.py encodes and checks every figure of its pages)
+    monkeypatch.setattr("uqx.report.figures._png",
+                        lambda fig, dpi, caption=None: b"\x89PNG\r\n\x1a\nstand-in")
     out_nc = tmp_path / "demo.nc"
     rc, out, err = run(capsys, "demo", "-o", out_nc, "--n-boot", 200, "--n-mc", 60,
                        "--seed", 2)
