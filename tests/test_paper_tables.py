@@ -5,8 +5,9 @@
   ±0.01 (±0.03 for the Set 7 RCE lower limit) and ζ within ±0.1 of the papers
 * 000 Tables A1–A4: simulated references θ̃_N and θ̃_T6 of ZMS, CC, ENCE and ZMSE
   (N = 20 bins) within |Δ| ≤ 4·√(u_ours² + u_pub²) + half a unit of the last published
-  digit (= 4·√2·u for N_MC = 10⁴), θ_est of ENCE/ZMSE vs the papers, and the ζ_Sim2
-  check of Table A3 Set 1 ENCE.
+  digit (= 4·√2·u for N_MC = 10⁴; CC at N_MC_CC in ``make test``, every statistic at
+  10⁴ in ``make test-slow``), θ_est of ENCE/ZMSE vs the papers, and the ζ_Sim2 check of
+  Table A3 Set 1 ENCE.
 * ``uqx validate --paper-sets`` smoke test.
 
 Needs the literature data (``UQX_DATA_DIR``); skipped otherwise.
@@ -87,14 +88,17 @@ SIM_REF = {
     },
 }
 
-# N_MC of the paper (10⁴ draws for each of N and T6). The full Table A run (9 sets, 4
-# statistics) takes ~15 s on the 2-core development machine without the resolutions (the
-# power under alternatives, which Table A does not hold: with them ~50 s, every other
-# variable bit-identical), so the default run uses the paper's N_MC. The tolerance is written
-# for any N_MC: u_ours is this run's Monte-Carlo standard error and the published one is
-# taken as u_ours·√(N_MC/10⁴), so 4·√(u_ours² + u_pub²) is the bound 4·√2·u at
-# N_MC = 10⁴. The slow tests repeat the check with other seeds.
+# N_MC of the paper (10⁴ draws for each of N and T6). Table A is validated without the
+# resolutions (the power under alternatives, which it does not hold: with them the run
+# takes 3× longer, every other variable bit-identical). The tolerance is written for any
+# N_MC: u_ours is this run's Monte-Carlo standard error and the published one is taken as
+# u_ours·√(N_MC/10⁴), so 4·√(u_ours² + u_pub²) is the bound 4·√2·u at N_MC = 10⁴. ZMS,
+# ENCE and ZMSE run at the paper's N_MC; CC, one argsort of M per copy (3/4 of the run at
+# 10⁴), at N_MC_CC: its references are printed to 2 decimals, so the bound grows from
+# 0.006 to 0.007, below the 0.01-0.02 between its N and T6 references. The slow tests
+# repeat the whole check at the paper's N_MC, this seed and two others.
 N_MC_PAPER = 10_000
+N_MC_CC = 2_500
 
 
 @pytest.fixture(scope="module")
@@ -192,17 +196,19 @@ def test_table_iv_rendering(table_iv):
 # ------------------------------------------------------------------ 000 Tables A1–A4
 
 
-def _run_table_a(paper_sets, n_mc, seed=1):
+def _run_table_a(paper_sets, n_mc, seed=1, stats=("zms", "cc", "ence", "zmse")):
     # resolution=False: the resolutions are not in Table A and leave every other variable
     # as it is (tests/test_verdict_claims.py::test_resolution_off_changes_no_verdict)
-    return validate(paper_sets, ["zms", "cc", "ence", "zmse"], n_boot=1000, n_mc=n_mc,
-                    seed=seed, simulate_all=True, bins=20, conditional=False,
-                    ties="file-order", resolution=False)
+    return validate(paper_sets, list(stats), n_boot=1000, n_mc=n_mc, seed=seed,
+                    simulate_all=True, bins=20, conditional=False, ties="file-order",
+                    resolution=False)
 
 
 def _check_references(res, n_mc):
     bad = []
     for st, by_dist in SIM_REF.items():
+        if st not in res["stat"].values:
+            continue
         for dist, printed in by_dist.items():
             ref = res["sim_reference"].sel(stat=st, dist=dist).values
             u = res["sim_reference_se"].sel(stat=st, dist=dist).values
@@ -217,6 +223,8 @@ def _check_references(res, n_mc):
 def _check_estimates(res):
     for st, printed, sig in (("ence", ENCE_142, 5), ("zmse", ZMSE_142, None),
                              ("zms", ZMS_141, None), ("cc", CC_141, None)):
+        if st not in res["stat"].values:
+            continue
         est = res["estimate"].sel(stat=st).values
         for i, text in enumerate(printed):
             assert close_to_printed(est[i], text, sig), (st, i + 1, est[i], text)
@@ -231,27 +239,34 @@ def _check_sim2_set1_ence(res):
 
 @pytest.fixture(scope="module")
 def table_a(paper_sets):
-    return _run_table_a(paper_sets, N_MC_PAPER)
+    return _run_table_a(paper_sets, N_MC_PAPER, stats=("zms", "ence", "zmse"))
 
 
-def test_table_a_simulated_references(table_a):
+@pytest.fixture(scope="module")
+def table_a_cc(paper_sets):
+    return _run_table_a(paper_sets, N_MC_CC, stats=("cc",))
+
+
+def test_table_a_simulated_references(table_a, table_a_cc):
     _check_references(table_a, N_MC_PAPER)
+    _check_references(table_a_cc, N_MC_CC)
 
 
-def test_table_a_estimates(table_a):
+def test_table_a_estimates(table_a, table_a_cc):
     _check_estimates(table_a)
+    _check_estimates(table_a_cc)
 
 
 def test_table_a_sim2_set1_ence(table_a):
     _check_sim2_set1_ence(table_a)
 
 
-def test_table_a_verdicts_and_rendering(table_a):
+def test_table_a_verdicts_and_rendering(table_a, table_a_cc):
     # 000: CC, ENCE and ZMSE references depend on D for all nine sets (flag kept); the
     # papers' decision is valid / invalid only where both references agree (uqx.engine.verdict)
-    for st in ("cc", "ence", "zmse"):
-        assert table_a["d_sensitive"].sel(stat=st).values.all(), st
-        r = table_a.sel(stat=st)
+    for res, st in ((table_a_cc, "cc"), (table_a, "ence"), (table_a, "zmse")):
+        assert res["d_sensitive"].sel(stat=st).values.all(), st
+        r = res.sel(stat=st)
         z = r["zeta_sim"].values
         for i, v in enumerate(r["zeta_verdict"].values):
             if v == "valid":
@@ -269,9 +284,10 @@ def test_table_a_verdicts_and_rendering(table_a):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [2, 3])
-def test_table_a_other_seeds(paper_sets, seed):
-    # the default test is not a lucky seed: the same bounds hold for other seeds
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_table_a_at_the_papers_n_mc(paper_sets, seed):
+    # every statistic at the paper's N_MC (CC too), and the default seed is not a lucky
+    # one: the same bounds hold for other seeds
     res = _run_table_a(paper_sets, N_MC_PAPER, seed=seed)
     _check_references(res, N_MC_PAPER)
     _check_estimates(res)
