@@ -480,37 +480,45 @@ VALIDATE = Group("uqx.validate", [
     _v("p_value", _SET_STAT_MEMBER,
        "Monte-Carlo p-value of the statistic's test under each member of the null family "
        "(before the question's adjustment)"),
+    _v("null_band_low", _SET_STAT,
+       "2.5 % quantile of a binned statistic's calibrated copies (lowest over the members "
+       "that take part): printed instead of a bootstrap interval"),
+    _v("null_band_high", _SET_STAT,
+       "97.5 % quantile of a binned statistic's calibrated copies (highest over the "
+       "members that take part)"),
     _v("test_statistic", _SET_STAT,
        "the value the statistic's test reads (the estimate; mean_z: its studentised form "
        "t_z, whose null is no bias whatever the scale)"),
     _v("zeta_verdict", _SET_STAT, "the papers' zeta rule (000 Fig. 1), for comparison"),
     _v("zeta_borderline", _SET_STAT,
        "|zeta| within 2 Monte-Carlo sd of 1 (zeta_verdict can flip with the seed)"),
-    _v("verdict", _SET_STAT, "verdict: valid / invalid / inconclusive / not tested",
-       rule="inside its question: weighted step-down min-p at the level the question was "
-            "rejected at, under every member (uqx.engine.questions)"),
+    _v("verdict", _SET_STAT,
+       "verdict: valid / invalid / inconclusive / not tested / diagnostic",
+       rule="a node's statistic: the closed weighted min-p of the set's graph at its "
+            "family-wise level, under every member (uqx.engine.questions); any other "
+            "statistic is a diagnostic and decides nothing"),
     _v("verdict_reason", _SET_STAT, "why the verdict is inconclusive"),
     _v("borderline", _SET_STAT, "an adjusted p-value within 2 Monte-Carlo sd of its level"),
     _v("p_adjusted", _SET_STAT_MEMBER,
-       "p-value adjusted inside the statistic's question (weighted step-down min-p on the "
-       "shared copies)"),
+       "closed-testing adjusted p-value of a node's statistic (weighted min-p of the set's "
+       "graph on the shared copies); NaN for a diagnostic"),
     _v("valid", _SET_STAT, "1 valid, 0 invalid, NaN otherwise"),
     _v("question_verdict", _SET_QUESTION,
        "verdict of each question: average calibration, consistency on uE, adaptivity on "
        "X / V, consistency up to a factor"),
     _v("question_reason", _SET_QUESTION, "why the question's verdict is inconclusive"),
     _v("question_p_value", _SET_QUESTION_MEMBER,
-       "the question's headline p-value: weighted min-p of its tests, calibrated on their "
-       "shared copies"),
+       "the question's adjusted p-value: the smallest of its nodes' closed-testing adjusted "
+       "p-values"),
     _v("question_level", _SET_QUESTION_MEMBER,
-       "level the question was tested at (rejected at, or its last), from the set's "
-       "family-wise level by the graphical procedure"),
+       "level the question's adjusted p-value is compared with: the set's family-wise "
+       "level alpha"),
     _v("question_level_initial", _SET_QUESTION_MEMBER,
-       "the question's initial share of the set's family-wise level (its resolution is "
-       "read there)"),
+       "the question's nodes' share of the set's family-wise level in the intersection of "
+       "every node (their resolution is read there)"),
     _v("question_borderline", _SET_QUESTION,
-       "the headline p-value within 2 Monte-Carlo sd of its level"),
-    _v("question_tests", _SET_QUESTION, "the tests of the question, with their weights"),
+       "an adjusted p-value within 2 Monte-Carlo sd of its level"),
+    _v("question_tests", _SET_QUESTION, "the statistics that test the question's nodes"),
     _v("factor_statistic", _SET_STAT,
        "the binned statistic on uE of the data rescaled by its factor sqrt(ZMS) (question "
        "up_to_factor)"),

@@ -21,6 +21,9 @@ N_BOOT_PER_BIN = 5000
 N_BOOT_CURVES = 500
 #: Monte-Carlo copies of the simulated references and of the verdicts' null family.
 N_MC = 10_000
+#: Calibrated copies per member that a verdict's test reads (the first of the ``n_mc``):
+#: the p-value near 0.05 to ±0.007 (one Monte-Carlo sd).
+N_TEST = 1000
 #: Power at which the resolutions are stated (:mod:`uqx.engine.resolution`).
 POWER = 0.8
 #: Degrees of freedom of the Student-t member of the references (t_s(6)).

@@ -1,73 +1,137 @@
-r"""The decision design of a result: questions, their headline tests, and one level for all.
+r"""The decision design of a result: one declared null per node, one graph for the set.
 
-A validation answers a few **questions** about uE, each a null hypothesis that the
-calibrated copies of the data are drawn under:
+A validation answers a few **questions** about uE. Each question is made of one or two
+**nodes**, and each node is one null hypothesis tested by **one prespecified
+statistic** (:data:`NODES`):
 
-* ``average`` — average calibration, :math:`\langle Z^2\rangle = 1` and no bias (ZMS,
-  RCE, ⟨Z⟩ studentised, Var(Z), NLL);
-* ``consistency`` — :math:`E[Z^2 \mid u_E] = 1` at every uE (the statistics binned on
-  uE);
-* ``adaptivity_X``, ``adaptivity_V`` — :math:`E[Z^2 \mid X] = 1` along a feature (the
-  statistics binned on it);
-* ``ranking`` — uE ranks the errors as calibrated errors of one shape would (the rank
-  correlation CC of :math:`|E|` and uE, whose null is narrower than consistency's: a shape of the
-  errors that changes with uE moves it on consistent data, so it is a question of its own
-  and does not decide consistency);
-* ``up_to_factor`` — consistency of uE rescaled by its own factor √ZMS, i.e.
-  :math:`E[Z^2 \mid u_E]` the same at every uE (the statistics binned on uE computed on
-  :math:`Z/\sqrt{\langle Z^2\rangle}`, copy by copy): asked only once average calibration
-  is rejected ("does one number fix uE?").
+=================  ===============  ==========================================  ==========
+node               question         null hypothesis                             statistic
+=================  ===============  ==========================================  ==========
+``scale``          average          :math:`\langle Z^2\rangle = 1`               ZMS
+``bias``           average          :math:`E[Z] = 0`                            t_Z (⟨Z⟩
+                                                                                studentised)
+``consistency``    consistency      :math:`E[Z^2 \mid u_E] = 1` at every uE      ZMS_scan
+``adaptivity_X``   adaptivity_X     :math:`E[Z^2 \mid X] = 1` along X            ZMS_scan_X
+``adaptivity_V``   adaptivity_V     :math:`E[Z^2 \mid V] = 1` along V            ZMS_scan_V
+``ranking``        ranking          uE ranks \|E\| as calibrated errors would    CC
+``up_to_factor``   up_to_factor     :math:`E[Z^2 \mid u_E]` the same at every   ZMS_scan
+                                    uE                                          of Z/√ZMS
+=================  ===============  ==========================================  ==========
 
-**One test per question** (its headline): the weighted minimum of its statistics'
-p-values, :math:`T = \min_t p_t / w_t`, calibrated on the copies the statistics share
-(Westfall & Young's min-p; the prespecified weights, each statistic's ``weight`` in
-:data:`uqx.engine.statistic.STATISTICS`, put the few most powerful statistics first), so
-the headline has the size of one test whatever the dependence between its statistics. A
-statistic is decided **inside its question** by the step-down of the same min-p
-(:func:`weighted_stepdown`): its adjusted p-value is never below the headline's, so no
-statistic is rejected while its question is not (the result is consonant), and none is
-``valid`` beside a rejected headline's own reason.
+Where the declared statistic was not asked, the node reads the first asked of its
+prespecified fallbacks (same null: ZMSE_max, ZMSE, ENCE, UCE for the binned nodes, RCE
+for the scale); the other statistics of a result are **diagnostics**: each has its own
+null (ZVE: :math:`\mathrm{Var}(Z \mid u_E) = 1`, which a bias also breaks) and an
+unadjusted p-value, and none decides a question.
 
-**One level for the set.** The questions share the set's family-wise level
-:data:`ALPHA_RESULT` by a graphical weighted Holm procedure (Bretz, Maurer, Brannath &
-Posch 2009; :func:`graph_procedure`): each question starts with a share of the level
-(:func:`question_graph`) and passes it on to the others when it is rejected. Whatever
-the dependence between the questions, a calibrated set gets an ``invalid`` somewhere in
-its result at most that often.
+**One graph for the set** (Bretz, Maurer, Brannath & Posch 2009): the nodes start with
+prespecified shares of the set's family-wise level α (:data:`NODE_WEIGHTS`) and pass a
+rejected node's share on along :func:`node_graph`. The graph is **calibrated jointly on
+the shared copies** (the parametric graphs of Bretz, Maurer & Hommel 2011): every
+intersection :math:`J` of the nodes present is tested by the weighted minimum
+:math:`T_J = \min_{j\in J} p_j / w_{J,j}` of its nodes' p-values, with the weights
+:math:`w_J` the graph gives it (:func:`intersection_weights`), calibrated against the
+same minimum on every copy (Westfall & Young's min-p; the copies are drawn under the
+joint null of every node), and node i is rejected when every intersection that
+contains it is (closed testing, :func:`closed_minp`). This controls the family-wise
+rate of every printed question verdict in the strong sense, is never less powerful than
+the weighted Bonferroni split of the same graph, and does not depend on the order in
+which the nodes are listed.
 
 All of it runs once per member of the null family; :func:`member_verdict` turns the
-members' decisions into ``invalid`` (every member rejects), ``valid`` (none does) or
-``inconclusive``. Pure NumPy over the last axis (the copies).
+members' decisions into ``invalid`` (every member that takes part rejects), ``valid``
+(none does beyond its Monte-Carlo noise) or ``inconclusive``. :func:`decide_set` does
+it for one set and returns a :class:`SetDecision`. Pure NumPy over the last axis (the
+copies).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import combinations
+
 import numpy as np
+
+from uqx.engine.mctest import pvalue_noise
 
 __all__ = [
     "ALPHA_RESULT",
     "QUESTIONS",
+    "NODES",
+    "NODE_WEIGHTS",
+    "Node",
     "question_of",
-    "weighted_stepdown",
+    "node_statistic",
+    "node_graph",
+    "intersection_weights",
+    "closed_minp",
     "critical_value",
-    "graph_procedure",
-    "question_graph",
+    "firm_level",
     "member_verdict",
+    "SetDecision",
+    "decide_set",
 ]
 
-#: Family-wise level of a set's result: a calibrated set gets an ``invalid`` anywhere in
-#: its result at most this often (the questions share it, :func:`graph_procedure`).
+#: Default family-wise level of a set's result: a calibrated set gets an ``invalid``
+#: anywhere in its result at most this often (``validate(alpha=...)``).
 ALPHA_RESULT = 0.10
 
 #: The questions, in the order of the result's tables.
 QUESTIONS = ("average", "consistency", "adaptivity_X", "adaptivity_V", "ranking",
              "up_to_factor")
 
+
+@dataclass(frozen=True)
+class Node:
+    """One null hypothesis of the graph, tested by one statistic.
+
+    Attributes
+    ----------
+    name : str
+    question : str
+        The question of :data:`QUESTIONS` it answers (with the others of that question).
+    statistics : tuple of str
+        The statistic that tests it, then its fallbacks in order of preference (the
+        first asked is used; its base name, the conditioning variable aside).
+    cond : str or None
+        The variable a binned statistic is binned on.
+    """
+
+    name: str
+    question: str
+    statistics: tuple
+    cond: str | None = None
+
+
+#: The nodes of a set's graph (:func:`node_graph`).
+NODES = (
+    Node("scale", "average", ("zms", "rce")),
+    Node("bias", "average", ("mean_z",)),
+    Node("consistency", "consistency", ("zms_scan", "zmse_max", "zmse", "ence", "uce"), "uE"),
+    Node("adaptivity_X", "adaptivity_X", ("zms_scan", "zmse_max", "zmse", "ence", "uce"),
+         "X"),
+    Node("adaptivity_V", "adaptivity_V", ("zms_scan", "zmse_max", "zmse", "ence", "uce"),
+         "V"),
+    Node("ranking", "ranking", ("cc",)),
+    Node("up_to_factor", "up_to_factor", ("zms_scan", "zmse_max", "zmse", "ence", "uce"),
+         "uE"),
+)
+
+#: Initial shares of the set's level, prespecified: average calibration and consistency
+#: the bulk (the scale and the bias of average calibration half of it each), adaptivity
+#: 10 % (split among the features present), ranking 5 %; "up to a factor" starts with
+#: nothing and receives half of the scale's share once the scale is rejected.
+NODE_WEIGHTS = {"scale": 0.2125, "bias": 0.2125, "consistency": 0.425,
+                "adaptivity": 0.10, "ranking": 0.05, "up_to_factor": 0.0}
+
+
 def question_of(family: str, cond: str | None) -> str | None:
-    """Question a statistic belongs to, from its family and conditioning variable.
+    """Question a statistic's null belongs to, from its family and conditioning variable.
 
     Moment statistics: ``average``; binned on uE: ``consistency``; the rank correlation:
     ``ranking``; binned on X or V: ``adaptivity_X`` / ``adaptivity_V``; None otherwise.
+    Only the node's statistic decides its question; the others are its diagnostics.
     """
     if family == "moment":
         return "average"
@@ -80,77 +144,225 @@ def question_of(family: str, cond: str | None) -> str | None:
     return None
 
 
-def _scaled(p_observed, p_copies, weights):
-    po = np.asarray(p_observed, dtype=np.float64)
-    w = np.asarray(weights, dtype=np.float64)
-    pc = np.asarray(p_copies, dtype=np.float64).reshape(po.size, -1)
-    return po / w, pc / w[:, None]
-
-
-def weighted_stepdown(p_observed, p_copies, weights) -> np.ndarray:
-    r"""Step-down weighted min-p adjusted p-values of tests sharing their copies.
-
-    With :math:`s_t = p_t / w_t` in increasing order :math:`s_{(1)} \le \dots` (tests
-    :math:`r_1, r_2, \dots`) and the same on each copy k,
-
-    .. math:: \tilde p_{(t)} = \max_{s \le t} \frac{1 + \#\{k : \min_{q \ge s}
-              s^*_{r_q, k} \le s_{(s)}\}}{1 + n}
-
-    (Westfall & Young 1993, Algorithm 2.8, with weights: Westfall, Kropf & Finos 2004).
-    :math:`\tilde p_{(1)}` is the headline's p-value, the single-step weighted min-p of
-    every test; each later step leaves out the tests already rejected. It is a closed
-    test of min-p local tests (subset pivotality: the copies are drawn under the joint
-    null), so rejecting where :math:`\tilde p < \alpha` controls the family-wise rate at
-    α, and a test is rejected only with its headline.
+def node_statistic(node: Node, asked) -> int | None:
+    """Index in ``asked`` of the statistic that tests ``node`` (None when none is asked).
 
     Parameters
     ----------
-    p_observed : array_like, shape (T,)
-        Each test's p-value (NaN: test absent).
-    p_copies : array_like, shape (T, n)
-        Each test's p-value on each shared copy (:func:`uqx.engine.mctest.copy_pvalues`).
-    weights : array_like, shape (T,)
-        Positive weights.
+    node : Node
+    asked : sequence of (base, cond) pairs
+        The statistics of a result, each as its base name and conditioning variable
+        (None for a moment or rank statistic).
+    """
+    pairs = [(str(b), c) for b, c in asked]
+    for name in node.statistics:
+        key = (name, node.cond)
+        if key in pairs:
+            return pairs.index(key)
+    return None
+
+
+def node_graph(names):
+    r"""Return the initial weights and transitions of the nodes present.
+
+    A node starts with its share of :data:`NODE_WEIGHTS` (adaptivity's split among the
+    features present). When the nodes of average calibration or consistency are absent
+    their share is not given to the others (no node starts above one test's level).
+    A rejected node passes its weight to the others in proportion to their initial
+    weights, the scale half of it to ``up_to_factor`` (asked only then), and
+    ``up_to_factor`` all of it to consistency.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Node names from :data:`NODES`.
 
     Returns
     -------
-    numpy.ndarray, shape (T,)
-        NaN for absent tests, or when no copy has every test finite.
+    weights : numpy.ndarray, shape (Q,)
+    transitions : numpy.ndarray, shape (Q, Q)
+        Rows sum to at most 1, zero diagonal.
+
+    Examples
+    --------
+    >>> w, G = node_graph(["scale", "bias", "consistency", "adaptivity_X"])
+    >>> w.round(4).tolist()
+    [0.2125, 0.2125, 0.425, 0.1]
+    """
+    q = list(names)
+    adapt = [k for k in q if k.startswith("adaptivity")]
+    w = np.array([NODE_WEIGHTS["adaptivity"] / len(adapt) if k.startswith("adaptivity")
+                  else NODE_WEIGHTS[k] for k in q], dtype=np.float64)
+    G = np.zeros((len(q), len(q)))
+    for a, name in enumerate(q):
+        if name == "up_to_factor":
+            if "consistency" in q:
+                G[a, q.index("consistency")] = 1.0
+            continue
+        others = [b for b in range(len(q)) if b != a and w[b] > 0]
+        total = sum(w[b] for b in others)
+        half = name == "scale" and "up_to_factor" in q
+        for b in others:
+            G[a, b] = (0.5 if half else 1.0) * w[b] / total if total else 0.0
+        if half:
+            G[a, q.index("up_to_factor")] = 0.5 if others else 1.0
+    return w, G
+
+
+def intersection_weights(weights, transitions, keep) -> np.ndarray:
+    r"""Weights the graph gives the nodes of an intersection (Bretz et al. 2009, Alg. 1).
+
+    Each node not in the intersection is removed in turn, its weight passed on,
+    :math:`w_k \leftarrow w_k + w_j G_{jk}`, and the transitions updated,
+    :math:`G_{kl} \leftarrow (G_{kl} + G_{kj} G_{jl}) / (1 - G_{kj} G_{jk})`; the result
+    does not depend on the order of removal.
+
+    Parameters
+    ----------
+    weights : array_like, shape (Q,)
+    transitions : array_like, shape (Q, Q)
+    keep : array_like of bool, shape (Q,)
+        The nodes of the intersection.
+
+    Returns
+    -------
+    numpy.ndarray, shape (Q,)
+        0 outside the intersection.
+    """
+    w = np.array(weights, dtype=np.float64)
+    G = np.array(transitions, dtype=np.float64)
+    keep = np.asarray(keep, dtype=bool)
+    alive = np.ones(w.size, dtype=bool)
+    for j in np.flatnonzero(~keep):
+        alive[j] = False
+        w[alive] += w[j] * G[j, alive]
+        G2 = np.zeros_like(G)
+        for k in np.flatnonzero(alive):
+            den = 1.0 - G[k, j] * G[j, k]
+            for m in np.flatnonzero(alive):
+                if k != m and den > 0:
+                    G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den
+        G = G2
+        w[j] = 0.0
+    return w
+
+
+def _local_pvalue(s_obs, s_copies) -> float:
+    """Min-p p-value of one intersection: its weighted minimum among the copies'."""
+    good = np.all(np.isfinite(s_copies), axis=0)
+    if not good.any():
+        return np.nan
+    m = s_copies[:, good].min(axis=0)
+    return float((1 + np.sum(m <= s_obs)) / (1 + m.size))
+
+
+def closed_minp(p_observed, p_copies, weights, transitions) -> np.ndarray:
+    r"""Return the adjusted p-values of the nodes by closed testing of weighted min-p intersections.
+
+    For every intersection J of the nodes with a finite p-value, the weights
+    :math:`w_J` (:func:`intersection_weights`) and the local p-value
+
+    .. math:: p_J = \frac{1 + \#\{k : \min_{j \in J} p^*_{jk}/w_{J,j} \le
+              \min_{j \in J} p_j / w_{J,j}\}}{1 + n}
+
+    over the n copies (nodes of zero weight in J left out; :math:`p_J = 1` when all
+    are). The adjusted p-value of node i is :math:`\tilde p_i = \max_{J \ni i} p_J`;
+    rejecting where :math:`\tilde p_i \le \alpha` controls the family-wise error rate
+    at α in the strong sense (Marcus, Peritz & Gabriel 1976; the copies are drawn under
+    the joint null, so each local test has its size). The result does not depend on the
+    order of the nodes.
+
+    Parameters
+    ----------
+    p_observed : array_like, shape (Q,)
+        Each node's p-value (NaN: node absent, adjusted p NaN).
+    p_copies : array_like, shape (Q, n)
+        Each node's p-value on each shared copy (:func:`uqx.engine.mctest.copy_pvalues`).
+    weights, transitions : array_like
+        The graph (:func:`node_graph`).
+
+    Returns
+    -------
+    numpy.ndarray, shape (Q,)
 
     Examples
     --------
     >>> rng = np.random.default_rng(1)
-    >>> pc = rng.uniform(size=(2, 999))
-    >>> adj = weighted_stepdown([0.001, 0.5], pc, [1.0, 1.0])
-    >>> bool(adj[0] <= adj[1])
-    True
+    >>> w, G = np.array([0.5, 0.5]), np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> adj = closed_minp([0.001, 0.5], rng.uniform(size=(2, 999)), w, G)
+    >>> bool(adj[0] < 0.01), bool(adj[1] > 0.4)
+    (True, True)
     """
-    s, sc = _scaled(p_observed, p_copies, weights)
-    out = np.full(s.size, np.nan)
-    keep = np.flatnonzero(np.isfinite(s))
-    if not keep.size:
+    p = np.asarray(p_observed, dtype=np.float64)
+    pc = np.asarray(p_copies, dtype=np.float64).reshape(p.size, -1)
+    out = np.full(p.size, np.nan)
+    present = np.isfinite(p)
+    if not present.any():
         return out
-    good = np.all(np.isfinite(sc[keep]), axis=0)
-    if not good.any():
-        return out
-    order = keep[np.argsort(s[keep], kind="stable")]
-    scg = sc[order][:, good]
-    tail_min = np.minimum.accumulate(scg[::-1], axis=0)[::-1]
-    n = scg.shape[1]
-    adj = (1 + np.sum(tail_min <= s[order][:, None], axis=1)) / (1 + n)
-    out[order] = np.maximum.accumulate(adj)
+    w0 = np.ascontiguousarray(weights, dtype=np.float64)
+    G0 = np.ascontiguousarray(transitions, dtype=np.float64)
+    adj = np.zeros(p.size)
+    for J, use, v in _intersections(w0.tobytes(), G0.tobytes(), present.tobytes()):
+        if not use.size:
+            pJ = 1.0
+        else:
+            pJ = _local_pvalue(float(np.min(p[use] / v)), pc[use] / v[:, None])
+            if not np.isfinite(pJ):
+                pJ = 1.0
+        adj[J] = np.maximum(adj[J], pJ)
+    out[present] = adj[present]
     return out
 
 
-def critical_value(p_copies, weights, level: float) -> float:
-    r"""Return the value c under which a question's headline rejects: :math:`\min_t p_t/w_t < c`.
+@lru_cache(maxsize=512)
+def _intersections(w_bytes, G_bytes, present_bytes):
+    """Every intersection of the nodes present: (its nodes, those of positive weight, weights).
 
-    The headline's p-value :math:`(1 + \#\{k: m_k \le T\})/(1 + n)`, with :math:`m_k`
-    the weighted min-p of copy k, is below ``level`` exactly when fewer than
+    The nodes absent from the set are removed from the graph first (they are not
+    hypotheses of this set); cached on the graph and the nodes present.
+    """
+    w = np.frombuffer(w_bytes, dtype=np.float64)
+    present = np.frombuffer(present_bytes, dtype=bool)
+    G = np.frombuffer(G_bytes, dtype=np.float64).reshape(w.size, w.size)
+    w0 = intersection_weights(w, G, present)
+    G0 = _reduced_transitions(G, present)
+    nodes = np.flatnonzero(present).tolist()
+    out = []
+    for r in range(1, len(nodes) + 1):
+        for J in combinations(nodes, r):
+            keep = np.zeros(w.size, dtype=bool)
+            keep[list(J)] = True
+            wJ = intersection_weights(w0, G0, keep)
+            use = np.array([j for j in J if wJ[j] > 0], dtype=np.int64)
+            out.append((np.array(J, dtype=np.int64), use, wJ[use]))
+    return tuple(out)
+
+
+def _reduced_transitions(G, keep):
+    """Return the transitions of the graph once the nodes outside ``keep`` are removed."""
+    G = np.array(G, dtype=np.float64)
+    alive = np.ones(G.shape[0], dtype=bool)
+    for j in np.flatnonzero(~np.asarray(keep, dtype=bool)):
+        alive[j] = False
+        G2 = np.zeros_like(G)
+        for k in np.flatnonzero(alive):
+            den = 1.0 - G[k, j] * G[j, k]
+            for m in np.flatnonzero(alive):
+                if k != m and den > 0:
+                    G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den
+        G = G2
+    return G
+
+
+def critical_value(p_copies, weights, level: float) -> float:
+    r"""Return the value c under which a weighted min-p rejects: :math:`\min_t p_t/w_t < c`.
+
+    The min-p p-value :math:`(1 + \#\{k: m_k \le T\})/(1 + n)`, with :math:`m_k` the
+    weighted minimum of copy k, is below ``level`` exactly when fewer than
     :math:`K = \lceil \mathrm{level}\,(1 + n) - 1\rceil` copies have :math:`m_k \le T`,
-    i.e. when T is below the K-th smallest :math:`m_k` (ties aside). A statistic t is
-    rejected at the first step where :math:`p_t < w_t\,c`: the threshold at which its
-    power (and so its resolution) is read.
+    i.e. when T is below the K-th smallest :math:`m_k` (ties aside). A node t of the
+    intersection of every node present is rejected there when :math:`p_t < w_t\,c`: the
+    threshold at which its power (and so its resolution) is read.
 
     Parameters
     ----------
@@ -158,7 +370,6 @@ def critical_value(p_copies, weights, level: float) -> float:
         The tests' p-values on the shared copies.
     weights : array_like, shape (T,)
     level : float
-        The question's level.
 
     Returns
     -------
@@ -179,135 +390,17 @@ def critical_value(p_copies, weights, level: float) -> float:
     return float(m[K - 1])
 
 
-#: Initial shares of the set's level (:func:`question_graph`): adaptivity (split among
-#: the features) and ranking take these, average calibration and consistency share the
-#: rest equally.
-ADAPTIVITY_SHARE = 0.1
-RANKING_SHARE = 0.05
+def firm_level(level, n):
+    r"""Level below which a p-value is a rejection beyond its Monte-Carlo noise.
 
-
-def question_graph(questions):
-    r"""Return the initial weights and transitions of the questions present.
-
-    The graph :func:`graph_procedure` runs on.
-
-    Adaptivity, when some feature is there, starts with :data:`ADAPTIVITY_SHARE` of the
-    level (split among the features), ranking (CC) with :data:`RANKING_SHARE`; average
-    calibration and consistency each take half of the rest (0.425 with a feature and
-    CC: 4.25 % of a 10 % level), also when the other is absent: a question never starts
-    above one test's level. Without either, the questions present share half of the
-    level. ``up_to_factor`` starts with nothing and receives half of average
-    calibration's level once that is rejected (it is asked only then). A rejected
-    question passes its level to the others in proportion to their initial weights
-    (``up_to_factor``'s to consistency).
-
-    Parameters
-    ----------
-    questions : sequence of str
-        Names from :data:`QUESTIONS`.
-
-    Returns
-    -------
-    weights : numpy.ndarray, shape (Q,)
-    transitions : numpy.ndarray, shape (Q, Q)
-        Rows sum to at most 1, zero diagonal.
-
-    Examples
-    --------
-    >>> w, G = question_graph(["average", "consistency", "adaptivity_X"])
-    >>> w.round(3).tolist()
-    [0.45, 0.45, 0.1]
+    :math:`\max(L - 2\sqrt{L(1-L)/n},\ L/2)` (:func:`uqx.engine.mctest.pvalue_noise`):
+    a member whose adjusted p-value lies between it and the level L rejects, but n
+    copies cannot tell that rejection from an acceptance; it does not withhold a
+    ``valid`` (marked ``borderline``), and the resolution of a ``valid`` is read at this
+    level.
     """
-    q = list(questions)
-    adapt = [k for k in q if k.startswith("adaptivity")]
-    main = [k for k in q if k in ("average", "consistency")]
-    side = (ADAPTIVITY_SHARE if adapt else 0.0) + (RANKING_SHARE if "ranking" in q else 0.0)
-    w = np.zeros(len(q))
-    for k, name in enumerate(q):
-        if not main:  # no main question: the others share one test's level
-            w[k] = 0.0 if name == "up_to_factor" else 0.5 / sum(
-                1 for x in q if x != "up_to_factor")
-        elif name in main:  # never above 1/2: one test's level, 1 - level of the result
-            w[k] = (1.0 - side) / 2.0
-        elif name in adapt:
-            w[k] = ADAPTIVITY_SHARE / len(adapt)
-        elif name == "ranking":
-            w[k] = RANKING_SHARE
-    G = np.zeros((len(q), len(q)))
-    for a, name in enumerate(q):
-        if name == "up_to_factor":
-            if "consistency" in q:
-                G[a, q.index("consistency")] = 1.0
-            continue
-        others = [b for b in range(len(q)) if b != a and w[b] > 0]
-        total = sum(w[b] for b in others)
-        half = name == "average" and "up_to_factor" in q
-        for b in others:
-            G[a, b] = (0.5 if half else 1.0) * w[b] / total if total else 0.0
-        if half:
-            G[a, q.index("up_to_factor")] = 0.5 if others else 1.0
-    return w, G
-
-
-def graph_procedure(p, weights, transitions, alpha: float = ALPHA_RESULT):
-    r"""Graphical weighted Holm procedure (Bretz et al. 2009, Algorithm 1).
-
-    Repeatedly reject a hypothesis j with :math:`p_j < w_j\,\alpha`, then move its
-    weight along the graph, :math:`w_k \leftarrow w_k + w_j G_{jk}`, and update the
-    transitions, :math:`G_{kl} \leftarrow (G_{kl} + G_{kj} G_{jl}) / (1 - G_{kj} G_{jk})`
-    (:math:`k \ne l`, else 0). Controls the family-wise error rate at α in the strong
-    sense, whatever the dependence between the p-values. The rejections do not depend
-    on the order in which the rejectable hypotheses are taken.
-
-    Parameters
-    ----------
-    p : array_like, shape (Q,)
-        p-value of each hypothesis (NaN: never rejected, keeps its weight).
-    weights : array_like, shape (Q,)
-        Initial weights (sum <= 1).
-    transitions : array_like, shape (Q, Q)
-    alpha : float
-
-    Returns
-    -------
-    rejected : numpy.ndarray of bool, shape (Q,)
-    level : numpy.ndarray, shape (Q,)
-        The level each hypothesis was rejected at, or its final level if not rejected.
-
-    Examples
-    --------
-    >>> w, G = np.array([0.5, 0.5]), np.array([[0.0, 1.0], [1.0, 0.0]])
-    >>> rej, lev = graph_procedure([0.04, 0.08], w, G, alpha=0.1)
-    >>> rej.tolist(), lev.round(3).tolist()
-    ([True, True], [0.05, 0.1])
-    """
-    p = np.asarray(p, dtype=np.float64)
-    w = np.array(weights, dtype=np.float64)
-    G = np.array(transitions, dtype=np.float64)
-    Q = p.size
-    rejected = np.zeros(Q, dtype=bool)
-    level = w * alpha
-    while True:
-        free = np.flatnonzero(~rejected & np.isfinite(p) & (p < w * alpha))
-        if not free.size:
-            break
-        j = int(free[0])
-        rejected[j] = True
-        level[j] = w[j] * alpha
-        for k in range(Q):
-            if not rejected[k]:
-                w[k] += w[j] * G[j, k]
-        G2 = np.zeros_like(G)
-        for k in range(Q):
-            for m in range(Q):
-                if k == m or rejected[k] or rejected[m]:
-                    continue
-                den = 1.0 - G[k, j] * G[j, k]
-                G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den if den > 0 else 0.0
-        G = G2
-        w[j] = 0.0
-    out = np.where(rejected, level, w * alpha)
-    return rejected, out
+    level = float(level)
+    return max(level - 2.0 * float(pvalue_noise(level, n, level)), level / 2.0)
 
 
 def member_verdict(rejected, labels, *, use=None, firm=None, reachable=True,
@@ -352,10 +445,127 @@ def member_verdict(rejected, labels, *, use=None, firm=None, reachable=True,
         return "invalid", ""
     if not reachable:
         return "inconclusive", unreachable or (
-            "the copies cannot reach the level of this test: no verdict; increase --n-mc")
+            "the copies cannot reach the level of this test: no verdict")
     if not f.any():
         return "valid", ""
     rej = ", ".join(lab for lab, k in zip(labels, r, strict=True) if k)
     acc = ", ".join(lab for lab, k in zip(labels, r, strict=True) if not k)
     return "inconclusive", (f"rejected under {rej}, but not under {acc}: the conclusion "
                             "depends on the generative distribution of the errors")
+
+
+@dataclass(frozen=True)
+class SetDecision:
+    """The decision of one set under each member (:func:`decide_set`).
+
+    Attributes
+    ----------
+    nodes : tuple of str
+        The nodes of the graph (present or not).
+    adjusted : numpy.ndarray, shape (node, member)
+        Closed-testing adjusted p-values (NaN: node absent or member not taking part).
+    rejected, firm : numpy.ndarray of bool, shape (node, member)
+        Rejected at α; rejected beyond the Monte-Carlo noise of the adjusted p-value
+        (below :func:`firm_level`).
+    reachable : numpy.ndarray of bool, shape (node,)
+        Whether the copies can firmly reject the node at all (its own p-value at its
+        smallest, under every member that takes part).
+    share : numpy.ndarray, shape (node, member)
+        The node's share of α where its power is read (below).
+    threshold : numpy.ndarray, shape (node, member)
+        The p-value under which the node's own test firmly rejects the intersection
+        where its power is read: every node present (less the scale for
+        ``up_to_factor``, asked only once the scale is rejected), at the firm level
+        (:func:`critical_value` times the node's weight there). Smaller intersections
+        give the node more weight, so the power read there is a lower bound.
+    alpha : float
+    """
+
+    nodes: tuple
+    adjusted: np.ndarray
+    rejected: np.ndarray
+    firm: np.ndarray
+    reachable: np.ndarray
+    share: np.ndarray
+    threshold: np.ndarray
+    alpha: float
+
+
+def decide_set(p, p_copies, use, min_p, alpha: float = ALPHA_RESULT,
+               nodes=None) -> SetDecision:
+    r"""Decide one set's nodes under every member: the closed min-p of one graph.
+
+    Parameters
+    ----------
+    p : array_like, shape (node, member)
+        Each node's Monte-Carlo p-value under each member (NaN: node absent).
+    p_copies : array_like, shape (node, member, n)
+        Each node's p-value on each shared copy.
+    use : array_like of bool, shape (node, member)
+        Members taking part in each node.
+    min_p : array_like, shape (node,)
+        The smallest p-value each node's copies can give
+        (:func:`uqx.engine.mctest.smallest_pvalue`).
+    alpha : float
+        The set's family-wise level.
+    nodes : sequence of str, optional
+        Node names (default: those of :data:`NODES`).
+
+    Returns
+    -------
+    SetDecision
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(2)
+    >>> p = np.array([[0.001], [0.6], [0.3], [np.nan], [np.nan], [0.5], [np.nan]])
+    >>> d = decide_set(p, rng.uniform(size=(7, 1, 999)), np.ones((7, 1), bool),
+    ...                np.full(7, 0.001))
+    >>> d.rejected[:, 0].tolist()
+    [True, False, False, False, False, False, False]
+    """
+    names = tuple(nodes) if nodes is not None else tuple(n.name for n in NODES)
+    p = np.asarray(p, dtype=np.float64)
+    pc = np.asarray(p_copies, dtype=np.float64)
+    use = np.asarray(use, dtype=bool)
+    Q, D = p.shape
+    adj = np.full((Q, D), np.nan)
+    share = np.full((Q, D), np.nan)
+    thr = np.full((Q, D), np.nan)
+    reach = np.ones(Q, dtype=bool)
+    firm_rej = np.zeros((Q, D), dtype=bool)
+    present_any = np.isfinite(p) & use
+    # the graph of the nodes this set has (adaptivity's share split among its features)
+    on = np.flatnonzero(present_any.any(axis=1))
+    w_on, G_on = node_graph([names[j] for j in on])
+    w_all, G_all = np.zeros(Q), np.zeros((Q, Q))
+    w_all[on] = w_on
+    G_all[np.ix_(on, on)] = G_on
+    scale = names.index("scale") if "scale" in names else -1
+    for m in range(D):
+        pm = np.where(present_any[:, m], p[:, m], np.nan)
+        here = np.flatnonzero(np.isfinite(pm))
+        if not here.size:
+            continue
+        adj[:, m] = closed_minp(pm, pc[:, m], w_all, G_all)
+        n_ok = int(np.sum(np.all(np.isfinite(pc[here, m]), axis=0)))
+        fl = firm_level(alpha, max(n_ok, 1))
+        firm_rej[:, m] = adj[:, m] < fl
+        for j in here:
+            keep = np.isfinite(pm)
+            if names[j] == "up_to_factor" and scale >= 0:
+                keep[scale] = False
+            wJ = intersection_weights(w_all, G_all, keep)
+            pos = [k for k in np.flatnonzero(keep) if wJ[k] > 0]
+            share[j, m] = wJ[j] * alpha
+            if wJ[j] > 0:
+                thr[j, m] = wJ[j] * critical_value(pc[pos, m], wJ[pos], fl)
+            best = pm.copy()  # could the node be rejected at all: its p at its smallest
+            best[j] = min_p[j]
+            if names[j] == "up_to_factor" and scale >= 0 and np.isfinite(best[scale]):
+                best[scale] = 0.0  # asked once the scale is rejected
+            if not closed_minp(best, pc[:, m], w_all, G_all)[j] < fl:
+                reach[j] = False
+    rejected = np.isfinite(adj) & (adj <= alpha)
+    return SetDecision(names, adj, rejected, firm_rej & rejected, reach, share, thr,
+                       float(alpha))

@@ -37,7 +37,7 @@ __all__ = [
     "zeta_se",
 ]
 
-VERDICTS = ("valid", "invalid", "inconclusive", "not tested")
+VERDICTS = ("valid", "invalid", "inconclusive", "not tested", "diagnostic")
 def interval_problem(estimate, ci_low, ci_high) -> str:
     """Return why a bootstrap interval is unsound for a verdict ('' when it is sound).
 

@@ -217,7 +217,13 @@ def _stat_cell(r, st, label, dists) -> Cell:
     """Cell of the statistics overview: verdict, estimate [BCa interval], ζ (per D)."""
     x = r.sel(stat=st)
     text, cls, _ = _verdict_cell(label)
-    text += (f"\n{_num(x['estimate'], 3)} [{_num(x['ci_low'], 3)}, {_num(x['ci_high'], 3)}]")
+    if parse_stat(str(st)).family == "binned":  # no bootstrap interval covers it
+        band = (f" (calibrated [{_num(x['null_band_low'], 3)}, "
+                f"{_num(x['null_band_high'], 3)}])" if "null_band_low" in x else "")
+        text += f"\n{_num(x['estimate'], 3)}{band}"
+    else:
+        text += (f"\n{_num(x['estimate'], 3)} [{_num(x['ci_low'], 3)}, "
+                 f"{_num(x['ci_high'], 3)}]")
     if "resolution_low" in x and str(x["verdict"].item()) != "invalid":
         res_text = resolution_text(st, float(x["resolution_low"]), float(x["resolution_high"]),
                                    spread_of(x))

@@ -15,7 +15,6 @@ represent. Documentation: "How to read the verdicts".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -31,13 +30,12 @@ from uqx.engine.mctest import (
 )
 from uqx.engine.null_shape import NU_MIN, tails_reach_limit, tails_within_reach
 from uqx.engine.questions import (
+    NODES,
     QUESTIONS,
-    critical_value,
-    graph_procedure,
+    decide_set,
     member_verdict,
-    question_graph,
+    node_statistic,
     question_of,
-    weighted_stepdown,
 )
 from uqx.engine.statistic import STATISTICS, parse_stat
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
@@ -51,7 +49,7 @@ from uqx.engine.verdict import (
 __all__ = [
     "pvalue_step",
     "question_step",
-    "QuestionTests",
+    "NodeTests",
     "set_tests",
     "members_used",
     "tails_step",
@@ -169,124 +167,124 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
                 heavy, point = draws[i, j, light], joint[i, j, light]
                 up, down = (heavy, point) if LIGHT_SIDE[s.base] > 0 else (point, heavy)
                 pv[i, j, light] = mc_pvalue_sides(observed[i, j], up, down)
+    band = _null_band(res, specs, draws)
     return xr.Dataset(VALIDATE.data_vars({
         "p_value": pv, "test_statistic": np.asarray(observed, dtype=np.float64),
+        "null_band_low": band[..., 0], "null_band_high": band[..., 1],
         "zeta_verdict": papers.astype(str), "zeta_borderline": zeta_bl,
     }), coords={"member": list(member_labels)})
 
 
-@dataclass
-class QuestionTests:
-    """The tests of one set's result, each in its question (:mod:`uqx.engine.questions`).
+def _null_band(res, specs, draws) -> np.ndarray:
+    """Central 95 % of each binned statistic's calibrated copies, (set, stat, 2).
+
+    The widest over the members that take part. A binned statistic prints this band
+    beside its estimate instead of a bootstrap interval: resampling adds a second layer
+    of noise to its per-bin terms, its bootstrap bias is several bootstrap sd and its
+    calibrated value sits on a boundary where the bootstrap is inconsistent (Andrews
+    2000), so a BCa interval of it does not cover.
+    """
+    S, K, D = draws.shape[0], len(specs), draws.shape[2]
+    out = np.full((S, K, 2), np.nan)
+    use = members_used(res, D)
+    for i in range(S):
+        for j, s in enumerate(specs):
+            if s.family != "binned" or s.vector or not STATISTICS[s.base].tested:
+                continue
+            lo, hi = [], []
+            for m in np.flatnonzero(use[i]):
+                c = draws[i, j, m]
+                c = c[np.isfinite(c)]
+                if c.size >= 2:
+                    lo.append(np.quantile(c, 0.025))
+                    hi.append(np.quantile(c, 0.975))
+            if lo:
+                out[i, j] = min(lo), max(hi)
+    return out
+
+
+@dataclass(frozen=True)
+class NodeTests:
+    """The node tests of one set's result (:mod:`uqx.engine.questions`).
 
     Attributes
     ----------
-    keys : list of tuple
-        ``("stat", j)`` for statistic j of the result, ``("factor", j)`` for statistic j
-        rescaled by the set's factor (the question ``up_to_factor``).
-    questions : list of str
-        The question of each test.
-    weights : numpy.ndarray, shape (T,)
-    p : numpy.ndarray, shape (T, member)
-        Each test's p-value under each member (NaN: member not taking part).
-    copies : numpy.ndarray, shape (T, member, n)
-        Each test's p-value on each of the member's shared copies.
-    use : numpy.ndarray of bool, shape (T, member)
-        Members taking part in each test.
+    nodes : tuple of str
+        The names of :data:`uqx.engine.questions.NODES`, in that order.
+    stat : numpy.ndarray of int, shape (node,)
+        The index in the result's statistics of the statistic that tests each node (the
+        rescaled one for ``up_to_factor``); -1 where the node is absent.
+    p : numpy.ndarray, shape (node, member)
+        Each node's p-value under each member (NaN: absent or member not taking part).
+    copies : numpy.ndarray, shape (node, member, n)
+        Each node's p-value on each of the member's shared copies.
+    use : numpy.ndarray of bool, shape (node, member)
+        Members taking part in each node.
+    min_p : numpy.ndarray, shape (node,)
+        The smallest p-value each node's copies can give.
     """
 
-    keys: list
-    questions: list
-    weights: np.ndarray
+    nodes: tuple
+    stat: np.ndarray
     p: np.ndarray
     copies: np.ndarray
     use: np.ndarray
+    min_p: np.ndarray
+
+    def present(self) -> list:
+        """Return the indices of the nodes with a statistic."""
+        return [k for k in range(len(self.nodes)) if self.stat[k] >= 0]
 
 
-def set_tests(res, specs, draws, i, *, factor=None) -> QuestionTests:
-    """Gather the tests of set ``i`` with their p-values and copies' p-values.
+def set_tests(res, specs, draws, i, *, factor=None) -> NodeTests:
+    """Gather the node tests of set ``i``: each node's statistic, p-values and copies.
 
-    Every tested statistic of ``specs`` joins the question of its family and binning
-    (:func:`uqx.engine.questions.question_of`); a rank statistic only under the members
-    whose body fits the data's (:func:`members_used`). ``factor``: the binned statistics
-    on uE rescaled by the factor, ``{j: (p (member,), copies (member, n))}``
-    (:func:`factor_tests`), join the question ``up_to_factor``.
+    Each node of :data:`uqx.engine.questions.NODES` reads the first of its statistics
+    that the result has with a finite p-value (:func:`uqx.engine.questions.node_statistic`);
+    CC only under the members whose body also fits the data's (:func:`members_used`).
+    ``factor``: the binned statistics on uE rescaled by the set's factor,
+    ``{j: (p (member,), copies (member, n))}`` (:func:`factor_tests`), test the node
+    ``up_to_factor``.
     """
-    n_members = draws.shape[2]
+    n_members, n = draws.shape[2], draws.shape[-1]
     use_all = members_used(res, n_members)[i]
     use_rank = members_used(res, n_members, rank=True)[i]
-    keys, qs, ws, ps, cs, us = [], [], [], [], [], []
-    n = draws.shape[-1]
-    for j, s in enumerate(specs):
-        q = question_of(s.family, s.cond)
-        p = res["p_value"].values[i, j]
-        if not STATISTICS[s.base].tested or q is None or not np.isfinite(p).any():
-            continue
-        d = STATISTICS[s.base].direction
-        keys.append(("stat", j))
-        qs.append(q)
-        ws.append(STATISTICS[s.base].weight)
-        ps.append(p)
-        cs.append(np.stack([copy_pvalues(draws[i, j, m], d) for m in range(n_members)]))
-        us.append(use_rank if s.family == "rank" else use_all)
-    for j, (p, c) in (factor or {}).items():
-        keys.append(("factor", j))
-        qs.append("up_to_factor")
-        ws.append(STATISTICS[specs[j].base].weight)
-        ps.append(p)
-        pad = np.full((n_members, n), np.nan)
-        pad[:, :c.shape[1]] = c[:, :n]
-        cs.append(pad)
-        us.append(use_all)
-    T = len(keys)
-    return QuestionTests(keys, qs, np.array(ws, dtype=np.float64),
-                         np.array(ps, dtype=np.float64).reshape(T, n_members),
-                         np.array(cs, dtype=np.float64).reshape(T, n_members, n),
-                         np.array(us, dtype=bool).reshape(T, n_members))
-
-
-class MemberDecision(NamedTuple):
-    """One member's procedure over a set's questions (:func:`_decide_member`).
-
-    Attributes
-    ----------
-    present : list of str
-        The questions with at least one usable test.
-    adjusted : numpy.ndarray
-        Each test's step-down adjusted p-value.
-    p : dict
-        Each question's p-value (its smallest adjusted p).
-    rejected, level, initial_level : dict
-        Per question: rejected by the graph, the level it was tested at, its initial level.
-    """
-
-    present: list
-    adjusted: np.ndarray
-    p: dict
-    rejected: dict
-    level: dict
-    initial_level: dict
-
-
-def _decide_member(t: QuestionTests, m: int, alpha_result: float) -> MemberDecision:
-    """One member's procedure: adjusted p-values, questions' p, levels and rejections."""
-    present = [q for q in QUESTIONS if any(
-        tq == q and t.use[k, m] and np.isfinite(t.p[k, m]) for k, tq in enumerate(t.questions))]
-    adj = np.full(len(t.keys), np.nan)
-    p_q = {}
-    crit = {}
-    for q in present:
-        idx = [k for k, tq in enumerate(t.questions)
-               if tq == q and t.use[k, m] and np.isfinite(t.p[k, m])]
-        a = weighted_stepdown(t.p[idx, m], t.copies[idx, m], t.weights[idx])
-        adj[idx] = a
-        p_q[q] = float(np.nanmin(a)) if np.isfinite(a).any() else np.nan
-        crit[q] = idx
-    w, G = question_graph(present)
-    rej, lev = graph_procedure([p_q[q] for q in present], w, G, alpha_result)
-    init = dict(zip(present, w * alpha_result, strict=True))
-    return MemberDecision(present, adj, p_q, dict(zip(present, rej, strict=True)),
-                          dict(zip(present, lev, strict=True)), init)
+    pv = res["p_value"].values[i]
+    Q = len(NODES)
+    stat = np.full(Q, -1, dtype=np.int64)
+    p = np.full((Q, n_members), np.nan)
+    cp = np.full((Q, n_members, n), np.nan)
+    use = np.zeros((Q, n_members), dtype=bool)
+    min_p = np.full(Q, np.nan)
+    ok = [STATISTICS[s.base].tested and np.isfinite(pv[j]).any() for j, s in enumerate(specs)]
+    asked = [(s.base, s.cond if s.family == "binned" else None) if ok[j] else ("", None)
+             for j, s in enumerate(specs)]
+    for k, node in enumerate(NODES):
+        if node.name == "up_to_factor":
+            fac = factor or {}
+            rescaled = [(specs[j].base, "uE") if j in fac else ("", None)
+                        for j in range(len(specs))]
+            j = node_statistic(node, rescaled)
+            if j is None:
+                continue
+            pj, cj = fac[j]
+            p[k] = pj
+            cp[k, :, :cj.shape[1]] = cj[:, :n]
+            use[k] = use_all
+        else:
+            j = node_statistic(node, asked)
+            if j is None:
+                continue
+            d = STATISTICS[specs[j].base].direction
+            p[k] = pv[j]
+            cp[k] = np.stack([copy_pvalues(draws[i, j, m], d) for m in range(n_members)])
+            use[k] = use_rank if specs[j].family == "rank" else use_all
+        stat[k] = j
+        d = STATISTICS[specs[j].base].direction
+        n_ok = int(np.max(np.sum(np.isfinite(cp[k]), axis=-1)))
+        min_p[k] = smallest_pvalue(max(n_ok, 1), d)
+    p[~use] = np.nan
+    return NodeTests(tuple(nd.name for nd in NODES), stat, p, cp, use, min_p)
 
 
 #: Variables of a result that :func:`question_step` writes beside the statistics'.
@@ -296,24 +294,19 @@ QUESTION_VARS = ("question_verdict", "question_reason", "question_p_value",
 
 
 def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset:
-    """Step 5: the questions of each set, tested together; every verdict of the result.
+    """Decide the questions of each set by one graph of node tests; every verdict.
 
-    For each set and member (:func:`set_tests`): the weighted step-down min-p of every
-    question's tests (:func:`uqx.engine.questions.weighted_stepdown`; the headline's
-    p-value is the smallest), the questions' levels from the graphical procedure
-    (:func:`uqx.engine.questions.graph_procedure` with
-    :func:`uqx.engine.questions.question_graph`, family-wise level ``alpha_result``);
-    a test is rejected under a member when its question is and its adjusted p-value is
-    below the level the question was rejected at. Over the members that take part
-    (:func:`uqx.engine.questions.member_verdict`): ``invalid`` where every member
-    rejects, ``valid`` where none does, else ``inconclusive`` with the members named. A
-    statistic is ``invalid`` only beside an ``invalid`` question (a member that leaves
-    it out can still keep the question from being rejected), and a ``valid`` question
-    has no rejected test under any member: the result is consonant.
-
-    A test whose copies cannot reach its level (its threshold below the smallest p-value
-    its copies give) gets no verdict (``inconclusive``, "increase --n-mc"). A p-value
-    within two Monte-Carlo sd of its level under some member is ``borderline``.
+    For each set (:func:`set_tests`) and member, the closed weighted min-p of the graph
+    (:func:`uqx.engine.questions.decide_set`): each node's adjusted p-value, rejected
+    at ``alpha_result``. Over the members that take part
+    (:func:`uqx.engine.questions.member_verdict`): a node is ``invalid`` where every
+    member rejects it, ``valid`` where none does beyond the Monte-Carlo noise, else
+    ``inconclusive`` with the members named; a question is rejected under a member
+    when one of its nodes is. The node's statistic carries the node's verdict; every
+    other statistic is a ``diagnostic``: its p-value is kept, unadjusted, and it
+    decides nothing. A node whose copies cannot reject it even at its smallest p-value
+    gets no ``valid`` ("increase --n-mc"). An adjusted p-value within two Monte-Carlo sd
+    of α under some member is ``borderline``.
 
     Parameters
     ----------
@@ -323,7 +316,7 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
     draws : numpy.ndarray, shape (set, stat, member, n)
         The copies the tests share (those of :func:`pvalue_step`).
     factor : dict, optional
-        Per set, the tests of ``up_to_factor`` (:func:`factor_tests`).
+        Per set, the rescaled tests of ``up_to_factor`` (:func:`factor_tests`).
     alpha_result : float
         The set's family-wise level.
 
@@ -356,95 +349,55 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
     use_all = members_used(res, D)
     n = draws.shape[-1]
     for i in range(S):
-        for j, s in enumerate(specs):  # tested statistics left out of every question
-            if STATISTICS[s.base].tested and question_of(s.family, s.cond) is not None:
-                verdict[i, j] = "inconclusive"
-                reason[i, j] = NO_PVALUE
         t = set_tests(res, specs, draws, i, factor=None if factor is None else factor.get(i))
-        if not t.keys:
-            continue
-        rej_t = np.zeros((len(t.keys), D), dtype=bool)
-        lev_t = np.full((len(t.keys), D), np.nan)
-        adj_t = np.full((len(t.keys), D), np.nan)
-        rej_q = np.zeros((Q, D), dtype=bool)
-        firm_q = np.zeros((Q, D), dtype=bool)  # rejected beyond the Monte-Carlo noise
-        firm_t = np.zeros((len(t.keys), D), dtype=bool)
-        reach_q = np.ones(Q, dtype=bool)
-        reach_t = np.ones(len(t.keys), dtype=bool)
-        thr_t = np.full(len(t.keys), np.nan)  # the threshold of a test out of reach
-        for m in range(D):
-            present, adj, p_q, rej, lev, init = _decide_member(t, m, alpha_result)
-            adj_t[:, m] = adj
-            for q in present:
-                a = QUESTIONS.index(q)
-                qp[i, a, m], ql[i, a, m], ql0[i, a, m] = p_q[q], lev[q], init[q]
-                rej_q[a, m] = rej[q]
-                idx = [k for k, tq in enumerate(t.questions) if tq == q]
-                n_ok = int(np.sum(np.all(np.isfinite(t.copies[idx, m]), axis=0)))
-                firm = firm_level(lev[q], n_ok)
-                firm_q[a, m] = bool(p_q[q] < firm)
-                if not use_all[i, m]:
-                    continue
-                if firm * (1 + n_ok) <= 1.0:  # (1 + 0) / (1 + n): no firm rejection
-                    reach_q[a] = False
-                # a test not firmly rejected was last tested beside the others left at the
-                # step where the procedure stopped: its threshold there is w * c
-                left = [k for k in idx if t.use[k, m] and not (firm_q[a, m] and adj[k] < firm)]
-                c = critical_value(t.copies[left, m], t.weights[left], firm) if left else np.nan
-                for k in idx:
-                    if not t.use[k, m]:
-                        continue
-                    lev_t[k, m] = lev[q]
-                    rej_t[k, m] = rej[q] and adj[k] < lev[q]
-                    firm_t[k, m] = firm_q[a, m] and adj[k] < firm
-                    d = STATISTICS[specs[t.keys[k][1]].base].direction \
-                        if t.keys[k][0] == "stat" else 1
-                    if k in left and np.isfinite(c) and \
-                            t.weights[k] * c <= smallest_pvalue(n_ok, d):
-                        reach_t[k] = False
-                        thr_t[k] = np.nanmax([thr_t[k], t.weights[k] * c])
-        asked = np.ones(Q, dtype=bool)
-        for a, q in enumerate(QUESTIONS):
-            members_q = use_all[i] & np.isfinite(qp[i, a])
-            if not members_q.any():
+        for j, s in enumerate(specs):  # every tested statistic not a node: a diagnostic
+            if not STATISTICS[s.base].tested or question_of(s.family, s.cond) is None:
                 continue
-            qtests[i, a] = ", ".join(_test_label(specs, key) for key, tq in
-                                     zip(t.keys, t.questions, strict=True) if tq == q)
-            if np.all(ql[i, a][members_q] == 0):  # never given a share of the level
-                qv[i, a], qr[i, a] = "not tested", NOT_ASKED.get(
-                    q, "the question received no share of the set's level")
-                asked[a] = False
-                continue
-            qv[i, a], qr[i, a] = member_verdict(
-                rej_q[a], labels, use=members_q, firm=firm_q[a], reachable=bool(reach_q[a]),
-                unreachable="" if reach_q[a] else _unreachable(
-                    n, firm_level(np.nanmax(ql[i, a][members_q]), n)))
-            qb[i, a] = _near(qp[i, a], ql[i, a], n, members_q)
-        for k, key in enumerate(t.keys):
-            a = QUESTIONS.index(t.questions[k])
-            u = t.use[k] & use_all[i] & np.isfinite(t.p[k])
-            if not asked[a]:
-                if key[0] == "factor":
-                    fverdict[i, key[1]], freason[i, key[1]] = "not tested", qr[i, a]
-                    fp[i, key[1]] = t.p[k]
-                continue
-            levels = lev_t[k][u & np.isfinite(lev_t[k])]
-            v, why = member_verdict(
-                rej_t[k], labels, use=u, firm=firm_t[k], reachable=bool(reach_t[k]),
-                unreachable="" if reach_t[k] or not levels.size else _unreachable(
-                    n, thr_t[k]))
-            if v == "invalid" and qv[i, a] != "invalid":
-                v = "inconclusive"
-                why = (f"rejected under every member that takes part in it, but its question "
-                       f"({t.questions[k]}) is not rejected under every member")
-            bl = _near(adj_t[k], lev_t[k], n, u)
-            j = key[1]
-            if key[0] == "stat":
-                verdict[i, j], reason[i, j], near[i, j] = v, why, bl
-                adj_all[i, j] = adj_t[k]
+            if np.isfinite(res["p_value"].values[i, j]).any():
+                verdict[i, j], reason[i, j] = "diagnostic", _diagnostic_reason(s)
             else:
+                verdict[i, j], reason[i, j] = "inconclusive", NO_PVALUE
+        on = t.present()
+        if not on:
+            continue
+        dec = decide_set(t.p, t.copies, t.use, t.min_p, alpha_result, nodes=t.nodes)
+        node_v = {}
+        for k in on:
+            u = t.use[k] & use_all[i] & np.isfinite(t.p[k])
+            v, why = member_verdict(dec.rejected[k], labels, use=u, firm=dec.firm[k],
+                                    reachable=bool(dec.reachable[k]),
+                                    unreachable=_unreachable(n, alpha_result))
+            bl = _near(dec.adjusted[k], np.full(D, alpha_result), n, u)
+            node_v[k] = (v, why, bl, u)
+            j = int(t.stat[k])
+            if t.nodes[k] == "up_to_factor":
                 fverdict[i, j], freason[i, j] = v, why
-                fp[i, j], fadj[i, j] = t.p[k], adj_t[k]
+                fp[i, j], fadj[i, j] = t.p[k], dec.adjusted[k]
+            else:
+                verdict[i, j], reason[i, j], near[i, j] = v, why, bl
+                adj_all[i, j] = dec.adjusted[k]
+        for j in (factor or {}).get(i, {}):  # the other rescaled statistics: diagnostics
+            if fverdict[i, j] == "not tested":
+                fverdict[i, j] = "diagnostic"
+                freason[i, j] = _diagnostic_reason(specs[j], rescaled=True)
+                fp[i, j] = factor[i][j][0]
+        for a, q in enumerate(QUESTIONS):
+            ks = [k for k in on if NODES[k].question == q]
+            if not ks:
+                continue
+            u = np.any([node_v[k][3] for k in ks], axis=0)
+            if not u.any():
+                continue
+            qtests[i, a] = ", ".join(_node_label(specs, t, k) for k in ks)
+            qp[i, a] = np.nanmin(dec.adjusted[ks], axis=0) if len(ks) > 1 else dec.adjusted[ks[0]]
+            ql[i, a] = alpha_result
+            ql0[i, a] = np.nansum(dec.share[ks], axis=0)
+            rej = np.any(dec.rejected[ks], axis=0)
+            firm = np.any(dec.firm[ks], axis=0)
+            qv[i, a], qr[i, a] = member_verdict(
+                rej, labels, use=u, firm=firm, reachable=bool(np.all(dec.reachable[ks])),
+                unreachable=_unreachable(n, alpha_result))
+            qb[i, a] = any(node_v[k][2] for k in ks)
     valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
     out = xr.Dataset(VALIDATE.data_vars({
         "verdict": verdict.astype(str), "verdict_reason": reason.astype(str),
@@ -463,37 +416,40 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
 NO_PVALUE = ("a Monte-Carlo p-value is not finite (the statistic is undefined on the data or "
              "on every copy): no verdict")
 
-#: Why a question that received no share of the set's level is not tested.
-NOT_ASKED = {"up_to_factor": "asked only where average calibration is rejected (its share "
-                             "of the level comes from there)"}
+#: The null each diagnostic tests (its own; it decides no question).
+DIAGNOSTIC_NULLS = {
+    "zve": "Var(Z | uE) = 1 in every bin: a bias also breaks it",
+    "var_z": "Var(Z) = 1: a bias does not move it, a scale does",
+    "rce": "RMV = RMSE: weighted by u^2, dominated by the largest uE",
+    "nll": "the mean negative log-likelihood of normal errors",
+    "mean_z": "<Z> = 0",
+    "zms": "<Z^2> = 1",
+}
 
 
-def firm_level(level, n):
-    r"""Level below which a p-value is a rejection beyond its Monte-Carlo noise.
-
-    :math:`\max(L - 2\sqrt{L(1-L)/n},\ L/2)` (:func:`uqx.engine.mctest.pvalue_noise`):
-    a member whose p-value lies between it and the level L rejects, but n copies cannot
-    tell that rejection from an acceptance; it does not withhold a ``valid`` (marked
-    ``borderline``), and the resolution of a ``valid`` is read at this level. The band
-    never takes more than half the level, so that the small levels (ranking's 0.75 %)
-    stay within reach of a few hundred copies.
-    """
-    level = float(level)
-    return max(level - 2.0 * float(pvalue_noise(level, n, level)), level / 2.0)
+def _diagnostic_reason(spec, rescaled=False) -> str:
+    """Why a statistic is a diagnostic: the null it tests, and that it decides nothing."""
+    null = DIAGNOSTIC_NULLS.get(spec.base)
+    if null is None:
+        var = {"uE": "uE", "X": "X", "V": "V"}.get(spec.cond, "uE")
+        null = f"E[Z^2 | {var}] = 1 in every bin"
+    what = "of uE rescaled by its factor; " if rescaled else ""
+    return (f"diagnostic {what}(its own null: {null}; unadjusted p): it does not decide "
+            "its question")
 
 
 def _unreachable(n, level) -> str:
-    """Why a test whose copies cannot reach its level gives no verdict."""
-    return (f"{int(n)} calibrated copies cannot give p < {float(level):.3g} (the smallest "
-            f"p-value they give is {1 / (1 + n):.3g} on one side, {2 / (1 + n):.3g} on "
-            "two): no verdict; increase --n-mc")
+    """Why a node whose copies cannot reject it gives no ``valid``."""
+    return (f"{int(n)} calibrated copies cannot reject this test at the set's level "
+            f"{float(level):.3g} even at their smallest p-value ({1 / (1 + n):.3g} on one "
+            f"side, {2 / (1 + n):.3g} on two): no verdict; increase --n-mc")
 
 
-def _test_label(specs, key) -> str:
-    j = key[1]
-    name = specs[j].name.upper()
-    w = STATISTICS[specs[j].base].weight
-    return f"{name} (w {w:g})" if w != 1 else name
+def _node_label(specs, t, k) -> str:
+    name = specs[int(t.stat[k])].name.upper()
+    if t.nodes[k] == "bias":
+        return "T_Z"
+    return f"{name} of E/sqrt(ZMS)" if t.nodes[k] == "up_to_factor" else name
 
 
 def _near(p, level, n, use) -> bool:

@@ -42,7 +42,8 @@ from uqx.engine.binning import is_nondecreasing, stable_order
 from uqx.engine.confidence import EstimateInterval
 from uqx.engine.defaults import LONG_SET_ROWS
 from uqx.engine.mctest import copy_pvalues, mc_pvalue
-from uqx.engine.statistic import STATISTICS, bin_feature_sums, scale_free_bin_sums
+from uqx.engine.questions import NODES, node_statistic
+from uqx.engine.statistic import STATISTICS, bin_feature_sums, parse_stat, scale_free_bin_sums
 from uqx.workflow.decision import members_used
 from uqx.workflow.tables import scale_factor_text
 
@@ -252,28 +253,36 @@ def scale_factor_interval(res: xr.Dataset, specs, copies, *, level: float, joint
     return EstimateInterval(f, lo, hi)
 
 
-#: Why "consistent up to a factor" is not asked where average calibration is not invalid.
-NOT_ASKED = ("asked only where average calibration is invalid (then the question is "
-             "whether one factor fixes uE)")
+#: Why "consistent up to a factor" is not asked where the scale is not invalid.
+NOT_ASKED = ("asked only where the scale of uE is invalid (then the question is whether "
+             "one factor fixes uE)")
 
 
 def asked_step(res: xr.Dataset) -> xr.Dataset:
-    """"Consistent up to a factor" only where average calibration is ``invalid``.
+    """"Consistent up to a factor" only where the scale node of average calibration is ``invalid``.
 
-    The question receives its level from a rejected average calibration under each member
-    (:func:`uqx.engine.questions.question_graph`); where average calibration is not
-    ``invalid`` over the members (or became ``inconclusive`` on the tails), the question
-    and its statistics are ``not tested`` with :data:`NOT_ASKED`.
+    The node ``up_to_factor`` receives its share of the level from a rejected scale
+    (:func:`uqx.engine.questions.node_graph`); where the statistic of the scale node
+    (ZMS, or RCE without it) is not ``invalid`` over the members (or became
+    ``inconclusive`` on the tails), the question and its statistics are ``not tested``
+    with :data:`NOT_ASKED`.
     """
     qs = [str(q) for q in res["question"].values]
     if "up_to_factor" not in qs or "average" not in qs:
         return res
-    a, f = qs.index("average"), qs.index("up_to_factor")
+    names = [str(x) for x in res["stat"].values]
+    scale_stat = node_statistic(NODES[0], [(parse_stat(n).base, None) if
+                                           parse_stat(n).family == "moment" else ("", None)
+                                           for n in names])
+    f = qs.index("up_to_factor")
     qv = res["question_verdict"].values.astype(object)
     qr = res["question_reason"].values.astype(object)
     fv = res["factor_verdict"].values.astype(object)
     fr = res["factor_verdict_reason"].values.astype(object)
-    off = qv[:, a] != "invalid"
+    if scale_stat is None:
+        off = np.ones(res.sizes["set"], dtype=bool)
+    else:
+        off = res["verdict"].values[:, scale_stat] != "invalid"
     qv[off, f], qr[off, f] = "not tested", NOT_ASKED
     rows = off[:, None] & (fv != "not tested")
     fv[rows], fr[rows] = "not tested", NOT_ASKED

@@ -38,9 +38,8 @@ import numpy as np
 import xarray as xr
 
 from uqx.dataio.schema import VALIDATE
-from uqx.engine.questions import QUESTIONS, critical_value
+from uqx.engine.questions import NODES, QUESTIONS, decide_set, question_of
 from uqx.engine.resolution import (
-    _GRID,
     SPREAD_DOWN,
     SPREAD_STEP,
     SPREAD_UP,
@@ -50,11 +49,10 @@ from uqx.engine.resolution import (
     scale_resolution,
     spread_resolution,
 )
-from uqx.engine.statistic import STATISTICS
+from uqx.engine.statistic import STATISTICS, parse_stat
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
-from uqx.workflow.decision import firm_level
 
-__all__ = ["resolution_step", "RESOLUTION_VARS"]
+__all__ = ["resolution_step", "unresolved_step", "RESOLUTION_VARS", "NO_RESOLUTION"]
 
 #: Variables of a result written by :func:`resolution_step`.
 RESOLUTION_VARS = ("resolution_low", "resolution_high", "resolution_spread_low",
@@ -75,25 +73,6 @@ def _members(res, i, use):
     return np.flatnonzero(u)
 
 
-def _thresholds(res, t, i, m, q):
-    """Critical value of question ``q`` under member ``m`` at its initial level.
-
-    A question that starts with no share (``up_to_factor``) is read at the level it was
-    given by the rejected average calibration.
-    """
-    a = QUESTIONS.index(q)
-    level = float(res["question_level_initial"].values[i, a, m])
-    if level == 0:  # up_to_factor: asked with the share average calibration passed on
-        level = float(res["question_level"].values[i, a, m])
-    idx = [k for k, tq in enumerate(t.questions) if tq == q and t.use[k, m]
-           and np.isfinite(t.p[k, m])]
-    if not idx or not np.isfinite(level):
-        return np.nan
-    n = int(np.sum(np.all(np.isfinite(t.copies[idx, m]), axis=0)))
-    # "not valid" needs a rejection beyond the Monte-Carlo noise of the p-value
-    return critical_value(t.copies[idx, m], t.weights[idx], firm_level(level, n))
-
-
 def _scale_copies(base, null, M):
     """Return copies on the scale its ``scale_map`` reads (t_z: /√M)."""
     if base == "mean_z":  # the test reads t_z: a bias b moves it by b sqrt(M) / sd(Z)
@@ -108,29 +87,32 @@ def _widest(values, low):
     return float(np.min(v) if low else np.max(v))
 
 
-def resolution_step(res, specs, draws, top, tests, *, M) -> xr.Dataset:
-    """Step 7: the resolution of every statistic and question, at its deciding threshold.
+def resolution_step(res, specs, draws, top, tests, *, M, alpha) -> xr.Dataset:
+    """State the resolution of every node and question, at the threshold that decides it.
 
     Parameters
     ----------
     res : xarray.Dataset
-        The result with its questions decided (``question_level_initial``).
+        The result with its questions decided.
     specs : list of StatSpec
     draws : numpy.ndarray, shape (set, stat, member, n)
         The copies of the tests.
     top : uqx.engine.alternative.BinnedCopies or None
         The binned statistics' copies up to a factor and under the alternatives.
     tests : dict
-        ``{set: QuestionTests}`` (:func:`uqx.workflow.decision.set_tests`).
+        ``{set: NodeTests}`` (:func:`uqx.workflow.decision.set_tests`).
     M : array_like of int
         Points per set.
+    alpha : float
+        The set's family-wise level.
 
     Returns
     -------
     xarray.Dataset
         :data:`RESOLUTION_VARS`: over (set, stat) the factors (or biases) below and above
-        calibration and the exponents of the spread alternative; over (set, question)
-        the same for each question. NaN where there is none or it is beyond the grid.
+        calibration and the exponents of the spread alternative of each node's statistic;
+        over (set, question) the same for each question. NaN where there is none, where
+        the statistic decides nothing (a diagnostic) or it is beyond the grid.
     """
     S, K = res.sizes["set"], len(specs)
     Q = len(QUESTIONS)
@@ -140,34 +122,30 @@ def resolution_step(res, specs, draws, top, tests, *, M) -> xr.Dataset:
     qspr = np.full((S, Q, 2), np.nan)
     for i in range(S):
         t = tests.get(i)
-        if t is None or not t.keys:
+        if t is None or not t.present():
             continue
         Mi = int(np.asarray(M)[i])
-        for k, key in enumerate(t.keys):
-            j = key[1]
-            s = specs[j]
-            if key[0] != "stat" or not STATISTICS[s.base].tested:
-                continue
+        dec = decide_set(t.p, t.copies, t.use, t.min_p, alpha, nodes=t.nodes)
+        for k in t.present():
+            node = NODES[k]
+            j = int(t.stat[k])
             used = _members(res, i, t.use[k])
-            crit = {m: _thresholds(res, t, i, m, t.questions[k]) for m in used}
-            if not used.size or not all(np.isfinite(c) and c > 0 for c in crit.values()):
+            thr = {m: float(dec.threshold[k, m]) for m in used}
+            if not used.size or not all(np.isfinite(c) and c > 0 for c in thr.values()):
                 continue
-            lim[i, j], spr[i, j] = _statistic_resolution(s, draws[i, j], used, crit,
-                                                          top, i, j, Mi, t.weights[k])
-        for a, q in enumerate(QUESTIONS):
-            idx = [k for k, tq in enumerate(t.questions) if tq == q]
-            if not idx:
+            a = QUESTIONS.index(node.question)
+            if node.name in ("scale", "bias", "ranking"):
+                low_high, spread = _statistic_resolution(specs[j], draws[i, j], used, thr,
+                                                         top, i, j, Mi)
+                lim[i, j], spr[i, j] = low_high, spread
+                if node.name != "bias":  # average calibration reads the scale
+                    qlim[i, a], qspr[i, a] = low_high, spread
                 continue
-            if q == "ranking":  # one test, CC: the question's threshold is its own
-                j = t.keys[idx[0]][1]
-                qlim[i, a], qspr[i, a] = lim[i, j], spr[i, j]
-                continue
-            used = _members(res, i, np.any(t.use[idx], axis=0))
-            crit = {m: _thresholds(res, t, i, m, q) for m in used}
-            if not used.size or not all(np.isfinite(c) and c > 0 for c in crit.values()):
-                continue
-            qlim[i, a], qspr[i, a] = _question_resolution(q, specs, t, idx, draws, used,
-                                                          crit, top, i, Mi)
+            low_high, spread = _binned_resolution(node, specs, t, k, draws, used, thr,
+                                                  top, i)
+            qlim[i, a], qspr[i, a] = low_high, spread
+            if node.name != "up_to_factor":
+                lim[i, j], spr[i, j] = low_high, spread
     return xr.Dataset(VALIDATE.data_vars({
         "resolution_low": lim[..., 0], "resolution_high": lim[..., 1],
         "resolution_spread_low": spr[..., 0], "resolution_spread_high": spr[..., 1],
@@ -177,7 +155,7 @@ def resolution_step(res, specs, draws, top, tests, *, M) -> xr.Dataset:
     }))
 
 
-def _statistic_resolution(s, draws, used, crit, top, i, j, M, w):
+def _statistic_resolution(s, draws, used, crit, top, i, j, M):
     """(low, high), (spread low, spread high) of one statistic over its members."""
     nan2 = (np.nan, np.nan)
     kind = STATISTICS[s.base].resolution
@@ -186,77 +164,66 @@ def _statistic_resolution(s, draws, used, crit, top, i, j, M, w):
         if any(h is None for h in held):
             return nan2, nan2
         g = [alternative_resolution(draws[m, :h[0].shape[0]], h[0], h[1], direction=-1,
-                                    alpha=w * crit[m], quasi_convex=False)
+                                    alpha=crit[m], quasi_convex=False)
              for m, h in zip(used, held, strict=True)]
         return nan2, (_widest(g, True), np.nan)
     if kind in ("scale", "bias"):
         base, _ = _scale_copies(s.base, draws[used[0]], M)
         lims = np.array([scale_resolution(base, _scale_copies(s.base, draws[m], M)[1],
-                                          alpha=w * crit[m]) for m in used])
+                                          alpha=crit[m]) for m in used])
         return (_widest(lims[:, 0], True), _widest(lims[:, 1], False)), nan2
     if kind != "top" or top is None or not top.available(i, j, s.cond):
         return nan2, nan2
     d = STATISTICS[s.base].direction
     f = [alternative_resolution(draws[m, :top.n_copies], top.values(i, j, m, cond=s.cond),
-                                top.factors, direction=d, alpha=w * crit[m],
+                                top.factors, direction=d, alpha=crit[m],
                                 quasi_convex=STATISTICS[s.base].quasi_convex) for m in used]
     spread = nan2
     if s.cond == "uE":
         spread = spread_resolution([draws[m, :top.n_copies] for m in used],
                                    [partial(top.spread, i, j, m) for m in used],
-                                   direction=d, alpha=min(w * crit[m] for m in used))
+                                   direction=d, alpha=min(crit[m] for m in used))
     return (np.nan, _widest(f, False)), spread
 
 
-def _question_resolution(q, specs, t, idx, draws, used, crit, top, i, M):
-    """(low, high), (spread low, spread high) of one question over its members."""
+def _binned_resolution(node, specs, t, k, draws, used, thr, top, i):
+    """(low, high), (spread low, spread high) of a binned node over its members.
+
+    The node's statistic under the alternatives of its variable (the top decile; on uE
+    also the spread), rescaled copy by copy by its own √ZMS for ``up_to_factor``.
+    """
     nan2 = (np.nan, np.nan)
-    if q == "average":
-        return _average_resolution(specs, t, idx, draws[i], used, crit), nan2
-    scale_free = q == "up_to_factor"
-    cond = {"consistency": "uE", "up_to_factor": "uE"}.get(q, q.rsplit("_", 1)[-1])
-    routes = [k for k in idx if specs[t.keys[k][1]].family == "binned"
-              and top is not None and top.available(i, t.keys[k][1], cond)]
-    if not routes:
+    j = int(t.stat[k])
+    cond = node.cond
+    scale_free = node.name == "up_to_factor"
+    if top is None or not top.available(i, j, cond):
         return nan2, nan2
+    d = STATISTICS[specs[j].base].direction
     highs, lows, ups = [], [], []
     for m in used:
-        nulls = {k: _route_null(specs, t, k, draws, top, i, m, scale_free) for k in routes}
+        null = _route_null(specs, j, draws, top, i, m, scale_free)
+        t_of = top.values(i, j, m, cond=cond, scale_free=scale_free)
 
-        def rejected(values_of, idx_f, m=m, nulls=nulls):
-            hit = None
-            for k in routes:
-                if not t.use[k, m]:
-                    continue
-                null = nulls[k]
-                d = STATISTICS[specs[t.keys[k][1]].base].direction
-                alt = np.asarray(values_of(k, idx_f), dtype=np.float64)
-                r = _below(alt, null, d, t.weights[k] * crit[m])
-                hit = r if hit is None else hit | r
-            return hit
+        def top_hit(idx_f, t_of=t_of, null=null, m=m):
+            return _below(np.asarray(t_of(idx_f), dtype=np.float64), null, d, thr[m])
 
-        top_of = {k: top.values(i, t.keys[k][1], m, cond=cond, scale_free=scale_free)
-                  for k in routes}
-        def top_hit(idx_f, t_of=top_of):
-            return rejected(lambda key, ii: t_of[key](ii), idx_f)
-
-        kf = first_hit(top_hit, top.factors.size, step=TOP_STEP, quasi_convex=False, monotone=True)
+        kf = first_hit(top_hit, top.factors.size, step=TOP_STEP, quasi_convex=False,
+                       monotone=True)
         highs.append(float(top.factors[kf]) if kf >= 0 else np.nan)
         if cond == "uE":
             for grid, out in ((SPREAD_DOWN, lows), (SPREAD_UP, ups)):
-                def spread_of(k, ii, grid=grid, m=m):
-                    return top.spread(i, t.keys[k][1], m, grid[np.atleast_1d(ii)],
-                                      scale_free=scale_free)
-                kg = first_hit(lambda ii, f=spread_of: rejected(f, ii), grid.size,
-                               step=SPREAD_STEP, quasi_convex=False, monotone=True)
+                def spread_hit(ii, grid=grid, m=m, null=null):
+                    alt = top.spread(i, j, m, grid[np.atleast_1d(ii)], scale_free=scale_free)
+                    return _below(np.asarray(alt, dtype=np.float64), null, d, thr[m])
+                kg = first_hit(spread_hit, grid.size, step=SPREAD_STEP, quasi_convex=False,
+                               monotone=True)
                 out.append(float(grid[kg]) if kg >= 0 else np.nan)
     spread = (_widest(lows, True), _widest(ups, False)) if cond == "uE" else nan2
     return (np.nan, _widest(highs, False)), spread
 
 
-def _route_null(specs, t, k, draws, top, i, m, scale_free):
-    """Return the calibrated copies a route's p-value is read against (sorted, finite)."""
-    j = t.keys[k][1]
+def _route_null(specs, j, draws, top, i, m, scale_free):
+    """Return the calibrated copies a node's p-value is read against (sorted, finite)."""
     null = top.null(i, j, m, scale_free=True) if scale_free else draws[i, j, m, :top.n_copies]
     null = np.sort(np.asarray(null, dtype=np.float64))
     return null[np.isfinite(null)]
@@ -282,41 +249,54 @@ def _below(alt, null, direction, threshold, own=False):
     return np.isfinite(alt) & (p < threshold)
 
 
-def _average_resolution(specs, t, idx, draws, used, crit):
-    """Scale factors below and above 1 at which average calibration is found not valid.
+#: Why a ``valid`` without a resolution reads ``inconclusive``.
+NO_RESOLUTION = ("not rejected, but no resolution within reach at this M: even the largest "
+                 "miscalibration searched could go unseen, so `valid` would claim nothing "
+                 "(more points would give one)")
 
-    Under a scale f of uE, ZMS, Var Z and RCE move by their maps (their ``scale_map`` in
-    :data:`uqx.engine.statistic.STATISTICS`) and the studentised ⟨Z⟩ does not; the
-    question rejects a copy when one of them does.
+
+def _resolved(q, lo, hi, s_lo, s_hi) -> bool:
+    """Whether a question's ``valid`` has a resolution to state."""
+    if q == "average":
+        return bool(np.isfinite(lo) or np.isfinite(hi))
+    if q == "ranking":
+        return bool(np.isfinite(s_lo))
+    return bool(np.isfinite(hi) or np.isfinite(s_lo) or np.isfinite(s_hi))
+
+
+def unresolved_step(res: xr.Dataset) -> xr.Dataset:
+    """Make a ``valid`` state its resolution or read ``inconclusive`` (:data:`NO_RESOLUTION`).
+
+    Applied to each question with its ``question_resolution_*`` and to the statistic of
+    each of its nodes (the rescaled one of ``up_to_factor`` in ``factor_verdict``).
     """
-    out = []
-    for grid in (_GRID["scale"][1], _GRID["scale"][0]):
-        per = []
-        for m in used:
-            parts = []
-            for k in idx:
-                if not t.use[k, m]:
-                    continue
-                j = t.keys[k][1]
-                base = specs[j].base
-                null = np.asarray(draws[j, m], dtype=np.float64)
-                null = np.sort(null[np.isfinite(null)])
-                parts.append((base, null, t.weights[k] * crit[m]))
-
-            def rejected(ii, parts=parts, grid=grid):
-                hit = None
-                for base, null, thr in parts:
-                    if STATISTICS[base].resolution == "scale":
-                        alt = STATISTICS[base].scale_map(null[:, None],
-                                                         grid[np.atleast_1d(ii)][None, :])
-                        r = _below(alt, null, STATISTICS[base].direction, thr)
-                    else:  # unchanged by a scale (t_z), or no map: its own copies
-                        r = np.repeat(_below(null, null, STATISTICS[base].direction, thr,
-                                             own=True)[:, None], np.size(ii), axis=1)
-                    hit = r if hit is None else hit | r
-                return hit
-
-            kf = first_hit(rejected, grid.size, step=16, quasi_convex=False, monotone=True)
-            per.append(float(grid[kf]) if kf >= 0 else np.nan)
-        out.append(per)
-    return _widest(out[0], True), _widest(out[1], False)
+    qs = [str(q) for q in res["question"].values]
+    qv = res["question_verdict"].values.astype(object)
+    qr = res["question_reason"].values.astype(object)
+    sv = res["verdict"].values.astype(object)
+    sr = res["verdict_reason"].values.astype(object)
+    fv = res["factor_verdict"].values.astype(object)
+    fr = res["factor_verdict_reason"].values.astype(object)
+    names = [str(x) for x in res["stat"].values]
+    specs = [parse_stat(n) for n in names]
+    r = {k: res[f"question_resolution_{k}"].values for k in
+         ("low", "high", "spread_low", "spread_high")}
+    for i in range(res.sizes["set"]):
+        for a, q in enumerate(qs):
+            if qv[i, a] != "valid" or _resolved(q, *(r[k][i, a] for k in r)):
+                continue
+            qv[i, a], qr[i, a] = "inconclusive", NO_RESOLUTION
+            if q == "up_to_factor":
+                fv[i][fv[i] == "valid"], fr[i][fv[i] == "valid"] = "inconclusive", NO_RESOLUTION
+                continue
+            for j, s in enumerate(specs):
+                if sv[i, j] == "valid" and question_of(s.family, s.cond) == q:
+                    sv[i, j], sr[i, j] = "inconclusive", NO_RESOLUTION
+    out = res.copy()
+    for name, val in (("question_verdict", qv), ("question_reason", qr), ("verdict", sv),
+                      ("verdict_reason", sr), ("factor_verdict", fv),
+                      ("factor_verdict_reason", fr)):
+        out[name] = (res[name].dims, val.astype(str), res[name].attrs)
+    out["valid"] = (("set", "stat"), np.where(sv == "valid", 1.0, np.where(
+        sv == "invalid", 0.0, np.nan)), res["valid"].attrs)
+    return out

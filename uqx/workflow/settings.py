@@ -27,6 +27,7 @@ from uqx.engine.defaults import (
 )
 from uqx.engine.generators import check_student_nu
 from uqx.engine.mctest import N_HEADLINE
+from uqx.engine.questions import ALPHA_RESULT
 from uqx.engine.statistic import BinningConfig
 from uqx.errors import InputError
 
@@ -47,7 +48,9 @@ class Settings:
     bins, binning, pop_min : int, str, int
         Binning of the binned statistics.
     level : float
-        Confidence level.
+        Confidence level of the intervals (only).
+    alpha : float
+        Family-wise level of each set's verdicts (:mod:`uqx.engine.questions`).
     nu : float
         Degrees of freedom of the Student member t_s(ν) of the references.
     simulate_all : bool
@@ -83,6 +86,7 @@ class Settings:
     binning: str = "equal-count"
     pop_min: int = POP_MIN
     level: float = LEVEL
+    alpha: float = ALPHA_RESULT
     nu: float = NU
     simulate_all: bool = False
     conditional: bool = True
@@ -109,6 +113,10 @@ class Settings:
         if not (isinstance(self.level, (int, float, np.number))
                 and 0.0 < float(self.level) < 1.0):
             raise InputError(f"level must be in (0, 1), got {self.level!r}")
+        if not (isinstance(self.alpha, (int, float, np.number))
+                and 0.0 < float(self.alpha) < 0.5):
+            raise InputError(f"alpha (the family-wise level of the verdicts) must be in "
+                             f"(0, 0.5), got {self.alpha!r}")
         check_student_nu(self.nu)
         if self.binning not in SCHEMES:
             raise InputError(f"unknown binning scheme {self.binning!r}; choose one of "
@@ -126,12 +134,12 @@ class Settings:
 
     @property
     def alpha_result(self) -> float:
-        """Family-wise level of a set's result, ``2 (1 - level)`` (10 % by default).
+        """Family-wise level of a set's result, ``alpha`` (10 % by default).
 
-        Average calibration and consistency each start with ``1 - level`` of it
-        (:func:`uqx.engine.questions.question_graph`).
+        Its own setting, independent of the intervals' ``level``; the nodes share it
+        (:func:`uqx.engine.questions.node_graph`).
         """
-        return 2.0 * (1.0 - self.level)
+        return float(self.alpha)
 
     @property
     def n_extrapolation(self) -> int:

@@ -252,11 +252,16 @@ def _factor_text(sc) -> str:
     return text
 
 
+def _times(f) -> str:
+    """How many times too small (f > 1) or too large (f < 1) uE is: "1.26×"."""
+    f = _f(f)
+    return f"{(f if f >= 1 else 1 / f):.2f}×"
+
+
 def _scale_words(sc) -> str:
-    """"uE about 24 % too small on average (ZMS 1.53; factor 1.24 [1.21, 1.26])"."""
-    amount = f"about {sc['percent']} %" if sc["percent"] >= 1 else "less than 1 %"
-    return (f"uE {amount} too {sc['direction']} on average (ZMS {_g(sc['zms'])}; "
-            f"{_factor_text(sc)})")
+    """"uE 1.24× too small on average (ZMS 1.53): use uE × 1.24 [1.21, 1.26]"."""
+    return (f"uE {_times(sc['factor'])} too {sc['direction']} on average (ZMS "
+            f"{_g(sc['zms'])}; use uE × {_factor_text(sc).removeprefix('factor ')})")
 
 
 def _deciles(res, i, cond) -> np.ndarray | None:
@@ -378,8 +383,8 @@ def _valid_average(qf) -> str:
     lo, hi = qf["resolution_low"], qf["resolution_high"]
     if not (np.isfinite(lo) or np.isfinite(hi)):
         return "even uE off by a factor 4 on average could go unseen (no resolution)"
-    small = f"{_pct(hi - 1)} % too small" if np.isfinite(hi) else None
-    large = f"{_pct(1 - lo)} % too large" if np.isfinite(lo) else None
+    small = f"{_times(hi)} too small" if np.isfinite(hi) else None
+    large = f"{_times(lo)} too large" if np.isfinite(lo) and lo > 0 else None
     if small and large:
         return f"uE {small} or {large} on average would have been found"
     return f"uE {small or large} on average would have been found (the other side is out " \
@@ -390,7 +395,7 @@ def _valid_top(qf, cond) -> str:
     hi = qf["resolution_high"]
     where = f"the top tenth of {cond}"
     if np.isfinite(hi):
-        text = f"uE {_pct(hi - 1)} % too small in {where} would have been found"
+        text = f"uE {_times(hi)} too small in {where} would have been found"
     else:
         text = f"uE too small in {where}, even by a factor 3, could go unseen"
     lo, up = qf["resolution_spread_low"], qf["resolution_spread_high"]
@@ -508,7 +513,7 @@ def _factor_sentence(res, i, sc, qf) -> dict | None:
         r = _f(res["rescaled_consistency_resolution"].values[i]) if \
             "rescaled_consistency_resolution" in res else float("nan")
         if np.isfinite(r):
-            text += (f" (uE × {f} another {_pct(r - 1)} % too small in the top tenth of uE "
+            text += (f" (uE × {f} another {_times(r)} too small in the top tenth of uE "
                      "would have been found)")
         return _sentence("up_to_factor", text, verdict=rv, factor=sc, resolution=r)
     if rv == "invalid":
@@ -518,8 +523,7 @@ def _factor_sentence(res, i, sc, qf) -> dict | None:
         short, _ = _short_reason(why, res, i)
         return _sentence("up_to_factor", f"whether one factor fixes uE is inconclusive "
                          f"({short})", verdict=rv, factor=sc)
-    q_av = _str(res["question_verdict"].sel(question="average").values[i])
-    if q_av != "invalid":
+    if sc["verdict"] != "invalid":  # asked only once the scale is rejected
         return None
     what = why.removeprefix("not tested: ") or "not tested"
     return _sentence("up_to_factor", f"the {_factor_text(sc)} brings ZMS to 1, but whether "
@@ -604,8 +608,8 @@ def _advice(res, i, qs, sc) -> list[dict]:
     if coarse:
         need, label, f_now, what = max(coarse)
         out.append(_sentence("more_points", f"collect more points: about {_fmt_int(need)} "
-                             f"would resolve uE {_pct(TARGET_FACTOR - 1)} % off {what} "
-                             f"({label}: {_pct(f_now - 1)} % now; the resolution scales like "
+                             f"would resolve uE {_times(TARGET_FACTOR)} off {what} "
+                             f"({label}: {_times(f_now)} now; the resolution scales like "
                              "1/√M)", points=need, f_now=f_now, M=M, question=label))
     members = [qf["label"] for qf in qs.values() if qf["verdict"] == "inconclusive"
                and _short_reason(qf, res, i)[1] == "members"]
@@ -673,7 +677,8 @@ def _n_mc_advice(res, i, qs) -> list[dict]:
         st = _stat(res, i, name)
         if st is None or st["verdict"] == "not tested":
             continue
-        if st["verdict"] == "inconclusive" and "cannot reach the level" in st["reason"]:
+        if st["verdict"] == "inconclusive" and ("cannot reach the level" in st["reason"]
+                                                  or "cannot reject this test" in st["reason"]):
             unreachable.append(name.upper())
             continue
         # the statistic is decided by its adjusted p-value at its question's level
@@ -703,9 +708,16 @@ def _n_mc_advice(res, i, qs) -> list[dict]:
     if noisy:
         names = list(dict.fromkeys(noisy))
         verb = "is" if len(names) == 1 else "are"
-        out.append(_sentence("n_mc_borderline", f"raise --n-mc: {_and(names)} {verb} "
-                             f"borderline (a p-value within the Monte-Carlo noise of its level "
-                             f"with {n} copies; the noise shrinks like 1/√n)", who=names, n=n))
+        if n < N_TEST:  # more copies change the answer only below the tests' cap
+            out.append(_sentence("n_mc_borderline", f"raise --n-mc: {_and(names)} {verb} "
+                                 f"borderline (a p-value within the Monte-Carlo noise of its "
+                                 f"level with {n} copies; the noise shrinks like 1/√n, and "
+                                 f"the tests use up to {N_TEST})", who=names, n=n))
+        else:
+            out.append(_sentence("n_mc_borderline", f"{_and(names)} {verb} borderline (a "
+                                 f"p-value within the Monte-Carlo noise of the level with "
+                                 f"{n} copies, the most the tests use: more --n-mc would not "
+                                 "change it)", who=names, n=n))
     if unreachable:
         names = list(dict.fromkeys(unreachable))
         more = (f"raise --n-mc (the tests use up to {N_TEST} copies)" if n < N_TEST else

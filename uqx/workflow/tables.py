@@ -144,6 +144,12 @@ def result_table(res: xr.Dataset, *, digits: int = 4) -> pd.DataFrame:
         with np.errstate(invalid="ignore"):
             df["p_min"] = pv.min("member").to_series()
             df["p_max"] = pv.max("member").to_series()
+    if "null_band_low" in res:  # binned: the calibrated band, never a bootstrap interval
+        binned = pd.Series([parse_stat(str(st)).family == "binned" for _, st in df.index],
+                           index=df.index)
+        df.loc[binned, ["ci_low", "ci_high"]] = np.nan
+        df["band_low"] = res["null_band_low"].to_series()
+        df["band_high"] = res["null_band_high"].to_series()
     df = df.round(digits)
     if "resolution_low" in res:
         sp = [res[f"resolution_spread_{k}"].to_series() if "resolution_spread_low" in res
@@ -1026,6 +1032,14 @@ def text_table(df: pd.DataFrame, *, width: int | None = TEXT_WIDTH, wrap=(),
     return "\n".join(text)
 
 
+def _band(x) -> str:
+    """Render a binned statistic's calibrated band, marked (no bootstrap interval)."""
+    if "band_low" not in x:
+        return ""
+    text = _interval(x["band_low"], x["band_high"])
+    return f"cal. {text}" if text else ""
+
+
 def _interval(lo, hi) -> str:
     if not (np.isfinite(lo) or np.isfinite(hi)):
         return ""
@@ -1061,7 +1075,8 @@ def _compact_sets(res, width) -> list[str]:
             rows.append({"question": qn, "statistic": st,
                          "estimate": f"{x['estimate']:.4g}" if np.isfinite(x["estimate"])
                          else "nan",
-                         "95 % CI": _interval(x["ci_low"], x["ci_high"]),
+                         "95 % CI": _interval(x["ci_low"], x["ci_high"]) if sp.family
+                         != "binned" else _band(x),
                          "p": p, "verdict": str(x["verdict"]).replace(" (borderline)", "*")})
         df = pd.DataFrame(rows)
         df["_o"] = [order.index(q) if q in order else len(order) for q in df["question"]]
@@ -1125,8 +1140,10 @@ def format_validation(res: xr.Dataset, *, wide: bool = False, explain: bool = Fa
     else:
         parts += ["\n" + _wrap("# questions and statistics per set (p: range over the "
                                 "members of the null family that take part; * borderline: a "
-                                "p-value within 2 Monte-Carlo sd of its level; --wide: every "
-                                "column)", width, "# ")]
+                                "p-value within 2 Monte-Carlo sd of its level; cal. [a, b]: a "
+                                "binned statistic has no bootstrap interval, its calibrated "
+                                "copies' central 95 % instead; --wide: every column)",
+                                width, "# ")]
         parts += _compact_sets(res, width)
         if "cond" in res.dims:
             diag = _diagnostics_compact(res)

@@ -69,6 +69,7 @@ from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_MC, NU, POP_MIN
 from uqx.engine.mctest import N_TEST
 from uqx.engine.null_shape import kappa_cs_z2_halves
+from uqx.engine.questions import ALPHA_RESULT
 from uqx.engine.resample import resolve_seed
 from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import (
@@ -106,7 +107,7 @@ from uqx.workflow.references import (
     reference_step,
     test_name,
 )
-from uqx.workflow.resolutions import resolution_step
+from uqx.workflow.resolutions import resolution_step, unresolved_step
 from uqx.workflow.settings import Settings
 from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
     WARN_SEP,
@@ -262,6 +263,7 @@ def validate(
     binning: str = "equal-count",
     pop_min: int = POP_MIN,
     level: float = LEVEL,
+    alpha: float = ALPHA_RESULT,
     nu: float = NU,
     simulate_all: bool = False,
     conditional: bool = True,
@@ -303,7 +305,11 @@ def validate(
         points per bin; the bins actually used are in ``n_bins_used``). Where ``bins`` is
         given and a set gets fewer, its warnings say so; the default is capped silently.
     level : float, default 0.95
-        Confidence level of the intervals.
+        Confidence level of the intervals, and only of them.
+    alpha : float, default 0.10
+        Family-wise level of each set's verdicts: a calibrated set reads ``invalid``
+        anywhere in its result at most this often (the nodes of
+        :mod:`uqx.engine.questions` share it).
     nu : float, default 6
         Degrees of freedom of the Student generative distribution t_s(ν).
     simulate_all : bool
@@ -422,7 +428,7 @@ def validate(
     settings = Settings(
         seed=resolve_seed(seed), n_boot=n_boot, n_mc=n_mc,
         bins=N_BINS if bins is None else bins, binning=binning,
-        pop_min=pop_min, level=level, nu=nu, simulate_all=simulate_all,
+        pop_min=pop_min, level=level, alpha=alpha, nu=nu, simulate_all=simulate_all,
         conditional=conditional, cond_bins=cond_bins, cond_n_boot=cond_n_boot,
         cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc, ties=ties,
         resolution=bool(resolution), tolerance=tolerance,
@@ -654,7 +660,7 @@ def pvalues_step(run: Run) -> None:
 
 
 def questions_step(run: Run) -> None:
-    """Decide the questions: step-down min-p inside each, the graph across them, heavy tails."""
+    """Decide the questions: one graph of node tests (closed min-p), then the heavy tails."""
     factor, factor_obs = factor_tests(run.result, run.sets, run.specs, run.copies.binned)
     res = run.result.merge(question_step(run.result, run.specs, run.copies.tests,
                                          factor=factor, alpha_result=run.cfg.alpha_result))
@@ -670,8 +676,9 @@ def resolutions_step(run: Run) -> None:
     # NaN, the variables kept, without them: validate(resolution=False)
     tests = {i: set_tests(res, run.specs, draws, i, factor=run.factor.get(i))
              for i in range(len(run.sets))} if run.cfg.resolution else {}
-    run.result = res.merge(resolution_step(res, run.specs, draws, run.copies.binned, tests,
-                                           M=run.M))
+    res = res.merge(resolution_step(res, run.specs, draws, run.copies.binned, tests,
+                                    M=run.M, alpha=run.cfg.alpha_result))
+    run.result = unresolved_step(res) if run.cfg.resolution else res
 
 
 def diagnostics_step(run: Run) -> None:

@@ -24,7 +24,7 @@ from uqx.cli.commands._common import (
     writable_directory,
     write_result,
 )
-from uqx.engine.defaults import N_BOOT, N_MC, NU, POP_MIN
+from uqx.engine.defaults import N_BOOT, N_MC, N_TEST, NU, POP_MIN
 from uqx.errors import InputError
 from uqx.progress import progress_bar
 
@@ -70,7 +70,9 @@ def add_validation_options(p) -> None:
         "--paper-sets)",
     )
     p.add_argument("--n-boot", type=int, default=N_BOOT, help="bootstrap replicates")
-    p.add_argument("--n-mc", type=int, default=N_MC, help="simulated data sets per reference")
+    p.add_argument("--n-mc", type=int, default=N_MC,
+                   help="simulated data sets per reference; the verdicts' tests read the "
+                   f"first min(--n-mc, {N_TEST}) of them (more serve the papers' references)")
     p.add_argument("--seed", type=int, default=None, help="root seed (drawn when not given)")
     p.add_argument("--nu", type=float, default=NU, help="Student t_s(nu) reference")
     p.add_argument("--pop-min", type=int, default=POP_MIN,

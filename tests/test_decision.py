@@ -1,0 +1,243 @@
+"""The decision design (uqx.engine.questions): one graph of node tests, closed min-p.
+
+Each kernel against a slow, obvious twin, and the family-wise claims it rests on
+measured on p-values of known law."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from uqx.engine.mctest import copy_pvalues, mc_pvalue
+from uqx.engine.questions import (
+    ALPHA_RESULT,
+    NODES,
+    closed_minp,
+    critical_value,
+    decide_set,
+    intersection_weights,
+    member_verdict,
+    node_graph,
+    node_statistic,
+)
+
+NAMES = [n.name for n in NODES]
+
+
+def _weights_twin(w, G, keep, order):
+    """Intersection weights by removing the nodes outside ``keep`` in the given order."""
+    w, G = np.array(w, float), np.array(G, float)
+    alive = list(range(len(w)))
+    for j in order:
+        if keep[j]:
+            continue
+        alive.remove(j)
+        for k in alive:
+            w[k] += w[j] * G[j, k]
+        G2 = np.zeros_like(G)
+        for k in alive:
+            for m in alive:
+                if k != m:
+                    den = 1 - G[k, j] * G[j, k]
+                    G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den if den > 0 else 0.0
+        G, w[j] = G2, 0.0
+    return w
+
+
+def _closed_twin(p, pc, w, G):
+    """Closed testing written from its definition: every intersection, one at a time."""
+    Q, n = pc.shape
+    live = [j for j in range(Q) if np.isfinite(p[j])]
+    keep0 = np.isfinite(p)
+    w0 = _weights_twin(w, G, keep0, list(range(Q)))
+    # the reduced graph: remove the absent nodes once, keep the transitions
+    adj = np.full(Q, np.nan)
+    for i in live:
+        worst = 0.0
+        for r in range(1, len(live) + 1):
+            for J in itertools.combinations(live, r):
+                if i not in J:
+                    continue
+                keep = np.zeros(Q, bool)
+                keep[list(J)] = True
+                wJ = _weights_twin(w, G, keep, list(range(Q))[::-1])
+                use = [j for j in J if wJ[j] > 0]
+                if not use:
+                    pJ = 1.0
+                else:
+                    T = min(p[j] / wJ[j] for j in use)
+                    mins = [min(pc[j, k] / wJ[j] for j in use) for k in range(n)]
+                    pJ = (1 + sum(m <= T for m in mins)) / (1 + n)
+                worst = max(worst, pJ)
+        adj[i] = worst
+    assert np.all(w0 >= 0)
+    return adj
+
+
+def test_intersection_weights_do_not_depend_on_the_order_of_removal():
+    rng = np.random.default_rng(1)
+    w, G = node_graph(NAMES)
+    for _ in range(50):
+        keep = rng.uniform(size=len(NAMES)) < 0.5
+        order = rng.permutation(len(NAMES)).tolist()
+        np.testing.assert_allclose(intersection_weights(w, G, keep),
+                                   _weights_twin(w, G, keep, order), atol=1e-12)
+        assert intersection_weights(w, G, keep).sum() <= 1 + 1e-12
+
+
+def test_closed_minp_is_its_slow_twin():
+    rng = np.random.default_rng(7)
+    names = ["scale", "bias", "consistency", "ranking", "up_to_factor"]
+    w, G = node_graph(names)
+    for _ in range(12):
+        n = 39
+        pc = np.round(rng.uniform(size=(5, n)), 2)  # ties on purpose
+        p = np.round(rng.uniform(0, 0.2, 5), 3)
+        if rng.uniform() < 0.3:
+            p[int(rng.integers(5))] = np.nan  # an absent node
+        np.testing.assert_allclose(closed_minp(p, pc, w, G), _closed_twin(p, pc, w, G))
+
+
+def test_rejections_do_not_depend_on_the_order_of_the_nodes():
+    """Finding of issue 43: the same p-values gave a question 4.25 % or 7.39 % by order."""
+    rng = np.random.default_rng(12)
+    for _ in range(20):
+        p = rng.uniform(0, 0.06, len(NAMES))
+        pc = rng.uniform(size=(len(NAMES), 199))
+        ref = dict(zip(NAMES, closed_minp(p, pc, *node_graph(NAMES)), strict=True))
+        for perm in itertools.islice(itertools.permutations(range(len(NAMES))), 0, 5040, 997):
+            names = [NAMES[k] for k in perm]
+            got = closed_minp(p[list(perm)], pc[list(perm)], *node_graph(names))
+            for name, a in zip(names, got, strict=True):
+                assert a == pytest.approx(ref[name])
+
+
+def _bonferroni_graph(p, w, G, alpha):
+    """The sequentially rejective graph of Bretz et al. 2009 (Bonferroni local tests)."""
+    w, G = np.array(w, float), np.array(G, float)
+    rej = np.zeros(len(p), bool)
+    while True:
+        free = [j for j in range(len(p)) if not rej[j] and p[j] <= w[j] * alpha]
+        if not free:
+            return rej
+        j = free[0]
+        rej[j] = True
+        alive = [k for k in range(len(p)) if not rej[k]]
+        for k in alive:
+            w[k] += w[j] * G[j, k]
+        G2 = np.zeros_like(G)
+        for k in alive:
+            for m in alive:
+                if k != m:
+                    den = 1 - G[k, j] * G[j, k]
+                    G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den if den > 0 else 0.0
+        G, w[j] = G2, 0.0
+
+
+def test_closed_minp_controls_the_family_and_beats_bonferroni():
+    """Correlated statistics under the global null: an `invalid` anywhere at most α of
+    the time; under alternatives it rejects at least as often as the Bonferroni graph."""
+    rng = np.random.default_rng(4)
+    names = ["scale", "bias", "consistency", "adaptivity_X", "ranking"]
+    w, G = node_graph(names)
+    n_sets, n = 600, 199
+    fw = 0
+    power_minp = power_bonf = 0
+    for s in range(n_sets):
+        base = rng.normal(size=n + 1)
+        x = np.stack([base + 0.7 * rng.normal(size=n + 1) for _ in names])
+        po, pc = mc_pvalue(x[:, 0], x[:, 1:], 1), copy_pvalues(x[:, 1:], 1)
+        fw += np.any(closed_minp(po, pc, w, G) <= ALPHA_RESULT)
+        x[2, 0] += 2.2  # consistency off
+        po = mc_pvalue(x[:, 0], x[:, 1:], 1)
+        power_minp += closed_minp(po, pc, w, G)[2] <= ALPHA_RESULT
+        power_bonf += _bonferroni_graph(po, w, G, ALPHA_RESULT)[2]
+    assert fw / n_sets <= ALPHA_RESULT + 3 * np.sqrt(0.09 / n_sets), fw / n_sets
+    assert power_minp >= power_bonf, (power_minp, power_bonf)
+
+
+def test_critical_value_is_where_the_weighted_minimum_rejects():
+    rng = np.random.default_rng(10)
+    w = np.array([0.5, 0.3, 0.2])
+    for level in (0.05, 0.01, 0.1):
+        pc = rng.uniform(size=(3, 999))
+        c = critical_value(pc, w, level)
+        m = np.min(pc / w[:, None], axis=0)
+        for _ in range(100):
+            po = rng.uniform(0, 0.02, 3)
+            T = np.min(po / w)
+            if np.isclose(T, c):
+                continue
+            assert ((1 + np.sum(m <= T)) / 1000 < level) == (T < c)
+    assert critical_value(rng.uniform(size=(2, 9)), [1, 1], 0.05) == 0.0  # out of reach
+
+
+@pytest.mark.parametrize("names, shares", [
+    (["scale", "bias", "consistency", "adaptivity_X", "ranking", "up_to_factor"],
+     [0.2125, 0.2125, 0.425, 0.1, 0.05, 0.0]),
+    (["scale", "bias", "consistency", "adaptivity_X", "adaptivity_V"],
+     [0.2125, 0.2125, 0.425, 0.05, 0.05]),
+    (["ranking"], [0.05]),  # never above its own share: an absent node gives nothing
+])
+def test_node_graph_shares(names, shares):
+    w, G = node_graph(names)
+    np.testing.assert_allclose(w, shares)
+    assert w.sum() <= 1 + 1e-12 and np.all(G.sum(axis=1) <= 1 + 1e-12)
+    assert np.all(np.diag(G) == 0)
+
+
+def test_up_to_factor_is_rejected_only_with_the_scale():
+    names = ["scale", "bias", "consistency", "up_to_factor"]
+    w, G = node_graph(names)
+    rng = np.random.default_rng(3)
+    pc = rng.uniform(size=(4, 999))
+    kept = closed_minp([0.5, 0.5, 0.5, 0.0005], pc, w, G)
+    assert kept[3] > ALPHA_RESULT  # scale not rejected: up_to_factor has no level
+    both = closed_minp([0.0005, 0.5, 0.5, 0.0005], pc, w, G)
+    assert both[0] <= ALPHA_RESULT and both[3] <= ALPHA_RESULT
+
+
+def test_node_statistic_prefers_the_declared_one_then_its_fallbacks():
+    cons = next(n for n in NODES if n.name == "consistency")
+    asked = [("zms", None), ("ence", "uE"), ("zve", "uE"), ("zms_scan", "X")]
+    assert node_statistic(cons, asked) == 1  # no zms_scan on uE: ENCE, never ZVE
+    assert node_statistic(cons, asked + [("zms_scan", "uE")]) == 4
+    assert node_statistic(cons, [("zve", "uE")]) is None  # ZVE's null is another one
+
+
+def test_decide_set_says_when_the_copies_cannot_reach():
+    """Nine copies cannot reject anything at a 5 % share: no `valid` may be claimed."""
+    rng = np.random.default_rng(5)
+    p = np.array([[0.5], [0.5], [0.5], [np.nan], [np.nan], [0.5], [np.nan]])
+    dec = decide_set(p, rng.uniform(size=(7, 1, 9)), np.ones((7, 1), bool), np.full(7, 0.1))
+    assert not dec.reachable[5]
+    dec = decide_set(p, rng.uniform(size=(7, 1, 999)), np.ones((7, 1), bool),
+                     np.full(7, 0.001))
+    assert dec.reachable[[0, 1, 2, 5]].all() and not dec.rejected.any()
+    assert np.all(dec.threshold[[0, 1, 2, 5], 0] > 0)
+
+
+@pytest.mark.parametrize("rejected, firm, reach, verdict", [
+    ([1, 1, 1, 1], None, True, "invalid"),
+    ([1, 1, 1, 1], None, False, "invalid"),  # a rejection needs no reach
+    ([0, 0, 0, 0], None, True, "valid"),
+    ([0, 0, 0, 0], None, False, "inconclusive"),  # a `valid` does
+    ([1, 0, 0, 0], [0, 0, 0, 0], True, "valid"),  # within the Monte-Carlo noise
+    ([1, 0, 0, 0], [1, 0, 0, 0], True, "inconclusive"),
+])
+def test_member_verdict(rejected, firm, reach, verdict):
+    labels = ["N", "T6", "fit", "data"]
+    v, why = member_verdict(np.array(rejected, bool), labels,
+                            firm=None if firm is None else np.array(firm, bool),
+                            reachable=reach)
+    assert v == verdict
+    if v == "inconclusive":
+        assert why
+
+
+def test_member_verdict_counts_only_the_members_that_take_part():
+    v, why = member_verdict(np.array([1, 0, 1, 1], bool), ["N", "T6", "fit", "data"],
+                            use=np.array([1, 0, 1, 1], bool))
+    assert v == "invalid"
+    v, why = member_verdict(np.array([1, 0], bool), ["N", "T6"], use=np.array([0, 0], bool))
+    assert v == "inconclusive" and "no member" in why
