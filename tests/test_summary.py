@@ -95,16 +95,17 @@ def _check_questions(res, i, s):
 def _check_scale(res, i, line):
     zms = float(res["estimate"].sel(stat="zms").values[i])
     f = math.sqrt(zms)
-    m = re.search(r"uE about (\d+) % too (small|large) on average \(ZMS " + NUM
-                  + r"; factor " + NUM, line)
+    m = re.search(r"uE ([0-9.]+)× too (small|large) on average \(ZMS " + NUM
+                  + r"; use uE × " + NUM, line)
     said = m is not None
     assert said == (_q(res, "average", i) == "invalid"
                     and res["verdict"].sel(stat="zms").values[i] == "invalid"), line
     if said:
-        assert int(m[1]) == round(100 * abs(f - 1))
-        assert m[2] == ("small" if zms > 1 else "large")
+        sf = float(res["scale_factor"].values[i])
+        assert m[1] == f"{(sf if sf >= 1 else 1 / sf):.2f}"  # a factor, never a percentage
+        assert m[2] == ("small" if zms > 1 else "large") and f > 0
         assert _close(m[3], zms, 3)
-        assert _close(m[4], float(res["scale_factor"].values[i]), 3)
+        assert _close(m[4], sf, 3)
     m = re.search(r"a bias: mean Z = " + NUM, line)
     mz = res["verdict"].sel(stat="mean_z").values[i] if "mean_z" in res["stat"] else ""
     assert (m is not None) == (mz == "invalid" and _q(res, "average", i) == "invalid")
@@ -118,22 +119,22 @@ def _res(res, q, i, k):
 
 
 def _check_resolutions(res, i, line):
-    m = re.search(r"average calibration valid[^:]*: uE (\d+) % too small or (\d+) % too large "
-                  "on average would have been found", line, re.I)
+    m = re.search(r"average calibration valid[^:]*: uE ([0-9.]+)× too small or ([0-9.]+)× too "
+                  "large on average would have been found", line, re.I)
     if _q(res, "average", i) == "valid" and np.isfinite(_res(res, "average", i, "low")) and \
             np.isfinite(_res(res, "average", i, "high")):
         assert m is not None, line
-        assert int(m[1]) == round(100 * (_res(res, "average", i, "high") - 1))
-        assert int(m[2]) == round(100 * (1 - _res(res, "average", i, "low")))
+        assert m[1] == f"{_res(res, 'average', i, 'high'):.2f}"
+        assert m[2] == f"{1 / _res(res, 'average', i, 'low'):.2f}"
     else:
         assert m is None
     for q, c in (("consistency", "uE"), ("adaptivity_X", "X"), ("adaptivity_V", "V")):
-        m = re.search(re.escape(QUESTION_LABELS[q]) + r" valid: uE (\d+) % too small in the "
-                      r"top tenth of " + c + " would have been found", line, re.I)
+        m = re.search(re.escape(QUESTION_LABELS[q]) + r" valid: uE ([0-9.]+)× too small in "
+                      r"the top tenth of " + c + " would have been found", line, re.I)
         hi = _res(res, q, i, "high")
         if _q(res, q, i) == "valid" and np.isfinite(hi):
             assert m is not None, (q, line)
-            assert int(m[1]) == round(100 * (hi - 1))
+            assert m[1] == f"{hi:.2f}"
         else:
             assert m is None, (q, line)
     for q in ("ranking",):
@@ -160,7 +161,7 @@ def _check_factor(res, i, line):
         assert _close(m[4], f, 3)
     assert ("not fixed by one factor" in line.lower()) == (rv == "invalid")
     if "was not tested" in line and "brings ZMS to 1" in line:
-        assert rv == "" and _q(res, "average", i) == "invalid"
+        assert rv == "" and res["verdict"].sel(stat="zms").values[i] == "invalid"
 
 
 def _check_where(res, i, line):
@@ -214,8 +215,8 @@ def _check_advice(res, i, s, line):
     for c in ("X", "V"):
         if f"vary with {c}" in line:
             assert _q(res, f"adaptivity_{c}", i) == "invalid"
-    m = re.search(r"collect more points: about " + NUM + r" would resolve uE 10 % off "
-                  r"(on average|in the top tenth of (?:uE|X|V)) \(([^:]+): (\d+) % now", line)
+    m = re.search(r"collect more points: about " + NUM + r" would resolve uE 1.10× off "
+                  r"(on average|in the top tenth of (?:uE|X|V)) \(([^:]+): ([0-9.]+)× now", line)
     coarse = {}
     for q in res["question"].values:
         q = str(q)
@@ -229,7 +230,7 @@ def _check_advice(res, i, s, line):
     assert (m is not None) == bool(coarse), line
     if m:
         f = coarse[m[3]]
-        assert int(m[4]) == round(100 * (f - 1))
+        assert m[4] == f"{f:.2f}"
         need = int(m[1].replace(",", ""))
         assert need == points_to_resolve(int(res["M"].values[i]), f)
         assert need == max(points_to_resolve(int(res["M"].values[i]), g)
@@ -251,8 +252,8 @@ def test_every_sentence_of_the_demo_summaries_follows_from_the_numbers(demo):
 
 def test_the_demo_summaries_say_what_each_set_is(demo):
     text = dict(zip(demo["set"].values, summary_lines(demo), strict=True))
-    assert "uE about" in text["overconfident"] and "too small on average" in \
-        text["overconfident"]
+    assert "uE 1.2" in text["overconfident"] and "× too small on average" in \
+        text["overconfident"] and " % too" not in text["overconfident"]
     assert "too large on average" in text["underconfident"]
     assert "Consistent up to a factor" in text["overconfident"]
     assert "rescale: use uE ×" in text["overconfident"]
@@ -351,7 +352,7 @@ def test_every_sentence_of_the_paper_set_summaries_follows_from_the_numbers(pape
     for i, line in enumerate(text):
         if _q(paper, "average", i) == "invalid" and \
                 paper["verdict"].sel(stat="zms").values[i] == "invalid":
-            assert "uE about" in line
+            assert "× too" in line and "use uE ×" in line
 
 
 # ------------------------------------------------------------------ where the summary goes

@@ -414,8 +414,14 @@ def test_conditional_analysis(res):
 def test_tables(res):
     t = result_table(res)
     assert list(t.columns) == ["estimate", "bias", "ci_low", "ci_high", "reference", "zeta",
-                               "zeta_T6", "p_min", "p_max", "resolution", "verdict"]
+                               "zeta_T6", "p_min", "p_max", "band_low", "band_high",
+                               "resolution", "verdict"]
     assert len(t) == 3 * len(STATS)
+    # a binned statistic prints its calibrated band, never a bootstrap interval
+    binned = [parse_stat(st).family == "binned" for _, st in t.index]
+    assert t.loc[binned, ["ci_low", "ci_high"]].isna().all().all()
+    assert t.loc[binned, "band_low"].notna().all()
+    assert not t.loc[[not b for b in binned], "band_low"].notna().any()
     iv = paper_table_iv(res)
     assert [c[0] for c in iv.columns] == ["RCE"] * 5 + ["ZMS"] * 5
     assert list(iv.index) == ["cal", "over", "tig"]

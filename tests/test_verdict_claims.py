@@ -77,8 +77,9 @@ def test_no_verdict_from_too_few_copies():
     res = uqx.validate(ds, n_boot=100, n_mc=10, seed=1)
     for v in ("verdict", "question_verdict", "extrap_verdict"):
         assert "valid" not in set(res[v].values.ravel()), v
-    assert "copies cannot give p <" in str(
-        res["question_reason"].sel(question="consistency").values[0])
+    # an `invalid` needs no reach (its rate is controlled at any n); a `valid` does
+    assert any("calibrated copies cannot reject this test" in str(r)
+               for r in res["question_reason"].values[0])
 
 
 def test_demo_with_two_copies_says_nothing_valid():
@@ -203,12 +204,9 @@ def test_consistent_data_whose_shape_changes_with_u_are_valid():
     res = _tuning_sets("ig6_mixed", "calibrated")
     head = res["question_verdict"].sel(question="consistency").values
     assert (head == "valid").sum() >= 9, head
-    for s in ("ence", "zmse", "zve"):  # none rejected; at n_mc 500 the small weights of
-        v = res["verdict"].sel(stat=s).values  # ENCE and ZVE may be out of reach
-        why = res["verdict_reason"].sel(stat=s).values
-        assert (v == "invalid").sum() == 0, s
-        assert ((v == "valid") | np.char.endswith(why.astype(str), "increase --n-mc")).sum() \
-            >= 9, (s, v, why)
+    for s in ("ence", "zmse", "zve"):  # diagnostics: they decide nothing
+        v = res["verdict"].sel(stat=s).values
+        assert set(v) == {"diagnostic"}, (s, v)
     local = np.isfinite(res["nu_fit_local_min"].values)
     assert local.sum() >= 7
     # where the fitted member is local, its windows span light and heavy tails
@@ -232,14 +230,17 @@ def test_alternative_resolution_reads_80_percent_power():
 
 
 def test_consistency_statistics_state_their_local_resolution(rng):
-    """ENCE, ZMSE, ZVE: the top-decile factor they detect with 80 % power; at M = 2000 it
-    lies below the 1/0.6 = 1.67 of finding 6 (uE 40 % too small in the top decile)."""
+    """The consistency node's statistic (ZMSE, the first of its fallbacks asked here):
+    the top-decile factor it detects with 80 % power; at M = 2000 it lies below the
+    1/0.6 = 1.67 of finding 6 (uE 40 % too small in the top decile). ENCE and ZVE are
+    diagnostics: no resolution."""
     u = np.sqrt(1 / rng.gamma(3, 1 / 3, 2000))
     ds = uqx.from_arrays(u * rng.standard_normal(2000), u, name="cal")
     res = uqx.validate(ds, ["ence", "zmse", "zve"], n_boot=200, n_mc=300, seed=2,
                        conditional=False)
-    hi = res["resolution_high"].values[0]
-    assert np.all((hi > 1.1) & (hi < 1 / 0.6)), hi
+    hi = res["resolution_high"].sel(stat="zmse").values[0]
+    assert 1.1 < hi < 1 / 0.6, hi
+    assert np.isnan(res["resolution_high"].sel(stat=["ence", "zve"]).values).all()
     assert uqx.result_table(res).loc[("cal", "zmse"), "resolution"].startswith("top 10 %")
 
 
@@ -275,9 +276,11 @@ def test_demo_headlines_match_each_set_description():
     for name in ("overconfident", "underconfident"):
         assert zms[name] == "invalid" and head.loc[name, "uE"] == "invalid"
     assert head.loc["inconsistent", "uE"] == "invalid"
-    # the variance of E grows with X, its mean over X is u²: consistent, not adaptive (the
-    # scan of this draw reads p = 0.02-0.05 under the data's own z-scores: not invalid)
-    assert head.loc["nonadaptive", "uE"] != "invalid"
+    # the variance of E grows with X, its mean over X is u²: consistent, not adaptive.
+    # Consistency is not asserted: the scan of this draw reads p = 0.02-0.05 under the
+    # data's own z-scores, and once adaptivity is rejected its share passes to
+    # consistency (level ~0.047): a false rejection within the family's 10 %, whose rate
+    # on this design the error-rates study measures
     assert head.loc["nonadaptive", "X"] == "invalid"
     assert r["verdict"].sel(set="nonadaptive", stat="cc").item() == "valid"
     assert "invalid" not in r["verdict"].sel(set="calibrated").values
@@ -290,15 +293,16 @@ def test_demo_headlines_match_each_set_description():
 def test_question_resolution_reads_80_percent_power_at_the_question_threshold():
     """Oracle: one route whose copies are N(0, 1) and N(δ_f, 1) under the alternative.
 
-    The question rejects a copy when its route's p-value is below w·c, c the question's
-    critical value at its initial level: with one route of weight 1 and uniform copies'
-    p-values, c is the level α, and the resolution is the factor where δ = z_(1-α) + z_0.8.
+    The node rejects a copy when its p-value is below its threshold (its weight times
+    the critical value of the intersection of every node): with a threshold of α, the
+    resolution is the factor where δ = z_(1-α) + z_0.8.
     """
     from scipy.stats import norm
 
+    from uqx.engine.questions import NODES
     from uqx.engine.statistic import parse_stat
-    from uqx.workflow.decision import QuestionTests
-    from uqx.workflow.resolutions import _question_resolution
+    from uqx.workflow.decision import NodeTests
+    from uqx.workflow.resolutions import _binned_resolution
 
     rng = np.random.default_rng(4)
     n = 4000
@@ -321,10 +325,14 @@ def test_question_resolution_reads_80_percent_power_at_the_question_threshold():
         def spread(self, i, j, m, gammas, *, scale_free=False):
             return np.full((n, np.size(gammas)), np.nan)
 
-    t = QuestionTests([("stat", 0)], ["consistency"], np.array([1.0]),
-                      np.array([[0.5]]), np.zeros((1, 1, n)), np.array([[True]]))
-    (lo, hi), _ = _question_resolution("consistency", [parse_stat("zmse")], t, [0], draws,
-                                       np.array([0]), {0: 0.05}, Copies(), 0, 1000)
+    k = [nd.name for nd in NODES].index("consistency")
+    Q = len(NODES)
+    stat = np.full(Q, -1)
+    stat[k] = 0
+    t = NodeTests(tuple(nd.name for nd in NODES), stat, np.full((Q, 1), 0.5),
+                  np.zeros((Q, 1, n)), np.ones((Q, 1), bool), np.full(Q, 1 / (1 + n)))
+    (lo, hi), _ = _binned_resolution(NODES[k], [parse_stat("zmse")], t, k, draws,
+                                     np.array([0]), {0: 0.05}, Copies(), 0)
     want = np.exp((norm.ppf(0.95) + norm.ppf(0.8)) / 4.0)  # δ = z_0.95 + z_0.8
     assert np.isnan(lo) and hi == pytest.approx(want, rel=0.03)
 
@@ -349,9 +357,11 @@ def test_consistency_headline_states_its_resolution_in_table_json_and_report(tmp
     assert rec[0]["conditional"]["uE"]["resolution"] == {
         "low": None, "high": f, "power": 0.8, "kind": "top", "spread": {"low": lo, "high": hi}}
     assert "resolution" not in rec[1]["conditional"]["uE"]  # invalid: nothing to resolve
-    zl, zh = (float(r[f"resolution_spread_{k}"].sel(set="calibrated", stat="zmse"))
+    # the node's statistic: ZMSE_max, the first of consistency's statistics asked here
+    zl, zh = (float(r[f"resolution_spread_{k}"].sel(set="calibrated", stat="zmse_max"))
               for k in ("low", "high"))
-    assert rec[0]["stats"]["zmse"]["resolution"]["spread"] == {"low": zl, "high": zh}
+    assert rec[0]["stats"]["zmse_max"]["resolution"]["spread"] == {"low": zl, "high": zh}
+    assert "resolution" not in rec[0]["stats"]["ence"]  # a diagnostic resolves nothing
     html = write_report(r, tmp_path / "r.html").read_text()
     assert f"top 10 % of uE: f &gt;= {f:.3g}" in html or f"top 10 % of uE: f >= {f:.3g}" in html
     assert spread.replace(">", "&gt;").replace("<", "&lt;") in html or spread in html
@@ -371,7 +381,7 @@ def test_cc_is_its_own_question():
     res = uqx.validate(sd, ["cc", "ence", "zmse"], n_boot=100, n_mc=300, seed=1,
                        conditional=False)
     tests = str(res["question_tests"].sel(question="consistency").values[0])
-    assert "CC" not in tests and "ENCE" in tests and "ZMSE" in tests, tests
+    assert tests == "ZMSE", tests  # the node's statistic: the first of its fallbacks asked
     assert str(res["question_tests"].sel(question="ranking").values[0]) == "CC"
     assert res["question_verdict"].sel(question="ranking").values[0] == \
         res["verdict"].sel(stat="cc").values[0]

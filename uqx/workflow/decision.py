@@ -389,7 +389,9 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
             if not u.any():
                 continue
             qtests[i, a] = ", ".join(_node_label(specs, t, k) for k in ks)
-            qp[i, a] = np.nanmin(dec.adjusted[ks], axis=0) if len(ks) > 1 else dec.adjusted[ks[0]]
+            adj = dec.adjusted[ks]
+            qp[i, a] = np.where(np.isfinite(adj).any(axis=0), np.min(
+                np.where(np.isfinite(adj), adj, np.inf), axis=0), np.nan)
             ql[i, a] = alpha_result
             ql0[i, a] = np.nansum(dec.share[ks], axis=0)
             rej = np.any(dec.rejected[ks], axis=0)
