@@ -241,3 +241,100 @@ def test_member_verdict_counts_only_the_members_that_take_part():
     assert v == "invalid"
     v, why = member_verdict(np.array([1, 0], bool), ["N", "T6"], use=np.array([0, 0], bool))
     assert v == "inconclusive" and "no member" in why
+
+
+# ------------------------------------------------------------------ the claims it prints
+
+
+def _bias_sets(n, M=2000, seed=43):
+    """u² ~ IG(3, 3), Z = 0.3 + √0.91 ε: E[Z² | uE] = 1 at every uE, a pure bias."""
+    import uqx
+
+    out = []
+    for k in range(n):
+        rng = np.random.default_rng(seed + k)
+        u = np.sqrt(3.0 / rng.gamma(3.0, 1.0, M))
+        z = 0.3 + np.sqrt(0.91) * rng.standard_normal(M)
+        out.append(uqx.from_arrays(z * u, u, name=f"b{k}"))
+    return uqx.stack(out)
+
+
+def test_a_pure_bias_is_a_bias_not_an_inconsistency():
+    """Finding 1 of issue 43: ZVE (null Var(Z | uE) = 1, which a bias breaks) decided
+    consistency (null E[Z² | uE] = 1, true here) on 11 % of such sets, and the summary
+    advised an isotonic recalibration. ZVE is now a diagnostic; the consistency node reads
+    ZMS_scan; the summary names the bias."""
+    import uqx
+    from uqx.workflow.summary import summary_lines
+
+    res = uqx.validate(_bias_sets(3), n_boot=200, n_mc=500, seed=1, conditional=False)
+    assert set(res["verdict"].sel(stat="zve").values) == {"diagnostic"}
+    assert set(res["verdict"].sel(stat="mean_z").values) == {"invalid"}
+    assert set(res["question_verdict"].sel(question="average").values) == {"invalid"}
+    assert "invalid" not in set(res["question_verdict"].sel(question="consistency").values)
+    assert set(res["question_tests"].sel(question="consistency").values) == {"ZMS_SCAN"}
+    for line in summary_lines(res):
+        assert "correct the bias of the predictions" in line
+        assert "recalibrate uE conditionally" not in line and "isotonic" not in line
+
+
+def test_level_sets_the_intervals_only_and_alpha_the_family():
+    """Finding 6: `level` set the family-wise level (α = 2(1 - level))."""
+    import uqx
+
+    ds = _bias_sets(1, M=500).isel(set=[0])
+    r = uqx.validate(ds, ["zms", "mean_z"], n_boot=200, n_mc=200, seed=1, level=0.8,
+                     conditional=False, resolution=False)
+    assert r.attrs["alpha_result"] == pytest.approx(ALPHA_RESULT)
+    assert float(np.nanmax(r["question_level"].values)) == pytest.approx(ALPHA_RESULT)
+    r = uqx.validate(ds, ["zms", "mean_z"], n_boot=200, n_mc=200, seed=1, alpha=0.05,
+                     conditional=False, resolution=False)
+    assert float(np.nanmax(r["question_level"].values)) == pytest.approx(0.05)
+    with pytest.raises(uqx.InputError, match="alpha"):
+        uqx.validate(ds, ["zms"], n_boot=200, n_mc=200, seed=1, alpha=0.7)
+
+
+def test_a_valid_states_its_resolution_or_reads_inconclusive():
+    """Finding 4: "Ranking valid (no resolution)" where uE say nothing of the errors."""
+    import uqx
+    from uqx.workflow.resolutions import NO_RESOLUTION
+    from uqx.workflow.summary import summary_lines
+
+    rng = np.random.default_rng(8)
+    M = 300
+    u = 1.0 + 0.01 * rng.uniform(size=M)  # uE carry no information: CC has no power
+    ds = uqx.from_arrays(u * rng.standard_normal(M), u, name="flat")
+    r = uqx.validate(ds, ["zms", "cc"], n_boot=200, n_mc=1000, seed=1, conditional=False)
+    q = r.sel(set="flat", question="ranking")
+    assert q["question_verdict"].item() == "inconclusive"
+    assert q["question_reason"].item() == NO_RESOLUTION
+    assert r["verdict"].sel(set="flat", stat="cc").item() == "inconclusive"
+    text = summary_lines(r)[0]
+    assert "no resolution)" not in text and "Ranking valid" not in text
+    for q, v in zip(r["question"].values, r["question_verdict"].values[0], strict=True):
+        if v == "valid":  # every valid that is printed states a resolution
+            lo, hi, a, b = (float(r[f"question_resolution_{k}"].sel(question=q).values[0])
+                            for k in ("low", "high", "spread_low", "spread_high"))
+            assert np.isfinite([lo, hi, a, b]).any(), q
+
+
+def test_binned_statistics_print_their_calibrated_band_not_a_bootstrap_interval():
+    """Finding 3: `ence 0.0271 [0.0257, 0.0258]`: zero-width intervals excluding their
+    own estimate. The text prints `cal. [a, b]` for a binned statistic."""
+    import uqx
+    from uqx.workflow.tables import format_validation
+
+    rng = np.random.default_rng(3)
+    u = np.sqrt(3.0 / rng.gamma(3.0, 1.0, 1000))
+    ds = uqx.from_arrays(u * rng.standard_normal(1000), u, name="cal")
+    r = uqx.validate(ds, ["zms", "ence", "zmse", "zms_scan"], n_boot=200, n_mc=300, seed=1,
+                     conditional=False, resolution=False)
+    text = format_validation(r)
+    for st in ("ence", "zmse", "zms_scan"):
+        row = next(line for line in text.splitlines() if f" {st} " in f" {line} ")
+        assert "cal. [" in row, row
+        lo, hi = (float(r[k].sel(set="cal", stat=st)) for k in ("null_band_low",
+                                                                "null_band_high"))
+        assert lo < hi
+    row = next(line for line in text.splitlines() if " zms " in f" {line} ")
+    assert "cal. [" not in row and "[" in row  # ZMS keeps its BCa interval

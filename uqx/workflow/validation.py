@@ -958,6 +958,7 @@ def _result_attrs(ds, inputs, cfg: Settings, *, extra):
         **provenance_attrs(
             inputs=inputs, seed=int(cfg.seed),
             n_boot=int(cfg.n_boot), n_mc=int(cfg.n_mc), level=float(cfg.level),
+            alpha_result=float(cfg.alpha_result),
             n_bins=int(cfg.bins), binning_scheme=cfg.binning, pop_min=int(cfg.pop_min),
             ties=cfg.ties, nu=float(cfg.nu),
             d_sensitivity_rule="|ref_N - ref_T| > 2 sqrt(u_N^2 + u_T^2)",
