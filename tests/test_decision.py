@@ -143,7 +143,7 @@ def test_closed_minp_controls_the_family_and_beats_bonferroni():
     n_sets, n = 600, 199
     fw = 0
     power_minp = power_bonf = 0
-    for s in range(n_sets):
+    for _ in range(n_sets):
         base = rng.normal(size=n + 1)
         x = np.stack([base + 0.7 * rng.normal(size=n + 1) for _ in names])
         po, pc = mc_pvalue(x[:, 0], x[:, 1:], 1), copy_pvalues(x[:, 1:], 1)

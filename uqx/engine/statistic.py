@@ -11,7 +11,7 @@ equation and conventions: ``<name>_from_sums(S, n)`` of the moment-feature sums 
 of a statistic is declared beside that function, once, in its :class:`Statistic` of
 :data:`STATISTICS` (compare flox's ``Aggregation``): the sums it reads (named columns of
 :data:`MOMENT_FEATURES` or :data:`BIN_FEATURES`), the function that finishes them, its
-long name and reference, and how its verdict's test reads it (side, weight, the
+long name and reference, and how its verdict's test reads it (side, the
 statistic tested, its resolution). Adding a statistic is one entry there: every route
 below reads the registry.
 
@@ -906,15 +906,6 @@ class Statistic:
     direction : {1, -1, 0}
         Side of miscalibration (:func:`uqx.engine.mctest.mc_pvalue`): +1 too large,
         −1 too small, 0 both sides.
-    weight : float
-        Weight in its question's min-p (:func:`uqx.engine.questions.weighted_stepdown`):
-        it enters as :math:`p / w`, so a weight of 1/4 needs a p-value four times
-        smaller. Each question has a prespecified headline statistic of weight 1: ZMS
-        (the scale) for average calibration, with the studentised ⟨Z⟩ (the bias) at
-        1/2, the scan of the tails of the variable's order (ZMS_scan) for consistency
-        and adaptivity, CC for ranking; the other statistics refine the answer without
-        diluting the headline (RCE, ZMSE and ZMSE_max 1/4, ENCE, ZVE and UCE 1/10,
-        reachable with some 300 copies). Chosen on the tuning draws (seed 31).
     resolution : {"scale", "bias", "top", ""}
         What the factor of its resolution means (:mod:`uqx.engine.resolution`): uE
         off by a factor, a bias in units of uE, uE too small by the factor in the bins
@@ -942,7 +933,6 @@ class Statistic:
     reference: float | str | None = None
     test_statistic: str | None = None
     direction: int = 0
-    weight: float = 0.25
     resolution: str = ""
     scale_map: Callable | None = None
     quasi_convex: bool = False
@@ -991,7 +981,7 @@ def _scale(t, f):
 #: Every statistic, declared once (:class:`Statistic`), in the order of the tables.
 STATISTICS: dict[str, Statistic] = {s.name: s for s in (
     Statistic(name="zms", kind="moment", sums=("z2",), finish=zms_from_sums,
-              long_name="mean squared z-score <Z^2>", reference=1.0, weight=1.0,
+              long_name="mean squared z-score <Z^2>", reference=1.0,
               resolution="scale", scale_map=_scale),
     Statistic(name="rce", kind="moment", sums=("u2", "E2"), finish=rce_from_sums,
               long_name="relative calibration error (RMV-RMSE)/RMV", reference=0.0,
@@ -1005,7 +995,7 @@ STATISTICS: dict[str, Statistic] = {s.name: s for s in (
     Statistic(name="rmse", kind="moment", sums=("E2",), finish=rmse_from_sums,
               long_name="root mean squared error"),
     Statistic(name="mean_z", kind="moment", sums=("z",), finish=mean_z_from_sums,
-              long_name="mean z-score", reference=0.0, test_statistic="t_z", weight=0.5,
+              long_name="mean z-score", reference=0.0, test_statistic="t_z",
               resolution="bias", scale_map=lambda t, b: t + b),
     Statistic(name="t_z", kind="moment", sums=("z2", "z"), finish=t_z_from_sums,
               long_name="studentised mean z-score <Z>/sqrt(Var(Z)/n)", reference=0.0),
@@ -1017,17 +1007,17 @@ STATISTICS: dict[str, Statistic] = {s.name: s for s in (
     Statistic(name="nll_ref", kind="moment", sums=("lnu2",), finish=nll_ref_from_sums,
               long_name="reference NLL for calibrated normal errors"),
     Statistic(name="cc", kind="rank", long_name="Spearman rank correlation of |E| and uE",
-              direction=-1, weight=1.0),
+              direction=-1),
     Statistic(name="ence", kind="binned", sums=("u2", "E2"), finish=ence_from_bin_sums,
               long_name="expected normalised calibration error (RMSE per bin)",
-              direction=1, weight=0.1, resolution="top", quasi_convex=True),
+              direction=1, resolution="top", quasi_convex=True),
     Statistic(name="ence_sd", kind="binned", sums=("u2", "Ec", "Ec2"),
               finish=ence_sd_from_bin_sums,
               long_name="expected normalised calibration error (sd(E) per bin)",
-              direction=1, weight=0.1, resolution="top"),
+              direction=1, resolution="top"),
     Statistic(name="uce", kind="binned", sums=("u2", "E2"), finish=uce_from_bin_sums,
               long_name="uncertainty calibration error",
-              direction=1, weight=0.1, resolution="top", quasi_convex=True),
+              direction=1, resolution="top", quasi_convex=True),
     Statistic(name="zmse", kind="binned", sums=("z2",), finish=zmse_from_bin_sums,
               long_name="mean |ln ZMS| over bins",
               direction=1, resolution="top", quasi_convex=True),
@@ -1036,10 +1026,10 @@ STATISTICS: dict[str, Statistic] = {s.name: s for s in (
               direction=1, resolution="top", quasi_convex=True),
     Statistic(name="zms_scan", kind="binned", sums=("z2",), finish=zms_scan_from_bin_sums,
               long_name="largest sqrt(n)|ln ZMS| over the tails of the bin order",
-              direction=1, weight=1.0, resolution="top", quasi_convex=True),
+              direction=1, resolution="top", quasi_convex=True),
     Statistic(name="zve", kind="binned", sums=("z2", "z"), finish=zve_from_bin_sums,
               long_name="z-variance error exp(mean |ln Var(Z)|)",
-              direction=1, weight=0.1, resolution="top", quasi_convex=True),
+              direction=1, resolution="top", quasi_convex=True),
     Statistic(name="lzisd", kind="binned", sums=("z2", "z"), finish=lzisd_from_bin_sums,
               vector=True, long_name="local z inverse standard deviation per bin",
               reference=1.0),
