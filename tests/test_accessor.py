@@ -38,7 +38,7 @@ def test_three_lines_from_dataframe_to_verdicts(frame, result):
     # X is given but none of adaptivity's statistics was requested: said, not dropped
     assert all(str(v).startswith("not tested") for v in table["adaptivity (X)"])
     assert table.summary == result.uqx.summary() and len(table.summary) == 2
-    words = {"valid", "invalid", "inconclusive", "not tested"}
+    words = {"valid", "invalid", "inconclusive", "not tested", "diagnostic"}
     assert all(str(v).split(" (")[0] in words for v in table[["zms", "rce"]].values.ravel())
     assert table["M"].tolist() == [600, 600]
 

@@ -148,14 +148,16 @@ def test_primer_table_i_average_calibration(cases):
     consistent) keeps <E²> = <u²> (RCE passes) but fails Var(Z) = 1 (ZMS fails)."""
     r = uqx.validate(cases, ["zms", "rce"], n_boot=500, n_mc=300, conditional=False, seed=1)
     verdict = r["verdict"].to_pandas()
+    # RCE is a diagnostic (ZMS tests the scale; RCE's unadjusted p-values are kept)
     for k in "ABEF":
-        assert verdict.loc[k].tolist() == ["valid", "valid"], k
+        assert verdict.loc[k].tolist() == ["valid", "diagnostic"], k
     # C: Z = E/u with u unrelated to E has tails far beyond the safety limits (kappa_cs of
     # Z^2 near 90): the verdict declines ZMS with that reason; the papers' zeta rule fails it
-    assert verdict.loc["C"].tolist() == ["inconclusive", "valid"]
+    assert verdict.loc["C"].tolist() == ["inconclusive", "diagnostic"]
     assert "safety limit" in str(r["verdict_reason"].sel(set="C", stat="zms").item())
     assert str(r["zeta_verdict"].sel(set="C", stat="zms").item()) == "invalid"
-    assert verdict.loc["D"].tolist() == ["invalid", "invalid"]
+    assert verdict.loc["D"].tolist() == ["invalid", "diagnostic"]
+    assert r["p_value"].sel(set="D", stat="rce").max().item() < 0.05
 
 
 def test_primer_consistency_signal(cases):

@@ -66,7 +66,7 @@ BLOCK = 10
 #: are simulated once per task whatever order the scheduler picks for the tasks.
 TASK_SETS = 100
 #: Verdict codes in the archive.
-CODES = ("valid", "invalid", "inconclusive", "not tested")
+CODES = ("valid", "invalid", "inconclusive", "not tested", "diagnostic")
 STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve",
          "zms_scan_X", "zmse_X", "zmse_max_X")
 #: The statistics of the papers, whose ζ rule is recorded beside the verdicts.
@@ -78,10 +78,11 @@ HEADLINES = {"average": "average", "consistency": "consistency",
 #: Recorded verdicts: statistics, the papers' ζ rule, the questions, any invalid.
 TESTS = (tuple(STATS) + tuple(f"{s}_zeta" for s in ZETA_STATS) + tuple(HEADLINES) + ("any",))
 #: Where a question's power is lost, per set (1 rejected, 0 not, NaN not applicable):
-#: ``best`` its best statistic alone at the question's initial level under every member,
-#: ``headline`` the weighted min-p at that level under every member, ``graph`` the
-#: question after the levels passed between questions (every member), ``verdict`` the
-#: final verdict (after the tails), and each member's own procedure.
+#: ``best`` its best statistic (its node's or a diagnostic) alone at the question's share
+#: of α under every member, ``headline`` its node's statistic alone at that share (the
+#: Bonferroni split) under every member, ``graph`` the closed min-p of the set's graph
+#: (every member), ``verdict`` the final verdict (after the tails), and each member's own
+#: graph.
 LAYERS = ("best", "headline", "graph", "verdict", "member_N", "member_T6", "member_fit",
           "member_data")
 LAYER_QUESTIONS = ("average", "consistency", "adaptivity_X")
@@ -267,12 +268,15 @@ def power_layers(res) -> np.ndarray:
         pq = qq["question_p_value"].values
         js = [j for j, name in enumerate(stats) if _question(name) == q]
         pm = res["p_value"].values[0][js]  # (stat, member) marginal
+        adj = res["p_adjusted"].values[0][js]
+        node = [k for k in range(len(js)) if np.isfinite(adj[k]).any()]
         ok = use & np.isfinite(pq)
         with np.errstate(invalid="ignore"):
             best = np.nanmin(pm, axis=0) < lev0
             out[a, 0] = float(np.all(best[ok]))
-            out[a, 1] = float(np.all(pq[ok] < lev0[ok]))
-            rej = pq < lev
+            head = np.nanmin(pm[node], axis=0) < lev0 if node else np.zeros_like(ok)
+            out[a, 1] = float(np.all(head[ok]))
+            rej = pq <= lev
             out[a, 2] = float(np.all(rej[ok]))
         out[a, 3] = float(str(qq["question_verdict"].item()) == "invalid")
         for m, lab in enumerate(labels):
