@@ -19,7 +19,9 @@ centred, scaled χ²₄ (``skewed``, skewness √2).
 ``scale0.8`` / ``scale1.25`` / ``scale0.9`` / ``scale1.1`` (reported u times the factor);
 ``gamma0.5`` (reported :math:`c\,u^{0.5}` with the same mean square: inconsistent);
 ``x-variance`` (:math:`E = u\epsilon\sqrt{2X}`, X ~ U(0, 1): consistent on u, not adaptive
-on X); ``shift0.2`` (:math:`E = u(\epsilon + 0.2)`). Every set has an X ~ U(0, 1)
+on X); ``shift0.2`` (:math:`E = u(\epsilon + 0.2)`); ``bias0.3``
+(:math:`E = u(0.3 + \sqrt{0.91}\,\epsilon)`: a pure bias, :math:`E[Z^2 \mid u] = 1`, the
+null of consistency true). Every set has an X ~ U(0, 1)
 independent of u. Scenarios other than ``calibrated`` run at ``power_M`` only.
 
 The uncertainties and X are drawn anew for every block of :data:`BLOCK` sets of a
@@ -93,7 +95,7 @@ DESIGNS = tuple(f"{u}_{e}" for u in UNCERTAINTIES for e in ERRORS)
 DEFAULT_DESIGNS = tuple(f"{u}_{e}" for u in ("ig3", "ig6", "ig20")
                         for e in ("normal", "t4", "t6"))
 SCENARIOS = ("calibrated", "scale0.8", "scale1.25", "scale0.9", "scale1.1", "gamma0.5",
-             "x-variance", "shift0.2", "top0.6", "top0.6-true")
+             "x-variance", "shift0.2", "top0.6", "top0.6-true", "bias0.3")
 #: Designs beyond the named grid that issue 21 names: tied uE (five levels, rows sorted
 #: by ``|E|``), t_s(2.5) errors (beyond the safety limits), an error shape that changes with
 #: uE (normal below the median of uE, t_s(4) above: consistent in variance).
@@ -210,6 +212,8 @@ def synthetic_set(design: str, scenario: str, M: int, *, seed: int, index: int,
         E = E * np.sqrt(2 * X)
     elif scenario == "shift0.2":
         E = u * (eps + 0.2)
+    elif scenario == "bias0.3":  # a pure bias: E[Z^2 | u] = 1 exactly, E[Z] = 0.3
+        E = u * (0.3 + np.sqrt(0.91) * eps)
     elif scenario == "top0.6":  # uE 40 % too small in its top decile (errors' sd is uE / 0.6)
         E = np.where(u > np.quantile(u, 0.9), E / 0.6, E)
     elif scenario == "top0.6-true":  # reported 0.6 u in the top decile of the true u

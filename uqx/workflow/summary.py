@@ -856,11 +856,10 @@ def _p_words(qf) -> str:
 def explain_lines(res) -> list[str]:
     """One paragraph per set, in plain words, of how each verdict was reached.
 
-    For each question: the statistics its test combines (weighted minimum of their
-    p-values, calibrated on their shared copies), the level it received from the set's
-    family-wise level, the members of the null family that took part with their
-    p-values, how the members were combined into the verdict, and what a ``valid``
-    could have seen (its resolution).
+    For each question: the statistic of each of its nodes, its p-value adjusted by the
+    closed weighted min-p of the set's graph (:mod:`uqx.engine.questions`) under each
+    member of the null family that took part, how the members were combined into the
+    verdict, and what a ``valid`` could have seen (its resolution).
 
     Parameters
     ----------
@@ -885,14 +884,13 @@ def explain_lines(res) -> list[str]:
                 why = f": {qf['reason']}" if qf["reason"] else ""
                 parts.append(f"{_cap(qf['label'])} was not tested{why}.")
                 continue
-            how = (f"the p-value of {qf['tests']}, against its {n} calibrated copies"
-                   if "," not in qf["tests"] else
-                   f"the weighted minimum of the p-values of {qf['tests']}, calibrated on their "
-                   f"{n} shared copies")
-            text = (f"{_cap(qf['label'])} is tested by {how}; under each member of the null "
-                    f"family that takes part: {_p_words(qf)}.")
+            how = (f"{qf['tests']} against its {n} calibrated copies" if "," not in qf["tests"]
+                   else f"{qf['tests']} (one node each, the smaller adjusted p-value) against "
+                   f"their {n} shared calibrated copies")
+            text = (f"{_cap(qf['label'])} is tested by {how}; its adjusted p-value under each "
+                    f"member of the null family that takes part: {_p_words(qf)}.")
             if v == "invalid":
-                text += " Every member rejects at its level: invalid."
+                text += " Every member rejects at the set's level: invalid."
             elif v == "valid":
                 text += " No member rejects: valid."
                 sent = next((x for x in s["sentences"] if x["kind"] == q), None)
@@ -906,9 +904,10 @@ def explain_lines(res) -> list[str]:
                 text += (" A p-value lies within two Monte-Carlo standard deviations of its "
                          "level (borderline).")
             parts.append(text)
-        lead = (f"{s['set']}" + (f" (M = {s['M']})" if s["M"] is not None else "") + ": the "
-                f"questions share the set's family-wise level {_g(alpha, 2)} (a calibrated set "
-                "gets an invalid somewhere at most that often); a rejected question passes its "
-                "level on to the others.")
+        lead = (f"{s['set']}" + (f" (M = {s['M']})" if s["M"] is not None else "") + ": each "
+                "question's nodes, one statistic each, share the set's family-wise level "
+                f"{_g(alpha, 2)} in one graph (a calibrated set gets an invalid somewhere at "
+                "most that often); each node's p-value is adjusted by closed testing of the "
+                "graph on the copies the nodes share, and compared with that level.")
         out.append(" ".join([lead, *parts]))
     return out
