@@ -305,7 +305,7 @@ def test_explain_tells_each_question_its_members_and_p_values(demo):
     for m, lab in enumerate(demo["member"].values):
         if np.isfinite(p[m]) and demo["member_plausible"].values[i, m]:
             assert f"{lab} p = {p[m]:.3g}" in text
-    assert "Every member rejects at its level: invalid." in text
+    assert "Every member rejects at the set's level: invalid." in text
     assert "family-wise level 0.1" in text
 
 
