@@ -57,7 +57,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def result(data):
-    return uqx.validate(data, ["zms", "rce", "cc", "ence", "zmse", "zve"], n_boot=200,
+    return uqx.validate(data, ["zms", "rce", "cc", "ence", "zmse", "zve", "zmse_X"], n_boot=200,
                         n_mc=100, seed=1)
 
 

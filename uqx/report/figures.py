@@ -188,16 +188,18 @@ def _reliability_spec(one, res, i):
 
 
 def untested(res, i) -> set:
-    """Conditioning variables whose question set ``i`` was not asked (``not tested``).
+    """Features (X, V) whose adaptivity question set ``i`` was not asked (``not tested``).
 
     No figure is drawn on them: a figure of adaptivity on V beside a text that says
-    "Adaptivity (V) not tested" would contradict it.
+    "Adaptivity (V) not tested" would contradict it. The figures on uE (reliability
+    diagram, LZISD on uE) describe the data and are always drawn, their captions saying
+    where their numbers are not those of a test.
     """
     if "question_verdict" not in res or "question" not in res.dims:
         return set()
     qs = [str(q) for q in res["question"].values]
     out = set()
-    for c in ("uE", "X", "V"):
+    for c in ("X", "V"):
         q = question_of("binned", c)
         if q in qs and str(res["question_verdict"].isel(set=i).sel(question=q).item()) \
                 == "not tested":

@@ -8,6 +8,7 @@ import sys
 
 from uqx.cli.commands._common import (
     EXIT_CODES_HELP,
+    GLOSSARY_HELP,
     HelpFormatter,
     add_fail_on,
     add_inputs,
@@ -41,7 +42,7 @@ def register(subparsers):
         description="Validate average calibration, consistency and adaptivity: BCa "
         "bootstrap intervals, references (predefined or simulated), zeta scores and the "
         "fraction of valid LZISD bins.",
-        epilog=EXIT_CODES_HELP,
+        epilog=f"{GLOSSARY_HELP} {EXIT_CODES_HELP}",
         formatter_class=HelpFormatter,
     )
     add_inputs(p, required=False)
