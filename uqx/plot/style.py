@@ -20,6 +20,7 @@ from contextlib import contextmanager
 import matplotlib
 import numpy as np
 from matplotlib import ticker
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from uqx.dataio.model import VARIABLES, InputError
@@ -395,11 +396,8 @@ def legend(fig, axes, *, ncols=None, where="upper center"):
 
 def _legend_width(fig, leg) -> float:
     """Width of a figure legend in display pixels (drawn once on the figure's canvas)."""
-    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else None
-    if renderer is None:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-        renderer = FigureCanvasAgg(fig).get_renderer()
+    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
     return leg.get_window_extent(renderer).width
 
 
