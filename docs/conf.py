@@ -54,5 +54,7 @@ numpydoc_xref_param_type = False
 # -- HTML
 html_theme = "furo"
 html_title = f"uqx {release}"
-html_static_path = []
+# uqx.css: printed outputs wrap and wide tables stay inside the content column
+html_static_path = ["_static"]
+html_css_files = ["uqx.css"]
 html_show_sourcelink = False
