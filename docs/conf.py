@@ -15,6 +15,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_ext"))
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("MPLBACKEND", "Agg")
+# no progress display in the executed pages (their kernels would show it as output)
+os.environ.setdefault("UQX_PROGRESS", "0")
 
 import uqx  # noqa: E402
 

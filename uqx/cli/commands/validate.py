@@ -27,7 +27,7 @@ from uqx.cli.commands._common import (
 )
 from uqx.engine.defaults import N_BOOT, N_MC, NU, POP_MIN
 from uqx.errors import InputError
-from uqx.progress import progress_bar
+from uqx.progress import COMPILING_NOTE, kernels_compiled, progress_wanted, steps_progress
 
 NAME = "validate"
 DEFAULT_STATS = "ZMS,RCE,MEAN_Z,CC,ENCE,ZMSE,ZMSE_MAX,ZMS_SCAN,ZVE"
@@ -140,7 +140,7 @@ def run_validation(args, ds):
     """Run :func:`uqx.validate` with the parsed options; returns ``(result, stats)``."""
     from uqx.workflow.disk import memory_note
     from uqx.workflow.validation import DEFAULT_STATS as API_DEFAULT_STATS
-    from uqx.workflow.validation import validate
+    from uqx.workflow.validation import STEP_LABELS, validate
 
     stats = stat_list(args.stats or (PAPER_STATS if args.paper_sets else DEFAULT_STATS))
     held = memory_note(ds, stats, conditional=not args.no_conditional)
@@ -150,7 +150,11 @@ def run_validation(args, ds):
         stats = API_DEFAULT_STATS
     if held:
         note(args, f"uqx: note: {held}")
-    with progress_bar(quiet=args.quiet, label=f"uqx {getattr(args, 'command', NAME)}"):
+    if not progress_wanted(quiet=args.quiet) and not args.quiet and not kernels_compiled():
+        note(args, f"uqx: note: {COMPILING_NOTE}")  # the display says it where it shows
+    # one display of the steps (step k of n, time left), on a terminal, unless -q
+    with steps_progress(STEP_LABELS, label=f"uqx {getattr(args, 'command', NAME)}",
+                        quiet=args.quiet):
         res = validate(
             ds,
             stats,
@@ -169,6 +173,7 @@ def run_validation(args, ds):
             conditional=not args.no_conditional,
             ties=args.ties or ("file-order" if args.paper_sets else "content"),
             tolerance=args.tolerance,
+            progress=False if args.quiet else None,  # the display above, or none with -q
         )
     return res, [str(s) for s in res["stat"].values]  # as validated (adaptivity's added)
 
