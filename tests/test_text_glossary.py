@@ -62,6 +62,22 @@ def test_every_word_of_the_output_is_in_the_glossary(small_run):
               "ZVE at zero bins", "scale factor", "resolution (80 % power)", "headline",
               "out of reach", "safety limits", "001 Table II"}
     # a header of two columns one space apart ("tests reason") counts word by word
+    # the headers of the report's tables
+    from uqx.report import report
+
+    page = report(res, figures=False, fmt="md")
+    for head in re.findall(r"^\| (.*) \|\n\|(?:---\|)+$", page, re.M):
+        words |= {h.strip().replace("\\", "") for h in head.split(" | ")} - {""}
+    words -= {"parameter", "value"}  # the parameters' table: its rows say what each is
+    # the statistics `uqx stats` and `make demo` describe
+    from uqx.inference.describe import describe
+
+    rng = np.random.default_rng(1)
+    u = rng.uniform(0.5, 2, 200)
+    import uqx
+
+    words |= {str(s) for s in describe(uqx.from_arrays(u * rng.standard_normal(200), u))[
+        "stat"].values}
     missing = sorted(w for w in words if w.casefold() not in terms
                      and not all(x.casefold() in terms for x in w.split()))
     assert not missing, missing

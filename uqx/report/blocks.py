@@ -113,8 +113,9 @@ HOWTO = [
     "miscalibration has a side (ENCE, ZMSE, ZVE too large, CC too small). The questions "
     "share the set's family-wise level (10 %): a calibrated set gets an invalid somewhere "
     "in at most about 10 % of cases; a rejected question passes its level on.",
-    "The copies are drawn under the members of the null family: N(0,1), t_s(6), a "
-    "t_s(\u03bd) matched to the data's tails and the data's own z-scores. Invalid: every "
+    "The copies are drawn under the members of the null family, printed as N (normal "
+    "N(0,1)), T6 (Student t_s(6)), fit (a t_s(\u03bd) matched to the data's tails) and "
+    "data (the data's own z-scores, resampled). Invalid: every "
     "member that the data's tails allow rejects; valid: none does; otherwise inconclusive "
     "(then the shape of the errors decides, not the data). A valid comes with its "
     "resolution: the miscalibration the same test finds with 80 % power.",
@@ -124,6 +125,9 @@ HOWTO = [
     "its level; rerun with more copies before acting on it.",
     "Tailedness above the safety limits of 001 Table II makes the statistics that depend "
     "on it unreliable (warnings).",
+    "Every word of these tables (ZMS, ZMS_SCAN, level, p, members, resolution, "
+    "beta_gm_e2, \u201c001 Table II\u201d...) is explained in the glossary: "
+    "'uqx glossary WORD' on the command line, or the documentation's Glossary page.",
 ]
 
 

@@ -29,6 +29,19 @@ def _norm(word: str) -> str:
     return word.strip().strip("`'\"").strip().casefold()
 
 
+def _split(line: str) -> list[str]:
+    """Split a ``Printed as:`` line on the commas outside brackets."""
+    out, depth, cur = [], 0, ""
+    for ch in line:
+        depth += (ch in "([") - (ch in ")]")
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return [p for p in out + [cur.strip()] if p]
+
+
 def entries(text: str | None = None) -> list[dict]:
     """Split the glossary into its entries.
 
@@ -49,7 +62,7 @@ def entries(text: str | None = None) -> list[dict]:
         block = re.split(r"(?m)^## ", block)[0].rstrip()  # up to the next section
         title = block.splitlines()[0][4:].strip()
         m = re.search(r"(?m)^Printed as: (.*)$", block)
-        printed = [p.strip() for p in m[1].split(", ")] if m else []
+        printed = _split(m[1]) if m else []
         out.append({"title": title, "printed": printed, "body": block})
     return out
 

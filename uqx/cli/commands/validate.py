@@ -38,10 +38,14 @@ def register(subparsers):
     """Add the ``validate`` command."""
     p = subparsers.add_parser(
         NAME,
-        help="bootstrap/zeta-score validation workflow (000 Fig. 1)",
-        description="Validate average calibration, consistency and adaptivity: BCa "
-        "bootstrap intervals, references (predefined or simulated), zeta scores and the "
-        "fraction of valid LZISD bins.",
+        help="answer the questions about uE: calibrated on average, consistent, adaptive, "
+        "ranking, up to a factor",
+        description="Validate the uncertainties uE of each data set: is uE calibrated on "
+        "average, consistent (right at every level of uE), adaptive (right along X or V), "
+        "does it rank the errors, and, where not calibrated on average, would one factor "
+        "fix it? Each answer is a Monte-Carlo test (valid, invalid, inconclusive, not "
+        "tested), printed in words first, then in tables with BCa bootstrap intervals and "
+        "the papers' zeta-scores for comparison.",
         epilog=f"{GLOSSARY_HELP} {EXIT_CODES_HELP}",
         formatter_class=HelpFormatter,
     )
@@ -62,7 +66,9 @@ def add_validation_options(p) -> None:
     p.add_argument(
         "--paper-sets",
         action="store_true",
-        help="the nine sets of papers 000/001/004; prints 001 Table IV and 000 Tables A1-A4",
+        help="the nine literature sets of Pernot's papers on average calibration and "
+        "simulated references (000, 001, 004: 'uqx glossary 000'); prints their tables "
+        "(001 Table IV, 000 Tables A1-A4)",
     )
     p.add_argument(
         "--stats",
