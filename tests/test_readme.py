@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _quick_start_commands():
     text = (ROOT / "README.md").read_text()
     block = re.search(r"## Quick start.*?```bash\n(.*?)```", text, re.S).group(1)
+    block = re.sub(r"\\\n\s*", "", block)  # a command continued on the next line
     return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
 
 
