@@ -15,6 +15,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_ext"))
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("MPLBACKEND", "Agg")
+# no progress display in the executed pages (their kernels would show it as output)
+os.environ.setdefault("UQX_PROGRESS", "0")
 
 import uqx  # noqa: E402
 
@@ -54,5 +56,7 @@ numpydoc_xref_param_type = False
 # -- HTML
 html_theme = "furo"
 html_title = f"uqx {release}"
-html_static_path = []
+# uqx.css: printed outputs wrap and wide tables stay inside the content column
+html_static_path = ["_static"]
+html_css_files = ["uqx.css"]
 html_show_sourcelink = False

@@ -20,6 +20,8 @@ from uqx.cli import main
 from uqx.dataio.model import InputError, from_arrays, iter_sets, stack
 from uqx.dataio.netcdf import read_netcdf
 from uqx.report import VERDICT_STYLE, report, write_report
+from uqx.report.figures import diagnostic_figures, untested
+from uqx.workflow.summary import summary_lines
 from uqx.workflow.tables import QUESTION_NAMES, verdict_table
 from uqx.workflow.validation import validate
 
@@ -111,11 +113,15 @@ def test_html_report_paper_sets(paper):
             cell = row[2 + k]
             assert word in cell[0] and cell[1] == VERDICT_STYLE[word][0], (s, q)
         assert row[2 + len(questions)][0] == table.loc[s, "scale factor"]
-    # figures: zeta bars; per set 6 raw-data figures, LZISD per X / V, extrapolation per cond
+    # figures: zeta bars; per set 6 raw-data figures, LZISD per X / V, extrapolation per
+    # cond, none on a feature whose adaptivity the set was not asked (its text says so)
     expected = 1
     for i, sd in enumerate(iter_sets(ds)):
-        expected += 6 + sum(getattr(sd, k) is not None for k in ("X", "V"))
-        expected += int(np.isfinite(res["extrap_intercept"].isel(set=i)).any("xstat").sum())
+        skip = untested(res, i)
+        expected += 6 + sum(getattr(sd, k) is not None and k not in skip for k in ("X", "V"))
+        extrap = np.isfinite(res["extrap_intercept"].isel(set=i)).any("xstat")
+        expected += int(sum(bool(extrap.sel(cond=c)) for c in extrap["cond"].values
+                            if str(c) not in skip))
     assert page.count(IMG) == expected
     for src in re.findall(r'src="data:image/png;base64,([^"]+)"', page):
         assert base64.b64decode(src)[:8] == b"\x89PNG\r\n\x1a\n"
@@ -216,3 +222,35 @@ def test_distributions_caption_states_the_fitted_members_nu():
     assert "t_s(\u03bd = 6.25)" in local and "from 3.03 to the normal (\u03bd = \u221e)" in local
     one = _distributions_caption(res, 1)
     assert "t_s(\u03bd = 8)" in one and "per window" not in one
+
+
+def test_sets_open_with_their_answer_and_one_figure_and_no_figure_of_an_untested_question():
+    rng = np.random.default_rng(11)
+    u = rng.uniform(0.5, 2.0, 600)
+    with_v = from_arrays(1.3 * u * rng.standard_normal(600), u, X=rng.uniform(0, 1, 600),
+                         V=rng.normal(size=600), name="with_V")
+    ds = stack([with_v, _small(seed=5, name="no_V")])
+    res = validate(ds, n_boot=100, n_mc=50, seed=2,  # the default statistics
+                   cond_n_boot=50, extrapolation_n_mc=10)
+    figs = diagnostic_figures(res, ds, dpi=30)
+    for i, s in enumerate(["with_V", "no_V"]):
+        keys = {f.key for f in figs[s]}
+        for c in ("X", "V"):
+            v = str(res["question_verdict"].isel(set=i).sel(question=f"adaptivity_{c}").item())
+            drawn = {k for k in keys if k.endswith(f"_{c}")}
+            if v == "not tested":  # what the text says is not tested has no figure
+                assert not drawn and c in untested(res, i), (s, c, keys)
+            else:
+                assert f"lzisd_{c}" in drawn, (s, c, keys)
+    text = report(res, ds, fmt="md", dpi=30)
+    lines = summary_lines(res)
+    for i, s in enumerate(["with_V", "no_V"]):
+        section = text.split(f"## {s.replace('_', chr(92) + '_')} (M = 600)")[1]
+        section = section.split("\n## ")[0]
+        first = section.index("![")  # the answer, then one figure, then the tables
+        assert lines[i].split(":")[0].replace("_", "\\_") in section[:first]
+        assert first < section.index("### Questions") < section.index("### More figures")
+        assert section[:section.index("### Questions")].count("![") == 1
+    # the papers' zeta-scores come last, for comparison
+    assert text.index("## For comparison: the papers'") > text.index("## no\\_V")
+    assert "![" in text[text.index("## For comparison: the papers'"):]

@@ -57,7 +57,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def result(data):
-    return uqx.validate(data, ["zms", "rce", "cc", "ence", "zmse", "zve"], n_boot=200,
+    return uqx.validate(data, ["zms", "rce", "cc", "ence", "zmse", "zve", "zmse_X"], n_boot=200,
                         n_mc=100, seed=1)
 
 
@@ -71,7 +71,7 @@ def check_figure(res, key, caption, texts):
     level = f"{100 * float(res.attrs['level']):.0f}"
     for text in texts:
         rest = text
-        m = re.search(r"ENCE = ([-\d.]+)\n(\d+) ([a-z-]+) bins, 95 % CI: (.+)", rest)
+        m = re.search(r"ENCE = ([-\d.]+)\n(\d+) ([a-z-]+) bins\n95 % CI: (.+)", rest)
         if m:
             assert key == "reliability"
             ence = float(res["estimate"].sel(stat="ence").values[0])
@@ -81,7 +81,7 @@ def check_figure(res, key, caption, texts):
             assert f"{m[2]} {m[3]} bins" in caption and "analytic" in caption
             assert m[4].startswith("analytic")
             rest = rest.replace(m[0], "")
-        m = re.search(r"valid bins: (\d+) of (\d+) \((\d+) %\)\n(\d+) equal-count bins, "
+        m = re.search(r"valid bins: (\d+) of (\d+) \((\d+) %\)\n(\d+) equal-count bins\n"
                       r"95 % CI: (.+)", rest)
         if m:
             cond = key.split("_", 1)[1]

@@ -35,9 +35,12 @@ _BIN_DOC = """n_bins : int, optional
 
 
 def _bins_text(n, binning, ci=None) -> str:
-    """Return ``"20 equal-count bins, 95 % CI: analytic (Cho)"``: what a panel shows."""
+    r"""Return ``"20 equal-count bins\n95 % CI: analytic (Cho)"``: what a panel shows.
+
+    Two short lines, so that the note fits inside a panel a third of a page wide.
+    """
     text = f"{n} {binning} bin{'s' if n != 1 else ''}"
-    return text if ci is None else f"{text}, 95 % CI: {CI_WORDS.get(ci, ci)}"
+    return text if ci is None else f"{text}\n95 % CI: {CI_WORDS.get(ci, ci)}"
 
 
 def _log_x(r, ok, logx, binning, log_bins, values=None):

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 import matplotlib
 import numpy as np
 from matplotlib import ticker
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from uqx.dataio.model import VARIABLES, InputError
@@ -284,8 +285,12 @@ def corner_text(ax, text, *, loc="lower right", headroom=True):
     else:
         d = 0.15 * (hi - lo)
         ax.set_ylim(lo - d, hi) if "lower" in loc else ax.set_ylim(lo, hi + d)
-    ax.text(x, y, text, transform=ax.transAxes, ha="right" if "right" in loc else "left",
-            va="bottom" if "lower" in loc else "top", fontsize="small", color="0.25")
+    # inside the panel: never counted by the constrained layout, whose panels would
+    # otherwise shrink to make room for a note wider than they are
+    t = ax.text(x, y, text, transform=ax.transAxes, ha="right" if "right" in loc else "left",
+                va="bottom" if "lower" in loc else "top", fontsize="small", color="0.25")
+    t.set_in_layout(False)
+    return t
 
 
 def wants_log(x, logx) -> bool:
@@ -369,7 +374,8 @@ def scatter(ax, x, y, *, n_max=None, **kw):
 def legend(fig, axes, *, ncols=None, where="upper center"):
     """One legend for the whole figure, outside the panels (only when something is labelled).
 
-    A single panel gets an in-axes legend at the best location instead.
+    Above the panels also for a single panel, so that it never covers the data or a
+    panel's note (:func:`corner_text`); as many columns as fit the figure's width.
     """
     handles, labels = [], []
     for ax in axes:
@@ -379,10 +385,20 @@ def legend(fig, axes, *, ncols=None, where="upper center"):
                 labels.append(lab)
     if not handles:
         return None
-    if len(axes) == 1:
-        return axes[0].legend(handles, labels, loc="best")
-    return fig.legend(handles, labels, loc=f"outside {where}",
-                      ncols=ncols or min(len(labels), 4))
+    ncols = ncols or min(len(labels), 4)
+    while True:  # fewer columns until the legend fits the figure's width (never cut)
+        leg = fig.legend(handles, labels, loc=f"outside {where}", ncols=ncols)
+        if ncols == 1 or _legend_width(fig, leg) <= fig.get_figwidth() * fig.dpi:
+            return leg
+        leg.remove()
+        ncols -= 1
+
+
+def _legend_width(fig, leg) -> float:
+    """Width of a figure legend in display pixels (drawn once on the figure's canvas)."""
+    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
+    return leg.get_window_extent(renderer).width
 
 
 def finish(fig, *, title=None):

@@ -31,7 +31,7 @@ from uqx.workflow.tables import (
 
 __all__ = ["Cell", "Figure", "Figures", "Heading", "Items", "Note", "Paragraph", "Table",
            "VERDICT_STYLE", "HOWTO", "header_blocks", "answer_blocks", "summary_blocks",
-           "warning_blocks", "set_blocks"]
+           "warning_blocks", "set_blocks", "lead_figure", "LEAD_FIGURE"]
 
 #: Verdict word -> (CSS class, symbol). Colours are light tints of the Okabe–Ito palette
 #: used by the figures (valid blue, invalid vermillion), dark text (contrast > 7:1), and
@@ -113,8 +113,9 @@ HOWTO = [
     "miscalibration has a side (ENCE, ZMSE, ZVE too large, CC too small). The questions "
     "share the set's family-wise level (10 %): a calibrated set gets an invalid somewhere "
     "in at most about 10 % of cases; a rejected question passes its level on.",
-    "The copies are drawn under the members of the null family: N(0,1), t_s(6), a "
-    "t_s(\u03bd) matched to the data's tails and the data's own z-scores. Invalid: every "
+    "The copies are drawn under the members of the null family, printed as N (normal "
+    "N(0,1)), T6 (Student t_s(6)), fit (a t_s(\u03bd) matched to the data's tails) and "
+    "data (the data's own z-scores, resampled). Invalid: every "
     "member that the data's tails allow rejects; valid: none does; otherwise inconclusive "
     "(then the shape of the errors decides, not the data). A valid comes with its "
     "resolution: the miscalibration the same test finds with 80 % power.",
@@ -124,6 +125,9 @@ HOWTO = [
     "its level; rerun with more copies before acting on it.",
     "Tailedness above the safety limits of 001 Table II makes the statistics that depend "
     "on it unreliable (warnings).",
+    "Every word of these tables (ZMS, ZMS_SCAN, level, p, members, resolution, "
+    "beta_gm_e2, \u201c001 Table II\u201d...) is explained in the glossary: "
+    "'uqx glossary WORD' on the command line, or the documentation's Glossary page.",
 ]
 
 
@@ -322,23 +326,69 @@ def _stat_rows(res, table, s):
 
 
 def _cond_rows(df, s):
-    """Conditional rows of one set (``conditional_table``), untested conditions left out."""
+    """Conditional rows of one set (``conditional_table``), untested conditions left out.
+
+    A condition whose question is ``not tested`` keeps only its headline (which says so),
+    not the papers' diagnostics computed on it.
+    """
     if df is None or df.empty or s not in df.index.get_level_values("set"):
         return None
     df = df.loc[s]
     rows = []
     for (cond, route), rec in df.iterrows():
-        if route == "headline" and rec["verdict"] == "not tested" and len(df.loc[cond]) == 1:
+        heads = df.loc[cond]
+        untested = "headline" in heads.index and \
+            heads.loc["headline", "verdict"] == "not tested"
+        if untested and (route != "headline" or len(heads) == 1):
             continue
         rows.append([str(cond), str(route), Cell(str(rec["value"]), "num"),
                      Cell(str(rec["interval"]), "small"), _verdict_cell(rec["verdict"])])
     return (["conditioning", "route", "value", "interval", "verdict"], rows) if rows else None
 
 
-def set_blocks(res, i, figs, tables) -> list:
-    """Build the section of set ``i``: its tables and figures."""
+#: The figure that opens a set's section, by the first question found invalid (in this
+#: order); a set without an invalid question opens with the reliability diagram.
+LEAD_FIGURE = (("consistency", "reliability"), ("adaptivity_X", "lzisd_X"),
+               ("adaptivity_V", "lzisd_V"), ("average", "reliability"))
+
+
+def lead_figure(res, i, figs) -> int | None:
+    """Position in ``figs`` of the one figure that opens the section of set ``i``.
+
+    The figure of the first question of :data:`LEAD_FIGURE` that set ``i`` finds
+    ``invalid``, else the reliability diagram, else the first figure drawn; None when no
+    figure was drawn.
+    """
+    drawn = [k for k, f in enumerate(figs) if f.png is not None]
+    if not drawn:
+        return None
+    keys = {figs[k].key.split("_", 1)[1] if figs[k].key.startswith("set") else figs[k].key: k
+            for k in drawn}
+    verdicts = {}
+    if "question_verdict" in res and "question" in res.dims:
+        r = res["question_verdict"].isel(set=i)
+        verdicts = {str(q): str(v) for q, v in zip(res["question"].values, r.values,
+                                                     strict=True)}
+    for q, key in LEAD_FIGURE:
+        if verdicts.get(q) == "invalid" and key in keys:
+            return keys[key]
+    return keys.get("reliability", drawn[0])
+
+
+def set_blocks(res, i, figs, tables, answer=None) -> list:
+    """Build the section of set ``i``: its verdicts and one figure, then tables, figures.
+
+    ``answer`` is the set's paragraph in words (:func:`uqx.workflow.summary.summary_lines`);
+    the figure that follows it is :func:`lead_figure`, the others come after the tables.
+    """
     s = str(res["set"].values[i])
     blocks = [Heading(2, f"{s} (M = {int(res['M'].values[i])})", f"set-{i + 1}")]
+    if answer:
+        blocks.append(Paragraph(answer))
+    lead = lead_figure(res, i, figs)
+    if lead is not None:
+        blocks.append(Figures([figs[lead]]))
+        figs = figs[:lead] + figs[lead + 1:]
     qrows = _question_rows(tables[2] if len(tables) > 2 else None, s)
     if qrows is not None:
         blocks += [Heading(3, "Questions"), Table(*qrows)]
@@ -356,7 +406,8 @@ def set_blocks(res, i, figs, tables) -> list:
         blocks += [Heading(3, "Scale factor f = \u221aZMS: does one number fix uE?"),
                    Paragraph(scale_factor_text(res.isel(set=i)))]
     if figs:
-        blocks += [Heading(3, "Figures"), Figures(figs)]
+        blocks += [Heading(3, "More figures" if lead is not None else "Figures"),
+                   Figures(figs)]
     return blocks
 
 

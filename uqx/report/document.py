@@ -5,9 +5,11 @@ paragraph per set, :func:`uqx.workflow.summary.summary_lines`), then its paramet
 inputs (names, sizes, digests), a verdict table (one row per set: the questions with their
 resolutions, the scale factor, tailedness; every statistic with its BCa interval and ζ),
 the grouped warnings, a short "how to read the verdicts" (documentation), then one section
-per set with its questions, its statistics grouped by question, the papers' diagnostics
-(:mod:`uqx.workflow.tables`) and the figures of :mod:`uqx.plot`
-(:func:`diagnostic_figures`).
+per set that opens with its answer in words and one figure (the one of its first invalid
+question, :func:`uqx.report.blocks.lead_figure`), then its questions, its statistics
+grouped by question, the papers' diagnostics (:mod:`uqx.workflow.tables`) and the other
+figures of :mod:`uqx.plot` (:func:`diagnostic_figures`); last, for comparison, the papers'
+ζ-scores of all sets.
 
 HTML: no external resource (inline CSS, no JavaScript, figures as base64 PNG ``data:``
 URIs), all text escaped, every element closed (the page also parses as XML). Markdown:
@@ -40,6 +42,7 @@ from uqx.report.blocks import (
 )
 from uqx.report.figures import diagnostic_figures, load_result
 from uqx.report.render import data_uri, to_html, to_markdown
+from uqx.workflow.summary import summary_lines
 from uqx.workflow.tables import conditional_table, question_table, result_table
 
 __all__ = ["report", "write_report", "report_format", "diagnostic_figures", "VERDICT_STYLE"]
@@ -57,13 +60,18 @@ def _blocks(res, data, *, figures, title, dpi) -> list:
     toc = ([("Summary", "summary")] if answer else []) + [
         ("Verdicts", "verdicts"), ("Warnings", "warnings"),
         ("How to read the verdicts", "howto")]
-    blocks += [Items(toc + [(s, f"set-{i + 1}") for i, s in enumerate(names)])]
+    zeta = [("For comparison: the papers' \u03b6-scores", "zeta")] if figs.get(None) else []
+    blocks += [Items(toc + [(s, f"set-{i + 1}") for i, s in enumerate(names)] + zeta)]
     blocks += summary_blocks(res, tables[0]) + warning_blocks(res)
     blocks += [Heading(2, "How to read the verdicts", "howto"), Items(HOWTO)]
-    blocks += [Figures(figs[None])] if figs.get(None) else []
+    lines = summary_lines(res)
     for i, s in enumerate(names):
         own = [f._replace(key=f"set{i + 1}_{f.key}") for f in figs.get(s, [])]
-        blocks += set_blocks(res, i, own, tables)
+        blocks += set_blocks(res, i, own, tables,
+                             answer=lines[i] if i < len(lines) else None)
+    if figs.get(None):  # the papers' ζ-scores: for comparison, after the sets' own figures
+        blocks += [Heading(2, "For comparison: the papers' \u03b6-scores", "zeta"),
+                   Figures(figs[None])]
     return blocks
 
 

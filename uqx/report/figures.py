@@ -15,12 +15,13 @@ import numpy as np
 from uqx import plot as P
 from uqx.dataio.model import InputError, iter_sets
 from uqx.engine.defaults import N_BINS, POP_MIN, local_bins
+from uqx.engine.questions import question_of
 from uqx.engine.resample import content_key
 from uqx.inference.curves.binned import reliability as reliability_curve
 from uqx.plot.inputs import as_sets, load, to_one
 from uqx.report.blocks import Figure
 
-__all__ = ["diagnostic_figures", "load_result", "data_mismatches"]
+__all__ = ["diagnostic_figures", "load_result", "data_mismatches", "untested"]
 
 
 def load_result(result):
@@ -186,12 +187,34 @@ def _reliability_spec(one, res, i):
     return ("reliability", caption, lambda: P.reliability(one, size="single", **kw))
 
 
+def untested(res, i) -> set:
+    """Features (X, V) whose adaptivity question set ``i`` was not asked (``not tested``).
+
+    No figure is drawn on them: a figure of adaptivity on V beside a text that says
+    "Adaptivity (V) not tested" would contradict it. The figures on uE (reliability
+    diagram, LZISD on uE) describe the data and are always drawn, their captions saying
+    where their numbers are not those of a test.
+    """
+    if "question_verdict" not in res or "question" not in res.dims:
+        return set()
+    qs = [str(q) for q in res["question"].values]
+    out = set()
+    for c in ("X", "V"):
+        q = question_of("binned", c)
+        if q in qs and str(res["question_verdict"].isel(set=i).sel(question=q).item()) \
+                == "not tested":
+            out.add(c)
+    return out
+
+
 def _lzisd_specs(res, i):
     """LZISD per bin of every conditioning variable, as validated (from the result)."""
     if "lzisd" not in res or "cond" not in res.dims:
         return []
-    out, one = [], res.isel(set=[i])
+    out, one, skip = [], res.isel(set=[i]), untested(res, i)
     for c in (str(c) for c in res["cond"].values):
+        if c in skip:
+            continue
         r = one.isel(set=0).sel(cond=c)
         if not np.isfinite(r["bin_x_mid"].values).any():
             continue
@@ -223,8 +246,8 @@ def _lzisd_data_specs(one, res, i):
     """
     pop_min = int(res.attrs.get("pop_min", POP_MIN))
     nb = local_bins(int(one.sizes["sample"]))
-    out = []
-    for c in ["uE"] + [k for k in ("X", "V") if k in one]:
+    out, skip = [], untested(res, i)
+    for c in [k for k in ("uE", "X", "V") if (k == "uE" or k in one) and k not in skip]:
         what = "consistency" if c == "uE" else "adaptivity"
         out.append((f"lzisd_{c}", f"LZISD = 1/sd(Z) per bin of {c} ({what}), target 1, "
                     f"drawn from the data: up to {nb} equal-count bins of {c} (at least "
@@ -235,6 +258,8 @@ def _lzisd_data_specs(one, res, i):
                     lambda c=c: P.lzisd(one, by=c, n_bins=nb, pop_min=pop_min,
                                         size="single")))
     for c, why in _missing_features(res, str(res["set"].values[i]), one).items():
+        if c in skip:
+            continue
         out.append((f"lzisd_{c}", "", _raise(why)))
     return out
 
@@ -298,9 +323,9 @@ def _distributions_caption(res, i) -> str:
 
 def _result_figures(res, i, dpi) -> list:
     """Zero-bin extrapolation panels of set ``i`` for every tested conditioning variable."""
-    out, one = [], res.isel(set=[i])
+    out, one, skip = [], res.isel(set=[i]), untested(res, i)
     for c in (str(c) for c in res["cond"].values) if "extrap_intercept" in res else ():
-        if not np.isfinite(one["extrap_intercept"].sel(cond=c).values).any():
+        if c in skip or not np.isfinite(one["extrap_intercept"].sel(cond=c).values).any():
             continue
         what = "consistency" if c == "uE" else "adaptivity"
         nbins = ""
@@ -343,7 +368,8 @@ def diagnostic_figures(result, data=None, *, dpi: float = 110) -> dict:
     when present (Figs. 5, 10), calibration (Fig. 1) and confidence curves (Fig. 7),
     distributions (these need ``data``: sets matched by content digest, a same-named set
     with other content refused), the zero-bin extrapolation panels (000 App. C) of every
-    tested conditioning variable; for all sets: the ζ bars (000 Figs. 8-9).
+    tested conditioning variable; for all sets: the ζ bars (000 Figs. 8-9). No figure on
+    a variable whose question the set was not asked (:func:`untested`).
 
     Parameters
     ----------

@@ -319,7 +319,8 @@ def kernel(cell, block, n, params, data):
         # the study reads the verdicts only: no resolution, none of the papers' diagnostics
         res = validate(stack(sets), list(STATS), n_boot=params["n_boot"],
                        n_mc=params["n_mc"], seed=params["seed"], scheduler="synchronous",
-                       resolution=False, conditional=False)
+                       resolution=False, conditional=False,
+                       progress=False)  # a block of a study: the study's bar shows
     for r in range(n):
         one = res.isel(set=[r])
         out["verdict"][r] = verdict_codes(one)

@@ -31,6 +31,7 @@ __all__ = [
     "fail_on_status",
     "add_text_options",
     "EXIT_CODES_HELP",
+    "GLOSSARY_HELP",
     "input_kwargs",
     "input_kind",
     "load_inputs",
@@ -182,6 +183,11 @@ def add_output(p: argparse.ArgumentParser, *, default: str | None = None,
 EXIT_FAIL_ON = 1
 #: Exit status of a bad input, option or output (``uqx: error: ...`` on stderr).
 EXIT_ERROR = 2
+
+#: Where the words of the output are explained (epilog of the commands that print verdicts).
+GLOSSARY_HELP = ("Words of the output (ZMS, level, members N/T6/fit/data, borderline, "
+                 "resolution...): see the glossary, 'uqx glossary [WORD]' (also the "
+                 "documentation's Glossary page).")
 
 EXIT_CODES_HELP = (
     "Exit status: 0 done (whatever the verdicts, unless --fail-on); 1 a verdict met "

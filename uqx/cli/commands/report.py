@@ -9,6 +9,7 @@ from pathlib import Path
 from uqx.cli.commands import validate as validate_command
 from uqx.cli.commands._common import (
     EXIT_CODES_HELP,
+    GLOSSARY_HELP,
     HelpFormatter,
     add_fail_on,
     add_inputs,
@@ -35,7 +36,7 @@ def register(subparsers):
         "verdicts, per-set tables and figures (embedded PNG, no network needed). "
         "'uqx report RESULT.nc --data INPUT...' reports a saved result; without --data "
         "the figures that need the raw data are skipped.",
-        epilog=EXIT_CODES_HELP,
+        epilog=f"{GLOSSARY_HELP} {EXIT_CODES_HELP}",
         formatter_class=HelpFormatter,
     )
     add_inputs(p, required=False)

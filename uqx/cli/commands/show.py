@@ -7,6 +7,7 @@ import sys
 
 from uqx.cli.commands._common import (
     EXIT_CODES_HELP,
+    GLOSSARY_HELP,
     HelpFormatter,
     add_fail_on,
     add_text_options,
@@ -26,7 +27,7 @@ def register(subparsers):
         help="print the tables of a saved result (uqx validate -o FILE.nc)",
         description="Print a validation result saved by 'uqx validate -o' or 'uqx demo', "
         "with the same text as when it was computed.",
-        epilog=EXIT_CODES_HELP,
+        epilog=f"{GLOSSARY_HELP} {EXIT_CODES_HELP}",
         formatter_class=HelpFormatter,
     )
     p.add_argument("file", metavar="FILE", help="NetCDF result file")

@@ -8,6 +8,7 @@ import sys
 
 from uqx.cli.commands._common import (
     EXIT_CODES_HELP,
+    GLOSSARY_HELP,
     HelpFormatter,
     add_fail_on,
     add_inputs,
@@ -26,7 +27,7 @@ from uqx.cli.commands._common import (
 )
 from uqx.engine.defaults import N_BOOT, N_MC, N_TEST, NU, POP_MIN
 from uqx.errors import InputError
-from uqx.progress import progress_bar
+from uqx.progress import COMPILING_NOTE, kernels_compiled, progress_wanted, steps_progress
 
 NAME = "validate"
 DEFAULT_STATS = "ZMS,RCE,MEAN_Z,CC,ENCE,ZMSE,ZMSE_MAX,ZMS_SCAN,ZVE"
@@ -37,11 +38,15 @@ def register(subparsers):
     """Add the ``validate`` command."""
     p = subparsers.add_parser(
         NAME,
-        help="bootstrap/zeta-score validation workflow (000 Fig. 1)",
-        description="Validate average calibration, consistency and adaptivity: BCa "
-        "bootstrap intervals, references (predefined or simulated), zeta scores and the "
-        "fraction of valid LZISD bins.",
-        epilog=EXIT_CODES_HELP,
+        help="answer the questions about uE: calibrated on average, consistent, adaptive, "
+        "ranking, up to a factor",
+        description="Validate the uncertainties uE of each data set: is uE calibrated on "
+        "average, consistent (right at every level of uE), adaptive (right along X or V), "
+        "does it rank the errors, and, where not calibrated on average, would one factor "
+        "fix it? Each answer is a Monte-Carlo test (valid, invalid, inconclusive, not "
+        "tested), printed in words first, then in tables with BCa bootstrap intervals and "
+        "the papers' zeta-scores for comparison.",
+        epilog=f"{GLOSSARY_HELP} {EXIT_CODES_HELP}",
         formatter_class=HelpFormatter,
     )
     add_inputs(p, required=False)
@@ -61,7 +66,9 @@ def add_validation_options(p) -> None:
     p.add_argument(
         "--paper-sets",
         action="store_true",
-        help="the nine sets of papers 000/001/004; prints 001 Table IV and 000 Tables A1-A4",
+        help="the nine literature sets of Pernot's papers on average calibration and "
+        "simulated references (000, 001, 004: 'uqx glossary 000'); prints their tables "
+        "(001 Table IV, 000 Tables A1-A4)",
     )
     p.add_argument(
         "--stats",
@@ -141,7 +148,7 @@ def run_validation(args, ds):
     """Run :func:`uqx.validate` with the parsed options; returns ``(result, stats)``."""
     from uqx.workflow.disk import memory_note
     from uqx.workflow.validation import DEFAULT_STATS as API_DEFAULT_STATS
-    from uqx.workflow.validation import validate
+    from uqx.workflow.validation import STEP_LABELS, validate
 
     stats = stat_list(args.stats or (PAPER_STATS if args.paper_sets else DEFAULT_STATS))
     held = memory_note(ds, stats, conditional=not args.no_conditional)
@@ -151,7 +158,11 @@ def run_validation(args, ds):
         stats = API_DEFAULT_STATS
     if held:
         note(args, f"uqx: note: {held}")
-    with progress_bar(quiet=args.quiet, label=f"uqx {getattr(args, 'command', NAME)}"):
+    if not progress_wanted(quiet=args.quiet) and not args.quiet and not kernels_compiled():
+        note(args, f"uqx: note: {COMPILING_NOTE}")  # the display says it where it shows
+    # one display of the steps (step k of n, time left), on a terminal, unless -q
+    with steps_progress(STEP_LABELS, label=f"uqx {getattr(args, 'command', NAME)}",
+                        quiet=args.quiet):
         res = validate(
             ds,
             stats,
@@ -170,6 +181,7 @@ def run_validation(args, ds):
             conditional=not args.no_conditional,
             ties=args.ties or ("file-order" if args.paper_sets else "content"),
             tolerance=args.tolerance,
+            progress=False if args.quiet else None,  # the display above, or none with -q
         )
     return res, [str(s) for s in res["stat"].values]  # as validated (adaptivity's added)
 
