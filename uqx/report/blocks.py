@@ -297,7 +297,7 @@ def _question_rows(qtable, s):
                      Cell(str(rec["resolution"]), "small"), Cell(str(rec["tests"]), "small"),
                      Cell(str(rec["reason"]), "small")])
     return (["question", "verdict", "level", "p", "members", "resolution (80 % power)",
-             "tests (weights)", "reason"], rows)
+             "tests", "reason"], rows)
 
 
 def _stat_rows(res, table, s):
