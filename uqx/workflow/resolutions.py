@@ -300,18 +300,24 @@ def _average_resolution(specs, t, idx, draws, used, crit):
                 j = t.keys[k][1]
                 base = specs[j].base
                 null = np.asarray(draws[j, m], dtype=np.float64)
+                size = null.size
                 null = np.sort(null[np.isfinite(null)])
-                parts.append((base, null, t.weights[k] * crit[m]))
+                # a tiny set leaves some copies of a statistic undefined: the rows of
+                # every statistic stay the copies' count (NaN never rejects)
+                parts.append((base, null, t.weights[k] * crit[m], size))
 
             def rejected(ii, parts=parts, grid=grid):
                 hit = None
-                for base, null, thr in parts:
-                    if STATISTICS[base].resolution == "scale":
-                        alt = STATISTICS[base].scale_map(null[:, None],
+                for base, null, thr, size in parts:
+                    full = np.concatenate([null, np.full(size - null.size, np.nan)])
+                    if not null.size:  # no copy defined: nothing to reject against
+                        r = np.zeros((size, np.size(ii)), dtype=bool)
+                    elif STATISTICS[base].resolution == "scale":
+                        alt = STATISTICS[base].scale_map(full[:, None],
                                                          grid[np.atleast_1d(ii)][None, :])
                         r = _below(alt, null, STATISTICS[base].direction, thr)
                     else:  # unchanged by a scale (t_z), or no map: its own copies
-                        r = np.repeat(_below(null, null, STATISTICS[base].direction, thr,
+                        r = np.repeat(_below(full, null, STATISTICS[base].direction, thr,
                                              own=True)[:, None], np.size(ii), axis=1)
                     hit = r if hit is None else hit | r
                 return hit
