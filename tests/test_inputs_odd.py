@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import uqx
 from uqx.cli.app import main
 
 CLI_FAST = ["--n-boot", "100", "--n-mc", "1000", "--seed", "1", "-q"]

@@ -44,6 +44,7 @@ __all__ = [
     "fmt",
     "note",
     "cli_message",
+    "encodable",
     "validation_text",
     "check_options",
     "OPTION_RANGES",
@@ -523,8 +524,8 @@ def writable_directory(path, *, what: str, create: bool = True, hint: str = "") 
     return path
 
 
-def write_result(res, path, *, parameters: dict, seed) -> int:
-    """Write a result after it was printed; report a failure without losing the output.
+def write_result(res, path, *, parameters: dict, seed, announce: bool = True) -> int:
+    """Write a result; report a failure without losing the output.
 
     The format follows the suffix of ``path`` (checked before the computation by
     :func:`check_output`): NetCDF (``.nc``...: everything, readable by ``uqx show`` and
@@ -542,11 +543,13 @@ def write_result(res, path, *, parameters: dict, seed) -> int:
         Run parameters stored in the NetCDF provenance.
     seed : int
         The root seed.
+    announce : bool, default True
+        Print where the file went (False: the caller says it, after its text).
 
     Returns
     -------
     int
-        0 on success (and prints where the file went), 2 after printing
+        0 on success (and, with ``announce``, prints where the file went), 2 after printing
         ``uqx: error: ...`` on stderr.
     """
     from uqx.dataio.netcdf import atomic_write, json_default, to_netcdf
@@ -573,7 +576,8 @@ def write_result(res, path, *, parameters: dict, seed) -> int:
     except (InputError, OSError) as exc:
         print(f"uqx: error: results not written: {cli_message(str(exc))}", file=sys.stderr)
         return 2
-    print(f"\nresults written to {path}")
+    if announce:
+        print(f"\nresults written to {path}")
     return 0
 
 
@@ -617,6 +621,54 @@ def cli_message(message: str) -> str:
     for pattern, option in _KEYWORDS.items():
         message = re.sub(pattern, option, message)
     return message
+
+
+#: ASCII stand-ins of the symbols of uqx's text, for a stream that cannot encode them.
+ASCII_SYMBOLS = {
+    "∝": "prop. to", "γ": "gamma", "ν": "nu", "κ": "kappa", "β": "beta", "ζ": "zeta",
+    "σ": "sigma", "ε": "eps", "μ": "mu", "α": "alpha", "δ": "delta", "Δ": "Delta",
+    "χ": "chi", "ρ": "rho", "τ": "tau", "θ": "theta", "λ": "lambda", "π": "pi",
+    "√": "sqrt", "≤": "<=", "≥": ">=", "≠": "!=", "≈": "~", "±": "+/-", "×": "x",
+    "·": "*", "−": "-", "–": "-", "—": "--", "…": "...", "→": "->", "←": "<-",
+    "⟨": "<", "⟩": ">", "²": "^2", "³": "^3", "∞": "inf", "°": " deg", "’": "'",
+    "‘": "'", "“": '"', "”": '"', "‰": " per mille", "ˆ": "^", "̂": "^", " ": " ",
+}
+
+
+def encodable(text: str, encoding: str | None) -> str:
+    """Return ``text`` as a stream of this ``encoding`` can write it.
+
+    Characters the encoding cannot hold become their ASCII words
+    (:data:`ASCII_SYMBOLS`: "γ" -> "gamma", "≤" -> "<="), and any other one a ``?``, so
+    that printing never fails on a terminal or pipe that is not UTF-8.
+
+    Parameters
+    ----------
+    text : str
+        The text to print.
+    encoding : str or None
+        The stream's encoding (None: ASCII).
+
+    Returns
+    -------
+    str
+        A text that ``encoding`` encodes.
+    """
+    import codecs
+
+    try:
+        encoding = codecs.lookup(encoding or "ascii").name
+    except LookupError:
+        encoding = "ascii"
+    out = []
+    for ch in text:
+        try:
+            ch.encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            ch = ASCII_SYMBOLS.get(ch, ch)
+            ch = ch.encode(encoding, errors="replace").decode(encoding, errors="replace")
+        out.append(ch)
+    return "".join(out)
 
 
 def validation_text(res, *, paper_sets: bool = False, wide: bool = False,
