@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import uqx
 from uqx.cli.app import main
 
 CLI_FAST = ["--n-boot", "100", "--n-mc", "1000", "--seed", "1", "-q"]
@@ -33,3 +34,22 @@ def test_tiny_sets_following_the_pop_min_advice_give_an_answer(tmp_path, capsys,
     out = capsys.readouterr().out
     assert status == 0
     assert f"M = {M}" in out and "average" in out
+
+
+@pytest.mark.parametrize("n_mc", [10**7, 10**9])
+def test_n_mc_beyond_the_memory_limit_is_refused_before_computing(tmp_path, capsys, n_mc):
+    """--n-mc 1e9 asked numpy for 268 GiB; 1e7 held 2.7 GiB in one array and more in the
+    copies' per-bin sums. The run is refused, naming the limit and the option."""
+    from uqx.workflow.settings import Settings
+
+    path = tmp_path / "d.csv"
+    _frame(200).to_csv(path, index=False)
+    if n_mc == 10**9:  # above any machine's memory
+        assert main(["validate", str(path), "--n-mc", str(n_mc), "-q"]) == 2
+        err = capsys.readouterr().err
+        assert "--n-mc" in err and "memory limit" in err and "GiB" in err
+    s = Settings(seed=1, n_mc=n_mc, n_boot=100)
+    with pytest.raises(uqx.InputError, match=r"memory limit of 4 GiB.*lower n_mc"):
+        s.check_memory(1, 9, limit=4 * 2**30)
+    # the defaults fit, nine sets at once
+    Settings(seed=1, n_mc=10_000, n_boot=2000).check_memory(9, 9, limit=4 * 2**30)

@@ -436,7 +436,9 @@ def validate(
     if tolerance is not None and "zms" not in [s.name for s in specs]:
         raise InputError("tolerance is a claim on the factor sqrt(ZMS): add zms to the "
                          "statistics")
-    return _workflow(check_sets(ds, drop_nonfinite), specs, settings)
+    checked = check_sets(ds, drop_nonfinite)
+    settings.check_memory(checked.data.sizes.get("set", 1), len(specs))
+    return _workflow(checked, specs, settings)
 
 
 @dataclass
