@@ -53,3 +53,22 @@ def test_n_mc_beyond_the_memory_limit_is_refused_before_computing(tmp_path, caps
         s.check_memory(1, 9, limit=4 * 2**30)
     # the defaults fit, nine sets at once
     Settings(seed=1, n_mc=10_000, n_boot=2000).check_memory(9, 9, limit=4 * 2**30)
+
+
+def test_a_truncated_block_of_a_sweep_is_named_and_redone_on_resume(tmp_path, capsys):
+    """A block torn by a crash (truncated .npz) raised zipfile.BadZipFile on --resume."""
+    from uqx.sweeps import appendix_b
+    from uqx.sweeps.engine import SweepInterrupted, run_dir_for
+
+    tiny = dict(M=[1500], N=[10, 50], nu=[4], n_mc=300, seed=5)
+    out = tmp_path / "r.nc"
+    with pytest.raises(SweepInterrupted):
+        appendix_b(**tiny, output=out, chunk_size=300, _stop_after=2)
+    blocks = sorted(run_dir_for(out).glob("*.npz"))
+    assert len(blocks) == 2
+    blocks[0].write_bytes(blocks[0].read_bytes()[:40])  # truncated
+    with pytest.warns(UserWarning, match=rf"{blocks[0].name}: damaged block.*computed again"):
+        got = appendix_b(**tiny, output=out, resume=True)
+    fresh = appendix_b(**tiny)
+    for v in got.data_vars:
+        np.testing.assert_array_equal(got[v].values, fresh[v].values)
