@@ -72,3 +72,50 @@ def test_a_truncated_block_of_a_sweep_is_named_and_redone_on_resume(tmp_path, ca
     fresh = appendix_b(**tiny)
     for v in got.data_vars:
         np.testing.assert_array_equal(got[v].values, fresh[v].values)
+
+
+def _rows(path, frame, end=""):
+    lines = ["E,uE"] + [f"{a!r},{b!r}{end}" for a, b in zip(frame["E"], frame["uE"],
+                                                               strict=True)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_trailing_delimiter_on_the_data_rows_does_not_shift_the_columns(tmp_path):
+    """pandas read the first field as the index: E got uE's values, silently."""
+    frame = _frame(300)
+    path = tmp_path / "trail.csv"
+    _rows(path, frame, end=",")
+    with pytest.warns(UserWarning, match="end with a delimiter"):
+        ds = uqx.read_csv(path)
+    np.testing.assert_allclose(ds["E"].values, frame["E"].values)
+    np.testing.assert_allclose(ds["uE"].values, frame["uE"].values)
+
+
+def test_data_rows_with_an_unnamed_extra_column_are_refused(tmp_path):
+    frame = _frame(300)
+    path = tmp_path / "extra.csv"
+    _rows(path, frame, end=",7")
+    with pytest.raises(uqx.InputError, match="one field more than the header"):
+        uqx.read_csv(path)
+
+
+def test_duplicated_rows_are_counted_in_a_warning(tmp_path, capsys):
+    """20 rows pasted 100 times read as 2000 independent points, without a word."""
+    frame = pd.concat([_frame(20)] * 100, ignore_index=True)
+    path = tmp_path / "dup.csv"
+    frame.to_csv(path, index=False)
+    assert main(["stats", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "1980 of 2000 rows repeat an earlier row" in err and "20 distinct" in err
+    with pytest.warns(UserWarning, match="1980 of 2000 rows"):
+        uqx.from_dataframe(frame, E="E", uE="uE")
+
+
+def test_a_few_repeated_rows_are_not_flagged(tmp_path):
+    import warnings
+
+    frame = _frame(1000)
+    frame = pd.concat([frame, frame.iloc[:5]], ignore_index=True)  # 0.5 %: real repeats
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        uqx.from_dataframe(frame, E="E", uE="uE")

@@ -263,6 +263,7 @@ def _one_frame(df, label, *, E, uE, X, V, name, units, source, uE_is_variance,
         )
     cols = {key: numeric_column(df, col, label) for key, col in mapping.items()
             if col is not None}
+    _duplicate_rows(cols, label)
     if uE_is_variance:
         var = cols["uE"]
         with np.errstate(invalid="ignore"):
@@ -448,6 +449,8 @@ def read_csv(
     sep = sniff_delimiter(path, encoding) if path.is_file() else ","
     df = read_frame(path, comment=comment, sep=sep, encoding=encoding)
     encoding = df.attrs.get("encoding", encoding)  # Latin-1 when the file was not UTF-8
+    if not isinstance(df.index, pd.RangeIndex):
+        df = _shifted_rows(df, path, sep)
     _check_header(path, comment=comment, sep=sep, encoding=encoding)
     if df.shape[0] == 0:
         raise InputError(f"{path}: no data rows (header only)")
@@ -464,6 +467,53 @@ def read_csv(
         ds.attrs["encoding"] = encoding
         ds.attrs["columns"] += f" ({_ENCODING_NAMES.get(encoding, encoding)} file)"
     return ds
+
+
+def _shifted_rows(df: pd.DataFrame, path: Path, sep: str) -> pd.DataFrame:
+    """Undo pandas' shift of a file whose data rows have one field more than its header.
+
+    pandas takes the first field of such rows as the index, and every column then holds
+    its right neighbour's values (E would get uE). A last field empty on every row (a
+    trailing delimiter) is dropped, with a warning; anything else is refused.
+    """
+    if isinstance(df.index, pd.MultiIndex) or df.shape[1] == 0:
+        raise InputError(f"{path}: the data rows have more fields than the header; give "
+                         "every column a name in the header line")
+    last = df.columns[-1]
+    if not df[last].isna().all():
+        raise InputError(
+            f"{path}: the data rows have one field more than the header ({df.shape[1] + 1} "
+            f"against {df.shape[1]}): the columns would be shifted (the first would be read "
+            "as an index); give every column a name in the header line")
+    fixed = df.reset_index()
+    fixed = fixed.iloc[:, :-1]
+    fixed.columns = list(df.columns)
+    fixed.attrs = dict(df.attrs)
+    warnings.warn(f"{path}: the data rows end with a delimiter {sep!r} that the header line "
+                  "does not have (one empty field more): the empty last field is ignored, so "
+                  "that the columns stay under their names", UserWarning, stacklevel=3)
+    return fixed
+
+
+def _duplicate_rows(cols: dict, label) -> None:
+    """Warn when rows repeat other rows exactly (a table pasted twice, rows copied).
+
+    Counted on the columns read (E, uE, X, V); said when more than 1 % of the rows are
+    copies of an earlier one, since each copy weighs as a new independent point in the
+    bootstrap and in the tests.
+    """
+    M = len(cols["E"])
+    if M < 2:
+        return
+    frame = pd.DataFrame({k: v for k, v in cols.items()})
+    n_dup = int(frame.duplicated().sum())
+    if n_dup and n_dup > 0.01 * M:
+        warnings.warn(
+            f"{label}: {n_dup} of {M} rows repeat an earlier row exactly "
+            f"({', '.join(cols)}; {M - n_dup} distinct rows): rows copied or a table pasted "
+            "twice? Every copy counts as a new independent point in the bootstrap and the "
+            "tests; remove the copies if they are not real repeats",
+            UserWarning, stacklevel=3)
 
 
 #: How the notes name the encodings that are not UTF-8.
