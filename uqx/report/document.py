@@ -200,7 +200,7 @@ def _figure_links(text: str, fig_dir: Path) -> set:
 
 
 def _linked_figures(path: Path, fig_dir: Path | None) -> set:
-    """The figures an existing Markdown report at ``path`` wrote into ``fig_dir``.
+    """Return the figures an existing Markdown report at ``path`` wrote into ``fig_dir``.
 
     Read from its links, so that only the files a uqx report wrote there are ever
     removed (a file the user put in the folder is kept).
