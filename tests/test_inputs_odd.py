@@ -119,3 +119,29 @@ def test_a_few_repeated_rows_are_not_flagged(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         uqx.from_dataframe(frame, E="E", uE="uE")
+
+
+def test_conditional_calibration_on_a_constant_uE_is_refused(tmp_path, capsys):
+    """It drew 14 "bins of uE" that split equal values by row order."""
+    frame = _frame(300)
+    frame["uE"] = 0.5
+    path = tmp_path / "constu.csv"
+    frame.to_csv(path, index=False)
+    status = main(["plot", "calibration", str(path), "--conditional", "-o",
+                   str(tmp_path / "c.png")])
+    err = capsys.readouterr().err
+    assert status == 2 and "uE takes one value (0.5)" in err and "one bin" in err
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_fits_of_a_point_mass_are_undefined():
+    """|Z| = 1 on every row: the scaled F fit of Z^2 reported nu = 9.79."""
+    from uqx.inference.fits import fit_sets
+
+    rng = np.random.default_rng(4)
+    u = rng.uniform(0.5, 2.0, 300)
+    ds = uqx.from_arrays(rng.choice([-1.0, 1.0], 300) * u * 1.3, u * 1.3, name="pm")
+    with pytest.warns(UserWarning, match=r"Z\^2 takes one value \(1\).*point mass"):
+        res = fit_sets(ds)
+    assert np.isnan(res["nu_z2"].item()) and np.isnan(res["scale_z2"].item())
+    assert np.isfinite(res["nu_e2"].item())  # E^2 has a spread: fitted
