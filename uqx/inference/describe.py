@@ -229,7 +229,7 @@ def compute(
 
 
 def _in_order(sd, ties: str) -> dict:
-    """The columns of one set in the order of uE, tie groups as ``ties`` says.
+    """Return the columns of one set in the order of uE, tie groups as ``ties`` says.
 
     The order of :func:`uqx.validate` (its ``order_step``): content order or the stable
     order of uE; bins on X or V then sort these rows stably.
