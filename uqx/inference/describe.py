@@ -55,6 +55,7 @@ DESCRIBE_STATS = (
     "nll_ref",
     "cc",
     "uce",
+    "uce_w",
     "ence",
     "ence_sd",
     "zmse",
