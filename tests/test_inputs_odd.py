@@ -145,3 +145,66 @@ def test_fits_of_a_point_mass_are_undefined():
         res = fit_sets(ds)
     assert np.isnan(res["nu_z2"].item()) and np.isnan(res["scale_z2"].item())
     assert np.isfinite(res["nu_e2"].item())  # E^2 has a spread: fitted
+
+
+# -- how text tables are laid out: --sep, --comment, --decimal, and what is read alone -----
+
+def _stats(capsys, *args):
+    status = main(["stats", *map(str, args), "--format", "json", "-q"])
+    cap = capsys.readouterr()
+    import json
+
+    return status, (json.loads(cap.out) if status == 0 else None), cap.err
+
+
+def test_excel_sep_line_and_decimal_commas_are_read(tmp_path, capsys):
+    frame = _frame(60)
+    lines = ["sep=;", "E;uE"] + [f"{a:.6f};{b:.6f}".replace(".", ",")
+                                 for a, b in zip(frame["E"], frame["uE"], strict=True)]
+    path = tmp_path / "excel.csv"
+    path.write_text("\n".join(lines) + "\n")
+    status, recs, err = _stats(capsys, path)
+    assert status == 0 and recs[0]["M"] == 60, err
+    assert "sep=;" in err and "decimal comma" in err
+    want = np.mean((frame["E"].round(6) / frame["uE"].round(6)) ** 2)
+    assert recs[0]["stats"]["zms"] == pytest.approx(want, rel=1e-9)
+
+
+def test_whitespace_separated_and_commented_files_are_read(tmp_path, capsys):
+    frame = _frame(60)
+    body = [f"{a!r}   {b!r}" for a, b in zip(frame["E"], frame["uE"], strict=True)]
+    path = tmp_path / "ws.txt"
+    path.write_text("# written by my model\n# seed 3\nE uE\n" + "\n".join(body) + "\n")
+    status, recs, err = _stats(capsys, path)
+    assert status == 0 and recs[0]["M"] == 60, err
+    assert "2 line(s) before the header skipped" in err
+    assert recs[0]["stats"]["zms"] == pytest.approx(np.mean((frame["E"] / frame["uE"]) ** 2))
+
+
+def test_sep_comment_and_decimal_options(tmp_path, capsys):
+    frame = _frame(60)
+    body = [f"{a!r}:{b!r}  # row {i}" for i, (a, b) in
+            enumerate(zip(frame["E"], frame["uE"], strict=True))]
+    path = tmp_path / "colon.txt"
+    path.write_text("E:uE\n" + "\n".join(body) + "\n")
+    status, recs, err = _stats(capsys, path, "--sep", ":", "--comment", "#")
+    assert status == 0 and recs[0]["M"] == 60, err
+    status, _, err = _stats(capsys, path, "--sep", "two")
+    assert status == 2 and "give one character" in err
+    status, _, err = _stats(capsys, path, "--sep", ",", "--decimal", ",")
+    assert status == 2 and "also the column delimiter" in err
+
+
+def test_a_pipe_is_refused_instead_of_losing_its_header(capsys):
+    """`cat f | uqx stats /dev/stdin` read the header in the first pass only, then blamed
+    the data; a FIFO without a writer hung for ever."""
+    import os
+
+    r, w = os.pipe()
+    os.write(w, b"E,uE\n0.1,0.5\n-0.2,0.4\n")
+    os.close(w)
+    try:
+        status, _, err = _stats(capsys, f"/dev/fd/{r}")
+    finally:
+        os.close(r)
+    assert status == 2 and "not a regular file" in err and "save it to a file" in err

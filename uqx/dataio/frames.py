@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import stat
 import warnings
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from uqx.dataio.model import from_arrays, stack
 from uqx.errors import InputError
 
 __all__ = ["from_dataframe", "read_csv", "read_parquet", "read_frame", "numeric_column",
-           "sniff_delimiter", "text_encoding", "PARQUET_SUFFIXES"]
+           "sniff_delimiter", "separator", "text_encoding", "PARQUET_SUFFIXES"]
 
 #: File suffixes read as Parquet tables (:func:`read_parquet`; needs pyarrow).
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -151,15 +152,89 @@ def read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs)
 
 #: delimiters recognised in a CSV file besides the comma
 _DELIMITERS = {";": "semicolon", "\t": "tab", "|": "vertical bar"}
+#: pandas' separator of whitespace-separated files (runs of blanks and tabs)
+WHITESPACE = r"\s+"
+#: How the notes and ``--sep`` name a delimiter.
+DELIMITER_NAMES = {",": "comma", **_DELIMITERS, WHITESPACE: "whitespace"}
+#: Words ``--sep`` accepts for delimiters that are awkward to type.
+_SEP_WORDS = {"comma": ",", "semicolon": ";", "tab": "\t", "\\t": "\t", "pipe": "|",
+              "whitespace": WHITESPACE, "space": WHITESPACE, "ws": WHITESPACE}
+
+
+def _header_layout(path, encoding: str | None = None) -> tuple[str, int, list]:
+    """Find the delimiter and the lines before the header of a text table.
+
+    Lines at the top that start with ``#`` (a comment block written by a tool) and
+    Excel's ``sep=;`` line are skipped; the delimiter is read from the header line:
+    ``,``, ``;``, tab or ``|`` (the most columns; the comma on ties), else runs of blanks
+    when the header holds several words (a whitespace-separated file).
+
+    Returns
+    -------
+    tuple
+        ``(sep, skiprows, notes)``: the delimiter, the lines to skip and what was found.
+    """
+    try:
+        head = _head_bytes(Path(path))
+        text = head.decode(encoding or text_encoding(path), errors="replace")
+    except (InputError, LookupError):
+        return ",", 0, []  # read_frame says what is wrong with the file
+    lines = text.lstrip("\ufeff").splitlines()
+    skip, sep, notes = 0, None, []
+    while skip < len(lines) and (not lines[skip].strip() or lines[skip].lstrip().startswith("#")):
+        skip += 1
+    if skip and any(ln.strip() for ln in lines[:skip]):
+        notes.append(f"{skip} line(s) before the header skipped (comment lines starting "
+                     "with '#')")
+    excel = re.fullmatch(r"\s*sep=(.)\s*", lines[skip]) if skip < len(lines) else None
+    if excel:
+        sep = excel.group(1)
+        skip += 1
+        notes.append(f"Excel's 'sep={sep}' line read: {DELIMITER_NAMES.get(sep, repr(sep))}-"
+                     "separated")
+    header = lines[skip] if skip < len(lines) else ""
+    if sep is None:
+        counts = {d: header.count(d) for d in (",", *_DELIMITERS)}
+        best = max(counts, key=lambda d: (counts[d], d == ","))
+        sep = best if counts[best] > 0 else (WHITESPACE if len(header.split()) > 1 else ",")
+    return sep, skip, notes
+
+
+def separator(text: str) -> str:
+    """Return the delimiter named by ``--sep`` (``;``, ``tab``, ``whitespace``...).
+
+    Parameters
+    ----------
+    text : str
+        One character, or a word of ``_SEP_WORDS`` (``comma``, ``semicolon``, ``tab``,
+        ``pipe``, ``whitespace``).
+
+    Returns
+    -------
+    str
+        The delimiter as :func:`pandas.read_csv` takes it.
+
+    Raises
+    ------
+    InputError
+        Anything else.
+    """
+    word = _SEP_WORDS.get(str(text).lower(), str(text))
+    if word == WHITESPACE or len(word) == 1:
+        return word
+    words = ", ".join(w for w in _SEP_WORDS if w.isalpha() and w not in ("ws", "space"))
+    raise InputError(f"sep {text!r}: give one character (e.g. ';') or one of {words}")
 
 
 def sniff_delimiter(path: str | os.PathLike, encoding: str | None = None) -> str:
     """Return the column delimiter of a text table: ``","`` unless the header says otherwise.
 
-    The header line is split on each of ``,``, ``;``, tab and ``|``; the delimiter that
-    gives the most columns (at least 2) wins, the comma on ties, so that a comma-separated
-    file is always read as before. A compressed file is read decompressed (compression
-    inferred from the suffix, as by :func:`pandas.read_csv`).
+    The header line (after comment lines starting with ``#``) is split on each of ``,``,
+    ``;``, tab and ``|``; the delimiter that gives the most columns (at least 2) wins,
+    the comma on ties, so that a comma-separated file is always read as before. Excel's
+    ``sep=;`` first line names it; a header of several words without any of these is a
+    whitespace-separated file (runs of blanks and tabs). A compressed file is read
+    decompressed (compression inferred from the suffix, as by :func:`pandas.read_csv`).
 
     Parameters
     ----------
@@ -173,23 +248,15 @@ def sniff_delimiter(path: str | os.PathLike, encoding: str | None = None) -> str
     str
         The delimiter.
     """
-    try:
-        head = _head_bytes(Path(path))
-        text = head.decode(encoding or text_encoding(path), errors="replace")
-    except (InputError, LookupError):
-        return ","  # read_frame says what is wrong with the file
-    header = next((line for line in text.splitlines() if line.strip()), "")
-    counts = {d: header.count(d) for d in (",", *_DELIMITERS)}
-    best = max(counts, key=lambda d: (counts[d], d == ","))
-    return best if counts[best] > 0 else ","
+    return _header_layout(path, encoding)[0]
 
 
 def _check_header(path: Path, *, comment: str | None = None, sep: str = ",",
-                  encoding: str | None = None) -> None:
+                  encoding: str | None = None, skiprows: int = 0) -> None:
     """Reject duplicate column names (pandas would silently rename them ``E.1``...)."""
     try:
         header = pd.read_csv(path, header=None, nrows=1, comment=comment, dtype=str,
-                             sep=sep, encoding=encoding)
+                             sep=sep, encoding=encoding, skiprows=skiprows)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
         return  # reported by read_frame
     names = [str(c).strip() for c in header.iloc[0].tolist()] if len(header) else []
@@ -390,6 +457,8 @@ def read_csv(
     drop_nonfinite: bool = False,
     min_uE_rel_sd: float | None = None,
     comment: str | None = None,
+    sep: str | None = None,
+    decimal: str | None = None,
 ) -> xr.Dataset:
     """Read errors and uncertainties from named columns of a CSV file.
 
@@ -418,7 +487,18 @@ def read_csv(
     min_uE_rel_sd : float, optional
         Keep rows with ``uE > min_uE_rel_sd * sd(E)`` (see :func:`uqx.dataio.model.from_arrays`).
     comment : str, optional
-        Comment character; disabled by default (SMILES strings contain ``#``).
+        Comment character; disabled by default (SMILES strings contain ``#``). Lines
+        starting with ``#`` above the header are skipped whatever it is (with a note).
+    sep : str, optional
+        Column delimiter: one character, or ``"tab"``, ``"whitespace"`` (runs of blanks),
+        ``"semicolon"``, ``"comma"``, ``"pipe"``. Default: read from the header line
+        (:func:`sniff_delimiter`; Excel's ``sep=;`` first line is honoured; a header of
+        words separated by blanks means a whitespace-separated file).
+    decimal : {".", ","}, optional
+        Decimal mark of the numbers (``","``: a European file, whose columns are then
+        separated by ``;`` or tabs). Default: ``"."``, or ``","`` (with a note) when the
+        columns are not comma-separated and every value of a text column reads as a
+        number with a decimal comma.
 
     Returns
     -------
@@ -429,8 +509,9 @@ def read_csv(
     Raises
     ------
     InputError
-        Missing or empty file, duplicate column names, unknown column (the message lists
-        the available columns), non-numeric column, and everything
+        Missing or empty file, not a regular file (a FIFO, a device, standard input: it
+        would be read more than once), duplicate column names, unknown column (the message
+        lists the available columns), non-numeric column, and everything
         :func:`uqx.dataio.model.from_arrays` rejects.
 
     See Also
@@ -445,13 +526,29 @@ def read_csv(
         raise InputError(f"read_csv: expected a file name (str or path), got "
                          f"{type(path).__name__}")
     path = Path(path)
+    _check_regular(path)
     encoding = text_encoding(path) if path.is_file() else None
-    sep = sniff_delimiter(path, encoding) if path.is_file() else ","
-    df = read_frame(path, comment=comment, sep=sep, encoding=encoding)
+    found, skip, notes = _header_layout(path, encoding) if path.is_file() else (",", 0, [])
+    sep = found if sep is None else separator(sep)
+    if decimal not in (None, ".", ","):
+        raise InputError(f"decimal must be '.' or ',', got {decimal!r}")
+    if decimal == sep:
+        raise InputError(f"{path}: the decimal mark {decimal!r} is also the column delimiter: "
+                         "a file with decimal commas separates its columns with ';' or tabs "
+                         "(give --sep ';')")
+    for text in notes:
+        warnings.warn(f"{path}: {text}", UserWarning, stacklevel=2)
+    df = read_frame(path, comment=comment, sep=sep, encoding=encoding, skiprows=skip,
+                    decimal=decimal or ".")
     encoding = df.attrs.get("encoding", encoding)  # Latin-1 when the file was not UTF-8
+    if decimal is None and sep != "," and _decimal_commas(df):
+        df = read_frame(path, comment=comment, sep=sep, encoding=encoding, skiprows=skip,
+                        decimal=",")
+        warnings.warn(f"{path}: numbers with a decimal comma (e.g. '0,5'): read as decimal "
+                      "numbers (--decimal ',')", UserWarning, stacklevel=2)
     if not isinstance(df.index, pd.RangeIndex):
         df = _shifted_rows(df, path, sep)
-    _check_header(path, comment=comment, sep=sep, encoding=encoding)
+    _check_header(path, comment=comment, sep=sep, encoding=encoding, skiprows=skip)
     if df.shape[0] == 0:
         raise InputError(f"{path}: no data rows (header only)")
     stripped = [str(c).strip() for c in df.columns]
@@ -462,7 +559,7 @@ def read_csv(
                     drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
     if sep != ",":
         ds.attrs["delimiter"] = sep
-        ds.attrs["columns"] += f" ({_DELIMITERS[sep]}-separated file)"
+        ds.attrs["columns"] += f" ({DELIMITER_NAMES.get(sep, repr(sep))}-separated file)"
     if encoding not in (None, "utf-8", "utf-8-sig"):
         ds.attrs["encoding"] = encoding
         ds.attrs["columns"] += f" ({_ENCODING_NAMES.get(encoding, encoding)} file)"
@@ -518,6 +615,41 @@ def _duplicate_rows(cols: dict, label) -> None:
 
 #: How the notes name the encodings that are not UTF-8.
 _ENCODING_NAMES = {"utf-16": "UTF-16", "utf-32": "UTF-32", "latin-1": "Latin-1"}
+
+
+_DECIMAL_COMMA = re.compile(r"\s*[-+]?(\d+,\d*|,\d+)([eE][-+]?\d+)?\s*")
+
+
+def _decimal_commas(df: pd.DataFrame) -> bool:
+    """Whether some text column holds only numbers written with a decimal comma."""
+    for name in df.columns:
+        col = df[name]
+        if isinstance(col, pd.DataFrame) or pd.api.types.is_numeric_dtype(col.dtype):
+            continue
+        vals = col.dropna().astype(str)
+        if len(vals) and vals.str.fullmatch(_DECIMAL_COMMA).all():
+            return True
+    return False
+
+
+def _check_regular(path: Path) -> None:
+    """Refuse an input that cannot be read twice: a FIFO, a device, standard input.
+
+    A table is read more than once (its encoding, its header, its rows): a pipe gives
+    its content to the first read only (``cat f | uqx stats /dev/stdin`` lost its
+    header), and a FIFO without a writer blocks for ever.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # read_frame names a missing file
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        kind = ("a FIFO or pipe" if stat.S_ISFIFO(mode) else "a character device"
+                if stat.S_ISCHR(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "not a regular file")
+        raise InputError(f"{path}: {kind}, not a regular file: uqx reads a table more than "
+                         "once (encoding, header, rows), which a pipe allows only once; save "
+                         "it to a file first (e.g. 'cat ... > data.csv')")
 
 
 def _stem(path: Path, name: str | None) -> str:

@@ -8,6 +8,7 @@ defaults are the named constants of :mod:`uqx.engine.defaults`.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,8 +50,6 @@ def memory_limit() -> int:
     int
         ``SC_PHYS_PAGES * SC_PAGE_SIZE // 2`` (16 GiB where the system does not say).
     """
-    import os
-
     try:
         return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")) // 2
     except (AttributeError, ValueError, OSError):

@@ -8,6 +8,7 @@ uqx engine are imported inside the functions, so that ``uqx --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import math
 import os
@@ -25,6 +26,7 @@ __all__ = [
     "HelpFormatter",
     "add_inputs",
     "add_output",
+    "add_table_options",
     "BINS_DEFAULT",
     "bins_chosen",
     "add_fail_on",
@@ -148,7 +150,25 @@ def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
         choices=["equal-count", "equal-width", "adaptive"],
         help="binning scheme of the binned statistics",
     )
+    add_table_options(p)
     p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
+
+
+def add_table_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--sep``, ``--comment`` and ``--decimal`` (how CSV/text files are read)."""
+    p.add_argument("--sep", default=None, metavar="SEP",
+                   help="column delimiter of CSV/text inputs: one character (';') or tab, "
+                   "whitespace, semicolon, comma, pipe; default: read from the header line "
+                   "(Excel's 'sep=;' line is honoured; words separated by blanks mean a "
+                   "whitespace-separated file)")
+    p.add_argument("--comment", default=None, metavar="CHAR",
+                   help="comment character of CSV/text inputs: the rest of a line after it "
+                   "is ignored (off by default: SMILES contain '#'; lines starting with '#' "
+                   "above the header are skipped anyway)")
+    p.add_argument("--decimal", default=None, choices=[".", ","],
+                   help="decimal mark of CSV/text inputs; default '.', or ',' when the "
+                   "columns are not comma-separated and a column's numbers all have a "
+                   "decimal comma")
 
 
 def add_output(p: argparse.ArgumentParser, *, default: str | None = None,
@@ -264,6 +284,9 @@ def input_kwargs(args) -> dict:
         uE_is_variance=args.uE_is_variance,
         drop_nonfinite=args.drop_nonfinite,
         min_uE_rel_sd=args.min_uE_rel_sd,
+        sep=getattr(args, "sep", None),
+        comment=getattr(args, "comment", None),
+        decimal=getattr(args, "decimal", None),
     )
 
 
@@ -307,8 +330,15 @@ def load_inputs(
     uE_is_variance=False,
     drop_nonfinite=False,
     min_uE_rel_sd=None,
+    sep=None,
+    comment=None,
+    decimal=None,
 ):
     """Resolve CLI inputs (CSV paths or registered dataset names) into one stacked Dataset.
+
+    ``sep``, ``comment`` and ``decimal`` (``--sep``, ``--comment``, ``--decimal``) say how
+    CSV/text files are read (:func:`uqx.dataio.frames.read_csv`); they are refused for
+    the other inputs, which they would not change.
 
     A name with a NetCDF suffix (``.nc``, ``.nc4``, ``.netcdf``, ``.cdf``) is opened
     lazily with :func:`uqx.dataio.netcdf.open_dataset` (dask chunks; what the commands then
@@ -333,9 +363,14 @@ def load_inputs(
         )
     columns = dict(E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
                    drop_nonfinite=drop_nonfinite)
+    text_options = {k: v for k, v in (("--sep", sep), ("--comment", comment),
+                                      ("--decimal", decimal)) if v is not None}
     out = []
     for item in inputs:
         p, kind = Path(item), input_kind(item)
+        if text_options and kind != "csv":
+            raise InputError(f"{item}: {', '.join(text_options)} tell(s) how CSV/text files "
+                             f"are read; this input is {_KIND_NAMES[kind]}: leave them out")
         if kind == "netcdf":
             if min_uE_rel_sd is not None:
                 raise InputError(f"{p}: --min-uE-rel-sd is not available for NetCDF inputs "
@@ -346,7 +381,8 @@ def load_inputs(
         elif kind == "csv":
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", UserWarning)
-                out.append(read_csv(p, **columns, min_uE_rel_sd=min_uE_rel_sd))
+                out.append(read_csv(p, **columns, min_uE_rel_sd=min_uE_rel_sd, sep=sep,
+                                    comment=comment, decimal=decimal))
             for w in caught:  # printed as uqx notes, not as Python warnings
                 print(f"uqx: note: {w.message}", file=sys.stderr)
         else:
@@ -364,6 +400,11 @@ def load_inputs(
             d.attrs["name"] = f"{d.attrs['name']}#{i + 1}"
     keep = ("E", "uE", "X", "V")
     return stack([d[[k for k in keep if k in d]].assign_attrs(d.attrs) for d in out])
+
+
+#: What each kind of input is, for the messages.
+_KIND_NAMES = {"netcdf": "a NetCDF file", "parquet": "a Parquet file",
+               "dataset": "a registered data set", "csv": "a CSV file"}
 
 
 def read_saved(path):
@@ -654,8 +695,6 @@ def encodable(text: str, encoding: str | None) -> str:
     str
         A text that ``encoding`` encodes.
     """
-    import codecs
-
     try:
         encoding = codecs.lookup(encoding or "ascii").name
     except LookupError:
