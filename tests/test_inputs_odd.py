@@ -208,3 +208,15 @@ def test_a_pipe_is_refused_instead_of_losing_its_header(capsys):
     finally:
         os.close(r)
     assert status == 2 and "not a regular file" in err and "save it to a file" in err
+
+
+def test_a_wrong_column_name_in_a_wide_file_gives_a_short_message(tmp_path, capsys):
+    """10 000 columns and a wrong --uE printed an 89 KB line listing every one."""
+    rng = np.random.default_rng(2)
+    cols = {f"f{i}": rng.standard_normal(40) for i in range(10_000)}
+    cols.update(E=rng.standard_normal(40), uE=rng.uniform(0.5, 1.0, 40))
+    path = tmp_path / "wide.csv"
+    pd.DataFrame(cols).to_csv(path, index=False)
+    status, _, err = _stats(capsys, path, "--uE", "ue")
+    assert status == 2 and len(err) < 1000, len(err)
+    assert "10002 columns in all" in err and "did you mean 'uE'" in err

@@ -10,6 +10,7 @@ literature loaders of :mod:`uqx.dataio.datasets`.
 from __future__ import annotations
 
 import codecs
+import difflib
 import os
 import re
 import stat
@@ -268,6 +269,42 @@ def _check_header(path: Path, *, comment: str | None = None, sep: str = ",",
         )
 
 
+#: Column names listed at most in a message (a file may have thousands).
+_COLUMNS_SHOWN = 12
+
+
+def columns_text(columns, wanted=None) -> str:
+    """Say which columns a table has, in a message of bounded length.
+
+    At most :data:`_COLUMNS_SHOWN` names, then how many there are in all; the names
+    closest to ``wanted`` first (:func:`difflib.get_close_matches`), as "did you mean".
+
+    Parameters
+    ----------
+    columns : iterable
+        The table's column labels.
+    wanted : str, optional
+        The name that was not found.
+
+    Returns
+    -------
+    str
+        ``"available columns: 'a', 'b'"``, or with ``"... (10000 columns in all)"`` and
+        ``"did you mean 'uE'?"``.
+    """
+    names = [str(c) for c in columns]
+    close = []
+    if wanted is not None:  # the same name in another case first, then similar ones
+        close = [n for n in names if n.lower() == str(wanted).lower()]
+        close += [n for n in difflib.get_close_matches(str(wanted), names, n=3)
+                  if n not in close]
+        close = close[:3]
+    shown = ", ".join(repr(n) for n in names[:_COLUMNS_SHOWN])
+    more = (f", ... ({len(names)} columns in all)" if len(names) > _COLUMNS_SHOWN else "")
+    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    return f"available columns: {shown}{more}{hint}"
+
+
 def numeric_column(df: pd.DataFrame, column, path: str | os.PathLike) -> np.ndarray:
     """Return one column of a table as a float64 array, or say clearly why it cannot be.
 
@@ -292,8 +329,7 @@ def numeric_column(df: pd.DataFrame, column, path: str | os.PathLike) -> np.ndar
         a boolean column, or non-numeric values (the first one and its row are named).
     """
     if column not in df.columns:
-        available = ", ".join(repr(str(c)) for c in df.columns)
-        raise InputError(f"{path}: no column {column!r}; available columns: {available}")
+        raise InputError(f"{path}: no column {column!r}; {columns_text(df.columns, column)}")
     col = df[column]
     if isinstance(col, pd.DataFrame):
         raise InputError(f"{path}: column name {column!r} appears more than once")
@@ -422,8 +458,7 @@ def from_dataframe(
         raise InputError("from_dataframe: give either name= (one set) or by= (one set per "
                          f"value of column {by!r}), not both")
     if by not in df.columns:
-        available = ", ".join(repr(str(c)) for c in df.columns)
-        raise InputError(f"DataFrame: no column {by!r} for by=; available columns: {available}")
+        raise InputError(f"DataFrame: no column {by!r} for by=; {columns_text(df.columns, by)}")
     missing = df[by].isna()
     if missing.any():
         rows = np.flatnonzero(missing.to_numpy())
