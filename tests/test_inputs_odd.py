@@ -220,3 +220,18 @@ def test_a_wrong_column_name_in_a_wide_file_gives_a_short_message(tmp_path, caps
     status, _, err = _stats(capsys, path, "--uE", "ue")
     assert status == 2 and len(err) < 1000, len(err)
     assert "10002 columns in all" in err and "did you mean 'uE'" in err
+
+
+def test_errors_equal_to_plus_or_minus_uE_are_validated(tmp_path, capsys):
+    """E = ±uE: Z² has no spread, its κ_CS is 0/0, and the fitted member's ν̂ was NaN:
+    "unit-variance Student t needs nu > 2, got [nan]" after numpy warnings."""
+    rng = np.random.default_rng(4)
+    u = rng.uniform(0.5, 2.0, 300)
+    path = tmp_path / "pm.csv"
+    pd.DataFrame({"E": rng.choice([-1.0, 1.0], 300) * u, "uE": u}).to_csv(path, index=False)
+    status = main(["validate", str(path), "--n-boot", "100", "--n-mc", "200", "--seed", "1",
+                   "-q"])
+    cap = capsys.readouterr()
+    assert status == 0, cap.err
+    assert "nu > 2" not in cap.err and "Warning" not in cap.err
+    assert "## pm (M = 300)" in cap.out
