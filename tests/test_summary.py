@@ -95,13 +95,18 @@ def _check_questions(res, i, s):
 def _check_scale(res, i, line):
     zms = float(res["estimate"].sel(stat="zms").values[i])
     f = math.sqrt(zms)
-    m = re.search(r"uE about (\d+) % too (small|large) on average \(ZMS " + NUM
-                  + r"; factor " + NUM, line)
+    m = re.search(r"uE about (?:(\d+) % |([\d.]+)× )too (small|large) on average \(ZMS "
+                  + NUM + r"; factor " + NUM, line)
     said = m is not None
     assert said == (_q(res, "average", i) == "invalid"
                     and res["verdict"].sel(stat="zms").values[i] == "invalid"), line
-    if said:
-        assert int(m[1]) == round(100 * abs(f - 1))
+    if said:  # a percentage below a factor 2 either way, the factor from 2 on
+        r = max(f, 1 / f)
+        if r < 2:
+            assert int(m[1]) == round(100 * abs(f - 1))
+        else:
+            assert _close(m[2], r, 3)
+        m = [None, m[1], *m.groups()[2:]]
         assert m[2] == ("small" if zms > 1 else "large")
         assert _close(m[3], zms, 3)
         assert _close(m[4], float(res["scale_factor"].values[i]), 3)
@@ -128,12 +133,16 @@ def _check_resolutions(res, i, line):
     else:
         assert m is None
     for q, c in (("consistency", "uE"), ("adaptivity_X", "X"), ("adaptivity_V", "V")):
-        m = re.search(re.escape(QUESTION_LABELS[q]) + r" valid: uE (\d+) % too small in the "
-                      r"top tenth of " + c + " would have been found", line, re.I)
+        m = re.search(re.escape(QUESTION_LABELS[q]) + r" valid: uE (?:(\d+) % |([\d.]+)× )"
+                      r"too small in the top tenth of " + c + " would have been found", line,
+                      re.I)
         hi = _res(res, q, i, "high")
         if _q(res, q, i) == "valid" and np.isfinite(hi):
             assert m is not None, (q, line)
-            assert int(m[1]) == round(100 * (hi - 1))
+            if hi < 2:  # a percentage below a factor 2, the factor from 2 on
+                assert m[1] is not None and int(m[1]) == round(100 * (hi - 1))
+            else:
+                assert m[2] is not None and _close(m[2], hi, 3)
         else:
             assert m is None, (q, line)
     for q in ("ranking",):

@@ -86,6 +86,23 @@ def _pct(x) -> int:
     return int(round(100 * x))
 
 
+def _too(f, side=None) -> str:
+    """How far a factor f of uE is from 1, in words: "24 % too small", "110× too small".
+
+    f > 1: uE too small by f; f < 1: too large by 1/f. From a factor 2 on the amount is
+    a factor ("110× too small" for f = 110, "3.1× too large" for f = 0.32), below it a
+    percentage (f - 1: "24 % too small" for f = 1.24; 1 - f: "40 % too large" for
+    f = 0.6), never "10953 %". ``side`` forces the side ("small" with f > 1, "large"
+    with f < 1).
+    """
+    f = float(f)
+    side = side or ("small" if f > 1 else "large")
+    r = f if side == "small" else 1.0 / f
+    if r >= 2:
+        return f"{r:.3g}× too {side}"
+    return f"{_pct(r - 1) if side == 'small' else _pct(1 - f)} % too {side}"
+
+
 def n_copies(res) -> int:
     """Calibrated copies behind each test's p-value: ``min(n_mc, N_TEST)``.
 
@@ -254,9 +271,9 @@ def _factor_text(sc) -> str:
 
 def _scale_words(sc) -> str:
     """"uE about 24 % too small on average (ZMS 1.53; factor 1.24 [1.21, 1.26])"."""
-    amount = f"about {sc['percent']} %" if sc["percent"] >= 1 else "less than 1 %"
-    return (f"uE {amount} too {sc['direction']} on average (ZMS {_g(sc['zms'])}; "
-            f"{_factor_text(sc)})")
+    amount = (f"about {_too(sc['factor'], sc['direction'])}" if sc["percent"] >= 1
+              else f"less than 1 % too {sc['direction']}")
+    return f"uE {amount} on average (ZMS {_g(sc['zms'])}; {_factor_text(sc)})"
 
 
 def _deciles(res, i, cond) -> np.ndarray | None:
@@ -378,8 +395,8 @@ def _valid_average(qf) -> str:
     lo, hi = qf["resolution_low"], qf["resolution_high"]
     if not (np.isfinite(lo) or np.isfinite(hi)):
         return "even uE off by a factor 4 on average could go unseen (no resolution)"
-    small = f"{_pct(hi - 1)} % too small" if np.isfinite(hi) else None
-    large = f"{_pct(1 - lo)} % too large" if np.isfinite(lo) else None
+    small = _too(hi, "small") if np.isfinite(hi) else None
+    large = _too(lo, "large") if np.isfinite(lo) else None
     if small and large:
         return f"uE {small} or {large} on average would have been found"
     return f"uE {small or large} on average would have been found (the other side is out " \
@@ -390,7 +407,7 @@ def _valid_top(qf, cond) -> str:
     hi = qf["resolution_high"]
     where = f"the top tenth of {cond}"
     if np.isfinite(hi):
-        text = f"uE {_pct(hi - 1)} % too small in {where} would have been found"
+        text = f"uE {_too(hi, 'small')} in {where} would have been found"
     else:
         text = f"uE too small in {where}, even by a factor 3, could go unseen"
     lo, up = qf["resolution_spread_low"], qf["resolution_spread_high"]
@@ -428,8 +445,8 @@ def _average_sentence(res, i, qf, sc) -> dict:
             st = _stat(res, i, name)
             if st["verdict"] == "invalid":
                 others.append(f"{name.upper()} {_g(st['estimate'])}")
-        if others:
-            parts.append(("also " if parts else "") + "invalid: " + ", ".join(others))
+        if others:  # "Average calibration invalid: RCE 0.0715", not "invalid: invalid:"
+            parts.append(("also invalid: " if parts else "") + ", ".join(others))
             reads["others"] = others
         return _sentence("average", f"{lab} invalid: " + "; ".join(parts), **reads)
     return _other_sentence("average", res, i, qf, extra=(f"ZMS {_g(sc['zms'])}, "
@@ -508,7 +525,7 @@ def _factor_sentence(res, i, sc, qf) -> dict | None:
         r = _f(res["rescaled_consistency_resolution"].values[i]) if \
             "rescaled_consistency_resolution" in res else float("nan")
         if np.isfinite(r):
-            text += (f" (uE × {f} another {_pct(r - 1)} % too small in the top tenth of uE "
+            text += (f" (uE × {f} another {_too(r, 'small')} in the top tenth of uE "
                      "would have been found)")
         return _sentence("up_to_factor", text, verdict=rv, factor=sc, resolution=r)
     if rv == "invalid":
