@@ -235,3 +235,20 @@ def test_errors_equal_to_plus_or_minus_uE_are_validated(tmp_path, capsys):
     assert status == 0, cap.err
     assert "nu > 2" not in cap.err and "Warning" not in cap.err
     assert "## pm (M = 300)" in cap.out
+
+
+def test_a_truncated_netcdf_file_is_called_damaged(tmp_path, capsys):
+    """A truncated result read "NetCDF: HDF error"."""
+    ds = uqx.from_arrays(*_frame(300)[["E", "uE"]].to_numpy().T, name="d")
+    full = tmp_path / "full.nc"
+    ds.to_netcdf(full, engine="netcdf4")
+    cut = tmp_path / "cut.nc"
+    cut.write_bytes(full.read_bytes()[:3000])
+    for command in (["stats", str(cut)], ["show", str(cut)]):
+        assert main([*command, "-q"]) == 2
+        err = capsys.readouterr().err
+        assert "damaged or truncated NetCDF file" in err and "copy it again" in err
+    fake = tmp_path / "fake.nc"
+    fake.write_text("E,uE\n0.1,0.2\n")
+    assert main(["stats", str(fake), "-q"]) == 2
+    assert "not a NetCDF file" in capsys.readouterr().err
