@@ -252,3 +252,50 @@ def test_a_truncated_netcdf_file_is_called_damaged(tmp_path, capsys):
     fake.write_text("E,uE\n0.1,0.2\n")
     assert main(["stats", str(fake), "-q"]) == 2
     assert "not a NetCDF file" in capsys.readouterr().err
+
+
+def test_dask_arrays_of_unknown_length_are_named():
+    """"length mismatch between columns (E=nan, uE=nan)" after boolean indexing."""
+    da = pytest.importorskip("dask.array")
+    frame = _frame(200)
+    E = da.from_array(frame["E"].to_numpy(), chunks=50)
+    u = da.from_array(frame["uE"].to_numpy(), chunks=50)
+    keep = u > 0
+    with pytest.raises(uqx.InputError, match="unknown length.*compute_chunk_sizes"):
+        uqx.from_arrays(E[keep], u[keep])
+
+
+def test_the_tables_of_one_selected_set():
+    """`res.isel(set=0).uqx.verdicts()` read "not a validation result"."""
+    frame = _frame(400)
+    ds = uqx.stack([uqx.from_arrays(frame["E"], frame["uE"], name="a"),
+                    uqx.from_arrays(1.6 * frame["E"], frame["uE"], name="b")])
+    res = uqx.validate(ds, ["zms", "ence"], n_boot=100, n_mc=100, seed=1, conditional=False)
+    one = res.isel(set=1)
+    assert list(one.uqx.verdicts().index) == ["b"]
+    assert one.uqx.summary() == res.uqx.summary()[1:]
+    assert len(one.uqx.records()) == 1 and len(res.sel(set="a").uqx.table()) == 2
+
+
+@pytest.mark.parametrize("scheduler", ["bogus", 3])
+def test_a_bad_scheduler_is_named_before_computing(scheduler):
+    ds = uqx.from_arrays(*_frame(100)[["E", "uE"]].to_numpy().T)
+    with pytest.raises(uqx.InputError, match="scheduler must be one of threads"):
+        uqx.validate(ds, ["zms"], n_boot=50, n_mc=50, scheduler=scheduler)
+    with pytest.raises(uqx.InputError, match="scheduler must be one of threads"):
+        uqx.bootstrap(ds, ["zms"], n_boot=50, scheduler=scheduler)
+
+
+def test_a_sweep_archive_given_as_data_points_to_the_sweep_commands(tmp_path, capsys):
+    """`uqx stats` on an archive with estimates over replicates recommended `uqx show`
+    and `uqx report`, which refuse it."""
+    import xarray as xr
+
+    path = tmp_path / "arch.nc"
+    xr.Dataset({"estimate": (("replicate",), np.arange(5.0))},
+               attrs={"study": "bins"}).to_netcdf(path, engine="netcdf4")
+    assert main(["stats", str(path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "uqx sweep summary" in err and "uqx show" not in err
+    assert main(["show", str(path), "-q"]) == 2
+    assert "archive of 'uqx sweep bins'" in capsys.readouterr().err

@@ -12,6 +12,7 @@ Every entry point (:func:`uqx.validate`, :func:`uqx.bootstrap`, :func:`uqx.compu
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -102,6 +103,11 @@ def _as_1d(values, label: str, name: str):
             raise InputError(f"{name}: column {label!r} {problem}")
         if values.dtype.kind not in NUMERIC_KINDS:
             raise InputError(f"{name}: column {label!r} is not numeric (dtype {values.dtype})")
+        if any(math.isnan(c) for c in getattr(values, "shape", ())):
+            raise InputError(
+                f"{name}: column {label!r} is a dask array of unknown length (chunk sizes "
+                "unknown, e.g. after boolean indexing); compute them first "
+                "(x.compute_chunk_sizes()), or filter after reading")
         arr = values.astype(np.float64)
     else:
         raw = values if isinstance(values, np.ndarray) else np.asarray(values)

@@ -568,15 +568,16 @@ def open_dataset(
             raw = xr.open_dataset(path, engine="netcdf4", chunks={}, mask_and_scale=True,
                                   group=group)
     wanted = {"E": E, "uE": uE, "X": X, "V": V}
+    if E not in raw.variables and raw.attrs.get("study"):  # before a result: both have
+        raw.close()                                          # estimates and replicates
+        raise InputError(f"{path} is an archive of 'uqx sweep {raw.attrs['study']}', not input "
+                         f"data: summarise it with `uqx sweep summary {path}` or draw it with "
+                         f"`uqx plot study {path}` (uqx.plot.study)")
     if E not in raw.variables and "estimate" in raw.variables and (
             "verdict" in raw.variables or "replicate" in raw.dims):
         raw.close()
         raise InputError(f"{path} is a saved uqx result, not input data: read it with "
                          "uqx.read_netcdf (or `uqx show` / `uqx report` on the command line)")
-    if E not in raw.variables and raw.attrs.get("study"):
-        raw.close()
-        raise InputError(f"{path} is an archive of 'uqx sweep {raw.attrs['study']}', not input "
-                         "data: draw it with `uqx plot study FILE` (uqx.plot.study)")
     cols, dim = {}, None
     for key, var in wanted.items():
         if var is None:

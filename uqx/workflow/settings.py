@@ -30,6 +30,7 @@ from uqx.engine.generators import check_student_nu
 from uqx.engine.mctest import N_HEADLINE
 from uqx.engine.statistic import BinningConfig
 from uqx.errors import InputError
+from uqx.progress import check_scheduler
 
 __all__ = ["Settings", "memory_limit", "held_bytes"]
 
@@ -163,6 +164,7 @@ class Settings:
         if self.cond_ci not in COND_CI:
             raise InputError(f"cond_ci must be {', '.join(COND_CI[:-1])} or {COND_CI[-1]}, "
                              f"got {self.cond_ci!r}")
+        check_scheduler(self.scheduler, self.num_workers)
         t = self.tolerance
         if t is not None and not (isinstance(t, (int, float, np.number)) and math.isfinite(t)
                                   and t > 0):
