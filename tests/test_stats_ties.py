@@ -53,3 +53,20 @@ def test_content_ties_do_not_depend_on_the_order_of_the_rows(tied):
     assert not np.allclose(a["estimate"].sel(stat="ence"), c["estimate"].sel(stat="ence"))
     with pytest.raises(uqx.InputError, match="ties must be"):
         describe(uqx.from_dataframe(frame), ties="random")
+
+
+def test_plot_bins_tie_groups_as_validate_whatever_the_order_of_the_rows(tied, tmp_path):
+    """`uqx plot reliability` split tie groups of uE in file order: the same rows in another
+    order drew other bins. With --ties content (the default) the figure is the same."""
+    from uqx.cli.app import main as cli
+
+    path, frame = tied
+    shuffled = tmp_path / "tied.csv"  # same stem: same panel title
+    frame.sample(frac=1.0, random_state=3).to_csv(shuffled, index=False)
+    figs = []
+    for src, out in ((path, tmp_path / "a.png"), (shuffled, tmp_path / "b.png")):
+        assert cli(["plot", "reliability", str(src), "-o", str(out), "-q"]) == 0
+        figs.append(out.read_bytes())
+    assert figs[0] == figs[1]
+    ordered = uqx.dataio.model.order_rows(uqx.from_dataframe(frame), "file-order")
+    assert np.all(np.diff(ordered["uE"].values.ravel()) >= 0)
