@@ -81,6 +81,9 @@ class _PipeSafe:
 
     def __init__(self, stream):
         self._stream = stream
+        enc = str(getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+        # not UTF: the symbols as ASCII words (stderr would show them as \u escapes)
+        self._plain = None if enc.startswith("utf") else enc
 
     def _gone(self) -> None:
         try:  # the buffered rest then goes nowhere, at exit too
@@ -92,6 +95,9 @@ class _PipeSafe:
 
     def write(self, text):
         try:
+            if self._plain and isinstance(text, str):
+                self._stream.write(encodable(text, self._plain))
+                return len(text)
             try:
                 return self._stream.write(text)
             except UnicodeEncodeError:  # PYTHONIOENCODING=ascii, a latin-1 terminal
