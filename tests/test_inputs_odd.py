@@ -299,3 +299,21 @@ def test_a_sweep_archive_given_as_data_points_to_the_sweep_commands(tmp_path, ca
     assert "uqx sweep summary" in err and "uqx show" not in err
     assert main(["show", str(path), "-q"]) == 2
     assert "archive of 'uqx sweep bins'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_json_records_are_read(tmp_path, capsys, suffix):
+    """JSON and JSON-lines files were read as CSV: "no data rows" or no column 'E'."""
+    frame = _frame(60)
+    path = tmp_path / f"d{suffix}"
+    if suffix == ".json":
+        frame.to_json(path, orient="records")
+    else:
+        frame.to_json(path, orient="records", lines=True)
+    status, recs, err = _stats(capsys, path)
+    assert status == 0 and recs[0]["M"] == 60, err
+    assert recs[0]["stats"]["zms"] == pytest.approx(np.mean((frame["E"] / frame["uE"]) ** 2))
+    bad = tmp_path / f"bad{suffix}"
+    bad.write_text('{"E": 0.1')
+    status, _, err = _stats(capsys, bad)
+    assert status == 2 and "cannot read as JSON" in err

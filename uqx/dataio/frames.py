@@ -505,7 +505,9 @@ def read_csv(
         in ``attrs["delimiter"]`` and in ``attrs["columns"]``). Compressed files
         (``.csv.gz``, ``.bz2``, ``.xz``, ``.zip``) are read decompressed; UTF-8 text, or
         UTF-16/32 with a byte-order mark (``attrs["encoding"]``); a file that is not
-        UTF-8 is read as Latin-1, with a warning.
+        UTF-8 is read as Latin-1, with a warning. A ``.json`` file (an array of records
+        ``[{"E": ..., "uE": ...}, ...]``) or ``.jsonl``/``.ndjson`` file (one record a
+        line) is read with :func:`pandas.read_json`.
     E, uE : str
         Names of the error (reference - prediction) and uncertainty columns.
     X, V : str, optional
@@ -562,6 +564,10 @@ def read_csv(
                          f"{type(path).__name__}")
     path = Path(path)
     _check_regular(path)
+    if _json_kind(path):
+        return _read_json(path, E=E, uE=uE, X=X, V=V, name=name, uE_is_variance=uE_is_variance,
+                          drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd,
+                          text_options={"sep": sep, "comment": comment, "decimal": decimal})
     encoding = text_encoding(path) if path.is_file() else None
     found, skip, notes = _header_layout(path, encoding) if path.is_file() else (",", 0, [])
     sep = found if sep is None else separator(sep)
@@ -665,6 +671,42 @@ def _decimal_commas(df: pd.DataFrame) -> bool:
         if len(vals) and vals.str.fullmatch(_DECIMAL_COMMA).all():
             return True
     return False
+
+
+#: Suffixes read as JSON records (``.json``: one array of records; the others: one record
+#: a line), compressed or not.
+JSON_SUFFIXES = {".json": False, ".jsonl": True, ".ndjson": True}
+
+
+def _json_kind(path: Path) -> bool:
+    """Whether a file is read as JSON records (its suffix, under a compression suffix)."""
+    suffixes = [x.lower() for x in path.suffixes]
+    if suffixes and infer_compression(str(path), "infer") is not None:
+        suffixes = suffixes[:-1]
+    return bool(suffixes) and suffixes[-1] in JSON_SUFFIXES
+
+
+def _read_json(path: Path, *, text_options, **options) -> xr.Dataset:
+    """Read a JSON file of records (``[{"E": ..., "uE": ...}, ...]``, or one a line)."""
+    given = [f"--{k}" for k, v in text_options.items() if v is not None]
+    if given:
+        raise InputError(f"{path}: {', '.join(given)} tell(s) how CSV/text tables are read; "
+                         "a JSON file has no delimiter, comment or decimal mark to set")
+    suffixes = [x.lower() for x in path.suffixes]
+    if infer_compression(str(path), "infer") is not None:
+        suffixes = suffixes[:-1]
+    lines = JSON_SUFFIXES[suffixes[-1]]
+    try:
+        df = pd.read_json(path, lines=lines, orient=None if lines else "records")
+    except (ValueError, OSError, EOFError) as exc:
+        how = "one JSON record a line" if lines else "an array of records [{...}, ...]"
+        raise InputError(f"{path}: cannot read as JSON ({how}): {exc}") from None
+    if not isinstance(df, pd.DataFrame) or df.shape[0] == 0:
+        raise InputError(f"{path}: no records")
+    name = options.pop("name")
+    ds = _one_frame(df, path, name=_stem(path, name), units="", source=str(path), **options)
+    ds.attrs["columns"] += " (JSON records)"
+    return ds
 
 
 def _check_regular(path: Path) -> None:

@@ -114,7 +114,8 @@ def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
         "inputs",
         nargs="+" if required else "*",
         metavar="INPUT",
-        help="CSV file (also .csv.gz, .bz2, .xz, .zip), Parquet file (.parquet: needs "
+        help="CSV file (also .csv.gz, .bz2, .xz, .zip; .txt, .tsv; JSON records .json, "
+        "one record a line .jsonl), Parquet file (.parquet: needs "
         "pyarrow, pip install 'uqx[parquet]'), NetCDF file (.nc: opened lazily, read in "
         "chunks), or registered dataset name (e.g. QM9_E, Set7; see 'uqx datasets list')",
     )
