@@ -432,7 +432,8 @@ CLI_TRIAL = [
     ("stats nan.csv", 2, "are NaN or infinite; clean the data or drop"),
     ("stats inf.csv", 2, "are NaN or infinite"),
     ("stats nan.csv --drop-nonfinite", 0, "only M = 2 rows"),
-    ("stats decimal_comma.csv", 2, "it looks like a decimal comma"),
+    ("stats decimal_comma.csv", 0, "numbers with a decimal comma"),  # read, noted
+    ("stats decimal_comma.csv --decimal .", 2, "it looks like a decimal comma"),
     ("stats ragged.csv", 2, "cannot parse as CSV"),
     ("stats spaces.csv", 0, "only M = 3 rows"),
     ("stats strx.csv --X X", 2, "column 'X' is not numeric"),

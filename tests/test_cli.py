@@ -17,7 +17,7 @@ from uqx.cli import main
 from uqx.dataio.netcdf import read_netcdf
 
 STATS_KEYS = ["mv", "mse", "rmv", "rmse", "rce", "mean_z", "var_z", "zms", "nll", "nll_ref",
-              "cc", "uce", "ence", "ence_sd", "zmse", "zve"]
+              "cc", "uce", "uce_w", "ence", "ence_sd", "zmse", "zve"]
 TAIL_KEYS = ["beta_gm_u", "beta_gm_u2", "beta_gm_e2", "beta_gm_z2", "kappa_cs_u2",
              "kappa_cs_e2", "kappa_cs_z2"]
 RECORD_STAT_KEYS = {"estimate", "bias", "ci_low", "ci_high", "reference", "reference_se",

@@ -22,7 +22,8 @@ SOURCES = {  # where each formula comes from, as the docstrings must say
     "zms": "000 Eq. 14", "rce": "000 Eq. 10", "var_z": "000 Eq. 13", "nll": "000 Eq. 15",
     "nll_ref": "000 Eq. 16", "mean_z": "000 Table III", "t_z": "uqx", "mv": "001", "mse": "001",
     "rmv": "001", "rmse": "001", "ence": "000 Eq. 11", "ence_sd": "002 Eq. 6",
-    "uce": "ErrViewLib", "zmse": "000 Eq. 17", "zmse_max": "uqx", "zms_scan": "uqx",
+    "uce": "ErrViewLib", "uce_w": "Laves", "zmse": "000 Eq. 17", "zmse_max": "uqx",
+    "zms_scan": "uqx",
     "zve": "002 Eq. 9",
     "lzisd": "003", "lzms": "001",
 }
@@ -70,7 +71,8 @@ def test_binned_functions_equal_the_twins():
     pb = T.per_bin(E, u, edges)
     twin = {
         "ence": T.ence(E, u, edges), "ence_sd": T.ence(E, u, edges, kind="sd"),
-        "uce": T.uce(E, u, edges), "zmse": T.zmse(E, u, edges),
+        "uce": T.uce(E, u, edges), "uce_w": T.uce_w(E, u, edges),
+        "zmse": T.zmse(E, u, edges),
         "zmse_max": np.max(np.abs(np.log(pb["zms"])), axis=-1),
         "zms_scan": T.zms_scan(E, u, edges),
         "zve": T.zve(E, u, edges), "lzisd": T.lzisd(E, u, edges), "lzms": pb["zms"],
@@ -251,3 +253,25 @@ def test_a_new_statistic_is_one_declaration(monkeypatch):
         keep = o[o != i]
         np.testing.assert_allclose(jk[i, 0], _slow_mean_bin_zms(E[keep], u[keep], edges_loo),
                                    rtol=1e-11)
+
+
+def test_both_uce_conventions_are_offered_and_named():
+    """UCE is ErrViewLib's unweighted mean over bins; uce_w weighs each bin by n_j / M
+    (Laves et al., netcal). Equal on bins of equal size; uce keeps its numbers."""
+    rng = np.random.default_rng(21)
+    u = np.sort(rng.gamma(2.0, 0.5, 1000) + 0.05)
+    E = u * rng.standard_normal(1000) * np.linspace(0.7, 1.5, 1000)
+    equal = np.linspace(0, 1000, 11).astype(int)
+    Sb = S.bin_feature_sums(E, u, equal)
+    cnt = np.diff(equal).astype(float)
+    np.testing.assert_allclose(S.uce_w_from_bin_sums(Sb, cnt), S.uce_from_bin_sums(Sb, cnt),
+                               rtol=1e-12)
+    uneven = np.array([0, 50, 100, 400, 1000])
+    Sb, cnt = S.bin_feature_sums(E, u, uneven), np.diff(uneven).astype(float)
+    assert S.uce_w_from_bin_sums(Sb, cnt) != pytest.approx(S.uce_from_bin_sums(Sb, cnt))
+    np.testing.assert_allclose(S.uce_from_bin_sums(Sb, cnt), T.uce(E, u, uneven), rtol=1e-12)
+    assert "Laves" in S.STATISTICS["uce_w"].finish.__doc__
+    assert "weighted" in S.STATISTICS["uce_w"].long_name
+    ds = uqx.from_arrays(E, u, name="w")
+    res = uqx.validate(ds, ["uce", "uce_w"], n_boot=50, n_mc=50, seed=1, conditional=False)
+    assert np.isfinite(res["estimate"].sel(stat="uce_w").item())

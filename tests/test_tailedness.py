@@ -155,8 +155,8 @@ def test_unreliable_statistics_set2(nine_sets):
         "kappa_cs_z2": True,
     }
     bad = unreliable_statistics(t)
-    assert set(bad) == {"rce", "ence", "uce", "zms", "nll", "zmse", "zmse_max", "zms_scan", "zve",
-                        "var_z"}
+    assert set(bad) == {"rce", "ence", "uce", "uce_w", "zms", "nll", "zmse", "zmse_max",
+                        "zms_scan", "zve", "var_z"}
     assert bad["zms"] == ["beta_gm_z2", "kappa_cs_z2"]
 
 
@@ -404,7 +404,7 @@ def test_safety_limits_and_flags():
     }
     assert all(type(v) is bool for v in flags.values())
     bad = unreliable_statistics(t)
-    assert bad == {s: ["kappa_cs_u2", "kappa_cs_e2"] for s in ("rce", "ence", "uce")}
+    assert bad == {s: ["kappa_cs_u2", "kappa_cs_e2"] for s in ("rce", "ence", "uce", "uce_w")}
 
 
 def test_safety_flags_batched():

@@ -288,6 +288,16 @@ def uce(E, uE, edges):
     return np.mean(np.abs(_bin_mean(u * u, e, n) - _bin_mean(E * E, e, n)), axis=-1)
 
 
+def uce_w(E, uE, edges):
+    r"""UCE weighted by the bin counts (Laves et al., netcal).
+
+    .. math:: \sum_j \frac{n_j}{M} |\mathrm{MV}_j - \mathrm{MSE}_j|
+    """
+    E, u, e, n = _prepared(E, uE, edges)
+    d = np.abs(_bin_mean(u * u, e, n) - _bin_mean(E * E, e, n))
+    return np.sum(d * n / n.sum(axis=-1, keepdims=True), axis=-1)
+
+
 def zmse(E, uE, edges):
     r"""Mean absolute log of the per-bin ZMS (000 Eq. 17).
 

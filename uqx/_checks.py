@@ -224,7 +224,12 @@ def check_columns(
         filters.append(f"uE > {min_uE_rel_sd:g}*sd(E): dropped {n_small} row(s)")
     n_left = int(cols["E"].shape[0])
     if n_left < 2:
-        raise InputError(f"{name}: at least 2 points are needed, got {n_left}")
+        why = ""
+        if filters:  # name the filters that left too few rows, and what to do
+            fix = (f"lower min_uE_rel_sd={float(min_uE_rel_sd):g}"
+                   if min_uE_rel_sd is not None else "check the columns read")
+            why = f" of {n} rows, after the filters ({'; '.join(filters)}): {fix}"
+        raise InputError(f"{name}: at least 2 points are needed, got {n_left}{why}")
     n_nonpos = (
         _compute([count_rows(cols["uE"], _nonpositive)])[0] if changed
         else counts["nonpositive_uE"]

@@ -109,6 +109,28 @@ class UqxAccessor:
     def __init__(self, ds: xr.Dataset):
         self._ds = ds
 
+    @property
+    def _result(self) -> xr.Dataset:
+        """Return the result with its ``set`` dimension.
+
+        One set selected (``res.isel(set=0)``, ``res.sel(set="a")``) keeps ``set`` as a
+        scalar coordinate: it becomes a dimension of length one again for the tables.
+        """
+        from uqx.dataio.schema import VALIDATE
+
+        ds = self._ds
+        if not ("set" not in ds.dims and "set" in ds.coords and ds["set"].ndim == 0):
+            return ds
+        # the variables over set per the result schema (those it does not know: all)
+        no_set = {n for n in VALIDATE if "set" not in VALIDATE[n].dims}
+        out = ds.expand_dims("set")
+        for name in [n for n in out.data_vars if n in no_set]:
+            out[name] = ds[name]
+        for name in [n for n, c in out.coords.items()
+                     if c.ndim == 0 and n != "set" and n not in no_set]:
+            out = out.assign_coords({name: ("set", [out[name].values.item()])})
+        return out
+
     # ---------------------------------------------------------------- input data
 
     def validate(self, stats=None, **kwargs) -> xr.Dataset:
@@ -205,7 +227,7 @@ class UqxAccessor:
         """
         from uqx.workflow.tables import result_table
 
-        return result_table(self._ds, **kwargs)
+        return result_table(self._result, **kwargs)
 
     def verdicts(self):
         """One row per set, the summary first: :func:`uqx.verdict_table`.
@@ -220,7 +242,7 @@ class UqxAccessor:
         """
         from uqx.workflow.tables import verdict_table
 
-        return verdict_table(self._ds)
+        return verdict_table(self._result)
 
     def summary(self) -> list[str]:
         """Say the answer in words, one paragraph per set: :func:`.summary_lines`.
@@ -232,7 +254,7 @@ class UqxAccessor:
         """
         from uqx.workflow.summary import summary_lines
 
-        return summary_lines(self._ds)
+        return summary_lines(self._result)
 
     def explain(self) -> list[str]:
         """How each verdict was reached, one paragraph per set.
@@ -247,7 +269,7 @@ class UqxAccessor:
         """
         from uqx.workflow.summary import explain_lines
 
-        return explain_lines(self._ds)
+        return explain_lines(self._result)
 
     def questions(self):
         """Tabulate the questions of every set: :func:`uqx.workflow.tables.question_table`.
@@ -259,7 +281,7 @@ class UqxAccessor:
         """
         from uqx.workflow.tables import question_table
 
-        return question_table(self._ds)
+        return question_table(self._result)
 
     def conditional_table(self, **kwargs):
         """Consistency and adaptivity routes: :func:`uqx.workflow.tables.conditional_table`.
@@ -276,7 +298,7 @@ class UqxAccessor:
         """
         from uqx.workflow.tables import conditional_table
 
-        return conditional_table(self._ds, **kwargs)
+        return conditional_table(self._result, **kwargs)
 
     def to_dataframe(self):
         """Convert the result to one long tidy DataFrame: :func:`uqx.result_dataframe`.
@@ -288,7 +310,7 @@ class UqxAccessor:
         """
         from uqx.workflow.tables import result_dataframe
 
-        return result_dataframe(self._ds)
+        return result_dataframe(self._result)
 
     def records(self) -> list[dict]:
         """JSON-ready records of a result: :func:`uqx.result_records`.
@@ -300,7 +322,7 @@ class UqxAccessor:
         """
         from uqx.workflow.tables import result_records
 
-        return result_records(self._ds)
+        return result_records(self._result)
 
     def report(self, path=None, data=None, **kwargs):
         """HTML or Markdown report of a result (:mod:`uqx.report`).
@@ -323,8 +345,8 @@ class UqxAccessor:
         from uqx.report import report, write_report
 
         if path is None:
-            return report(self._ds, data, **kwargs)
-        return write_report(self._ds, path, data, **kwargs)
+            return report(self._result, data, **kwargs)
+        return write_report(self._result, path, data, **kwargs)
 
     # ---------------------------------------------------------------- both
 

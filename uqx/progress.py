@@ -23,6 +23,7 @@ come, and :func:`steps_progress` says so.
 from __future__ import annotations
 
 import hashlib
+import numbers
 import os
 import shutil
 import sys
@@ -33,9 +34,11 @@ from contextvars import ContextVar
 from importlib.util import find_spec
 from pathlib import Path
 
-__all__ = ["progress_bar", "compute_tasks", "step_name", "STEP_NAMES", "STEP_WEIGHTS",
-           "steps_progress", "StepProgress", "kernels_compiled", "COMPILING_NOTE",
-           "progress_wanted", "enter_step"]
+from uqx.errors import InputError
+
+__all__ = ["progress_bar", "compute_tasks", "check_scheduler", "LOCAL_SCHEDULERS", "step_name",
+           "STEP_NAMES", "STEP_WEIGHTS", "steps_progress", "StepProgress", "kernels_compiled",
+           "COMPILING_NOTE", "progress_wanted", "enter_step"]
 
 #: Task function names of the uqx computations -> the step they belong to.
 STEP_NAMES = {
@@ -174,6 +177,42 @@ def progress_bar(*, quiet: bool = False, stream=None, minimum: float = 1.0,
         yield bar
 
 
+#: The names dask takes for its local schedulers (``dask.compute(scheduler=...)``).
+LOCAL_SCHEDULERS = ("threads", "threading", "processes", "multiprocessing", "sync",
+                    "synchronous", "single-threaded")
+
+
+def check_scheduler(scheduler, num_workers) -> None:
+    """Refuse a scheduler dask would refuse only once the computation starts.
+
+    Accepted: None, a local scheduler's name (:data:`LOCAL_SCHEDULERS`), a
+    ``dask.distributed.Client`` (an object with ``submit`` and ``get``) or a ``get``
+    function; ``num_workers`` a positive integer.
+
+    Parameters
+    ----------
+    scheduler : str, Client, callable or None
+        The ``scheduler=`` of :func:`uqx.validate`, :func:`uqx.bootstrap`...
+    num_workers : int or None
+        Their ``num_workers=``.
+
+    Raises
+    ------
+    uqx.errors.InputError
+        Anything else, named.
+    """
+    ok = (scheduler is None or callable(scheduler)
+          or (isinstance(scheduler, str) and scheduler in LOCAL_SCHEDULERS)
+          or (hasattr(scheduler, "submit") and hasattr(scheduler, "get")))
+    if not ok:
+        raise InputError(f"scheduler must be one of {', '.join(LOCAL_SCHEDULERS[::2])} (a "
+                         "local dask scheduler), a dask.distributed Client or None, got "
+                         f"{scheduler!r}")
+    if num_workers is not None and (isinstance(num_workers, bool) or not isinstance(
+            num_workers, numbers.Integral) or num_workers < 1):
+        raise InputError(f"num_workers must be a positive integer, got {num_workers!r}")
+
+
 #: Local dask schedulers that take a ``num_workers`` option.
 _POOLS = ("threads", "processes")
 
@@ -203,6 +242,7 @@ def compute_tasks(tasks, *, scheduler=None, num_workers: int | None = None, quie
     """
     import dask
 
+    check_scheduler(scheduler, num_workers)
     kw = {"scheduler": scheduler or "threads"}
     if num_workers is not None and kw["scheduler"] in _POOLS:
         kw["num_workers"] = int(num_workers)

@@ -22,6 +22,7 @@ from uqx.cli.commands._common import (
     HelpFormatter,
     check_options,
     cli_message,
+    encodable,
     load_inputs,
 )
 from uqx.errors import InputError
@@ -69,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
 class _PipeSafe:
     """A text stream that goes on when its reader has gone (``uqx validate ... | head``).
 
+    A text its encoding cannot hold (``PYTHONIOENCODING=ascii``, a Latin-1 terminal) is
+    written with ASCII words for the symbols (:func:`encodable`: "γ" as "gamma", "∝" as
+    "prop. to") instead of failing.
+
     Once a write or flush meets :class:`BrokenPipeError`, the stream's descriptor is
     pointed at the null device and everything else is dropped: the command still writes
     its files and returns its own exit status (that of ``--fail-on``), instead of
@@ -77,6 +82,9 @@ class _PipeSafe:
 
     def __init__(self, stream):
         self._stream = stream
+        enc = str(getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+        # not UTF: the symbols as ASCII words (stderr would show them as \u escapes)
+        self._plain = None if enc.startswith("utf") else enc
 
     def _gone(self) -> None:
         try:  # the buffered rest then goes nowhere, at exit too
@@ -88,7 +96,14 @@ class _PipeSafe:
 
     def write(self, text):
         try:
-            return self._stream.write(text)
+            if self._plain and isinstance(text, str):
+                self._stream.write(encodable(text, self._plain))
+                return len(text)
+            try:
+                return self._stream.write(text)
+            except UnicodeEncodeError:  # PYTHONIOENCODING=ascii, a latin-1 terminal
+                self._stream.write(encodable(text, getattr(self._stream, "encoding", None)))
+                return len(text)
         except BrokenPipeError:
             self._gone()
             return len(text)

@@ -10,8 +10,10 @@ literature loaders of :mod:`uqx.dataio.datasets`.
 from __future__ import annotations
 
 import codecs
+import difflib
 import os
 import re
+import stat
 import warnings
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from uqx.dataio.model import from_arrays, stack
 from uqx.errors import InputError
 
 __all__ = ["from_dataframe", "read_csv", "read_parquet", "read_frame", "numeric_column",
-           "sniff_delimiter", "text_encoding", "PARQUET_SUFFIXES"]
+           "sniff_delimiter", "separator", "text_encoding", "PARQUET_SUFFIXES"]
 
 #: File suffixes read as Parquet tables (:func:`read_parquet`; needs pyarrow).
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -151,15 +153,89 @@ def read_frame(path: str | os.PathLike, *, comment: str | None = None, **kwargs)
 
 #: delimiters recognised in a CSV file besides the comma
 _DELIMITERS = {";": "semicolon", "\t": "tab", "|": "vertical bar"}
+#: pandas' separator of whitespace-separated files (runs of blanks and tabs)
+WHITESPACE = r"\s+"
+#: How the notes and ``--sep`` name a delimiter.
+DELIMITER_NAMES = {",": "comma", **_DELIMITERS, WHITESPACE: "whitespace"}
+#: Words ``--sep`` accepts for delimiters that are awkward to type.
+_SEP_WORDS = {"comma": ",", "semicolon": ";", "tab": "\t", "\\t": "\t", "pipe": "|",
+              "whitespace": WHITESPACE, "space": WHITESPACE, "ws": WHITESPACE}
+
+
+def _header_layout(path, encoding: str | None = None) -> tuple[str, int, list]:
+    """Find the delimiter and the lines before the header of a text table.
+
+    Lines at the top that start with ``#`` (a comment block written by a tool) and
+    Excel's ``sep=;`` line are skipped; the delimiter is read from the header line:
+    ``,``, ``;``, tab or ``|`` (the most columns; the comma on ties), else runs of blanks
+    when the header holds several words (a whitespace-separated file).
+
+    Returns
+    -------
+    tuple
+        ``(sep, skiprows, notes)``: the delimiter, the lines to skip and what was found.
+    """
+    try:
+        head = _head_bytes(Path(path))
+        text = head.decode(encoding or text_encoding(path), errors="replace")
+    except (InputError, LookupError):
+        return ",", 0, []  # read_frame says what is wrong with the file
+    lines = text.lstrip("\ufeff").splitlines()
+    skip, sep, notes = 0, None, []
+    while skip < len(lines) and (not lines[skip].strip() or lines[skip].lstrip().startswith("#")):
+        skip += 1
+    if skip and any(ln.strip() for ln in lines[:skip]):
+        notes.append(f"{skip} line(s) before the header skipped (comment lines starting "
+                     "with '#')")
+    excel = re.fullmatch(r"\s*sep=(.)\s*", lines[skip]) if skip < len(lines) else None
+    if excel:
+        sep = excel.group(1)
+        skip += 1
+        notes.append(f"Excel's 'sep={sep}' line read: {DELIMITER_NAMES.get(sep, repr(sep))}-"
+                     "separated")
+    header = lines[skip] if skip < len(lines) else ""
+    if sep is None:
+        counts = {d: header.count(d) for d in (",", *_DELIMITERS)}
+        best = max(counts, key=lambda d: (counts[d], d == ","))
+        sep = best if counts[best] > 0 else (WHITESPACE if len(header.split()) > 1 else ",")
+    return sep, skip, notes
+
+
+def separator(text: str) -> str:
+    """Return the delimiter named by ``--sep`` (``;``, ``tab``, ``whitespace``...).
+
+    Parameters
+    ----------
+    text : str
+        One character, or a word of ``_SEP_WORDS`` (``comma``, ``semicolon``, ``tab``,
+        ``pipe``, ``whitespace``).
+
+    Returns
+    -------
+    str
+        The delimiter as :func:`pandas.read_csv` takes it.
+
+    Raises
+    ------
+    InputError
+        Anything else.
+    """
+    word = _SEP_WORDS.get(str(text).lower(), str(text))
+    if word == WHITESPACE or len(word) == 1:
+        return word
+    words = ", ".join(w for w in _SEP_WORDS if w.isalpha() and w not in ("ws", "space"))
+    raise InputError(f"sep {text!r}: give one character (e.g. ';') or one of {words}")
 
 
 def sniff_delimiter(path: str | os.PathLike, encoding: str | None = None) -> str:
     """Return the column delimiter of a text table: ``","`` unless the header says otherwise.
 
-    The header line is split on each of ``,``, ``;``, tab and ``|``; the delimiter that
-    gives the most columns (at least 2) wins, the comma on ties, so that a comma-separated
-    file is always read as before. A compressed file is read decompressed (compression
-    inferred from the suffix, as by :func:`pandas.read_csv`).
+    The header line (after comment lines starting with ``#``) is split on each of ``,``,
+    ``;``, tab and ``|``; the delimiter that gives the most columns (at least 2) wins,
+    the comma on ties, so that a comma-separated file is always read as before. Excel's
+    ``sep=;`` first line names it; a header of several words without any of these is a
+    whitespace-separated file (runs of blanks and tabs). A compressed file is read
+    decompressed (compression inferred from the suffix, as by :func:`pandas.read_csv`).
 
     Parameters
     ----------
@@ -173,23 +249,15 @@ def sniff_delimiter(path: str | os.PathLike, encoding: str | None = None) -> str
     str
         The delimiter.
     """
-    try:
-        head = _head_bytes(Path(path))
-        text = head.decode(encoding or text_encoding(path), errors="replace")
-    except (InputError, LookupError):
-        return ","  # read_frame says what is wrong with the file
-    header = next((line for line in text.splitlines() if line.strip()), "")
-    counts = {d: header.count(d) for d in (",", *_DELIMITERS)}
-    best = max(counts, key=lambda d: (counts[d], d == ","))
-    return best if counts[best] > 0 else ","
+    return _header_layout(path, encoding)[0]
 
 
 def _check_header(path: Path, *, comment: str | None = None, sep: str = ",",
-                  encoding: str | None = None) -> None:
+                  encoding: str | None = None, skiprows: int = 0) -> None:
     """Reject duplicate column names (pandas would silently rename them ``E.1``...)."""
     try:
         header = pd.read_csv(path, header=None, nrows=1, comment=comment, dtype=str,
-                             sep=sep, encoding=encoding)
+                             sep=sep, encoding=encoding, skiprows=skiprows)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
         return  # reported by read_frame
     names = [str(c).strip() for c in header.iloc[0].tolist()] if len(header) else []
@@ -199,6 +267,42 @@ def _check_header(path: Path, *, comment: str | None = None, sep: str = ",",
             f"{path}: duplicate column name(s) {', '.join(map(repr, dup))} in the header; "
             "rename them so that every column is unambiguous"
         )
+
+
+#: Column names listed at most in a message (a file may have thousands).
+_COLUMNS_SHOWN = 12
+
+
+def columns_text(columns, wanted=None) -> str:
+    """Say which columns a table has, in a message of bounded length.
+
+    At most :data:`_COLUMNS_SHOWN` names, then how many there are in all; the names
+    closest to ``wanted`` first (:func:`difflib.get_close_matches`), as "did you mean".
+
+    Parameters
+    ----------
+    columns : iterable
+        The table's column labels.
+    wanted : str, optional
+        The name that was not found.
+
+    Returns
+    -------
+    str
+        ``"available columns: 'a', 'b'"``, or with ``"... (10000 columns in all)"`` and
+        ``"did you mean 'uE'?"``.
+    """
+    names = [str(c) for c in columns]
+    close = []
+    if wanted is not None:  # the same name in another case first, then similar ones
+        close = [n for n in names if n.lower() == str(wanted).lower()]
+        close += [n for n in difflib.get_close_matches(str(wanted), names, n=3)
+                  if n not in close]
+        close = close[:3]
+    shown = ", ".join(repr(n) for n in names[:_COLUMNS_SHOWN])
+    more = (f", ... ({len(names)} columns in all)" if len(names) > _COLUMNS_SHOWN else "")
+    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    return f"available columns: {shown}{more}{hint}"
 
 
 def numeric_column(df: pd.DataFrame, column, path: str | os.PathLike) -> np.ndarray:
@@ -225,8 +329,7 @@ def numeric_column(df: pd.DataFrame, column, path: str | os.PathLike) -> np.ndar
         a boolean column, or non-numeric values (the first one and its row are named).
     """
     if column not in df.columns:
-        available = ", ".join(repr(str(c)) for c in df.columns)
-        raise InputError(f"{path}: no column {column!r}; available columns: {available}")
+        raise InputError(f"{path}: no column {column!r}; {columns_text(df.columns, column)}")
     col = df[column]
     if isinstance(col, pd.DataFrame):
         raise InputError(f"{path}: column name {column!r} appears more than once")
@@ -263,6 +366,7 @@ def _one_frame(df, label, *, E, uE, X, V, name, units, source, uE_is_variance,
         )
     cols = {key: numeric_column(df, col, label) for key, col in mapping.items()
             if col is not None}
+    _duplicate_rows(cols, label)
     if uE_is_variance:
         var = cols["uE"]
         with np.errstate(invalid="ignore"):
@@ -354,8 +458,7 @@ def from_dataframe(
         raise InputError("from_dataframe: give either name= (one set) or by= (one set per "
                          f"value of column {by!r}), not both")
     if by not in df.columns:
-        available = ", ".join(repr(str(c)) for c in df.columns)
-        raise InputError(f"DataFrame: no column {by!r} for by=; available columns: {available}")
+        raise InputError(f"DataFrame: no column {by!r} for by=; {columns_text(df.columns, by)}")
     missing = df[by].isna()
     if missing.any():
         rows = np.flatnonzero(missing.to_numpy())
@@ -389,6 +492,8 @@ def read_csv(
     drop_nonfinite: bool = False,
     min_uE_rel_sd: float | None = None,
     comment: str | None = None,
+    sep: str | None = None,
+    decimal: str | None = None,
 ) -> xr.Dataset:
     """Read errors and uncertainties from named columns of a CSV file.
 
@@ -400,7 +505,9 @@ def read_csv(
         in ``attrs["delimiter"]`` and in ``attrs["columns"]``). Compressed files
         (``.csv.gz``, ``.bz2``, ``.xz``, ``.zip``) are read decompressed; UTF-8 text, or
         UTF-16/32 with a byte-order mark (``attrs["encoding"]``); a file that is not
-        UTF-8 is read as Latin-1, with a warning.
+        UTF-8 is read as Latin-1, with a warning. A ``.json`` file (an array of records
+        ``[{"E": ..., "uE": ...}, ...]``) or ``.jsonl``/``.ndjson`` file (one record a
+        line) is read with :func:`pandas.read_json`.
     E, uE : str
         Names of the error (reference - prediction) and uncertainty columns.
     X, V : str, optional
@@ -417,7 +524,18 @@ def read_csv(
     min_uE_rel_sd : float, optional
         Keep rows with ``uE > min_uE_rel_sd * sd(E)`` (see :func:`uqx.dataio.model.from_arrays`).
     comment : str, optional
-        Comment character; disabled by default (SMILES strings contain ``#``).
+        Comment character; disabled by default (SMILES strings contain ``#``). Lines
+        starting with ``#`` above the header are skipped whatever it is (with a note).
+    sep : str, optional
+        Column delimiter: one character, or ``"tab"``, ``"whitespace"`` (runs of blanks),
+        ``"semicolon"``, ``"comma"``, ``"pipe"``. Default: read from the header line
+        (:func:`sniff_delimiter`; Excel's ``sep=;`` first line is honoured; a header of
+        words separated by blanks means a whitespace-separated file).
+    decimal : {".", ","}, optional
+        Decimal mark of the numbers (``","``: a European file, whose columns are then
+        separated by ``;`` or tabs). Default: ``"."``, or ``","`` (with a note) when the
+        columns are not comma-separated and every value of a text column reads as a
+        number with a decimal comma.
 
     Returns
     -------
@@ -428,8 +546,9 @@ def read_csv(
     Raises
     ------
     InputError
-        Missing or empty file, duplicate column names, unknown column (the message lists
-        the available columns), non-numeric column, and everything
+        Missing or empty file, not a regular file (a FIFO, a device, standard input: it
+        would be read more than once), duplicate column names, unknown column (the message
+        lists the available columns), non-numeric column, and everything
         :func:`uqx.dataio.model.from_arrays` rejects.
 
     See Also
@@ -444,11 +563,33 @@ def read_csv(
         raise InputError(f"read_csv: expected a file name (str or path), got "
                          f"{type(path).__name__}")
     path = Path(path)
+    _check_regular(path)
+    if _json_kind(path):
+        return _read_json(path, E=E, uE=uE, X=X, V=V, name=name, uE_is_variance=uE_is_variance,
+                          drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd,
+                          text_options={"sep": sep, "comment": comment, "decimal": decimal})
     encoding = text_encoding(path) if path.is_file() else None
-    sep = sniff_delimiter(path, encoding) if path.is_file() else ","
-    df = read_frame(path, comment=comment, sep=sep, encoding=encoding)
+    found, skip, notes = _header_layout(path, encoding) if path.is_file() else (",", 0, [])
+    sep = found if sep is None else separator(sep)
+    if decimal not in (None, ".", ","):
+        raise InputError(f"decimal must be '.' or ',', got {decimal!r}")
+    if decimal == sep:
+        raise InputError(f"{path}: the decimal mark {decimal!r} is also the column delimiter: "
+                         "a file with decimal commas separates its columns with ';' or tabs "
+                         "(give --sep ';')")
+    for text in notes:
+        warnings.warn(f"{path}: {text}", UserWarning, stacklevel=2)
+    df = read_frame(path, comment=comment, sep=sep, encoding=encoding, skiprows=skip,
+                    decimal=decimal or ".")
     encoding = df.attrs.get("encoding", encoding)  # Latin-1 when the file was not UTF-8
-    _check_header(path, comment=comment, sep=sep, encoding=encoding)
+    if decimal is None and sep != "," and _decimal_commas(df):
+        df = read_frame(path, comment=comment, sep=sep, encoding=encoding, skiprows=skip,
+                        decimal=",")
+        warnings.warn(f"{path}: numbers with a decimal comma (e.g. '0,5'): read as decimal "
+                      "numbers (--decimal ',')", UserWarning, stacklevel=2)
+    if not isinstance(df.index, pd.RangeIndex):
+        df = _shifted_rows(df, path, sep)
+    _check_header(path, comment=comment, sep=sep, encoding=encoding, skiprows=skip)
     if df.shape[0] == 0:
         raise InputError(f"{path}: no data rows (header only)")
     stripped = [str(c).strip() for c in df.columns]
@@ -459,15 +600,133 @@ def read_csv(
                     drop_nonfinite=drop_nonfinite, min_uE_rel_sd=min_uE_rel_sd)
     if sep != ",":
         ds.attrs["delimiter"] = sep
-        ds.attrs["columns"] += f" ({_DELIMITERS[sep]}-separated file)"
+        ds.attrs["columns"] += f" ({DELIMITER_NAMES.get(sep, repr(sep))}-separated file)"
     if encoding not in (None, "utf-8", "utf-8-sig"):
         ds.attrs["encoding"] = encoding
         ds.attrs["columns"] += f" ({_ENCODING_NAMES.get(encoding, encoding)} file)"
     return ds
 
 
+def _shifted_rows(df: pd.DataFrame, path: Path, sep: str) -> pd.DataFrame:
+    """Undo pandas' shift of a file whose data rows have one field more than its header.
+
+    pandas takes the first field of such rows as the index, and every column then holds
+    its right neighbour's values (E would get uE). A last field empty on every row (a
+    trailing delimiter) is dropped, with a warning; anything else is refused.
+    """
+    if isinstance(df.index, pd.MultiIndex) or df.shape[1] == 0:
+        raise InputError(f"{path}: the data rows have more fields than the header; give "
+                         "every column a name in the header line")
+    last = df.columns[-1]
+    if not df[last].isna().all():
+        raise InputError(
+            f"{path}: the data rows have one field more than the header ({df.shape[1] + 1} "
+            f"against {df.shape[1]}): the columns would be shifted (the first would be read "
+            "as an index); give every column a name in the header line")
+    fixed = df.reset_index()
+    fixed = fixed.iloc[:, :-1]
+    fixed.columns = list(df.columns)
+    fixed.attrs = dict(df.attrs)
+    warnings.warn(f"{path}: the data rows end with a delimiter {sep!r} that the header line "
+                  "does not have (one empty field more): the empty last field is ignored, so "
+                  "that the columns stay under their names", UserWarning, stacklevel=3)
+    return fixed
+
+
+def _duplicate_rows(cols: dict, label) -> None:
+    """Warn when rows repeat other rows exactly (a table pasted twice, rows copied).
+
+    Counted on the columns read (E, uE, X, V); said when more than 1 % of the rows are
+    copies of an earlier one, since each copy weighs as a new independent point in the
+    bootstrap and in the tests.
+    """
+    M = len(cols["E"])
+    if M < 2:
+        return
+    frame = pd.DataFrame({k: v for k, v in cols.items()})
+    n_dup = int(frame.duplicated().sum())
+    if n_dup and n_dup > 0.01 * M:
+        warnings.warn(
+            f"{label}: {n_dup} of {M} rows repeat an earlier row exactly "
+            f"({', '.join(cols)}; {M - n_dup} distinct rows): rows copied or a table pasted "
+            "twice? Every copy counts as a new independent point in the bootstrap and the "
+            "tests; remove the copies if they are not real repeats",
+            UserWarning, stacklevel=3)
+
+
 #: How the notes name the encodings that are not UTF-8.
 _ENCODING_NAMES = {"utf-16": "UTF-16", "utf-32": "UTF-32", "latin-1": "Latin-1"}
+
+
+_DECIMAL_COMMA = re.compile(r"\s*[-+]?(\d+,\d*|,\d+)([eE][-+]?\d+)?\s*")
+
+
+def _decimal_commas(df: pd.DataFrame) -> bool:
+    """Whether some text column holds only numbers written with a decimal comma."""
+    for name in df.columns:
+        col = df[name]
+        if isinstance(col, pd.DataFrame) or pd.api.types.is_numeric_dtype(col.dtype):
+            continue
+        vals = col.dropna().astype(str)
+        if len(vals) and vals.str.fullmatch(_DECIMAL_COMMA).all():
+            return True
+    return False
+
+
+#: Suffixes read as JSON records (``.json``: one array of records; the others: one record
+#: a line), compressed or not.
+JSON_SUFFIXES = {".json": False, ".jsonl": True, ".ndjson": True}
+
+
+def _json_kind(path: Path) -> bool:
+    """Whether a file is read as JSON records (its suffix, under a compression suffix)."""
+    suffixes = [x.lower() for x in path.suffixes]
+    if suffixes and infer_compression(str(path), "infer") is not None:
+        suffixes = suffixes[:-1]
+    return bool(suffixes) and suffixes[-1] in JSON_SUFFIXES
+
+
+def _read_json(path: Path, *, text_options, **options) -> xr.Dataset:
+    """Read a JSON file of records (``[{"E": ..., "uE": ...}, ...]``, or one a line)."""
+    given = [f"--{k}" for k, v in text_options.items() if v is not None]
+    if given:
+        raise InputError(f"{path}: {', '.join(given)} tell(s) how CSV/text tables are read; "
+                         "a JSON file has no delimiter, comment or decimal mark to set")
+    suffixes = [x.lower() for x in path.suffixes]
+    if infer_compression(str(path), "infer") is not None:
+        suffixes = suffixes[:-1]
+    lines = JSON_SUFFIXES[suffixes[-1]]
+    try:
+        df = pd.read_json(path, lines=lines, orient=None if lines else "records")
+    except (ValueError, OSError, EOFError) as exc:
+        how = "one JSON record a line" if lines else "an array of records [{...}, ...]"
+        raise InputError(f"{path}: cannot read as JSON ({how}): {exc}") from None
+    if not isinstance(df, pd.DataFrame) or df.shape[0] == 0:
+        raise InputError(f"{path}: no records")
+    name = options.pop("name")
+    ds = _one_frame(df, path, name=_stem(path, name), units="", source=str(path), **options)
+    ds.attrs["columns"] += " (JSON records)"
+    return ds
+
+
+def _check_regular(path: Path) -> None:
+    """Refuse an input that cannot be read twice: a FIFO, a device, standard input.
+
+    A table is read more than once (its encoding, its header, its rows): a pipe gives
+    its content to the first read only (``cat f | uqx stats /dev/stdin`` lost its
+    header), and a FIFO without a writer blocks for ever.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # read_frame names a missing file
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        kind = ("a FIFO or pipe" if stat.S_ISFIFO(mode) else "a character device"
+                if stat.S_ISCHR(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "not a regular file")
+        raise InputError(f"{path}: {kind}, not a regular file: uqx reads a table more than "
+                         "once (encoding, header, rows), which a pipe allows only once; save "
+                         "it to a file first (e.g. 'cat ... > data.csv')")
 
 
 def _stem(path: Path, name: str | None) -> str:

@@ -12,6 +12,7 @@ Every entry point (:func:`uqx.validate`, :func:`uqx.bootstrap`, :func:`uqx.compu
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from uqx._checks import (
 )
 from uqx._version import __version__
 from uqx.dataio.schema import INPUT
+from uqx.engine.binning import TIES, content_order, stable_order
 from uqx.engine.resample import chunked_content_key, key_hex
 from uqx.errors import InputError
 
@@ -44,6 +46,7 @@ __all__ = [
     "CheckedSets",
     "check_sets",
     "permute_rows",
+    "order_rows",
     "as_stacked",
     "iter_sets",
     "provenance",
@@ -102,6 +105,11 @@ def _as_1d(values, label: str, name: str):
             raise InputError(f"{name}: column {label!r} {problem}")
         if values.dtype.kind not in NUMERIC_KINDS:
             raise InputError(f"{name}: column {label!r} is not numeric (dtype {values.dtype})")
+        if any(math.isnan(c) for c in getattr(values, "shape", ())):
+            raise InputError(
+                f"{name}: column {label!r} is a dask array of unknown length (chunk sizes "
+                "unknown, e.g. after boolean indexing); compute them first "
+                "(x.compute_chunk_sizes()), or filter after reading")
         arr = values.astype(np.float64)
     else:
         raw = values if isinstance(values, np.ndarray) else np.asarray(values)
@@ -675,6 +683,49 @@ def _check_order(order, m: int, name: str) -> np.ndarray:
         raise InputError(f"permute_rows: order of set {name!r} is not a permutation of "
                          f"range({m})")
     return order
+
+
+def order_rows(ds: xr.Dataset, ties: str = "content") -> xr.Dataset:
+    """Put the rows of every set in the order of uE, tie groups as ``ties`` says.
+
+    The order :func:`uqx.validate` bins in (its ``order_step``): ``"content"`` sorts by
+    uE with the rows of a tie group ordered by a hash of each row
+    (:func:`uqx.engine.binning.content_order`), ``"file-order"`` keeps a tie group in
+    the order of the file (:func:`uqx.engine.binning.stable_order`). Figures and
+    statistics that then sort the rows stably bin them as the validation does.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Stacked, in-memory input (:func:`stack`).
+    ties : {"content", "file-order"}, default "content"
+        How tie groups are ordered.
+
+    Returns
+    -------
+    xarray.Dataset
+        A new data set with the rows reordered (``ds`` when already in that order).
+
+    Raises
+    ------
+    InputError
+        An unknown ``ties``.
+    """
+    if ties not in TIES:
+        raise InputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
+    single, attrs = "M" not in ds, dict(ds.attrs)
+    if single:  # one set over sample: reordered as a stack of one, returned as given
+        ds = as_stacked(ds)
+    orders = []
+    for sd in iter_sets(ds):
+        extra = [c for c in (sd.X, sd.V) if c is not None]
+        orders.append(content_order(sd.uE, sd.E, *extra) if ties == "content"
+                      else stable_order(sd.uE))
+    out = permute_rows(ds, orders)
+    if single:
+        out = out.isel(set=0, drop=True)[[k for k in ("E", "uE", "X", "V") if k in out]]
+        out.attrs = attrs
+    return out
 
 
 def permute_rows(ds: xr.Dataset, orders, *, in_place=()) -> xr.Dataset:

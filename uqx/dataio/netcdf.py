@@ -41,6 +41,7 @@ __all__ = [
     "to_netcdf",
     "read_netcdf",
     "open_dataset",
+    "unreadable_message",
     "netcdf_kind",
     "json_default",
     "NETCDF_SUFFIXES",
@@ -391,7 +392,7 @@ def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
         with xr.open_dataset(path, engine="netcdf4") as raw:
             raw = raw.load()
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot read as NetCDF ({exc})") from None
+        raise InputError(unreadable_message(path, exc)) from None
     variables = {name: _decode_variable(var, f"{path}: variable {name!r}")
                  for name, var in raw.variables.items()}
     out = xr.Dataset(
@@ -436,6 +437,48 @@ def netcdf_kind(path: str | os.PathLike) -> str | None:
     if attrs.get("study"):
         return "study"
     return "data"
+
+
+#: The first bytes of a NetCDF-4 (HDF5) file and of a classic NetCDF file.
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_CLASSIC_SIGNATURE = b"CDF"
+
+
+def unreadable_message(path, exc, where: str = "") -> str:
+    """Say why a NetCDF file cannot be read, in words: damaged, truncated, or not NetCDF.
+
+    netCDF4 reports a truncated or damaged file as "NetCDF: HDF error"; the file's
+    first bytes tell a damaged NetCDF file (its signature is there: an interrupted
+    write or copy) from a file that is no NetCDF at all.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    exc : Exception
+        What the reader raised.
+    where : str, optional
+        Where in the file (a group), for the message.
+
+    Returns
+    -------
+    str
+        The message.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+        size = Path(path).stat().st_size
+    except OSError:
+        return f"{path}: cannot read as NetCDF{where} ({exc})"
+    if head.startswith(_HDF5_SIGNATURE) or head.startswith(_CLASSIC_SIGNATURE):
+        return (f"{path}: cannot read as NetCDF: damaged or truncated NetCDF file{where} "
+                f"({size} bytes; it starts "
+                f"as NetCDF but its content cannot be read: an interrupted write or copy?); "
+                f"write it again or copy it again from its source (reader: {exc})")
+    return (f"{path}: cannot read as NetCDF: not a NetCDF file{where} (it does not start "
+            "with the NetCDF or HDF5 "
+            f"signature); a CSV file needs the suffix .csv (reader: {exc})")
 
 
 def open_dataset(
@@ -517,7 +560,7 @@ def open_dataset(
                               group=group)
     except (OSError, ValueError) as exc:
         where = f" (group {group!r})" if group else ""
-        raise InputError(f"{path}: cannot read as NetCDF{where} ({exc})") from None
+        raise InputError(unreadable_message(path, exc, where)) from None
     if group is None and E not in raw.variables and uE not in raw.variables:
         group = _group_holding(path, (E, uE))
         if group is not None:  # the root holds nothing: the one group that holds E, uE
@@ -525,15 +568,16 @@ def open_dataset(
             raw = xr.open_dataset(path, engine="netcdf4", chunks={}, mask_and_scale=True,
                                   group=group)
     wanted = {"E": E, "uE": uE, "X": X, "V": V}
+    if E not in raw.variables and raw.attrs.get("study"):  # before a result: both have
+        raw.close()                                          # estimates and replicates
+        raise InputError(f"{path} is an archive of 'uqx sweep {raw.attrs['study']}', not input "
+                         f"data: summarise it with `uqx sweep summary {path}` or draw it with "
+                         f"`uqx plot study {path}` (uqx.plot.study)")
     if E not in raw.variables and "estimate" in raw.variables and (
             "verdict" in raw.variables or "replicate" in raw.dims):
         raw.close()
         raise InputError(f"{path} is a saved uqx result, not input data: read it with "
                          "uqx.read_netcdf (or `uqx show` / `uqx report` on the command line)")
-    if E not in raw.variables and raw.attrs.get("study"):
-        raw.close()
-        raise InputError(f"{path} is an archive of 'uqx sweep {raw.attrs['study']}', not input "
-                         "data: draw it with `uqx plot study FILE` (uqx.plot.study)")
     cols, dim = {}, None
     for key, var in wanted.items():
         if var is None:

@@ -79,6 +79,7 @@ __all__ = [
     "ence_from_bin_sums",
     "ence_sd_from_bin_sums",
     "uce_from_bin_sums",
+    "uce_w_from_bin_sums",
     "zmse_from_bin_sums",
     "zmse_max_from_bin_sums",
     "zms_scan_from_bin_sums",
@@ -607,7 +608,9 @@ def uce_from_bin_sums(S, n):
 
     .. math:: \mathrm{UCE} = \frac{1}{N}\sum_{j=1}^N |\mathrm{MV}_j - \mathrm{MSE}_j|
 
-    Not used in the papers' figures; in the units of :math:`u^2`.
+    Not used in the papers' figures; in the units of :math:`u^2`. The unweighted mean
+    over the bins (ErrViewLib's convention); :func:`uce_w_from_bin_sums` (``uce_w``)
+    weighs each bin by its share of the points, as Laves et al. and ``netcal`` do.
 
     Parameters
     ----------
@@ -626,6 +629,38 @@ def uce_from_bin_sums(S, n):
     """
     mv, mse = _bin_mean(S, n, _B_U2), _bin_mean(S, n, _B_E2)  # per_bin_moments' MV, MSE
     return np.mean(np.abs(mv - mse), axis=-1)
+
+
+def uce_w_from_bin_sums(S, n):
+    r"""Uncertainty calibration error weighted by the bin counts (Laves et al. 2020, netcal).
+
+    .. math:: \mathrm{UCE}_w = \sum_{j=1}^N \frac{n_j}{M}\,|\mathrm{MV}_j - \mathrm{MSE}_j|,
+              \qquad M = \sum_j n_j
+
+    The convention of Laves et al. (2020, "Well-calibrated regression uncertainty in
+    medical imaging with deep learning") and of the ``netcal`` package: each bin weighs
+    its share of the points, where :func:`uce_from_bin_sums` (ErrViewLib) takes the
+    unweighted mean over the bins; the two agree on equal-count bins of equal size. In
+    the units of :math:`u^2`.
+
+    Parameters
+    ----------
+    S : numpy.ndarray, shape (..., N, 6)
+        Per-bin sums of the bin features (:func:`per_bin_moments`).
+    n : numpy.ndarray, shape (N,)
+        Bin counts.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``S.shape[:-2]``
+
+    See Also
+    --------
+    uce_from_bin_sums
+    """
+    n = np.asarray(n, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):  # n_j |MV_j - MSE_j| = |sums|
+        return np.sum(np.abs(S[..., _B_U2] - S[..., _B_E2]), axis=-1) / np.sum(n, axis=-1)
 
 
 def zmse_from_bin_sums(S, n):
@@ -1017,6 +1052,9 @@ STATISTICS: dict[str, Statistic] = {s.name: s for s in (
               direction=1, resolution="top"),
     Statistic(name="uce", kind="binned", sums=("u2", "E2"), finish=uce_from_bin_sums,
               long_name="uncertainty calibration error",
+              direction=1, resolution="top", quasi_convex=True),
+    Statistic(name="uce_w", kind="binned", sums=("u2", "E2"), finish=uce_w_from_bin_sums,
+              long_name="uncertainty calibration error, bins weighted by their counts",
               direction=1, resolution="top", quasi_convex=True),
     Statistic(name="zmse", kind="binned", sums=("z2",), finish=zmse_from_bin_sums,
               long_name="mean |ln ZMS| over bins",

@@ -23,6 +23,7 @@ import xarray as xr
 
 from uqx._checks import check_stats_argument, constant_reason, is_lazy, small_sample_note
 from uqx.dataio.model import check_sets, iter_sets
+from uqx.engine.binning import TIES, content_order, stable_order
 from uqx.engine.defaults import N_BINS, POP_MIN
 from uqx.engine.evaluator import SetEvaluator
 from uqx.engine.statistic import (
@@ -54,6 +55,7 @@ DESCRIBE_STATS = (
     "nll_ref",
     "cc",
     "uce",
+    "uce_w",
     "ence",
     "ence_sd",
     "zmse",
@@ -142,11 +144,14 @@ def compute(
     binning: str = "equal-count",
     pop_min: int = POP_MIN,
     drop_nonfinite: bool = False,
+    ties: str = "content",
 ) -> xr.DataArray:
     """Point estimates of statistics for every set: DataArray over (``set``, ``stat``).
 
     Binned statistics (ENCE, UCE, ZMSE, ZVE; suffix ``_X``/``_V`` to bin on X or V) use
-    ``bins`` bins of the given scheme over the stably sorted conditioning variable.
+    ``bins`` bins of the given scheme over the stably sorted conditioning variable, the
+    rows first put in the order of uE with tie groups split as ``ties`` says, as
+    :func:`uqx.validate` does: the same file gives the same numbers in both.
 
     Parameters
     ----------
@@ -158,6 +163,11 @@ def compute(
         Binning of the binned statistics.
     drop_nonfinite : bool, default False
         Drop (and count) rows with NaN/inf instead of raising (see ``as_stacked``).
+    ties : {"content", "file-order"}, default "content"
+        How rows with equal uE (or X, V) are split between bins: by a hash of each row
+        (:func:`uqx.engine.binning.content_order`; the result does not depend on the
+        order of the rows) or in the order of the file (R's ``order()``, the papers'
+        convention). Without ties both give the same numbers.
 
     Notes
     -----
@@ -167,6 +177,8 @@ def compute(
     binned statistics and CC sort the whole set and load it into memory.
     """
     specs = [parse_stat(s) for s in check_stats_argument(stats)]
+    if ties not in TIES:
+        raise InputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     checked = check_sets(ds, drop_nonfinite=drop_nonfinite)
     ds = checked.data
     bin_cfg = BinningConfig(bins, binning, pop_min)
@@ -193,8 +205,10 @@ def compute(
                 notes.append(
                     f"{sd.name}: M={sd.M} < pop_min={pop_min}, binned statistics not computed"
                 )
+            cols = _in_order(sd, ties)
             try:
-                ev = SetEvaluator(sd.E, sd.uE, use, bin_cfg, cond={"X": sd.X, "V": sd.V})
+                ev = SetEvaluator(cols["E"], cols["uE"], use, bin_cfg,
+                                  cond={"X": cols["X"], "V": cols["V"]})
             except InputError as exc:  # name the set: in a stack, only some may lack X
                 raise InputError(f"{sd.name}: {exc}") from None
             t0 = ev.estimate()
@@ -209,9 +223,23 @@ def compute(
             "n_bins": int(bins),
             "binning_scheme": binning,
             "pop_min": int(pop_min),
+            "ties": ties,
             "notes": "\n".join(notes),
         },
     )
+
+
+def _in_order(sd, ties: str) -> dict:
+    """Return the columns of one set in the order of uE, tie groups as ``ties`` says.
+
+    The order of :func:`uqx.validate` (its ``order_step``): content order or the stable
+    order of uE; bins on X or V then sort these rows stably.
+    """
+    extra = [c for c in (sd.X, sd.V) if c is not None]
+    order = (content_order(sd.uE, sd.E, *extra) if ties == "content"
+             else stable_order(sd.uE))
+    return {k: None if v is None else np.asarray(v)[order]
+            for k, v in (("E", sd.E), ("uE", sd.uE), ("X", sd.X), ("V", sd.V))}
 
 
 def describe(
@@ -223,6 +251,7 @@ def describe(
     binning: str = "equal-count",
     pop_min: int = POP_MIN,
     drop_nonfinite: bool = False,
+    ties: str = "content",
 ) -> xr.Dataset:
     """All statistics of the foundation and the tailedness metrics of every set.
 
@@ -234,8 +263,9 @@ def describe(
         Statistics (default :data:`DESCRIBE_STATS`).
     tails : bool, default True
         Add the tailedness metrics of 001 (they sort each set: loaded into memory).
-    bins, binning, pop_min, drop_nonfinite
-        As in :func:`compute`.
+    bins, binning, pop_min, drop_nonfinite, ties
+        As in :func:`compute` (``ties``: how tie groups of uE, X, V are split between
+        bins, as in :func:`uqx.validate`).
 
     Returns
     -------
@@ -246,7 +276,7 @@ def describe(
     """
     checked = check_sets(ds, drop_nonfinite=drop_nonfinite)
     ds = checked.data
-    est = compute(checked, stats, bins=bins, binning=binning, pop_min=pop_min)
+    est = compute(checked, stats, bins=bins, binning=binning, pop_min=pop_min, ties=ties)
     out = est.to_dataset()
     if tails:
         values = {k: [] for k in TAILEDNESS_VARS}

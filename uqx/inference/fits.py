@@ -338,6 +338,28 @@ def fit_student_t(x, *, start=None, optimizer: str = "nmmin") -> dict:
             "converged": r.success}
 
 
+def point_mass(x) -> bool:
+    """Whether the finite values of ``x`` are all equal (no spread: nothing to fit).
+
+    Parameters
+    ----------
+    x : array_like
+        A sample.
+
+    Returns
+    -------
+    bool
+        True when its finite values take one value (a point mass), up to rounding
+        (16 ulp).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return False
+    lo, hi = x.min(), x.max()  # equal up to rounding (Z = E/uE with E = ±uE)
+    return bool(hi - lo <= 16 * np.finfo(np.float64).eps * max(abs(lo), abs(hi)))
+
+
 def fit_set(E, uE, *, optimizer: str = "nmmin") -> dict:
     """All distribution fits of one data set (methods: distribution fits; 000 Tables II–III).
 
@@ -355,7 +377,9 @@ def fit_set(E, uE, *, optimizer: str = "nmmin") -> dict:
         ``ig_theta_ks`` (IG min-KS), ``nu_e2``, ``scale_e2``, ``nu_z2``, ``scale_z2``
         (scaled F min-KS of E², Z²), ``nu_eff_e``, ``bias_e``, ``scale_e``, ``nu_eff_z``,
         ``bias_z``, ``scale_z`` (Student t MLE of E and Z), ``rel_bias_e``,
-        ``rel_bias_z`` (000 Table III b_X = 100·mean/sd, sd with n − 1).
+        ``rel_bias_z`` (000 Table III b_X = 100·mean/sd, sd with n − 1). The fits of a
+        point mass (:func:`point_mass`: E², Z², E or Z constant, e.g. |Z| ≡ 1) are NaN:
+        a distribution without spread has no shape ν.
     """
     E = np.asarray(E, dtype=np.float64).ravel()
     uE = np.asarray(uE, dtype=np.float64).ravel()
@@ -368,8 +392,13 @@ def fit_set(E, uE, *, optimizer: str = "nmmin") -> dict:
     u2, Z = uE**2, E / uE
     kw = {"optimizer": optimizer}
     mle, ks = fit_ig_mle(u2, **kw), fit_ig_ks(u2, **kw)
-    fe2, fz2 = fit_scaled_f_ks(E**2, **kw), fit_scaled_f_ks(Z**2, **kw)
-    te, tz = fit_student_t(E, **kw), fit_student_t(Z, **kw)
+    nan2 = {"nu": np.nan, "scale": np.nan}
+    # a point mass (no spread: |E| or |Z| constant) has no F or t shape to fit
+    fe2 = nan2 if point_mass(E**2) else fit_scaled_f_ks(E**2, **kw)
+    fz2 = nan2 if point_mass(Z**2) else fit_scaled_f_ks(Z**2, **kw)
+    nant = {"nu": np.nan, "mu": np.nan, "sigma": np.nan}
+    te = nant if point_mass(E) else fit_student_t(E, **kw)
+    tz = nant if point_mass(Z) else fit_student_t(Z, **kw)
     return {
         "ig_k": mle["k"], "ig_theta": mle["theta"],
         "nu_u2": ks["nu"], "ig_theta_ks": ks["theta"],
@@ -404,6 +433,16 @@ def fit_sets(ds, *, optimizer: str = "nmmin") -> xr.Dataset:
     notes += [f"{sd.name}: {constant_reason(sd.uE, 'uE')}: the fits of u^2 (ig_k, ig_theta, "
               "nu_u2) describe no spread and mean nothing"
               for sd in sets if constant_reason(sd.uE, "uE")]
+    for sd in sets:
+        E, Z = np.asarray(sd.E, dtype=np.float64), sd.E / sd.uE
+        for what, x, keys in (("E^2", E**2, "nu_e2, scale_e2"), ("Z^2", Z**2, "nu_z2, scale_z2"),
+                              ("E", E, "nu_eff_e, bias_e, scale_e"),
+                              ("Z", Z, "nu_eff_z, bias_z, scale_z")):
+            if point_mass(x):
+                v = x[np.isfinite(x)][0]
+                notes.append(f"{sd.name}: {what} takes one value ({v:.6g}) on every row: a "
+                             f"point mass, without spread, has no distribution shape to fit; "
+                             f"{keys} are undefined (NaN)")
     for text in notes:
         warnings.warn(text, UserWarning, stacklevel=2)
     return xr.Dataset(

@@ -148,7 +148,9 @@ def write_report(result, path, data=None, *, figures: bool = True, title: str | 
     """Write :func:`report` to ``path`` atomically (:func:`uqx.dataio.netcdf.atomic_write`).
 
     The format follows the suffix (``.html`` or ``.md``); a Markdown report gets its
-    figures as PNG files in ``<stem>_figures/`` next to it.
+    figures as PNG files in ``<stem>_figures/`` next to it. Replacing a Markdown report
+    removes the figures the old one linked to and the new one does not (another data
+    set's, a figure no longer drawn): only those, read from the old report's links.
 
     Parameters
     ----------
@@ -185,8 +187,36 @@ def write_report(result, path, data=None, *, figures: bool = True, title: str | 
     path = Path(path)
     fmt = report_format(path)
     check_output_path(path, kind="report", mkdir=mkdir)
-    fig_dir = path.with_name(path.stem + "_figures") if fmt == "md" and figures else None
+    fig_dir = path.with_name(path.stem + "_figures") if fmt == "md" else None
+    before = _linked_figures(path, fig_dir)  # those of the report being replaced
     text = report(result, data, figures=figures, fmt=fmt, title=title, dpi=dpi,
-                  figure_dir=fig_dir)
-    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"),
-                        what="report", mkdir=mkdir)
+                  figure_dir=fig_dir if figures else None)
+    out = atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"),
+                       what="report", mkdir=mkdir)
+    if fig_dir is not None:  # the old report's figures that the new one does not show
+        for name in sorted(before - _figure_links(text, fig_dir)):
+            (fig_dir / name).unlink(missing_ok=True)
+        if fig_dir.is_dir() and not any(fig_dir.iterdir()):
+            fig_dir.rmdir()
+    return out
+
+
+def _figure_links(text: str, fig_dir: Path) -> set:
+    """Names of the PNG files of ``fig_dir`` that a Markdown report links to."""
+    pattern = rf"\]\({re.escape(fig_dir.name)}/([A-Za-z0-9_.-]+\.png)\)"
+    return set(re.findall(pattern, text))
+
+
+def _linked_figures(path: Path, fig_dir: Path | None) -> set:
+    """Return the figures an existing Markdown report at ``path`` wrote into ``fig_dir``.
+
+    Read from its links, so that only the files a uqx report wrote there are ever
+    removed (a file the user put in the folder is kept).
+    """
+    if fig_dir is None or not path.is_file() or not fig_dir.is_dir():
+        return set()
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    return {n for n in _figure_links(text, fig_dir) if (fig_dir / n).is_file()}

@@ -13,7 +13,8 @@ import io
 import numpy as np
 
 from uqx import plot as P
-from uqx.dataio.model import InputError, iter_sets
+from uqx._checks import is_lazy
+from uqx.dataio.model import InputError, iter_sets, order_rows
 from uqx.engine.defaults import N_BINS, POP_MIN, local_bins
 from uqx.engine.questions import question_of
 from uqx.engine.resample import content_key
@@ -279,6 +280,9 @@ def _data_figures(one, dpi, res=None, i=0) -> list:
     validated ENCE, the LZISD panels the result's own bins and intervals); numbers drawn
     that are not in the result are said so in the captions.
     """
+    if res is not None and not any(is_lazy(one[k].data) for k in ("E", "uE") if k in one):
+        # the rows in the order the validation binned them (tie groups of uE alike)
+        one = order_rows(one, str(res.attrs.get("ties", "content")))
     specs = [
         ("e_vs_u", "Errors against uncertainties: guide lines E = \u00b1k uE (k = 1, 2, 3) "
          "and running 95 % quantiles (003 Fig. 2).", lambda: P.e_vs_u(one, size="single")),

@@ -22,6 +22,9 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import warnings
+import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,14 +141,26 @@ def _save_block(run_dir, cell_index, b, values):
 
 
 def _load_block(run_dir, cell_index, b, study: Study):
+    """One saved block of a run directory, or None to compute it (again).
+
+    A missing block is computed; a damaged one (truncated, not a zip archive, other
+    arrays) is named in a warning and computed again, so that a resumed run redoes only
+    what it cannot read.
+    """
     path = _block_path(Path(run_dir), cell_index, b)
+    if not path.exists():
+        return None
     try:
         with np.load(path) as z:
             out = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError):
-        return None  # missing or unreadable (e.g. torn by a crash): recompute
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        warnings.warn(f"{path}: damaged block of the run directory (truncated or not a "
+                      f"NumPy .npz archive: {exc}); it is computed again", stacklevel=2)
+        return None
     n = study.block_size(b)
     if set(out) != set(study.variables) or any(v.shape[0] != n for v in out.values()):
+        warnings.warn(f"{path}: block of the run directory with other arrays than this run "
+                      "writes; it is computed again", stacklevel=2)
         return None
     return out
 

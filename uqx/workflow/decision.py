@@ -381,6 +381,13 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
                 fverdict[i, j] = "diagnostic"
                 freason[i, j] = _diagnostic_reason(specs[j], rescaled=True)
                 fp[i, j] = factor[i][j][0]
+        for j, s in enumerate(specs):  # a diagnostic that rejects its own null
+            if verdict[i, j] != "diagnostic":
+                continue
+            u = use_all[i] & np.isfinite(res["p_value"].values[i, j])
+            pj = res["p_value"].values[i, j][u]
+            if pj.size and np.all(pj <= alpha_result):
+                reason[i, j] = _diagnostic_reason(s, rejects=float(np.max(pj)))
         for a, q in enumerate(QUESTIONS):
             ks = [k for k in on if NODES[k].question == q]
             if not ks:
@@ -429,13 +436,21 @@ DIAGNOSTIC_NULLS = {
 }
 
 
-def _diagnostic_reason(spec, rescaled=False) -> str:
-    """Why a statistic is a diagnostic: the null it tests, and that it decides nothing."""
+def _diagnostic_reason(spec, rescaled=False, rejects=None) -> str:
+    """Why a statistic is a diagnostic: the null it tests, and that it decides nothing.
+
+    ``rejects``: the largest unadjusted p-value over the members, where every member
+    that takes part rejects the diagnostic's own null at the set's level.
+    """
     null = DIAGNOSTIC_NULLS.get(spec.base)
     if null is None:
         var = {"uE": "uE", "X": "X", "V": "V"}.get(spec.cond, "uE")
         null = f"E[Z^2 | {var}] = 1 in every bin"
     what = "of uE rescaled by its factor; " if rescaled else ""
+    if rejects is not None:
+        return (f"diagnostic {what}that rejects its own null ({null}; unadjusted p <= "
+                f"{rejects:.3g} under every member): it does not decide its question, which "
+                "its node's statistic tests")
     return (f"diagnostic {what}(its own null: {null}; unadjusted p): it does not decide "
             "its question")
 

@@ -183,6 +183,10 @@ def null_family(nu, tails, sets=None, M=None):
         M = np.array([sd.M for sd in sets])
     nu_fit = nu_on_grid(t_nu_from_tails(kappa))
     nu_two = nu_on_grid(nu_heavy_bound(kappa, np.asarray(M, dtype=np.float64)))
+    # κ_CS of Z² undefined (Z² without spread, e.g. E = ±uE on every row: no tails to
+    # match): the fitted member is the normal, the lightest it can be
+    nu_fit = np.where(np.isnan(nu_fit), np.inf, nu_fit)
+    nu_two = np.where(np.isnan(nu_two), np.inf, nu_two)
     members = papers_members(nu) + [Member("t", nu_fit, "fit"), Member("data", None, "data")]
     kappa = np.asarray(kappa, dtype=np.float64)
     plausible = plausible_members(kappa, np.asarray(M, dtype=np.float64), _fixed_nus(members))

@@ -242,7 +242,7 @@ def _scale(res, i) -> dict | None:
 
 def _fac(x) -> str:
     """Format a factor with three significant digits, trailing zeros kept (1.10, 0.920)."""
-    return f"{_f(x):#.3g}"
+    return f"{_f(x):#.3g}".rstrip(".")  # 111, not "111."
 
 
 def _factor_text(sc) -> str:
@@ -253,9 +253,10 @@ def _factor_text(sc) -> str:
 
 
 def _times(f) -> str:
-    """How many times too small (f > 1) or too large (f < 1) uE is: "1.26×"."""
+    """How many times too small (f > 1) or too large (f < 1) uE is: "1.26×", "111×"."""
     f = _f(f)
-    return f"{(f if f >= 1 else 1 / f):.2f}×"
+    r = f if f >= 1 else 1 / f
+    return f"{r:.2f}×" if r < 10 else f"{r:.3g}×"
 
 
 def _scale_words(sc) -> str:
@@ -433,8 +434,8 @@ def _average_sentence(res, i, qf, sc) -> dict:
             st = _stat(res, i, name)
             if st["verdict"] == "invalid":
                 others.append(f"{name.upper()} {_g(st['estimate'])}")
-        if others:
-            parts.append(("also " if parts else "") + "invalid: " + ", ".join(others))
+        if others:  # "Average calibration invalid: RCE 0.0715", not "invalid: invalid:"
+            parts.append(("also invalid: " if parts else "") + ", ".join(others))
             reads["others"] = others
         return _sentence("average", f"{lab} invalid: " + "; ".join(parts), **reads)
     return _other_sentence("average", res, i, qf, extra=(f"ZMS {_g(sc['zms'])}, "

@@ -450,6 +450,7 @@ def validate(
         raise InputError("tolerance is a claim on the factor sqrt(ZMS): add zms to the "
                          "statistics")
     checked = check_sets(ds, drop_nonfinite)
+    settings.check_memory(checked.data.sizes.get("set", 1), len(specs))
     # the copies' and the bootstrap's shares grow with their counts (QM9_E at the CLI's
     # 10 000 each: copies 79 %, bootstrap 16 %), roughly as their square roots
     weights = {**STEP_WEIGHTS, "copies": STEP_WEIGHTS["copies"] * np.sqrt(max(n_mc, 1) / 1000),

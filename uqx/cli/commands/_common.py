@@ -8,6 +8,7 @@ uqx engine are imported inside the functions, so that ``uqx --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import math
 import os
@@ -25,6 +26,7 @@ __all__ = [
     "HelpFormatter",
     "add_inputs",
     "add_output",
+    "add_table_options",
     "BINS_DEFAULT",
     "bins_chosen",
     "add_fail_on",
@@ -45,6 +47,7 @@ __all__ = [
     "fmt",
     "note",
     "cli_message",
+    "encodable",
     "validation_text",
     "check_options",
     "OPTION_RANGES",
@@ -112,7 +115,8 @@ def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
         "inputs",
         nargs="+" if required else "*",
         metavar="INPUT",
-        help="CSV file (also .csv.gz, .bz2, .xz, .zip), Parquet file (.parquet: needs "
+        help="CSV file (also .csv.gz, .bz2, .xz, .zip; .txt, .tsv; JSON records .json, "
+        "one record a line .jsonl), Parquet file (.parquet: needs "
         "pyarrow, pip install 'uqx[parquet]'), NetCDF file (.nc: opened lazily, read in "
         "chunks), or registered dataset name (e.g. QM9_E, Set7; see 'uqx datasets list')",
     )
@@ -148,7 +152,25 @@ def add_inputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
         choices=["equal-count", "equal-width", "adaptive"],
         help="binning scheme of the binned statistics",
     )
+    add_table_options(p)
     p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
+
+
+def add_table_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--sep``, ``--comment`` and ``--decimal`` (how CSV/text files are read)."""
+    p.add_argument("--sep", default=None, metavar="SEP",
+                   help="column delimiter of CSV/text inputs: one character (';') or tab, "
+                   "whitespace, semicolon, comma, pipe; default: read from the header line "
+                   "(Excel's 'sep=;' line is honoured; words separated by blanks mean a "
+                   "whitespace-separated file)")
+    p.add_argument("--comment", default=None, metavar="CHAR",
+                   help="comment character of CSV/text inputs: the rest of a line after it "
+                   "is ignored (off by default: SMILES contain '#'; lines starting with '#' "
+                   "above the header are skipped anyway)")
+    p.add_argument("--decimal", default=None, choices=[".", ","],
+                   help="decimal mark of CSV/text inputs; default '.', or ',' when the "
+                   "columns are not comma-separated and a column's numbers all have a "
+                   "decimal comma")
 
 
 def add_output(p: argparse.ArgumentParser, *, default: str | None = None,
@@ -269,6 +291,9 @@ def input_kwargs(args) -> dict:
         uE_is_variance=args.uE_is_variance,
         drop_nonfinite=args.drop_nonfinite,
         min_uE_rel_sd=args.min_uE_rel_sd,
+        sep=getattr(args, "sep", None),
+        comment=getattr(args, "comment", None),
+        decimal=getattr(args, "decimal", None),
     )
 
 
@@ -312,8 +337,15 @@ def load_inputs(
     uE_is_variance=False,
     drop_nonfinite=False,
     min_uE_rel_sd=None,
+    sep=None,
+    comment=None,
+    decimal=None,
 ):
     """Resolve CLI inputs (CSV paths or registered dataset names) into one stacked Dataset.
+
+    ``sep``, ``comment`` and ``decimal`` (``--sep``, ``--comment``, ``--decimal``) say how
+    CSV/text files are read (:func:`uqx.dataio.frames.read_csv`); they are refused for
+    the other inputs, which they would not change.
 
     A name with a NetCDF suffix (``.nc``, ``.nc4``, ``.netcdf``, ``.cdf``) is opened
     lazily with :func:`uqx.dataio.netcdf.open_dataset` (dask chunks; what the commands then
@@ -338,9 +370,14 @@ def load_inputs(
         )
     columns = dict(E=E, uE=uE, X=X, V=V, uE_is_variance=uE_is_variance,
                    drop_nonfinite=drop_nonfinite)
+    text_options = {k: v for k, v in (("--sep", sep), ("--comment", comment),
+                                      ("--decimal", decimal)) if v is not None}
     out = []
     for item in inputs:
         p, kind = Path(item), input_kind(item)
+        if text_options and kind != "csv":
+            raise InputError(f"{item}: {', '.join(text_options)} tell(s) how CSV/text files "
+                             f"are read; this input is {_KIND_NAMES[kind]}: leave them out")
         if kind == "netcdf":
             if min_uE_rel_sd is not None:
                 raise InputError(f"{p}: --min-uE-rel-sd is not available for NetCDF inputs "
@@ -351,7 +388,8 @@ def load_inputs(
         elif kind == "csv":
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", UserWarning)
-                out.append(read_csv(p, **columns, min_uE_rel_sd=min_uE_rel_sd))
+                out.append(read_csv(p, **columns, min_uE_rel_sd=min_uE_rel_sd, sep=sep,
+                                    comment=comment, decimal=decimal))
             for w in caught:  # printed as uqx notes, not as Python warnings
                 print(f"uqx: note: {w.message}", file=sys.stderr)
         else:
@@ -369,6 +407,11 @@ def load_inputs(
             d.attrs["name"] = f"{d.attrs['name']}#{i + 1}"
     keep = ("E", "uE", "X", "V")
     return stack([d[[k for k in keep if k in d]].assign_attrs(d.attrs) for d in out])
+
+
+#: What each kind of input is, for the messages.
+_KIND_NAMES = {"netcdf": "a NetCDF file", "parquet": "a Parquet file",
+               "dataset": "a registered data set", "csv": "a CSV file"}
 
 
 def read_saved(path):
@@ -529,8 +572,8 @@ def writable_directory(path, *, what: str, create: bool = True, hint: str = "") 
     return path
 
 
-def write_result(res, path, *, parameters: dict, seed) -> int:
-    """Write a result after it was printed; report a failure without losing the output.
+def write_result(res, path, *, parameters: dict, seed, announce: bool = True) -> int:
+    """Write a result; report a failure without losing the output.
 
     The format follows the suffix of ``path`` (checked before the computation by
     :func:`check_output`): NetCDF (``.nc``...: everything, readable by ``uqx show`` and
@@ -548,11 +591,13 @@ def write_result(res, path, *, parameters: dict, seed) -> int:
         Run parameters stored in the NetCDF provenance.
     seed : int
         The root seed.
+    announce : bool, default True
+        Print where the file went (False: the caller says it, after its text).
 
     Returns
     -------
     int
-        0 on success (and prints where the file went), 2 after printing
+        0 on success (and, with ``announce``, prints where the file went), 2 after printing
         ``uqx: error: ...`` on stderr.
     """
     from uqx.dataio.netcdf import atomic_write, json_default, to_netcdf
@@ -579,7 +624,8 @@ def write_result(res, path, *, parameters: dict, seed) -> int:
     except (InputError, OSError) as exc:
         print(f"uqx: error: results not written: {cli_message(str(exc))}", file=sys.stderr)
         return 2
-    print(f"\nresults written to {path}")
+    if announce:
+        print(f"\nresults written to {path}")
     return 0
 
 
@@ -623,6 +669,52 @@ def cli_message(message: str) -> str:
     for pattern, option in _KEYWORDS.items():
         message = re.sub(pattern, option, message)
     return message
+
+
+#: ASCII stand-ins of the symbols of uqx's text, for a stream that cannot encode them.
+ASCII_SYMBOLS = {
+    "∝": "prop. to", "γ": "gamma", "ν": "nu", "κ": "kappa", "β": "beta", "ζ": "zeta",
+    "σ": "sigma", "ε": "eps", "μ": "mu", "α": "alpha", "δ": "delta", "Δ": "Delta",
+    "χ": "chi", "ρ": "rho", "τ": "tau", "θ": "theta", "λ": "lambda", "π": "pi",
+    "√": "sqrt", "≤": "<=", "≥": ">=", "≠": "!=", "≈": "~", "±": "+/-", "×": "x",
+    "·": "*", "−": "-", "–": "-", "—": "--", "…": "...", "→": "->", "←": "<-",
+    "⟨": "<", "⟩": ">", "²": "^2", "³": "^3", "∞": "inf", "°": " deg", "’": "'",
+    "‘": "'", "“": '"', "”": '"', "‰": " per mille", "ˆ": "^", "̂": "^", " ": " ",
+}
+
+
+def encodable(text: str, encoding: str | None) -> str:
+    """Return ``text`` as a stream of this ``encoding`` can write it.
+
+    Characters the encoding cannot hold become their ASCII words
+    (:data:`ASCII_SYMBOLS`: "γ" -> "gamma", "≤" -> "<="), and any other one a ``?``, so
+    that printing never fails on a terminal or pipe that is not UTF-8.
+
+    Parameters
+    ----------
+    text : str
+        The text to print.
+    encoding : str or None
+        The stream's encoding (None: ASCII).
+
+    Returns
+    -------
+    str
+        A text that ``encoding`` encodes.
+    """
+    try:
+        encoding = codecs.lookup(encoding or "ascii").name
+    except LookupError:
+        encoding = "ascii"
+    out = []
+    for ch in text:
+        try:
+            ch.encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            ch = ASCII_SYMBOLS.get(ch, ch)
+            ch = ch.encode(encoding, errors="replace").decode(encoding, errors="replace")
+        out.append(ch)
+    return "".join(out)
 
 
 def validation_text(res, *, paper_sets: bool = False, wide: bool = False,

@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 import warnings
 
-from uqx.cli.commands._common import HelpFormatter, fmt, load_inputs, note, print_df
+from uqx.cli.commands._common import (
+    HelpFormatter,
+    add_table_options,
+    fmt,
+    load_inputs,
+    note,
+    print_df,
+)
 
 NAME = "fit"
 
@@ -54,6 +61,7 @@ def register(subparsers):
         help="Nelder-Mead variant: port of R's optim (the papers' numbers) or scipy's, "
         "iterated to full convergence",
     )
+    add_table_options(p)
     p.add_argument("--format", default="table", choices=["table", "json"], help="output format")
     return p
 
@@ -103,6 +111,9 @@ def run(args) -> int:
         data_dir=args.data_dir,
         uE_is_variance=args.uE_is_variance,
         drop_nonfinite=args.drop_nonfinite,
+        sep=args.sep,
+        comment=args.comment,
+        decimal=args.decimal,
     )
     with warnings.catch_warnings():  # the notes are printed below, as uqx notes
         warnings.simplefilter("ignore", UserWarning)

@@ -85,6 +85,10 @@ def register(subparsers):
                        "99 %% spanning more than a decade)")
     scale.add_argument("--linear", dest="log", action="store_const", const=False,
                        help="reliability: linear axes")
+    p.add_argument("--ties", default="content", choices=["content", "file-order"],
+                   help="how rows with equal uE (or X, V) are split between bins, as in "
+                   "'uqx validate' and 'uqx stats': by a hash of each row ('content') or in "
+                   "file order (the papers' R convention)")
     p.add_argument("--conditional", action="store_true",
                    help="calibration: one curve per bin of --by")
     p.add_argument("--size", default="double", choices=["single", "double"],
@@ -114,7 +118,14 @@ def _load(args):
         ds = load_dataset(args.inputs[0], args.data_dir)
         if "U" in ds:  # conformal interval half-ranges (HU2022) are used as given
             return ds
-    return load_inputs(args.inputs, **input_kwargs(args))
+    from uqx._checks import is_lazy
+    from uqx.dataio.model import order_rows
+
+    ds = load_inputs(args.inputs, **input_kwargs(args))
+    # the bins of validate and stats: tie groups of uE split alike (not for lazy input)
+    if not any(is_lazy(ds[k].data) for k in ("E", "uE") if k in ds):
+        ds = order_rows(ds, args.ties)
+    return ds
 
 
 def _relabel(ds, labels):

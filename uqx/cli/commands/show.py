@@ -46,6 +46,11 @@ def run(args) -> int:
     from uqx.workflow.tables import result_records
 
     res = read_saved(args.file)
+    if "verdict" not in res and res.attrs.get("study"):
+        raise InputError(
+            f"{args.file} is an archive of 'uqx sweep {res.attrs['study']}', not a validation "
+            f"result: summarise it with 'uqx sweep summary {args.file}' or draw it with "
+            f"'uqx plot study {args.file}'")
     if "verdict" not in res or "set" not in res.dims:
         raise InputError(
             f"{args.file}: not a uqx validation result (no 'verdict' over 'set'); "

@@ -31,6 +31,12 @@ def register(subparsers):
         formatter_class=HelpFormatter,
     )
     add_inputs(p)
+    p.add_argument(
+        "--ties", default="content", choices=["content", "file-order"],
+        help="how rows with equal uE (or X, V) are split between bins, as in 'uqx "
+        "validate': 'content' (by a hash of each row: the numbers do not depend on the "
+        "order of the rows) or 'file-order' (the papers' R convention); without ties both "
+        "give the same numbers")
     return p
 
 
@@ -107,7 +113,7 @@ def run(args) -> int:
 
     ds = load_inputs(args.inputs, **input_kwargs(args))
     with progress_bar(quiet=args.quiet, label="uqx stats"):
-        desc = describe(ds, bins=args.bins, binning=args.binning)
+        desc = describe(ds, bins=args.bins, binning=args.binning, ties=args.ties)
     if args.format == "json":
         print(json.dumps(stats_records(desc), indent=1))
     else:

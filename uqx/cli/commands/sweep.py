@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+import warnings
 
 from uqx.cli.commands._common import HelpFormatter, check_not_input, check_output, load_inputs, note
 from uqx.errors import InputError
@@ -250,10 +252,14 @@ def run(args) -> int:
             os.environ["UQX_DATA_DIR"] = args.data_dir
         positional = (ds,)
     quiet = bool(getattr(args, "quiet", False))
-    res = run_study(args.study, *positional, seed=args.seed, chunk_size=args.chunk_size,
-                    scheduler=args.scheduler, num_workers=args.workers, resume=args.resume,
-                    keep_run=args.keep_run, quiet=quiet, mkdir=args.mkdir,
-                    output=args.output, **opts)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        res = run_study(args.study, *positional, seed=args.seed, chunk_size=args.chunk_size,
+                        scheduler=args.scheduler, num_workers=args.workers,
+                        resume=args.resume, keep_run=args.keep_run, quiet=quiet,
+                        mkdir=args.mkdir, output=args.output, **opts)
+    for w in caught:  # e.g. a damaged block redone: a uqx warning, not a Python one
+        print(f"uqx: warning: {w.message}", file=sys.stderr)
     print(summary_text(res, max_rows=60))
     if args.output:
         note(args, f"\narchive written to {args.output}")

@@ -25,6 +25,7 @@ from uqx.cli.commands._common import (
     writable_directory,
     write_result,
 )
+from uqx.dataio.paths import same_file
 from uqx.engine.defaults import N_BOOT, N_MC, N_TEST, NU, POP_MIN
 from uqx.errors import InputError
 from uqx.progress import COMPILING_NOTE, kernels_compiled, progress_wanted, steps_progress
@@ -218,7 +219,10 @@ def write_plots(res, ds, directory) -> list:
 
 
 def run(args) -> int:
-    """Validate the inputs, print the tables (or JSON), then write the result.
+    """Validate the inputs, write the result (and figures), then print the tables (or JSON).
+
+    The files are written before anything is printed, so that a stdout that fails cannot
+    lose them.
 
     Returns the exit status: 2 when a file could not be written, else 1 when a verdict
     met ``--fail-on``, else 0.
@@ -229,25 +233,16 @@ def run(args) -> int:
         raise InputError("validate needs INPUT files/names or --paper-sets")
     out_path = check_output(args.output, mkdir=args.mkdir, kind=("netcdf", "table"),
                             inputs=args.inputs)
+    if out_path is not None and args.plots is not None and same_file(out_path, args.plots):
+        raise InputError(f"-o {args.output} and --plots {args.plots} name the same path: "
+                         "--plots is a directory of figures, -o the result file; give "
+                         "them different names")
     plots = check_plots_dir(args.plots)
     ds = validation_inputs(args)
     check_not_input(out_path, ds)
     res, stats = run_validation(args, ds)
-    if args.format == "json":
-        print(json.dumps(result_records(res), indent=1))
-    else:
-        print(validation_text(res, paper_sets=args.paper_sets, wide=args.wide,
-                              explain=args.explain))
-    status = 0
-    if plots is not None:
-        try:
-            files = write_plots(res, ds, plots)
-        except OSError as exc:
-            print(f"uqx: error: figures not written: {exc}", file=sys.stderr)
-            status = 2
-        else:
-            print(f"\n{len(files)} figure(s) written to {plots}",
-                  file=sys.stderr if args.format == "json" else sys.stdout)
+    # the files first: a print that fails (a closed or odd stdout) loses nothing
+    status, done = 0, []
     if out_path is not None:
         params = {
             "command": NAME,
@@ -255,6 +250,25 @@ def run(args) -> int:
             "stats": stats,
             "paper_sets": bool(args.paper_sets),
         }
-        status = max(status, write_result(res, out_path, parameters=params,
-                                          seed=int(res.attrs["seed"])))
+        wrote = write_result(res, out_path, parameters=params, seed=int(res.attrs["seed"]),
+                             announce=False)
+        status = max(status, wrote)
+        if not wrote:
+            done.append((f"\nresults written to {out_path}", sys.stdout))
+    if plots is not None:
+        try:
+            files = write_plots(res, ds, plots)
+        except OSError as exc:
+            print(f"uqx: error: figures not written: {exc}", file=sys.stderr)
+            status = max(status, 2)
+        else:
+            done.insert(0, (f"\n{len(files)} figure(s) written to {plots}",
+                            sys.stderr if args.format == "json" else sys.stdout))
+    if args.format == "json":
+        print(json.dumps(result_records(res), indent=1))
+    else:
+        print(validation_text(res, paper_sets=args.paper_sets, wide=args.wide,
+                              explain=args.explain))
+    for text, stream in done:
+        print(text, file=stream)
     return status or fail_on_status(args, res)

@@ -45,7 +45,8 @@ SAFETY_LIMITS: dict[str, float] = {
 #: Tailedness metrics each calibration statistic depends on (docs: verdicts).
 STATISTIC_DEPENDENCIES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(
-        ("rce", "ence", "uce"), ("beta_gm_u2", "kappa_cs_u2", "beta_gm_e2", "kappa_cs_e2")
+        ("rce", "ence", "uce", "uce_w"),
+        ("beta_gm_u2", "kappa_cs_u2", "beta_gm_e2", "kappa_cs_e2")
     ),
     **dict.fromkeys(("zms", "nll", "zmse", "zmse_max", "zms_scan", "zve", "var_z"),
                     ("beta_gm_z2", "kappa_cs_z2")),
@@ -480,13 +481,13 @@ def unreliable_statistics(t: Mapping[str, object]) -> dict[str, list[str]]:
     Returns
     -------
     dict of str to list of str
-        Only the unreliable statistics (lower-case names ``rce``, ``ence``, ``uce``,
+        Only the unreliable statistics (lower-case names ``rce``, ``ence``, ``uce``, ``uce_w``,
         ``zms``, ``nll``, ``zmse``, ``zve``, ``var_z``), each with its exceeded metrics.
 
     Examples
     --------
     >>> unreliable_statistics({"beta_gm_u2": 0.5, "beta_gm_e2": 0.9, "kappa_cs_z2": 2.0})
-    {'rce': ['beta_gm_e2'], 'ence': ['beta_gm_e2'], 'uce': ['beta_gm_e2']}
+    {'rce': ['beta_gm_e2'], 'ence': ['beta_gm_e2'], 'uce': ['beta_gm_e2'], 'uce_w': ['beta_gm_e2']}
     """
     flags = safety_flags(t)
     out = {}

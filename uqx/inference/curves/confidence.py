@@ -367,6 +367,14 @@ def conditional_calibration(
     """
     sd = one_set(data, uE)
     x, cname = conditioning(sd, by)
+    finite = np.asarray(x, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if finite.size and finite.min() == finite.max():
+        raise InputError(
+            f"{sd.name}: {cname} takes one value ({finite[0]:g}) on all {finite.size} rows: "
+            f"bins of {cname} would split equal values by row order, not by {cname}; the "
+            "conditional calibration is one bin, the calibration curve itself (uqx.plot."
+            "calibration, or 'uqx plot calibration' without --conditional)")
     bins = curve_bins(x, n_bins, binning, pop_min, log)
     p = _default_probs() if prob is None else np.asarray(prob, dtype=np.float64)
     q = unit_quantile(p, dist=dist, nu=nu)
