@@ -526,7 +526,7 @@ TAILS_ROBUST = ("mean_z",)
 #: Statistics weighted by u² (their value is dominated by the largest uE): their
 #: small-sample reach is read at the effective number of points of u²,
 #: :math:`(\sum u^2)^2 / \sum u^4` (``u2_effective_points``).
-U2_WEIGHTED = ("rce", "uce")
+U2_WEIGHTED = ("rce", "uce", "uce_w")
 
 
 def _halves_reason(res, i) -> str:
