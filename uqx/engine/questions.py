@@ -231,20 +231,24 @@ def intersection_weights(weights, transitions, keep) -> np.ndarray:
     """
     w = np.array(weights, dtype=np.float64)
     G = np.array(transitions, dtype=np.float64)
-    keep = np.asarray(keep, dtype=bool)
     alive = np.ones(w.size, dtype=bool)
-    for j in np.flatnonzero(~keep):
+    for j in np.flatnonzero(~np.asarray(keep, dtype=bool)):
         alive[j] = False
         w[alive] += w[j] * G[j, alive]
-        G2 = np.zeros_like(G)
-        for k in np.flatnonzero(alive):
-            den = 1.0 - G[k, j] * G[j, k]
-            for m in np.flatnonzero(alive):
-                if k != m and den > 0:
-                    G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den
-        G = G2
+        G = _without(G, j, alive)
         w[j] = 0.0
     return w
+
+
+def _without(G, j, alive):
+    """Return the transitions once node j is removed (``alive``: the nodes left)."""
+    G2 = np.zeros_like(G)
+    for k in np.flatnonzero(alive):
+        den = 1.0 - G[k, j] * G[j, k]
+        for m in np.flatnonzero(alive):
+            if k != m and den > 0:
+                G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den
+    return G2
 
 
 def _local_pvalue(s_obs, s_copies) -> float:
@@ -344,13 +348,7 @@ def _reduced_transitions(G, keep):
     alive = np.ones(G.shape[0], dtype=bool)
     for j in np.flatnonzero(~np.asarray(keep, dtype=bool)):
         alive[j] = False
-        G2 = np.zeros_like(G)
-        for k in np.flatnonzero(alive):
-            den = 1.0 - G[k, j] * G[j, k]
-            for m in np.flatnonzero(alive):
-                if k != m and den > 0:
-                    G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den
-        G = G2
+        G = _without(G, j, alive)
     return G
 
 

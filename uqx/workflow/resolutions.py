@@ -32,8 +32,6 @@ The named alternatives (:mod:`uqx.engine.resolution`, :mod:`uqx.engine.alternati
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 import xarray as xr
 
@@ -47,7 +45,6 @@ from uqx.engine.resolution import (
     alternative_resolution,
     first_hit,
     scale_resolution,
-    spread_resolution,
 )
 from uqx.engine.statistic import STATISTICS, parse_stat
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
@@ -156,7 +153,7 @@ def resolution_step(res, specs, draws, top, tests, *, M, alpha) -> xr.Dataset:
 
 
 def _statistic_resolution(s, draws, used, crit, top, i, j, M):
-    """(low, high), (spread low, spread high) of one statistic over its members."""
+    """(low, high), (spread low, spread high) of a moment or rank node over its members."""
     nan2 = (np.nan, np.nan)
     kind = STATISTICS[s.base].resolution
     if s.base == "cc":  # uE varying too much (gamma < 1) lowers the rank correlation
@@ -172,18 +169,7 @@ def _statistic_resolution(s, draws, used, crit, top, i, j, M):
         lims = np.array([scale_resolution(base, _scale_copies(s.base, draws[m], M)[1],
                                           alpha=crit[m]) for m in used])
         return (_widest(lims[:, 0], True), _widest(lims[:, 1], False)), nan2
-    if kind != "top" or top is None or not top.available(i, j, s.cond):
-        return nan2, nan2
-    d = STATISTICS[s.base].direction
-    f = [alternative_resolution(draws[m, :top.n_copies], top.values(i, j, m, cond=s.cond),
-                                top.factors, direction=d, alpha=crit[m],
-                                quasi_convex=STATISTICS[s.base].quasi_convex) for m in used]
-    spread = nan2
-    if s.cond == "uE":
-        spread = spread_resolution([draws[m, :top.n_copies] for m in used],
-                                   [partial(top.spread, i, j, m) for m in used],
-                                   direction=d, alpha=min(crit[m] for m in used))
-    return (np.nan, _widest(f, False)), spread
+    return nan2, nan2  # the binned nodes: _binned_resolution
 
 
 def _binned_resolution(node, specs, t, k, draws, used, thr, top, i):
