@@ -495,3 +495,15 @@ def test_a_feature_without_its_statistics_is_said_not_left_blank():
     res = uqx.validate(ds, "zms,zms_scan_X", n_boot=100, n_mc=100, seed=1, conditional=False)
     q = list(res["question"].values).index("adaptivity_X")
     assert res["question_verdict"].values[0, q] != "not tested"
+
+
+def test_next_names_the_command_that_does_what_it_advises(demo):
+    """Each recalibration the summary advises names the `uqx recalibrate` command."""
+    text = dict(zip(demo["set"].values, summary_lines(demo), strict=True))
+    assert "rescale: use uE ×" in text["overconfident"]
+    assert "uqx recalibrate fit --method scale" in text["overconfident"]
+    assert "recalibrate uE conditionally on uE" in text["inconsistent"]
+    assert "uqx recalibrate check --method auto" in text["inconsistent"]
+    for line in text.values():
+        if "recalibrate with X as an input" in line:
+            assert "uqx recalibrate check --method bvs-X --X X" in line

@@ -550,8 +550,9 @@ def _advice(res, i, qs, sc) -> list[dict]:
     if sc and av == "invalid" and sc["verdict"] == "invalid":
         f = _fac(sc["factor"])
         if rv == "valid":
-            out.append(_sentence("rescale", f"rescale: use uE × {f}", factor=sc["factor"],
-                                 rescaled=rv))
+            out.append(_sentence("rescale", f"rescale: use uE × {f} (uqx recalibrate fit "
+                                 "--method scale learns it on calibration rows and saves the "
+                                 "map)", factor=sc["factor"], rescaled=rv))
         elif rv != "invalid":
             out.append(_sentence("rescale", f"uE × {f} fixes the average; check that uE × {f} "
                                  "is consistent before using it (a binned statistic on uE, "
@@ -571,7 +572,8 @@ def _advice(res, i, qs, sc) -> list[dict]:
         why = f", unless uE × {f} proves consistent" if open_ else \
             ": one factor does not fix it"
         out.append(_sentence("conditional", "recalibrate uE conditionally on uE (e.g. an "
-                             f"isotonic regression of E² on uE²){why}",
+                             f"isotonic regression of E² on uE²){why}; uqx recalibrate check "
+                             "--method auto fits it out of fold and validates it again",
                              consistency=cons, rescaled=rv))
         w = _where(res, i, "uE", zms)
         if w is not None and w["bottom_side"] == "small" and w["bottom"] > w["top"]:
@@ -589,8 +591,9 @@ def _advice(res, i, qs, sc) -> list[dict]:
                                  cond=c, where=w, scale=True))
         elif w is None or w["reported"]:
             out.append(_sentence("adaptivity", f"uE misses how the errors vary with {c}: "
-                                 f"recalibrate with {c} as an input (e.g. E² modelled on uE "
-                                 f"and {c})", cond=c, where=w, scale=False))
+                                 f"recalibrate with {c} as an input (uqx recalibrate check "
+                                 f"--method bvs-X --X {c}: one factor per bin of {c})", cond=c,
+                                 where=w, scale=False))
     coarse = []
     for q, qf in qs.items():
         if qf["verdict"] != "valid" or q in ("ranking", "up_to_factor"):
