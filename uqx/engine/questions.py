@@ -168,9 +168,11 @@ def node_graph(names):
     A node starts with its share of :data:`NODE_WEIGHTS` (adaptivity's split among the
     features present). When the nodes of average calibration or consistency are absent
     their share is not given to the others (no node starts above one test's level).
-    A rejected node passes its weight to the others in proportion to their initial
-    weights, the scale half of it to ``up_to_factor`` (asked only then), and
-    ``up_to_factor`` all of it to consistency.
+    A rejected node passes its weight on: the scale half of it to ``up_to_factor``
+    (asked only then); the scale and the bias, the two nodes of average calibration, the
+    rest to each other (a pure bias leaves consistency at its own share: its null is
+    true there); ``up_to_factor`` all of it to consistency; the other nodes to the others
+    in proportion to their initial weights.
 
     Parameters
     ----------
@@ -199,13 +201,23 @@ def node_graph(names):
             if "consistency" in q:
                 G[a, q.index("consistency")] = 1.0
             continue
-        others = [b for b in range(len(q)) if b != a and w[b] > 0]
+        # average calibration first passes a share within itself (scale <-> bias)
+        mate = {"scale": "bias", "bias": "scale"}.get(name)
+        mate = q.index(mate) if mate in q else None
+        others = [b for b in range(len(q)) if b != a and w[b] > 0 and b != mate]
         total = sum(w[b] for b in others)
-        half = name == "scale" and "up_to_factor" in q
+        if name == "scale" and "up_to_factor" in q:  # half to "up to a factor"
+            G[a, q.index("up_to_factor")] = 0.5
+            rest = 0.5
+        else:
+            rest = 1.0
+        if mate is not None:
+            G[a, mate] = rest
+            continue
         for b in others:
-            G[a, b] = (0.5 if half else 1.0) * w[b] / total if total else 0.0
-        if half:
-            G[a, q.index("up_to_factor")] = 0.5 if others else 1.0
+            G[a, b] = rest * w[b] / total if total else 0.0
+        if not others and name == "scale" and "up_to_factor" in q:
+            G[a, q.index("up_to_factor")] = 1.0
     return w, G
 
 

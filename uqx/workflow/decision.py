@@ -15,6 +15,7 @@ represent. Documentation: "How to read the verdicts".
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -293,7 +294,45 @@ QUESTION_VARS = ("question_verdict", "question_reason", "question_p_value",
                  "question_tests")
 
 
-def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset:
+class TailsHeld(NamedTuple):
+    """The first decision of a set and the nodes whose rejection the tails withdraw."""
+
+    decision: object
+    held: frozenset
+
+
+def _decide_with_tails(t, res, specs, i, alpha, M):
+    """Decide set ``i``; a rejection that the tails withdraw passes no share on.
+
+    A node whose ``invalid`` cannot stand on the errors' tails (:func:`_stat_tails_reason`)
+    keeps its verdict from the first decision (:func:`tails_step` then turns its
+    ``invalid`` into ``inconclusive``), and the other nodes are decided again with its
+    p-value at 1 under the members that rejected it: its share stays with it instead of
+    raising the others' levels on a rejection that is withdrawn.
+
+    Returns
+    -------
+    decision : SetDecision
+        The decision of the other nodes.
+    own : TailsHeld
+        The first decision and the nodes held.
+    """
+    dec0 = decide_set(t.p, t.copies, t.use, t.min_p, alpha, nodes=t.nodes)
+    masked, held = t.p.copy(), set()
+    for k in t.present():
+        s = specs[int(t.stat[k])]
+        on_ue = NODES[k].cond == "uE" and s.family != "moment"
+        rej = dec0.rejected[k]
+        if rej.any() and _stat_tails_reason(s.base, res, i, M, on_ue=on_ue):
+            masked[k, rej] = 1.0
+            held.add(k)
+    if not held:
+        return dec0, TailsHeld(dec0, frozenset())
+    dec = decide_set(masked, t.copies, t.use, t.min_p, alpha, nodes=t.nodes)
+    return dec, TailsHeld(dec0, frozenset(held))
+
+
+def question_step(res, specs, draws, *, factor=None, alpha_result, M=None) -> xr.Dataset:
     """Decide the questions of each set by one graph of node tests; every verdict.
 
     For each set (:func:`set_tests`) and member, the closed weighted min-p of the graph
@@ -319,6 +358,9 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
         Per set, the rescaled tests of ``up_to_factor`` (:func:`factor_tests`).
     alpha_result : float
         The set's family-wise level.
+    M : array_like of int, optional
+        Points per set: a node whose rejection the tails withdraw passes no share on
+        (:func:`_decide_with_tails`).
 
     Returns
     -------
@@ -360,22 +402,24 @@ def question_step(res, specs, draws, *, factor=None, alpha_result) -> xr.Dataset
         on = t.present()
         if not on:
             continue
-        dec = decide_set(t.p, t.copies, t.use, t.min_p, alpha_result, nodes=t.nodes)
+        dec, own = _decide_with_tails(t, res, specs, i, alpha_result,
+                                      None if M is None else int(np.asarray(M)[i]))
         node_v = {}
         for k in on:
+            d = own.decision if k in own.held else dec
             u = t.use[k] & use_all[i] & np.isfinite(t.p[k])
-            v, why = member_verdict(dec.rejected[k], labels, use=u, firm=dec.firm[k],
-                                    reachable=bool(dec.reachable[k]),
+            v, why = member_verdict(d.rejected[k], labels, use=u, firm=d.firm[k],
+                                    reachable=bool(d.reachable[k]),
                                     unreachable=_unreachable(n, alpha_result))
-            bl = _near(dec.adjusted[k], np.full(D, alpha_result), n, u)
+            bl = _near(d.adjusted[k], np.full(D, alpha_result), n, u)
             node_v[k] = (v, why, bl, u)
             j = int(t.stat[k])
             if t.nodes[k] == "up_to_factor":
                 fverdict[i, j], freason[i, j] = v, why
-                fp[i, j], fadj[i, j] = t.p[k], dec.adjusted[k]
+                fp[i, j], fadj[i, j] = t.p[k], d.adjusted[k]
             else:
                 verdict[i, j], reason[i, j], near[i, j] = v, why, bl
-                adj_all[i, j] = dec.adjusted[k]
+                adj_all[i, j] = d.adjusted[k]
         for j in (factor or {}).get(i, {}):  # the other rescaled statistics: diagnostics
             if fverdict[i, j] == "not tested":
                 fverdict[i, j] = "diagnostic"

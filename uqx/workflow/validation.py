@@ -679,7 +679,8 @@ def questions_step(run: Run) -> None:
     """Decide the questions: one graph of node tests (closed min-p), then the heavy tails."""
     factor, factor_obs = factor_tests(run.result, run.sets, run.specs, run.copies.binned)
     res = run.result.merge(question_step(run.result, run.specs, run.copies.tests,
-                                         factor=factor, alpha_result=run.cfg.alpha_result))
+                                         factor=factor, alpha_result=run.cfg.alpha_result,
+                                         M=run.M))
     res["factor_statistic"] = VALIDATE.variable("factor_statistic", factor_obs)
     res = tails_step(res, M=run.M)
     run.result = untestable_step(res, *run.untestable)
