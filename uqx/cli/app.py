@@ -1,4 +1,4 @@
-"""The ``uqx`` command: datasets, stats, validate, report, show, fit, plot, sweep, demo.
+"""The ``uqx`` command: datasets, stats, validate, report, show, fit, plot, sweep, recalibrate, demo.
 
 Each command is a module of :mod:`uqx.cli.commands` with ``register(subparsers)`` and
 ``run(args) -> int``; :data:`COMMANDS` lists them (adding a command is one line). Only
@@ -38,6 +38,7 @@ COMMANDS = [
     "fit",
     "plot",
     "sweep",
+    "recalibrate",
     "demo",
 ]
 
