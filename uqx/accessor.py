@@ -132,8 +132,9 @@ class UqxAccessor:
         return validate(self._ds, *args, **kwargs)
 
     def recalibrate(self, method: str = "auto", *, check: bool = False, **kwargs):
-        """Recalibrate uE: :func:`uqx.fit_recalibration` (or, with ``check``, the
-        cross-fitted :func:`uqx.check_recalibration`) of this Dataset.
+        """Recalibrate uE: :func:`uqx.fit_recalibration` of this Dataset.
+
+        With ``check``, the cross-fitted :func:`uqx.check_recalibration` instead.
 
         Parameters
         ----------

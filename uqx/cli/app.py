@@ -1,4 +1,6 @@
-"""The ``uqx`` command: datasets, stats, validate, report, show, fit, plot, sweep, recalibrate, demo.
+"""The ``uqx`` command: datasets, stats, validate, report, show, fit, plot, sweep, ....
+
+The commands: datasets, stats, validate, report, show, fit, plot, sweep, recalibrate, demo.
 
 Each command is a module of :mod:`uqx.cli.commands` with ``register(subparsers)`` and
 ``run(args) -> int``; :data:`COMMANDS` lists them (adding a command is one line). Only

@@ -25,6 +25,7 @@ a factor" inside one validation.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -170,7 +171,7 @@ class RecalMap:
         return out
 
     def to_dataset(self) -> xr.Dataset:
-        """The map as a Dataset (parameters as variables ``param_<name>``, the band)."""
+        """Return the map as a Dataset (parameters as variables ``param_<name>``, the band)."""
         data = {}
         scalars = {}
         for k, v in self.params.items():
@@ -264,7 +265,7 @@ def read_map(path: str | os.PathLike) -> RecalMap:
 
 
 def _one_set(data, X=None):
-    """The arrays (name, E, uE, X) of one data set (a Dataset or an (E, uE) pair)."""
+    """Return the arrays (name, E, uE, X) of one data set (a Dataset or an (E, uE) pair)."""
     if isinstance(data, tuple | list) and len(data) in (2, 3):
         E, uE = data[0], data[1]
         X = data[2] if len(data) == 3 else X
@@ -534,7 +535,7 @@ class RecalCheck:
         return out
 
     def unfixed(self) -> list[str]:
-        """What is still invalid after recalibration, in words, with what to try."""
+        """Say what is still invalid after recalibration, in words, with what to try."""
         lines = []
         for q, (b, a) in self.question_verdicts().items():
             words = _QUESTION_WORDS.get(q, q)
@@ -546,15 +547,13 @@ class RecalCheck:
         return lines
 
     def fixed(self) -> list[str]:
-        """What the recalibration fixed (invalid before, not after), in words."""
+        """Say what the recalibration fixed (invalid before, not after), in words."""
         return [f"{_QUESTION_WORDS.get(q, q)}: invalid -> {a}"
                 for q, (b, a) in self.question_verdicts().items()
                 if b == "invalid" and a in ("valid", "inconclusive")]
 
     def text(self) -> str:
-        """The check as text: design, NLL, the verdicts before and after, what is left."""
-        from collections import Counter
-
+        """Return the check as text: design, NLL, verdicts before and after, what is left."""
         counts = Counter(self.methods)
         chosen = ", ".join(f"{m} in {n} of {len(self.methods)}" for m, n in counts.items())
         lines = [

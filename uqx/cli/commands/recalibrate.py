@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from uqx.cli.commands._common import (
@@ -31,6 +32,7 @@ from uqx.cli.commands._common import (
 )
 from uqx.engine.defaults import POP_MIN
 from uqx.errors import InputError
+from uqx.progress import progress_bar
 
 NAME = "recalibrate"
 #: The methods (:data:`uqx.engine.recal_maps.METHODS`; repeated here so that ``--help``
@@ -92,7 +94,7 @@ def register(subparsers):
                    help="CSV/Parquet/NetCDF file or registered dataset name (one set)")
     _add_columns(f)
     _add_map_options(f)
-    f.add_argument("--n-boot", type=int, default=200,
+    f.add_argument("--band-boot", type=int, default=200,
                    help="bootstrap refits of the map's band (0: no band)")
     f.add_argument("-o", "--output", required=True, help="the map, a NetCDF file (.nc)")
     f.add_argument("--mkdir", action="store_true",
@@ -170,15 +172,15 @@ def _one_input(args):
 
 
 def _fit(args) -> int:
-    from dataclasses import replace
-
     from uqx.workflow.recalibrate import fit_recalibration
 
+    if args.band_boot < 0:
+        raise InputError(f"--band-boot must be >= 0, got {args.band_boot}")
     out = check_output(args.output, mkdir=args.mkdir, kind="netcdf", inputs=args.inputs)
     ds = _one_input(args)
     check_not_input(out, ds)
     m = fit_recalibration(ds, args.method, n_bins=args.bins, pop_min=args.pop_min,
-                          n_boot=args.n_boot, seed=args.seed)
+                          n_boot=args.band_boot, seed=args.seed)
     m = replace(m, provenance={**m.provenance, "E_column": args.E, "uE_column": args.uE,
                                "X_column": args.X, "uE_is_variance": args.uE_is_variance,
                                "input": str(args.inputs[0])})
@@ -239,7 +241,6 @@ def _apply(args) -> int:
 
 
 def _check(args) -> int:
-    from uqx.progress import progress_bar
     from uqx.workflow.recalibrate import check_recalibration
 
     out = check_output(args.output, mkdir=args.mkdir, kind=("netcdf", "table"),
