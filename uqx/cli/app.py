@@ -1,4 +1,4 @@
-"""The ``uqx`` command: datasets, stats, validate, report, show, fit, plot, sweep, ....
+"""The ``uqx`` command and its subcommands.
 
 The commands: datasets, stats, validate, report, show, fit, plot, sweep, recalibrate, demo.
 

@@ -1,0 +1,226 @@
+"""Recalibration on literature data and the size of the re-validation.
+
+Parts (``--part``, several allowed):
+
+``qm9``
+    BUS2022 QM9 atomization energies: every method fitted on the validation split
+    (``QM9_E_uncal_val``, 10 000 rows), applied to the test rows (``QM9_E_uncal``,
+    13 885 rows), validated; beside the uncalibrated test rows and the authors' own
+    isotonic recalibration of the same rows (``QM9_E``), validated by the same rule.
+    X is the molecular mass. Also times ``check_recalibration`` (5 folds) against one
+    validation of the test rows (the speed target: <= 3x).
+``pal``
+    PAL2022: the six ``*_Test_uncal`` sets recalibrated by 5-fold cross-fitting
+    (``auto``), against the authors' ``*_Test_cal`` of the same rows, validated by the
+    same rule; held-out NLL.
+``size``
+    Calibrated synthetic sets (uE log-normal, normal errors, M rows), each cross-fitted
+    with ``auto`` and validated: the fraction of sets where any verdict on the
+    recalibrated uE is ``invalid``, with its Wilson 95 % interval.
+
+Run from the repository root::
+
+    UQX_DATA_DIR=/work/shared/datasets .venv/bin/python benchmarks/bench_recalibrate.py \
+        --part qm9 --part pal --markdown docs/recalibrate_tables.md      # ~10 min on 2 cores
+    .venv/bin/python benchmarks/bench_recalibrate.py --part size --sets 100   # ~8 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+
+import _common  # noqa: F401  (repository on sys.path, UQX_DATA_DIR default)
+import numpy as np
+
+import uqx
+from uqx.engine.recal_maps import METHODS, gaussian_nll
+from uqx.inference.zeta import binomial_ci
+
+QUESTIONS = ("average", "consistency", "adaptivity_X", "ranking")
+PAL_SETS = ("Diffusion_RF", "Perovskite_RF", "Diffusion_LR", "Perovskite_LR",
+            "Diffusion_GPR_Bayesian", "Perovskite_GPR_Bayesian")
+
+
+def _verdicts(res, name):
+    qv = res["question_verdict"].sel(set=name)
+    return [str(qv.sel(question=q).values) for q in QUESTIONS]
+
+
+def _row(label, nll, verdicts):
+    return f"| {label} | {nll:.4f} | " + " | ".join(verdicts) + " |"
+
+
+def _header(first):
+    cols = ["average", "consistency", "adaptivity on X", "ranking"]
+    return [f"| {first} | held-out NLL | " + " | ".join(cols) + " |",
+            "|---|---:|" + "---|" * len(cols)]
+
+
+def part_qm9(args) -> list[str]:
+    val = uqx.load_dataset("QM9_E_uncal_val")
+    test = uqx.load_dataset("QM9_E_uncal")
+    authors = uqx.load_dataset("QM9_E")
+    if not np.allclose(test["E"].values, authors["E"].values):
+        raise SystemExit("QM9: the authors' calibrated test rows are not the same rows")
+    E, uE, X = test["E"].values, test["uE"].values, test["X"].values
+    fit_ds = uqx.from_arrays(val["E"].values, val["uE"].values, X=val["X"].values,
+                             name="QM9_E_uncal_val")
+    sets = [uqx.from_arrays(E, uE, X=X, name="uncalibrated"),
+            uqx.from_arrays(E, authors["uE"].values, X=X, name="authors' isotonic")]
+    chosen = {}
+    t0 = time.perf_counter()
+    for method in ("auto", *METHODS):
+        m = uqx.fit_recalibration(fit_ds, method, n_boot=0, seed=args.seed)
+        chosen[method] = m.method
+        sets.append(uqx.from_arrays(E, m.apply(uE, X), X=X, name=f"uqx {method}"))
+    t_fit = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    res = uqx.validate(uqx.stack(sets), seed=args.seed, n_boot=args.n_boot, n_mc=args.n_mc)
+    t_val = time.perf_counter() - t0
+    lines = [f"QM9 (BUS2022): maps fitted on the validation split (10 000 rows) in "
+             f"{t_fit:.1f} s, applied to the 13 885 test rows; `auto` chose "
+             f"`{chosen['auto']}`. Validation n_boot = {args.n_boot}, n_mc = {args.n_mc}, "
+             f"seed {args.seed} ({t_val:.0f} s for {len(sets)} sets).", ""]
+    lines += _header("test rows (uE)")
+    for s in sets:
+        name = s.attrs["name"]
+        lines.append(_row(name, gaussian_nll(E, s["uE"].values), _verdicts(res, name)))
+    if args.speed:
+        one = uqx.from_arrays(E, uE, X=X, name="QM9_E_uncal")
+        t0 = time.perf_counter()
+        uqx.validate(one, seed=args.seed, n_boot=args.n_boot, n_mc=args.n_mc)
+        t_one = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        uqx.check_recalibration(one, "auto", seed=args.seed, n_boot=args.n_boot,
+                                n_mc=args.n_mc)
+        t_chk = time.perf_counter() - t0
+        lines += ["", f"Speed: check_recalibration (auto, 5 folds, before and after) "
+                  f"{t_chk:.1f} s against one validation {t_one:.1f} s: "
+                  f"{t_chk / t_one:.2f}x."]
+    return lines
+
+
+def part_pal(args) -> list[str]:
+    lines = [f"PAL2022: each `*_Test_uncal` set recalibrated by 5-fold cross-fitting "
+             f"(`auto`, chosen inside the training folds); the authors' `*_Test_cal` "
+             f"uE of the same rows beside it. Validation n_boot = {args.n_boot}, "
+             f"n_mc = {args.n_mc}, seed {args.seed}.", ""]
+    lines += _header("set")
+    for name in PAL_SETS:
+        unc = uqx.load_dataset(f"{name}_uncal")
+        cal = uqx.load_dataset(f"{name}_cal")
+        if unc.sizes["sample"] != cal.sizes["sample"] or not np.allclose(
+                unc["E"].values, cal["E"].values):
+            lines.append(f"| {name} | rows differ between uncal and cal: skipped |||||")
+            continue
+        chk = uqx.check_recalibration(unc, "auto", seed=args.seed, n_boot=args.n_boot,
+                                      n_mc=args.n_mc)
+        res_cal = uqx.validate(uqx.from_arrays(cal["E"].values, cal["uE"].values,
+                                               name="cal"),
+                               seed=args.seed, n_boot=args.n_boot, n_mc=args.n_mc)
+        how = ", ".join(f"{m}×{n}" for m, n in Counter(chk.methods).items())
+        lines.append(_row(f"{name} uncalibrated", chk.nll_before,
+                          _verdicts(chk.result, "before")))
+        lines.append(_row(f"{name} authors' cal", gaussian_nll(cal["E"].values,
+                                                               cal["uE"].values),
+                          _verdicts(res_cal, "cal")))
+        lines.append(_row(f"{name} uqx auto ({how})", chk.nll_after,
+                          _verdicts(chk.result, "after")))
+    return lines
+
+
+def part_size(args) -> list[str]:
+    rng_root = np.random.SeedSequence(args.seed)
+    any_invalid = 0
+    per_q = dict.fromkeys(QUESTIONS, 0)
+    chosen = {}
+    t0 = time.perf_counter()
+    for i, ss in enumerate(rng_root.spawn(args.sets)):
+        rng = np.random.default_rng(ss)
+        uE = rng.lognormal(0.0, 0.6, args.M)
+        X = rng.uniform(0.0, 1.0, args.M)
+        E = uE * rng.standard_normal(args.M)
+        chk = uqx.check_recalibration((E, uE, X), args.method, seed=args.seed + i,
+                                      n_boot=args.n_boot, n_mc=args.n_mc)
+        after = chk.result["verdict"].sel(set="after").values.astype(str)
+        qafter = chk.result["question_verdict"].sel(set="after")
+        bad = (after == "invalid").any() or (qafter.values.astype(str) == "invalid").any()
+        any_invalid += bool(bad)
+        for q in QUESTIONS:
+            per_q[q] += str(qafter.sel(question=q).values) == "invalid"
+        for m in chk.methods:
+            chosen[m] = chosen.get(m, 0) + 1
+        if (i + 1) % 10 == 0:
+            print(f"  {i + 1}/{args.sets} sets, {any_invalid} with an invalid verdict, "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+    lo, hi = (float(v) for v in binomial_ci(any_invalid, args.sets, method="wilson"))
+    return [
+        f"Size of the re-validation: {args.sets} calibrated synthetic sets (M = {args.M}, "
+        f"uE log-normal(0, 0.6), normal errors, X uniform and unused by the errors), "
+        f"each cross-fitted with `{args.method}` (5 folds) and validated (n_boot = "
+        f"{args.n_boot}, n_mc = {args.n_mc}).",
+        "",
+        f"- any verdict (statistic or question) on the recalibrated uE `invalid`: "
+        f"{any_invalid}/{args.sets} = {any_invalid / args.sets:.3f} "
+        f"(Wilson 95 %: [{lo:.3f}, {hi:.3f}])",
+        "- `invalid` per question: " + ", ".join(f"{q} {n}" for q, n in per_q.items()),
+        "- methods chosen in the folds: " + ", ".join(f"{m} {n}" for m, n in
+                                                       sorted(chosen.items())),
+        f"- {time.perf_counter() - t0:.0f} s",
+    ]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--part", action="append", choices=["qm9", "pal", "size"])
+    p.add_argument("--n-boot", type=int, default=2000)
+    p.add_argument("--n-mc", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=44)
+    p.add_argument("--sets", type=int, default=100, help="synthetic sets (size)")
+    p.add_argument("--M", type=int, default=2000, help="rows per synthetic set (size)")
+    p.add_argument("--method", default="auto", help="method of the size study")
+    p.add_argument("--speed", action="store_true",
+                   help="qm9: also time check_recalibration against one validation")
+    p.add_argument("--markdown", default=None, help="also write the tables to this file")
+    p.add_argument("--docs", default=None,
+                   help="put the tables between the bench_recalibrate markers of this page "
+                   "(docs/recalibrate.md)")
+    args = p.parse_args(argv)
+    parts = args.part or ["qm9", "pal"]
+    out = []
+    for part in parts:
+        print(f"# {part}", flush=True)
+        lines = {"qm9": part_qm9, "pal": part_pal, "size": part_size}[part](args)
+        print("\n".join(lines), flush=True)
+        out += lines + [""]
+    if args.markdown:
+        from uqx.dataio.netcdf import atomic_write
+
+        text = "\n".join(out)
+        atomic_write(args.markdown, lambda tmp: tmp.write_text(text, encoding="utf-8"),
+                     what="tables", mkdir=False)
+    if args.docs:
+        _into_page(args.docs, "\n".join(out))
+    return 0
+
+
+BEGIN, END = "<!-- bench_recalibrate: begin -->", "<!-- bench_recalibrate: end -->"
+
+
+def _into_page(path, text):
+    from pathlib import Path
+
+    from uqx.dataio.netcdf import atomic_write
+
+    page = Path(path).read_text(encoding="utf-8")
+    head, rest = page.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    new = f"{head}{BEGIN}\n{text.rstrip()}\n{END}{tail}"
+    atomic_write(path, lambda tmp: tmp.write_text(new, encoding="utf-8"), what="page",
+                 mkdir=False)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
