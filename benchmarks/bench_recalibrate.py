@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections import Counter
+from pathlib import Path
 
 import _common  # noqa: F401  (repository on sys.path, UQX_DATA_DIR default)
 import numpy as np
@@ -37,6 +38,7 @@ import numpy as np
 import uqx
 from uqx.engine.recal_maps import METHODS, gaussian_nll
 from uqx.inference.zeta import binomial_ci
+from uqx.workflow import recalibrate as W
 
 QUESTIONS = ("average", "consistency", "adaptivity_X", "ranking")
 PAL_SETS = ("Diffusion_RF", "Perovskite_RF", "Diffusion_LR", "Perovskite_LR",
@@ -131,6 +133,111 @@ def part_pal(args) -> list[str]:
     return lines
 
 
+def _run_peers(python, fits):
+    """Recalibrate by the peers in their own environment: ``{peer: [u of each fit]}``."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        arrays = {}
+        for k, (E, uE, ua) in enumerate(fits):
+            arrays.update({f"E_fit_{k}": E, f"uE_fit_{k}": uE, f"uE_apply_{k}": ua})
+        np.savez(f"{d}/in.npz", **arrays)
+        subprocess.run([python, str(Path(__file__).with_name("_peers.py")), f"{d}/in.npz",
+                        f"{d}/out.npz"], check=True)
+        got = np.load(f"{d}/out.npz")
+        peers = sorted({k.rsplit("_", 1)[0] for k in got.files})
+        return {p: [got[f"{p}_{k}"] for k in range(len(fits))] for p in peers}
+
+
+def part_peers(args) -> list[str]:
+    """QM9 and PAL2022 through the peers' recalibrators, on the same splits as uqx."""
+    if not args.peers:
+        raise SystemExit("--part peers needs --peers PYTHON (an environment with "
+                         "uncertainty-toolbox and scikit-learn)")
+    rows = []
+    # QM9: fit on the validation split, apply to the test rows
+    val, test = uqx.load_dataset("QM9_E_uncal_val"), uqx.load_dataset("QM9_E_uncal")
+    E, uE, X = test["E"].values, test["uE"].values, test["X"].values
+    peers = _run_peers(args.peers, [(val["E"].values, val["uE"].values, uE)])
+    m = uqx.fit_recalibration(uqx.from_arrays(val["E"].values, val["uE"].values,
+                                              X=val["X"].values), "auto", n_boot=0,
+                              seed=args.seed)
+    cands = {"uqx auto": m.apply(uE, X), **{p: u[0] for p, u in peers.items()}}
+    rows.append(("QM9_E (val -> test)", E, X, cands))
+    # PAL2022: the folds of uqx's cross-fitting
+    for name in PAL_SETS:
+        unc = uqx.load_dataset(f"{name}_uncal")
+        E, uE = unc["E"].values, unc["uE"].values
+        cf = W.cross_fit(E, uE, None, method="auto", folds=5, seed=args.seed)
+        fits = [(E[tr], uE[tr], uE[te]) for tr, te in zip(cf.fitted_on, cf.applied_to,
+                                                           strict=True)]
+        got = _run_peers(args.peers, fits)
+        cands = {"uqx auto": cf.u}
+        for p, us in got.items():
+            u = np.empty_like(E)
+            for te, uk in zip(cf.applied_to, us, strict=True):
+                u[te] = uk
+            cands[p] = u
+        rows.append((f"{name} (5-fold)", E, None, cands))
+    lines = [f"Peers on the same splits: uncertainty-toolbox {args.peer_versions} "
+             f"(`get_std_recalibrator`, criteria ma_cal, rms_cal, miscal) and scikit-learn's "
+             f"`IsotonicRegression` of E² on uE²; held-out NLL of each, verdicts of uqx "
+             f"auto and of the best peer (validation n_boot = {args.n_boot}, n_mc = "
+             f"{args.n_mc}, seed {args.seed}).", "",
+             "| data | uqx auto NLL | " + " | ".join(
+                 f"{p} NLL" for p in sorted(rows[0][3]) if p != "uqx auto") +
+             " | best peer: average, consistency, adaptivity on X, ranking | uqx auto: "
+             "the same |", "|---|" + "---:|" * len(rows[0][3]) + "---|---|"]
+    for label, E, X, cands in rows:
+        peer_names = sorted(p for p in cands if p != "uqx auto")
+        nll = {p: gaussian_nll(E, u) for p, u in cands.items()}
+        best = min(peer_names, key=nll.get)
+        res = uqx.validate(uqx.stack([uqx.from_arrays(E, cands["uqx auto"], X=X, name="uqx"),
+                                      uqx.from_arrays(E, cands[best], X=X, name="peer")]),
+                           seed=args.seed, n_boot=args.n_boot, n_mc=args.n_mc)
+        lines.append(f"| {label} | {nll['uqx auto']:.4f} | "
+                     + " | ".join(f"{nll[p]:.4f}" for p in peer_names)
+                     + f" | {best}: {', '.join(_verdicts(res, 'peer'))} | "
+                     + ", ".join(_verdicts(res, "uqx")) + " |")
+    return lines
+
+
+def part_figure(args) -> list[str]:
+    """Each map fitted on QM9's validation split, with its bootstrap band (a PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from uqx.dataio.netcdf import atomic_write
+
+    val = uqx.load_dataset("QM9_E_uncal_val")
+    fit_ds = uqx.from_arrays(val["E"].values, val["uE"].values, X=val["X"].values,
+                             name="QM9_E_uncal_val")
+    fig, axes = plt.subplots(2, 3, figsize=(10, 6), constrained_layout=True)
+    for ax, method in zip(axes.ravel(), METHODS, strict=True):
+        m = uqx.fit_recalibration(fit_ds, method, n_boot=args.band_boot, seed=args.seed)
+        b = m.band
+        g = b["grid"].values
+        ax.fill_between(g, b["lower"], b["upper"], color="C0", alpha=0.3,
+                        label="95 % band (bootstrap refits)")
+        ax.plot(g, b["factor"], "C0-", label="map")
+        ax.axhline(1.0, color="k", lw=0.5)
+        ax.set_xscale("log" if method != "bvs-X" else "linear")
+        ax.set_xlabel(f"{b.attrs['grid_of']}" + (" (molecular mass)" if method == "bvs-X"
+                                                  else " (Eh)"))
+        ax.set_ylabel("u / uE")
+        ax.set_title(method, fontsize=10)
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle("QM9 (BUS2022): maps fitted on the validation split, with their bands")
+    path = args.figure
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=90), what="figure", mkdir=False)
+    return [f"![Each map fitted on QM9's validation split, u/uE against uE (X for bvs-X), "
+            f"with the 2.5-97.5 % band of {args.band_boot} bootstrap refits]"
+            f"({Path(path).name})"]
+
+
 def part_size(args) -> list[str]:
     rng_root = np.random.SeedSequence(args.seed)
     any_invalid = 0
@@ -174,7 +281,12 @@ def part_size(args) -> list[str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--part", action="append", choices=["qm9", "pal", "size"])
+    p.add_argument("--part", action="append", choices=["qm9", "pal", "size", "figure", "peers"])
+    p.add_argument("--peers", default=None, metavar="PYTHON",
+                   help="peers: a Python with uncertainty-toolbox and scikit-learn")
+    p.add_argument("--figure", default="docs/recalibrate_maps.png",
+                   help="figure: the PNG of the maps (beside the docs page)")
+    p.add_argument("--band-boot", type=int, default=200, help="figure: refits per band")
     p.add_argument("--n-boot", type=int, default=2000)
     p.add_argument("--n-mc", type=int, default=2000)
     p.add_argument("--seed", type=int, default=44)
@@ -188,11 +300,20 @@ def main(argv=None) -> int:
                    help="put the tables between the bench_recalibrate markers of this page "
                    "(docs/recalibrate.md)")
     args = p.parse_args(argv)
+    args.peer_versions = ""
+    if args.peers:
+        import subprocess
+
+        args.peer_versions = subprocess.run(
+            [args.peers, "-c", "import importlib.metadata as m; print(m.version("
+             "'uncertainty-toolbox'), 'and scikit-learn', m.version('scikit-learn'))"],
+            capture_output=True, text=True).stdout.strip()
     parts = args.part or ["qm9", "pal"]
     out = []
     for part in parts:
         print(f"# {part}", flush=True)
-        lines = {"qm9": part_qm9, "pal": part_pal, "size": part_size}[part](args)
+        lines = {"qm9": part_qm9, "pal": part_pal, "size": part_size,
+                 "figure": part_figure, "peers": part_peers}[part](args)
         print("\n".join(lines), flush=True)
         out += lines + [""]
     if args.markdown:
@@ -210,8 +331,6 @@ BEGIN, END = "<!-- bench_recalibrate: begin -->", "<!-- bench_recalibrate: end -
 
 
 def _into_page(path, text):
-    from pathlib import Path
-
     from uqx.dataio.netcdf import atomic_write
 
     page = Path(path).read_text(encoding="utf-8")
