@@ -13,6 +13,15 @@ Parts (``--part``, several allowed):
     PAL2022: the six ``*_Test_uncal`` sets recalibrated by 5-fold cross-fitting
     (``auto``), against the authors' ``*_Test_cal`` of the same rows, validated by the
     same rule; held-out NLL.
+``peers``
+    The same splits through uncertainty-toolbox's ``get_std_recalibrator`` and
+    scikit-learn's ``IsotonicRegression`` (``benchmarks/_peers.py``, run by ``--peers
+    PYTHON``: a throwaway environment with them; they are not uqx dependencies).
+``figure``
+    Each map fitted on QM9's validation split with its bootstrap band (``--figure``).
+``targets``
+    The issue's miscalibrated scenarios (a factor, uE^1.5, the top or bottom decile,
+    noisy uE, t_s(6) errors, variance on X): verdicts and NLL after ``auto``.
 ``size``
     Calibrated synthetic sets (uE log-normal, normal errors, M rows), each cross-fitted
     with ``auto`` and validated: the fraction of sets where any verdict on the
@@ -22,7 +31,13 @@ Run from the repository root::
 
     UQX_DATA_DIR=/work/shared/datasets .venv/bin/python benchmarks/bench_recalibrate.py \
         --part qm9 --part pal --markdown docs/recalibrate_tables.md      # ~10 min on 2 cores
-    .venv/bin/python benchmarks/bench_recalibrate.py --part size --sets 100   # ~8 min
+    .venv/bin/python benchmarks/bench_recalibrate.py --part size --sets 100 \
+        --n-boot 1000 --n-mc 1000                                       # ~20 min on 2 busy cores
+    python -m venv /tmp/peers && /tmp/peers/bin/pip install uncertainty-toolbox
+    .venv/bin/python benchmarks/bench_recalibrate.py --part peers --peers /tmp/peers/bin/python
+    .venv/bin/python benchmarks/bench_recalibrate.py --part figure      # docs/recalibrate_maps.png
+    .venv/bin/python benchmarks/bench_recalibrate.py --part targets --sets-per-scenario 10 \
+        --n-boot 500 --n-mc 500
 """
 
 from __future__ import annotations
@@ -238,6 +253,71 @@ def part_figure(args) -> list[str]:
             f"({Path(path).name})"]
 
 
+def _scenario(name, rng, M):
+    """Errors E, uncertainties uE and feature X of one miscalibrated synthetic set."""
+    uE = rng.lognormal(0.0, 0.6, M)
+    X = rng.uniform(0.0, 1.0, M)
+    eps = rng.standard_normal(M)
+    if name == "factor 1.5":
+        return 1.5 * uE * eps, uE, X
+    if name == "factor 1.5, t_s(6)":
+        return 1.5 * uE * rng.standard_t(6, M) / np.sqrt(1.5), uE, X
+    if name == "uE^1.5":
+        return uE**1.5 * eps, uE, X
+    if name == "top decile x2":
+        return uE * eps * np.where(uE > np.quantile(uE, 0.9), 2.0, 1.0), uE, X
+    if name == "bottom decile x2":
+        return uE * eps * np.where(uE < np.quantile(uE, 0.1), 2.0, 1.0), uE, X
+    if name == "noisy uE":
+        sigma = uE
+        return sigma * eps, sigma * np.exp(0.3 * rng.standard_normal(M)), X
+    if name == "variance on X":
+        return uE * (0.5 + 2.0 * X) * eps, uE, X
+    raise ValueError(name)
+
+
+SCENARIOS = ("factor 1.5", "factor 1.5, t_s(6)", "uE^1.5", "top decile x2",
+             "bottom decile x2", "noisy uE", "variance on X")
+
+
+def part_targets(args) -> list[str]:
+    """The issue's targets on miscalibrated sets: verdicts and NLL after auto."""
+    lines = [f"Targets: {args.sets_per_scenario} sets per scenario, M = {args.M}, "
+             f"cross-fitted (5 folds), validation n_boot = {args.n_boot}, n_mc = "
+             f"{args.n_mc}. `auto` is given X only in the scenario 'variance on X'.", "",
+             "| scenario | consistency not invalid after auto | adaptivity on X not invalid "
+             "after auto | after bvs-uE | NLL(auto) - NLL(scale), mean (max) | "
+             "methods chosen |", "|---|---|---|---|---|---|"]
+    root = np.random.SeedSequence([args.seed, 7])
+    for s_i, (name, ss) in enumerate(zip(SCENARIOS, root.spawn(len(SCENARIOS)),
+                                         strict=True)):
+        ok_cons = ok_ax = ok_bvs = 0
+        diffs, chosen = [], Counter()
+        for i, sss in enumerate(ss.spawn(args.sets_per_scenario)):
+            E, uE, X = _scenario(name, np.random.default_rng(sss), args.M)
+            with_x = name == "variance on X"
+            chk = uqx.check_recalibration((E, uE, X) if with_x else (E, uE), "auto",
+                                          seed=args.seed + 1000 * s_i + i,
+                                          n_boot=args.n_boot, n_mc=args.n_mc)
+            v = chk.question_verdicts()
+            ok_cons += v["consistency"][1] != "invalid"
+            diffs.append(chk.nll_after - chk.nll_scale)
+            chosen.update(chk.methods)
+            if with_x:
+                ok_ax += v["adaptivity_X"][1] != "invalid"
+                b = uqx.check_recalibration((E, uE, X), "bvs-uE", seed=args.seed + i,
+                                            n_boot=args.n_boot, n_mc=args.n_mc)
+                ok_bvs += b.question_verdicts()["adaptivity_X"][1] != "invalid"
+        n = args.sets_per_scenario
+        ax = f"{ok_ax}/{n}" if name == "variance on X" else "-"
+        bv = f"{ok_bvs}/{n}" if name == "variance on X" else "-"
+        lines.append(f"| {name} | {ok_cons}/{n} | {ax} | {bv} | {np.mean(diffs):+.4f} "
+                     f"({np.max(diffs):+.4f}) | "
+                     + ", ".join(f"{m} {k}" for m, k in chosen.most_common()) + " |")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def part_size(args) -> list[str]:
     rng_root = np.random.SeedSequence(args.seed)
     any_invalid = 0
@@ -281,7 +361,8 @@ def part_size(args) -> list[str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--part", action="append", choices=["qm9", "pal", "size", "figure", "peers"])
+    p.add_argument("--part", action="append", choices=["qm9", "pal", "size", "figure", "peers",
+                                                       "targets"])
     p.add_argument("--peers", default=None, metavar="PYTHON",
                    help="peers: a Python with uncertainty-toolbox and scikit-learn")
     p.add_argument("--figure", default="docs/recalibrate_maps.png",
@@ -291,6 +372,7 @@ def main(argv=None) -> int:
     p.add_argument("--n-mc", type=int, default=2000)
     p.add_argument("--seed", type=int, default=44)
     p.add_argument("--sets", type=int, default=100, help="synthetic sets (size)")
+    p.add_argument("--sets-per-scenario", type=int, default=20, help="targets")
     p.add_argument("--M", type=int, default=2000, help="rows per synthetic set (size)")
     p.add_argument("--method", default="auto", help="method of the size study")
     p.add_argument("--speed", action="store_true",
@@ -313,7 +395,8 @@ def main(argv=None) -> int:
     for part in parts:
         print(f"# {part}", flush=True)
         lines = {"qm9": part_qm9, "pal": part_pal, "size": part_size,
-                 "figure": part_figure, "peers": part_peers}[part](args)
+                 "figure": part_figure, "peers": part_peers,
+                 "targets": part_targets}[part](args)
         print("\n".join(lines), flush=True)
         out += lines + [""]
     if args.markdown:
