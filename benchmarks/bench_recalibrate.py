@@ -240,8 +240,7 @@ def part_figure(args) -> list[str]:
         ax.plot(g, b["factor"], "C0-", label="map")
         ax.axhline(1.0, color="k", lw=0.5)
         ax.set_xscale("log" if method != "bvs-X" else "linear")
-        ax.set_xlabel(f"{b.attrs['grid_of']}" + (" (molecular mass)" if method == "bvs-X"
-                                                  else " (Eh)"))
+        ax.set_xlabel("X (molecular mass)" if method == "bvs-X" else "uE")
         ax.set_ylabel("u / uE")
         ax.set_title(method, fontsize=10)
     axes[0, 0].legend(fontsize=7)
