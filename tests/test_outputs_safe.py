@@ -213,8 +213,11 @@ _COMMANDS = {
     "plot": lambda inp: ["plot", "e-vs-u", inp],
     "sweep": lambda inp: ["sweep", "binned-tailedness", inp],
     "demo": lambda inp: ["demo", "--n-boot", "2", "--n-mc", "2"],
+    "recalibrate-fit": lambda inp: ["recalibrate", "fit", inp, "--method", "scale"],
+    "recalibrate-check": lambda inp: ["recalibrate", "check", inp, "--method", "scale"],
 }
-_SUFFIX = {"validate": ".nc", "report": ".html", "plot": ".png", "sweep": ".nc", "demo": ".nc"}
+_SUFFIX = {"validate": ".nc", "report": ".html", "plot": ".png", "sweep": ".nc", "demo": ".nc",
+           "recalibrate-fit": ".nc", "recalibrate-check": ".nc"}
 
 
 def _odd_output(kind, tmp_path, inp, suffix):

@@ -55,6 +55,9 @@ _LAZY = {
     "result_dataframe": "uqx.workflow.tables",
     "verdict_table": "uqx.workflow.tables",
     "validate": "uqx.workflow.validation",
+    "fit_recalibration": "uqx.workflow.recalibrate",
+    "check_recalibration": "uqx.workflow.recalibrate",
+    "read_map": "uqx.workflow.recalibrate",
 }
 
 __all__ = sorted([*_LAZY, "InputError", "OutputError", "__version__"])

@@ -153,6 +153,33 @@ class UqxAccessor:
 
         return validate(self._ds, *args, **kwargs)
 
+    def recalibrate(self, method: str = "auto", *, check: bool = False, **kwargs):
+        """Recalibrate uE: :func:`uqx.fit_recalibration` of this Dataset.
+
+        With ``check``, the cross-fitted :func:`uqx.check_recalibration` instead.
+
+        Parameters
+        ----------
+        method : str, default "auto"
+            ``auto``, ``scale``, ``power``, ``scaling-binning``, ``isotonic``, ``bvs-uE``
+            or ``bvs-X``.
+        check : bool, default False
+            Cross-fit and validate before and after instead of fitting one map.
+        **kwargs
+            Options of the function forwarded to (``seed``, ``n_bins``, ``folds``,
+            ``split``, ``n_boot``...).
+
+        Returns
+        -------
+        uqx.workflow.recalibrate.RecalMap or uqx.workflow.recalibrate.RecalCheck
+            The map (``.apply(ds)``, ``.to_netcdf(path)``), or the check (``.text()``).
+        """
+        from uqx.workflow.recalibrate import check_recalibration, fit_recalibration
+
+        if check:
+            return check_recalibration(self._ds, method, **kwargs)
+        return fit_recalibration(self._ds, method, **kwargs)
+
     def describe(self, **kwargs) -> xr.Dataset:
         """Summary statistics and tailedness: :func:`uqx.describe` of this Dataset.
 

@@ -1,4 +1,7 @@
-"""The ``uqx`` command: datasets, stats, validate, report, show, fit, plot, sweep, demo, glossary.
+"""The ``uqx`` command and its subcommands.
+
+The commands: datasets, stats, validate, report, show, fit, plot, sweep, recalibrate, demo,
+glossary.
 
 Each command is a module of :mod:`uqx.cli.commands` with ``register(subparsers)`` and
 ``run(args) -> int``; :data:`COMMANDS` lists them (adding a command is one line). Only
@@ -39,6 +42,7 @@ COMMANDS = [
     "fit",
     "plot",
     "sweep",
+    "recalibrate",
     "demo",
     "glossary",
 ]

@@ -1,0 +1,430 @@
+"""Recalibration on literature data and the size of the re-validation.
+
+Parts (``--part``, several allowed):
+
+``qm9``
+    BUS2022 QM9 atomization energies: every method fitted on the validation split
+    (``QM9_E_uncal_val``, 10 000 rows), applied to the test rows (``QM9_E_uncal``,
+    13 885 rows), validated; beside the uncalibrated test rows and the authors' own
+    isotonic recalibration of the same rows (``QM9_E``), validated by the same rule.
+    X is the molecular mass. Also times ``check_recalibration`` (5 folds) against one
+    validation of the test rows (the speed target: <= 3x).
+``pal``
+    PAL2022: the six ``*_Test_uncal`` sets recalibrated by 5-fold cross-fitting
+    (``auto``), against the authors' ``*_Test_cal`` of the same rows, validated by the
+    same rule; held-out NLL.
+``peers``
+    The same splits through uncertainty-toolbox's ``get_std_recalibrator`` and
+    scikit-learn's ``IsotonicRegression`` (``benchmarks/_peers.py``, run by ``--peers
+    PYTHON``: a throwaway environment with them; they are not uqx dependencies).
+``figure``
+    Each map fitted on QM9's validation split with its bootstrap band (``--figure``).
+``targets``
+    The issue's miscalibrated scenarios (a factor, uE^1.5, the top or bottom decile,
+    noisy uE, t_s(6) errors, variance on X): verdicts and NLL after ``auto``.
+``size``
+    Calibrated synthetic sets (uE log-normal, normal errors, M rows), each cross-fitted
+    with ``auto`` and validated: the fraction of sets where any verdict on the
+    recalibrated uE is ``invalid``, with its Wilson 95 % interval.
+
+Run from the repository root::
+
+    UQX_DATA_DIR=/work/shared/datasets .venv/bin/python benchmarks/bench_recalibrate.py \
+        --part qm9 --part pal --markdown docs/recalibrate_tables.md      # ~10 min on 2 cores
+    .venv/bin/python benchmarks/bench_recalibrate.py --part size --sets 100 \
+        --n-boot 1000 --n-mc 1000                                       # ~20 min on 2 busy cores
+    python -m venv /tmp/peers && /tmp/peers/bin/pip install uncertainty-toolbox
+    .venv/bin/python benchmarks/bench_recalibrate.py --part peers --peers /tmp/peers/bin/python
+    .venv/bin/python benchmarks/bench_recalibrate.py --part figure      # docs/recalibrate_maps.png
+    .venv/bin/python benchmarks/bench_recalibrate.py --part targets --sets-per-scenario 10 \
+        --n-boot 500 --n-mc 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from pathlib import Path
+
+import _common  # (repository on sys.path, UQX_DATA_DIR default)
+import numpy as np
+
+import uqx
+from uqx.engine.recal_maps import METHODS, gaussian_nll
+from uqx.inference.zeta import binomial_ci
+from uqx.workflow import recalibrate as W
+
+QUESTIONS = ("average", "consistency", "adaptivity_X", "ranking")
+PAL_SETS = ("Diffusion_RF", "Perovskite_RF", "Diffusion_LR", "Perovskite_LR",
+            "Diffusion_GPR_Bayesian", "Perovskite_GPR_Bayesian")
+
+
+def _verdicts(res, name):
+    qv = res["question_verdict"].sel(set=name)
+    return [str(qv.sel(question=q).values) for q in QUESTIONS]
+
+
+def _row(label, nll, verdicts):
+    return f"| {label} | {nll:.4f} | " + " | ".join(verdicts) + " |"
+
+
+def _header(first):
+    cols = ["average", "consistency", "adaptivity on X", "ranking"]
+    return [f"| {first} | held-out NLL | " + " | ".join(cols) + " |",
+            "|---|---:|" + "---|" * len(cols)]
+
+
+def part_qm9(args) -> list[str]:
+    val = uqx.load_dataset("QM9_E_uncal_val")
+    test = uqx.load_dataset("QM9_E_uncal")
+    authors = uqx.load_dataset("QM9_E")
+    if not np.allclose(test["E"].values, authors["E"].values):
+        raise SystemExit("QM9: the authors' calibrated test rows are not the same rows")
+    E, uE, X = test["E"].values, test["uE"].values, test["X"].values
+    fit_ds = uqx.from_arrays(val["E"].values, val["uE"].values, X=val["X"].values,
+                             name="QM9_E_uncal_val")
+    sets = [uqx.from_arrays(E, uE, X=X, name="uncalibrated"),
+            uqx.from_arrays(E, authors["uE"].values, X=X, name="authors' isotonic")]
+    chosen = {}
+    t0 = time.perf_counter()
+    for method in ("auto", *METHODS):
+        m = uqx.fit_recalibration(fit_ds, method, n_boot=0, seed=args.seed)
+        chosen[method] = m.method
+        sets.append(uqx.from_arrays(E, m.apply(uE, X), X=X, name=f"uqx {method}"))
+    t_fit = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    res = uqx.validate(uqx.stack(sets), seed=args.seed, n_boot=args.n_boot, n_mc=args.n_mc)
+    t_val = time.perf_counter() - t0
+    lines = [f"QM9 (BUS2022): maps fitted on the validation split (10 000 rows) in "
+             f"{t_fit:.1f} s, applied to the 13 885 test rows; `auto` chose "
+             f"`{chosen['auto']}`. Validation n_boot = {args.n_boot}, n_mc = {args.n_mc}, "
+             f"seed {args.seed} ({t_val:.0f} s for {len(sets)} sets).", ""]
+    lines += _header("test rows (uE)")
+    for s in sets:
+        name = s.attrs["name"]
+        lines.append(_row(name, gaussian_nll(E, s["uE"].values), _verdicts(res, name)))
+    if args.speed:
+        one = uqx.from_arrays(E, uE, X=X, name="QM9_E_uncal")
+        pairs = []
+        for rep in range(2):  # fresh seeds: nothing drawn before is reused
+            t0 = time.perf_counter()
+            uqx.validate(one, seed=args.seed + 11 + rep, n_boot=args.n_boot, n_mc=args.n_mc)
+            t_one = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            uqx.check_recalibration(one, "auto", seed=args.seed + 21 + rep,
+                                    n_boot=args.n_boot, n_mc=args.n_mc)
+            pairs.append((time.perf_counter() - t0, t_one))
+        lines += ["", "Speed: check_recalibration (auto, 5 folds, before and after) against "
+                  "one validation of the test rows, two repeats: " + "; ".join(
+                      f"{c:.1f} s / {o:.1f} s = {c / o:.2f}x" for c, o in pairs)
+                  + f" (load average {_common.loadavg()})."]
+    return lines
+
+
+def part_pal(args) -> list[str]:
+    lines = [f"PAL2022: each `*_Test_uncal` set recalibrated by 5-fold cross-fitting "
+             f"(`auto`, chosen inside the training folds); the authors' `*_Test_cal` "
+             f"uE of the same rows beside it. Validation n_boot = {args.n_boot}, "
+             f"n_mc = {args.n_mc}, seed {args.seed}.", ""]
+    lines += _header("set")
+    for name in PAL_SETS:
+        unc = uqx.load_dataset(f"{name}_uncal")
+        cal = uqx.load_dataset(f"{name}_cal")
+        if unc.sizes["sample"] != cal.sizes["sample"] or not np.allclose(
+                unc["E"].values, cal["E"].values):
+            lines.append(f"| {name} | rows differ between uncal and cal: skipped |||||")
+            continue
+        chk = uqx.check_recalibration(unc, "auto", seed=args.seed, n_boot=args.n_boot,
+                                      n_mc=args.n_mc)
+        res_cal = uqx.validate(uqx.from_arrays(cal["E"].values, cal["uE"].values,
+                                               name="cal"),
+                               seed=args.seed, n_boot=args.n_boot, n_mc=args.n_mc)
+        how = ", ".join(f"{m}×{n}" for m, n in Counter(chk.methods).items())
+        lines.append(_row(f"{name} uncalibrated", chk.nll_before,
+                          _verdicts(chk.result, "before")))
+        lines.append(_row(f"{name} authors' cal", gaussian_nll(cal["E"].values,
+                                                               cal["uE"].values),
+                          _verdicts(res_cal, "cal")))
+        lines.append(_row(f"{name} uqx auto ({how})", chk.nll_after,
+                          _verdicts(chk.result, "after")))
+    return lines
+
+
+def _run_peers(python, fits):
+    """Recalibrate by the peers in their own environment: ``{peer: [u of each fit]}``."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        arrays = {}
+        for k, (E, uE, ua) in enumerate(fits):
+            arrays.update({f"E_fit_{k}": E, f"uE_fit_{k}": uE, f"uE_apply_{k}": ua})
+        np.savez(f"{d}/in.npz", **arrays)
+        subprocess.run([python, str(Path(__file__).with_name("_peers.py")), f"{d}/in.npz",
+                        f"{d}/out.npz"], check=True)
+        got = np.load(f"{d}/out.npz")
+        peers = sorted({k.rsplit("_", 1)[0] for k in got.files})
+        return {p: [got[f"{p}_{k}"] for k in range(len(fits))] for p in peers}
+
+
+def part_peers(args) -> list[str]:
+    """QM9 and PAL2022 through the peers' recalibrators, on the same splits as uqx."""
+    if not args.peers:
+        raise SystemExit("--part peers needs --peers PYTHON (an environment with "
+                         "uncertainty-toolbox and scikit-learn)")
+    rows = []
+    # QM9: fit on the validation split, apply to the test rows
+    val, test = uqx.load_dataset("QM9_E_uncal_val"), uqx.load_dataset("QM9_E_uncal")
+    E, uE, X = test["E"].values, test["uE"].values, test["X"].values
+    peers = _run_peers(args.peers, [(val["E"].values, val["uE"].values, uE)])
+    m = uqx.fit_recalibration(uqx.from_arrays(val["E"].values, val["uE"].values,
+                                              X=val["X"].values), "auto", n_boot=0,
+                              seed=args.seed)
+    cands = {"uqx auto": m.apply(uE, X), **{p: u[0] for p, u in peers.items()}}
+    rows.append(("QM9_E (val -> test)", E, X, cands))
+    # PAL2022: the folds of uqx's cross-fitting
+    for name in PAL_SETS:
+        unc = uqx.load_dataset(f"{name}_uncal")
+        E, uE = unc["E"].values, unc["uE"].values
+        cf = W.cross_fit(E, uE, None, method="auto", folds=5, seed=args.seed)
+        fits = [(E[tr], uE[tr], uE[te]) for tr, te in zip(cf.fitted_on, cf.applied_to,
+                                                           strict=True)]
+        got = _run_peers(args.peers, fits)
+        cands = {"uqx auto": cf.u}
+        for p, us in got.items():
+            u = np.empty_like(E)
+            for te, uk in zip(cf.applied_to, us, strict=True):
+                u[te] = uk
+            cands[p] = u
+        rows.append((f"{name} (5-fold)", E, None, cands))
+    lines = [f"Peers on the same splits: uncertainty-toolbox {args.peer_versions} "
+             f"(`get_std_recalibrator`, criteria ma_cal, rms_cal, miscal) and scikit-learn's "
+             f"`IsotonicRegression` of E² on uE²; held-out NLL of each, verdicts of uqx "
+             f"auto and of the best peer (validation n_boot = {args.n_boot}, n_mc = "
+             f"{args.n_mc}, seed {args.seed}).", "",
+             "| data | uqx auto NLL | " + " | ".join(
+                 f"{p} NLL" for p in sorted(rows[0][3]) if p != "uqx auto") +
+             " | best peer: average, consistency, adaptivity on X, ranking | uqx auto: "
+             "the same |", "|---|" + "---:|" * len(rows[0][3]) + "---|---|"]
+    for label, E, X, cands in rows:
+        peer_names = sorted(p for p in cands if p != "uqx auto")
+        nll = {p: gaussian_nll(E, u) for p, u in cands.items()}
+        best = min(peer_names, key=nll.get)
+        res = uqx.validate(uqx.stack([uqx.from_arrays(E, cands["uqx auto"], X=X, name="uqx"),
+                                      uqx.from_arrays(E, cands[best], X=X, name="peer")]),
+                           seed=args.seed, n_boot=args.n_boot, n_mc=args.n_mc)
+        lines.append(f"| {label} | {nll['uqx auto']:.4f} | "
+                     + " | ".join(f"{nll[p]:.4f}" for p in peer_names)
+                     + f" | {best}: {', '.join(_verdicts(res, 'peer'))} | "
+                     + ", ".join(_verdicts(res, "uqx")) + " |")
+    return lines
+
+
+def part_figure(args) -> list[str]:
+    """Each map fitted on QM9's validation split, with its bootstrap band (a PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from uqx.dataio.netcdf import atomic_write
+
+    val = uqx.load_dataset("QM9_E_uncal_val")
+    fit_ds = uqx.from_arrays(val["E"].values, val["uE"].values, X=val["X"].values,
+                             name="QM9_E_uncal_val")
+    fig, axes = plt.subplots(2, 3, figsize=(10, 6), constrained_layout=True)
+    for ax, method in zip(axes.ravel(), METHODS, strict=True):
+        m = uqx.fit_recalibration(fit_ds, method, n_boot=args.band_boot, seed=args.seed)
+        b = m.band
+        g = b["grid"].values
+        ax.fill_between(g, b["lower"], b["upper"], color="C0", alpha=0.3,
+                        label="95 % band (bootstrap refits)")
+        ax.plot(g, b["factor"], "C0-", label="map")
+        ax.axhline(1.0, color="k", lw=0.5)
+        ax.set_xscale("log" if method != "bvs-X" else "linear")
+        ax.set_xlabel("X (molecular mass)" if method == "bvs-X" else "uE")
+        ax.set_ylabel("u / uE")
+        ax.set_title(method, fontsize=10)
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle("QM9 (BUS2022): maps fitted on the validation split, with their bands")
+    path = args.figure
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=90), what="figure", mkdir=False)
+    return [f"![Each map fitted on QM9's validation split, u/uE against uE (X for bvs-X), "
+            f"with the 2.5-97.5 % band of {args.band_boot} bootstrap refits]"
+            f"({Path(path).name})"]
+
+
+def _scenario(name, rng, M):
+    """Errors E, uncertainties uE and feature X of one miscalibrated synthetic set."""
+    uE = rng.lognormal(0.0, 0.6, M)
+    X = rng.uniform(0.0, 1.0, M)
+    eps = rng.standard_normal(M)
+    if name == "factor 1.5":
+        return 1.5 * uE * eps, uE, X
+    if name == "factor 1.5, t_s(6)":
+        return 1.5 * uE * rng.standard_t(6, M) / np.sqrt(1.5), uE, X
+    if name == "uE^1.5":
+        return uE**1.5 * eps, uE, X
+    if name == "top decile x2":
+        return uE * eps * np.where(uE > np.quantile(uE, 0.9), 2.0, 1.0), uE, X
+    if name == "bottom decile x2":
+        return uE * eps * np.where(uE < np.quantile(uE, 0.1), 2.0, 1.0), uE, X
+    if name == "noisy uE":
+        sigma = uE
+        return sigma * eps, sigma * np.exp(0.3 * rng.standard_normal(M)), X
+    if name == "variance on X":
+        return uE * (0.5 + 2.0 * X) * eps, uE, X
+    raise ValueError(name)
+
+
+SCENARIOS = ("factor 1.5", "factor 1.5, t_s(6)", "uE^1.5", "top decile x2",
+             "bottom decile x2", "noisy uE", "variance on X")
+
+
+def part_targets(args) -> list[str]:
+    """The issue's targets on miscalibrated sets: verdicts and NLL after auto."""
+    lines = [f"Targets: {args.sets_per_scenario} sets per scenario, M = {args.M}, "
+             f"cross-fitted (5 folds), validation n_boot = {args.n_boot}, n_mc = "
+             f"{args.n_mc}. `auto` is given X only in the scenario 'variance on X'.", "",
+             "| scenario | consistency not invalid after auto | adaptivity on X not invalid "
+             "after auto | after bvs-uE | NLL(auto) - NLL(scale), mean (max) | "
+             "methods chosen |", "|---|---|---|---|---|---|"]
+    root = np.random.SeedSequence([args.seed, 7])
+    for s_i, (name, ss) in enumerate(zip(SCENARIOS, root.spawn(len(SCENARIOS)),
+                                         strict=True)):
+        ok_cons = ok_ax = ok_bvs = 0
+        diffs, chosen = [], Counter()
+        for i, sss in enumerate(ss.spawn(args.sets_per_scenario)):
+            E, uE, X = _scenario(name, np.random.default_rng(sss), args.M)
+            with_x = name == "variance on X"
+            chk = uqx.check_recalibration((E, uE, X) if with_x else (E, uE), "auto",
+                                          seed=args.seed + 1000 * s_i + i,
+                                          n_boot=args.n_boot, n_mc=args.n_mc)
+            v = chk.question_verdicts()
+            ok_cons += v["consistency"][1] != "invalid"
+            diffs.append(chk.nll_after - chk.nll_scale)
+            chosen.update(chk.methods)
+            if with_x:
+                ok_ax += v["adaptivity_X"][1] != "invalid"
+                b = uqx.check_recalibration((E, uE, X), "bvs-uE", seed=args.seed + i,
+                                            n_boot=args.n_boot, n_mc=args.n_mc)
+                ok_bvs += b.question_verdicts()["adaptivity_X"][1] != "invalid"
+        n = args.sets_per_scenario
+        ax = f"{ok_ax}/{n}" if name == "variance on X" else "-"
+        bv = f"{ok_bvs}/{n}" if name == "variance on X" else "-"
+        lines.append(f"| {name} | {ok_cons}/{n} | {ax} | {bv} | {np.mean(diffs):+.4f} "
+                     f"({np.max(diffs):+.4f}) | "
+                     + ", ".join(f"{m} {k}" for m, k in chosen.most_common()) + " |")
+        print(lines[-1], flush=True)
+    return lines
+
+
+def part_size(args) -> list[str]:
+    rng_root = np.random.SeedSequence(args.seed)
+    any_invalid = 0
+    per_q = dict.fromkeys(QUESTIONS, 0)
+    chosen = {}
+    t0 = time.perf_counter()
+    for i, ss in enumerate(rng_root.spawn(args.sets)):
+        rng = np.random.default_rng(ss)
+        uE = rng.lognormal(0.0, 0.6, args.M)
+        X = rng.uniform(0.0, 1.0, args.M)
+        E = uE * rng.standard_normal(args.M)
+        chk = uqx.check_recalibration((E, uE, X), args.method, seed=args.seed + i,
+                                      n_boot=args.n_boot, n_mc=args.n_mc)
+        after = chk.result["verdict"].sel(set="after").values.astype(str)
+        qafter = chk.result["question_verdict"].sel(set="after")
+        bad = (after == "invalid").any() or (qafter.values.astype(str) == "invalid").any()
+        any_invalid += bool(bad)
+        for q in QUESTIONS:
+            per_q[q] += str(qafter.sel(question=q).values) == "invalid"
+        for m in chk.methods:
+            chosen[m] = chosen.get(m, 0) + 1
+        if (i + 1) % 10 == 0:
+            print(f"  {i + 1}/{args.sets} sets, {any_invalid} with an invalid verdict, "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+    lo, hi = (float(v) for v in binomial_ci(any_invalid, args.sets, method="wilson"))
+    return [
+        f"Size of the re-validation: {args.sets} calibrated synthetic sets (M = {args.M}, "
+        f"uE log-normal(0, 0.6), normal errors, X uniform and unused by the errors), "
+        f"each cross-fitted with `{args.method}` (5 folds) and validated (n_boot = "
+        f"{args.n_boot}, n_mc = {args.n_mc}).",
+        "",
+        f"- any verdict (statistic or question) on the recalibrated uE `invalid`: "
+        f"{any_invalid}/{args.sets} = {any_invalid / args.sets:.3f} "
+        f"(Wilson 95 %: [{lo:.3f}, {hi:.3f}])",
+        "- `invalid` per question: " + ", ".join(f"{q} {n}" for q, n in per_q.items()),
+        "- methods chosen in the folds: " + ", ".join(f"{m} {n}" for m, n in
+                                                       sorted(chosen.items())),
+        f"- {time.perf_counter() - t0:.0f} s",
+    ]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--part", action="append", choices=["qm9", "pal", "size", "figure", "peers",
+                                                       "targets"])
+    p.add_argument("--peers", default=None, metavar="PYTHON",
+                   help="peers: a Python with uncertainty-toolbox and scikit-learn")
+    p.add_argument("--figure", default="docs/recalibrate_maps.png",
+                   help="figure: the PNG of the maps (beside the docs page)")
+    p.add_argument("--band-boot", type=int, default=200, help="figure: refits per band")
+    p.add_argument("--n-boot", type=int, default=2000)
+    p.add_argument("--n-mc", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=44)
+    p.add_argument("--sets", type=int, default=100, help="synthetic sets (size)")
+    p.add_argument("--sets-per-scenario", type=int, default=20, help="targets")
+    p.add_argument("--M", type=int, default=2000, help="rows per synthetic set (size)")
+    p.add_argument("--method", default="auto", help="method of the size study")
+    p.add_argument("--speed", action="store_true",
+                   help="qm9: also time check_recalibration against one validation")
+    p.add_argument("--markdown", default=None, help="also write the tables to this file")
+    p.add_argument("--docs", default=None,
+                   help="put the tables between the bench_recalibrate markers of this page "
+                   "(docs/recalibrate.md)")
+    args = p.parse_args(argv)
+    args.peer_versions = ""
+    if args.peers:
+        import subprocess
+
+        args.peer_versions = subprocess.run(
+            [args.peers, "-c", "import importlib.metadata as m; print(m.version("
+             "'uncertainty-toolbox'), 'and scikit-learn', m.version('scikit-learn'))"],
+            capture_output=True, text=True).stdout.strip()
+    parts = args.part or ["qm9", "pal"]
+    out = []
+    for part in parts:
+        print(f"# {part}", flush=True)
+        lines = {"qm9": part_qm9, "pal": part_pal, "size": part_size,
+                 "figure": part_figure, "peers": part_peers,
+                 "targets": part_targets}[part](args)
+        print("\n".join(lines), flush=True)
+        out += lines + [""]
+    if args.markdown:
+        from uqx.dataio.netcdf import atomic_write
+
+        text = "\n".join(out)
+        atomic_write(args.markdown, lambda tmp: tmp.write_text(text, encoding="utf-8"),
+                     what="tables", mkdir=False)
+    if args.docs:
+        _into_page(args.docs, "\n".join(out))
+    return 0
+
+
+BEGIN, END = "<!-- bench_recalibrate: begin -->", "<!-- bench_recalibrate: end -->"
+
+
+def _into_page(path, text):
+    from uqx.dataio.netcdf import atomic_write
+
+    page = Path(path).read_text(encoding="utf-8")
+    head, rest = page.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    new = f"{head}{BEGIN}\n{text.rstrip()}\n{END}{tail}"
+    atomic_write(path, lambda tmp: tmp.write_text(new, encoding="utf-8"), what="page",
+                 mkdir=False)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

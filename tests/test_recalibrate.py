@@ -1,0 +1,374 @@
+"""Recalibration: the maps against slow twins, saving and applying, cross-fitting, CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import uqx
+from uqx.engine import recal_maps as R
+from uqx.engine.binning import make_bins
+from uqx.engine.resample import seed_sequence
+from uqx.errors import InputError
+from uqx.workflow import recalibrate as W
+
+
+def _data(M=600, seed=0, *, gamma=1.0, c=1.0, x_effect=0.0, nu=None):
+    rng = np.random.default_rng(seed)
+    uE = rng.lognormal(0.0, 0.6, M)
+    X = rng.uniform(0.0, 1.0, M)
+    eps = rng.standard_normal(M) if nu is None else rng.standard_t(nu, M) / np.sqrt(
+        nu / (nu - 2))
+    E = c * uE**gamma * (1.0 + x_effect * X) * eps
+    return E, uE, X
+
+
+# ------------------------------------------------------------------ slow twins
+
+
+def _nll(E, u):
+    return np.mean(0.5 * (np.log(2 * np.pi * u**2) + (E / u) ** 2))
+
+
+def test_scale_is_the_likelihood_optimum_on_a_grid():
+    E, uE, _ = _data(300, 1, c=1.7)
+    f = R.fit_scale(E, uE)["f"]
+    grid = np.linspace(0.5, 3.0, 2501)
+    best = grid[np.argmin([_nll(E, g * uE) for g in grid])]
+    assert f == pytest.approx(best, abs=1e-3)
+    assert f == pytest.approx(np.sqrt(np.mean((E / uE) ** 2)))
+
+
+def test_power_law_against_a_brute_force_likelihood_grid():
+    E, uE, _ = _data(400, 2, gamma=1.4, c=0.8)
+    p = R.fit_power(E, uE)
+    cs = np.exp(np.linspace(np.log(0.3), np.log(2.0), 301))
+    gs = np.linspace(0.5, 2.5, 401)
+    nll = np.array([[_nll(E, c * uE**g) for g in gs] for c in cs])
+    i, j = np.unravel_index(np.argmin(nll), nll.shape)
+    assert p["gamma"] == pytest.approx(gs[j], abs=0.01)
+    assert p["c"] == pytest.approx(cs[i], rel=0.01)
+    # the fit is at least as good as every grid point
+    assert _nll(E, p["c"] * uE ** p["gamma"]) <= nll.min() + 1e-9
+
+
+def _isotonic_minmax(y, w):
+    """Slow twin: g_i = max_{j<=i} min_{k>=i} weighted mean of y_j..y_k."""
+    n = len(y)
+    g = np.empty(n)
+    for i in range(n):
+        g[i] = max(min(np.average(y[j:k + 1], weights=w[j:k + 1]) for k in range(i, n))
+                   for j in range(i + 1))
+    return g
+
+
+def test_pav_against_the_min_max_formula():
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        y = rng.normal(size=30).cumsum() * 0.3 + rng.normal(size=30)
+        w = rng.uniform(0.5, 3.0, 30)
+        np.testing.assert_allclose(R.pav(y, w), _isotonic_minmax(y, w), atol=1e-12)
+        np.testing.assert_allclose(R._pav_blocks(y, w), _isotonic_minmax(y, w), atol=1e-12)
+
+
+def test_isotonic_map_with_ties_against_the_twin():
+    rng = np.random.default_rng(4)
+    uE = rng.choice(np.array([0.5, 0.7, 1.0, 1.3, 2.0, 2.2, 3.0]), 200)  # tie groups
+    E = uE * rng.standard_normal(200)
+    p = R.fit_isotonic(E, uE)
+    xs = np.unique(uE**2)
+    counts = np.array([np.sum(uE**2 == x) for x in xs])
+    ymean = np.array([np.mean(E[uE**2 == x] ** 2) for x in xs])
+    g = _isotonic_minmax(ymean, counts.astype(float))
+    # at every distinct uE the map gives the twin's value; between knots linear, flat beyond
+    np.testing.assert_allclose(R.apply_map("isotonic", p, np.sqrt(xs)) ** 2, g, rtol=1e-10)
+    assert np.all(np.diff(R.apply_map("isotonic", p, np.linspace(0.1, 5, 300))) >= 0)
+    lo, hi = R.apply_map("isotonic", p, np.array([0.01, 100.0]))
+    assert lo**2 == pytest.approx(g[0]) and hi**2 == pytest.approx(g[-1])
+    mid = np.sqrt(0.5 * (xs[0] + xs[1]))
+    assert R.apply_map("isotonic", p, [mid])[0] ** 2 == pytest.approx(0.5 * (g[0] + g[1]))
+
+
+def test_isotonic_against_scikit_learn_where_installed():
+    iso = pytest.importorskip("sklearn.isotonic")
+    E, uE, _ = _data(300, 5, gamma=1.5)
+    p = R.fit_isotonic(E, uE)
+    ref = iso.IsotonicRegression(out_of_bounds="clip").fit(uE**2, E**2)
+    new = np.linspace(uE.min(), uE.max(), 50) ** 2
+    np.testing.assert_allclose(R.apply_map("isotonic", p, np.sqrt(new)) ** 2,
+                               np.maximum(ref.predict(new), p["values"].min()), rtol=1e-8)
+
+
+def _bvs_twin(E, u, x, n_bins):
+    b = make_bins(x, n_bins)
+    f = np.empty(b.n_bins)
+    for j in range(b.n_bins):
+        rows = b.order[b.edges[j]:b.edges[j + 1]]
+        f[j] = np.sqrt(np.mean((E[rows] / u[rows]) ** 2))
+    return b, f
+
+
+@pytest.mark.parametrize("on", ["uE", "X"])
+def test_bvs_factors_per_bin_against_a_loop(on):
+    E, uE, X = _data(500, 6, x_effect=2.0)
+    x = uE if on == "uE" else X
+    p = R.fit_map(f"bvs-{on}", E, uE, X, n_bins=5)
+    b, f = _bvs_twin(E, uE, x, 5)
+    np.testing.assert_allclose(p["factors"], f, rtol=1e-12)
+    # fitted rows get their bin's factor
+    u = R.apply_map(f"bvs-{on}", p, uE, X)
+    for j in range(b.n_bins):
+        rows = b.order[b.edges[j]:b.edges[j + 1]]
+        np.testing.assert_allclose(u[rows] / uE[rows], f[j])
+    # a new row takes the factor of the bin its value falls in
+    xs = np.sort(x)
+    inside = 0.5 * (xs[b.edges[2]] + xs[b.edges[3] - 1])
+    new = (R.apply_map("bvs-uE", p, [inside]) / inside if on == "uE"
+           else R.apply_map("bvs-X", p, [1.0], [inside]))
+    assert new[0] == pytest.approx(f[2])
+
+
+def test_scaling_binning_is_the_power_law_then_bvs_on_uE():
+    E, uE, _ = _data(600, 7, gamma=1.3)
+    p = R.fit_map("scaling-binning", E, uE, n_bins=4)
+    pw = R.fit_power(E, uE)
+    u0 = pw["c"] * uE ** pw["gamma"]
+    _, f = _bvs_twin(E, u0, uE, 4)
+    np.testing.assert_allclose(p["factors"], f, rtol=1e-10)
+    u = R.apply_map("scaling-binning", p, uE)
+    b = make_bins(uE, 4)
+    for j in range(b.n_bins):
+        rows = b.order[b.edges[j]:b.edges[j + 1]]
+        np.testing.assert_allclose(u[rows], f[j] * u0[rows], rtol=1e-10)
+
+
+def test_auto_picks_the_least_cross_validated_nll_and_bvs_x_on_x_variance():
+    E, uE, X = _data(900, 8, x_effect=3.0)
+    ss = seed_sequence(1, "t")
+    best, scores = R.choose_method(E, uE, X, ss=ss)
+    ids = R.fold_ids(E.size, 5, seed_sequence(1, "t"))
+    for m in R.METHODS:
+        each = R.cv_nll(m, E, uE, X, ids, per_fold=True)
+        assert scores[m] == pytest.approx(np.median(each))
+        assert np.mean(each) == pytest.approx(R.cv_nll(m, E, uE, X, ids), rel=0.01)
+    assert best == min(scores, key=scores.get) == "bvs-X"
+    best_nox, scores_nox = R.choose_method(E, uE, None, ss=ss)
+    assert "bvs-X" not in scores_nox
+
+
+# ------------------------------------------------------------------ maps, NetCDF
+
+
+@pytest.mark.parametrize("method", R.METHODS)
+def test_map_round_trip_to_netcdf_and_apply_to_new_rows(tmp_path, method):
+    E, uE, X = _data(500, 9, gamma=1.2, x_effect=1.0)
+    m = uqx.fit_recalibration((E, uE, X), method, n_boot=20, seed=3)
+    assert m.method == method and m.band is not None
+    assert np.all(m.band["lower"] <= m.band["upper"])
+    path = m.to_netcdf(tmp_path / "map.nc")
+    back = uqx.read_map(path)
+    assert back.method == method and back.provenance["seed"] == 3
+    assert back.provenance["n_rows"] == 500
+    E2, uE2, X2 = _data(200, 10)
+    np.testing.assert_allclose(back.apply(uE2, X2), m.apply(uE2, X2), rtol=0, atol=0)
+    np.testing.assert_allclose(back.band["factor"], m.band["factor"])
+    ds = uqx.from_arrays(E2, uE2, X=X2)
+    out = back.apply(ds)
+    np.testing.assert_allclose(out["uE"].values, m.apply(uE2, X2))
+    np.testing.assert_allclose(out["uE_original"].values, uE2)
+
+
+def test_band_covers_the_estimate_and_is_reproducible():
+    E, uE, _ = _data(400, 11, gamma=1.3)
+    a = uqx.fit_recalibration((E, uE), "power", n_boot=50, seed=5)
+    b = uqx.fit_recalibration((E, uE), "power", n_boot=50, seed=5)
+    np.testing.assert_array_equal(a.band["lower"], b.band["lower"])
+    f = a.band["factor"].values
+    assert np.mean((a.band["lower"].values <= f) & (f <= a.band["upper"].values)) > 0.9
+
+
+def test_auto_map_records_the_scores_and_the_accessor_forwards():
+    E, uE, X = _data(500, 12, x_effect=3.0)
+    ds = uqx.from_arrays(E, uE, X=X)
+    m = ds.uqx.recalibrate("auto", n_boot=0, seed=1)
+    assert m.asked == "auto" and m.method == min(m.scores, key=m.scores.get)
+    assert m.band is None
+
+
+# ------------------------------------------------------------------ cross-fitting
+
+
+def test_cross_fit_never_applies_a_map_to_its_own_rows():
+    E, uE, X = _data(400, 13)
+    cf = W.cross_fit(E, uE, X, method="isotonic", folds=5, seed=2)
+    for train, test in zip(cf.fitted_on, cf.applied_to, strict=True):
+        assert np.intersect1d(train, test).size == 0
+        assert train.size + test.size == E.size
+    assert np.sort(np.concatenate(cf.applied_to)).tolist() == list(range(E.size))
+    again = W.cross_fit(E, uE, X, method="isotonic", folds=5, seed=2)
+    np.testing.assert_array_equal(cf.u, again.u)
+
+
+def test_a_leaking_fold_is_caught(monkeypatch):
+    E, uE, _ = _data(300, 14)
+    honest = W._fold_rows
+
+    def leaky(folds, f):
+        train, test = honest(folds, f)
+        return np.union1d(train, test), test  # the map also sees its own rows
+
+    monkeypatch.setattr(W, "_fold_rows", leaky)
+    with pytest.raises(RuntimeError, match="leaked"):
+        W.cross_fit(E, uE, method="scale", folds=5, seed=1)
+
+
+def test_auto_chooses_inside_the_training_folds(monkeypatch):
+    E, uE, X = _data(300, 15)
+    seen = []
+    real = W.choose_method
+
+    def spy(E_, uE_, X_=None, **kw):
+        seen.append(set(np.round(uE_, 15).tolist()))
+        return real(E_, uE_, X_, **kw)
+
+    monkeypatch.setattr(W, "choose_method", spy)
+    cf = W.cross_fit(E, uE, X, method="auto", folds=4, seed=3)
+    assert len(seen) == 4
+    for rows_seen, test in zip(seen, cf.applied_to, strict=True):
+        assert rows_seen.isdisjoint(np.round(uE[test], 15).tolist())
+
+
+def test_check_gives_verdicts_before_and_after_on_the_same_rows():
+    E, uE, X = _data(800, 16, c=2.0)  # uE too small by a factor 2
+    chk = uqx.check_recalibration((E, uE, X), "scale", seed=1, n_boot=200, n_mc=200,
+                                  conditional=False)
+    assert list(chk.result["set"].values) == ["before", "after"]
+    v = chk.question_verdicts()
+    assert v["average"] == ("invalid", "valid")
+    assert chk.nll_gain > 0.3
+    assert "average calibration: invalid -> valid" in chk.fixed()
+    text = chk.text()
+    assert "5-fold cross-fitting" in text and "before" in text
+    split = uqx.check_recalibration((E, uE), "scale", split=0.5, seed=1, n_boot=200,
+                                    n_mc=200, conditional=False)
+    assert split.rows.size == 400 and "single split" in split.design
+
+
+def test_check_says_what_bvs_on_uE_leaves_unfixed():
+    E, uE, X = _data(1500, 17, x_effect=4.0)
+    chk = uqx.check_recalibration((E, uE, X), "bvs-uE", seed=2, n_boot=200, n_mc=200,
+                                  conditional=False)
+    assert chk.question_verdicts()["adaptivity_X"][1] == "invalid"
+    assert any("adaptivity on X" in s and "bvs-X" in s for s in chk.unfixed())
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def test_bad_inputs_get_clear_errors(tmp_path):
+    E, uE, X = _data(200, 18)
+    with pytest.raises(InputError, match="unknown recalibration method 'wiggle'"):
+        uqx.fit_recalibration((E, uE), "wiggle")
+    with pytest.raises(InputError, match="feature X"):
+        uqx.fit_recalibration((E, uE), "bvs-X")
+    m = uqx.fit_recalibration((E, uE, X), "bvs-X", n_boot=0, seed=1)
+    with pytest.raises(InputError, match="must have X"):
+        m.apply(uE)
+    with pytest.raises(InputError, match="no X variable"):
+        m.apply(uqx.from_arrays(E, uE))
+    bad = uE.copy()
+    bad[:3] = [0.0, -1.0, 0.0]
+    with pytest.raises(InputError, match="3 row"):
+        uqx.fit_recalibration((E, bad), "scale")
+    with pytest.raises(InputError, match="uE must be positive"):
+        R.apply_map("scale", {"f": 1.0}, bad)
+    with pytest.raises(InputError, match="split"):
+        uqx.check_recalibration((E, uE), "scale", split=1.5)
+    path = tmp_path / "res.nc"
+    uqx.to_netcdf(uqx.from_arrays(E, uE), path)
+    with pytest.raises(InputError, match="not a recalibration map"):
+        uqx.read_map(path)
+
+
+# ------------------------------------------------------------------ command line
+
+
+def _main(*argv):
+    from uqx.cli.app import main
+
+    return main([str(a) for a in argv])
+
+
+def test_cli_fit_apply_check_round_trip(tmp_path, capsys):
+    E, uE, X = _data(600, 19, x_effect=3.0)
+    cal = tmp_path / "cal.csv"
+    pd.DataFrame({"name": [f"m{i}" for i in range(600)], "E": E, "uE": uE, "X": X}
+                 ).to_csv(cal, index=False)
+    test = tmp_path / "test.csv"
+    E2, uE2, X2 = _data(100, 20, x_effect=3.0)
+    pd.DataFrame({"id": range(100), "uE": uE2, "X": X2, "E": E2}).to_csv(test, index=False)
+    assert _main("recalibrate", "fit", cal, "--X", "X", "--method", "bvs-X", "--seed", 1,
+                 "--band-boot", 10, "-o", tmp_path / "map.nc") == 0
+    assert "bvs-X" in capsys.readouterr().out
+    out = tmp_path / "test_recal.csv"
+    assert _main("recalibrate", "apply", tmp_path / "map.nc", test, "-o", out) == 0
+    df = pd.read_csv(out)
+    assert list(df.columns) == ["id", "uE", "X", "E", "uE_recal"]
+    m = uqx.read_map(tmp_path / "map.nc")
+    np.testing.assert_allclose(df["uE_recal"], m.apply(uE2, X2))
+    np.testing.assert_allclose(df["uE"], uE2)
+    # replacing the uE column
+    assert _main("recalibrate", "apply", tmp_path / "map.nc", test, "--column", "uE",
+                 "-o", tmp_path / "replaced.csv") == 0
+    assert list(pd.read_csv(tmp_path / "replaced.csv").columns) == ["id", "uE", "X", "E"]
+    capsys.readouterr()
+    assert _main("recalibrate", "check", cal, "--X", "X", "--method", "auto", "--folds", 3,
+                 "--n-boot", 200, "--n-mc", 200, "--seed", 1, "-q") == 0
+    text = capsys.readouterr().out
+    assert "3-fold cross-fitting" in text and "adaptivity on X" in text
+
+
+def test_cli_refuses_bad_inputs(tmp_path, capsys):
+    E, uE, X = _data(200, 21)
+    cal = tmp_path / "cal.csv"
+    pd.DataFrame({"E": E, "uE": uE, "X": X}).to_csv(cal, index=False)
+    assert _main("recalibrate", "fit", cal, "--X", "X", "--method", "bvs-X", "--band-boot", 0,
+                 "-o", tmp_path / "map.nc") == 0
+    noX = tmp_path / "nox.csv"
+    pd.DataFrame({"E": E, "uE": uE}).to_csv(noX, index=False)
+    capsys.readouterr()
+    assert _main("recalibrate", "apply", tmp_path / "map.nc", noX, "-o",
+                 tmp_path / "o.csv") == 2
+    assert "no column 'X'" in capsys.readouterr().err
+    neg = tmp_path / "neg.csv"
+    pd.DataFrame({"E": E, "uE": -uE, "X": X}).to_csv(neg, index=False)
+    assert _main("recalibrate", "apply", tmp_path / "map.nc", neg, "-o",
+                 tmp_path / "o.csv") == 2
+    assert "cannot be recalibrated" in capsys.readouterr().err
+    assert _main("recalibrate", "apply", tmp_path / "map.nc", cal, "-o", cal) == 2
+    assert "input" in capsys.readouterr().err
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_fold_ids_are_balanced_and_keyed():
+    a = R.fold_ids(103, 5, seed_sequence(1, "x"))
+    assert sorted(np.bincount(a).tolist()) == [20, 20, 21, 21, 21]
+    np.testing.assert_array_equal(a, R.fold_ids(103, 5, seed_sequence(1, "x")))
+    assert not np.array_equal(a, R.fold_ids(103, 5, seed_sequence(2, "x")))
+    with pytest.raises(InputError):
+        R.fold_ids(3, 5, seed_sequence(1))
+
+
+def test_power_profile_is_convex():
+    E, uE, _ = _data(200, 22)
+    gs = np.linspace(-2, 4, 61)
+    vals = [R._power_profile(g, E * E, np.log(uE)) for g in gs]
+    assert np.all(np.diff(vals, 2) > -1e-12)
+
+
+def test_methods_list_of_the_cli_matches_the_engine():
+    from uqx.cli.commands.recalibrate import METHOD_CHOICES
+
+    assert METHOD_CHOICES == ("auto", *R.METHODS)
+
