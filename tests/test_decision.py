@@ -338,3 +338,23 @@ def test_binned_statistics_print_their_calibrated_band_not_a_bootstrap_interval(
         assert lo < hi
     row = next(line for line in text.splitlines() if " zms " in f" {line} ")
     assert "cal. [" not in row and "[" in row  # ZMS keeps its BCa interval
+
+
+@pytest.mark.data
+def test_a_rejection_withdrawn_by_the_tails_leaves_its_question_open(data_dir):
+    """A node rejected under a member whose tails the family does not represent reads
+    `inconclusive` with that reason, and so does its question: its rejection passes no
+    share on, and the question is not `valid` (PAL2022's Perovskite_GPR_Bayesian, kappa_cs
+    of Z^2 = 22.8: ranking read `valid` from the second pass of the decision)."""
+    import uqx
+
+    ds = uqx.load_dataset("Perovskite_GPR_Bayesian", data_dir=data_dir)
+    r = uqx.validate(ds, ["zms", "mean_z", "cc", "zms_scan"], n_boot=200, n_mc=1000, seed=1,
+                     conditional=False, resolution=False)
+    assert "safety limit" in r["verdict_reason"].sel(stat="cc").item()
+    q = r.sel(question="ranking")
+    assert q["question_verdict"].item() == "inconclusive"
+    assert "safety limit" in q["question_reason"].item()
+    for st, qn in (("zms_scan", "consistency"), ("cc", "ranking")):
+        if r["verdict"].sel(stat=st).item() != "valid":  # never a valid question beside it
+            assert r["question_verdict"].sel(question=qn).item() != "valid"

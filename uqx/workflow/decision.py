@@ -14,8 +14,7 @@ represent. Documentation: "How to read the verdicts".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import dataclass, replace
 
 import numpy as np
 import xarray as xr
@@ -294,42 +293,38 @@ QUESTION_VARS = ("question_verdict", "question_reason", "question_p_value",
                  "question_tests")
 
 
-class TailsHeld(NamedTuple):
-    """The first decision of a set and the nodes whose rejection the tails withdraw."""
-
-    decision: object
-    held: frozenset
-
-
 def _decide_with_tails(t, res, specs, i, alpha, M):
     """Decide set ``i``; a rejection that the tails withdraw passes no share on.
 
     A node whose ``invalid`` cannot stand on the errors' tails (:func:`_stat_tails_reason`)
-    keeps its verdict from the first decision (:func:`tails_step` then turns its
+    keeps its own decision from the first pass (:func:`tails_step` then turns its
     ``invalid`` into ``inconclusive``), and the other nodes are decided again with its
     p-value at 1 under the members that rejected it: its share stays with it instead of
     raising the others' levels on a rejection that is withdrawn.
 
     Returns
     -------
-    decision : SetDecision
-        The decision of the other nodes.
-    own : TailsHeld
-        The first decision and the nodes held.
+    SetDecision
+        Every node's decision: the held nodes' from the first pass, the others' from the
+        second.
     """
     dec0 = decide_set(t.p, t.copies, t.use, t.min_p, alpha, nodes=t.nodes)
-    masked, held = t.p.copy(), set()
+    masked, held = t.p.copy(), []
     for k in t.present():
         s = specs[int(t.stat[k])]
         on_ue = NODES[k].cond == "uE" and s.family != "moment"
         rej = dec0.rejected[k]
         if rej.any() and _stat_tails_reason(s.base, res, i, M, on_ue=on_ue):
             masked[k, rej] = 1.0
-            held.add(k)
+            held.append(k)
     if not held:
-        return dec0, TailsHeld(dec0, frozenset())
+        return dec0
     dec = decide_set(masked, t.copies, t.use, t.min_p, alpha, nodes=t.nodes)
-    return dec, TailsHeld(dec0, frozenset(held))
+    rows = {f: getattr(dec, f).copy() for f in ("adjusted", "rejected", "firm", "reachable",
+                                                 "share", "threshold")}
+    for f, arr in rows.items():
+        arr[held] = getattr(dec0, f)[held]
+    return replace(dec, **rows)
 
 
 def question_step(res, specs, draws, *, factor=None, alpha_result, M=None) -> xr.Dataset:
@@ -402,11 +397,10 @@ def question_step(res, specs, draws, *, factor=None, alpha_result, M=None) -> xr
         on = t.present()
         if not on:
             continue
-        dec, own = _decide_with_tails(t, res, specs, i, alpha_result,
-                                      None if M is None else int(np.asarray(M)[i]))
+        d = _decide_with_tails(t, res, specs, i, alpha_result,
+                               None if M is None else int(np.asarray(M)[i]))
         node_v = {}
         for k in on:
-            d = own.decision if k in own.held else dec
             u = t.use[k] & use_all[i] & np.isfinite(t.p[k])
             v, why = member_verdict(d.rejected[k], labels, use=u, firm=d.firm[k],
                                     reachable=bool(d.reachable[k]),
@@ -440,15 +434,15 @@ def question_step(res, specs, draws, *, factor=None, alpha_result, M=None) -> xr
             if not u.any():
                 continue
             qtests[i, a] = ", ".join(_node_label(specs, t, k) for k in ks)
-            adj = dec.adjusted[ks]
+            adj = d.adjusted[ks]
             qp[i, a] = np.where(np.isfinite(adj).any(axis=0), np.min(
                 np.where(np.isfinite(adj), adj, np.inf), axis=0), np.nan)
             ql[i, a] = alpha_result
-            ql0[i, a] = np.nansum(dec.share[ks], axis=0)
-            rej = np.any(dec.rejected[ks], axis=0)
-            firm = np.any(dec.firm[ks], axis=0)
+            ql0[i, a] = np.nansum(d.share[ks], axis=0)
+            rej = np.any(d.rejected[ks], axis=0)
+            firm = np.any(d.firm[ks], axis=0)
             qv[i, a], qr[i, a] = member_verdict(
-                rej, labels, use=u, firm=firm, reachable=bool(np.all(dec.reachable[ks])),
+                rej, labels, use=u, firm=firm, reachable=bool(np.all(d.reachable[ks])),
                 unreachable=_unreachable(n, alpha_result))
             qb[i, a] = any(node_v[k][2] for k in ks)
     valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
