@@ -268,8 +268,9 @@ def test_fewer_lzisd_bins_than_cond_bins_are_noted(capsys, csv):
 def test_report_says_when_its_data_lack_the_x_of_the_result(capsys, csv, tmp_path):
     """Case 8: ``report RES --data FILE`` without the X of RES dropped the X figure."""
     res = tmp_path / "res.nc"
-    rc, out, err = run(capsys, "-q", "validate", csv, "--X", "X", "--stats", "zms", *FAST,
-                       "--no-conditional", "-o", res)
+    # adaptivity on X tested (a figure on X is owed), without the conditional routes
+    rc, out, err = run(capsys, "-q", "validate", csv, "--X", "X", "--stats", "zms,zms_scan_X",
+                       *FAST, "--no-conditional", "-o", res)
     assert rc == 0, err
     assert uqx.read_netcdf(res).attrs["input_features"] == ["X"]
     rc, out, err = run(capsys, "-q", "report", res, "--data", csv, "-o", tmp_path / "a.html")

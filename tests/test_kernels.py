@@ -124,6 +124,7 @@ def twin_binned(Es, us, edges):
         "ence": B.ence(Es, us, edges),
         "ence_sd": B.ence(Es, us, edges, kind="sd"),
         "uce": B.uce(Es, us, edges),
+        "uce_w": B.uce_w(Es, us, edges),
         "zmse": B.zmse(Es, us, edges),
         "zmse_max": zmse_max,
         "zms_scan": np.array([B.zms_scan(Es[i], us[i], edges[i])[0]
@@ -337,6 +338,8 @@ def loop_binned_scores(pb):
         "ence": sum(abs(pb["rmv"][j] - pb["rmse"][j]) / pb["rmv"][j] for j in range(N)) / N,
         "ence_sd": sum(abs(pb["sd_e"][j] - pb["rmv"][j]) / pb["rmv"][j] for j in range(N)) / N,
         "uce": sum(abs(pb["mv"][j] - pb["mse"][j]) for j in range(N)) / N,
+        "uce_w": sum(pb["n"][j] * abs(pb["mv"][j] - pb["mse"][j]) for j in range(N))
+        / sum(pb["n"]),
         "zmse": sum(abs(math.log(pb["zms"][j])) for j in range(N)) / N,
         "zmse_max": max(abs(math.log(pb["zms"][j])) for j in range(N)),
         "zms_scan": max(_tail_term(pb, range(k, N)) for k in range(N))
@@ -597,7 +600,8 @@ def test_binned_routes_equal_twins(data, n_bins):
     conditioned = bool(np.all(pb["var_e"] > 1e-6 * pb["mse"])
                        and np.all(pb["var_z"] > 1e-6 * pb["zms"]))
     event(f"variances well conditioned: {conditioned}")
-    names = BINNED_NAMES if conditioned else ("ence", "uce", "zmse", "zmse_max", "lzms")
+    names = BINNED_NAMES if conditioned else ("ence", "uce", "uce_w", "zmse", "zmse_max",
+                                              "lzms")
     for k in names:
         want = twin[k]
         for got in (STATISTICS[k].finish(S, n), est[k] if STATISTICS[k].vector else est[k][0]):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -264,7 +265,24 @@ def read_map(path: str | os.PathLike) -> RecalMap:
         raise InputError(f"{path}: {exc}") from None
 
 
-def _one_set(data, X=None):
+class _OneSet(NamedTuple):
+    """One data set's columns, as recalibration reads them."""
+
+    name: str
+    E: np.ndarray
+    uE: np.ndarray
+    X: np.ndarray | None
+
+
+class _Fitted(NamedTuple):
+    """A fitted map: the method chosen, its parameters, the scores that chose it."""
+
+    method: str
+    params: object
+    scores: dict
+
+
+def _one_set(data, X=None) -> _OneSet:
     """Return the arrays (name, E, uE, X) of one data set (a Dataset or an (E, uE) pair)."""
     if isinstance(data, tuple | list) and len(data) in (2, 3):
         E, uE = data[0], data[1]
@@ -281,18 +299,19 @@ def _one_set(data, X=None):
     if len(sets) != 1:
         raise InputError(f"recalibrate one data set at a time, got {len(sets)} sets")
     s = sets[0]
-    return s.name, s.E, s.uE, s.X
+    return _OneSet(s.name, s.E, s.uE, s.X)
 
 
 def _keyed(seed: int, *coords, E, uE) -> np.random.SeedSequence:
     return seed_sequence(seed, "recalibrate", *coords, content_key(E, uE))
 
 
-def _fit(method, E, uE, X, *, n_bins, pop_min, ss):
+def _fit(method, E, uE, X, *, n_bins, pop_min, ss) -> _Fitted:
     if method == "auto":
         chosen, scores = choose_method(E, uE, X, ss=ss, n_bins=n_bins, pop_min=pop_min)
-        return chosen, fit_map(chosen, E, uE, X, n_bins=n_bins, pop_min=pop_min), scores
-    return method, fit_map(method, E, uE, X, n_bins=n_bins, pop_min=pop_min), {}
+        return _Fitted(chosen, fit_map(chosen, E, uE, X, n_bins=n_bins, pop_min=pop_min),
+                       scores)
+    return _Fitted(method, fit_map(method, E, uE, X, n_bins=n_bins, pop_min=pop_min), {})
 
 
 def _check_method(method: str, X) -> None:
