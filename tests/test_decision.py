@@ -32,16 +32,23 @@ def _weights_twin(w, G, keep, order):
         if keep[j]:
             continue
         alive.remove(j)
-        for k in alive:
-            w[k] += w[j] * G[j, k]
-        G2 = np.zeros_like(G)
-        for k in alive:
-            for m in alive:
-                if k != m:
-                    den = 1 - G[k, j] * G[j, k]
-                    G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den if den > 0 else 0.0
-        G, w[j] = G2, 0.0
+        w, G = _remove_node(w, G, j, alive)
     return w
+
+
+def _remove_node(w, G, j, alive):
+    """Bretz et al. (2009), Algorithm 1, one node j out: its weight and edges passed on."""
+    w = w.copy()
+    for k in alive:
+        w[k] += w[j] * G[j, k]
+    G2 = np.zeros_like(G)
+    for k in alive:
+        for m in alive:
+            if k != m:
+                den = 1 - G[k, j] * G[j, k]
+                G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den if den > 0 else 0.0
+    w[j] = 0.0
+    return w, G2
 
 
 def _closed_twin(p, pc, w, G):
@@ -122,16 +129,7 @@ def _bonferroni_graph(p, w, G, alpha):
             return rej
         j = free[0]
         rej[j] = True
-        alive = [k for k in range(len(p)) if not rej[k]]
-        for k in alive:
-            w[k] += w[j] * G[j, k]
-        G2 = np.zeros_like(G)
-        for k in alive:
-            for m in alive:
-                if k != m:
-                    den = 1 - G[k, j] * G[j, k]
-                    G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den if den > 0 else 0.0
-        G, w[j] = G2, 0.0
+        w, G = _remove_node(w, G, j, [k for k in range(len(p)) if not rej[k]])
 
 
 def test_closed_minp_controls_the_family_and_beats_bonferroni():
