@@ -378,7 +378,7 @@ def fit_set(E, uE, *, optimizer: str = "nmmin") -> dict:
         (scaled F min-KS of E², Z²), ``nu_eff_e``, ``bias_e``, ``scale_e``, ``nu_eff_z``,
         ``bias_z``, ``scale_z`` (Student t MLE of E and Z), ``rel_bias_e``,
         ``rel_bias_z`` (000 Table III b_X = 100·mean/sd, sd with n − 1). The fits of a
-        point mass (:func:`point_mass`: E², Z², E or Z constant, e.g. |Z| ≡ 1) are NaN:
+        point mass (:func:`point_mass`: E², Z², E or Z constant, e.g. abs(Z) ≡ 1) are NaN:
         a distribution without spread has no shape ν.
     """
     E = np.asarray(E, dtype=np.float64).ravel()
