@@ -356,3 +356,21 @@ def test_a_rejection_withdrawn_by_the_tails_leaves_its_question_open(data_dir):
     for st, qn in (("zms_scan", "consistency"), ("cc", "ranking")):
         if r["verdict"].sel(stat=st).item() != "valid":  # never a valid question beside it
             assert r["question_verdict"].sel(question=qn).item() != "valid"
+
+
+def test_the_command_line_sets_alpha_apart_from_the_intervals(tmp_path):
+    """`uqx validate --alpha` is the family-wise level; the intervals stay at 95 %."""
+    import uqx
+    from uqx.cli import main
+
+    rng = np.random.default_rng(2)
+    u = rng.uniform(0.5, 2.0, 400)
+    path = tmp_path / "d.csv"
+    path.write_text("E,uE\n" + "\n".join(f"{e:.6g},{s:.6g}" for e, s in zip(
+        u * rng.standard_normal(400), u, strict=True)) + "\n")
+    out = tmp_path / "r.nc"
+    assert main(["-q", "validate", str(path), "--stats", "zms", "--n-boot", "200", "--n-mc",
+                 "200", "--seed", "1", "--alpha", "0.05", "--no-conditional", "-o",
+                 str(out)]) == 0
+    r = uqx.read_netcdf(out)
+    assert r.attrs["alpha_result"] == pytest.approx(0.05) and r.attrs["level"] == 0.95

@@ -21,6 +21,8 @@ N_BOOT_PER_BIN = 5000
 N_BOOT_CURVES = 500
 #: Monte-Carlo copies of the simulated references and of the verdicts' null family.
 N_MC = 10_000
+#: Family-wise level of each set's verdicts (``validate(alpha=...)``).
+ALPHA_RESULT = 0.10
 #: Calibrated copies per member that a verdict's test reads (the first of the ``n_mc``):
 #: the p-value near 0.05 to ±0.007 (one Monte-Carlo sd).
 N_TEST = 1000

@@ -53,6 +53,7 @@ from itertools import combinations
 
 import numpy as np
 
+from uqx.engine.defaults import ALPHA_RESULT  # noqa: F401  (the default level)
 from uqx.engine.mctest import pvalue_noise
 
 __all__ = [
@@ -73,9 +74,6 @@ __all__ = [
     "decide_set",
 ]
 
-#: Default family-wise level of a set's result: a calibrated set gets an ``invalid``
-#: anywhere in its result at most this often (``validate(alpha=...)``).
-ALPHA_RESULT = 0.10
 
 #: The questions, in the order of the result's tables.
 QUESTIONS = ("average", "consistency", "adaptivity_X", "adaptivity_V", "ranking",

@@ -802,8 +802,8 @@ _MINIMA_WHY = {k: v.replace("conditional=False", "--no-conditional")
 #: Options of a validation run, with their flags: ignored with a saved result or
 #: (the conditional ones) with ``--no-conditional``.
 _CONDITIONAL_FLAGS = ("--cond-bins", "--cond-n-boot", "--cond-ci", "--extrapolation-n-mc")
-_VALIDATION_FLAGS = ("--stats", "--n-boot", "--n-mc", "--seed", "--nu", "--pop-min", "--bins",
-                     "--binning", "--ties", "--no-conditional", *_CONDITIONAL_FLAGS)
+_VALIDATION_FLAGS = ("--stats", "--n-boot", "--n-mc", "--seed", "--nu", "--alpha", "--pop-min",
+                     "--bins", "--binning", "--ties", "--no-conditional", *_CONDITIONAL_FLAGS)
 
 
 #: What ``--X`` and ``--V`` name, for the messages.

@@ -26,7 +26,7 @@ from uqx.cli.commands._common import (
     write_result,
 )
 from uqx.dataio.paths import same_file
-from uqx.engine.defaults import N_BOOT, N_MC, N_TEST, NU, POP_MIN
+from uqx.engine.defaults import ALPHA_RESULT, N_BOOT, N_MC, N_TEST, NU, POP_MIN
 from uqx.errors import InputError
 from uqx.progress import COMPILING_NOTE, kernels_compiled, progress_wanted, steps_progress
 
@@ -83,6 +83,10 @@ def add_validation_options(p) -> None:
                    f"first min(--n-mc, {N_TEST}) of them (more serve the papers' references)")
     p.add_argument("--seed", type=int, default=None, help="root seed (drawn when not given)")
     p.add_argument("--nu", type=float, default=NU, help="Student t_s(nu) reference")
+    p.add_argument("--alpha", type=float, default=ALPHA_RESULT,
+                   help="family-wise level of each set's verdicts: a calibrated set reads "
+                   "invalid anywhere in its result at most this often (the intervals keep "
+                   "their 95 %%)")
     p.add_argument("--pop-min", type=int, default=POP_MIN,
                    help="minimal number of points per bin (binned statistics and LZISD)")
     p.add_argument("--cond-bins", type=int, default=None,
@@ -178,6 +182,7 @@ def run_validation(args, ds):
             cond_ci=args.cond_ci,
             extrapolation_n_mc=args.extrapolation_n_mc,
             nu=args.nu,
+            alpha=args.alpha,
             simulate_all=args.paper_sets,
             conditional=not args.no_conditional,
             ties=args.ties or ("file-order" if args.paper_sets else "content"),
