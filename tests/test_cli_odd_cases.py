@@ -1,4 +1,4 @@
-"""Odd inputs of issue 37 (part 4): tracebacks and silent results of the command line.
+"""Odd inputs of the command line: tracebacks and silent results, one case a test.
 
 Each test is one case of the issue; it failed before its fix. Every test writes under
 ``tmp_path`` only.

@@ -1,4 +1,4 @@
-"""Issue 37, odd inputs: unclear errors, silent changes and CI (each case failed on f6e61aa).
+"""Odd inputs: unclear errors, silent changes and CI (each case failed on f6e61aa).
 
 Compressed and non-UTF-8 CSV files, missing files with odd suffixes, NetCDF data (groups,
 a _FillValue equal to real values, reports of NetCDF data), pandas missing values, stacks

@@ -1,4 +1,4 @@
-"""The findings of issue 36 ("Verdicts v2"), each a test that failed on the previous rule.
+"""Findings on an earlier rule (resolutions, members, shapes), each a test that failed then.
 
 1. the consistency headline's resolution over-claimed (twins at the stated factor were
    `valid` on 29 % of sets): ``test_consistency_resolution_holds_on_twins`` (slow; the
