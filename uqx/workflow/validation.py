@@ -127,8 +127,9 @@ __all__ = ["validate", "memory_note", "streams", "DEFAULT_STATS", "ADAPTIVITY_ST
 #: 0.04 only), consistency (CC, ENCE, ZMSE, ZVE; ZMSE_max and ZMS_scan, uqx's routes for a
 #: miscalibration confined to a few bins or to a tail of uE).
 DEFAULT_STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve")
-#: Adaptivity's statistics, added to :data:`DEFAULT_STATS` for each feature (X, V) the
-#: data have: the scan, the mean and the largest |ln ZMS| of the bins of the feature.
+#: Adaptivity's statistics, added to :data:`DEFAULT_STATS` for each feature (X, V) a set
+#: has: the scan, the mean and the largest |ln ZMS| of the bins of the feature. In a stack
+#: where only some sets have it, those sets are tested on it as they would be alone.
 ADAPTIVITY_STATS = ("zms_scan", "zmse", "zmse_max")
 TAILEDNESS_VARS = TAILEDNESS_KEYS
 _EXTRAP_STATS = ("ence", "zmse", "zve")
@@ -294,7 +295,9 @@ def validate(
         :func:`uqx.from_arrays` input.
     stats : str or sequence of str
         Statistics (default ZMS, RCE, ⟨Z⟩ (``mean_z``), CC, ENCE, ZMSE, ZMSE_max, ZMS_scan,
-        ZVE: :data:`DEFAULT_STATS`).
+        ZVE: :data:`DEFAULT_STATS`), plus :data:`ADAPTIVITY_STATS` on X and on V for each
+        set that has them (a set without X in a stack where others have it reads
+        adaptivity (X) ``not tested``, and says why).
     n_boot : int, default 10000
         Bootstrap replicates for the BCa intervals (shared by all statistics).
     n_mc : int, default 10000
@@ -442,22 +445,33 @@ def validate(
         scheduler=scheduler, num_workers=num_workers, bins_chosen=bins is not None)
     default = stats is DEFAULT_STATS
     stats = check_stats_argument(stats)
-    if default:  # adaptivity on each feature every set has
-        stats = list(stats) + [f"{b}_{c}" for c in ("X", "V") if _has_feature(ds, c)
-                               for b in ADAPTIVITY_STATS]
     specs = _check_arguments(stats)
     if tolerance is not None and "zms" not in [s.name for s in specs]:
         raise InputError("tolerance is a claim on the factor sqrt(ZMS): add zms to the "
                          "statistics")
     checked = check_sets(ds, drop_nonfinite)
-    settings.check_memory(checked.data.sizes.get("set", 1), len(specs))
+    # the defaults add adaptivity on each feature a set has: sets grouped by their features,
+    # each group a call of its own where the groups differ
+    groups = given = _feature_groups(checked)
+    group_specs = [specs + _check_arguments([f"{b}_{c}" for c in feats
+                                             for b in ADAPTIVITY_STATS]) if default else specs
+                   for feats, _ in groups]
+    if not default:
+        groups, group_specs = [((), None)], [specs]
+    settings.check_memory(checked.data.sizes.get("set", 1), max(map(len, group_specs)))
     # the copies' and the bootstrap's shares grow with their counts (QM9_E at the CLI's
     # 10 000 each: copies 79 %, bootstrap 16 %), roughly as their square roots
     weights = {**STEP_WEIGHTS, "copies": STEP_WEIGHTS["copies"] * np.sqrt(max(n_mc, 1) / 1000),
                "bootstrap": STEP_WEIGHTS["bootstrap"] * np.sqrt(max(n_boot, 1) / N_BOOT)}
     with steps_progress(STEP_LABELS, label="uqx validate", progress=progress,
                         weights=weights):
-        return _workflow(checked, specs, settings)
+        if len(groups) == 1:
+            res = _workflow(checked, group_specs[0], settings)
+        else:
+            res = _merge_groups([_workflow(checked.select(idx), sp, settings)
+                                 for (_, idx), sp in zip(groups, group_specs, strict=True)],
+                                checked)
+    return _absent_feature_reasons(res, given)
 
 
 @dataclass
@@ -706,7 +720,6 @@ def diagnostics_step(run: Run) -> None:
                                  members=run.family.members,
                                  nulls=run.copies.nulls
                                  if cfg.n_extrapolation <= cfg.n_mc else None)
-    res = _absent_cond_step(res, run.sets, run.notes)
     run.result = _empty_bins_step(res, run.sets, run.specs, cfg)
 
 
@@ -794,60 +807,103 @@ def _zms_deciles(sets, conds) -> np.ndarray:
     return out
 
 
-def _has_feature(ds, c) -> bool:
-    """Whether every set of the input (a Dataset, or a list of them) has feature ``c``.
+def _feature_groups(checked: CheckedSets) -> list[tuple[tuple[str, ...], np.ndarray]]:
+    """Group the sets of a stack by the features (X, V) they have, in order of appearance.
 
-    A stacked Dataset holds a feature for all its sets or pads the missing ones with NaN
-    (:func:`uqx.stack`): a set whose column is all NaN has none.
+    A stacked Dataset pads a set without a feature with NaN (:func:`uqx.stack`): a set
+    whose column is all NaN has none; a lazy (dask) column counts as present. Returns
+    ``[(features, set indices), ...]``.
     """
-    items = ds if isinstance(ds, (list, tuple)) else [ds]
-    for d in items:
-        if not isinstance(d, xr.Dataset) or c not in d:
-            return False
-        x = d[c]
-        if "set" in x.dims and not is_lazy(x.data):
-            if not np.all(np.any(np.isfinite(np.asarray(x.values, dtype=np.float64)),
-                                 axis=x.get_axis_num("sample"))):
-                return False
-    return True
+    ds = checked.data
+    n = ds.sizes["set"]
+    have = np.zeros((n, 2), dtype=bool)
+    for k, c in enumerate(("X", "V")):
+        if c not in ds:
+            continue
+        x = ds[c]
+        if is_lazy(x.data):
+            have[:, k] = True
+            continue
+        with np.errstate(invalid="ignore"):
+            have[:, k] = np.any(np.isfinite(np.asarray(x.values, dtype=np.float64)),
+                                axis=x.get_axis_num("sample"))
+    keys = [tuple(c for k, c in enumerate(("X", "V")) if have[i, k]) for i in range(n)]
+    order = list(dict.fromkeys(keys))
+    return [(f, np.array([i for i in range(n) if keys[i] == f])) for f in order]
 
 
-def _absent_cond_step(res, sets, notes):
-    """Say why a set without X (or V) is not tested for adaptivity when other sets are.
+def _merge_groups(parts, checked) -> xr.Dataset:
+    """One result from the results of the feature groups of :func:`_feature_groups`.
 
-    In a stack where only some sets have X, adaptivity is tested for those; the others
-    get a reason and a set note instead of a bare ``not tested``.
+    Each group ran as its own call (a set's numbers do not depend on the other sets: its
+    random streams are keyed by its content), so every set reads as it would alone. A
+    statistic one group did not compute is NaN in the others, its verdicts ``not tested``
+    (:func:`_absent_feature_reasons` says why).
     """
-    if "question_verdict" not in res:
-        return res
+    names = [str(s) for s in checked.data["set"].values]
+    stats = list(dict.fromkeys(str(s) for p in parts for s in p["stat"].values))
+    fill = {}
+    for p in parts:
+        for k, v in p.data_vars.items():
+            if v.dtype.kind == "U":
+                fill[k] = "not tested" if k.endswith("verdict") else ""
+            elif v.dtype.kind == "b":
+                fill[k] = False
+            elif v.dtype.kind in "iu":
+                fill[k] = 0
+    with xr.set_options(keep_attrs=True):
+        out = xr.concat(parts, dim="set", data_vars="minimal", coords="minimal",
+                        join="outer", fill_value=fill, compat="override",
+                        combine_attrs="override")
+    out = out.reindex(stat=stats, fill_value=fill).sel(set=names)
+    if "stat_long_name" in out.coords:
+        out = out.assign_coords(stat_long_name=("stat", [
+            next(str(p["stat_long_name"].sel(stat=s).item()) for p in parts
+                 if s in p["stat"].values) for s in stats]))
+    for k in ("input_names", "input_sizes", "input_digests", "input_features"):
+        if all(k in p.attrs for p in parts):
+            by_set = {str(n): v for p in parts
+                      for n, v in zip(p["set"].values, np.atleast_1d(p.attrs[k]), strict=True)}
+            out.attrs[k] = [by_set[n].item() if isinstance(by_set[n], np.generic)
+                            else by_set[n] for n in names]
+    return out
+
+
+def _absent_feature_reasons(res: xr.Dataset, groups) -> xr.Dataset:
+    """Say why adaptivity is not tested for a set lacking a feature other sets have.
+
+    The reason goes to the question's reason and to the set's notes.
+
+    ``groups``: :func:`_feature_groups` of the call's input.
+    """
+    names = [str(s) for s in res["set"].values]
+    feats = {}
+    for f, idx in groups:
+        for i in idx:
+            feats[i] = f
     verdict = res["question_verdict"].values.astype(object)
     reason = res["question_reason"].values.astype(object)
+    notes = res["set_warnings"].values.astype(object)
     qs = [str(q) for q in res["question"].values]
-    for cond in ("X", "V"):
-        have = [sd.name for sd in sets if getattr(sd, cond, None) is not None]
-        if not have:
+    for c in ("X", "V"):
+        have = [names[i] for i in range(len(names)) if c in feats[i]]
+        if not have or f"adaptivity_{c}" not in qs:
             continue
-        a = qs.index(f"adaptivity_{cond}")
-        # the defaults leave adaptivity out where only some sets have the feature
-        some = len(have) < len(sets) and not any(
-            str(s).endswith(f"_{cond}") for s in res["stat"].values) and \
-            list(map(str, res["stat"].values)) == list(DEFAULT_STATS)
-        for i, sd in enumerate(sets):
-            if getattr(sd, cond, None) is not None:
-                if some and str(verdict[i, a]) == "not tested":
-                    why = (f"not asked by default: {cond} is given for only some sets of this "
-                           f"call ({', '.join(have)}); validate those sets separately")
-                    notes.set(i, f"adaptivity ({cond}) {why}")
-                    reason[i, a] = why  # not "add its statistics": the others lack it
+        a = qs.index(f"adaptivity_{c}")
+        for i in range(len(names)):
+            if c in feats[i]:
                 continue
-            why = f"this set has no {cond} ({cond} is given for {', '.join(have)})"
-            notes.set(i, f"adaptivity ({cond}) not tested: {why}")
-            verdict[i, a] = "not tested"
-            reason[i, a] = reason[i, a] or why
-    return res.assign(question_verdict=(res["question_verdict"].dims, verdict.astype(str),
-                                        res["question_verdict"].attrs),
-                      question_reason=(res["question_reason"].dims, reason.astype(str),
-                                       res["question_reason"].attrs))
+            why = f"this set has no {c} ({c} is given for {', '.join(have)})"
+            verdict[i, a], reason[i, a] = "not tested", why
+            note = f"adaptivity ({c}) not tested: {why}"
+            notes[i] = WARN_SEP.join([w for w in (notes[i], note) if w])
+    return res.assign(
+        question_verdict=(res["question_verdict"].dims, verdict.astype(str),
+                          res["question_verdict"].attrs),
+        question_reason=(res["question_reason"].dims, reason.astype(str),
+                         res["question_reason"].attrs),
+        set_warnings=(res["set_warnings"].dims, notes.astype(str),
+                      res["set_warnings"].attrs))
 
 
 def _empty_bins_step(res, sets, specs, cfg):
