@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from scipy.stats import rankdata
 
 from uqx.engine.resample import lemire_threshold
 from uqx.engine.unit_variance import Draw, unit_step
@@ -236,13 +235,15 @@ def copy_bin_features(sums, u2, n, tot_x, M, g=None):
 
 @numba.njit(nogil=True, cache=True)
 def cc_rows(ae, keys, shift, ru, out, tied):  # pragma: no cover - numba
-    """Spearman CC of each row of |E| against fixed centred ranks ``ru``, from sorted keys.
+    r"""Spearman CC of each row of |E| against fixed centred ranks ``ru``, from sorted keys.
 
     ``keys[r]`` holds row r's packed keys sorted: the bits of |E| (non-negative floats
     order like their bit patterns) with the low ``shift`` bits replaced by the position.
     Values equal in the kept bits come out in position order, so one insertion pass on
-    the exact values restores the exact order (linear: only such near-ties move). Flags
-    the rows with ties (their positions are not their average ranks).
+    the exact values restores the exact order (linear: only such near-ties move). Tied
+    values get their average rank, and the CC is then Pearson's of the ranks,
+    :math:`\sum r_E r_u / \sqrt{\sum r_E^2 \sum r_u^2}` (as :func:`scipy.stats.spearmanr`);
+    without ties :math:`\sum r_E^2 = M(M^2-1)/12`.
 
     Parameters
     ----------
@@ -251,10 +252,12 @@ def cc_rows(ae, keys, shift, ru, out, tied):  # pragma: no cover - numba
     ru : numpy.ndarray, shape (M,)
         Centred average ranks of u.
     out : numpy.ndarray, shape (k,)
-        Receives the CC; ``tied`` (k,) bool, the rows with tied values.
+        Receives the CC (NaN for a constant row); ``tied`` (k,) bool, the rows with tied
+        values.
     """
     k, M = ae.shape
-    denom = np.sqrt(np.sum(ru * ru) * M * (M * M - 1.0) / 12.0)
+    sum_ru2 = np.sum(ru * ru)
+    denom = np.sqrt(sum_ru2 * M * (M * M - 1.0) / 12.0)
     c = (M - 1) / 2.0
     mask = (np.uint64(1) << np.uint64(shift)) - np.uint64(1)
     order = np.empty(M, dtype=np.int64)
@@ -271,13 +274,27 @@ def cc_rows(ae, keys, shift, ru, out, tied):  # pragma: no cover - numba
             order[p] = j
             vals[p] = v
         acc = 0.0
+        sum_re2 = 0.0
         t = False
-        for i in range(M):
-            if i > 0 and vals[i] == vals[i - 1]:
+        i = 0
+        while i < M:
+            last = i  # the run of values equal to vals[i]: one average rank
+            while last + 1 < M and vals[last + 1] == vals[i]:
+                last += 1
+            re = (i + last) / 2.0 - c
+            for q in range(i, last + 1):
+                acc += re * ru[order[q]]
+            if last > i:
                 t = True
-            acc += (i - c) * ru[order[i]]
-        out[r] = acc / denom
+            sum_re2 += re * re * (last - i + 1)
+            i = last + 1
         tied[r] = t
+        if not t:
+            out[r] = acc / denom
+        elif sum_re2 > 0.0 and sum_ru2 > 0.0:
+            out[r] = acc / np.sqrt(sum_re2 * sum_ru2)
+        else:
+            out[r] = np.nan
 
 
 @numba.njit(nogil=True, cache=True)
@@ -345,9 +362,9 @@ def cc_fixed_u(ae, ru):
     Continuous simulated errors have no ties: the rank of a value is its position in one
     sort per row (:func:`sorted_keys`), accumulated against ``ru`` in numba from the keys
     alone (:func:`cc_rows_distinct`; :func:`cc_rows` reads |E| for the rows whose keys
-    near-tie), and the rank
-    variance is M(M²-1)/12. Rows with ties (discrete data, or the resampled "data"
-    member) fall back to average ranks (:func:`scipy.stats.rankdata`).
+    near-tie, and gives tied values their average rank, as
+    :func:`scipy.stats.rankdata` does: discrete data, the resampled "data" member). Without
+    ties the rank variance is M(M²-1)/12.
 
     Parameters
     ----------
@@ -365,24 +382,15 @@ def cc_fixed_u(ae, ru):
     if ae.size and not ae.min() >= 0.0:
         raise ValueError("cc_fixed_u needs non-negative, non-NaN |E|")
     ru = np.ascontiguousarray(ru, dtype=np.float64)
-    M = ae.shape[-1]
     if not np.any(ru):  # u constant (every centred rank 0): the CC is undefined
         return np.full(ae.shape[0], np.nan)
     out = np.empty(ae.shape[0])
-    tied = np.zeros(ae.shape[0], dtype=np.bool_)
     keys, shift = sorted_keys(ae)
     near = np.zeros(ae.shape[0], dtype=np.bool_)
     cc_rows_distinct(keys, shift, ru, out, near)
-    if near.any():  # the exact order from the values (and ties found) where keys tie
+    if near.any():  # the exact order (and the average ranks of ties) from the values
         sub = np.empty(int(near.sum()))
-        sub_tied = np.zeros(sub.size, dtype=np.bool_)
         cc_rows(np.ascontiguousarray(ae[near]), np.ascontiguousarray(keys[near]), shift, ru,
-                sub, sub_tied)
+                sub, np.zeros(sub.size, dtype=np.bool_))
         out[near] = sub
-        tied[near] = sub_tied
-    if tied.any():
-
-        re_ = rankdata(ae[tied], axis=-1) - (M + 1) / 2.0
-        with np.errstate(invalid="ignore", divide="ignore"):  # constant |E|: NaN
-            out[tied] = (re_ @ ru) / np.sqrt(np.sum(re_ * re_, axis=-1) * np.dot(ru, ru))
     return out
