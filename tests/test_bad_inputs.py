@@ -19,6 +19,7 @@ import uqx
 from uqx.cli.app import main
 from uqx.engine.copies import cc_fixed_u
 from uqx.errors import InputError
+from uqx.workflow.summary import summary_text
 
 FAST = dict(n_boot=100, n_mc=50, seed=1)
 CLI_FAST = "--n-boot 100 --n-mc 50 --seed 1"
@@ -211,6 +212,25 @@ def test_single_bin_consistency_not_tested(files):
     assert res["verdict"].sel(stat="ence").item() == "not tested"
     assert "single bin" in res["verdict_reason"].sel(stat="ence").item()
     assert res["question_verdict"].sel(question="consistency").item() == "not tested"
+
+
+@pytest.mark.parametrize("M, kw, cause", [(30, {}, "at least 30 points per bin"),
+                                           (600, {"bins": 1}, "bins = 1 asked for")])
+def test_single_bin_on_x_leaves_adaptivity_untested_too(M, kw, cause):
+    # one bin on X measures average calibration: adaptivity is not tested (not `valid`
+    # from one bin), and the summary says so for both questions
+    rng = np.random.default_rng(4)
+    u = rng.uniform(0.3, 2.0, M)
+    ds = uqx.from_arrays(u * rng.standard_normal(M), u, X=rng.uniform(0, 1, M))
+    res = uqx.validate(ds, n_boot=100, n_mc=100, seed=1, conditional=False, **kw)
+    for q in ("consistency", "adaptivity_X"):
+        assert res["question_verdict"].sel(question=q).item() == "not tested"
+        why = res["question_reason"].sel(question=q).item()
+        assert "a single bin on" in why and cause in why
+    assert res["verdict"].sel(stat="zms_scan_X").item() == "not tested"
+    text = " ".join(summary_text(res, width=None).split())
+    assert "Consistency not tested: a single bin on uE" in text
+    assert "Adaptivity (X) not tested: a single bin on X" in text
 
 
 def test_equal_width_bins_below_pop_min_are_said(files):

@@ -229,19 +229,45 @@ def extrapolation_step(sets, notes, *, seed, level, members, n_mc, preset="app-c
 
 
 def _untestable_reasons(sd, specs, used, cfg):
-    """Reasons per conditioning variable (and per statistic) that make it untestable."""
+    """Reasons per conditioning variable that make it untestable, and single-bin reasons.
+
+    Returns ``(by_cond, one_bin)``: ``{cond: reason}`` for a constant variable, and
+    ``{cond: reason}`` for a binning of a single bin (``pop_min`` too large for M): a
+    binned statistic of one bin measures average calibration, not consistency or
+    adaptivity.
+    """
     by_cond = {"uE": constant_reason(sd.uE, "uE")}
     for c in ("X", "V"):
         x = getattr(sd, c)
         if x is not None:
             by_cond[c] = constant_reason(x, c)
-    one_bin = ""
-    if used is not None and used == 1 and not by_cond["uE"]:
-        pop_min = getattr(cfg, "pop_min", None)
-        one_bin = (f"a single bin on uE (M = {sd.M}, at least {pop_min} points per bin): "
-                   "a binned statistic of one bin measures average calibration, not "
-                   "consistency (lower pop_min/--pop-min for at least 2 bins)")
+    one_bin = {}
+    pop_min = getattr(cfg, "pop_min", None)
+    for c in by_cond:
+        n = used if c == "uE" else _bins_on(sd, c, used, cfg)
+        if n is not None and n == 1 and not by_cond[c]:
+            what = "consistency" if c == "uE" else f"adaptivity on {c}"
+            asked = getattr(cfg, "bins", None) == 1
+            why = ("bins = 1 asked for" if asked else
+                   f"M = {sd.M}, at least {pop_min} points per bin")
+            fix = ("ask for at least 2 bins (bins/--bins)" if asked else
+                   "lower pop_min/--pop-min for at least 2 bins")
+            one_bin[c] = (f"a single bin on {c} ({why}): a binned statistic of one bin "
+                          f"measures average calibration, not {what} ({fix})")
     return by_cond, one_bin
+
+
+def _bins_on(sd, c, used, cfg):
+    """Bins of the binning on feature ``c`` (that of uE where the edges depend on M only)."""
+    if cfg is None or used is None or used < 0:
+        return None
+    if getattr(cfg, "binning", "equal-count") == "equal-count":
+        return used
+    try:
+        return make_bins(getattr(sd, c), cfg.bins, scheme=cfg.binning,
+                         pop_min=cfg.pop_min).n_bins
+    except InputError:
+        return None
 
 
 def _equal_width_note(sd, cfg) -> str:
@@ -268,7 +294,8 @@ def untestable_reasons(sets, specs, notes, *, n_bins_used=None, cfg=None):
     * a constant uE: CC and every statistic binned on uE, and the questions consistency,
       ranking and up_to_factor (average calibration stays testable);
     * a constant X (or V): the statistics binned on it and its adaptivity;
-    * a single bin on uE (``pop_min`` too large for M): the statistics binned on uE;
+    * a single bin on uE, X or V (``pop_min`` too large for M): the statistics binned on
+      it and its question (consistency, adaptivity);
     * a feature X (or V) the set has, but no statistic requested on it: its adaptivity
       (said, rather than left blank).
 
@@ -300,7 +327,8 @@ def untestable_reasons(sets, specs, notes, *, n_bins_used=None, cfg=None):
         note = _equal_width_note(sd, cfg)
         if note and notes is not None:
             notes.set(i, note)
-        q = {}
+        q = {f"adaptivity_{c}" if c != "uE" else "consistency": why
+             for c, why in one_bin.items()}
         for cond, why in by_cond.items():
             if why:
                 what = "consistency" if cond == "uE" else f"adaptivity on {cond}"
@@ -323,8 +351,8 @@ def untestable_reasons(sets, specs, notes, *, n_bins_used=None, cfg=None):
             if cond is None:
                 continue
             why = by_cond.get(cond, "")
-            if not why and cond == "uE" and s.family == "binned":
-                why = one_bin
+            if not why and s.family == "binned":
+                why = one_bin.get(cond, "")
             if why:
                 by_stat[i, j] = why
                 if notes is not None:
