@@ -15,7 +15,9 @@ from uqx.dataio.synth import demo_sets
 from uqx.workflow.summary import (
     DECILE_MARGIN,
     QUESTION_LABELS,
+    SAME_FACTOR_SPREAD,
     TARGET_FACTOR,
+    _where_words,
     explain_lines,
     n_copies,
     n_mc_to_clear,
@@ -197,6 +199,13 @@ def _check_where(res, i, line):
             assert str(res["rescaled_consistency"].values[i]) == "valid"
         else:
             assert len({("small" if x > 1 else "large") for x in z}) == 1
+            assert np.sqrt(z.max() / z.min()) <= SAME_FACTOR_SPREAD
+    for m in re.finditer(r"too (small|large) all along (uE|X|V), by factors that differ \(ZMS "
+                         + NUM + " to " + NUM + r" over its tenths\)", line):
+        z = res["zms_decile"].sel(decile_of=m[2]).values[i]
+        assert _close(m[3], z.min(), 2) and _close(m[4], z.max(), 2)
+        assert np.sqrt(z.max() / z.min()) > SAME_FACTOR_SPREAD
+        assert {("small" if x > 1 else "large") for x in z} == {m[1]}
 
 
 def _check_advice(res, i, s, line):
@@ -310,6 +319,18 @@ def test_explain_tells_each_question_its_members_and_p_values(demo):
 
 
 # ------------------------------------------------------------------ the arithmetic
+
+
+def test_factors_that_differ_by_orders_of_magnitude_are_not_about_the_same():
+    # every tenth too small, but from ZMS 1.3 to 5e4: not "about the same factor"
+    z = np.geomspace(1.3, 5e4, 10)
+    w = {"cond": "X", "deciles": list(z), "bottom": z[0], "top": z[-1], "bottom_side": "",
+         "top_side": "", "inner": None, "same_factor": True}
+    text = _where_words(w)
+    assert "same factor" not in text
+    assert text.startswith("uE is too small all along X, by factors that differ (ZMS 1.3 to")
+    w["deciles"] = list(np.linspace(1.4, 1.7, 10))
+    assert "about the same factor along X (ZMS 1.4 to 1.7" in _where_words(w)
 
 
 def test_points_to_resolve_scales_like_the_square_of_the_log_factor():

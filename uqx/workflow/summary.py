@@ -57,6 +57,10 @@ TARGET_FACTOR = 1.1
 #: square root of its ZMS is above this factor (below its inverse): uE off by about 10 %
 #: there. Descriptive only: the verdicts come from the tests.
 DECILE_MARGIN = 1.1
+#: "Off by about the same factor" along a variable only while the factors √ZMS of its
+#: tenths stay within this ratio of each other (tenths of a few hundred points differ by
+#: 1.2-1.4 by chance alone); beyond it, "by factors that differ". Descriptive only.
+SAME_FACTOR_SPREAD = 2.0
 
 #: The ladder of ``--n-mc`` values proposed when a p-value sits at its floor.
 _N_MC_LADDER = (200, 500, 1000, 2000, 5000, 10000)
@@ -342,9 +346,12 @@ def _where_words(w) -> str:
         parts.append(f"uE is most off in the {_ordinal(k)} tenth of {c}, too {side} there "
                      f"(ZMS {_g(z, 2)})")
     lo, hi = min(w["deciles"]), max(w["deciles"])
-    if w["same_factor"]:
+    if w["same_factor"] and math.sqrt(hi / lo) <= SAME_FACTOR_SPREAD:
         parts.append(f"uE is off by about the same factor along {c} (ZMS {_g(lo, 2)} to "
                      f"{_g(hi, 2)} over its tenths)")
+    elif w["same_factor"]:  # one side everywhere, but the factors differ beyond the margin
+        parts.append(f"uE is too {_side(lo)} all along {c}, by factors that differ (ZMS "
+                     f"{_g(lo, 2)} to {_g(hi, 2)} over its tenths)")
     elif not parts:
         parts.append(f"no tenth of {c} stands out (ZMS {_g(lo, 2)} to {_g(hi, 2)} over its "
                      "tenths)")
