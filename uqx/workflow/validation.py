@@ -881,7 +881,6 @@ def _absent_feature_reasons(res: xr.Dataset, groups) -> xr.Dataset:
     for f, idx in groups:
         for i in idx:
             feats[i] = f
-    verdict = res["question_verdict"].values.astype(object)
     reason = res["question_reason"].values.astype(object)
     notes = res["set_warnings"].values.astype(object)
     qs = [str(q) for q in res["question"].values]
@@ -894,12 +893,10 @@ def _absent_feature_reasons(res: xr.Dataset, groups) -> xr.Dataset:
             if c in feats[i]:
                 continue
             why = f"this set has no {c} ({c} is given for {', '.join(have)})"
-            verdict[i, a], reason[i, a] = "not tested", why
+            reason[i, a] = why  # its verdict is `not tested`: no statistic on c was run
             note = f"adaptivity ({c}) not tested: {why}"
             notes[i] = WARN_SEP.join([w for w in (notes[i], note) if w])
     return res.assign(
-        question_verdict=(res["question_verdict"].dims, verdict.astype(str),
-                          res["question_verdict"].attrs),
         question_reason=(res["question_reason"].dims, reason.astype(str),
                          res["question_reason"].attrs),
         set_warnings=(res["set_warnings"].dims, notes.astype(str),
