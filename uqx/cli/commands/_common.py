@@ -730,34 +730,22 @@ def validation_text(res, *, paper_sets: bool = False, wide: bool = False,
     from uqx.workflow.summary import explain_lines, summary_text
     from uqx.workflow.tables import format_df
 
-    if paper_sets:
-        parts = []
-        summary = summary_text(res, width=None if wide else render.TEXT_WIDTH)
-        if summary:
-            parts += ["# summary", summary, ""]
-        if explain:
-            parts += ["# how each verdict was reached", "\n\n".join(explain_lines(res)), ""]
-        parts += ["# 001 Table IV: RCE and ZMS, bootstrap bias, BCa interval, zeta",
-                  format_df(render.paper_table_iv(res))]
-        for st in [s for s in ("zms", "cc", "ence", "zmse") if s in res["stat"].values]:
-            parts += [
-                f"\n# 000 Table A ({st.upper()}): BS then simulated references N and "
-                f"T{float(res.attrs['nu']):g}",
-                format_df(render.paper_table_a(res, st)),
-            ]
-    elif hasattr(render, "format_validation"):
+    if not paper_sets:
         return render.format_validation(res, wide=wide, explain=explain)
-    else:
-        parts = [
-            f"# uqx validate: BCa {float(res.attrs['level']):.0%} intervals, "
-            f"n_boot={res.attrs['n_boot']}, n_mc={res.attrs['n_mc']}, seed={res.attrs['seed']}",
-            format_df(render.result_table(res)),
+    parts = []
+    summary = summary_text(res, width=None if wide else render.TEXT_WIDTH)
+    if summary:
+        parts += ["# summary", summary, ""]
+    if explain:
+        parts += ["# how each verdict was reached", "\n\n".join(explain_lines(res)), ""]
+    parts += ["# 001 Table IV: RCE and ZMS, bootstrap bias, BCa interval, zeta",
+              format_df(render.paper_table_iv(res))]
+    for st in [s for s in ("zms", "cc", "ence", "zmse") if s in res["stat"].values]:
+        parts += [
+            f"\n# 000 Table A ({st.upper()}): BS then simulated references N and "
+            f"T{float(res.attrs['nu']):g}",
+            format_df(render.paper_table_a(res, st)),
         ]
-        if "fval" in res:
-            parts += [
-                "\n# conditional calibration: fraction of bins whose LZISD interval contains 1",
-                format_df(render.fval_table(res)),
-            ]
     lines = render.warning_lines(res)
     if lines:
         parts += ["\n# warnings", "\n".join(lines)]

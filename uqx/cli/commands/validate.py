@@ -29,9 +29,12 @@ from uqx.dataio.paths import same_file
 from uqx.engine.defaults import ALPHA_RESULT, N_BOOT, N_MC, N_TEST, NU, POP_MIN
 from uqx.errors import InputError
 from uqx.progress import COMPILING_NOTE, kernels_compiled, progress_wanted, steps_progress
+from uqx.workflow.validation import DEFAULT_STATS as API_DEFAULT_STATS
 
 NAME = "validate"
-DEFAULT_STATS = "ZMS,RCE,MEAN_Z,CC,ENCE,ZMSE,ZMSE_MAX,ZMS_SCAN,ZVE"
+#: The API's default statistics (:data:`uqx.workflow.validation.DEFAULT_STATS`), as the
+#: help prints them; adaptivity's are added per feature a set has.
+DEFAULT_STATS = ",".join(s.upper() for s in API_DEFAULT_STATS)
 PAPER_STATS = "ZMS,RCE,CC,ENCE,ZMSE"
 
 
@@ -152,7 +155,6 @@ def validation_inputs(args):
 def run_validation(args, ds):
     """Run :func:`uqx.validate` with the parsed options; returns ``(result, stats)``."""
     from uqx.workflow.disk import memory_note
-    from uqx.workflow.validation import DEFAULT_STATS as API_DEFAULT_STATS
     from uqx.workflow.validation import STEP_LABELS, validate
 
     stats = stat_list(args.stats or (PAPER_STATS if args.paper_sets else DEFAULT_STATS))
