@@ -42,7 +42,7 @@ PREVIOUS = "48.3 s API / 45.0 s CLI wall, 816 / 812 MiB (quiet machine, 2026-11-
 #: Workflow steps timed by --profile (cumulative time of each function, cProfile).
 STEPS = ("_content_order_step", "_tailedness_step", "_bootstrap_step", "null_family",
          "reference_step", "verdict_step", "_conditional_steps", "lzisd_step",
-         "extrapolation_step", "headline_step", "familywise_step", "tails_step")
+         "extrapolation_step", "headline_step", "familywise_step", "question_step")
 
 CHILD = f"STEPS = {STEPS!r}\n" + r"""
 import json, os, resource, sys, time

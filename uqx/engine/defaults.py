@@ -78,3 +78,11 @@ MINIMA_WHY = {
 
 #: The methods of the LZISD per-bin intervals.
 COND_CI = ("auto", "bootstrap", "cho")
+
+#: The statistics :func:`uqx.validate` computes by default: average calibration on scale
+#: (ZMS, RCE) and on bias (⟨Z⟩: a bias small against uE leaves ZMS near 1, 0.2·uE moves
+#: it by 0.04 only), ranking (CC), consistency (ENCE, ZMSE, ZVE; ZMSE_max and ZMS_scan for
+#: a miscalibration confined to a few bins or to a tail of uE); adaptivity's are added per
+#: feature a set has
+#: (:data:`uqx.workflow.validation.ADAPTIVITY_STATS`). One list for the API and the CLI.
+DEFAULT_STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve")

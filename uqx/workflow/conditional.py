@@ -13,9 +13,9 @@ with ``conditional=True``, the papers' diagnostics:
   (:mod:`uqx.inference.extrapolate.fit`): the papers' intercept ± 2 SE, and the
   intercept's one-sided Monte-Carlo p-value under each member (:data:`EXTRAP_DIAGNOSTIC`).
 
-:func:`untestable_reasons` and :func:`untestable_step` keep out of the tests, and mark
-``not tested`` with the reason, what the data cannot test (a constant uE or feature, a
-single bin).
+:func:`untestable_reasons` finds what the data cannot test (a constant uE or feature, a
+single bin), which :func:`uqx.workflow.decision.question_step` keeps out of the tests
+and marks ``not tested`` with the reason.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from uqx.inference.extrapolate.null import NullHook
 from uqx.inference.zeta import binomial_ci
 
 __all__ = ["lzisd_step", "extrapolation_step", "null_hooks", "untestable_reasons",
-           "untestable_step", "EXTRAP_DIAGNOSTIC"]
+           "EXTRAP_DIAGNOSTIC"]
 
 _NOMINAL_FVAL = 0.95
 
@@ -359,44 +359,3 @@ def untestable_reasons(sets, specs, notes, *, n_bins_used=None, cfg=None):
                     notes.stat(i, j, f"not tested: {why}")
         by_question.append(q)
     return by_stat.astype(str), by_question
-
-
-def untestable_step(res, by_stat, by_question) -> xr.Dataset:
-    """Mark ``not tested``, with the reason, what :func:`untestable_reasons` found.
-
-    Runs after the questions (whose tests left these statistics out), so that no
-    verdict of an untestable statistic or question remains; a question left with no
-    test is ``not tested`` too.
-
-    Parameters
-    ----------
-    res : xarray.Dataset
-        The result with ``verdict`` (set, stat) and ``question_verdict`` (set, question).
-    by_stat, by_question
-        :func:`untestable_reasons`.
-
-    Returns
-    -------
-    xarray.Dataset
-    """
-    verdict = res["verdict"].values.astype(object)
-    reason = res["verdict_reason"].values.astype(object)
-    qv = res["question_verdict"].values.astype(object)
-    qr = res["question_reason"].values.astype(object)
-    qs = [str(q) for q in res["question"].values]
-    hit = np.asarray(by_stat) != ""
-    verdict[hit], reason[hit] = "not tested", np.asarray(by_stat, dtype=object)[hit]
-    for i, q in enumerate(by_question):
-        for name, why in q.items():
-            a = qs.index(name)
-            qv[i, a], qr[i, a] = "not tested", why
-    out = res.assign(
-        verdict=(res["verdict"].dims, verdict.astype(str), res["verdict"].attrs),
-        verdict_reason=(res["verdict"].dims, reason.astype(str), res["verdict_reason"].attrs),
-        question_verdict=(res["question_verdict"].dims, qv.astype(str),
-                          res["question_verdict"].attrs),
-        question_reason=(res["question_verdict"].dims, qr.astype(str),
-                         res["question_reason"].attrs))
-    out["valid"] = (("set", "stat"), np.where(verdict == "valid", 1.0, np.where(
-        verdict == "invalid", 0.0, np.nan)), res["valid"].attrs)
-    return out

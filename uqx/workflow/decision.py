@@ -1,15 +1,15 @@
-"""Decision steps of the workflow: p-values, the questions and their verdicts, the tails.
+"""Decision steps of the workflow: p-values, the questions and their verdicts.
 
 :func:`pvalue_step` computes every tested statistic's Monte-Carlo p-value under each
 member of the null family (keeping the papers' decision on the ζ-scores beside it,
-``zeta_verdict``, :mod:`uqx.engine.verdict`). :func:`question_step` decides the result
-by the design of :mod:`uqx.engine.questions`: each question (average calibration,
-consistency, adaptivity on each feature, consistency up to a factor) is tested by the
-weighted min-p of its statistics, the statistics inside it by the step-down of the same
-min-p, the questions share the set's family-wise level by a graphical weighted Holm
-procedure, and :func:`uqx.engine.questions.member_verdict` combines the members.
-:func:`tails_step` keeps an ``invalid`` from standing on tails the null family does not
-represent. Documentation: "How to read the verdicts".
+``zeta_verdict``, :mod:`uqx.engine.verdict`). :func:`question_step` decides each set
+once, by the design of :mod:`uqx.engine.questions`: one node per declared null, each
+tested by one statistic, the nodes sharing the set's family-wise level in one graph
+calibrated jointly on the shared copies (:func:`uqx.engine.questions.decide_set`), the
+members combined by :func:`uqx.engine.questions.member_verdict`; an ``invalid`` that
+stands on tails the null family does not represent reads ``inconclusive``, and what a
+set cannot test ``not tested``, before any verdict is written. Documentation: "How to
+read the verdicts".
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from uqx.engine.questions import (
     node_statistic,
     question_of,
 )
-from uqx.engine.statistic import STATISTICS, parse_stat
+from uqx.engine.statistic import STATISTICS
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import (
     interval_problem,
@@ -52,7 +52,7 @@ __all__ = [
     "NodeTests",
     "set_tests",
     "members_used",
-    "tails_step",
+    "NOT_ASKED",
     "tails_reason",
     "TAILS_ROBUST",
     "papers_verdict",
@@ -297,7 +297,7 @@ def _decide_with_tails(t, res, specs, i, alpha, M):
     """Decide set ``i``; a rejection that the tails withdraw passes no share on.
 
     A node whose ``invalid`` cannot stand on the errors' tails (:func:`_stat_tails_reason`)
-    keeps its own decision from the first pass (:func:`tails_step` then turns its
+    keeps its own decision from the first pass (:func:`_withdraw_on_tails` then turns its
     ``invalid`` into ``inconclusive``), and the other nodes are decided again with its
     p-value at 1 under the members that rejected it: its share stays with it instead of
     raising the others' levels on a rejection that is withdrawn.
@@ -327,7 +327,8 @@ def _decide_with_tails(t, res, specs, i, alpha, M):
     return replace(dec, **rows)
 
 
-def question_step(res, specs, draws, *, factor=None, alpha_result, M=None) -> xr.Dataset:
+def question_step(res, specs, draws, *, factor=None, alpha_result, M=None,
+                  untestable=None) -> xr.Dataset:
     """Decide the questions of each set by one graph of node tests; every verdict.
 
     For each set (:func:`set_tests`) and member, the closed weighted min-p of the graph
@@ -355,7 +356,13 @@ def question_step(res, specs, draws, *, factor=None, alpha_result, M=None) -> xr
         The set's family-wise level.
     M : array_like of int, optional
         Points per set: a node whose rejection the tails withdraw passes no share on
-        (:func:`_decide_with_tails`).
+        (:func:`_decide_with_tails`), and its ``invalid`` reads ``inconclusive``
+        (:func:`_withdraw_on_tails`).
+    untestable : tuple, optional
+        ``(by_stat, by_question)`` of :func:`uqx.workflow.conditional.untestable_reasons`:
+        what each set cannot test reads ``not tested`` with its reason
+        (:func:`_mask_untestable`). "Consistent up to a factor" is asked only where the
+        scale is ``invalid`` (:func:`_ask_up_to_factor`). Every verdict is final here.
 
     Returns
     -------
@@ -445,6 +452,15 @@ def question_step(res, specs, draws, *, factor=None, alpha_result, M=None) -> xr
                 rej, labels, use=u, firm=firm, reachable=bool(np.all(d.reachable[ks])),
                 unreachable=_unreachable(n, alpha_result))
             qb[i, a] = any(node_v[k][2] for k in ks)
+    final = {"verdict": (verdict, reason), "factor_verdict": (fverdict, freason),
+             "question_verdict": (qv, qr)}
+    scale_stat = node_statistic(NODES[0], [(s.base, None) if s.family == "moment" else
+                                           ("", None) for s in specs])
+    for i in range(S):  # the masks, in this order: tails, untestable, the factor not asked
+        _withdraw_on_tails(final, res, specs, i, None if M is None else int(np.asarray(M)[i]))
+        if untestable is not None:
+            _mask_untestable(final, i, untestable[0][i], untestable[1][i])
+        _ask_up_to_factor(final, i, scale_stat)
     valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
     out = xr.Dataset(VALIDATE.data_vars({
         "verdict": verdict.astype(str), "verdict_reason": reason.astype(str),
@@ -620,70 +636,90 @@ def _stat_tails_reason(base, res, i, M, on_ue=False) -> str:
     return tails_reason(kappa, M)
 
 
-def tails_step(res, M=None) -> xr.Dataset:
-    """Step 6: an ``invalid`` on tails beyond the null family's reach becomes ``inconclusive``.
+def _withdraw_on_tails(out, res, specs, i, M) -> None:
+    """Withdraw set ``i``'s ``invalid`` on tails beyond the null family: ``inconclusive``.
 
     Each statistic's ``invalid`` (and each rescaled statistic's) is checked against the
     tails of ε (:func:`_stat_tails_reason`: beyond the safety limit of 001 Table II on
     κ_CS of Z², or a sample too small to show its tails lighter than t_s(3)'s), but those
-    of :data:`TAILS_ROBUST`. A question stays
-    ``invalid`` where one of its statistics still is (⟨Z⟩'s bias, say) or where none of
-    its statistics had its ``invalid`` withdrawn by the tails; else it becomes
-    ``inconclusive`` with the same reason, so that no statistic is ``invalid`` beside a
-    question that is not.
+    of :data:`TAILS_ROBUST`. A question stays ``invalid`` where one of its statistics
+    still is (⟨Z⟩'s bias, say) or where none of its statistics had its ``invalid``
+    withdrawn by the tails; else it becomes ``inconclusive`` with the same reason, so that
+    no statistic is ``invalid`` beside a question that is not.
 
     Parameters
     ----------
+    out : dict
+        ``{"verdict" | "factor_verdict" | "question_verdict": (verdicts, reasons)}``,
+        object arrays over (set, stat) or (set, question), changed in place.
     res : xarray.Dataset
         The result, with ``kappa_cs_z2_local`` and the tailedness metrics over ``set``.
-    M : array_like of int, optional
-        Points of each set.
-
-    Returns
-    -------
-    xarray.Dataset
-        The result with the verdicts and reasons updated (``valid`` recomputed).
+    specs : list of StatSpec
+    i : int
+        The set.
+    M : int or None
+        Its points.
     """
-    names = [str(x) for x in res["stat"].values]
-    specs = [parse_stat(n) for n in names]
-    qs = [str(q) for q in res["question"].values]
-    out = {v: [res[v].values.astype(object), res[r].values.astype(object)]
-           for v, r in (("verdict", "verdict_reason"), ("factor_verdict", "factor_verdict_reason"),
-                        ("question_verdict", "question_reason")) if v in res}
-    for i in range(res.sizes["set"]):
-        Mi = None if M is None else int(np.asarray(M)[i])
-        withdrawn = {}
-        for v in ("verdict", "factor_verdict"):
-            if v not in out:
+    withdrawn = {}
+    for v in ("verdict", "factor_verdict"):
+        ver, rea = out[v]
+        for j, s in enumerate(specs):
+            if ver[i, j] != "invalid":
                 continue
-            ver, rea = out[v]
-            for j, s in enumerate(specs):
-                if ver[i, j] != "invalid":
-                    continue
-                why = _stat_tails_reason(s.base, res, i, Mi,
-                                         on_ue=s.cond == "uE" and s.family != "moment")
-                if why:
-                    ver[i, j], rea[i, j] = "inconclusive", why
-                    q = "up_to_factor" if v == "factor_verdict" else question_of(s.family,
-                                                                                   s.cond)
-                    withdrawn.setdefault(q, why)
-        if "question_verdict" not in out:
-            continue
-        ver, rea = out["question_verdict"]
-        for a, q in enumerate(qs):
-            if ver[i, a] == "invalid" and q in withdrawn and \
-                    not _question_stats_invalid(res, out, i, q, specs):
-                ver[i, a], rea[i, a] = "inconclusive", withdrawn[q]
-    for v, (ver, rea) in out.items():
-        rname = "question_reason" if v == "question_verdict" else v + "_reason"
-        res = res.assign({v: (res[v].dims, ver.astype(str), res[v].attrs),
-                          rname: (res[rname].dims, rea.astype(str), res[rname].attrs)})
-    res["valid"] = (("set", "stat"), np.where(res["verdict"].values == "valid", 1.0, np.where(
-        res["verdict"].values == "invalid", 0.0, np.nan)), res["valid"].attrs)
-    return res
+            why = _stat_tails_reason(s.base, res, i, M,
+                                     on_ue=s.cond == "uE" and s.family != "moment")
+            if why:
+                ver[i, j], rea[i, j] = "inconclusive", why
+                q = "up_to_factor" if v == "factor_verdict" else question_of(s.family, s.cond)
+                withdrawn.setdefault(q, why)
+    ver, rea = out["question_verdict"]
+    for a, q in enumerate(QUESTIONS):
+        if ver[i, a] == "invalid" and q in withdrawn and \
+                not _question_stats_invalid(out, i, q, specs):
+            ver[i, a], rea[i, a] = "inconclusive", withdrawn[q]
 
 
-def _question_stats_invalid(res, out, i, q, specs) -> bool:
+def _mask_untestable(out, i, by_stat, by_question) -> None:
+    """``not tested``, with the reason, what set ``i`` cannot test (in place).
+
+    ``by_stat`` (stat,) and ``by_question`` ``{question: reason}``: set ``i``'s part of
+    :func:`uqx.workflow.conditional.untestable_reasons` (a constant uE or feature, a single
+    bin, a feature without its statistics).
+    """
+    ver, rea = out["verdict"]
+    hit = np.asarray(by_stat) != ""
+    ver[i, hit], rea[i, hit] = "not tested", np.asarray(by_stat, dtype=object)[hit]
+    qv, qr = out["question_verdict"]
+    for name, why in by_question.items():
+        a = QUESTIONS.index(name)
+        qv[i, a], qr[i, a] = "not tested", why
+
+
+#: Why "consistent up to a factor" is not asked where the scale is not invalid.
+NOT_ASKED = ("asked only where the scale of uE is invalid (then the question is whether "
+             "one factor fixes uE)")
+
+
+def _ask_up_to_factor(out, i, scale_stat) -> None:
+    """"Consistent up to a factor" only where the scale node's statistic is ``invalid``.
+
+    The node ``up_to_factor`` receives its share of the level from a rejected scale
+    (:func:`uqx.engine.questions.node_graph`); where the statistic of the scale node
+    (ZMS, or RCE without it; ``scale_stat`` its index, None without either) is not
+    ``invalid`` over the members (or became ``inconclusive`` on the tails), the question
+    and its statistics are ``not tested`` with :data:`NOT_ASKED` (in place).
+    """
+    if scale_stat is not None and out["verdict"][0][i, scale_stat] == "invalid":
+        return
+    qv, qr = out["question_verdict"]
+    f = QUESTIONS.index("up_to_factor")
+    qv[i, f], qr[i, f] = "not tested", NOT_ASKED
+    fv, fr = out["factor_verdict"]
+    rows = fv[i] != "not tested"
+    fv[i, rows], fr[i, rows] = "not tested", NOT_ASKED
+
+
+def _question_stats_invalid(out, i, q, specs) -> bool:
     """Whether a statistic of question ``q`` of set ``i`` is still ``invalid``."""
     if q == "up_to_factor":
         ver = out.get("factor_verdict", (None,))[0]

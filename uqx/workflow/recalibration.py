@@ -42,8 +42,7 @@ from uqx.engine.binning import is_nondecreasing, stable_order
 from uqx.engine.confidence import EstimateInterval
 from uqx.engine.defaults import LONG_SET_ROWS
 from uqx.engine.mctest import copy_pvalues, mc_pvalue
-from uqx.engine.questions import NODES, node_statistic
-from uqx.engine.statistic import STATISTICS, bin_feature_sums, parse_stat, scale_free_bin_sums
+from uqx.engine.statistic import STATISTICS, bin_feature_sums, scale_free_bin_sums
 from uqx.workflow.decision import members_used
 from uqx.workflow.tables import scale_factor_text
 
@@ -253,49 +252,6 @@ def scale_factor_interval(res: xr.Dataset, specs, copies, *, level: float, joint
     return EstimateInterval(f, lo, hi)
 
 
-#: Why "consistent up to a factor" is not asked where the scale is not invalid.
-NOT_ASKED = ("asked only where the scale of uE is invalid (then the question is whether "
-             "one factor fixes uE)")
-
-
-def asked_step(res: xr.Dataset) -> xr.Dataset:
-    """"Consistent up to a factor" only where the scale node of average calibration is ``invalid``.
-
-    The node ``up_to_factor`` receives its share of the level from a rejected scale
-    (:func:`uqx.engine.questions.node_graph`); where the statistic of the scale node
-    (ZMS, or RCE without it) is not ``invalid`` over the members (or became
-    ``inconclusive`` on the tails), the question and its statistics are ``not tested``
-    with :data:`NOT_ASKED`.
-    """
-    qs = [str(q) for q in res["question"].values]
-    if "up_to_factor" not in qs or "average" not in qs:
-        return res
-    names = [str(x) for x in res["stat"].values]
-    scale_stat = node_statistic(NODES[0], [(parse_stat(n).base, None) if
-                                           parse_stat(n).family == "moment" else ("", None)
-                                           for n in names])
-    f = qs.index("up_to_factor")
-    qv = res["question_verdict"].values.astype(object)
-    qr = res["question_reason"].values.astype(object)
-    fv = res["factor_verdict"].values.astype(object)
-    fr = res["factor_verdict_reason"].values.astype(object)
-    if scale_stat is None:
-        off = np.ones(res.sizes["set"], dtype=bool)
-    else:
-        off = res["verdict"].values[:, scale_stat] != "invalid"
-    qv[off, f], qr[off, f] = "not tested", NOT_ASKED
-    rows = off[:, None] & (fv != "not tested")
-    fv[rows], fr[rows] = "not tested", NOT_ASKED
-    return res.assign(
-        question_verdict=(res["question_verdict"].dims, qv.astype(str),
-                          res["question_verdict"].attrs),
-        question_reason=(res["question_reason"].dims, qr.astype(str),
-                         res["question_reason"].attrs),
-        factor_verdict=(res["factor_verdict"].dims, fv.astype(str), res["factor_verdict"].attrs),
-        factor_verdict_reason=(res["factor_verdict_reason"].dims, fr.astype(str),
-                               res["factor_verdict_reason"].attrs))
-
-
 def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
                        joint=None) -> xr.Dataset:
     """Add the scale factor, its interval and whether uE is consistent up to it.
@@ -328,7 +284,6 @@ def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
     reason = np.full(S, "", dtype=object)
     resolution = np.full(S, np.nan)
     spread = np.full((S, 2), np.nan)
-    res = asked_step(res)
     qv = res["question_verdict"].sel(question="up_to_factor").values.astype(str)
     qr = res["question_reason"].sel(question="up_to_factor").values.astype(str)
     av = res["question_verdict"].sel(question="average").values.astype(str)

@@ -21,10 +21,10 @@ the steps of :data:`STEPS` in order over one :class:`Run`, the state of the run:
    take part.
 9. :func:`pvalues_step` — each statistic's Monte-Carlo p-value under each member; what a
    set cannot test.
-10. :func:`questions_step` — the questions tested together
-    (:func:`~uqx.workflow.decision.question_step`: step-down min-p inside a question, the
-    graph across questions, the verdict over the members), then heavy tails
-    (:func:`~uqx.workflow.decision.tails_step`).
+10. :func:`questions_step` — every verdict, decided once
+    (:func:`~uqx.workflow.decision.question_step`: one graph of node tests, closed
+    weighted min-p, the verdict over the members; the heavy tails, what a set cannot
+    test and the factor not asked applied before anything is written).
 11. :func:`resolutions_step` — the resolution each ``valid`` states.
 12. :func:`diagnostics_step` — the papers' diagnostics, on which no verdict rests (LZISD,
     zero-bin extrapolation).
@@ -66,7 +66,16 @@ from uqx.dataio.model import (
 from uqx.dataio.schema import VALIDATE
 from uqx.engine.binning import content_order, equal_count_edges, make_bins, stable_order
 from uqx.engine.confidence import bca_limits_mc_se
-from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_BOOT, N_MC, NU, POP_MIN
+from uqx.engine.defaults import (
+    DEFAULT_STATS,
+    LEVEL,
+    LONG_SET_ROWS,
+    N_BINS,
+    N_BOOT,
+    N_MC,
+    NU,
+    POP_MIN,
+)
 from uqx.engine.mctest import N_TEST
 from uqx.engine.null_shape import kappa_cs_z2_halves
 from uqx.engine.questions import ALPHA_RESULT
@@ -85,9 +94,8 @@ from uqx.workflow.conditional import (
     lzisd_step,
     null_hooks,
     untestable_reasons,
-    untestable_step,
 )
-from uqx.workflow.decision import pvalue_step, question_step, set_tests, tails_step
+from uqx.workflow.decision import pvalue_step, question_step, set_tests
 from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exported)
     READ_ROWS,
     is_lazy_input,
@@ -122,11 +130,6 @@ from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
 __all__ = ["validate", "memory_note", "streams", "DEFAULT_STATS", "ADAPTIVITY_STATS",
            "TAILEDNESS_VARS"]
 
-#: The default statistics: average calibration on scale (ZMS, RCE) and on bias (⟨Z⟩: a
-#: bias of the errors leaves ZMS near 1 when it is small against uE, 0.2·uE moves ZMS by
-#: 0.04 only), consistency (CC, ENCE, ZMSE, ZVE; ZMSE_max and ZMS_scan, uqx's routes for a
-#: miscalibration confined to a few bins or to a tail of uE).
-DEFAULT_STATS = ("zms", "rce", "mean_z", "cc", "ence", "zmse", "zmse_max", "zms_scan", "zve")
 #: Adaptivity's statistics, added to :data:`DEFAULT_STATS` for each feature (X, V) a set
 #: has: the scan, the mean and the largest |ln ZMS| of the bins of the feature. In a stack
 #: where only some sets have it, those sets are tested on it as they would be alone.
@@ -690,14 +693,13 @@ def pvalues_step(run: Run) -> None:
 
 
 def questions_step(run: Run) -> None:
-    """Decide the questions: one graph of node tests (closed min-p), then the heavy tails."""
+    """Decide every verdict once: one graph of node tests (closed min-p), with the masks."""
     factor, factor_obs = factor_tests(run.result, run.sets, run.specs, run.copies.binned)
     res = run.result.merge(question_step(run.result, run.specs, run.copies.tests,
                                          factor=factor, alpha_result=run.cfg.alpha_result,
-                                         M=run.M))
+                                         M=run.M, untestable=run.untestable))
     res["factor_statistic"] = VALIDATE.variable("factor_statistic", factor_obs)
-    res = tails_step(res, M=run.M)
-    run.result = untestable_step(res, *run.untestable)
+    run.result = res
     run.factor = factor
 
 

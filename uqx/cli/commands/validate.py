@@ -27,12 +27,12 @@ from uqx.cli.commands._common import (
 )
 from uqx.dataio.paths import same_file
 from uqx.engine.defaults import ALPHA_RESULT, N_BOOT, N_MC, N_TEST, NU, POP_MIN
+from uqx.engine.defaults import DEFAULT_STATS as API_DEFAULT_STATS
 from uqx.errors import InputError
 from uqx.progress import COMPILING_NOTE, kernels_compiled, progress_wanted, steps_progress
-from uqx.workflow.validation import DEFAULT_STATS as API_DEFAULT_STATS
 
 NAME = "validate"
-#: The API's default statistics (:data:`uqx.workflow.validation.DEFAULT_STATS`), as the
+#: The API's default statistics (:data:`uqx.engine.defaults.DEFAULT_STATS`), as the
 #: help prints them; adaptivity's are added per feature a set has.
 DEFAULT_STATS = ",".join(s.upper() for s in API_DEFAULT_STATS)
 PAPER_STATS = "ZMS,RCE,CC,ENCE,ZMSE"
