@@ -73,10 +73,11 @@ def jackknife_acceleration(jack, *, chunk_rows: int = 262_144):
         mean = np.nanmean(jack, axis=0)
     s2 = np.zeros(jack.shape[1:])
     s3 = np.zeros(jack.shape[1:])
-    for lo in range(0, jack.shape[0], chunk_rows):
-        d = mean - jack[lo : lo + chunk_rows]
-        s2 += np.nansum(d * d, axis=0)
-        s3 += np.nansum(d * d * d, axis=0)
+    with np.errstate(invalid="ignore", over="ignore"):  # infinite values: NaN, no warning
+        for lo in range(0, jack.shape[0], chunk_rows):
+            d = mean - jack[lo : lo + chunk_rows]
+            s2 += np.nansum(d * d, axis=0)
+            s3 += np.nansum(d * d * d, axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         return s3 / (6.0 * s2**1.5)
 

@@ -215,15 +215,16 @@ def ols_fit(x, y):
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     n = x.shape[-1]
-    xm = x.mean(axis=-1, keepdims=True)
-    ym = y.mean(axis=-1, keepdims=True)
-    sxx = np.sum((x - xm) ** 2, axis=-1)
-    slope = np.sum((x - xm) * (y - ym), axis=-1) / sxx
-    intercept = ym[..., 0] - slope * xm[..., 0]
-    resid = y - (intercept[..., None] + slope[..., None] * x)
-    s2 = np.sum(resid**2, axis=-1) / (n - 2)
-    slope_se = np.sqrt(s2 / sxx)
-    intercept_se = np.sqrt(s2 * (1.0 / n + xm[..., 0] ** 2 / sxx))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # inf/NaN y: NaN
+        xm = x.mean(axis=-1, keepdims=True)
+        ym = y.mean(axis=-1, keepdims=True)
+        sxx = np.sum((x - xm) ** 2, axis=-1)
+        slope = np.sum((x - xm) * (y - ym), axis=-1) / sxx
+        intercept = ym[..., 0] - slope * xm[..., 0]
+        resid = y - (intercept[..., None] + slope[..., None] * x)
+        s2 = np.sum(resid**2, axis=-1) / (n - 2)
+        slope_se = np.sqrt(s2 / sxx)
+        intercept_se = np.sqrt(s2 * (1.0 / n + xm[..., 0] ** 2 / sxx))
     return LineFit(intercept, intercept_se, slope, slope_se)
 
 
