@@ -324,3 +324,13 @@ def test_json_records_are_read(tmp_path, capsys, suffix):
     bad.write_text('{"E": 0.1')
     status, _, err = _stats(capsys, bad)
     assert status == 2 and "cannot read as JSON" in err
+
+
+def test_a_header_with_units_is_named_in_the_error(tmp_path, capsys):
+    """`E (eV)` and `uE (eV)` are not E and uE: the error points at them."""
+    path = tmp_path / "units.csv"
+    path.write_text("E (eV),uE (eV)\n0.1,0.5\n-0.2,0.4\n0.3,0.9\n")
+    assert main(["stats", str(path)]) != 0
+    err = capsys.readouterr().err
+    assert "no column 'E'" in err and "did you mean 'E (eV)'?" in err
+    assert main(["stats", str(path), "--E", "E (eV)", "--uE", "uE (eV)"]) == 0

@@ -294,8 +294,10 @@ def columns_text(columns, wanted=None) -> str:
     """
     names = [str(c) for c in columns]
     close = []
-    if wanted is not None:  # the same name in another case first, then similar ones
+    if wanted is not None:  # the same name in another case first, or with its units
         close = [n for n in names if n.lower() == str(wanted).lower()]
+        close += [n for n in names if n not in close and _without_units(n).lower()
+                  == str(wanted).lower()]  # "E (eV)", "uE [kcal/mol]"
         close += [n for n in difflib.get_close_matches(str(wanted), names, n=3)
                   if n not in close]
         close = close[:3]
@@ -303,6 +305,15 @@ def columns_text(columns, wanted=None) -> str:
     more = (f", ... ({len(names)} columns in all)" if len(names) > _COLUMNS_SHOWN else "")
     hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
     return f"available columns: {shown}{more}{hint}"
+
+
+_UNITS = re.compile(r"^\s*(.+?)\s*[\(\[][^\(\)\[\]]*[\)\]]\s*$")
+
+
+def _without_units(name: str) -> str:
+    """Strip a trailing unit in brackets from a column label: ``"E (eV)"`` -> ``"E"``."""
+    m = _UNITS.match(name)
+    return m.group(1) if m else name
 
 
 def numeric_column(df: pd.DataFrame, column, path: str | os.PathLike) -> np.ndarray:
