@@ -264,8 +264,17 @@ def test_stack_where_only_some_sets_have_X():
             np.testing.assert_array_equal(got[k].values, alone[k].isel(set=0).values, k)
     assert np.isnan(res["estimate"].sel(set="b", stat="zms_scan_X")).item()
     assert res["verdict"].sel(set="b", stat="zms_scan_X").item() == "not tested"
+    # statistics asked by name: those on X for the sets with X, `not tested` for the others
+    res = uqx.validate(uqx.stack([a, b]), ["zms", "ence_X"], n_boot=50, n_mc=50, seed=1)
+    assert res["verdict"].sel(set="b", stat="ence_X").item() == "not tested"
+    assert res["verdict"].sel(set="a", stat="ence_X").item() != "not tested"
+    assert "this set has no X" in res["question_reason"].sel(question="adaptivity_X",
+                                                            set="b").item()
+    with pytest.raises(InputError, match=r"^b: statistic 'ence_X' needs variable 'X', which "
+                                         r"these sets do not have \(other sets do\)"):
+        uqx.validate(uqx.stack([a, b]), ["ence_X"], n_boot=50, n_mc=50, seed=1)
     with pytest.raises(InputError, match=r"^b: statistic 'ence_X' needs variable 'X'"):
-        uqx.validate(uqx.stack([a, b]), ["zms", "ence_X"], n_boot=50, n_mc=50, seed=1)
+        uqx.validate(b, ["zms", "ence_X"], n_boot=50, n_mc=50, seed=1)
 
 
 # -------------------------------------------- 7. options that cannot give a test

@@ -300,7 +300,8 @@ def validate(
         Statistics (default ZMS, RCE, ⟨Z⟩ (``mean_z``), CC, ENCE, ZMSE, ZMSE_max, ZMS_scan,
         ZVE: :data:`DEFAULT_STATS`), plus :data:`ADAPTIVITY_STATS` on X and on V for each
         set that has them (a set without X in a stack where others have it reads
-        adaptivity (X) ``not tested``, and says why).
+        adaptivity (X) ``not tested``, and says why). Statistics binned on X or V, asked
+        by name, are computed for the sets of a stack that have the feature, the same way.
     n_boot : int, default 10000
         Bootstrap replicates for the BCa intervals (shared by all statistics).
     n_mc : int, default 10000
@@ -456,11 +457,11 @@ def validate(
     # the defaults add adaptivity on each feature a set has: sets grouped by their features,
     # each group a call of its own where the groups differ
     groups = given = _feature_groups(checked)
-    group_specs = [specs + _check_arguments([f"{b}_{c}" for c in feats
-                                             for b in ADAPTIVITY_STATS]) if default else specs
-                   for feats, _ in groups]
-    if not default:
-        groups, group_specs = [((), None)], [specs]
+    present = {c for feats, _ in groups for c in feats}
+    group_specs = [_group_specs(specs, feats, default, present, checked.data["set"].values[idx])
+                   for feats, idx in groups]
+    if len({tuple(s.name for s in g) for g in group_specs}) == 1:
+        groups, group_specs = [((), None)], group_specs[:1]  # one call for the whole stack
     settings.check_memory(checked.data.sizes.get("set", 1), max(map(len, group_specs)))
     # the copies' and the bootstrap's shares grow with their counts (QM9_E at the CLI's
     # 10 000 each: copies 79 %, bootstrap 16 %), roughly as their square roots
@@ -832,6 +833,26 @@ def _feature_groups(checked: CheckedSets) -> list[tuple[tuple[str, ...], np.ndar
     keys = [tuple(c for k, c in enumerate(("X", "V")) if have[i, k]) for i in range(n)]
     order = list(dict.fromkeys(keys))
     return [(f, np.array([i for i in range(n) if keys[i] == f])) for f in order]
+
+
+def _group_specs(specs, feats, default, present, names):
+    """Choose the statistics a group of sets with features ``feats`` computes.
+
+    The defaults add :data:`ADAPTIVITY_STATS` on each feature of the group. Statistics
+    binned on a feature the group lacks are left out when another set of the stack has it
+    (``present``; its sets read them ``not tested``); a feature no set has stays an error
+    (the evaluator names it). ``names``: the group's sets, for the message.
+    """
+    if default:
+        return specs + _check_arguments([f"{b}_{c}" for c in feats for b in ADAPTIVITY_STATS])
+    keep = [s for s in specs if not (s.family == "binned" and s.cond in ("X", "V")
+                                     and s.cond not in feats and s.cond in present)]
+    if not keep:
+        s = specs[0]
+        raise InputError(f"{', '.join(map(str, names))}: statistic {s.name!r} needs variable "
+                         f"{s.cond!r}, which these sets do not have (other sets do), and no "
+                         "other statistic was requested: add one they can compute (e.g. zms)")
+    return keep
 
 
 def _merge_groups(parts, checked) -> xr.Dataset:
