@@ -93,7 +93,7 @@ def bins_used_text(ds, args) -> str:
                  f"at least {POP_MIN} points per bin (M = {sd.M})")
     counts = sorted(set(used.values()))
     if len(counts) == 1:
-        return f"{counts[0]} {args.binning} bins of uE"
+        return f"{counts[0]} {args.binning} bin{'' if counts[0] == 1 else 's'} of uE"
     return f"{args.binning} bins of uE: " + ", ".join(f"{k} {v}" for k, v in used.items())
 
 
