@@ -32,7 +32,7 @@ def test_three_lines_from_dataframe_to_verdicts(frame, result):
     assert list(ds["set"].values) == ["gnn", "rf"] and ds.sizes["sample"] == 600
     table = result.uqx.verdicts()
     assert list(table.index) == ["gnn", "rf"] and table.index.name == "set"
-    # the questions, the factor conclusion, then the statistics (issue 37)
+    # the questions, the factor conclusion, then the statistics
     assert list(table.columns) == ["M", "average", "consistency", "adaptivity (X)", "ranking",
                                    "up to a factor", "scale factor", "zms", "rce", "cc", "ence"]
     # X is given but none of adaptivity's statistics was requested: said, not dropped

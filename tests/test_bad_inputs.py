@@ -1,7 +1,7 @@
-"""Bad, odd and degenerate inputs (issue 22, part B): a clean error or a said consequence.
+"""Bad, odd and degenerate inputs: a clean error or a said consequence.
 
-Every case here was a traceback, a silent wrong result or a misleading message on the
-main of issue 22. The last part is a new user's trial of odd inputs across every command
+Every case here was once a traceback, a silent wrong result or a misleading message.
+The last part is a new user's trial of odd inputs across every command
 and the API, as a table: input -> the clean error (substring) or the expected behaviour.
 """
 
@@ -659,7 +659,7 @@ def test_api_validate_warns_of_too_small_settings_and_sets():
 
 @pytest.mark.parametrize("nu", [2, 2.0, 1.5, float("nan"), None, "six", [6.0, 2.0]])
 def test_one_check_of_the_students_nu(nu):
-    """nu > 2 is checked in one place (issue 38), for the generators, the quantiles and
+    """nu > 2 is checked in one place, for the generators, the quantiles and
     the simulated references alike."""
     from uqx.engine.generators import check_student_nu, draw
     from uqx.engine.unit_variance import unit_quantile
@@ -678,7 +678,7 @@ def test_one_check_of_the_students_nu(nu):
 @pytest.mark.parametrize("name", ["n_boot", "n_mc", "bins", "pop_min", "cond_bins",
                                   "cond_n_boot", "extrapolation_n_mc"])
 def test_settings_check_their_fields_once_for_the_api_and_the_cli(name):
-    """One rule per setting (issue 38): Settings refuses a value below its minimum, and
+    """One rule per setting: Settings refuses a value below its minimum, and
     the command line refuses the same value with the same minimum."""
     from uqx.cli.commands._common import OPTION_MINIMA
     from uqx.engine.defaults import INTEGER_MINIMA
@@ -694,7 +694,7 @@ def test_settings_check_their_fields_once_for_the_api_and_the_cli(name):
 
 
 def test_arrays_enter_by_one_door():
-    """uqx.bootstrap_set reads its arrays as uqx.from_arrays does (issue 38): E or uE of
+    """uqx.bootstrap_set reads its arrays as uqx.from_arrays does: E or uE of
     None is named, and pandas Series are aligned on their index, not taken by position."""
     import pandas as pd
 

@@ -245,7 +245,7 @@ def test_validate_conditional_on_X_and_json(capsys, csv):
                        "--n-boot", 200, "--n-mc", 30, "--seed", 1, "--format", "json")
     assert rc == 0, err
     (rec,) = json.loads(out)
-    assert list(rec["stats"]) == ["zms", "zmse_X"]  # named as in the table (issue 37)
+    assert list(rec["stats"]) == ["zms", "zmse_X"]  # named as in the table
     assert set(rec["conditional"]) == {"uE", "X"}
     rc, text, err = run(capsys, "validate", csv, "--X", "X", "--stats", "zms,zmse_X",
                         "--n-boot", 200, "--n-mc", 30, "--seed", 1, "--wide")

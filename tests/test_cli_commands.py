@@ -110,7 +110,7 @@ def test_every_command_registered_and_defaults_shown():
             if action.dest == "help":
                 continue
             if action.default is None or isinstance(action.default, bool):
-                # nothing to say (issue 22): no "(default: None)", "(default: False)"
+                # nothing to say: no "(default: None)", "(default: False)"
                 assert f"(default: {action.default})" not in text, (name, action.dest)
                 continue
             help_text = " ".join(action.help.split())

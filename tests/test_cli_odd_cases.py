@@ -342,7 +342,7 @@ def test_zeta_bars_of_one_statistic_sit_on_their_tick_with_their_legend_only(res
         lo, hi = ax.get_xlim()
         assert lo < centre - bars[0].get_width() and hi > centre + bars[0].get_width()
         legend = ax.get_legend() or fig.legends[0]
-        # the bars drawn, and the +-1 lines named as the papers' rule (issue 37, part 3)
+        # the bars drawn, and the +-1 lines named as the papers' rule
         assert sorted(t.get_text() for t in legend.get_texts()) == sorted(
             [r"$\zeta_{BS}$", P.summary.ZETA_RULE_LABEL])
 

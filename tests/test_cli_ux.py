@@ -1,4 +1,4 @@
-"""What CI users and new users meet on the command line (issue 22, part A.3-A.5).
+"""What CI users and new users meet on the command line.
 
 Exit status of ``--fail-on``, help texts that read well (walked over every parser),
 labelled progress bars, the "bins requested" note only when the user chose ``--bins``,

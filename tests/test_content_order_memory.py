@@ -1,4 +1,4 @@
-"""The first steps of ``validate`` in O(chunk) memory, with the same results (issue 24).
+"""The first steps of ``validate`` in O(chunk) memory, with the same results.
 
 * the input checks (:mod:`uqx._checks`, :func:`uqx.dataio.model.as_stacked`) count and
   take extremes of numpy columns group by group: the same values as whole-column numpy;

@@ -106,7 +106,7 @@ def test_closed_minp_is_its_slow_twin():
 
 
 def test_rejections_do_not_depend_on_the_order_of_the_nodes():
-    """Finding of issue 43: the same p-values gave a question 4.25 % or 7.39 % by order."""
+    """The same p-values once gave a question 4.25 % or 7.39 % by the order of the nodes."""
     rng = np.random.default_rng(12)
     for _ in range(20):
         p = rng.uniform(0, 0.06, len(NAMES))
@@ -258,7 +258,7 @@ def _bias_sets(n, M=2000, seed=43):
 
 
 def test_a_pure_bias_is_a_bias_not_an_inconsistency():
-    """Finding 1 of issue 43: ZVE (null Var(Z | uE) = 1, which a bias breaks) decided
+    """Under the former rule ZVE (null Var(Z | uE) = 1, which a bias breaks) decided
     consistency (null E[Z² | uE] = 1, true here) on 11 % of such sets, and the summary
     advised an isotonic recalibration. ZVE is now a diagnostic; the consistency node reads
     ZMS_scan; the summary names the bias."""

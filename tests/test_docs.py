@@ -92,7 +92,7 @@ def test_what_users_read_does_not_point_to_the_developers_folder():
 
 
 def test_published_rates_are_out_of_sample():
-    """Issue 36, finding 6: the published rates come from seeds never used to choose the rule.
+    """The published rates come from seeds never used to choose the rule.
 
     The tables were read on seeds 21 and 22 rerun after several rule changes, with 60 sets
     per power cell and 500 copies per member. They now state their seeds (those of the
@@ -127,8 +127,7 @@ def _doc_texts():
 
 def test_every_module_path_and_name_in_the_docs_exists():
     """A file path (``uqx/engine/questions.py``) or a dotted name (``uqx.engine.questions
-    .graph_procedure``) named by the README or the docs is in the package (issue 38: the
-    module map named renamed files)."""
+    .graph_procedure``) named by the README or the docs is in the package."""
     import importlib
 
     missing = []
@@ -158,8 +157,7 @@ def test_every_module_path_and_name_in_the_docs_exists():
 
 def test_variables_page_lists_the_schema(uqx_docs):
     """The page *Result variables* is the schema's tables: every group, every variable with
-    its dims and long name (issue 38: one declaration that the steps, the writer and the
-    docs read)."""
+    its dims and long name."""
     from uqx.dataio.schema import GROUPS
 
     page = (DOCS / "variables.rst").read_text(encoding="utf-8")

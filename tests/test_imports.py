@@ -1,5 +1,5 @@
 """Imports sit at the top of their module; a function imports only to defer a heavy
-dependency, as docs/development.md ("Lazy imports") allows (issue 38: an honest graph).
+dependency, as docs/development.md ("Lazy imports") allows.
 
 Read from the source (the AST of every module of ``uqx/``), nothing imported: a module
 loads at its import what its module-level imports name, and theirs in turn (the import

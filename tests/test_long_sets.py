@@ -1,4 +1,4 @@
-"""The bootstrap of long sets holds nothing of size M beyond its columns (issue 24).
+"""The bootstrap of long sets holds nothing of size M beyond its columns.
 
 Rows in content order have uE sorted: the evaluator then keeps no sort order, folds each
 replicate's counts into the bins as they are drawn (no count matrix), and, beyond

@@ -76,7 +76,7 @@ def test_mc_pvalue_is_uniform_under_exchangeability():
     ([0.01, 0.20, 0.30, 0.40], "inconclusive"),  # one member rejects: valid is no claim
     ([0.50, 0.60, 0.01, 0.40], "inconclusive"),  # the t fit alone rejects
     ([0.50, 0.60, 0.30, 0.01], "inconclusive"),  # the data member alone rejects
-    ([0.004, 0.004, 0.004, 0.10], "inconclusive"),  # issue 21: was valid (data member)
+    ([0.004, 0.004, 0.004, 0.10], "inconclusive"),  # was valid once (data member)
     ([0.50, np.nan, 0.50, 0.50], "inconclusive"),
 ])
 def test_family_verdict(p, verdict):

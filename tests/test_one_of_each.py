@@ -1,4 +1,4 @@
-"""One of each thing (issue 23): one figure registry, one dask compute, one provenance."""
+"""One of each thing: one figure registry, one dask compute, one provenance."""
 
 import subprocess
 import sys
@@ -43,8 +43,7 @@ def test_plot_package_is_light_and_functions_win_over_modules():
 
 def test_the_figure_registry_is_one_table_without_globals():
     """Each figure function is found in the module the registry names, and no module of
-    the package is named as a figure function (so no import can shadow one, and the
-    package needs no global names nor a module-class swap; issue 38)."""
+    the package is named as a figure function."""
     import importlib
     import inspect
     import pkgutil

@@ -1,4 +1,4 @@
-"""Outputs never destroy data (issue 22, part A.1): one policy for every ``-o`` and the API.
+"""Outputs never destroy data: one policy for every ``-o`` and the API.
 
 ``uqx.dataio.paths.check_output_path`` is the one policy: no output over an input (a
 NetCDF input opened lazily, a symbolic link to an input included), a suffix that fits

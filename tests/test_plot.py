@@ -126,7 +126,7 @@ def test_zeta_figures_from_netcdf(validation):
     fig = P.zeta_bars(validation, stats=("zms", "ence"))
     panels = _check(fig, 2)
     # BS + Sim/Sim2 for N and T6; ENCE has no predefined reference: no BS bars, and no
-    # empty slot for them (issue 37)
+    # empty slot for them
     assert len(panels[0].containers) == 5
     assert [c.get_label() for c in panels[1].containers] == [
         r"$\zeta_{Sim,N}$", r"$\zeta_{Sim,T6}$", r"$\zeta_{Sim2,N}$", r"$\zeta_{Sim2,T6}$"]

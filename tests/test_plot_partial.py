@@ -85,7 +85,7 @@ def test_zeta_bars_without_sim2_or_simulated_references(res_no_cc):
     fig = P.zeta_bars(lean)
     assert len(_panels(fig)) == 3
     # ENCE: Sim bars for N and T6, no BS bar (simulated reference), no Sim2 bars: no
-    # empty slots either (issue 37)
+    # empty slots either
     assert len(_panels(fig)[2].containers) == 2
     bare = res_no_cc.drop_vars(["zeta_sim", "zeta_sim2"])
     assert len(_drawn(P.zeta_bars(bare, stats=["zms"]))) == 1

@@ -1,4 +1,4 @@
-"""What the package promises about its randomness, drawn by hypothesis (issue 38).
+"""What the package promises about its randomness, drawn by hypothesis.
 
 * ``uqx.validate`` is a function of the set of rows: any row permutation, any chunking
   of lazy (dask) columns and any scheduler give the same estimates, intervals, p-values

@@ -1,4 +1,4 @@
-"""Simulated references of a set in content order hold nothing of size M (issue 24).
+"""Simulated references of a set in content order hold nothing of size M.
 
 Oracles: the stored pools of the "data" member (:func:`standardised_z`,
 :func:`standardised_z_local`), which the pools computed when drawn

@@ -1,4 +1,4 @@
-"""A report never contradicts itself (issue 22, part A.2).
+"""A report never contradicts itself.
 
 Every number drawn in a figure of a report (and of ``validate --plots``, the same
 :func:`uqx.report.diagnostic_figures`) comes from the result it illustrates, with the

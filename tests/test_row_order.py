@@ -1,6 +1,6 @@
 """Every output of ``validate`` is a function of the set of rows, not of their order.
 
-Issue 21, finding 1: equal-count bins split tie groups of uE by file order, so rows sorted
+Equal-count bins once split tie groups of uE by file order, so rows sorted
 by |E| put the large errors in the upper bin of every tie group and calibrated data were
 declared inconsistent; two shuffles of the same rows disagreed. With ``ties="content"``
 (the default) any permutation of the rows gives the same result, bit for bit; the papers'

@@ -1,6 +1,6 @@
 """The run state: named steps, named values between them, one draw of the copies.
 
-Issue 38: ``uqx.validate`` is the list :data:`uqx.workflow.validation.STEPS` over one
+``uqx.validate`` is the list :data:`uqx.workflow.validation.STEPS` over one
 ``Run``; the docs list the same steps; no step hands another a tuple of more than two
 unnamed values; the question "consistent up to a factor" reuses the copies of the tests.
 """

@@ -1,4 +1,4 @@
-"""The answer in words (uqx.workflow.summary, issue 37): every sentence of a set's summary
+"""The answer in words: every sentence of a set's summary
 follows from the numbers of the result it reads, on the demo sets and the nine literature
 sets, and the summary comes first in the text, the verdict table, the JSON and the report."""
 

@@ -600,7 +600,7 @@ def test_fitted_member_reads_nu_from_z_scaled_in_bins_unless_streamed():
 
 def test_two_sided_statistics_fit_member_sits_at_the_heavy_end_of_nu():
     # a t_s(4) set of 500 that missed its rare extremes: <Z^2> = 0.74 and tails that
-    # look like t_s(4) only; at nu_hat every member rejected ZMS (issue 12's size miss)
+    # look like t_s(4) only; at nu_hat every member rejected ZMS
     from uqx.engine.binning import content_order
     from uqx.engine.null_shape import kappa_cs_z2_local, nu_heavy_bound, nu_on_grid
     from uqx.sweeps.error_rates import synthetic_set

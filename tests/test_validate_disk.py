@@ -1,4 +1,4 @@
-"""uqx.validate and ``uqx validate FILE.nc`` on disk-backed (dask) input (issue 13 item 3).
+"""uqx.validate and ``uqx validate FILE.nc`` on disk-backed (dask) input.
 
 The workflow on a chunked NetCDF opened lazily (:func:`uqx.dataio.netcdf.open_dataset`) equals the
 workflow on the same rows in memory, bit for bit: the moment-only workflow without the

@@ -58,7 +58,7 @@ def test_extrapolation_figure(run_plots):
     for ax, k in zip(fig.axes, stats, strict=True):
         assert ax.get_xlabel() and ax.get_ylabel().startswith(k.upper())
         verdict = str(res["extrap_verdict"].sel(set="primer_C", cond="uE", xstat=k).item())
-        # the papers' diagnostic carries no verdict, and the title says so (issue 37)
+        # the papers' diagnostic carries no verdict, and the title says so
         assert ax.get_title().endswith("diagnostic" if verdict == "not tested" else verdict)
         assert ax.lines and ax.collections  # points, fit, bars; error-bar collections
         # the fitted line starts at x = 0 on the intercept

@@ -1,4 +1,4 @@
-"""Every claim of a verdict is true (issue 21, findings 2, 3, 5 and 6).
+"""Every claim of a verdict is true.
 
 * ``valid`` is a positive claim: never while a member of the null family rejects beyond
   its Monte-Carlo noise (finding 2: ZMS = 1.88 with p = 0.004 under three members was
