@@ -505,13 +505,19 @@ def test_a_feature_without_its_statistics_is_said_not_left_blank():
     assert "add zms_scan_X" in why["adaptivity_X"] and why["adaptivity_V"] == ""
     assert "Adaptivity (X) not tested: none of its statistics was requested" in \
         summary_lines(res)[0]
-    # in a stack where another set lacks X, adding X's statistics would be refused: the
-    # reason says to validate the sets with X separately (--paper-sets: QM9_E)
+    # in a stack where another set lacks X, adding X's statistics works (they are computed
+    # for the sets with X): the same advice, and the set without X says it has none
     b = uqx.from_arrays(u * rng.standard_normal(1000), u, name="b")
     res = uqx.validate(uqx.stack([ds, b]), "zms,zmse", n_boot=100, n_mc=100, seed=1,
                        conditional=False)
     why = res["question_reason"].sel(question="adaptivity_X", set="a").item()
-    assert "validate the sets with X separately" in why and "add zms_scan_X" not in why
+    assert "add zms_scan_X" in why
+    assert "this set has no X" in res["question_reason"].sel(question="adaptivity_X",
+                                                             set="b").item()
+    res = uqx.validate(uqx.stack([ds, b]), "zms,zmse,zms_scan_X", n_boot=100, n_mc=100,
+                       seed=1, conditional=False)
+    assert res["question_verdict"].sel(question="adaptivity_X", set="a").item() != \
+        "not tested"
     # asked: tested, with no such reason
     res = uqx.validate(ds, "zms,zms_scan_X", n_boot=100, n_mc=100, seed=1, conditional=False)
     q = list(res["question"].values).index("adaptivity_X")
