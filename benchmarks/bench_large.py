@@ -38,7 +38,7 @@ import time
 from _common import ROOT, header, section
 
 TARGET_S, TARGET_MIB = 60.0, 1024.0
-PREVIOUS = "48.3 s API / 45.0 s CLI wall, 816 / 812 MiB (quiet machine, 2026-11-26, afd6e56)"
+PREVIOUS = "24.8 s API / 28.7 s CLI wall, 769 / 732 MiB (load 1.2-1.4, 2026-11-28, ea92c5d)"
 #: Workflow steps timed by --profile (cumulative time of each function, cProfile).
 STEPS = ("_content_order_step", "_tailedness_step", "_bootstrap_step", "null_family",
          "reference_step", "verdict_step", "_conditional_steps", "lzisd_step",
