@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import run
 
 from uqx.cli import main
 from uqx.dataio.netcdf import read_netcdf
@@ -39,12 +40,6 @@ def _write_csv(path, M=600, seed=1, scale=1.0, X=True):
 @pytest.fixture
 def csv(tmp_path):
     return _write_csv(tmp_path / "preds.csv")
-
-
-def run(capsys, *argv):
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def assert_error(capsys, argv, *needles):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import run
 
 from uqx.cli import app as cli
-from uqx.cli import main
 from uqx.cli.commands._common import cli_message
 from uqx.progress import progress_bar
 
@@ -31,12 +31,6 @@ def _write_csv(path, M=400, seed=1):
 @pytest.fixture
 def csv(tmp_path):
     return _write_csv(tmp_path / "preds.csv")
-
-
-def run(capsys, *argv):
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 FAST = ["--n-boot", "60", "--n-mc", "30", "--seed", "2", "--stats", "zms,rce,ence"]

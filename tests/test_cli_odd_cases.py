@@ -9,29 +9,13 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from cli_helpers import refused, run
 
 import uqx
-from uqx.cli import main
 from uqx.dataio.model import from_arrays
 from uqx.dataio.netcdf import to_netcdf
 
 FAST = ["--n-boot", "50", "--n-mc", "50", "--seed", "1"]
-
-
-def run(capsys, *argv):
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def refused(capsys, *argv, needles=()):
-    """Run a command that must fail cleanly: status 2, ``uqx: error:``, no traceback."""
-    rc, out, err = run(capsys, *argv)
-    assert rc == 2, (argv, out, err)
-    assert re.search(r"^uqx: error: ", err, re.M) and "Traceback" not in err, err
-    for n in needles:
-        assert n in err, (n, err)
-    return err
 
 
 def _frame(M=400, seed=1, scale=1.0):

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from cli_helpers import run
 
 import uqx
 from uqx.cli import main
@@ -25,12 +26,6 @@ from uqx.dataio.netcdf import to_netcdf
 
 DEMO = "data/examples/demo_inconsistent.csv"
 FAST = ["--n-boot", "100", "--n-mc", "50", "--seed", "1"]
-
-
-def run(capsys, *argv):
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def _write_csv(path, M=300, seed=1, nan=0):

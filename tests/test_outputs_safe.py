@@ -10,15 +10,14 @@ Every test writes under ``tmp_path`` only.
 
 import json
 import os
-import re
 import stat
 
 import numpy as np
 import pandas as pd
 import pytest
+from cli_helpers import refused, run
 
 import uqx
-from uqx.cli import main
 from uqx.dataio.model import from_arrays
 from uqx.dataio.netcdf import read_netcdf, to_netcdf
 from uqx.errors import OutputError
@@ -55,21 +54,6 @@ def no_compute(monkeypatch):
         raise AssertionError("the validation ran before the output was refused")
 
     monkeypatch.setattr(V, "run_validation", boom)
-
-
-def run(capsys, *argv):
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def refused(capsys, *argv, needles=()):
-    rc, out, err = run(capsys, *argv)
-    assert rc == 2, (argv, out, err)
-    assert re.search(r"^uqx: error: ", err, re.M) and "Traceback" not in err, err
-    for n in needles:
-        assert n in err, (n, err)
-    return err
 
 
 # ------------------------------------------------------------------ never over an input
