@@ -32,6 +32,9 @@ the steps of :data:`STEPS` in order over one :class:`Run`, the state of the run:
     rescaled), and the tolerance claim when asked.
 14. :func:`finish_step` — deciles of ZMS, the notes, the coordinates, the provenance.
 
+Each entry of :data:`STEPS` is a :class:`Step`, which names the fields of :class:`Run`
+the step reads and writes; the workflow checks them as it runs (:class:`StepError`).
+
 Disk-backed input (dask arrays, e.g. :func:`uqx.dataio.netcdf.open_dataset`): see the Notes of
 :func:`validate` and :func:`uqx.workflow.disk.memory_note` for what is streamed and what
 is held in memory.
@@ -42,8 +45,8 @@ verdicts" and the ``error-rates`` study (:mod:`uqx.sweeps.error_rates`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 import xarray as xr
@@ -483,7 +486,10 @@ class Run:
     """The state of one validation, filled by the steps of :data:`STEPS` in turn.
 
     Each step reads what the steps before it left and fills its own fields; ``result``
-    gathers the variables of the answer.
+    gathers the variables of the answer. Which fields a step reads and writes is declared
+    in its :class:`Step` and checked as it runs (:func:`_workflow`): ``checked``,
+    ``specs``, ``cfg`` and ``owned`` are given, every other field holds ``None`` until
+    the step that writes it has run, and no step reads it before then.
 
     Attributes
     ----------
@@ -527,7 +533,7 @@ class Run:
     cfg: Settings
     owned: list
     sets: list = None
-    streamed: bool = False
+    streamed: bool = None
     inputs: dict = None
     notes: _Notes = None
     n_bins_used: np.ndarray = None
@@ -551,18 +557,90 @@ class Run:
         return np.array([sd.M for sd in self.sets])
 
 
+#: The fields of :class:`Run`, in order.
+RUN_FIELDS = tuple(f.name for f in fields(Run))
+#: The fields given when a :class:`Run` is made: written before the first step.
+GIVEN_FIELDS = ("checked", "specs", "cfg", "owned")
+
+
+class StepError(RuntimeError):
+    """A step of :data:`STEPS` broke its declaration (an error of uqx, not of the input)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a validation: its function and the fields of :class:`Run` it uses.
+
+    Parameters
+    ----------
+    fn : callable
+        The step, ``fn(run) -> None``.
+    reads, writes : str or sequence of str
+        The fields of :class:`Run` it reads and those it assigns, as names or one string
+        of names separated by spaces; kept as tuples in the order of the fields. A
+        property counts as the field behind it (``ds``: ``checked``; ``M``: ``sets``).
+        A step that reads ``notes`` may add warnings to it.
+
+    Raises
+    ------
+    ValueError
+        A name that is no field of :class:`Run`.
+    """
+
+    fn: Callable[[Run], None]
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        for kind in ("reads", "writes"):
+            names = getattr(self, kind)
+            names = set(names.split() if isinstance(names, str) else names)
+            if names - set(RUN_FIELDS):
+                raise ValueError(f"{self.fn.__name__} {kind} {sorted(names - set(RUN_FIELDS))}:"
+                                 " no field of Run")
+            object.__setattr__(self, kind, tuple(f for f in RUN_FIELDS if f in names))
+
+    @property
+    def name(self) -> str:
+        """The step function's name (``bootstrap_step``)."""
+        return self.fn.__name__
+
+    @property
+    def label(self) -> str:
+        """The name the progress display shows (``bootstrap``, :func:`step_label`)."""
+        return step_label(self)
+
+
 def _workflow(checked: CheckedSets, specs, cfg: Settings) -> xr.Dataset:
     """Run the steps of :data:`STEPS` on checked input with settings ``cfg``.
 
     Where ``checked.private`` (its numpy columns are new, referenced by nothing else), the
     content order may permute them in place; columns loaded from disk here are always
     permuted in place.
+
+    Each step's declaration (:class:`Step`) is checked as it runs: it reads only fields
+    that are given or that an earlier step wrote, and the fields it changes (compared by
+    identity) are among those it declares; otherwise :class:`StepError`.
     """
     keys = [k for k in ("E", "uE", "X", "V") if k in checked.data]
     run = Run(checked, specs, cfg, owned=keys if checked.private else [])
+    written = set(GIVEN_FIELDS)
     for step in STEPS:
-        enter_step(step_label(step))
-        step(run)
+        unwritten = [f for f in step.reads if f not in written]
+        if unwritten:
+            raise StepError(f"{step.name} reads {', '.join(unwritten)}, which no earlier "
+                            "step wrote")
+        before = [getattr(run, f) for f in RUN_FIELDS]
+        enter_step(step.label)
+        step.fn(run)
+        changed = {f for f, old in zip(RUN_FIELDS, before, strict=True)
+                   if getattr(run, f) is not old}
+        del before  # nothing of the previous state held past its step
+        undeclared = changed.difference(step.writes)
+        if undeclared:
+            raise StepError(f"{step.name} wrote {', '.join(sorted(undeclared))}, which it "
+                            "does not declare")
+        written |= changed
         if max(run.M) > LONG_SET_ROWS:  # long sets: freed pages back to the system
             release_freed_memory()
     return run.result
@@ -752,16 +830,47 @@ def finish_step(run: Run) -> None:
     run.result = res.assign_attrs(_result_attrs(run.ds, run.inputs, run.cfg, extra=res.attrs))
 
 
-#: The steps of one validation, in order (:func:`_workflow`); each reads and fills a
-#: :class:`Run`. The documentation's list of steps is this one (tests/test_docs.py).
-STEPS = (load_step, order_step, notes_step, tailedness_step, bootstrap_step, null_family_step,
-         copies_step, shape_step, pvalues_step, questions_step, resolutions_step,
-         diagnostics_step, scale_factor_step, finish_step)
+#: The steps of one validation, in order (:func:`_workflow`), each with the fields of
+#: :class:`Run` it reads and writes. The documentation's list of steps and its table of
+#: their reads and writes are this one (tests/test_workflow_steps.py).
+STEPS = (
+    Step(load_step, reads="checked specs cfg",
+         writes="checked owned sets streamed inputs"),
+    Step(order_step, reads="checked cfg owned sets", writes="checked sets"),
+    Step(notes_step, reads="checked specs cfg sets", writes="notes n_bins_used"),
+    Step(tailedness_step, reads="specs sets notes", writes="tails"),
+    Step(bootstrap_step, reads="checked specs cfg notes", writes="boot observed"),
+    Step(null_family_step, reads="checked cfg sets streamed tails", writes="family"),
+    Step(copies_step, reads="checked specs cfg sets tails boot family",
+         writes="copies result"),
+    Step(shape_step, reads="specs sets streamed family copies result", writes="result"),
+    Step(pvalues_step, reads="specs cfg sets notes n_bins_used observed family copies result",
+         writes="untestable result"),
+    Step(questions_step, reads="specs cfg sets copies untestable result",
+         writes="factor result"),
+    Step(resolutions_step, reads="specs cfg sets copies factor result", writes="result"),
+    Step(diagnostics_step, reads="checked specs cfg sets notes family copies result",
+         writes="result"),
+    Step(scale_factor_step, reads="specs cfg copies result", writes="result"),
+    Step(finish_step, reads="checked cfg sets streamed inputs notes n_bins_used result",
+         writes="result"),
+)
 
 
 def step_label(step) -> str:
-    """Name a step as the progress display shows it: ``bootstrap_step`` -> ``bootstrap``."""
-    return step.__name__.removesuffix("_step").replace("_", " ")
+    """Name a step as the progress display shows it: ``bootstrap_step`` -> ``bootstrap``.
+
+    Parameters
+    ----------
+    step : Step or callable
+        A step of :data:`STEPS`, or its function.
+
+    Returns
+    -------
+    str
+    """
+    fn = step.fn if isinstance(step, Step) else step
+    return fn.__name__.removesuffix("_step").replace("_", " ")
 
 
 #: The steps' names as the progress display shows them (``step 5 of 14: bootstrap``).
