@@ -1,15 +1,12 @@
-"""Decision steps of the workflow: p-values, the questions and their verdicts.
+"""Decision steps of the workflow: the p-values, then every verdict of each set, once.
 
-:func:`pvalue_step` computes every tested statistic's Monte-Carlo p-value under each
-member of the null family (keeping the papers' decision on the ζ-scores beside it,
-``zeta_verdict``, :mod:`uqx.engine.verdict`). :func:`question_step` decides each set
-once, by the design of :mod:`uqx.engine.questions`: one node per declared null, each
-tested by one statistic, the nodes sharing the set's family-wise level in one graph
-calibrated jointly on the shared copies (:func:`uqx.engine.questions.decide_set`), the
-members combined by :func:`uqx.engine.questions.member_verdict`; an ``invalid`` that
-stands on tails the null family does not represent reads ``inconclusive``, and what a
-set cannot test ``not tested``, before any verdict is written. Documentation: "How to
-read the verdicts".
+:func:`pvalue_step`: each tested statistic's Monte-Carlo p-value under each member (the
+papers' ζ decision kept beside it, ``zeta_verdict``). :func:`question_step`: each set's
+node tests (:func:`set_tests`) decided by one graph
+(:func:`uqx.engine.questions.decide_set`), the members combined
+(:func:`uqx.engine.questions.member_verdict`); the tails beyond the null family, what a
+set cannot test and the factor not asked are applied before any verdict is written.
+The rule in words: docs/verdicts.md.
 """
 
 from __future__ import annotations
@@ -22,10 +19,10 @@ import xarray as xr
 from uqx.dataio.schema import VALIDATE
 from uqx.engine.mctest import (
     LIGHT_SIDE,
+    borderline,
     copy_pvalues,
     mc_pvalue,
     mc_pvalue_sides,
-    pvalue_noise,
     smallest_pvalue,
 )
 from uqx.engine.null_shape import NU_MIN, tails_reach_limit, tails_within_reach
@@ -39,34 +36,17 @@ from uqx.engine.questions import (
 )
 from uqx.engine.statistic import STATISTICS
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
-from uqx.engine.verdict import (
-    interval_problem,
-    simulated_verdict,
-    zeta_se,
-    zeta_verdict,
-)
+from uqx.engine.verdict import interval_problem, simulated_verdict, zeta_se, zeta_verdict
 
-__all__ = [
-    "pvalue_step",
-    "question_step",
-    "NodeTests",
-    "set_tests",
-    "members_used",
-    "NOT_ASKED",
-    "tails_reason",
-    "TAILS_ROBUST",
-    "papers_verdict",
-    "zeta_borderline",
-    "QUESTION_VARS",
-]
+__all__ = ["pvalue_step", "question_step", "NodeTests", "set_tests", "members_used",
+           "NOT_ASKED", "tails_reason", "TAILS_ROBUST", "zeta_borderline"]
 
 
 def members_used(res, n_members, rank: bool = False) -> np.ndarray:
     """Members taking part in each set's verdicts, (set, member) bool (all when unknown).
 
-    With ``rank`` (the verdicts of a rank statistic, CC), the members whose body also
-    fits the data's (``member_plausible_rank``,
-    :func:`uqx.workflow.references.plausible_for_ranks`).
+    With ``rank`` (the verdicts of CC), those whose body also fits the data's
+    (``member_plausible_rank``).
     """
     if rank and "member_plausible_rank" in res:
         return res["member_plausible_rank"].values.astype(bool)
@@ -77,91 +57,55 @@ def members_used(res, n_members, rank: bool = False) -> np.ndarray:
 
 def zeta_borderline(res, i, j) -> bool:
     """Return whether abs(ζ) is within two Monte-Carlo sd of 1 (the papers' decision can flip)."""
-    g = {k: res[k].values[i, j] for k in ("estimate", "ci_low", "ci_high", "ci_low_se",
-                                           "ci_high_se", "zeta", "reference",
-                                           "reference_kind")}
-    if str(g["reference_kind"]).startswith("predefined"):
-        zetas, refs, ut, rse = [g["zeta"]], [g["reference"]], [0.0], [0.0]
-    else:
-        zetas = list(res["zeta_sim"].values[i, j])
-        refs = list(res["sim_reference"].values[i, j])
-        rse = list(res["sim_reference_se"].values[i, j])
-        ut = [2 * x for x in rse]
-    sz = zeta_se(g["estimate"], np.array(refs), g["ci_low"], g["ci_high"], g["ci_low_se"],
-                 g["ci_high_se"], target_u=np.array(ut), reference_se=np.array(rse))
+    sim = not str(res["reference_kind"].values[i, j]).startswith("predefined")
+    zetas, refs = (np.atleast_1d(res[k].values[i, j]) for k in
+                   (("zeta_sim", "sim_reference") if sim else ("zeta", "reference")))
+    rse = np.asarray(res["sim_reference_se"].values[i, j]) if sim else np.zeros(1)
+    e, lo, hi, lo_se, hi_se = (res[k].values[i, j] for k in
+                               ("estimate", "ci_low", "ci_high", "ci_low_se", "ci_high_se"))
+    sz = zeta_se(e, refs, lo, hi, lo_se, hi_se, target_u=2 * rse, reference_se=rse)
     with np.errstate(invalid="ignore"):
         return bool(np.any(np.abs(np.abs(zetas) - 1) < 2 * sz))
-
-
-def papers_verdict(res, specs, i, j, labels):
-    """Return the papers' ζ decision (000 Fig. 1 with uqx's D agreement), for comparison."""
-    e, lo, hi = (float(res[k].values[i, j]) for k in ("estimate", "ci_low", "ci_high"))
-    kind = str(res["reference_kind"].values[i, j])
-    if not STATISTICS[specs[j].base].tested or kind == "":
-        return "not tested"
-    if interval_problem(e, lo, hi):
-        return "inconclusive"
-    if kind.startswith("predefined"):
-        return zeta_verdict(float(res["zeta"].values[i, j]))
-    return simulated_verdict(res["zeta_sim"].values[i, j], res["zeta_sim2"].values[i, j],
-                             labels)[0]
 
 
 def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
                 ) -> xr.Dataset:
     """Step 4: each tested statistic's Monte-Carlo p-value under every member.
 
-    The p-value of the statistic the test reads (``observed``: the estimate, or its
-    studentised form for ⟨Z⟩: its ``test_statistic`` in
-    :data:`uqx.engine.statistic.STATISTICS`) among its calibrated copies
-    (:func:`uqx.engine.mctest.mc_pvalue`, one- or two-sided by its ``direction``). With
-    ``joint`` (the fitted member at ν̂), the fitted member of a two-sided statistic of
-    :data:`uqx.engine.mctest.LIGHT_SIDE` reads that side on ``draws`` (the heavy end of
-    ν) and the other on ``joint`` (:func:`uqx.engine.mctest.mc_pvalue_sides`). The
-    papers' ζ rule is kept in ``zeta_verdict``.
-
-    Parameters
-    ----------
-    res : xarray.Dataset
-        The result so far (estimates, intervals, references over (set, stat)).
-    specs : list of StatSpec
-    notes : object
-        The workflow's collector of warnings.
-    draws : numpy.ndarray, shape (set, stat, member, n)
-        The copies of each statistic's test.
-    member_labels : list of str
-    observed : numpy.ndarray, shape (set, stat)
-        The value of each statistic's test statistic on the data.
-    joint : numpy.ndarray, optional
-        The joint copies (the fitted member at ν̂).
-
-    Returns
-    -------
-    xarray.Dataset
-        ``p_value`` (set, stat, member), ``test_statistic``, ``zeta_verdict``,
-        ``zeta_borderline``.
+    The p-value of ``observed`` (set, stat: the estimate, or ⟨Z⟩ studentised) among the
+    copies ``draws`` (set, stat, member, n) (:func:`uqx.engine.mctest.mc_pvalue`, on the
+    statistic's side). With ``joint`` (the copies of the fitted member at ν̂), the fitted
+    member of a statistic of :data:`uqx.engine.mctest.LIGHT_SIDE` reads that side on
+    ``draws`` (the heavy end of ν) and the other on ``joint``. Writes ``p_value`` (set,
+    stat, member), ``test_statistic``, the binned statistics' ``null_band_*`` and the
+    papers' ``zeta_verdict`` and ``zeta_borderline``; ``notes`` collects the warnings.
     """
     S, K = res.sizes["set"], len(specs)
     papers = np.full((S, K), "not tested", dtype=object)
     zeta_bl = np.zeros((S, K), dtype=bool)
     pv = np.full((S, K, len(member_labels)), np.nan)
     labels = [str(d) for d in res["dist"].values]
-    est = res["estimate"].values
     light = member_labels.index("fit") if joint is not None and "fit" in member_labels \
         else None
     for i in range(S):
         for j, s in enumerate(specs):
             if not STATISTICS[s.base].tested:
                 continue
-            papers[i, j] = papers_verdict(res, specs, i, j, labels)
+            kind = str(res["reference_kind"].values[i, j])
+            problem = interval_problem(*(res[k].values[i, j]
+                                         for k in ("estimate", "ci_low", "ci_high")))
+            if kind and problem:
+                papers[i, j] = "inconclusive"
+            elif kind.startswith("predefined"):
+                papers[i, j] = zeta_verdict(float(res["zeta"].values[i, j]))
+            elif kind:
+                papers[i, j] = simulated_verdict(res["zeta_sim"].values[i, j],
+                                                 res["zeta_sim2"].values[i, j], labels)[0]
             if papers[i, j] in ("valid", "invalid"):
                 zeta_bl[i, j] = zeta_borderline(res, i, j)
-            problem = interval_problem(est[i, j], res["ci_low"].values[i, j],
-                                       res["ci_high"].values[i, j])
             if problem:
                 notes.stat(i, j, problem + " (ζ-scores only; the verdict does not use it)")
-            d = STATISTICS[s.base].direction
-            pv[i, j] = mc_pvalue(observed[i, j], draws[i, j], d)
+            pv[i, j] = mc_pvalue(observed[i, j], draws[i, j], STATISTICS[s.base].direction)
             if light is not None and s.base in LIGHT_SIDE:
                 # fitted member: the heavy end of nu on the light side, nu_hat on the other
                 heavy, point = draws[i, j, light], joint[i, j, light]
@@ -176,52 +120,32 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
 
 
 def _null_band(res, specs, draws) -> np.ndarray:
-    """Central 95 % of each binned statistic's calibrated copies, (set, stat, 2).
+    """Central 95 % of each binned statistic's copies, (set, stat, 2), widest over the members.
 
-    The widest over the members that take part. A binned statistic prints this band
-    beside its estimate instead of a bootstrap interval: resampling adds a second layer
-    of noise to its per-bin terms, its bootstrap bias is several bootstrap sd and its
-    calibrated value sits on a boundary where the bootstrap is inconsistent (Andrews
-    2000), so a BCa interval of it does not cover.
+    Printed instead of a bootstrap interval, which does not cover (docs/verdicts.md).
     """
-    S, K, D = draws.shape[0], len(specs), draws.shape[2]
-    out = np.full((S, K, 2), np.nan)
-    use = members_used(res, D)
-    for i in range(S):
-        for j, s in enumerate(specs):
-            if s.family != "binned" or s.vector or not STATISTICS[s.base].tested:
-                continue
-            lo, hi = [], []
-            for m in np.flatnonzero(use[i]):
-                c = draws[i, j, m]
-                c = c[np.isfinite(c)]
-                if c.size >= 2:
-                    lo.append(np.quantile(c, 0.025))
-                    hi.append(np.quantile(c, 0.975))
-            if lo:
-                out[i, j] = min(lo), max(hi)
+    out = np.full((draws.shape[0], len(specs), 2), np.nan)
+    use = members_used(res, draws.shape[2])
+    for i, j in np.ndindex(out.shape[:2]):
+        s = specs[j]
+        if s.family != "binned" or s.vector or not STATISTICS[s.base].tested:
+            continue
+        finite = (c[np.isfinite(c)] for c in draws[i, j, use[i]])
+        q = [(np.quantile(c, 0.025), np.quantile(c, 0.975)) for c in finite if c.size >= 2]
+        if q:
+            out[i, j] = min(lo for lo, _ in q), max(hi for _, hi in q)
     return out
 
 
 @dataclass(frozen=True)
 class NodeTests:
-    """The node tests of one set's result (:mod:`uqx.engine.questions`).
+    """The node tests of one set, over the nodes of :data:`uqx.engine.questions.NODES`.
 
-    Attributes
-    ----------
-    nodes : tuple of str
-        The names of :data:`uqx.engine.questions.NODES`, in that order.
-    stat : numpy.ndarray of int, shape (node,)
-        The index in the result's statistics of the statistic that tests each node (the
-        rescaled one for ``up_to_factor``); -1 where the node is absent.
-    p : numpy.ndarray, shape (node, member)
-        Each node's p-value under each member (NaN: absent or member not taking part).
-    copies : numpy.ndarray, shape (node, member, n)
-        Each node's p-value on each of the member's shared copies.
-    use : numpy.ndarray of bool, shape (node, member)
-        Members taking part in each node.
-    min_p : numpy.ndarray, shape (node,)
-        The smallest p-value each node's copies can give.
+    ``stat`` (node,): the index of the statistic that tests each node (the rescaled one
+    for ``up_to_factor``), -1 where absent; ``p`` (node, member): its p-values (NaN:
+    absent or member not taking part); ``copies`` (node, member, n): its p-values on the
+    shared copies; ``use`` (node, member): the members taking part; ``min_p`` (node,):
+    the smallest p-value its copies can give.
     """
 
     nodes: tuple
@@ -239,81 +163,57 @@ class NodeTests:
 def set_tests(res, specs, draws, i, *, factor=None) -> NodeTests:
     """Gather the node tests of set ``i``: each node's statistic, p-values and copies.
 
-    Each node of :data:`uqx.engine.questions.NODES` reads the first of its statistics
-    that the result has with a finite p-value (:func:`uqx.engine.questions.node_statistic`);
-    CC only under the members whose body also fits the data's (:func:`members_used`).
-    ``factor``: the binned statistics on uE rescaled by the set's factor,
-    ``{j: (p (member,), copies (member, n))}`` (:func:`factor_tests`), test the node
-    ``up_to_factor``.
+    Each node reads the first of its statistics that the result has with a finite
+    p-value (:func:`uqx.engine.questions.node_statistic`); CC only under the members
+    whose body fits the data's (:func:`members_used`). ``factor``: the binned
+    statistics on uE rescaled by the set's factor, ``{j: (p (member,), copies (member,
+    n))}`` (:func:`uqx.workflow.recalibration.factor_tests`), test ``up_to_factor``.
     """
-    n_members, n = draws.shape[2], draws.shape[-1]
-    use_all = members_used(res, n_members)[i]
-    use_rank = members_used(res, n_members, rank=True)[i]
+    D, n = draws.shape[2], draws.shape[-1]
+    members = members_used(res, D)[i]
+    ranks = members_used(res, D, rank=True)[i]
     pv = res["p_value"].values[i]
+    factor = factor or {}
     Q = len(NODES)
     stat = np.full(Q, -1, dtype=np.int64)
-    p = np.full((Q, n_members), np.nan)
-    cp = np.full((Q, n_members, n), np.nan)
-    use = np.zeros((Q, n_members), dtype=bool)
-    min_p = np.full(Q, np.nan)
-    ok = [STATISTICS[s.base].tested and np.isfinite(pv[j]).any() for j, s in enumerate(specs)]
-    asked = [(s.base, s.cond if s.family == "binned" else None) if ok[j] else ("", None)
+    p, cp = np.full((Q, D), np.nan), np.full((Q, D, n), np.nan)
+    use, min_p = np.zeros((Q, D), dtype=bool), np.full(Q, np.nan)
+    asked = [(s.base, s.cond if s.family == "binned" else None)
+             if STATISTICS[s.base].tested and np.isfinite(pv[j]).any() else ("", None)
              for j, s in enumerate(specs)]
+    rescaled = [(s.base, "uE") if j in factor else ("", None) for j, s in enumerate(specs)]
     for k, node in enumerate(NODES):
-        if node.name == "up_to_factor":
-            fac = factor or {}
-            rescaled = [(specs[j].base, "uE") if j in fac else ("", None)
-                        for j in range(len(specs))]
-            j = node_statistic(node, rescaled)
-            if j is None:
-                continue
-            pj, cj = fac[j]
-            p[k] = pj
-            cp[k, :, :cj.shape[1]] = cj[:, :n]
-            use[k] = use_all
-        else:
-            j = node_statistic(node, asked)
-            if j is None:
-                continue
-            d = STATISTICS[specs[j].base].direction
-            p[k] = pv[j]
-            cp[k] = np.stack([copy_pvalues(draws[i, j, m], d) for m in range(n_members)])
-            use[k] = use_rank if specs[j].family == "rank" else use_all
-        stat[k] = j
+        scaled = node.name == "up_to_factor"
+        j = node_statistic(node, rescaled if scaled else asked)
+        if j is None:
+            continue
         d = STATISTICS[specs[j].base].direction
-        n_ok = int(np.max(np.sum(np.isfinite(cp[k]), axis=-1)))
-        min_p[k] = smallest_pvalue(max(n_ok, 1), d)
+        if scaled:
+            p[k], c = factor[j]
+            cp[k, :, :c.shape[1]] = c[:, :n]
+        else:
+            p[k] = pv[j]
+            cp[k] = np.stack([copy_pvalues(draws[i, j, m], d) for m in range(D)])
+        stat[k] = j
+        use[k] = ranks if specs[j].family == "rank" else members
+        min_p[k] = smallest_pvalue(max(int(np.max(np.sum(np.isfinite(cp[k]), axis=-1))), 1), d)
     p[~use] = np.nan
     return NodeTests(tuple(nd.name for nd in NODES), stat, p, cp, use, min_p)
 
 
-#: Variables of a result that :func:`question_step` writes beside the statistics'.
-QUESTION_VARS = ("question_verdict", "question_reason", "question_p_value",
-                 "question_level", "question_level_initial", "question_borderline",
-                 "question_tests")
-
-
 def _decide_with_tails(t, res, specs, i, alpha, M):
-    """Decide set ``i``; a rejection that the tails withdraw passes no share on.
+    """Decide set ``i``; a node rejected on tails beyond the null family passes no share on.
 
-    A node whose ``invalid`` cannot stand on the errors' tails (:func:`_stat_tails_reason`)
-    keeps its own decision from the first pass (:func:`_withdraw_on_tails` then turns its
-    ``invalid`` into ``inconclusive``), and the other nodes are decided again with its
-    p-value at 1 under the members that rejected it: its share stays with it instead of
-    raising the others' levels on a rejection that is withdrawn.
-
-    Returns
-    -------
-    SetDecision
-        Every node's decision: the held nodes' from the first pass, the others' from the
-        second.
+    Such a node (:func:`_stat_tails_reason`) keeps its first decision (its ``invalid``
+    withdrawn later by :func:`_withdraw_on_tails`); the others are decided again with its
+    p-value at 1 under the members that rejected it.
     """
     dec0 = decide_set(t.p, t.copies, t.use, t.min_p, alpha, nodes=t.nodes)
     masked, held = t.p.copy(), []
     for k in t.present():
         s = specs[int(t.stat[k])]
-        on_ue = NODES[k].cond == "uE" and s.family != "moment"
         rej = dec0.rejected[k]
+        on_ue = NODES[k].cond == "uE" and s.family != "moment"
         if rej.any() and _stat_tails_reason(s.base, res, i, M, on_ue=on_ue):
             masked[k, rej] = 1.0
             held.append(k)
@@ -327,159 +227,138 @@ def _decide_with_tails(t, res, specs, i, alpha, M):
     return replace(dec, **rows)
 
 
+#: The variables :func:`question_step` writes: their dimensions after ``set``, their fill.
+_OUTPUT = {
+    "verdict": ("stat", "not tested"), "verdict_reason": ("stat", ""),
+    "borderline": ("stat", False), "p_adjusted": ("stat member", np.nan),
+    "valid": ("stat", np.nan), "question_verdict": ("question", "not tested"),
+    "question_reason": ("question", ""), "question_p_value": ("question member", np.nan),
+    "question_level": ("question member", np.nan),
+    "question_level_initial": ("question member", np.nan),
+    "question_borderline": ("question", False), "question_tests": ("question", ""),
+    "factor_verdict": ("stat", "not tested"), "factor_verdict_reason": ("stat", ""),
+    "factor_p_value": ("stat member", np.nan), "factor_p_adjusted": ("stat member", np.nan),
+}
+
+#: The variable of each kind of verdict's reasons.
+_REASON = {"verdict": "verdict_reason", "factor_verdict": "factor_verdict_reason",
+           "question_verdict": "question_reason"}
+
+
+def _put(out, var, where, verdict, reason) -> None:
+    """Write a verdict and its reason at ``where`` of ``out[var]``."""
+    out[var][where], out[_REASON[var]][where] = verdict, reason
+
+
 def question_step(res, specs, draws, *, factor=None, alpha_result, M=None,
                   untestable=None) -> xr.Dataset:
     """Decide the questions of each set by one graph of node tests; every verdict.
 
-    For each set (:func:`set_tests`) and member, the closed weighted min-p of the graph
-    (:func:`uqx.engine.questions.decide_set`): each node's adjusted p-value, rejected
-    at ``alpha_result``. Over the members that take part
-    (:func:`uqx.engine.questions.member_verdict`): a node is ``invalid`` where every
-    member rejects it, ``valid`` where none does beyond the Monte-Carlo noise, else
-    ``inconclusive`` with the members named; a question is rejected under a member
-    when one of its nodes is. The node's statistic carries the node's verdict; every
-    other statistic is a ``diagnostic``: its p-value is kept, unadjusted, and it
-    decides nothing. A node whose copies cannot reject it even at its smallest p-value
-    gets no ``valid`` ("increase --n-mc"). An adjusted p-value within two Monte-Carlo sd
-    of α under some member is ``borderline``.
-
-    Parameters
-    ----------
-    res : xarray.Dataset
-        The result with ``p_value`` and the members that take part.
-    specs : list of StatSpec
-    draws : numpy.ndarray, shape (set, stat, member, n)
-        The copies the tests share (those of :func:`pvalue_step`).
-    factor : dict, optional
-        Per set, the rescaled tests of ``up_to_factor`` (:func:`factor_tests`).
-    alpha_result : float
-        The set's family-wise level.
-    M : array_like of int, optional
-        Points per set: a node whose rejection the tails withdraw passes no share on
-        (:func:`_decide_with_tails`), and its ``invalid`` reads ``inconclusive``
-        (:func:`_withdraw_on_tails`).
-    untestable : tuple, optional
-        ``(by_stat, by_question)`` of :func:`uqx.workflow.conditional.untestable_reasons`:
-        what each set cannot test reads ``not tested`` with its reason
-        (:func:`_mask_untestable`). "Consistent up to a factor" is asked only where the
-        scale is ``invalid`` (:func:`_ask_up_to_factor`). Every verdict is final here.
+    Per set and member the closed min-p of the graph (:func:`set_tests`,
+    :func:`uqx.engine.questions.decide_set`) at ``alpha_result``; over the members that
+    take part, :func:`uqx.engine.questions.member_verdict` (no ``valid`` where the copies
+    cannot reject the node, "increase --n-mc"); ``borderline`` where an adjusted p-value
+    is within two Monte-Carlo sd of α. A question is rejected under a member when one of
+    its nodes is. The node's statistic carries its verdict; every other tested
+    statistic is a ``diagnostic`` with its unadjusted p-value. Then, in this order: a
+    rejection on tails beyond the null family reads ``inconclusive`` (with ``M``, points
+    per set: :func:`_decide_with_tails`, :func:`_withdraw_on_tails`); what a set cannot
+    test ``not tested`` (``untestable``: ``(by_stat, by_question)`` of
+    :func:`uqx.workflow.conditional.untestable_reasons`); "consistent up to a factor"
+    (``factor``: per set, :func:`uqx.workflow.recalibration.factor_tests`) only where
+    the scale is ``invalid``. Every verdict is final here.
 
     Returns
     -------
     xarray.Dataset
         ``verdict``, ``verdict_reason``, ``borderline``, ``p_adjusted``, ``valid`` over
-        (set, stat); the questions' ``question_*`` over (set, question[, member]); the
-        factor's statistics ``factor_*`` over (set, stat).
+        (set, stat); ``question_*`` over (set, question[, member]); the rescaled
+        statistics' ``factor_*`` over (set, stat[, member]).
     """
     S, K = res.sizes["set"], len(specs)
     labels = [str(m) for m in res["member"].values]
-    D = len(labels)
-    Q = len(QUESTIONS)
-    verdict = np.full((S, K), "not tested", dtype=object)
-    reason = np.full((S, K), "", dtype=object)
-    near = np.zeros((S, K), dtype=bool)
-    adj_all = np.full((S, K, D), np.nan)
-    fverdict = np.full((S, K), "not tested", dtype=object)
-    freason = np.full((S, K), "", dtype=object)
-    fp = np.full((S, K, D), np.nan)
-    fadj = np.full((S, K, D), np.nan)
-    qv = np.full((S, Q), "not tested", dtype=object)
-    qr = np.full((S, Q), "", dtype=object)
-    qp = np.full((S, Q, D), np.nan)
-    ql = np.full((S, Q, D), np.nan)
-    ql0 = np.full((S, Q, D), np.nan)
-    qb = np.zeros((S, Q), dtype=bool)
-    qtests = np.full((S, Q), "", dtype=object)
-    use_all = members_used(res, D)
+    sizes = {"stat": K, "question": len(QUESTIONS), "member": len(labels)}
+    out = {name: np.full((S, *(sizes[d] for d in dims.split())), fill,
+                         dtype=object if isinstance(fill, str) else type(fill))
+           for name, (dims, fill) in _OUTPUT.items()}
+    factor = factor or {}
+    Ms = [None] * S if M is None else [int(m) for m in np.asarray(M)]
+    members = members_used(res, len(labels))
     n = draws.shape[-1]
+    unreachable = (f"{n} calibrated copies cannot reject this test at the set's level "
+                   f"{float(alpha_result):.3g} even at their smallest p-value "
+                   f"({1 / (1 + n):.3g} on one side, {2 / (1 + n):.3g} on two): no "
+                   "verdict; increase --n-mc")
     for i in range(S):
-        t = set_tests(res, specs, draws, i, factor=None if factor is None else factor.get(i))
-        for j, s in enumerate(specs):  # every tested statistic not a node: a diagnostic
+        t = set_tests(res, specs, draws, i, factor=factor.get(i))
+        on = t.present()
+        for j, s in enumerate(specs):  # every tested statistic, until a node's: diagnostic
+            pj = res["p_value"].values[i, j]
             if not STATISTICS[s.base].tested or question_of(s.family, s.cond) is None:
                 continue
-            if np.isfinite(res["p_value"].values[i, j]).any():
-                verdict[i, j], reason[i, j] = "diagnostic", _diagnostic_reason(s)
-            else:
-                verdict[i, j], reason[i, j] = "inconclusive", NO_PVALUE
-        on = t.present()
+            if not np.isfinite(pj).any():
+                _put(out, "verdict", (i, j), "inconclusive", NO_PVALUE)
+                continue
+            pj = pj[members[i] & np.isfinite(pj)]
+            rejects = on and pj.size and np.all(pj <= alpha_result)
+            _put(out, "verdict", (i, j), "diagnostic",
+                 _diagnostic_reason(s, rejects=float(np.max(pj)) if rejects else None))
         if not on:
             continue
-        d = _decide_with_tails(t, res, specs, i, alpha_result,
-                               None if M is None else int(np.asarray(M)[i]))
-        node_v = {}
+        d = _decide_with_tails(t, res, specs, i, alpha_result, Ms[i])
+        used, near = {}, {}
         for k in on:
-            u = t.use[k] & use_all[i] & np.isfinite(t.p[k])
-            v, why = member_verdict(d.rejected[k], labels, use=u, firm=d.firm[k],
-                                    reachable=bool(d.reachable[k]),
-                                    unreachable=_unreachable(n, alpha_result))
-            bl = _near(d.adjusted[k], np.full(D, alpha_result), n, u)
-            node_v[k] = (v, why, bl, u)
+            used[k] = t.use[k] & members[i] & np.isfinite(t.p[k])
+            near[k] = borderline(d.adjusted[k], n, alpha_result,
+                                 use=used[k] & (d.adjusted[k] > 1.0 / (1 + n)))
+            v, why = member_verdict(d.rejected[k], labels, use=used[k], firm=d.firm[k],
+                                    reachable=bool(d.reachable[k]), unreachable=unreachable)
             j = int(t.stat[k])
             if t.nodes[k] == "up_to_factor":
-                fverdict[i, j], freason[i, j] = v, why
-                fp[i, j], fadj[i, j] = t.p[k], d.adjusted[k]
+                _put(out, "factor_verdict", (i, j), v, why)
+                out["factor_p_value"][i, j], out["factor_p_adjusted"][i, j] = t.p[k], d.adjusted[k]
             else:
-                verdict[i, j], reason[i, j], near[i, j] = v, why, bl
-                adj_all[i, j] = d.adjusted[k]
-        for j in (factor or {}).get(i, {}):  # the other rescaled statistics: diagnostics
-            if fverdict[i, j] == "not tested":
-                fverdict[i, j] = "diagnostic"
-                freason[i, j] = _diagnostic_reason(specs[j], rescaled=True)
-                fp[i, j] = factor[i][j][0]
-        for j, s in enumerate(specs):  # a diagnostic that rejects its own null
-            if verdict[i, j] != "diagnostic":
-                continue
-            u = use_all[i] & np.isfinite(res["p_value"].values[i, j])
-            pj = res["p_value"].values[i, j][u]
-            if pj.size and np.all(pj <= alpha_result):
-                reason[i, j] = _diagnostic_reason(s, rejects=float(np.max(pj)))
+                _put(out, "verdict", (i, j), v, why)
+                out["borderline"][i, j], out["p_adjusted"][i, j] = near[k], d.adjusted[k]
+        for j, (pj, _) in factor.get(i, {}).items():  # the other rescaled: diagnostics
+            if out["factor_verdict"][i, j] == "not tested":
+                _put(out, "factor_verdict", (i, j), "diagnostic",
+                     _diagnostic_reason(specs[j], rescaled=True))
+                out["factor_p_value"][i, j] = pj
         for a, q in enumerate(QUESTIONS):
             ks = [k for k in on if NODES[k].question == q]
-            if not ks:
+            u = np.any([used[k] for k in ks], axis=0) if ks else False
+            if not np.any(u):
                 continue
-            u = np.any([node_v[k][3] for k in ks], axis=0)
-            if not u.any():
-                continue
-            qtests[i, a] = ", ".join(_node_label(specs, t, k) for k in ks)
-            adj = d.adjusted[ks]
-            qp[i, a] = np.where(np.isfinite(adj).any(axis=0), np.min(
-                np.where(np.isfinite(adj), adj, np.inf), axis=0), np.nan)
-            ql[i, a] = alpha_result
-            ql0[i, a] = np.nansum(d.share[ks], axis=0)
-            rej = np.any(d.rejected[ks], axis=0)
-            firm = np.any(d.firm[ks], axis=0)
-            qv[i, a], qr[i, a] = member_verdict(
-                rej, labels, use=u, firm=firm, reachable=bool(np.all(d.reachable[ks])),
-                unreachable=_unreachable(n, alpha_result))
-            qb[i, a] = any(node_v[k][2] for k in ks)
-    final = {"verdict": (verdict, reason), "factor_verdict": (fverdict, freason),
-             "question_verdict": (qv, qr)}
-    scale_stat = node_statistic(NODES[0], [(s.base, None) if s.family == "moment" else
-                                           ("", None) for s in specs])
+            _put(out, "question_verdict", (i, a), *member_verdict(
+                np.any(d.rejected[ks], axis=0), labels, use=u, firm=np.any(d.firm[ks], axis=0),
+                reachable=bool(np.all(d.reachable[ks])), unreachable=unreachable))
+            out["question_tests"][i, a] = ", ".join(_node_label(specs, t, k) for k in ks)
+            out["question_p_value"][i, a] = np.fmin.reduce(d.adjusted[ks], axis=0)
+            out["question_level"][i, a] = alpha_result
+            out["question_level_initial"][i, a] = np.nansum(d.share[ks], axis=0)
+            out["question_borderline"][i, a] = any(near[k] for k in ks)
+    scale_stat = node_statistic(NODES[0], [(s.base if s.family == "moment" else "", None)
+                                           for s in specs])
     for i in range(S):  # the masks, in this order: tails, untestable, the factor not asked
-        _withdraw_on_tails(final, res, specs, i, None if M is None else int(np.asarray(M)[i]))
+        _withdraw_on_tails(out, res, specs, i, Ms[i])
         if untestable is not None:
-            _mask_untestable(final, i, untestable[0][i], untestable[1][i])
-        _ask_up_to_factor(final, i, scale_stat)
-    valid = np.where(verdict == "valid", 1.0, np.where(verdict == "invalid", 0.0, np.nan))
-    out = xr.Dataset(VALIDATE.data_vars({
-        "verdict": verdict.astype(str), "verdict_reason": reason.astype(str),
-        "borderline": near, "p_adjusted": adj_all, "valid": valid,
-        "question_verdict": qv.astype(str), "question_reason": qr.astype(str),
-        "question_p_value": qp, "question_level": ql, "question_level_initial": ql0,
-        "question_borderline": qb, "question_tests": qtests.astype(str),
-        "factor_verdict": fverdict.astype(str), "factor_verdict_reason": freason.astype(str),
-        "factor_p_value": fp, "factor_p_adjusted": fadj,
-    }), coords={"question": list(QUESTIONS), "member": labels})
-    out.attrs["alpha_result"] = float(alpha_result)
-    return out
+            _mask_untestable(out, i, untestable[0][i], untestable[1][i])
+        _ask_up_to_factor(out, i, scale_stat)
+    v = out["verdict"]
+    out["valid"][:] = np.where(v == "valid", 1.0, np.where(v == "invalid", 0.0, np.nan))
+    ds = xr.Dataset(VALIDATE.data_vars({k: a.astype(str) if a.dtype == object else a
+                                        for k, a in out.items()}),
+                    coords={"question": list(QUESTIONS), "member": labels})
+    ds.attrs["alpha_result"] = float(alpha_result)
+    return ds
 
 
 #: Why a statistic without a finite p-value has no verdict.
 NO_PVALUE = ("a Monte-Carlo p-value is not finite (the statistic is undefined on the data or "
              "on every copy): no verdict")
 
-#: The null each diagnostic tests (its own; it decides no question).
+#: The null each diagnostic tests (its own; it decides no question); binned: E[Z^2 | .].
 DIAGNOSTIC_NULLS = {
     "zve": "Var(Z | uE) = 1 in every bin: a bias also breaks it",
     "var_z": "Var(Z) = 1: a bias does not move it, a scale does",
@@ -491,15 +370,13 @@ DIAGNOSTIC_NULLS = {
 
 
 def _diagnostic_reason(spec, rescaled=False, rejects=None) -> str:
-    """Why a statistic is a diagnostic: the null it tests, and that it decides nothing.
+    """Why a statistic is a diagnostic: its own null, and that it decides nothing.
 
     ``rejects``: the largest unadjusted p-value over the members, where every member
     that takes part rejects the diagnostic's own null at the set's level.
     """
-    null = DIAGNOSTIC_NULLS.get(spec.base)
-    if null is None:
-        var = {"uE": "uE", "X": "X", "V": "V"}.get(spec.cond, "uE")
-        null = f"E[Z^2 | {var}] = 1 in every bin"
+    var = spec.cond if spec.cond in ("X", "V") else "uE"
+    null = DIAGNOSTIC_NULLS.get(spec.base, f"E[Z^2 | {var}] = 1 in every bin")
     what = "of uE rescaled by its factor; " if rescaled else ""
     if rejects is not None:
         return (f"diagnostic {what}that rejects its own null ({null}; unadjusted p <= "
@@ -509,190 +386,131 @@ def _diagnostic_reason(spec, rescaled=False, rejects=None) -> str:
             "its question")
 
 
-def _unreachable(n, level) -> str:
-    """Why a node whose copies cannot reject it gives no ``valid``."""
-    return (f"{int(n)} calibrated copies cannot reject this test at the set's level "
-            f"{float(level):.3g} even at their smallest p-value ({1 / (1 + n):.3g} on one "
-            f"side, {2 / (1 + n):.3g} on two): no verdict; increase --n-mc")
-
-
 def _node_label(specs, t, k) -> str:
     name = specs[int(t.stat[k])].name.upper()
-    if t.nodes[k] == "bias":
-        return "T_Z"
-    return f"{name} of E/sqrt(ZMS)" if t.nodes[k] == "up_to_factor" else name
+    return {"bias": "T_Z", "up_to_factor": f"{name} of E/sqrt(ZMS)"}.get(t.nodes[k], name)
 
 
-def _near(p, level, n, use) -> bool:
-    """Whether a member's p-value lies within two Monte-Carlo sd of its level."""
-    p, level = np.asarray(p, dtype=np.float64), np.asarray(level, dtype=np.float64)
-    u = np.asarray(use, dtype=bool) & np.isfinite(p) & np.isfinite(level)
-    if not u.any():
-        return False
-    band = 2 * pvalue_noise(p[u], n, level[u])
-    floor = 1.0 / (1 + n)
-    return bool(np.any((np.abs(p[u] - level[u]) < band) & (p[u] > floor)))
+def _reach_reason(kappa, n, who, half=False) -> str:
+    """Why ``who`` cannot show tails lighter than t_s(3)'s, the family's heaviest ('' if it can).
+
+    :func:`uqx.engine.null_shape.tails_within_reach`: a small sample of heavier-tailed
+    errors that misses its extremes looks light (and has a small ⟨Z²⟩).
+    """
+    if not np.isfinite(kappa) or tails_within_reach(kappa, n):
+        return ""
+    whose, where, what = (("its errors'", "there", "errors heavier-tailed for those uE")
+                          if half else ("the errors'", "within the bins of uE", "heavier tails"))
+    return (f"rejected, but {who} cannot show that {whose} tails are lighter than those of "
+            f"t_s({NU_MIN:g}), the heaviest member of the null family (kappa_cs of Z^2 "
+            f"{where} = {kappa:.3g}, not below {float(tails_reach_limit(n)):.3g}): {what} "
+            "that the sample missed would give such a rejection on calibrated data")
 
 
 def tails_reason(kappa, M=None) -> str:
     """Why an ``invalid`` cannot stand on errors this heavy-tailed ('' when it can).
 
-    The null family reaches t_s(3) at its heaviest (:data:`uqx.engine.null_shape.NU_MIN`) and
-    its sizes are measured within the safety limits of 001 Table II. Beyond the limit on
-    the Crow–Siddiqui kurtosis of Z² (measured within the bins of uE, so that an
-    inconsistency is not read as tails), a rejection may come from tails that no member
-    represents. With ``M``, also where the sample is too small to show tails lighter
-    than t_s(3)'s (:func:`uqx.engine.null_shape.tails_within_reach`): a small sample of
-    heavier-tailed errors that misses its extremes looks light and has a small ⟨Z²⟩.
-
-    Parameters
-    ----------
-    kappa : float
-        κ_CS of the set's Z² (``kappa_cs_z2_local`` of a result).
-    M : int, optional
-        Points of the set.
+    ``kappa``: κ_CS of the set's Z² within the bins of uE (``kappa_cs_z2_local``), beyond
+    the safety limit of 001 Table II; with ``M`` points, also a sample too small to show
+    tails lighter than the null family's heaviest (:func:`_reach_reason`).
     """
     limit = SAFETY_LIMITS["kappa_cs_z2"]
-    if not np.isfinite(kappa):
-        return ""
-    if kappa > limit:
+    if np.isfinite(kappa) and kappa > limit:
         return (f"rejected, but the errors' tails are beyond the safety limit (kappa_cs of "
                 f"Z^2 within the bins of uE = {kappa:.3g} > {limit:g}, 001 Table II): the "
                 "null family does not represent such tails, the rejection may come from them")
-    if M is not None and not tails_within_reach(kappa, M):
-        reach = float(tails_reach_limit(M))
-        return (f"rejected, but {int(M)} points cannot show that the errors' tails are lighter "
-                f"than those of t_s({NU_MIN:g}), the heaviest member of the null family "
-                f"(kappa_cs of Z^2 within the bins of uE = {kappa:.3g}, not below {reach:.3g}):"
-                " heavier tails that the sample missed would give such a rejection on "
-                "calibrated data")
-    return ""
+    return "" if M is None else _reach_reason(kappa, M, f"{int(M)} points")
 
 
-#: Statistics whose test keeps its size whatever the tails: the studentised mean of Z
-#: (finite variance for t_s(ν > 2); measured: t_s(2.5) errors, <= 1 % `invalid` at
-#: M = 200). The tails step does not apply to it. (CC's ranks do not see the tails,
-#: but its data member, each window of uE scaled to a unit mean square, moves the
-#: windows' bodies apart when one holds an extreme: CC is not among them.)
+#: Statistics whose test keeps its size whatever the tails (finite variance): the
+#: studentised mean of Z (measured: t_s(2.5) errors, <= 1 % `invalid` at M = 200). CC is
+#: not: its data member, each window of uE scaled to a unit mean square, moves the
+#: windows' bodies apart when one holds an extreme.
 TAILS_ROBUST = ("mean_z",)
 
-
-#: Statistics weighted by u² (their value is dominated by the largest uE): their
-#: small-sample reach is read at the effective number of points of u²,
-#: :math:`(\sum u^2)^2 / \sum u^4` (``u2_effective_points``).
+#: Statistics weighted by u² (dominated by the largest uE): their small-sample reach is
+#: read at the effective number of points of u², (Σu²)²/Σu⁴ (``u2_effective_points``).
 U2_WEIGHTED = ("rce", "uce", "uce_w")
 
 
 def _halves_reason(res, i) -> str:
-    """Why a half of the uE order cannot carry an ``invalid`` ('' when both can).
-
-    :func:`uqx.engine.null_shape.tails_within_reach` of each half's κ_CS of Z²
-    (``kappa_cs_z2_half``, :func:`uqx.engine.null_shape.kappa_cs_z2_halves`).
-    """
+    """Why a half of the uE order cannot carry an ``invalid`` ('' when both can)."""
     if "kappa_cs_z2_half" not in res:
         return ""
     for h, name in enumerate(("lower", "upper")):
-        k = float(res["kappa_cs_z2_half"].values[i, h])
         n = int(res["half_points"].values[i, h])
-        if n >= 2 and np.isfinite(k) and not tails_within_reach(k, n):
-            return (f"rejected, but the {name} half of the uE order ({n} points) cannot show "
-                    f"that its errors' tails are lighter than those of t_s({NU_MIN:g}), the "
-                    f"heaviest member of the null family (kappa_cs of Z^2 there = {k:.3g}, "
-                    f"not below {float(tails_reach_limit(n)):.3g}): errors heavier-tailed "
-                    "for those uE that the sample missed would give such a rejection on "
-                    "calibrated data")
+        why = "" if n < 2 else _reach_reason(float(res["kappa_cs_z2_half"].values[i, h]), n,
+                                             f"the {name} half of the uE order ({n} points)",
+                                             half=True)
+        if why:
+            return why
     return ""
 
 
 def _stat_tails_reason(base, res, i, M, on_ue=False) -> str:
     """Why an ``invalid`` of statistic ``base`` of set ``i`` cannot stand ('' when it can).
 
-    :func:`tails_reason` of κ_CS of Z² within the bins of uE (the shape of ε: every
-    member draws the data's own uE, so the tails of u² are in the copies as they are in
-    the data). The statistics binned on uE (``on_ue``: consistency, and consistency up
-    to a factor) also need each half of the uE order to show its tails lighter than
-    t_s(3)'s (:func:`_halves_reason`): a shape that changes with uE is what they must
-    not read as inconsistency. The statistics of :data:`U2_WEIGHTED` read the
-    small-sample reach at the effective number of points of u² instead of M: a few of
-    the largest uE carry them, and those few errors can miss their extremes as a small
-    sample does.
+    :func:`tails_reason`, but for :data:`TAILS_ROBUST`; binned on uE (``on_ue``), each
+    half of the uE order must also show its tails (:func:`_halves_reason`: a shape that
+    changes with uE is not an inconsistency); :data:`U2_WEIGHTED` read the reach at the
+    effective number of points of u².
     """
     if base in TAILS_ROBUST:
         return ""
     kappa = float(res["kappa_cs_z2_local"].values[i]) if "kappa_cs_z2_local" in res \
         else np.nan
+    if kappa > SAFETY_LIMITS["kappa_cs_z2"]:  # that reason first, whatever the sample
+        return tails_reason(kappa)
     why = _halves_reason(res, i) if on_ue else ""
-    if why and not kappa > SAFETY_LIMITS["kappa_cs_z2"]:
+    if why:
         return why
     if base in U2_WEIGHTED and M is not None and "u2_effective_points" in res:
         n_eff = float(res["u2_effective_points"].values[i])
         if np.isfinite(n_eff) and n_eff < M:
-            why = tails_reason(kappa, max(int(n_eff), 2))
-            if why and not kappa > SAFETY_LIMITS["kappa_cs_z2"]:
-                return why.replace(f"{max(int(n_eff), 2)} points cannot show",
-                                   f"the {max(int(n_eff), 2)} effective points of u^2 "
-                                   f"({base.upper()} is weighted by u^2) cannot show")
-            return why
+            n = max(int(n_eff), 2)
+            return _reach_reason(kappa, n, f"the {n} effective points of u^2 ({base.upper()} "
+                                 "is weighted by u^2)")
     return tails_reason(kappa, M)
 
 
 def _withdraw_on_tails(out, res, specs, i, M) -> None:
-    """Withdraw set ``i``'s ``invalid`` on tails beyond the null family: ``inconclusive``.
+    """Set ``i``'s ``invalid`` on tails beyond the null family: ``inconclusive`` (in place).
 
-    Each statistic's ``invalid`` (and each rescaled statistic's) is checked against the
-    tails of ε (:func:`_stat_tails_reason`: beyond the safety limit of 001 Table II on
-    κ_CS of Z², or a sample too small to show its tails lighter than t_s(3)'s), but those
-    of :data:`TAILS_ROBUST`. A question stays ``invalid`` where one of its statistics
-    still is (⟨Z⟩'s bias, say) or where none of its statistics had its ``invalid``
-    withdrawn by the tails; else it becomes ``inconclusive`` with the same reason, so that
-    no statistic is ``invalid`` beside a question that is not.
-
-    Parameters
-    ----------
-    out : dict
-        ``{"verdict" | "factor_verdict" | "question_verdict": (verdicts, reasons)}``,
-        object arrays over (set, stat) or (set, question), changed in place.
-    res : xarray.Dataset
-        The result, with ``kappa_cs_z2_local`` and the tailedness metrics over ``set``.
-    specs : list of StatSpec
-    i : int
-        The set.
-    M : int or None
-        Its points.
+    Each statistic's (and rescaled statistic's) by :func:`_stat_tails_reason`; a question
+    with such a statistic stays ``invalid`` only where one of its statistics still is, so
+    that no statistic is ``invalid`` beside a question that is not.
     """
     withdrawn = {}
-    for v in ("verdict", "factor_verdict"):
-        ver, rea = out[v]
-        for j, s in enumerate(specs):
-            if ver[i, j] != "invalid":
-                continue
+    for var in ("verdict", "factor_verdict"):
+        for j in np.flatnonzero(out[var][i] == "invalid"):
+            s = specs[j]
             why = _stat_tails_reason(s.base, res, i, M,
                                      on_ue=s.cond == "uE" and s.family != "moment")
             if why:
-                ver[i, j], rea[i, j] = "inconclusive", why
-                q = "up_to_factor" if v == "factor_verdict" else question_of(s.family, s.cond)
+                _put(out, var, (i, j), "inconclusive", why)
+                q = "up_to_factor" if var == "factor_verdict" else question_of(s.family, s.cond)
                 withdrawn.setdefault(q, why)
-    ver, rea = out["question_verdict"]
     for a, q in enumerate(QUESTIONS):
-        if ver[i, a] == "invalid" and q in withdrawn and \
-                not _question_stats_invalid(out, i, q, specs):
-            ver[i, a], rea[i, a] = "inconclusive", withdrawn[q]
+        if q not in withdrawn or out["question_verdict"][i, a] != "invalid":
+            continue
+        if q == "up_to_factor":
+            stats = out["factor_verdict"][i]
+        else:
+            stats = out["verdict"][i][[question_of(s.family, s.cond) == q for s in specs]]
+        if not np.any(stats == "invalid"):
+            _put(out, "question_verdict", (i, a), "inconclusive", withdrawn[q])
 
 
 def _mask_untestable(out, i, by_stat, by_question) -> None:
     """``not tested``, with the reason, what set ``i`` cannot test (in place).
 
-    ``by_stat`` (stat,) and ``by_question`` ``{question: reason}``: set ``i``'s part of
-    :func:`uqx.workflow.conditional.untestable_reasons` (a constant uE or feature, a single
-    bin, a feature without its statistics).
+    ``by_stat`` (stat,), ``by_question`` ``{question: reason}``: set ``i``'s part of
+    :func:`uqx.workflow.conditional.untestable_reasons`.
     """
-    ver, rea = out["verdict"]
     hit = np.asarray(by_stat) != ""
-    ver[i, hit], rea[i, hit] = "not tested", np.asarray(by_stat, dtype=object)[hit]
-    qv, qr = out["question_verdict"]
+    _put(out, "verdict", (i, hit), "not tested", np.asarray(by_stat, dtype=object)[hit])
     for name, why in by_question.items():
-        a = QUESTIONS.index(name)
-        qv[i, a], qr[i, a] = "not tested", why
+        _put(out, "question_verdict", (i, QUESTIONS.index(name)), "not tested", why)
 
 
 #: Why "consistent up to a factor" is not asked where the scale is not invalid.
@@ -703,27 +521,12 @@ NOT_ASKED = ("asked only where the scale of uE is invalid (then the question is 
 def _ask_up_to_factor(out, i, scale_stat) -> None:
     """"Consistent up to a factor" only where the scale node's statistic is ``invalid``.
 
-    The node ``up_to_factor`` receives its share of the level from a rejected scale
-    (:func:`uqx.engine.questions.node_graph`); where the statistic of the scale node
-    (ZMS, or RCE without it; ``scale_stat`` its index, None without either) is not
-    ``invalid`` over the members (or became ``inconclusive`` on the tails), the question
-    and its statistics are ``not tested`` with :data:`NOT_ASKED` (in place).
+    ``scale_stat``: its index (ZMS, or RCE without it; None without either). Elsewhere
+    the question and its statistics are ``not tested`` with :data:`NOT_ASKED` (in place).
     """
-    if scale_stat is not None and out["verdict"][0][i, scale_stat] == "invalid":
+    if scale_stat is not None and out["verdict"][i, scale_stat] == "invalid":
         return
-    qv, qr = out["question_verdict"]
-    f = QUESTIONS.index("up_to_factor")
-    qv[i, f], qr[i, f] = "not tested", NOT_ASKED
-    fv, fr = out["factor_verdict"]
-    rows = fv[i] != "not tested"
-    fv[i, rows], fr[i, rows] = "not tested", NOT_ASKED
-
-
-def _question_stats_invalid(out, i, q, specs) -> bool:
-    """Whether a statistic of question ``q`` of set ``i`` is still ``invalid``."""
-    if q == "up_to_factor":
-        ver = out.get("factor_verdict", (None,))[0]
-        return ver is not None and bool(np.any(ver[i] == "invalid"))
-    ver = out["verdict"][0]
-    return any(question_of(s.family, s.cond) == q and ver[i, j] == "invalid"
-               for j, s in enumerate(specs))
+    _put(out, "question_verdict", (i, QUESTIONS.index("up_to_factor")), "not tested",
+         NOT_ASKED)
+    _put(out, "factor_verdict", (i, out["factor_verdict"][i] != "not tested"), "not tested",
+         NOT_ASKED)
