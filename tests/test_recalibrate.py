@@ -255,6 +255,31 @@ def test_check_gives_verdicts_before_and_after_on_the_same_rows():
     assert split.rows.size == 400 and "single split" in split.design
 
 
+def test_nll_rows_are_the_normal_log_density_and_their_mean_is_the_nll():
+    from scipy.stats import norm
+
+    E, uE, _ = _data(300, 21)
+    rows = R.gaussian_nll_rows(E, uE)
+    np.testing.assert_allclose(rows, -norm.logpdf(E, scale=uE), rtol=1e-12)
+    assert R.gaussian_nll(E, uE) == pytest.approx(_nll(E, uE), rel=1e-12)
+
+
+def test_check_compares_the_map_with_the_factor_alone_within_its_noise():
+    # u = uE^1.5: the power law beats one factor far beyond the noise of the difference
+    E, uE, _ = _data(1500, 22, gamma=1.5)
+    chk = uqx.check_recalibration((E, uE), "power", seed=3, n_boot=100, n_mc=200,
+                                  conditional=False)
+    diff, se = chk.nll_vs_scale
+    d = -np.log(chk.u_scale / chk.u) + 0.5 * chk.E**2 * (chk.u**-2 - chk.u_scale**-2)
+    assert diff == pytest.approx(d.mean(), rel=1e-9)
+    assert se == pytest.approx(d.std(ddof=1) / np.sqrt(d.size), rel=1e-9)
+    assert diff < -2 * se and "better than the factor alone" in chk.text()
+    # the factor itself: the same u, no difference to speak of
+    same = uqx.check_recalibration((E, uE), "scale", seed=3, n_boot=100, n_mc=200,
+                                   conditional=False)
+    assert same.nll_vs_scale[0] == 0.0 and "than the factor alone" not in same.text()
+
+
 def test_check_says_what_bvs_on_uE_leaves_unfixed():
     E, uE, X = _data(1500, 17, x_effect=4.0)
     chk = uqx.check_recalibration((E, uE, X), "bvs-uE", seed=2, n_boot=200, n_mc=200,

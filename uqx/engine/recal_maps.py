@@ -46,6 +46,7 @@ __all__ = [
     "NEEDS_X",
     "BINNED",
     "gaussian_nll",
+    "gaussian_nll_rows",
     "fit_scale",
     "fit_power",
     "fit_isotonic",
@@ -115,9 +116,27 @@ def gaussian_nll(E, u) -> float:
     >>> round(gaussian_nll([0.0], [1.0]), 6)
     0.918939
     """
+    return float(np.mean(gaussian_nll_rows(E, u)))
+
+
+def gaussian_nll_rows(E, u) -> np.ndarray:
+    r"""Per-row Gaussian negative log-likelihood, :math:`\tfrac12[\ln(2\pi u_i^2) + E_i^2/u_i^2]`.
+
+    The terms whose mean is :func:`gaussian_nll`; their spread gives the standard error
+    of a difference of two NLLs on the same rows.
+
+    Parameters
+    ----------
+    E, u : array_like, shape (M,)
+        Errors and (positive) uncertainties.
+
+    Returns
+    -------
+    numpy.ndarray, shape (M,)
+    """
     E = np.asarray(E, dtype=np.float64)
     u = np.asarray(u, dtype=np.float64)
-    return float(np.mean(0.5 * (_LOG_2PI + 2.0 * np.log(u) + (E / u) ** 2)))
+    return 0.5 * (_LOG_2PI + 2.0 * np.log(u) + (E / u) ** 2)
 
 
 def fit_scale(E, uE) -> dict:

@@ -43,6 +43,7 @@ from uqx.engine.recal_maps import (
     fit_map,
     fold_ids,
     gaussian_nll,
+    gaussian_nll_rows,
 )
 from uqx.engine.resample import content_key, key_hex, resolve_seed, seed_sequence
 from uqx.errors import InputError
@@ -519,6 +520,11 @@ class RecalCheck:
         :func:`uqx.validate` of the sets ``before`` and ``after`` (same rows).
     crossfit : CrossFit or None
         The folds (None with ``split``).
+    has_x : bool
+        Whether the check had the feature X.
+    u_scale : numpy.ndarray or None
+        The validated rows' uE times the factor √ZMS fitted out of fold the same way
+        (the baseline of :attr:`nll_vs_scale`).
     """
 
     name: str
@@ -535,11 +541,28 @@ class RecalCheck:
     result: xr.Dataset
     crossfit: CrossFit | None = None
     has_x: bool = False
+    u_scale: np.ndarray | None = None
 
     @property
     def nll_gain(self) -> float:
         """Out-of-fold NLL gain per row (before - after; positive: better)."""
         return self.nll_before - self.nll_after
+
+    @property
+    def nll_vs_scale(self) -> tuple[float, float]:
+        r"""NLL after minus NLL of the factor alone, per row, and its standard error.
+
+        The difference of the per-row Gaussian NLLs, :math:`d_i = \ell(E_i, u_i) -
+        \ell(E_i, f u_{E,i})` with :math:`\ell(E, u) = \tfrac12 \ln(2\pi u^2) +
+        E^2 / (2u^2)`: its mean (negative: the map predicts the held-out errors better than
+        one factor) and :math:`s_d / \sqrt{M}`. A flexible map is worse than the factor
+        beyond its noise where the mean exceeds about two standard errors.
+        """
+        if self.u_scale is None:
+            return float("nan"), float("nan")
+        d = gaussian_nll_rows(self.E, self.u) - gaussian_nll_rows(self.E, self.u_scale)
+        se = d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else np.nan
+        return float(d.mean()), float(se)
 
     def question_verdicts(self) -> dict:
         """``{question: (before, after)}`` of the questions tested on either side."""
@@ -583,7 +606,7 @@ class RecalCheck:
                else ""),
             f"held-out Gaussian NLL per row: before {self.nll_before:.4f}, after "
             f"{self.nll_after:.4f} (gain {self.nll_gain:+.4f}); scale alone "
-            f"{self.nll_scale:.4f}",
+            f"{self.nll_scale:.4f}" + _versus_scale(*self.nll_vs_scale),
             "",
             f"{'question':<28}{'before':<16}after",
         ]
@@ -595,6 +618,18 @@ class RecalCheck:
         lines.append("still to fix: " + ("; ".join(left) if left else
                                           "nothing is invalid after recalibration"))
         return "\n".join(lines)
+
+
+def _versus_scale(diff, se) -> str:
+    """Say whether the map's NLL differs from the factor's beyond its noise (2 s.e.)."""
+    if not np.isfinite(diff) or not np.isfinite(se) or se == 0:
+        return ""
+    if diff > 2 * se:
+        return (f" (worse than the factor alone by {diff:.4f} ± {se:.4f}: beyond its noise; "
+                f"try --method scale)")
+    if diff < -2 * se:
+        return f" (better than the factor alone by {-diff:.4f} ± {se:.4f})"
+    return f" (the same as the factor alone within its noise: {diff:+.4f} ± {se:.4f})"
 
 
 def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
@@ -666,4 +701,4 @@ def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
     return RecalCheck(name=str(name), method=method, methods=list(methods), design=design,
                       rows=rows, E=Eh, uE=uEh, u=u, nll_before=gaussian_nll(Eh, uEh),
                       nll_after=gaussian_nll(Eh, u), nll_scale=gaussian_nll(Eh, u_scale),
-                      result=res, crossfit=cf, has_x=Xs is not None)
+                      result=res, crossfit=cf, has_x=Xs is not None, u_scale=u_scale)
