@@ -1,12 +1,9 @@
 r"""The decision design: one declared null per node, one graph of nodes for the set.
 
-Each question is one or two **nodes** (:data:`NODES`), each one null hypothesis tested
-by one prespecified statistic (or the first asked of its fallbacks with the same null);
-every other statistic is a diagnostic. The nodes share the set's family-wise level α in
-one graph (:func:`node_graph`; Bretz, Maurer, Brannath & Posch 2009) calibrated jointly
-on the shared copies: closed testing of weighted min-p intersections (:func:`closed_minp`;
-Bretz, Maurer & Hommel 2011). :func:`member_verdict` combines the members of the null
-family, :func:`decide_set` decides one set. The rule in words, with its measured rates:
+Each question is one or two nodes (:data:`NODES`), each a null tested by one prespecified
+statistic; the nodes share the set's level α in one graph (:func:`node_graph`; Bretz et
+al. 2009) decided by closed weighted min-p on the shared copies (:func:`closed_minp`;
+Bretz, Maurer & Hommel 2011), one set at a time (:func:`decide_set`). The rule in words:
 docs/verdicts.md ("One graph, closed min-p"). Pure NumPy over the last axis (the copies).
 """
 
@@ -58,20 +55,14 @@ NODES = (
     Node("up_to_factor", "up_to_factor", _BINNED, "uE"),
 )
 
-#: Initial shares of the set's level, prespecified: average calibration and consistency
-#: the bulk (the scale and the bias half of average calibration's each), adaptivity
-#: 10 % (split among the features present), ranking 5 %; "up to a factor" starts with
-#: nothing and receives half of the scale's share once the scale is rejected.
+#: Initial shares of the set's level, prespecified (adaptivity's split among the features
+#: present; "up to a factor" receives half of the scale's once the scale is rejected).
 NODE_WEIGHTS = {"scale": 0.2125, "bias": 0.2125, "consistency": 0.425,
                 "adaptivity": 0.10, "ranking": 0.05, "up_to_factor": 0.0}
 
 
 def question_of(family: str, cond: str | None) -> str | None:
-    """Question a statistic's null belongs to, from its family and conditioning variable.
-
-    Moment statistics: ``average``; binned on uE: ``consistency``; the rank correlation:
-    ``ranking``; binned on X or V: ``adaptivity_X`` / ``adaptivity_V``; None otherwise.
-    """
+    """Question a statistic's null belongs to, from its family and conditioning variable."""
     if family == "moment":
         return "average"
     if family == "rank":
@@ -157,10 +148,7 @@ def _remove(weights, transitions, keep):
 
 
 def intersection_weights(weights, transitions, keep) -> np.ndarray:
-    """Weights (Q,) the graph gives the nodes of the intersection ``keep`` (0 outside it).
-
-    Each node outside it removed from the graph, its weight passed on (:func:`_remove`).
-    """
+    """Weights (Q,) the graph gives the nodes of the intersection ``keep`` (:func:`_remove`)."""
     return _remove(weights, transitions, keep)[0]
 
 
@@ -203,16 +191,9 @@ def closed_minp(p_observed, p_copies, weights, transitions) -> np.ndarray:
               \min_{j \in J} p_j / w_{J,j}\}}{1 + n}, \qquad
               \tilde p_i = \max_{J \ni i} p_J
 
-    (strong family-wise control: Marcus, Peritz & Gabriel 1976).
-
-    Parameters
-    ----------
-    p_observed : array_like, shape (Q,)
-        Each node's p-value (NaN: node absent, adjusted p NaN).
-    p_copies : array_like, shape (Q, n)
-        Each node's p-value on each shared copy (:func:`uqx.engine.mctest.copy_pvalues`).
-    weights, transitions : array_like
-        The graph (:func:`node_graph`).
+    (strong family-wise control: Marcus, Peritz & Gabriel 1976). ``p_observed`` (Q,):
+    each node's p-value (NaN: absent, adjusted NaN); ``p_copies`` (Q, n): on each shared
+    copy (:func:`uqx.engine.mctest.copy_pvalues`); the graph of :func:`node_graph`.
 
     Examples
     --------
@@ -246,13 +227,7 @@ def critical_value(p_copies, weights, level: float) -> float:
     \mathrm{level}\,(1 + n) - 1\rceil` (ties aside): 0 when the copies cannot reach
     ``level``, NaN without finite copies. A node t of the intersection is rejected there
     when :math:`p_t < w_t\,c`: the threshold at which its resolution is read.
-
-    Parameters
-    ----------
-    p_copies : array_like, shape (T, n)
-        The tests' p-values on the shared copies.
-    weights : array_like, shape (T,)
-    level : float
+    ``p_copies`` (T, n): the tests' p-values on the shared copies, ``weights`` (T,).
     """
     w = np.asarray(weights, dtype=np.float64)
     m = np.sort(_copy_minima(np.asarray(p_copies, dtype=np.float64).reshape(w.size, -1), w))
@@ -274,25 +249,12 @@ def firm_level(level, n):
 
 def member_verdict(rejected, labels, *, use=None, firm=None, reachable=True,
                    unreachable: str = "") -> tuple[str, str]:
-    """Verdict of one test over the members of the null family that take part.
+    """Return (verdict, reason) of one test over the members that take part (``use``: all).
 
-    ``invalid`` when every member rejects, ``valid`` when none rejects beyond the
-    Monte-Carlo noise (``firm``, a subset of ``rejected``; default: any rejection), else
-    ``inconclusive`` naming the members on each side. Without ``reachable`` (the copies
-    cannot reach the level) no ``valid``: ``inconclusive`` with ``unreachable``.
-
-    Parameters
-    ----------
-    rejected, firm : array_like of bool, shape (member,)
-    labels : sequence of str
-    use : array_like of bool, optional
-        Members that take part (all by default).
-    reachable : bool
-    unreachable : str
-
-    Returns
-    -------
-    verdict, reason : str
+    ``invalid`` when every member rejects (``rejected``, bool per member), ``valid`` when
+    none rejects beyond the Monte-Carlo noise (``firm``; default: any rejection), else
+    ``inconclusive`` naming the members (``labels``) on each side. Without ``reachable``
+    (the copies cannot reach the level) no ``valid``: ``inconclusive``, ``unreachable``.
     """
     r = np.asarray(rejected, dtype=bool)
     f = r if firm is None else np.asarray(firm, dtype=bool) & r
@@ -343,21 +305,11 @@ def decide_set(p, p_copies, use, min_p, alpha: float = ALPHA_RESULT,
                nodes=None) -> SetDecision:
     r"""Decide one set's nodes under every member: the closed min-p of one graph.
 
-    Parameters
-    ----------
-    p : array_like, shape (node, member)
-        Each node's Monte-Carlo p-value under each member (NaN: node absent).
-    p_copies : array_like, shape (node, member, n)
-        Each node's p-value on each shared copy.
-    use : array_like of bool, shape (node, member)
-        Members taking part in each node.
-    min_p : array_like, shape (node,)
-        The smallest p-value each node's copies can give
-        (:func:`uqx.engine.mctest.smallest_pvalue`).
-    alpha : float
-        The set's family-wise level.
-    nodes : sequence of str, optional
-        Node names (default: those of :data:`NODES`).
+    ``p`` (node, member): the Monte-Carlo p-values (NaN: node absent); ``p_copies``
+    (node, member, n): on each shared copy; ``use`` (node, member): the members taking
+    part; ``min_p`` (node,): the smallest p-value the copies can give
+    (:func:`uqx.engine.mctest.smallest_pvalue`); ``alpha``: the set's family-wise level;
+    ``nodes``: their names (default: :data:`NODES`).
 
     Examples
     --------

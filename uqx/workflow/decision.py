@@ -45,8 +45,7 @@ __all__ = ["pvalue_step", "question_step", "NodeTests", "set_tests", "members_us
 def members_used(res, n_members, rank: bool = False) -> np.ndarray:
     """Members taking part in each set's verdicts, (set, member) bool (all when unknown).
 
-    With ``rank`` (the verdicts of CC), those whose body also fits the data's
-    (``member_plausible_rank``).
+    With ``rank`` (CC's verdicts), those whose body also fits (``member_plausible_rank``).
     """
     if rank and "member_plausible_rank" in res:
         return res["member_plausible_rank"].values.astype(bool)
@@ -77,14 +76,17 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
     statistic's side). With ``joint`` (the copies of the fitted member at ν̂), the fitted
     member of a statistic of :data:`uqx.engine.mctest.LIGHT_SIDE` reads that side on
     ``draws`` (the heavy end of ν) and the other on ``joint``. Writes ``p_value`` (set,
-    stat, member), ``test_statistic``, the binned statistics' ``null_band_*`` and the
-    papers' ``zeta_verdict`` and ``zeta_borderline``; ``notes`` collects the warnings.
+    stat, member), ``test_statistic``, the papers' ``zeta_verdict`` and
+    ``zeta_borderline``, and the central 95 % of each binned statistic's copies, the
+    widest over the members (``null_band_*``: a bootstrap interval of it does not cover);
+    ``notes`` collects the warnings.
     """
     S, K = res.sizes["set"], len(specs)
     papers = np.full((S, K), "not tested", dtype=object)
     zeta_bl = np.zeros((S, K), dtype=bool)
-    pv = np.full((S, K, len(member_labels)), np.nan)
+    pv, band = np.full((S, K, len(member_labels)), np.nan), np.full((S, K, 2), np.nan)
     labels = [str(d) for d in res["dist"].values]
+    members = members_used(res, draws.shape[2])
     light = member_labels.index("fit") if joint is not None and "fit" in member_labels \
         else None
     for i in range(S):
@@ -111,30 +113,17 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
                 heavy, point = draws[i, j, light], joint[i, j, light]
                 up, down = (heavy, point) if LIGHT_SIDE[s.base] > 0 else (point, heavy)
                 pv[i, j, light] = mc_pvalue_sides(observed[i, j], up, down)
-    band = _null_band(res, specs, draws)
+            if s.family == "binned" and not s.vector:
+                finite = (c[np.isfinite(c)] for c in draws[i, j, members[i]])
+                q = [(np.quantile(c, 0.025), np.quantile(c, 0.975)) for c in finite
+                     if c.size >= 2]
+                if q:
+                    band[i, j] = min(lo for lo, _ in q), max(hi for _, hi in q)
     return xr.Dataset(VALIDATE.data_vars({
         "p_value": pv, "test_statistic": np.asarray(observed, dtype=np.float64),
         "null_band_low": band[..., 0], "null_band_high": band[..., 1],
         "zeta_verdict": papers.astype(str), "zeta_borderline": zeta_bl,
     }), coords={"member": list(member_labels)})
-
-
-def _null_band(res, specs, draws) -> np.ndarray:
-    """Central 95 % of each binned statistic's copies, (set, stat, 2), widest over the members.
-
-    Printed instead of a bootstrap interval, which does not cover (docs/verdicts.md).
-    """
-    out = np.full((draws.shape[0], len(specs), 2), np.nan)
-    use = members_used(res, draws.shape[2])
-    for i, j in np.ndindex(out.shape[:2]):
-        s = specs[j]
-        if s.family != "binned" or s.vector or not STATISTICS[s.base].tested:
-            continue
-        finite = (c[np.isfinite(c)] for c in draws[i, j, use[i]])
-        q = [(np.quantile(c, 0.025), np.quantile(c, 0.975)) for c in finite if c.size >= 2]
-        if q:
-            out[i, j] = min(lo for lo, _ in q), max(hi for _, hi in q)
-    return out
 
 
 @dataclass(frozen=True)
@@ -204,9 +193,8 @@ def set_tests(res, specs, draws, i, *, factor=None) -> NodeTests:
 def _decide_with_tails(t, res, specs, i, alpha, M):
     """Decide set ``i``; a node rejected on tails beyond the null family passes no share on.
 
-    Such a node (:func:`_stat_tails_reason`) keeps its first decision (its ``invalid``
-    withdrawn later by :func:`_withdraw_on_tails`); the others are decided again with its
-    p-value at 1 under the members that rejected it.
+    It keeps its decision (:func:`_withdraw_on_tails` withdraws it), the others are
+    decided again with its p-value at 1 under the members that rejected it.
     """
     dec0 = decide_set(t.p, t.copies, t.use, t.min_p, alpha, nodes=t.nodes)
     masked, held = t.p.copy(), []
@@ -252,28 +240,16 @@ def _put(out, var, where, verdict, reason) -> None:
 
 def question_step(res, specs, draws, *, factor=None, alpha_result, M=None,
                   untestable=None) -> xr.Dataset:
-    """Decide the questions of each set by one graph of node tests; every verdict.
+    """Decide every verdict of each set once: one graph of node tests, then the masks.
 
-    Per set and member the closed min-p of the graph (:func:`set_tests`,
-    :func:`uqx.engine.questions.decide_set`) at ``alpha_result``; over the members that
-    take part, :func:`uqx.engine.questions.member_verdict` (no ``valid`` where the copies
-    cannot reject the node, "increase --n-mc"); ``borderline`` where an adjusted p-value
-    is within two Monte-Carlo sd of α. A question is rejected under a member when one of
-    its nodes is. The node's statistic carries its verdict; every other tested
-    statistic is a ``diagnostic`` with its unadjusted p-value. Then, in this order: a
-    rejection on tails beyond the null family reads ``inconclusive`` (with ``M``, points
-    per set: :func:`_decide_with_tails`, :func:`_withdraw_on_tails`); what a set cannot
-    test ``not tested`` (``untestable``: ``(by_stat, by_question)`` of
-    :func:`uqx.workflow.conditional.untestable_reasons`); "consistent up to a factor"
-    (``factor``: per set, :func:`uqx.workflow.recalibration.factor_tests`) only where
-    the scale is ``invalid``. Every verdict is final here.
-
-    Returns
-    -------
-    xarray.Dataset
-        ``verdict``, ``verdict_reason``, ``borderline``, ``p_adjusted``, ``valid`` over
-        (set, stat); ``question_*`` over (set, question[, member]); the rescaled
-        statistics' ``factor_*`` over (set, stat[, member]).
+    Per set, :func:`set_tests` decided by :func:`uqx.engine.questions.decide_set` at
+    ``alpha_result`` and :func:`uqx.engine.questions.member_verdict` over the members; a
+    question is rejected under a member when one of its nodes is; the other tested
+    statistics are diagnostics. Then, in this order: the tails (``M``, points per set;
+    :func:`_decide_with_tails`, :func:`_withdraw_on_tails`), what a set cannot test
+    (``untestable``, of :func:`uqx.workflow.conditional.untestable_reasons`) and "up to a
+    factor" (``factor``, per set, of :func:`uqx.workflow.recalibration.factor_tests`)
+    only where the scale is ``invalid``. Returns the variables of :data:`_OUTPUT`.
     """
     S, K = res.sizes["set"], len(specs)
     labels = [str(m) for m in res["member"].values]
@@ -333,7 +309,10 @@ def question_step(res, specs, draws, *, factor=None, alpha_result, M=None,
             _put(out, "question_verdict", (i, a), *member_verdict(
                 np.any(d.rejected[ks], axis=0), labels, use=u, firm=np.any(d.firm[ks], axis=0),
                 reachable=bool(np.all(d.reachable[ks])), unreachable=unreachable))
-            out["question_tests"][i, a] = ", ".join(_node_label(specs, t, k) for k in ks)
+            names = [specs[t.stat[k]].name.upper() for k in ks]
+            out["question_tests"][i, a] = ", ".join(
+                {"bias": "T_Z", "up_to_factor": f"{x} of E/sqrt(ZMS)"}.get(t.nodes[k], x)
+                for k, x in zip(ks, names, strict=True))
             out["question_p_value"][i, a] = np.fmin.reduce(d.adjusted[ks], axis=0)
             out["question_level"][i, a] = alpha_result
             out["question_level_initial"][i, a] = np.nansum(d.share[ks], axis=0)
@@ -370,11 +349,7 @@ DIAGNOSTIC_NULLS = {
 
 
 def _diagnostic_reason(spec, rescaled=False, rejects=None) -> str:
-    """Why a statistic is a diagnostic: its own null, and that it decides nothing.
-
-    ``rejects``: the largest unadjusted p-value over the members, where every member
-    that takes part rejects the diagnostic's own null at the set's level.
-    """
+    """Why a statistic is a diagnostic (``rejects``: its largest p, where all members reject)."""
     var = spec.cond if spec.cond in ("X", "V") else "uE"
     null = DIAGNOSTIC_NULLS.get(spec.base, f"E[Z^2 | {var}] = 1 in every bin")
     what = "of uE rescaled by its factor; " if rescaled else ""
@@ -386,16 +361,10 @@ def _diagnostic_reason(spec, rescaled=False, rejects=None) -> str:
             "its question")
 
 
-def _node_label(specs, t, k) -> str:
-    name = specs[int(t.stat[k])].name.upper()
-    return {"bias": "T_Z", "up_to_factor": f"{name} of E/sqrt(ZMS)"}.get(t.nodes[k], name)
-
-
 def _reach_reason(kappa, n, who, half=False) -> str:
     """Why ``who`` cannot show tails lighter than t_s(3)'s, the family's heaviest ('' if it can).
 
-    :func:`uqx.engine.null_shape.tails_within_reach`: a small sample of heavier-tailed
-    errors that misses its extremes looks light (and has a small ⟨Z²⟩).
+    A small sample of heavier-tailed errors that misses its extremes looks light.
     """
     if not np.isfinite(kappa) or tails_within_reach(kappa, n):
         return ""
@@ -433,25 +402,11 @@ TAILS_ROBUST = ("mean_z",)
 U2_WEIGHTED = ("rce", "uce", "uce_w")
 
 
-def _halves_reason(res, i) -> str:
-    """Why a half of the uE order cannot carry an ``invalid`` ('' when both can)."""
-    if "kappa_cs_z2_half" not in res:
-        return ""
-    for h, name in enumerate(("lower", "upper")):
-        n = int(res["half_points"].values[i, h])
-        why = "" if n < 2 else _reach_reason(float(res["kappa_cs_z2_half"].values[i, h]), n,
-                                             f"the {name} half of the uE order ({n} points)",
-                                             half=True)
-        if why:
-            return why
-    return ""
-
-
 def _stat_tails_reason(base, res, i, M, on_ue=False) -> str:
     """Why an ``invalid`` of statistic ``base`` of set ``i`` cannot stand ('' when it can).
 
     :func:`tails_reason`, but for :data:`TAILS_ROBUST`; binned on uE (``on_ue``), each
-    half of the uE order must also show its tails (:func:`_halves_reason`: a shape that
+    half of the uE order must also show its tails (``kappa_cs_z2_half``: a shape that
     changes with uE is not an inconsistency); :data:`U2_WEIGHTED` read the reach at the
     effective number of points of u².
     """
@@ -461,9 +416,13 @@ def _stat_tails_reason(base, res, i, M, on_ue=False) -> str:
         else np.nan
     if kappa > SAFETY_LIMITS["kappa_cs_z2"]:  # that reason first, whatever the sample
         return tails_reason(kappa)
-    why = _halves_reason(res, i) if on_ue else ""
-    if why:
-        return why
+    for h, half in enumerate(("lower", "upper") if on_ue and "kappa_cs_z2_half" in res else ()):
+        n = int(res["half_points"].values[i, h])
+        why = "" if n < 2 else _reach_reason(float(res["kappa_cs_z2_half"].values[i, h]), n,
+                                             f"the {half} half of the uE order ({n} points)",
+                                             half=True)
+        if why:
+            return why
     if base in U2_WEIGHTED and M is not None and "u2_effective_points" in res:
         n_eff = float(res["u2_effective_points"].values[i])
         if np.isfinite(n_eff) and n_eff < M:
@@ -476,9 +435,8 @@ def _stat_tails_reason(base, res, i, M, on_ue=False) -> str:
 def _withdraw_on_tails(out, res, specs, i, M) -> None:
     """Set ``i``'s ``invalid`` on tails beyond the null family: ``inconclusive`` (in place).
 
-    Each statistic's (and rescaled statistic's) by :func:`_stat_tails_reason`; a question
-    with such a statistic stays ``invalid`` only where one of its statistics still is, so
-    that no statistic is ``invalid`` beside a question that is not.
+    A question with such a statistic stays ``invalid`` only where one of its statistics
+    still is (no statistic ``invalid`` beside a question that is not).
     """
     withdrawn = {}
     for var in ("verdict", "factor_verdict"):
@@ -502,11 +460,7 @@ def _withdraw_on_tails(out, res, specs, i, M) -> None:
 
 
 def _mask_untestable(out, i, by_stat, by_question) -> None:
-    """``not tested``, with the reason, what set ``i`` cannot test (in place).
-
-    ``by_stat`` (stat,), ``by_question`` ``{question: reason}``: set ``i``'s part of
-    :func:`uqx.workflow.conditional.untestable_reasons`.
-    """
+    """``not tested`` what set ``i`` cannot test, ``by_stat`` and ``by_question`` (in place)."""
     hit = np.asarray(by_stat) != ""
     _put(out, "verdict", (i, hit), "not tested", np.asarray(by_stat, dtype=object)[hit])
     for name, why in by_question.items():
@@ -519,10 +473,9 @@ NOT_ASKED = ("asked only where the scale of uE is invalid (then the question is 
 
 
 def _ask_up_to_factor(out, i, scale_stat) -> None:
-    """"Consistent up to a factor" only where the scale node's statistic is ``invalid``.
+    """"Up to a factor" only where the scale's statistic (``scale_stat``) is ``invalid``.
 
-    ``scale_stat``: its index (ZMS, or RCE without it; None without either). Elsewhere
-    the question and its statistics are ``not tested`` with :data:`NOT_ASKED` (in place).
+    Elsewhere the question and its statistics are ``not tested``, :data:`NOT_ASKED`.
     """
     if scale_stat is not None and out["verdict"][i, scale_stat] == "invalid":
         return

@@ -1,14 +1,10 @@
 r"""The resolution of every test that can say ``valid``, read where ``valid`` is decided.
 
-The smallest miscalibration of a named kind that the same procedure would have found 80 %
-of the time (:data:`uqx.engine.resolution.POWER`), at this M and on these uE: read at the
-node's threshold in the intersection of every node present
-(:class:`uqx.engine.questions.SetDecision`), under each member that takes part; the least
-powerful member's is stated, and beyond the safety limit on the tails (κ_CS of Z² > 5)
-the data's own z-scores alone. The alternatives (:mod:`uqx.engine.alternative`): a scale
-of uE and a bias (average calibration); uE too small in the top decile, and
-:math:`u = c\,u_E^\gamma` (consistency, also up to a factor); the top decile of X or V
-(adaptivity); γ < 1 (CC). The rule in words: docs/verdicts.md ("Resolutions").
+The smallest miscalibration of a named kind (:mod:`uqx.engine.alternative`) that the
+same procedure finds 80 % of the time, read at the node's threshold
+(:class:`uqx.engine.questions.SetDecision`) under each member that takes part; the least
+powerful member's is stated (beyond the safety limit on the tails, the data member's).
+The rule in words: docs/verdicts.md ("Resolutions").
 """
 
 from __future__ import annotations
@@ -37,14 +33,12 @@ _NAN2 = (np.nan, np.nan)
 
 def _members(res, i, use):
     """Members whose resolution counts for set ``i``: the data's own beyond the limits."""
-    u = np.asarray(use, dtype=bool).copy()
+    use = np.asarray(use, dtype=bool)
     k = float(res["kappa_cs_z2_local"].values[i]) if "kappa_cs_z2_local" in res else np.nan
-    labels = [str(m) for m in res["member"].values]
+    labels = np.array([str(m) for m in res["member"].values])
     if np.isfinite(k) and k > SAFETY_LIMITS["kappa_cs_z2"] and "data" in labels:
-        d = labels.index("data")
-        u = np.zeros_like(u)
-        u[d] = use[d]
-    return np.flatnonzero(u)
+        use = use & (labels == "data")
+    return np.flatnonzero(use)
 
 
 def _widest(values, low):
@@ -58,29 +52,13 @@ def _widest(values, low):
 def resolution_step(res, specs, draws, top, tests, *, M, alpha) -> xr.Dataset:
     """State the resolution of every node and question, at the threshold that decides it.
 
-    Parameters
-    ----------
-    res : xarray.Dataset
-        The result with its questions decided.
-    specs : list of StatSpec
-    draws : numpy.ndarray, shape (set, stat, member, n)
-        The copies of the tests.
-    top : uqx.engine.alternative.BinnedCopies or None
-        The binned statistics' copies up to a factor and under the alternatives.
-    tests : dict
-        ``{set: NodeTests}`` (:func:`uqx.workflow.decision.set_tests`).
-    M : array_like of int
-        Points per set.
-    alpha : float
-        The set's family-wise level.
-
-    Returns
-    -------
-    xarray.Dataset
-        ``resolution_*`` over (set, stat): the factors (or biases) below and above
-        calibration and the exponents of the spread of each node's statistic;
-        ``question_resolution_*`` over (set, question) the same for each question. NaN
-        where there is none, for a diagnostic, or beyond the grid.
+    ``draws`` (set, stat, member, n): the tests' copies; ``top``
+    (:class:`uqx.engine.alternative.BinnedCopies` or None): the binned statistics' copies
+    up to a factor and under the alternatives; ``tests``: ``{set: NodeTests}``
+    (:func:`uqx.workflow.decision.set_tests`); ``M``: points per set; ``alpha``: the
+    family-wise level. Returns ``resolution_*`` (set, stat) of each node's statistic and
+    ``question_resolution_*`` (set, question): the factors (biases) below and above 1 and
+    the spread's exponents; NaN for none, a diagnostic, or beyond the grid.
     """
     lim, spr = np.full((2, res.sizes["set"], len(specs), 2), np.nan)
     qlim, qspr = np.full((2, res.sizes["set"], len(QUESTIONS), 2), np.nan)
