@@ -462,7 +462,9 @@ CLI_TRIAL = [
     ("stats zeroE.csv", 2, "all errors E are 0"),
     ("stats neg.csv", 2, "are <= 0; uncertainties must be strictly positive"),
     ("stats neg.csv --min-uE-rel-sd 1e-6", 2, "at least 2 points are needed, got 0"),
-    ("stats ok.csv --E nope", 2, "no column 'nope'; available columns: 'E', 'uE', 'X'"),
+    ("stats ok.csv --E nope", 2, "no column 'nope' for E (name the column that holds E "
+     "with E='<column>', on the command line --E <column>); available columns: 'E', 'uE', "
+     "'X'"),
     ("stats ok.csv --X nope", 2, "no column 'nope'"),
     ("stats missing.csv", 2, "missing.csv: file not found"),
     ("stats .", 2, "is a directory, expected a CSV file"),

@@ -334,3 +334,28 @@ def test_a_header_with_units_is_named_in_the_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no column 'E'" in err and "did you mean 'E (eV)'?" in err
     assert main(["stats", str(path), "--E", "E (eV)", "--uE", "uE (eV)"]) == 0
+
+
+def test_a_missing_column_names_the_option_that_picks_it(tmp_path, capsys):
+    """Columns called 'error' and 'uncertainty': the error says how to name them."""
+    path = tmp_path / "named.csv"
+    path.write_text("error,uncertainty\n0.1,0.5\n-0.2,0.4\n0.3,0.9\n")
+    assert main(["stats", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "no column 'E' for E" in err and "--E <column>" in err and "'error'" in err
+    with pytest.raises(uqx.InputError, match="E='<column>'"):
+        uqx.from_dataframe(pd.read_csv(path))
+    assert main(["stats", str(path), "--E", "error", "--uE", "uncertainty"]) == 0
+
+
+@pytest.mark.parametrize(("cell", "hint"), [
+    ('"-1,231.889"', "thousands separator ','"),
+    ("-1.231889D+00", "Fortran exponent 'D'"),
+])
+def test_numbers_written_another_way_are_named(tmp_path, capsys, cell, hint):
+    """A thousands separator or a Fortran exponent: the error says which and what to do."""
+    path = tmp_path / "odd.csv"
+    path.write_text("E,uE\n" + "\n".join([f"{cell},1.0"] * 5) + "\n")
+    assert main(["stats", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "is not numeric" in err and hint in err

@@ -353,7 +353,15 @@ def numeric_column(df: pd.DataFrame, column, path: str | os.PathLike) -> np.ndar
             rows = np.flatnonzero(bad.to_numpy())
             first = col.iloc[rows[0]]
             hint = ""
-            if isinstance(first, str) and re.fullmatch(r"\s*[-+]?\d*,\d+\s*", first):
+            if isinstance(first, str) and re.fullmatch(
+                    r"\s*[-+]?\d{1,3}(,\d{3})+\.\d*\s*", first):
+                hint = ("; it looks like a thousands separator ',': read it with "
+                        "pandas.read_csv(..., thousands=',') then uqx.from_dataframe")
+            elif isinstance(first, str) and re.fullmatch(
+                    r"\s*[-+]?(\d+\.?\d*|\.\d+)[dD][-+]?\d+\s*", first):
+                hint = ("; it looks like a Fortran exponent 'D' (1.0D-3): write it with 'E' "
+                        "(1.0E-3)")
+            elif isinstance(first, str) and re.fullmatch(r"\s*[-+]?\d*,\d+\s*", first):
                 hint = ("; it looks like a decimal comma: write decimal points (e.g. "
                         "pandas.read_csv(..., sep=';', decimal=',') then uqx.from_dataframe)")
             raise InputError(
@@ -375,6 +383,12 @@ def _one_frame(df, label, *, E, uE, X, V, name, units, source, uE_is_variance,
             f"{label}: the same column {E!r} is given for E and uE: Z = E/uE would be 1 on "
             "every row; name the error column and the uncertainty column"
         )
+    for key, col in mapping.items():
+        if col is not None and col not in df.columns:
+            raise InputError(
+                f"{label}: no column {col!r} for {key} (name the column that holds {key} "
+                f"with {key}='<column>', on the command line --{key} <column>); "
+                f"{columns_text(df.columns, col)}")
     cols = {key: numeric_column(df, col, label) for key, col in mapping.items()
             if col is not None}
     _duplicate_rows(cols, label)
