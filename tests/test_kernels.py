@@ -665,6 +665,25 @@ def test_bootstrap_replicates_and_jackknife_equal_twins(data, seed):
                                    equal_nan=True)
 
 
+def test_jackknife_without_a_row_that_holds_almost_all_of_a_sum():
+    """One uE 1e10 times the others: the sums without it are added afresh, not subtracted.
+
+    Subtracted from the total, Σu² without that row is rounding (0 here), RCE divides by
+    it and the acceleration of the BCa interval is lost; added afresh it is the twin's.
+    """
+    rng = np.random.default_rng(3)
+    u = np.exp(rng.normal(0.0, 0.5, 40))
+    E = u * rng.standard_normal(40)
+    u[7] = 1e10
+    ev = _evaluator(E, u, 2, names=MOMENT_NAMES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jk = ev.jackknife()
+    twin = twin_moments(np.delete(E, 7), np.delete(u, 7))
+    for k in MOMENT_NAMES:
+        np.testing.assert_allclose(jk[k][7, 0], twin[k], rtol=1e-9, err_msg=k)
+
+
 @settings(max_examples=15, deadline=None)
 @given(samples(min_size=12, max_size=40), st.integers(0, 2**32 - 1))
 def test_bootstrap_set_estimates_equal_twins(data, seed):

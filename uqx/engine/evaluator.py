@@ -254,6 +254,9 @@ def _features_at(Es, us, order, gathered, mean, lo, hi):
 #: Leave-one-out rows of t_z whose sums are added afresh where the shifted total lost the
 #: spread (O(M) each): one dominant z among M, never more than a few.
 FRESH_ROWS = 8
+#: A leave-one-out sum of squares at or below this share of the total is rounding of
+#: the total (relative error eps / share > 1e-7): it is added afresh.
+LOST_SHARE = 2.0**-28
 
 
 @dataclass
@@ -619,8 +622,14 @@ class SetEvaluator:
                 if total is not None:
                     Fc[0] += total
                 total = Fc.sum(axis=0)
+            sq = [f for f in (F_Z2, F_U2, F_E2) if f < total.size]  # sums of squares
             for lo in range(0, M, step):
                 S = total[None, :] - self._moment_features(lo, lo + step)
+                # one row holding almost all of a sum of squares (uE 1e10 times the
+                # others): the total minus that row is rounding; add the rest afresh
+                lost = np.flatnonzero((S[:, sq] <= LOST_SHARE * total[sq]).any(axis=1))
+                for k in lost[:FRESH_ROWS]:
+                    S[k] = self._sums_without(lo + int(k), step)[:S.shape[1]]
                 if S.shape[-1] < 5:
                     S = np.concatenate([S, np.zeros((S.shape[0], 5 - S.shape[-1]))], axis=-1)
                 for s in self._moment:
