@@ -16,6 +16,7 @@ from internals import simulate
 import uqx
 from uqx.dataio.model import InputError
 from uqx.dataio.netcdf import read_netcdf, to_netcdf
+from uqx.dataio.schema import split_warnings
 from uqx.dataio.synth import demo_sets, nig, tig
 from uqx.engine.mctest import family_verdict
 from uqx.engine.null_shape import MEMBERS
@@ -29,7 +30,6 @@ from uqx.workflow.validation import (
     paper_table_iv,
     result_records,
     result_table,
-    split_warnings,
     validate,
 )
 

@@ -13,15 +13,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from uqx.dataio.schema import split_warnings
 from uqx.engine.questions import question_of
 from uqx.engine.statistic import STATISTICS, parse_stat
 from uqx.errors import InputError
 from uqx.workflow.summary import explain_lines, summary_lines
 
 __all__ = [
-    "WARN_SEP",
     "check_result",
-    "split_warnings",
     "result_table",
     "verdict_table",
     "VerdictTable",
@@ -42,15 +41,6 @@ __all__ = [
     "warning_lines",
     "format_df",
 ]
-
-#: Separator of several warnings in the string variables ``warnings``/``set_warnings``.
-WARN_SEP = "\n"
-
-
-def split_warnings(text) -> list[str]:
-    """Split a ``warnings`` string variable into its messages."""
-    return [w for w in str(text).split(WARN_SEP) if w]
-
 
 def check_result(res, what: str = "result_table") -> None:
     """Check that ``res`` is a validation result, or say what it is and what to do.
