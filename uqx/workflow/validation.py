@@ -118,12 +118,6 @@ from uqx.workflow.references import (
 )
 from uqx.workflow.resolutions import resolution_step, unresolved_step
 from uqx.workflow.settings import Settings
-from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
-    paper_table_a,
-    paper_table_iv,
-    result_records,
-    result_table,
-)
 
 __all__ = ["validate", "memory_note", "streams", "DEFAULT_STATS", "ADAPTIVITY_STATS",
            "TAILEDNESS_VARS"]

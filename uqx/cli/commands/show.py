@@ -43,7 +43,7 @@ def run(args) -> int:
     A damaged attribute is named in a warning on stderr and the rest is shown.
     """
     from uqx.dataio.netcdf import JSON_PREFIX
-    from uqx.workflow.tables import result_records
+    from uqx.text.tables import result_records
 
     res = read_saved(args.file)
     if "verdict" not in res and res.attrs.get("study"):

@@ -17,7 +17,7 @@ from uqx.dataio.schema import split_warnings
 from uqx.engine.questions import question_of
 from uqx.engine.statistic import STATISTICS, parse_stat
 from uqx.errors import InputError
-from uqx.workflow.summary import explain_lines, summary_lines
+from uqx.text.summary import explain_lines, summary_lines
 
 __all__ = [
     "check_result",
@@ -499,7 +499,7 @@ class VerdictTable(pd.DataFrame):
     """The verdict table of :func:`verdict_table`: a DataFrame that prints its summary first.
 
     Its ``summary`` (also in ``attrs["summary"]``) holds one paragraph per set
-    (:func:`uqx.workflow.summary.summary_lines`); the text and HTML forms show them
+    (:func:`uqx.text.summary.summary_lines`); the text and HTML forms show them
     above the table. Any frame derived from it is a plain :class:`pandas.DataFrame`.
     """
 
@@ -537,7 +537,7 @@ def verdict_table(res: xr.Dataset) -> pd.DataFrame:
     VerdictTable
         A :class:`pandas.DataFrame` whose text and HTML forms begin with the summary of
         every set (``summary``, ``attrs["summary"]``:
-        :func:`uqx.workflow.summary.summary_lines`). Index ``set``; column ``M``, then
+        :func:`uqx.text.summary.summary_lines`). Index ``set``; column ``M``, then
         one column per question the result has (``average``, ``consistency``,
         ``adaptivity (X)`` / ``adaptivity (V)``, ``ranking``, ``up to a factor``: its
         verdict, with ``(borderline)`` when a member's p-value is within the Monte-Carlo
@@ -854,7 +854,7 @@ def result_records(res: xr.Dataset) -> list[dict]:
     """JSON-ready records: one object per data set (see ``uqx validate --format json``).
 
     Keys: ``dataset``, ``M``, ``summary`` (the answer in words,
-    :func:`uqx.workflow.summary.summary_lines`), ``questions.<question>`` (verdict,
+    :func:`uqx.text.summary.summary_lines`), ``questions.<question>`` (verdict,
     borderline, tests, ``p_value`` and ``level`` per member, ``resolution`` where not
     invalid, ``verdict_reason``), ``stats.<name>`` (named as in the tables: ``zmse_X``;
     estimate, interval, reference, ζ,
@@ -1092,14 +1092,14 @@ def _diagnostics_compact(res) -> pd.DataFrame:
 def format_validation(res: xr.Dataset, *, wide: bool = False, explain: bool = False) -> str:
     """Return the text printed by ``uqx validate`` and ``uqx show`` for a validation result.
 
-    The summary of every set first (:func:`uqx.workflow.summary.summary_lines`), then per
+    The summary of every set first (:func:`uqx.text.summary.summary_lines`), then per
     set its questions (verdict, level, p-values over the members, resolution) and its
     statistics grouped by question, the scale factor, the papers' diagnostics, the
     reasons of the inconclusive verdicts and the warnings. By default every line fits in
     :data:`TEXT_WIDTH` (100) columns (columns dropped, cells and reasons wrapped);
     ``wide`` prints the full tables (every column of :func:`result_table`,
     :func:`question_table` and :func:`conditional_table`) instead. ``explain``: how
-    each verdict was reached (:func:`uqx.workflow.summary.explain_lines`), after the
+    each verdict was reached (:func:`uqx.text.summary.explain_lines`), after the
     summary.
     """
     width = None if wide else TEXT_WIDTH
