@@ -320,7 +320,7 @@ def test_binned_statistics_print_their_calibrated_band_not_a_bootstrap_interval(
     """Finding 3: `ence 0.0271 [0.0257, 0.0258]`: zero-width intervals excluding their
     own estimate. The text prints `cal. [a, b]` for a binned statistic."""
     import uqx
-    from uqx.text.tables import format_validation
+    from uqx.text.console import format_validation
 
     rng = np.random.default_rng(3)
     u = np.sqrt(3.0 / rng.gamma(3.0, 1.0, 1000))

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import uqx
-from uqx.text.tables import format_validation, result_records, scale_factor_text
+from uqx.text.console import format_validation
+from uqx.text.tables import result_records, scale_factor_text
 from uqx.workflow.recalibration import RESCALED_VARS
 
 M = 1500

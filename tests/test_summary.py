@@ -399,7 +399,7 @@ def test_the_verdict_table_begins_with_the_summary_and_has_the_questions(demo):
 
 
 def test_the_text_begins_with_the_summary_and_fits_in_100_columns(demo):
-    from uqx.text.tables import format_validation
+    from uqx.text.console import format_validation
 
     text = format_validation(demo)
     lines = text.splitlines()

@@ -127,7 +127,7 @@ def test_tolerance_says_what_is_within():
     res = full.isel(set=0)
     text = scale_factor_text(res)
     # the line users read (uqx validate's text) is this one
-    from uqx.text.tables import format_validation
+    from uqx.text.console import format_validation
 
     assert text in " ".join(format_validation(full).split()), text
     if float(res["scale_within_tolerance"]) == 1:
