@@ -26,7 +26,7 @@
 # * **Fig. 6** — simulated references θ̃_N ± 2u (D = N, 50 bins);
 # * **Fig. 7** — θ̃_ν against ν for Sets 7 and 8 (`uqx.sweeps.reference_sensitivity`);
 # * **Tables A1–A4, Figs. 8–9** — ZMS, CC, ENCE, ZMSE: bootstrap and simulated references,
-#   ζ_BS, ζ_Sim, ζ_Sim2 for D = N and t_s(6) (`uqx.validate`, `uqx.workflow.tables.paper_table_a`,
+#   ζ_BS, ζ_Sim, ζ_Sim2 for D = N and t_s(6) (`uqx.validate`, `uqx.text.tables.paper_table_a`,
 #   `uqx.plot.zeta_bars`);
 # * **App. B, Figs. A1–A2** — ENCE and ZMSE of calibrated NIG / T6IG data against √(N/M)
 #   (`uqx.sweeps.appendix_b`, `uqx.plot.study`);
@@ -60,7 +60,7 @@ from uqx.engine.unit_variance import draw_unit
 from uqx.inference.fits import fit_sets
 from uqx.plot import style as S
 from uqx.sweeps import appendix_b, bins, reference_sensitivity
-from uqx.workflow.tables import paper_table_a
+from uqx.text.tables import paper_table_a
 
 QUICK = os.environ.get("QUICK") == "1"
 OUT = Path("_output")

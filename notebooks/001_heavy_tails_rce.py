@@ -55,7 +55,7 @@ from uqx.engine.stats.tailedness import SAFETY_LIMITS, beta_gm, kappa_cs, tailed
 from uqx.inference.fits import fit_ig_ks, fit_scaled_f_ks
 from uqx.plot import style as S
 from uqx.sweeps import binned_tailedness, decimation, pval
-from uqx.workflow.tables import paper_table_iv
+from uqx.text.tables import paper_table_iv
 
 QUICK = os.environ.get("QUICK") == "1"
 OUT = Path("_output")

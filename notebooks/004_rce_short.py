@@ -49,7 +49,7 @@ from uqx.dataio.synth import nig
 from uqx.engine.stats.tailedness import beta_gm
 from uqx.plot import style as S
 from uqx.sweeps import decimation, pval
-from uqx.workflow.tables import paper_table_iv
+from uqx.text.tables import paper_table_iv
 
 QUICK = os.environ.get("QUICK") == "1"
 OUT = Path("_output")
@@ -98,7 +98,7 @@ print(table_1.round(4).to_string())
 # ## Table 2 — RCE and ZMS: bias, BCa interval, ζ-score
 #
 # `uqx.validate` with the statistics (RCE, ZMS) and `N_BOOT` shared BCa replicates;
-# `uqx.workflow.tables.paper_table_iv` gives the columns of the paper.
+# `uqx.text.tables.paper_table_iv` gives the columns of the paper.
 
 # %%
 res = uqx.validate(sets, ["rce", "zms"], n_boot=N_BOOT, seed=2024, conditional=False,

@@ -19,7 +19,7 @@ import uqx
 from uqx.cli.app import main
 from uqx.engine.copies import cc_fixed_u
 from uqx.errors import InputError
-from uqx.workflow.summary import summary_text
+from uqx.text.summary import summary_text
 
 FAST = dict(n_boot=100, n_mc=50, seed=1)
 CLI_FAST = "--n-boot 100 --n-mc 50 --seed 1"

@@ -11,12 +11,12 @@ import pytest
 
 import uqx
 from uqx.cli.app import main
-from uqx.workflow.summary import summary_text
+from uqx.text.summary import summary_text
 
 
 def test_a_large_miscalibration_reads_as_a_factor_not_a_huge_percentage():
     """"uE about 10953 % too small": the amount is always a factor."""
-    from uqx.workflow.summary import _times
+    from uqx.text.summary import _times
 
     assert _times(110.53) == "111×"
     assert _times(1.24) == "1.24×"

@@ -263,7 +263,7 @@ def test_a_pure_bias_is_a_bias_not_an_inconsistency():
     advised an isotonic recalibration. ZVE is now a diagnostic; the consistency node reads
     ZMS_scan; the summary names the bias."""
     import uqx
-    from uqx.workflow.summary import summary_lines
+    from uqx.text.summary import summary_lines
 
     res = uqx.validate(_bias_sets(3), n_boot=200, n_mc=500, seed=1, conditional=False)
     assert set(res["verdict"].sel(stat="zve").values) == {"diagnostic"}
@@ -295,8 +295,8 @@ def test_level_sets_the_intervals_only_and_alpha_the_family():
 def test_a_valid_states_its_resolution_or_reads_inconclusive():
     """Finding 4: "Ranking valid (no resolution)" where uE say nothing of the errors."""
     import uqx
+    from uqx.text.summary import summary_lines
     from uqx.workflow.resolutions import NO_RESOLUTION
-    from uqx.workflow.summary import summary_lines
 
     rng = np.random.default_rng(8)
     M = 300
@@ -320,7 +320,7 @@ def test_binned_statistics_print_their_calibrated_band_not_a_bootstrap_interval(
     """Finding 3: `ence 0.0271 [0.0257, 0.0258]`: zero-width intervals excluding their
     own estimate. The text prints `cal. [a, b]` for a binned statistic."""
     import uqx
-    from uqx.workflow.tables import format_validation
+    from uqx.text.console import format_validation
 
     rng = np.random.default_rng(3)
     u = np.sqrt(3.0 / rng.gamma(3.0, 1.0, 1000))

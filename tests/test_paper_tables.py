@@ -19,7 +19,8 @@ import pytest
 from uqx.cli import main
 from uqx.dataio.datasets import load_paper_sets
 from uqx.engine.verdict import zeta_se
-from uqx.workflow.validation import paper_table_a, paper_table_iv, validate
+from uqx.text.tables import paper_table_a, paper_table_iv
+from uqx.workflow.validation import validate
 
 pytestmark = pytest.mark.data
 

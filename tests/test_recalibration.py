@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import uqx
-from uqx.workflow.recalibration import RESCALED_VARS, recalibration_text
-from uqx.workflow.tables import format_validation, result_records
+from uqx.text.console import format_validation
+from uqx.text.tables import result_records, scale_factor_text
+from uqx.workflow.recalibration import RESCALED_VARS
 
 M = 1500
 
@@ -103,8 +104,8 @@ def test_the_factor_is_in_the_text_the_json_and_the_netcdf(result, tmp_path):
     back = uqx.read_netcdf(out)
     for k in RESCALED_VARS:
         assert k in back
-    assert [recalibration_text(back.isel(set=i)) for i in range(3)] == \
-        [recalibration_text(res.isel(set=i)) for i in range(3)]
+    assert [scale_factor_text(back.isel(set=i)) for i in range(3)] == \
+        [scale_factor_text(res.isel(set=i)) for i in range(3)]
 
 
 def test_an_inconclusive_zms_claims_nothing_about_a_factor():

@@ -21,8 +21,8 @@ from uqx.dataio.model import InputError, from_arrays, iter_sets, stack
 from uqx.dataio.netcdf import read_netcdf
 from uqx.report import VERDICT_STYLE, report, write_report
 from uqx.report.figures import diagnostic_figures, untested
-from uqx.workflow.summary import summary_lines
-from uqx.workflow.tables import QUESTION_NAMES, verdict_table
+from uqx.text.summary import summary_lines
+from uqx.text.tables import QUESTION_NAMES, verdict_table
 from uqx.workflow.validation import validate
 
 IMG = '<img src="data:image/png;base64,'

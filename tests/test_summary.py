@@ -12,7 +12,7 @@ import pytest
 import uqx
 from uqx.cli.app import main
 from uqx.dataio.synth import demo_sets
-from uqx.workflow.summary import (
+from uqx.text.summary import (
     DECILE_MARGIN,
     QUESTION_LABELS,
     SAME_FACTOR_SPREAD,
@@ -399,7 +399,7 @@ def test_the_verdict_table_begins_with_the_summary_and_has_the_questions(demo):
 
 
 def test_the_text_begins_with_the_summary_and_fits_in_100_columns(demo):
-    from uqx.workflow.tables import format_validation
+    from uqx.text.console import format_validation
 
     text = format_validation(demo)
     lines = text.splitlines()
@@ -463,7 +463,7 @@ def test_fail_on_reads_the_questions(tmp_path, capsys, demo):
 
 def test_captions_name_the_papers_rules_as_the_papers(demo):
     from uqx.report.figures import _lzisd_specs, _zeta_figure
-    from uqx.workflow.tables import conditional_table, result_records
+    from uqx.text.tables import conditional_table, result_records
 
     (zeta,) = _zeta_figure(demo.isel(set=[0]), 40)
     assert "the papers' \u03b6 rule (|\u03b6| \u2264 1), for comparison" in zeta.caption
@@ -480,7 +480,7 @@ def test_captions_name_the_papers_rules_as_the_papers(demo):
 
 @pytest.mark.parametrize("which", ["demo", pytest.param("paper", marks=pytest.mark.data)])
 def test_the_scale_factor_never_reads_as_computed_and_not(which, request):
-    from uqx.workflow.tables import scale_factor_text
+    from uqx.text.tables import scale_factor_text
 
     for res in (request.getfixturevalue(which),):
         for i in range(res.sizes["set"]):

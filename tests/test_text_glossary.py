@@ -47,7 +47,7 @@ def _headers(text):
 
 def test_every_word_of_the_output_is_in_the_glossary(small_run):
     from uqx.engine.stats.tailedness import SAFETY_LIMITS
-    from uqx.workflow.tables import QUESTION_NAMES
+    from uqx.text.tables import QUESTION_NAMES
 
     text, res = small_run
     terms = G.terms()

@@ -16,22 +16,15 @@ from internals import simulate
 import uqx
 from uqx.dataio.model import InputError
 from uqx.dataio.netcdf import read_netcdf, to_netcdf
+from uqx.dataio.schema import split_warnings
 from uqx.dataio.synth import demo_sets, nig, tig
 from uqx.engine.mctest import family_verdict
 from uqx.engine.null_shape import MEMBERS
 from uqx.engine.statistic import STATISTICS, parse_stat
 from uqx.engine.verdict import VERDICTS, interval_problem, simulated_verdict
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
-from uqx.workflow.validation import (
-    DEFAULT_STATS,
-    TAILEDNESS_VARS,
-    paper_table_a,
-    paper_table_iv,
-    result_records,
-    result_table,
-    split_warnings,
-    validate,
-)
+from uqx.text.tables import paper_table_a, paper_table_iv, result_records, result_table
+from uqx.workflow.validation import DEFAULT_STATS, TAILEDNESS_VARS, validate
 
 M = 1500
 STATS = ["zms", "rce", "var_z", "mean_z", "nll", "cc", "ence", "zmse", "zve"]
@@ -657,7 +650,7 @@ def test_fitted_member_drawn_once_when_every_test_is_two_sided(monkeypatch):
 
 
 def test_conditional_table_says_when_no_route_could_be_tested():
-    from uqx.workflow.tables import conditional_table
+    from uqx.text.tables import conditional_table
 
     rng = np.random.default_rng(3)
     u = np.sqrt(1 / rng.gamma(3, 1 / 3, 500))

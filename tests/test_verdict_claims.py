@@ -54,7 +54,7 @@ def test_valid_states_its_resolution(rng):
     assert -0.1 < lo[2] < -0.03 and 0.03 < hi[2] < 0.1  # bias of Z: 2.8 / sqrt(M) = 0.063
     table = uqx.result_table(res)
     assert table.loc[("cal", "zms"), "resolution"].startswith("f <= ")
-    rec = uqx.workflow.tables.result_records(res)[0]["stats"]["zms"]
+    rec = uqx.result_records(res)[0]["stats"]["zms"]
     assert rec["resolution"]["power"] == 0.8 and rec["resolution"]["high"] > 1
 
 
@@ -339,7 +339,7 @@ def test_question_resolution_reads_80_percent_power_at_the_question_threshold():
 
 def test_consistency_headline_states_its_resolution_in_table_json_and_report(tmp_path):
     from uqx.report import write_report
-    from uqx.workflow.tables import conditional_table, result_records
+    from uqx.text.tables import conditional_table, result_records
 
     ds = demo_sets(M=2000).isel(set=[0, 3])  # calibrated, inconsistent
     r = uqx.validate(ds, ["cc", "ence", "zmse", "zmse_max"], n_boot=200, n_mc=300, seed=1)

@@ -115,7 +115,7 @@ def test_every_valid_states_a_resolution():
 
 def test_tolerance_says_what_is_within():
     """`--tolerance` printed "uE right within T", but its TOST covers the average scale only."""
-    from uqx.workflow.recalibration import recalibration_text
+    from uqx.text.tables import scale_factor_text
 
     rng = np.random.default_rng(362)
     M = 2000
@@ -125,9 +125,9 @@ def test_tolerance_says_what_is_within():
     ds = uqx.from_arrays(u * rng.standard_normal(M), uE, name="g05")
     full = uqx.validate(ds, tolerance=0.1, conditional=False, **FAST)
     res = full.isel(set=0)
-    text = recalibration_text(res)
+    text = scale_factor_text(res)
     # the line users read (uqx validate's text) is this one
-    from uqx.workflow.tables import format_validation
+    from uqx.text.console import format_validation
 
     assert text in " ".join(format_validation(full).split()), text
     if float(res["scale_within_tolerance"]) == 1:

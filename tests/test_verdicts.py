@@ -26,6 +26,7 @@ from uqx.inference.extrapolate.binsweep import (
 )
 from uqx.inference.extrapolate.fit import extrapolate
 from uqx.inference.extrapolate.null import null_intercepts, null_verdict
+from uqx.text.tables import grouped_warnings
 
 KW = dict(n_boot=400, n_mc=200, seed=3)
 
@@ -188,7 +189,7 @@ def test_capped_bins_are_reported():
     E, u = nig(300, 6.0, seed=8)
     r = uqx.validate(uqx.from_arrays(E, u, name="s"), ["ence"], bins=50, **KW)
     assert r["n_bins_used"].values.item() == 10
-    warnings = uqx.workflow.tables.grouped_warnings(r, "s")
+    warnings = grouped_warnings(r, "s")
     assert any("50 bins requested, 10 used" in w for w in warnings)
 
 

@@ -252,7 +252,7 @@ class UqxAccessor:
         pandas.DataFrame
             Rows (set, stat); estimate, interval, reference, ζ and verdict columns.
         """
-        from uqx.workflow.tables import result_table
+        from uqx.text.tables import result_table
 
         return result_table(self._result, **kwargs)
 
@@ -262,12 +262,12 @@ class UqxAccessor:
         Returns
         -------
         pandas.DataFrame
-            A :class:`uqx.workflow.tables.VerdictTable`, printed with the summary of every
+            A :class:`uqx.text.tables.VerdictTable`, printed with the summary of every
             set above it. Index ``set``; ``M``, the verdict of every question (average,
             consistency, adaptivity, ranking, up to a factor), the ``scale factor``
             conclusion and the verdict of every statistic.
         """
-        from uqx.workflow.tables import verdict_table
+        from uqx.text.tables import verdict_table
 
         return verdict_table(self._result)
 
@@ -279,14 +279,14 @@ class UqxAccessor:
         list of str
             Per set: each question's verdict in the units of uE, then what to do next.
         """
-        from uqx.workflow.summary import summary_lines
+        from uqx.text.summary import summary_lines
 
         return summary_lines(self._result)
 
     def explain(self) -> list[str]:
         """How each verdict was reached, one paragraph per set.
 
-        :func:`uqx.workflow.summary.explain_lines`: per question, its test, its level, the
+        :func:`uqx.text.summary.explain_lines`: per question, its test, its level, the
         members of the null family that take part with their p-values, and how they were
         combined.
 
@@ -294,36 +294,36 @@ class UqxAccessor:
         -------
         list of str
         """
-        from uqx.workflow.summary import explain_lines
+        from uqx.text.summary import explain_lines
 
         return explain_lines(self._result)
 
     def questions(self):
-        """Tabulate the questions of every set: :func:`uqx.workflow.tables.question_table`.
+        """Tabulate the questions of every set: :func:`uqx.text.tables.question_table`.
 
         Returns
         -------
         pandas.DataFrame
             Rows (set, question); verdict, level, p, members, resolution, tests, reason.
         """
-        from uqx.workflow.tables import question_table
+        from uqx.text.tables import question_table
 
         return question_table(self._result)
 
     def conditional_table(self, **kwargs):
-        """Consistency and adaptivity routes: :func:`uqx.workflow.tables.conditional_table`.
+        """Consistency and adaptivity routes: :func:`uqx.text.tables.conditional_table`.
 
         Parameters
         ----------
         **kwargs
-            Options of :func:`uqx.workflow.tables.conditional_table`.
+            Options of :func:`uqx.text.tables.conditional_table`.
 
         Returns
         -------
         pandas.DataFrame
             Rows (set, cond, route); value, interval and verdict.
         """
-        from uqx.workflow.tables import conditional_table
+        from uqx.text.tables import conditional_table
 
         return conditional_table(self._result, **kwargs)
 
@@ -335,7 +335,7 @@ class UqxAccessor:
         pandas.DataFrame
             One row per (set, statistic), unrounded numbers, verdict columns.
         """
-        from uqx.workflow.tables import result_dataframe
+        from uqx.text.tables import result_dataframe
 
         return result_dataframe(self._result)
 
@@ -347,7 +347,7 @@ class UqxAccessor:
         list of dict
             One record per set.
         """
-        from uqx.workflow.tables import result_records
+        from uqx.text.tables import result_records
 
         return result_records(self._result)
 

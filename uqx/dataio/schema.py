@@ -39,6 +39,8 @@ __all__ = [
     "INPUT",
     "LITERATURE",
     "VALIDATE",
+    "WARN_SEP",
+    "split_warnings",
     "BOOTSTRAP",
     "BOOTSTRAP_PER_BIN",
     "SIMULATE_REFERENCE",
@@ -409,6 +411,15 @@ SIMULATE_REFERENCE = Group("uqx.simulate_reference", [
 # ----------------------------------------------------------------- uqx.validate
 
 _RESOLUTION = {"power": POWER}
+
+#: Separator of several warnings in the string variables ``warnings``/``set_warnings``.
+WARN_SEP = "\n"
+
+
+def split_warnings(text) -> list[str]:
+    """Split a ``warnings`` string variable into its messages."""
+    return [w for w in str(text).split(WARN_SEP) if w]
+
 
 #: :func:`uqx.validate`, step by step (some variables only with some statistics or
 #: settings: ``kappa_cs_z2_half`` ... not on the streamed route, the conditional

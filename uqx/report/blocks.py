@@ -17,8 +17,8 @@ from uqx._version import __version__
 from uqx.engine.questions import QUESTIONS, question_of
 from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
-from uqx.workflow.summary import summary_lines
-from uqx.workflow.tables import (
+from uqx.text.summary import summary_lines
+from uqx.text.tables import (
     QUESTION_NAMES,
     _asked,
     grouped_warnings,
@@ -242,7 +242,7 @@ def _stat_cell(r, st, label, dists) -> Cell:
 
 
 def answer_blocks(res) -> list:
-    """Build the summary of every set, in words (:func:`uqx.workflow.summary.summary_lines`)."""
+    """Build the summary of every set, in words (:func:`uqx.text.summary.summary_lines`)."""
     lines = summary_lines(res)
     if not lines:
         return []
@@ -378,7 +378,7 @@ def lead_figure(res, i, figs) -> int | None:
 def set_blocks(res, i, figs, tables, answer=None) -> list:
     """Build the section of set ``i``: its verdicts and one figure, then tables, figures.
 
-    ``answer`` is the set's paragraph in words (:func:`uqx.workflow.summary.summary_lines`);
+    ``answer`` is the set's paragraph in words (:func:`uqx.text.summary.summary_lines`);
     the figure that follows it is :func:`lead_figure`, the others come after the tables.
     """
     s = str(res["set"].values[i])

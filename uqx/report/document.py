@@ -1,13 +1,13 @@
 """Self-contained report of a validation result: one HTML page (or Markdown) for all sets.
 
 :func:`report` renders a :func:`uqx.validate` result: first the answer in words (one
-paragraph per set, :func:`uqx.workflow.summary.summary_lines`), then its parameters and
+paragraph per set, :func:`uqx.text.summary.summary_lines`), then its parameters and
 inputs (names, sizes, digests), a verdict table (one row per set: the questions with their
 resolutions, the scale factor, tailedness; every statistic with its BCa interval and ζ),
 the grouped warnings, a short "how to read the verdicts" (documentation), then one section
 per set that opens with its answer in words and one figure (the one of its first invalid
 question, :func:`uqx.report.blocks.lead_figure`), then its questions, its statistics
-grouped by question, the papers' diagnostics (:mod:`uqx.workflow.tables`) and the other
+grouped by question, the papers' diagnostics (:mod:`uqx.text.tables`) and the other
 figures of :mod:`uqx.plot` (:func:`diagnostic_figures`); last, for comparison, the papers'
 ζ-scores of all sets.
 
@@ -42,8 +42,8 @@ from uqx.report.blocks import (
 )
 from uqx.report.figures import diagnostic_figures, load_result
 from uqx.report.render import data_uri, to_html, to_markdown
-from uqx.workflow.summary import summary_lines
-from uqx.workflow.tables import conditional_table, question_table, result_table
+from uqx.text.summary import summary_lines
+from uqx.text.tables import conditional_table, question_table, result_table
 
 __all__ = ["report", "write_report", "report_format", "diagnostic_figures", "VERDICT_STYLE"]
 
@@ -80,9 +80,9 @@ def report(result, data=None, *, figures: bool = True, fmt: str = "html",
     """Render a validation result as one self-contained HTML page (or Markdown).
 
     Content (module docstring): parameters, inputs, verdict table, grouped warnings
-    (:func:`uqx.workflow.tables.grouped_warnings`), how to read the verdicts (000 Fig. 1 with the
+    (:func:`uqx.text.tables.grouped_warnings`), how to read the verdicts (000 Fig. 1 with the
     rules of :mod:`uqx.engine.verdict`), per set the tables of
-    :func:`~uqx.workflow.tables.result_table` and :func:`uqx.workflow.tables.conditional_table` and
+    :func:`~uqx.text.tables.result_table` and :func:`uqx.text.tables.conditional_table` and
     :func:`diagnostic_figures`.
 
     Parameters

@@ -18,7 +18,7 @@ import xarray as xr
 
 from uqx.dataio.netcdf import read_netcdf
 from uqx.errors import InputError
-from uqx.workflow.tables import format_df
+from uqx.text.console import format_df
 
 __all__ = ["load", "compare", "CompareResult", "summary_text", "STUDY_MODULES"]
 

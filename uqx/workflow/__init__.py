@@ -1,5 +1,5 @@
-"""The validation workflow: :func:`uqx.validate` and the tables of its result.
+"""The validation workflow: :func:`uqx.validate` and its result.
 
 :mod:`~uqx.workflow.validation` runs the steps, :mod:`~uqx.workflow.conditional` the
-conditional (binned) routes, :mod:`~uqx.workflow.tables` turns a result into tables.
+conditional (binned) routes; the result's tables and text are in :mod:`uqx.text`.
 """

@@ -44,10 +44,9 @@ from uqx.engine.defaults import LONG_SET_ROWS
 from uqx.engine.mctest import copy_pvalues, mc_pvalue
 from uqx.engine.statistic import STATISTICS, bin_feature_sums, scale_free_bin_sums
 from uqx.workflow.decision import members_used
-from uqx.workflow.tables import scale_factor_text
 
 __all__ = ["recalibration_step", "scale_factor", "scale_factor_interval", "factor_tests",
-           "recalibration_text", "RESCALED_VARS", "tolerance_step"]
+           "RESCALED_VARS", "tolerance_step"]
 
 #: Variables (over ``set``) that :func:`recalibration_step` adds to a result.
 RESCALED_VARS = ("scale_factor", "scale_factor_low", "scale_factor_high",
@@ -313,26 +312,3 @@ def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
         "rescaled_consistency_spread_low": spread[:, 0],
         "rescaled_consistency_spread_high": spread[:, 1],
     }))
-
-
-def recalibration_text(r) -> str:
-    """Render the scale factor of one set and what the rescaled uE are, in one line.
-
-    The line of the tables and the summary (:func:`uqx.workflow.tables.scale_factor_text`,
-    its one definition).
-
-    Parameters
-    ----------
-    r : xarray.Dataset
-        A result with :data:`RESCALED_VARS`, selected on one ``set``.
-
-    Returns
-    -------
-    str
-        "consistent up to a factor f [lo, hi] …" where the rescaled uE are consistent,
-        "not a factor alone …" where they are not, else the factor and why nothing more
-        was tested; then the tolerance claim, said to be on the average scale only.
-    """
-    return scale_factor_text(r)
-
-

@@ -66,7 +66,7 @@ from uqx.dataio.model import (
     provenance,
     provenance_attrs,
 )
-from uqx.dataio.schema import VALIDATE
+from uqx.dataio.schema import VALIDATE, WARN_SEP
 from uqx.engine.binning import content_order, equal_count_edges, make_bins, stable_order
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import (
@@ -121,14 +121,6 @@ from uqx.workflow.references import (
 )
 from uqx.workflow.resolutions import resolution_step, unresolved_step
 from uqx.workflow.settings import Settings
-from uqx.workflow.tables import (  # noqa: F401  (re-exported for compatibility)
-    WARN_SEP,
-    paper_table_a,
-    paper_table_iv,
-    result_records,
-    result_table,
-    split_warnings,
-)
 
 __all__ = ["validate", "memory_note", "streams", "DEFAULT_STATS", "ADAPTIVITY_STATS",
            "TAILEDNESS_VARS"]

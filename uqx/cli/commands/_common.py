@@ -48,7 +48,6 @@ __all__ = [
     "note",
     "cli_message",
     "encodable",
-    "validation_text",
     "check_options",
     "OPTION_RANGES",
     "OPTION_MINIMA",
@@ -577,7 +576,7 @@ def write_result(res, path, *, parameters: dict, seed, announce: bool = True) ->
 
     The format follows the suffix of ``path`` (checked before the computation by
     :func:`check_output`): NetCDF (``.nc``...: everything, readable by ``uqx show`` and
-    ``uqx report``), ``.csv`` (:func:`uqx.workflow.tables.result_dataframe`, one row per
+    ``uqx report``), ``.csv`` (:func:`uqx.text.tables.result_dataframe`, one row per
     set and statistic) or ``.json`` (the records of ``--format json``). Every write is
     atomic.
 
@@ -608,13 +607,13 @@ def write_result(res, path, *, parameters: dict, seed, announce: bool = True) ->
         if suffix in OUTPUT_SUFFIXES["netcdf"]:
             to_netcdf(res, path, parameters=parameters, seed=seed)
         elif suffix == ".csv":
-            from uqx.workflow.tables import result_dataframe
+            from uqx.text.tables import result_dataframe
 
             df = result_dataframe(res)
             atomic_write(path, lambda tmp: df.to_csv(tmp, index=False), what="CSV table",
                          mkdir=False)
         elif suffix == ".json":
-            from uqx.workflow.tables import result_records
+            from uqx.text.tables import result_records
 
             text = json.dumps(result_records(res), indent=1, default=json_default)
             atomic_write(path, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"),
@@ -631,7 +630,7 @@ def write_result(res, path, *, parameters: dict, seed, announce: bool = True) ->
 
 def print_df(df) -> None:
     """Print a table in full (all rows and columns)."""
-    from uqx.workflow.tables import format_df
+    from uqx.text.console import format_df
 
     print(format_df(df))
 
@@ -715,41 +714,6 @@ def encodable(text: str, encoding: str | None) -> str:
             ch = ch.encode(encoding, errors="replace").decode(encoding, errors="replace")
         out.append(ch)
     return "".join(out)
-
-
-def validation_text(res, *, paper_sets: bool = False, wide: bool = False,
-                    explain: bool = False) -> str:
-    """Render the text printed by ``uqx validate`` and ``uqx show`` for a result.
-
-    ``uqx.workflow.tables.format_validation``: the summary of every set first, then the
-    tables, within 100 columns unless ``wide``; ``explain`` adds how each verdict was
-    reached. For the nine paper sets, the summary, then 001 Table IV and 000 Tables
-    A1-A4.
-    """
-    from uqx.workflow import tables as render
-    from uqx.workflow.summary import explain_lines, summary_text
-    from uqx.workflow.tables import format_df
-
-    if not paper_sets:
-        return render.format_validation(res, wide=wide, explain=explain)
-    parts = []
-    summary = summary_text(res, width=None if wide else render.TEXT_WIDTH)
-    if summary:
-        parts += ["# summary", summary, ""]
-    if explain:
-        parts += ["# how each verdict was reached", "\n\n".join(explain_lines(res)), ""]
-    parts += ["# 001 Table IV: RCE and ZMS, bootstrap bias, BCa interval, zeta",
-              format_df(render.paper_table_iv(res))]
-    for st in [s for s in ("zms", "cc", "ence", "zmse") if s in res["stat"].values]:
-        parts += [
-            f"\n# 000 Table A ({st.upper()}): BS then simulated references N and "
-            f"T{float(res.attrs['nu']):g}",
-            format_df(render.paper_table_a(res, st)),
-        ]
-    lines = render.warning_lines(res)
-    if lines:
-        parts += ["\n# warnings", "\n".join(lines)]
-    return "\n".join(parts)
 
 
 # ------------------------------------------------------------------ option checks (issue 22)

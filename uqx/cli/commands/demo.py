@@ -11,7 +11,6 @@ from uqx.cli.commands._common import (
     check_output,
     fmt,
     print_df,
-    validation_text,
     write_result,
 )
 from uqx.errors import InputError
@@ -111,6 +110,7 @@ def run(args) -> int:
     from uqx.dataio.datasets import load_paper_sets
     from uqx.dataio.synth import demo_sets
     from uqx.inference.describe import describe
+    from uqx.text.console import validation_text
     from uqx.workflow.validation import STEP_LABELS, validate
 
     out = check_output(args.output, mkdir=args.mkdir)

@@ -13,7 +13,6 @@ from uqx.cli.commands._common import (
     add_text_options,
     fail_on_status,
     read_saved,
-    validation_text,
 )
 from uqx.errors import InputError
 
@@ -43,7 +42,8 @@ def run(args) -> int:
     A damaged attribute is named in a warning on stderr and the rest is shown.
     """
     from uqx.dataio.netcdf import JSON_PREFIX
-    from uqx.workflow.tables import result_records
+    from uqx.text.console import validation_text
+    from uqx.text.tables import result_records
 
     res = read_saved(args.file)
     if "verdict" not in res and res.attrs.get("study"):

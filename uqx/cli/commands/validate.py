@@ -21,7 +21,6 @@ from uqx.cli.commands._common import (
     input_kwargs,
     load_inputs,
     note,
-    validation_text,
     writable_directory,
     write_result,
 )
@@ -234,7 +233,8 @@ def run(args) -> int:
     Returns the exit status: 2 when a file could not be written, else 1 when a verdict
     met ``--fail-on``, else 0.
     """
-    from uqx.workflow.tables import result_records
+    from uqx.text.console import validation_text
+    from uqx.text.tables import result_records
 
     if not args.paper_sets and not args.inputs:
         raise InputError("validate needs INPUT files/names or --paper-sets")
