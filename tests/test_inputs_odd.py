@@ -359,3 +359,24 @@ def test_numbers_written_another_way_are_named(tmp_path, capsys, cell, hint):
     assert main(["stats", str(path)]) == 2
     err = capsys.readouterr().err
     assert "is not numeric" in err and hint in err
+
+
+def test_a_feature_with_fewer_values_than_bins_is_a_grouping_not_bins():
+    """A flag as X: "top tenth of X" names no rows; adaptivity on it is not tested, said why."""
+    from uqx._checks import few_values_reason
+
+    rng = np.random.default_rng(8)
+    u = np.exp(rng.normal(0.0, 0.5, 400))
+    E = u * rng.standard_normal(400)
+    flag = (np.arange(400) % 2).astype(float)
+    res = uqx.validate(uqx.from_arrays(E, u, X=flag, name="flag"), n_boot=50, n_mc=100,
+                       seed=1, stats=["zms", "zms_scan", "zms_scan_X"])
+    q = res["question_verdict"].sel(set="flag", question="adaptivity_X").item()
+    why = str(res["question_reason"].sel(set="flag", question="adaptivity_X").item())
+    assert q == "not tested" and "only 2 distinct values (0, 1)" in why and "by='X'" in why
+    assert res["question_verdict"].sel(set="flag", question="consistency").item() != (
+        "not tested")
+    # as many distinct values as bins, or more: bins of X are ranges of X
+    assert few_values_reason(np.arange(400) % 13, "X", 13) == ""
+    assert "12 distinct" in few_values_reason(np.arange(400) % 12, "X", 13)
+    assert few_values_reason(flag, "X", None) == ""

@@ -27,6 +27,7 @@ __all__ = [
     "check_scale",
     "check_stats_argument",
     "constant_reason",
+    "few_values_reason",
     "small_sample_note",
     "small_settings_note",
     "SMALL_M",
@@ -416,6 +417,42 @@ def constant_reason(values, label: str) -> str:
         return ""
     return (f"{label} is constant ({label} = {lo:.6g} on all {n} rows): "
             f"nothing to bin on or rank by, so what depends on {label} cannot be tested")
+
+
+def few_values_reason(values, label: str, n_bins) -> str:
+    """Why a feature with fewer distinct values than bins cannot be tested ('' otherwise).
+
+    Equal-count bins of a feature that takes k < ``n_bins`` distinct values (a flag, a
+    category) must split rows of equal value between bins, by their content: a bin is
+    then not a range of the feature, and "uE too small in the top tenth of X" describes
+    no rows the user could name. Such a feature is a grouping: each group is a set of its
+    own. Padding (NaN) is ignored; a constant feature is :func:`constant_reason`'s.
+
+    Parameters
+    ----------
+    values : array_like
+        The feature of one set.
+    label : str
+        Its name in the message (``"X"``, ``"V"``).
+    n_bins : int or None
+        The bins the binned statistics use on it (None: unknown, nothing said).
+
+    Returns
+    -------
+    str
+        The reason, or ``""``.
+    """
+    if n_bins is None or n_bins < 2:
+        return ""
+    arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    distinct = np.unique(arr[np.isfinite(arr)])
+    if not 2 <= distinct.size < n_bins:
+        return ""
+    shown = ", ".join(f"{v:.6g}" for v in distinct[:5]) + (", ..." if distinct.size > 5 else "")
+    return (f"{label} takes only {distinct.size} distinct values ({shown}) for {n_bins} bins: "
+            f"the bins would split rows of equal {label} by their content, so a bin of "
+            f"{label} is not a range of {label}; validate each value of {label} as a set of "
+            f"its own (uqx.from_dataframe(df, by='{label}'), or one file per value)")
 
 
 def check_stats_argument(stats):

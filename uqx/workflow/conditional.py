@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from uqx._checks import constant_reason
+from uqx._checks import constant_reason, few_values_reason
 from uqx.dataio.model import InputError
 from uqx.dataio.schema import VALIDATE
 from uqx.engine.binning import equal_count_edges, make_bins, stable_order
@@ -245,6 +245,8 @@ def _untestable_reasons(sd, specs, used, cfg):
     pop_min = getattr(cfg, "pop_min", None)
     for c in by_cond:
         n = used if c == "uE" else _bins_on(sd, c, used, cfg)
+        if c != "uE" and not by_cond[c]:  # a flag or a category: a grouping, not bins
+            by_cond[c] = few_values_reason(getattr(sd, c), c, n)
         if n is not None and n == 1 and not by_cond[c]:
             what = "consistency" if c == "uE" else f"adaptivity on {c}"
             asked = getattr(cfg, "bins", None) == 1
@@ -294,6 +296,8 @@ def untestable_reasons(sets, specs, notes, *, n_bins_used=None, cfg=None):
     * a constant uE: CC and every statistic binned on uE, and the questions consistency,
       ranking and up_to_factor (average calibration stays testable);
     * a constant X (or V): the statistics binned on it and its adaptivity;
+    * an X (or V) with fewer distinct values than bins (a flag, a category): the same
+      (:func:`uqx._checks.few_values_reason`);
     * a single bin on uE, X or V (``pop_min`` too large for M): the statistics binned on
       it and its question (consistency, adaptivity);
     * a feature X (or V) the set has, but no statistic requested on it: its adaptivity
