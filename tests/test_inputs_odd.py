@@ -6,6 +6,8 @@ problem (and what to do), a warning that counts what it saw, or the right answer
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -380,3 +382,33 @@ def test_a_feature_with_fewer_values_than_bins_is_a_grouping_not_bins():
     assert few_values_reason(np.arange(400) % 13, "X", 13) == ""
     assert "12 distinct" in few_values_reason(np.arange(400) % 12, "X", 13)
     assert few_values_reason(flag, "X", None) == ""
+
+
+def test_swapped_columns_and_percentages_are_named(tmp_path, capsys):
+    """uE negative on half the rows while E is positive: the columns, not the data."""
+    rng = np.random.default_rng(4)
+    u = np.exp(rng.normal(0.0, 0.5, 200))
+    E = u * rng.standard_normal(200)
+    swapped = tmp_path / "swapped.csv"
+    pd.DataFrame({"E": u, "uE": E}).to_csv(swapped, index=False)
+    assert main(["stats", str(swapped)]) == 2
+    assert "are the columns of E and uE swapped?" in capsys.readouterr().err
+    neg = tmp_path / "neg.csv"
+    pd.DataFrame({"E": E, "uE": -u}).to_csv(neg, index=False)
+    assert main(["stats", str(neg)]) == 2
+    assert "swapped" not in capsys.readouterr().err  # E has both signs: not a swap
+    pct = tmp_path / "pct.csv"
+    rows = (f"{a:.3f}%,{b:.3f}%" for a, b in zip(E, u, strict=True))
+    pct.write_text("E,uE\n" + "\n".join(rows) + "\n")
+    assert main(["stats", str(pct)]) == 2
+    assert "it looks like a percentage" in capsys.readouterr().err
+
+
+def test_copies_with_an_infinite_statistic_do_not_warn():
+    """496 equal z-scores: resampled, t_z is infinite in some copies; no numpy warning."""
+    E = np.r_[np.full(497, 0.1), [1.0, 2.0, 3.0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = uqx.validate(uqx.from_arrays(E, np.ones(500), name="c"), n_boot=50, n_mc=100,
+                           seed=1)
+    assert str(res["question_verdict"].sel(set="c", question="average").item()) != ""

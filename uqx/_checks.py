@@ -236,10 +236,15 @@ def check_columns(
         else counts["nonpositive_uE"]
     )
     if n_nonpos:
+        swapped = ""
+        if 2 * n_nonpos >= n_left and not _compute([count_rows(cols["E"], _nonpositive)])[0]:
+            # half the "uncertainties" negative, every "error" positive: the columns
+            swapped = ("; E is positive on every row while uE is not: are the columns of E "
+                       "and uE swapped?")
         raise InputError(
             f"{name}: {describe_bad(_nonpositive(cols['uE']), 'uE', rows)} are <= 0; "
             "uncertainties must be strictly positive (a documented filter such as "
-            "min_uE_rel_sd=1e-6 drops them)"
+            f"min_uE_rel_sd=1e-6 drops them){swapped}"
         )
     keys = [*_EXTREMES, *(f"{k}_range" for k in "XV" if k in cols)]
     known = {k: counts.get(f"extreme_{k}") for k in keys}

@@ -361,6 +361,10 @@ def numeric_column(df: pd.DataFrame, column, path: str | os.PathLike) -> np.ndar
                     r"\s*[-+]?(\d+\.?\d*|\.\d+)[dD][-+]?\d+\s*", first):
                 hint = ("; it looks like a Fortran exponent 'D' (1.0D-3): write it with 'E' "
                         "(1.0E-3)")
+            elif isinstance(first, str) and re.fullmatch(
+                    r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*%\s*", first):
+                hint = ("; it looks like a percentage: write the numbers without '%' (E and uE "
+                        "in the same unit))")
             elif isinstance(first, str) and re.fullmatch(r"\s*[-+]?\d*,\d+\s*", first):
                 hint = ("; it looks like a decimal comma: write decimal points (e.g. "
                         "pandas.read_csv(..., sep=';', decimal=',') then uqx.from_dataframe)")

@@ -397,7 +397,7 @@ SIMULATE_REFERENCE = Group("uqx.simulate_reference", [
     _v("reference_se", _SET_STAT, "Monte-Carlo standard error of the reference"),
     _v("sim2_low", _SET_STAT, "lower quantile of simulated values (Sim2)"),
     _v("sim2_high", _SET_STAT, "upper quantile of simulated values (Sim2)"),
-    _v("n_nan", _SET_STAT, None),
+    _v("n_nan", _SET_STAT, "copies whose statistic is NaN or infinite (left out of the reference)"),
     _v("nu", _SET, "degrees of freedom per set"),
     _v("draws", ("set", "stat", "mc"), None),
     _v("cc_spread", ("set", "cc_copy", "cc_gamma"),

@@ -404,7 +404,9 @@ def _summarise_sims(computed, names, n_mc, level, keep_draws, layouts=None) -> x
     for i, blocks in enumerate(computed):
         for j, name in enumerate(names):
             v = np.concatenate([b[name] for b in blocks])
-            ok = v[~np.isnan(v)]
+            # a copy's statistic can be ±inf (t_z of resampled z-scores that are all
+            # equal): counted with the NaN, kept out of the mean, spread and quantiles
+            ok = v[np.isfinite(v)]
             n_nan[i, j] = v.size - ok.size
             if ok.size:
                 res["reference"][i, j] = ok.mean()
