@@ -280,6 +280,24 @@ def test_check_compares_the_map_with_the_factor_alone_within_its_noise():
     assert same.nll_vs_scale[0] == 0.0 and "than the factor alone" not in same.text()
 
 
+def test_a_question_made_invalid_by_the_map_is_said_so():
+    """Not invalid before, invalid after: the map's own error, with a smoother map to try."""
+    import xarray as xr
+
+    qv = xr.DataArray([["valid", "valid"], ["valid", "invalid"]], dims=("set", "question"),
+                      coords={"set": ["before", "after"],
+                              "question": ["average", "consistency"]})
+    z = np.zeros(3)
+    chk = W.RecalCheck(name="d", method="isotonic", methods=["isotonic"] * 5,
+                       design="5-fold cross-fitting", rows=np.arange(3), E=z, uE=z + 1,
+                       u=z + 1, nll_before=0.0, nll_after=0.0, nll_scale=0.0,
+                       result=xr.Dataset({"question_verdict": qv}))
+    (line,) = chk.unfixed()
+    assert line.startswith("consistency on uE is invalid after recalibration")
+    assert "isotonic blocks" in line and "--method bvs-uE or power" in line
+    assert "still invalid" not in line
+
+
 def test_check_says_what_bvs_on_uE_leaves_unfixed():
     E, uE, X = _data(1500, 17, x_effect=4.0)
     chk = uqx.check_recalibration((E, uE, X), "bvs-uE", seed=2, n_boot=200, n_mc=200,

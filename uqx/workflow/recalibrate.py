@@ -95,6 +95,17 @@ def _unfixed_advice(question: str, method: str, has_x: bool) -> str:
     return "try --method auto"
 
 
+def _made_worse_advice(method: str) -> str:
+    """Why a question that was not invalid before reads invalid after, and what to try."""
+    if method == "isotonic":
+        # measured on calibrated sets cross-fitted by isotonic (docs/recalibrate.md)
+        return ("the map's own error: isotonic blocks of few rows are noisy on rows they "
+                "were not fitted on (their flat stretches also tie u); a smoother map "
+                "(--method bvs-uE or power) or more rows")
+    return ("the map's own error on rows it was not fitted on: a map with fewer parameters "
+            "(--method scale or power) or more rows")
+
+
 @dataclass(frozen=True, eq=False)
 class RecalMap:
     """A fitted recalibration map uE (and X) -> u, with its band and provenance.
@@ -582,10 +593,13 @@ class RecalCheck:
         for q, (b, a) in self.question_verdicts().items():
             words = _QUESTION_WORDS.get(q, q)
             if a == "invalid":
-                state = "still invalid" if b == "invalid" else "invalid after recalibration"
                 method = self.methods[0] if len(set(self.methods)) == 1 else self.method
-                lines.append(f"{words} is {state}: "
-                             f"{_unfixed_advice(q, method, self.has_x)}")
+                if b == "invalid":
+                    lines.append(f"{words} is still invalid: "
+                                 f"{_unfixed_advice(q, method, self.has_x)}")
+                else:
+                    lines.append(f"{words} is invalid after recalibration: "
+                                 f"{_made_worse_advice(method)}")
         return lines
 
     def fixed(self) -> list[str]:
