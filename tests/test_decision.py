@@ -374,3 +374,15 @@ def test_the_command_line_sets_alpha_apart_from_the_intervals(tmp_path):
                  str(out)]) == 0
     r = uqx.read_netcdf(out)
     assert r.attrs["alpha_result"] == pytest.approx(0.05) and r.attrs["level"] == 0.95
+
+
+def test_one_rule_says_which_rejections_read_the_halves_of_the_uE_order():
+    """CC and the statistics binned on uE: a rejection needs each half of the uE order to
+    show its tails, both to pass its share on and to stand; the moments and X do not."""
+    from uqx.engine.statistic import parse_stat
+    from uqx.workflow.decision import _reads_halves
+
+    assert _reads_halves(parse_stat("cc"))
+    assert _reads_halves(parse_stat("zms_scan")) and _reads_halves(parse_stat("ence"))
+    assert not _reads_halves(parse_stat("zms")) and not _reads_halves(parse_stat("mean_z"))
+    assert not _reads_halves(parse_stat("zms_scan_X"))

@@ -201,8 +201,7 @@ def _decide_with_tails(t, res, specs, i, alpha, M):
     for k in t.present():
         s = specs[int(t.stat[k])]
         rej = dec0.rejected[k]
-        on_ue = NODES[k].cond == "uE" and s.family != "moment"
-        if rej.any() and _stat_tails_reason(s.base, res, i, M, on_ue=on_ue):
+        if rej.any() and _stat_tails_reason(s.base, res, i, M, on_ue=_reads_halves(s)):
             masked[k, rej] = 1.0
             held.append(k)
     if not held:
@@ -402,6 +401,16 @@ TAILS_ROBUST = ("mean_z",)
 U2_WEIGHTED = ("rce", "uce", "uce_w")
 
 
+def _reads_halves(spec) -> bool:
+    """Whether a statistic's rejection also needs each half of the uE order to show its tails.
+
+    The statistics binned on uE and CC (ranked on uE): a shape of the errors that changes
+    with uE is not an inconsistency. One rule for passing a node's share on
+    (:func:`_decide_with_tails`) and for withdrawing an ``invalid`` (:func:`_withdraw_on_tails`).
+    """
+    return spec.cond == "uE" and spec.family != "moment"
+
+
 def _stat_tails_reason(base, res, i, M, on_ue=False) -> str:
     """Why an ``invalid`` of statistic ``base`` of set ``i`` cannot stand ('' when it can).
 
@@ -442,8 +451,7 @@ def _withdraw_on_tails(out, res, specs, i, M) -> None:
     for var in ("verdict", "factor_verdict"):
         for j in np.flatnonzero(out[var][i] == "invalid"):
             s = specs[j]
-            why = _stat_tails_reason(s.base, res, i, M,
-                                     on_ue=s.cond == "uE" and s.family != "moment")
+            why = _stat_tails_reason(s.base, res, i, M, on_ue=_reads_halves(s))
             if why:
                 _put(out, var, (i, j), "inconclusive", why)
                 q = "up_to_factor" if var == "factor_verdict" else question_of(s.family, s.cond)
