@@ -6,7 +6,7 @@
   the same index array as the one ``np.lexsort`` of every row it replaces (the slow twin
   :func:`twins.content_order_lexsort`), with the order as the only row-sized array;
 * the content order permutes the columns the workflow owns in place
-  (:func:`uqx.dataio.model.permute_rows`), never a user's arrays, and the input digests
+  (:func:`uqx.dataio.row_order.permute_rows`), never a user's arrays, and the input digests
   are those of the rows as given.
 """
 
@@ -22,7 +22,9 @@ from twins import content_order_lexsort
 import uqx
 import uqx._checks as checks
 import uqx.dataio.model as model
+import uqx.dataio.row_order as row_order
 import uqx.engine.binning as binning
+from uqx.dataio.streaming import streamed_content_key
 from uqx.engine.binning import content_order
 from uqx.errors import InputError
 from uqx.workflow import validation
@@ -186,8 +188,8 @@ def test_streamed_content_key_of_numpy_equals_content_key(rng):
 
     E, u = rng.standard_normal(3001), rng.uniform(1, 2, 3001)
     for step in (1, 1000, 3001, 1 << 20):
-        assert model.streamed_content_key(E, u, 3001, step) == content_key(E, u)
-    assert model.streamed_content_key(E, u, 2000, 700) == content_key(E[:2000], u[:2000])
+        assert streamed_content_key(E, u, 3001, step) == content_key(E, u)
+    assert streamed_content_key(E, u, 2000, 700) == content_key(E[:2000], u[:2000])
 
 
 # ---------------------------------------------------------------- permutation in place
@@ -198,10 +200,10 @@ def test_permute_rows_in_place_equals_copy(rng):
     orders = [rng.permutation(500), None]
     orders[1] = rng.permutation(321)
     keep = [o.copy() for o in orders]
-    copied = model.permute_rows(_stacked(E.copy(), u.copy(), M), orders)
+    copied = row_order.permute_rows(_stacked(E.copy(), u.copy(), M), orders)
     own = _stacked(E.copy(), u.copy(), M)
     buf = own["E"].data
-    moved = model.permute_rows(own, orders, in_place=("E", "uE"))
+    moved = row_order.permute_rows(own, orders, in_place=("E", "uE"))
     assert moved["E"].data is buf  # permuted where it was
     xr.testing.assert_identical(moved, copied)
     for a, b in zip(orders, keep, strict=True):
@@ -209,7 +211,7 @@ def test_permute_rows_in_place_equals_copy(rng):
     np.testing.assert_array_equal(copied["E"].values[0], E[0][orders[0]])
     np.testing.assert_array_equal(copied["uE"].values[1, :321], u[1, :321][orders[1]])
     # None leaves a set as it is
-    part = model.permute_rows(_stacked(E.copy(), u.copy(), M), [None, orders[1]],
+    part = row_order.permute_rows(_stacked(E.copy(), u.copy(), M), [None, orders[1]],
                               in_place=("E",))
     np.testing.assert_array_equal(part["E"].values[0], E[0])
     np.testing.assert_array_equal(part["uE"].values[0], u[0])
@@ -221,21 +223,21 @@ def test_permute_rows_refuses_what_is_not_a_permutation(in_place):
     ds = _stacked(np.ones((1, 4)), np.ones((1, 4)), [4])
     for bad in ([0, 1, 2, 4], [0, -1, 2, 3], [0, 1], [0.0, 1.0, 2.0, 3.0]):
         with pytest.raises(InputError):
-            model.permute_rows(ds, [np.asarray(bad)], in_place=in_place)
+            row_order.permute_rows(ds, [np.asarray(bad)], in_place=in_place)
     if in_place:
         with pytest.raises(InputError, match="permutation"):
-            model.permute_rows(ds, [np.array([0, 1, 1, 3])], in_place=in_place)
+            row_order.permute_rows(ds, [np.array([0, 1, 1, 3])], in_place=in_place)
 
 
 def _count_in_place(monkeypatch):
     calls = []
-    real = model._permute_in_place
+    real = row_order._permute_in_place
 
     def spy(cols, n_cols, order):
         calls.append(n_cols)
         return real(cols, n_cols, order)
 
-    monkeypatch.setattr(model, "_permute_in_place", spy)
+    monkeypatch.setattr(row_order, "_permute_in_place", spy)
     return calls
 
 

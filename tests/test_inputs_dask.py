@@ -16,7 +16,8 @@ import pytest
 import xarray as xr
 
 import uqx
-from uqx.dataio.model import as_stacked, provenance
+from uqx.dataio.model import as_stacked
+from uqx.dataio.provenance import provenance
 from uqx.inference.describe import DESCRIBE_STATS, KERNELS, apply_kernel, compute, describe
 
 MOMENTS = ["zms", "rce", "mv", "mse", "rmv", "rmse", "mean_z", "var_z", "nll", "nll_ref"]
@@ -106,7 +107,7 @@ def test_provenance_digest(pair):
 
 def test_streamed_and_in_memory_content_keys_agree(rng):
     """One digest: the key of dask columns read piece by piece is content_key's."""
-    from uqx.dataio.model import streamed_content_key
+    from uqx.dataio.streaming import streamed_content_key
     from uqx.engine.resample import chunked_content_key, content_key
 
     E, u, _ = _arrays(rng, 2500)

@@ -76,7 +76,7 @@ def test_one_provenance_builder(tmp_path):
 
     import uqx
     from uqx._version import __version__
-    from uqx.dataio.model import provenance_attrs
+    from uqx.dataio.provenance import provenance_attrs
     from uqx.engine.resample import content_key, key_hex
 
     rng = np.random.default_rng(1)

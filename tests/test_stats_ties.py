@@ -14,6 +14,7 @@ import pytest
 
 import uqx
 from uqx.cli.app import main
+from uqx.dataio.row_order import order_rows
 from uqx.inference.describe import describe
 
 BINNED = ["ence", "zmse", "zve", "uce"]
@@ -68,7 +69,7 @@ def test_plot_bins_tie_groups_as_validate_whatever_the_order_of_the_rows(tied, t
         assert cli(["plot", "reliability", str(src), "-o", str(out), "-q"]) == 0
         figs.append(out.read_bytes())
     assert figs[0] == figs[1]
-    ordered = uqx.dataio.model.order_rows(uqx.from_dataframe(frame), "file-order")
+    ordered = order_rows(uqx.from_dataframe(frame), "file-order")
     assert np.all(np.diff(ordered["uE"].values.ravel()) >= 0)
 
 

@@ -31,7 +31,7 @@ _LAZY = {
     "as_stacked": "uqx.dataio.model",
     "from_arrays": "uqx.dataio.model",
     "iter_sets": "uqx.dataio.model",
-    "provenance": "uqx.dataio.model",
+    "provenance": "uqx.dataio.provenance",
     "stack": "uqx.dataio.model",
     "bootstrap": "uqx.inference.bootstrap",
     "bootstrap_per_bin": "uqx.inference.bootstrap",

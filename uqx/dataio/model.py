@@ -7,7 +7,10 @@ which every kernel of :mod:`uqx.engine.stats` ignores (methods: notation and con
 
 Every entry point (:func:`uqx.validate`, :func:`uqx.bootstrap`, :func:`uqx.compute`,
 :func:`uqx.describe`, ...) goes through :func:`as_stacked`, which runs the checks of
-:func:`from_arrays` on any input form (methods: edge cases), numpy- or dask-backed.
+:func:`from_arrays` on any input form (methods: edge cases), numpy- or dask-backed;
+:func:`iter_sets` then gives each set's real rows (:class:`SetData`). The order of the
+rows is :mod:`uqx.dataio.row_order`'s, their provenance :mod:`uqx.dataio.provenance`'s,
+and reading them a group at a time :mod:`uqx.dataio.streaming`'s.
 """
 
 from __future__ import annotations
@@ -16,9 +19,7 @@ import math
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-import numba
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -32,10 +33,7 @@ from uqx._checks import (
     count_rows,
     is_lazy,
 )
-from uqx._version import __version__
 from uqx.dataio.schema import INPUT
-from uqx.engine.binning import TIES, content_order, stable_order
-from uqx.engine.resample import chunked_content_key, key_hex
 from uqx.errors import InputError
 
 __all__ = [
@@ -45,15 +43,8 @@ __all__ = [
     "stack",
     "CheckedSets",
     "check_sets",
-    "permute_rows",
-    "order_rows",
     "as_stacked",
     "iter_sets",
-    "provenance",
-    "provenance_attrs",
-    "ColumnRef",
-    "read_rows",
-    "streamed_content_key",
     "SetData",
     "VARIABLES",
 ]
@@ -419,7 +410,7 @@ class CheckedSets:
         real rows of set ``i`` are its first ``M[i]``. Do not modify it in place.
     private : bool
         The columns were allocated by the checks and are referenced by nothing else: the
-        holder may permute them in place (:func:`permute_rows`).
+        holder may permute them in place (:func:`uqx.dataio.row_order.permute_rows`).
     """
 
     data: xr.Dataset
@@ -432,8 +423,8 @@ class CheckedSets:
         ----------
         data : xarray.Dataset
             Derived from :attr:`data` by a function that keeps the checks true
-            (:func:`permute_rows`, :func:`uqx.workflow.disk.load_columns`, a selection of
-            sets).
+            (:func:`uqx.dataio.row_order.permute_rows`,
+            :func:`uqx.workflow.disk.load_columns`, a selection of sets).
         private : bool, default False
             Whether the columns of ``data`` are new buffers of the holder.
         """
@@ -636,170 +627,6 @@ def _check_stacked(ds: xr.Dataset, set_dim: str, drop_nonfinite: bool):
     }), not is_lazy(out["E"].data)
 
 
-@numba.njit(nogil=True, cache=True)
-def _permute_in_place(cols, n_cols, order):  # pragma: no cover - numba
-    """``cols[k][:] = cols[k][order]`` for k < n_cols, in place, following the cycles.
-
-    Visited positions are marked by bitwise-not of their ``order`` entry (negative),
-    restored at the end. Returns False (rows partly moved) if ``order`` is not a
-    permutation of ``range(len(order))``.
-    """
-    m = order.shape[0]
-    tmp = np.empty(n_cols)
-    ok = True
-    for s in range(m):
-        if order[s] < 0:
-            continue
-        for k in range(n_cols):
-            tmp[k] = cols[k][s]
-        p = s
-        while True:
-            j = order[p]
-            order[p] = ~j
-            if j == s:
-                for k in range(n_cols):
-                    cols[k][p] = tmp[k]
-                break
-            if j < 0 or order[j] < 0:  # a row taken twice: not a permutation
-                ok = False
-                break
-            for k in range(n_cols):
-                cols[k][p] = cols[k][j]
-            p = j
-        if not ok:
-            break
-    for s in range(m):
-        if order[s] < 0:
-            order[s] = ~order[s]
-    return ok
-
-
-def _check_order(order, m: int, name: str) -> np.ndarray:
-    order = np.asarray(order)
-    if order.shape != (m,) or order.dtype.kind not in "iu":
-        raise InputError(f"permute_rows: order of set {name!r} must be {m} integers, got "
-                         f"shape {order.shape}, dtype {order.dtype}")
-    if m and (int(order.min()) < 0 or int(order.max()) >= m):
-        raise InputError(f"permute_rows: order of set {name!r} is not a permutation of "
-                         f"range({m})")
-    return order
-
-
-def order_rows(ds: xr.Dataset, ties: str = "content") -> xr.Dataset:
-    """Put the rows of every set in the order of uE, tie groups as ``ties`` says.
-
-    The order :func:`uqx.validate` bins in (its ``order_step``): ``"content"`` sorts by
-    uE with the rows of a tie group ordered by a hash of each row
-    (:func:`uqx.engine.binning.content_order`), ``"file-order"`` keeps a tie group in
-    the order of the file (:func:`uqx.engine.binning.stable_order`). Figures and
-    statistics that then sort the rows stably bin them as the validation does.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        Stacked, in-memory input (:func:`stack`).
-    ties : {"content", "file-order"}, default "content"
-        How tie groups are ordered.
-
-    Returns
-    -------
-    xarray.Dataset
-        A new data set with the rows reordered (``ds`` when already in that order).
-
-    Raises
-    ------
-    InputError
-        An unknown ``ties``.
-    """
-    if ties not in TIES:
-        raise InputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
-    single, attrs = "M" not in ds, dict(ds.attrs)
-    if single:  # one set over sample: reordered as a stack of one, returned as given
-        ds = as_stacked(ds)
-    orders = []
-    for sd in iter_sets(ds):
-        extra = [c for c in (sd.X, sd.V) if c is not None]
-        orders.append(content_order(sd.uE, sd.E, *extra) if ties == "content"
-                      else stable_order(sd.uE))
-    out = permute_rows(ds, orders)
-    if single:
-        out = out.isel(set=0, drop=True)[[k for k in ("E", "uE", "X", "V") if k in out]]
-        out.attrs = attrs
-    return out
-
-
-def permute_rows(ds: xr.Dataset, orders, *, in_place=()) -> xr.Dataset:
-    """Reorder the real rows of every set of a stacked data set (padding stays last).
-
-    The result passes the same checks as ``ds`` (:meth:`CheckedSets.derive`).
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        Stacked, in-memory data set (:func:`as_stacked`).
-    orders : sequence of numpy.ndarray or None
-        For set ``i``, a permutation of ``range(M[i])`` (row ``k`` becomes row
-        ``orders[i][k]``); None leaves the set as it is.
-    in_place : collection of str, optional
-        Columns whose arrays belong to the caller (e.g. loaded by
-        :func:`uqx.workflow.disk.load_columns`, referenced by nothing else): they are
-        permuted in place, following the cycles of each order (nothing held but the
-        order, which is left as given). Never name the arrays of a user's data set.
-        The other columns are copied: one new array each, filled with ``np.take``
-        (no temporary).
-
-    Returns
-    -------
-    xarray.Dataset
-        ``ds`` with ``E``, ``uE`` and ``X``/``V`` (where present) of each set taken in
-        ``orders[i]`` (``ds`` itself, modified, when every column is permuted in place).
-
-    Raises
-    ------
-    InputError
-        An order that is not a permutation of ``range(M[i])``.
-    """
-    M = np.asarray(ds["M"].values, dtype=np.int64)
-    names = [str(n) for n in ds["set"].values]
-    orders = [None if o is None else _check_order(o, int(M[i]), names[i])
-              for i, o in enumerate(orders)]
-    keys = [k for k in ("E", "uE", "X", "V") if k in ds]
-    mine = [k for k in keys if k in in_place and _writable_f64(ds[k].data)]
-    for i, order in enumerate(orders):
-        if order is None or not mine:
-            continue
-        m = int(M[i])
-        cols = tuple(ds[k].data[i, :m] for k in mine)
-        if not _permute_in_place(cols, len(cols), order.astype(np.int64, copy=False)):
-            raise InputError(f"permute_rows: order of set {names[i]!r} is not a "
-                             f"permutation of range({m})")
-    data = {}
-    for key in [k for k in keys if k not in mine]:
-        src = np.asarray(ds[key].values)
-        if src.dtype != np.float64:
-            src = src.astype(np.float64)
-        arr = np.empty_like(src)
-        for i, order in enumerate(orders):
-            m = int(M[i])
-            if order is None:
-                arr[i] = src[i]
-                continue
-            # the bounds are checked: "clip" (never taken) spares take's buffered output
-            np.take(src[i, :m], order, out=arr[i, :m], mode="clip")
-            arr[i, m:] = src[i, m:]
-        arr[len(orders):] = src[len(orders):]
-        data[key] = (ds[key].dims, arr, ds[key].attrs)
-    if not data:
-        return ds
-    return ds.assign(data)
-
-
-def _writable_f64(arr) -> bool:
-    """Whether ``arr`` can be permuted in place: numpy, float64, 2-d C order, writable."""
-    return (isinstance(arr, np.ndarray) and arr.dtype == np.float64 and arr.ndim == 2
-            and arr.flags.c_contiguous and arr.flags.writeable)
-
-
 def as_stacked(ds: xr.Dataset | Iterable[xr.Dataset], *, drop_nonfinite: bool = False):
     """Check any input form and return it stacked on ``set`` (the entry of every function).
 
@@ -850,8 +677,9 @@ def check_sets(ds, drop_nonfinite: bool = False) -> CheckedSets:
     A ``CheckedSets`` is returned as it is. Otherwise the checks of :func:`as_stacked` run,
     and :attr:`CheckedSets.private` says whether the columns were allocated by this call
     (stacked by :func:`stack`, in memory) and are referenced by nothing else: the holder
-    may then permute them in place (:func:`permute_rows`). It is False for a stacked data
-    set whose arrays are kept (they may be the user's) and for dask columns.
+    may then permute them in place (:func:`uqx.dataio.row_order.permute_rows`). It is False
+    for a stacked data set whose arrays are kept (they may be the user's) and for dask
+    columns.
 
     Parameters
     ----------
@@ -958,136 +786,3 @@ def iter_sets(ds) -> Iterator[SetData]:
                 arr = _row(ds, key, i, m)
                 extra[key] = arr if np.isfinite(arr).all() else None
         yield SetData(str(name), _row(ds, "E", i, m), _row(ds, "uE", i, m), **extra)
-
-
-def provenance(ds) -> dict:
-    """Names, sizes and content digests of the input sets: the ``input_*`` result attributes.
-
-    The digest of a set is :func:`uqx.engine.resample.key_hex` of its
-    :func:`uqx.engine.resample.content_key` ``(E, uE)`` (SHA-256 over the float64 bytes of
-    the ``M`` real rows of ``E``, ``|``, then ``uE``; the first 16 bytes, as four 32-bit
-    words), computed chunk by chunk for dask-backed data. It is the digest that keys the
-    set's random streams, and the ``input_digests`` attribute of a :func:`uqx.validate`
-    result (:func:`provenance_attrs`), so a result and the data it came from can be
-    matched (the report does).
-
-    Parameters
-    ----------
-    ds : xarray.Dataset, sequence of xarray.Dataset, or sequence of SetData
-        Any input form accepted by :func:`as_stacked`, or the sets of :func:`iter_sets`.
-
-    Returns
-    -------
-    dict
-        ``{"input_names": [...], "input_sizes": [...], "input_digests": [...]}`` (one
-        entry per set; the digests are 32 hex digits).
-    """
-    if isinstance(ds, Sequence) and ds and all(isinstance(d, SetData) for d in ds):
-        sets = [(sd.name, sd.M, sd.E, sd.uE) for sd in ds]
-    else:
-        ds = check_sets(ds).data
-        sets = []
-        for i, name in enumerate(ds["set"].values):
-            m = int(ds["M"].values[i])
-            sets.append((str(name), m, ds["E"].data[i, :m], ds["uE"].data[i, :m]))
-    return {
-        "input_names": [name for name, *_ in sets],
-        "input_sizes": [int(m) for _, m, *_ in sets],
-        "input_digests": [key_hex(streamed_content_key(E, u, m)) for _, m, E, u in sets],
-    }
-
-
-def provenance_attrs(data=None, *, seed=None, created: bool = True, inputs=None,
-                     **fields) -> dict:
-    """Provenance attributes of a result or a file: the one builder of uqx.
-
-    Used by :func:`uqx.validate`, :func:`uqx.bootstrap`, :func:`uqx.to_netcdf` and the
-    manifest of a Monte-Carlo study (:class:`uqx.sweeps.engine.Study`).
-
-    Parameters
-    ----------
-    data : optional
-        The input sets (any form of :func:`provenance`): adds ``input_names``,
-        ``input_sizes`` and ``input_digests``.
-    seed : int, optional
-        Root random seed: adds ``seed`` (an int; a str beyond 64 bits, which NetCDF
-        attributes cannot hold).
-    created : bool, default True
-        Add ``created_at``, the time now (UTC, ISO-8601 to the second, ``Z``). False for
-        an identity that must not change from run to run (a study manifest).
-    inputs : dict, optional
-        ``provenance(data)`` already computed (instead of ``data``), e.g. by
-        :func:`uqx.validate` before it reorders the rows: the same attributes, in the
-        same place.
-    **fields
-        Further attributes, added last (in order).
-
-    Returns
-    -------
-    dict
-        ``uqx_version`` [, ``created_at``] [, ``seed``] [, ``input_*``], then ``fields``.
-    """
-    out = {"uqx_version": __version__}
-    if created:
-        out["created_at"] = datetime.now(UTC).isoformat(timespec="seconds").replace(
-            "+00:00", "Z")
-    if seed is not None:
-        out["seed"] = int(seed) if -(2**63) <= int(seed) < 2**63 else str(seed)
-    if inputs is not None:
-        out.update(inputs)
-    elif data is not None:
-        out.update(provenance(data))
-    out.update(fields)
-    return out
-
-
-class ColumnRef:
-    """A column (numpy or dask) handed to dask tasks untouched: each task reads its rows.
-
-    Dask neither traverses, hashes nor pickles what it wraps, so a task holds only the
-    rows it reads (:func:`read_rows`), whatever the size of the column.
-    """
-
-    def __init__(self, arr):
-        self.arr = arr
-
-    def __dask_tokenize__(self):
-        return ("uqx-column", id(self))
-
-
-def read_rows(arr, lo: int, hi: int) -> np.ndarray:
-    """Return rows ``lo:hi`` of a 1-d numpy or dask array as float64 numpy.
-
-    A dask array is read synchronously, inside the calling task.
-    """
-    part = arr[lo:hi]
-    if is_lazy(part):
-        part = part.compute(scheduler="sync")
-    return np.asarray(part, dtype=np.float64)
-
-
-def _row_chunks(arr, M: int, step: int):
-    """Rows ``0:M`` of a 1-d array, ``step`` rows at a time (views of a numpy array)."""
-    if not is_lazy(arr):
-        # the hash copies what it is given (tobytes): groups, not the whole column
-        arr = np.asarray(arr)
-        for lo in range(0, M, step):
-            yield arr[lo:min(lo + step, M)]
-        return
-    for lo in range(0, M, step):
-        yield read_rows(arr, lo, min(lo + step, M))
-
-
-def streamed_content_key(E, u, M: int, step: int = 1 << 20, *,
-                         columns=None) -> tuple[int, int, int, int]:
-    """:func:`uqx.engine.resample.content_key` of (E, u), read ``step`` rows at a time.
-
-    The same bytes in the same order (E, ``|``, uE, ``|``), hashed by
-    :func:`uqx.engine.resample.chunked_content_key`, so the same key as the whole
-    arrays, with memory O(step) (the hash copies what it is given: a whole numpy column
-    would cost 8 bytes a row; dask columns are read group by group). ``columns`` (a
-    sequence of arrays) replaces (E, u): ``columns=(u,)`` is ``content_key(u)``, the key
-    of the members of the null family that do not look at E.
-    """
-    cols = (E, u) if columns is None else columns
-    return chunked_content_key(_row_chunks(arr, M, step) for arr in cols)

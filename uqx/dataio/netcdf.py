@@ -5,7 +5,7 @@
   and the Monte-Carlo studies.
 * :func:`to_netcdf` writes any :class:`xarray.Dataset` atomically, compressed, with a
   provenance block (``uqx_version``, ``created_at``, ``seed`` of
-  :func:`uqx.dataio.model.provenance_attrs`; ``parameters``, ``Conventions``); a result's
+  :func:`uqx.dataio.provenance.provenance_attrs`; ``parameters``, ``Conventions``); a result's
   variable that lost its ``long_name`` gets the one of :mod:`uqx.dataio.schema` back.
   Types that netCDF cannot hold natively are encoded reversibly: boolean variables are
   stored as ``int8``, attributes that are dicts, lists, tuples, ``None`` or booleans are
@@ -31,8 +31,9 @@ import netCDF4
 import numpy as np
 import xarray as xr
 
-from uqx.dataio.model import from_arrays, provenance_attrs
+from uqx.dataio.model import from_arrays
 from uqx.dataio.paths import check_output_path
+from uqx.dataio.provenance import provenance_attrs
 from uqx.dataio.schema import group_of
 from uqx.errors import InputError, OutputError
 

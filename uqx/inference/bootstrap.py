@@ -26,14 +26,8 @@ import numpy as np
 import xarray as xr
 
 from uqx._checks import is_lazy
-from uqx.dataio.model import (
-    InputError,
-    SetData,
-    check_sets,
-    checked_columns,
-    iter_sets,
-    provenance_attrs,
-)
+from uqx.dataio.model import InputError, SetData, check_sets, checked_columns, iter_sets
+from uqx.dataio.provenance import provenance_attrs
 from uqx.dataio.schema import BOOTSTRAP, BOOTSTRAP_PER_BIN
 from uqx.engine.confidence import (
     METHODS,

@@ -24,15 +24,9 @@ import numpy as np
 import xarray as xr
 from scipy.stats import rankdata
 
-from uqx.dataio.model import (
-    ColumnRef,
-    InputError,
-    check_sets,
-    iter_sets,
-    read_rows,
-    streamed_content_key,
-)
+from uqx.dataio.model import InputError, check_sets, iter_sets
 from uqx.dataio.schema import SIMULATE_REFERENCE
+from uqx.dataio.streaming import ColumnRef, read_rows, streamed_content_key
 from uqx.engine import gaussian_sums
 from uqx.engine.binning import is_nondecreasing, make_bins, sorted_edges, stable_order
 from uqx.engine.copies import cc_fixed_u, copy_bin_features, sim_rows

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import dask
 import numpy as np
 
-from uqx.dataio.model import ColumnRef, read_rows, streamed_content_key
+from uqx.dataio.streaming import ColumnRef, read_rows, streamed_content_key
 from uqx.engine.confidence import acceleration_from_power_sums
 from uqx.engine.resample import SAMPLE_BLOCK, SAMPLE_GROUP, BootstrapPlan
 from uqx.engine.statistic import STATISTICS, moment_features, moment_sums

@@ -14,7 +14,8 @@ import numpy as np
 
 from uqx import plot as P
 from uqx._checks import is_lazy
-from uqx.dataio.model import InputError, iter_sets, order_rows
+from uqx.dataio.model import InputError, iter_sets
+from uqx.dataio.row_order import order_rows
 from uqx.engine.defaults import N_BINS, POP_MIN, local_bins
 from uqx.engine.questions import question_of
 from uqx.engine.resample import content_key

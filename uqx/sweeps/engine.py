@@ -33,8 +33,8 @@ import dask
 import numpy as np
 import xarray as xr
 
-from uqx.dataio.model import provenance_attrs
 from uqx.dataio.netcdf import atomic_write, json_default
+from uqx.dataio.provenance import provenance_attrs
 from uqx.errors import InputError
 from uqx.progress import compute_tasks
 

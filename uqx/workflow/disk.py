@@ -16,7 +16,8 @@ import gc
 import numpy as np
 
 from uqx._checks import is_lazy
-from uqx.dataio.model import SetData, read_rows
+from uqx.dataio.model import SetData
+from uqx.dataio.streaming import read_rows
 from uqx.engine.defaults import LONG_SET_ROWS
 from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import sorted_tailedness
@@ -191,7 +192,7 @@ def load_columns(ds):
     ``Dataset.load`` would hold the chunks and their concatenation at once (twice the
     column); here each column is preallocated and filled in groups of 2^20 rows. The
     loaded arrays are new, referenced by the result only, so its owner may permute them
-    in place (:func:`uqx.dataio.model.permute_rows`); numpy columns of ``ds`` are kept
+    in place (:func:`uqx.dataio.row_order.permute_rows`); numpy columns of ``ds`` are kept
     as they are. The rows are those of ``ds``: the holder of a checked ``ds`` keeps the
     copy as checked (:meth:`uqx.dataio.model.CheckedSets.derive`).
 

@@ -32,8 +32,9 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from uqx.dataio.model import from_arrays, iter_sets, provenance_attrs, stack
+from uqx.dataio.model import from_arrays, iter_sets, stack
 from uqx.dataio.netcdf import read_netcdf, to_netcdf
+from uqx.dataio.provenance import provenance_attrs
 from uqx.engine.defaults import POP_MIN
 from uqx.engine.recal_maps import (
     METHODS,

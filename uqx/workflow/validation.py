@@ -57,15 +57,9 @@ from uqx._checks import (
     small_sample_note,
     small_settings_note,
 )
-from uqx.dataio.model import (
-    CheckedSets,
-    InputError,
-    check_sets,
-    iter_sets,
-    permute_rows,
-    provenance,
-    provenance_attrs,
-)
+from uqx.dataio.model import CheckedSets, InputError, check_sets, iter_sets
+from uqx.dataio.provenance import provenance, provenance_attrs
+from uqx.dataio.row_order import permute_rows
 from uqx.dataio.schema import VALIDATE, WARN_SEP
 from uqx.engine.binning import content_order, equal_count_edges, make_bins, stable_order
 from uqx.engine.confidence import bca_limits_mc_se
@@ -499,7 +493,7 @@ class Run:
     streamed : bool
         Moment statistics read column by column: no order of uE is held.
     inputs : dict
-        The digests of the rows as given (:func:`uqx.dataio.model.provenance`).
+        The digests of the rows as given (:func:`uqx.dataio.provenance.provenance`).
     notes : _Notes
         The warnings collected by the steps.
     n_bins_used : numpy.ndarray
@@ -1087,7 +1081,7 @@ def _content_order_step(checked: CheckedSets, sets, owned=(), ties="content"):
     it by :func:`uqx.dataio.model.as_stacked`). When every column is owned, each set's
     order (8 bytes a row) is applied in place as soon as it is computed and released:
     nothing else is held. Otherwise (a user's arrays) the columns are copied in the new
-    order (:func:`uqx.dataio.model.permute_rows`), the orders of all sets held until then.
+    order (:func:`uqx.dataio.row_order.permute_rows`), the orders of all sets held until then.
     """
     ds = checked.data
     keys = [k for k in ("E", "uE", "X", "V") if k in ds]
@@ -1152,7 +1146,7 @@ def _conditional_steps(res, ds, sets, notes, cfg, *, members, nulls=None):
 def _result_attrs(ds, inputs, cfg: Settings, *, extra):
     """Provenance and parameters of a validation result (``provenance_attrs``).
 
-    ``inputs``: :func:`uqx.dataio.model.provenance` of the sets as given.
+    ``inputs``: :func:`uqx.dataio.provenance.provenance` of the sets as given.
     """
     return {
         "title": "uqx validation of prediction uncertainties",

@@ -119,7 +119,7 @@ def _load(args):
         if "U" in ds:  # conformal interval half-ranges (HU2022) are used as given
             return ds
     from uqx._checks import is_lazy
-    from uqx.dataio.model import order_rows
+    from uqx.dataio.row_order import order_rows
 
     ds = load_inputs(args.inputs, **input_kwargs(args))
     # the bins of validate and stats: tie groups of uE split alike (not for lazy input)
