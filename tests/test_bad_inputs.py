@@ -682,7 +682,7 @@ def test_one_check_of_the_students_nu(nu):
 def test_settings_check_their_fields_once_for_the_api_and_the_cli(name):
     """One rule per setting: Settings refuses a value below its minimum, and
     the command line refuses the same value with the same minimum."""
-    from uqx.cli.commands._common import OPTION_MINIMA
+    from uqx.cli.commands._option_checks import OPTION_MINIMA
     from uqx.engine.defaults import INTEGER_MINIMA
     from uqx.workflow.settings import Settings
 

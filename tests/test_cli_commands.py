@@ -14,7 +14,7 @@ import pytest
 from cli_helpers import run
 
 from uqx.cli import app as cli
-from uqx.cli.commands._common import cli_message
+from uqx.cli.commands._console import cli_message
 from uqx.progress import progress_bar
 
 HEAVY = ("xarray", "dask", "numba", "scipy", "matplotlib", "pandas", "numpy")

@@ -75,7 +75,7 @@ def test_the_result_is_written_before_anything_is_printed(tmp_path, monkeypatch,
 
 
 def test_encodable_uses_ascii_words_for_the_symbols():
-    from uqx.cli.commands._common import encodable
+    from uqx.cli.commands._console import encodable
 
     assert encodable("u ∝ uE^γ, f ≤ 1.2", "ascii") == "u prop. to uE^gamma, f <= 1.2"
     assert encodable("ν²", "latin-1") == "nu²"

@@ -17,7 +17,7 @@ from matplotlib.text import Text
 import uqx
 import uqx.report.figures as F
 from uqx.cli import main
-from uqx.cli.commands._common import load_inputs
+from uqx.cli.commands._inputs import load_inputs
 from uqx.report import report
 
 DEMO = "data/examples/demo_inconsistent.csv"

@@ -20,14 +20,10 @@ import sys
 from importlib import import_module
 
 from uqx._version import __version__
-from uqx.cli.commands._common import (
-    EXIT_CODES_HELP,
-    HelpFormatter,
-    check_options,
-    cli_message,
-    encodable,
-    load_inputs,
-)
+from uqx.cli.commands._console import cli_message, encodable
+from uqx.cli.commands._inputs import load_inputs
+from uqx.cli.commands._option_checks import check_options
+from uqx.cli.commands._options import EXIT_CODES_HELP, HelpFormatter
 from uqx.errors import InputError
 
 __all__ = ["main", "build_parser", "load_inputs", "COMMANDS"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from uqx.cli.commands._common import HelpFormatter, print_df
+from uqx.cli.commands._console import print_df
+from uqx.cli.commands._options import HelpFormatter
 from uqx.errors import InputError
 
 NAME = "datasets"

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from uqx.cli.commands._common import (
-    HelpFormatter,
-    add_output,
-    add_text_options,
-    check_output,
-    fmt,
-    print_df,
-    write_result,
-)
+from uqx.cli.commands._console import fmt, print_df
+from uqx.cli.commands._options import HelpFormatter, add_output, add_text_options
+from uqx.cli.commands._outputs import check_output, write_result
 from uqx.errors import InputError
 from uqx.progress import COMPILING_NOTE, kernels_compiled, progress_wanted, steps_progress
 

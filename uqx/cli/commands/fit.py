@@ -5,14 +5,9 @@ from __future__ import annotations
 import json
 import warnings
 
-from uqx.cli.commands._common import (
-    HelpFormatter,
-    add_table_options,
-    fmt,
-    load_inputs,
-    note,
-    print_df,
-)
+from uqx.cli.commands._console import fmt, note, print_df
+from uqx.cli.commands._inputs import load_inputs
+from uqx.cli.commands._options import HelpFormatter, add_table_options
 
 NAME = "fit"
 

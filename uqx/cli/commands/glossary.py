@@ -11,7 +11,7 @@ import difflib
 import re
 from importlib import resources
 
-from uqx.cli.commands._common import HelpFormatter
+from uqx.cli.commands._options import HelpFormatter
 from uqx.errors import InputError
 
 NAME = "glossary"

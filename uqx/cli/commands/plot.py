@@ -6,16 +6,9 @@ import argparse
 from pathlib import Path
 
 from uqx import plot as P
-from uqx.cli.commands._common import (
-    HelpFormatter,
-    add_inputs,
-    check_not_input,
-    check_output,
-    input_kwargs,
-    load_inputs,
-    looks_like_path,
-    read_saved,
-)
+from uqx.cli.commands._inputs import input_kwargs, load_inputs, looks_like_path, read_saved
+from uqx.cli.commands._options import HelpFormatter, add_inputs
+from uqx.cli.commands._outputs import check_not_input, check_output
 from uqx.engine.defaults import N_BOOT_CURVES, NU, POP_MIN
 from uqx.errors import InputError
 from uqx.plot import KINDS as FIGURE_KINDS

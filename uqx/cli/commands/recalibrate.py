@@ -21,15 +21,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from uqx.cli.commands._common import (
-    EXIT_CODES_HELP,
-    HelpFormatter,
-    check_not_input,
-    check_output,
-    load_inputs,
-    note,
-    write_result,
-)
+from uqx.cli.commands._console import note
+from uqx.cli.commands._inputs import load_inputs
+from uqx.cli.commands._options import EXIT_CODES_HELP, HelpFormatter
+from uqx.cli.commands._outputs import check_not_input, check_output, write_result
 from uqx.engine.defaults import POP_MIN
 from uqx.errors import InputError
 from uqx.progress import progress_bar

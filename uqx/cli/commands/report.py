@@ -7,20 +7,17 @@ import sys
 from pathlib import Path
 
 from uqx.cli.commands import validate as validate_command
-from uqx.cli.commands._common import (
+from uqx.cli.commands._console import note
+from uqx.cli.commands._inputs import input_kwargs, load_inputs, read_saved
+from uqx.cli.commands._options import (
     EXIT_CODES_HELP,
     GLOSSARY_HELP,
     HelpFormatter,
     add_fail_on,
     add_inputs,
-    check_not_input,
-    check_output,
     fail_on_status,
-    input_kwargs,
-    load_inputs,
-    note,
-    read_saved,
 )
+from uqx.cli.commands._outputs import check_not_input, check_output
 from uqx.errors import InputError
 
 NAME = "report"

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import sys
 
-from uqx.cli.commands._common import (
+from uqx.cli.commands._inputs import read_saved
+from uqx.cli.commands._options import (
     EXIT_CODES_HELP,
     GLOSSARY_HELP,
     HelpFormatter,
     add_fail_on,
     add_text_options,
     fail_on_status,
-    read_saved,
 )
 from uqx.errors import InputError
 

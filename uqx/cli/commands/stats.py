@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import json
 
-from uqx.cli.commands._common import (
-    HelpFormatter,
-    add_inputs,
-    bins_chosen,
-    fmt,
-    input_kwargs,
-    load_inputs,
-    note,
-    print_df,
-)
+from uqx.cli.commands._console import fmt, note, print_df
+from uqx.cli.commands._inputs import input_kwargs, load_inputs
+from uqx.cli.commands._options import HelpFormatter, add_inputs, bins_chosen
 from uqx.engine.defaults import POP_MIN
 from uqx.errors import InputError
 from uqx.progress import progress_bar

@@ -14,7 +14,10 @@ import os
 import sys
 import warnings
 
-from uqx.cli.commands._common import HelpFormatter, check_not_input, check_output, load_inputs, note
+from uqx.cli.commands._console import note
+from uqx.cli.commands._inputs import load_inputs
+from uqx.cli.commands._options import HelpFormatter
+from uqx.cli.commands._outputs import check_not_input, check_output
 from uqx.errors import InputError
 
 NAME = "sweep"

@@ -6,7 +6,9 @@ import json
 import re
 import sys
 
-from uqx.cli.commands._common import (
+from uqx.cli.commands._console import note
+from uqx.cli.commands._inputs import input_kwargs, load_inputs
+from uqx.cli.commands._options import (
     EXIT_CODES_HELP,
     GLOSSARY_HELP,
     HelpFormatter,
@@ -15,12 +17,11 @@ from uqx.cli.commands._common import (
     add_output,
     add_text_options,
     bins_chosen,
+    fail_on_status,
+)
+from uqx.cli.commands._outputs import (
     check_not_input,
     check_output,
-    fail_on_status,
-    input_kwargs,
-    load_inputs,
-    note,
     writable_directory,
     write_result,
 )
