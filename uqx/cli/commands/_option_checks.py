@@ -102,8 +102,28 @@ def check_options(args, argv=()) -> None:
         The message names the option, its value and what it accepts.
     """
     argv = [str(a) for a in (argv or ())]
-    flag = {k: "--" + k.replace("_", "-") for k in (*OPTION_RANGES, *OPTION_MINIMA)}
-    flag["min_uE_rel_sd"] = "--min-uE-rel-sd"
+    _check_ranges(args)
+    _check_minima(args)
+    _check_levels(args)
+    _check_stats(args)
+    _check_columns(args)
+    _check_conditional(args, argv)
+    _check_data_dir(args)
+    if not _check_saved_result(args, argv):
+        _warn_small_settings(args)
+
+
+def _flag(key: str) -> str:
+    """Return the option of an argparse ``dest``, for the messages (``--dpi``)."""
+    return "--min-uE-rel-sd" if key == "min_uE_rel_sd" else "--" + key.replace("_", "-")
+
+
+def _ranges(args) -> list:
+    """Return the ranges to check, as ``(dest, (low, high, inclusive low, what))``.
+
+    :data:`OPTION_RANGES`, with the ``--nu`` of ``uqx sweep pval`` and ``appendix-b``
+    replaced by the range of each scenario asked for.
+    """
     checks = list(OPTION_RANGES.items())
     study = getattr(args, "study", None) if getattr(args, "command", None) == "sweep" else None
     if study in _STUDY_NU_RANGES:  # per command and scenario: not every nu is a Student t's
@@ -113,7 +133,12 @@ def check_options(args, argv=()) -> None:
             rng = by_scenario.get(s, by_scenario.get(None))
             if rng is not None:  # an unknown scenario: the study names it
                 checks.append(("nu", rng))
-    for key, (lo, hi, incl, what) in checks:
+    return checks
+
+
+def _check_ranges(args) -> None:
+    """Every number (or each of a list) within its range; NaN and infinities refused."""
+    for key, (lo, hi, incl, what) in _ranges(args):
         value = getattr(args, key, None)
         for v in value if isinstance(value, list | tuple) else [value]:
             if v is None or not isinstance(v, int | float):
@@ -121,29 +146,46 @@ def check_options(args, argv=()) -> None:
             v = float(v)
             if (math.isnan(v) or (math.isinf(v) and not (key == "nu" and v > 0))
                     or v < lo or (v == lo and not incl) or v > hi):
-                raise InputError(f"{flag[key]} must be {what}, got {v:g}")
+                raise InputError(f"{_flag(key)} must be {what}, got {v:g}")
+
+
+def _check_minima(args) -> None:
+    """Every integer option at least its minimum (:data:`OPTION_MINIMA`)."""
     for key, low in OPTION_MINIMA.items():
         v = getattr(args, key, None)
         if v is not None and int(v) < low:
             why = f" ({_MINIMA_WHY[key]})" if key in _MINIMA_WHY else ""
-            raise InputError(f"{flag[key]} must be an integer >= {low}, got {v}{why}")
+            raise InputError(f"{_flag(key)} must be an integer >= {low}, got {v}{why}")
+
+
+def _check_levels(args) -> None:
+    """``--levels``: comma-separated numbers, each strictly between 0 and 1."""
     levels = getattr(args, "levels", None)
-    if isinstance(levels, str):
-        try:
-            vals = [float(x) for x in levels.split(",")]
-        except ValueError:
-            raise InputError(f"--levels: expected comma-separated numbers, got {levels!r}"
-                             ) from None
-        bad = [x for x in vals if not (0.0 < x < 1.0)]
-        if bad:
-            raise InputError(f"--levels are probabilities, each strictly between 0 and 1 "
-                             f"(0.95 for 95 %), got {bad[0]:g}")
+    if not isinstance(levels, str):
+        return
+    try:
+        vals = [float(x) for x in levels.split(",")]
+    except ValueError:
+        raise InputError(f"--levels: expected comma-separated numbers, got {levels!r}"
+                         ) from None
+    bad = [x for x in vals if not (0.0 < x < 1.0)]
+    if bad:
+        raise InputError(f"--levels are probabilities, each strictly between 0 and 1 "
+                         f"(0.95 for 95 %), got {bad[0]:g}")
+
+
+def _check_stats(args) -> None:
+    """``--stats``: at least one name, and no empty name between commas."""
     stats = getattr(args, "stats", None)
     if isinstance(stats, str) and not [s for s in stats.split(",") if s.strip()]:
         raise InputError("--stats is empty: name at least one statistic (e.g. --stats zms,rce)"
                          " or leave the option out for the default ones")
     if isinstance(stats, str) and any(not s.strip() for s in stats.split(",")):
         raise InputError(f"--stats {stats!r}: empty name between commas")
+
+
+def _check_columns(args) -> None:
+    """``--E`` and ``--uE`` name two columns; ``--X`` and ``--V`` neither of them."""
     E, uE = getattr(args, "E", None), getattr(args, "uE", None)
     if E is not None and E == uE:
         raise InputError(f"--E and --uE name the same column {E!r}: Z = E/uE would be 1 on "
@@ -155,11 +197,19 @@ def check_options(args, argv=()) -> None:
                 raise InputError(f"--{key} names the column {col!r}, which is {flag}: the "
                                  f"{_FEATURES[key]} must be another column than the errors "
                                  f"and the uncertainties; name it, or leave --{key} out")
+
+
+def _check_conditional(args, argv) -> None:
+    """No option of the conditional routes with ``--no-conditional``, which skips them."""
     if getattr(args, "no_conditional", False):
         extra = [f for f in _CONDITIONAL_FLAGS if _given(argv, f)]
         if extra:
             raise InputError(f"{', '.join(extra)} set(s) up the conditional routes, which "
                              "--no-conditional skips: leave out one or the other")
+
+
+def _check_data_dir(args) -> None:
+    """No ``--data-dir`` where no input is a registered dataset (:func:`_data_dir_applies`)."""
     data_dir = getattr(args, "data_dir", None)
     if data_dir is not None and not _data_dir_applies(args):
         names = [str(s) for s in [*(getattr(args, "inputs", None) or []),
@@ -167,13 +217,19 @@ def check_options(args, argv=()) -> None:
         raise InputError(f"--data-dir {data_dir} locates the registered literature data sets "
                          f"('uqx datasets list'), but no input here is one (files: "
                          f"{', '.join(names)}): leave --data-dir out")
-    inputs = getattr(args, "inputs", None) or []
-    saved = []
-    if getattr(args, "command", None) == "report":
-        from uqx.dataio.netcdf import NETCDF_SUFFIXES, netcdf_kind
 
-        saved = [s for s in inputs if Path(str(s)).suffix.lower() in NETCDF_SUFFIXES
-                 and netcdf_kind(s) == "result"]
+
+def _check_saved_result(args, argv) -> bool:
+    """No validation option with a saved result (``uqx report RESULT.nc``).
+
+    Returns whether an input of ``uqx report`` is a saved result.
+    """
+    if getattr(args, "command", None) != "report":
+        return False
+    from uqx.dataio.netcdf import NETCDF_SUFFIXES, netcdf_kind
+
+    saved = [s for s in getattr(args, "inputs", None) or []
+             if Path(str(s)).suffix.lower() in NETCDF_SUFFIXES and netcdf_kind(s) == "result"]
     if saved:
         extra = [f for f in _VALIDATION_FLAGS if _given(argv, f)]
         if extra:
@@ -181,12 +237,18 @@ def check_options(args, argv=()) -> None:
                              "saved result (already validated; its settings are kept): leave "
                              "them out, or run 'uqx report INPUT...' on the data to validate "
                              "again")
-    elif getattr(args, "command", None) in ("validate", "report"):
-        from uqx._checks import small_settings_note
+    return bool(saved)
 
-        text = small_settings_note(getattr(args, "n_boot", None), getattr(args, "n_mc", None))
-        if text and callable(getattr(args, "_run", None)):
-            args._run = _warn_after(args._run, f"uqx: warning: {cli_message(text)}")
+
+def _warn_small_settings(args) -> None:
+    """Warn, after ``uqx validate`` or ``uqx report`` has run, of too few draws."""
+    if getattr(args, "command", None) not in ("validate", "report"):
+        return
+    from uqx._checks import small_settings_note
+
+    text = small_settings_note(getattr(args, "n_boot", None), getattr(args, "n_mc", None))
+    if text and callable(getattr(args, "_run", None)):
+        args._run = _warn_after(args._run, f"uqx: warning: {cli_message(text)}")
 
 
 def _data_dir_applies(args) -> bool:
