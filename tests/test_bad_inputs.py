@@ -245,6 +245,7 @@ def test_more_bins_than_points_allow_is_said(files):
     assert "400 bins requested, 10 used" in res["set_warnings"].item()
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # 10 rows, bins of 2: no numpy noise
 def test_pop_min_message_names_the_given_value(files, capsys, monkeypatch):
     rc, out, err = cli(capsys, monkeypatch, files,
                        f"validate ten.csv {CLI_FAST} --pop-min 2 --no-conditional")
