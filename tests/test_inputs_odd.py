@@ -412,3 +412,10 @@ def test_copies_with_an_infinite_statistic_do_not_warn():
         res = uqx.validate(uqx.from_arrays(E, np.ones(500), name="c"), n_boot=50, n_mc=100,
                            seed=1)
     assert str(res["question_verdict"].sel(set="c", question="average").item()) != ""
+
+
+def test_a_tuple_of_arrays_is_pointed_to_from_arrays():
+    """validate((E, uE)): the arrays are not data sets; the error names the builder."""
+    E, u = np.array([0.1, -0.2, 0.3]), np.ones(3)
+    with pytest.raises(uqx.InputError, match=r"uqx.from_arrays\(E, uE\)"):
+        uqx.validate((E, u), n_boot=50, n_mc=50, seed=1)

@@ -714,7 +714,10 @@ def check_sets(ds, drop_nonfinite: bool = False) -> CheckedSets:
         items = list(ds)
         if not all(isinstance(d, xr.Dataset) for d in items):
             bad = next(type(d).__name__ for d in items if not isinstance(d, xr.Dataset))
-            raise InputError(f"expected a list of xarray.Dataset, got an item of type {bad}")
+            hint = ("; for arrays (E, uE) build the data set with uqx.from_arrays(E, uE)"
+                    if bad == "ndarray" else "")
+            raise InputError(f"expected a list of xarray.Dataset, got an item of type "
+                             f"{bad}{hint}")
         singles = []
         for i, d in enumerate(items):
             name = str(d.attrs.get("name", f"set{i + 1}"))
