@@ -165,7 +165,7 @@ def _one_se_twin(E, uE, X, ids):
     for m in ("scale", "power", "bvs-uE", "bvs-X", "scaling-binning", "isotonic"):
         if m in each:
             d = each[m] - each[best]
-            if np.median(d) <= np.std(d, ddof=1) / np.sqrt(d.size):
+            if np.mean(d) <= np.std(d, ddof=1) / np.sqrt(d.size):
                 return m
     return best
 
