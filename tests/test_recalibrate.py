@@ -157,34 +157,6 @@ def test_auto_picks_the_least_cross_validated_nll_and_bvs_x_on_x_variance():
     assert "bvs-X" not in scores_nox
 
 
-def _one_se_twin(E, uE, X, ids):
-    """The one-standard-error rule written out: simplest first, within the folds' noise."""
-    each = {m: np.asarray(R.cv_nll(m, E, uE, X, ids, per_fold=True))
-            for m in R.METHODS if X is not None or m != "bvs-X"}
-    best = min(each, key=lambda m: np.median(each[m]))
-    for m in ("scale", "power", "bvs-uE", "bvs-X", "scaling-binning", "isotonic"):
-        if m in each:
-            d = each[m] - each[best]
-            if np.mean(d) <= np.std(d, ddof=1) / np.sqrt(d.size):
-                return m
-    return best
-
-
-@pytest.mark.parametrize(("seed", "gamma", "c", "x_effect", "with_x"), [
-    (30, 1.0, 1.5, 0.0, False), (31, 1.0, 1.5, 0.0, False), (32, 1.6, 1.0, 0.0, False),
-    (33, 1.0, 1.0, 3.0, True), (34, 1.2, 1.0, 0.0, True)])
-def test_auto_takes_the_simplest_method_within_one_standard_error(seed, gamma, c, x_effect,
-                                                                   with_x):
-    E, uE, X = _data(1500, seed, gamma=gamma, c=c, x_effect=x_effect)
-    X = X if with_x else None
-    got, _ = R.choose_method(E, uE, X, ss=seed_sequence(seed, "t"))
-    assert got == _one_se_twin(E, uE, X, R.fold_ids(E.size, 5, seed_sequence(seed, "t")))
-    if c != 1.0:  # one factor off: no flexible map beats the factor beyond the noise
-        assert got == "scale"
-    if gamma > 1.5:  # u ∝ uE^1.6: the power law is clearly better than one factor
-        assert got != "scale"
-
-
 # ------------------------------------------------------------------ maps, NetCDF
 
 
