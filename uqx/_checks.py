@@ -450,8 +450,17 @@ def few_values_reason(values, label: str, n_bins) -> str:
     if n_bins is None or n_bins < 2:
         return ""
     arr = np.asarray(values, dtype=np.float64).reshape(-1)
-    distinct = np.unique(arr[np.isfinite(arr)])
-    if not 2 <= distinct.size < n_bins:
+    head = arr[:4096]
+    if np.unique(head[np.isfinite(head)]).size >= n_bins:  # most features: decided here
+        return ""
+    seen = set()
+    for a, b in _groups(arr.size):  # chunk by chunk, no temporary column (8 bytes a row)
+        part = arr[a:b]
+        seen.update(np.unique(part[np.isfinite(part)]).tolist())
+        if len(seen) >= n_bins:  # a continuous feature stops at its first chunk
+            return ""
+    distinct = np.array(sorted(seen))
+    if distinct.size < 2:
         return ""
     shown = ", ".join(f"{v:.6g}" for v in distinct[:5]) + (", ..." if distinct.size > 5 else "")
     return (f"{label} takes only {distinct.size} distinct values ({shown}) for {n_bins} bins: "
