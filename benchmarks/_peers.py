@@ -35,6 +35,8 @@ def main(src, dst):
         os.environ.setdefault("TQDM_DISABLE", "1")  # netcal's training bars
         import torch
         from netcal.regression import GPNormal, VarianceScaling
+
+        torch.set_num_threads(1)  # one core: no oversubscription, the same result each run
     except ImportError:
         GPNormal = None
     for k in range(n):
