@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 import uqx
 from uqx.cli.app import main
@@ -419,3 +420,11 @@ def test_a_tuple_of_arrays_is_pointed_to_from_arrays():
     E, u = np.array([0.1, -0.2, 0.3]), np.ones(3)
     with pytest.raises(uqx.InputError, match=r"uqx.from_arrays\(E, uE\)"):
         uqx.validate((E, u), n_boot=50, n_mc=50, seed=1)
+
+
+def test_a_data_set_with_uE_under_another_name_gets_the_rename():
+    """xarray input whose uncertainties are called 'sigma': the error offers ds.rename."""
+    ds = xr.Dataset({"E": ("sample", np.array([0.1, -0.2, 0.3])),
+                     "sigma": ("sample", np.ones(3))})
+    with pytest.raises(uqx.InputError, match=r"ds.rename\(\{'sigma': 'uE'\}\)"):
+        uqx.validate(ds, n_boot=50, n_mc=50, seed=1)

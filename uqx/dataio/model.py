@@ -446,9 +446,15 @@ def _set_dim(ds: xr.Dataset, name: str) -> str | None:
         )
     if missing:
         have = ", ".join(repr(str(k)) for k in ds.data_vars) or "none"
+        # the other variables that could be the missing ones, in order: a rename to offer
+        others = [str(k) for k in ds.data_vars if str(k) not in ("E", "uE", "X", "V")]
+        hint = ""
+        if 0 < len(missing) <= len(others) <= 2:
+            pairs = ", ".join(f"{o!r}: {m!r}" for o, m in zip(others, missing, strict=False))
+            hint = f"; if they hold them, rename: ds.rename({{{pairs}}})"
         raise InputError(
             f"{name}: input data set must contain variables 'E' and 'uE' (missing "
-            f"{', '.join(map(repr, missing))}); variables present: {have}"
+            f"{', '.join(map(repr, missing))}); variables present: {have}{hint}"
         )
     dims = ds["E"].dims
     if "sample" not in dims:
