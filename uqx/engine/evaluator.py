@@ -151,11 +151,12 @@ def _weighted_bin_sums(counts, order, ident, Es, us, gathered, mean, edges, out)
         room = edges[j + 1] - edges[j]
         # the 6 bin features accumulate in registers; the rare bin closings write out
         a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+        out_r = out[r]  # one view per replicate: a view per row costs 6x the whole loop
         for p in range(M):
             i = p if ident else order[p]
             q = i if gathered else p
             j, room, a0, a1, a2, a3, a4, a5 = _fold(
-                counts[r, i], Es[q], us[q], mean, edges, out[r], j, room,
+                counts[r, i], Es[q], us[q], mean, edges, out_r, j, room,
                 a0, a1, a2, a3, a4, a5)
             if j == N:
                 break
@@ -178,6 +179,7 @@ def _streamed_bin_sums(states, blocks, n_draws, Es, us, mean, edges, cbuf, out):
         j = _first_bin(edges, 0)
         room = edges[j + 1] - edges[j] if j < N else 0
         a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+        out_r = out[r]  # one view per replicate (as _weighted_bin_sums)
         for k in range(blocks.shape[0]):
             s, e = blocks[k, 0], blocks[k, 1]
             row = cbuf[0:1, 0 : e - s]
@@ -189,7 +191,7 @@ def _streamed_bin_sums(states, blocks, n_draws, Es, us, mean, edges, cbuf, out):
                 continue
             for p in range(s, e):
                 j, room, a0, a1, a2, a3, a4, a5 = _fold(
-                    row[0, p - s], Es[p], us[p], mean, edges, out[r], j, room,
+                    row[0, p - s], Es[p], us[p], mean, edges, out_r, j, room,
                     a0, a1, a2, a3, a4, a5)
                 if j == N:
                     break
