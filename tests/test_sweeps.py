@@ -2,6 +2,7 @@
 resume, bad input."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -167,6 +168,87 @@ def test_resume_after_killed_process(tmp_path):
     assert not list(tmp_path.glob("*.nc"))  # no half-written archive
     got = appendix_b(**opts, output=out, resume=True)
     _identical(got, appendix_b(**opts))
+
+
+def _children(pid):
+    """Pids of the live processes whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(d))
+    return out
+
+
+def _alive(pid):
+    """Whether process ``pid`` runs (exists and is not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_killed_run_leaves_no_worker_writing(tmp_path):
+    # a "processes" run killed by SIGKILL: its workers are re-parented, and each stops
+    # before its next block instead of finishing its cell (all of a cell's blocks are one
+    # task here) on the cores, and into the run directory, of whatever runs next
+    out = tmp_path / "w.nc"
+    opts = dict(M=[3000], N=[10, 50], nu=[3, 4, 6], n_mc=3000, seed=9)
+    code = textwrap.dedent(f"""
+        from uqx.sweeps import appendix_b
+        appendix_b(**{opts!r}, output={str(out)!r}, scheduler="processes", num_workers=2,
+                   chunk_size=3000)
+    """)
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    run_dir = run_dir_for(out)
+    workers = []
+    t0 = time.time()
+    try:
+        while time.time() - t0 < 120 and proc.poll() is None:
+            workers = [w for w in _children(proc.pid) if w not in workers] + workers
+            if run_dir.is_dir() and len(list(run_dir.glob("*.npz"))) >= 2:
+                break
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    if out.exists():
+        pytest.skip("the run finished before it could be killed")
+    n_killed = len(list(run_dir.glob("*.npz")))
+    t1 = time.time()
+    while time.time() - t1 < 60 and any(map(_alive, workers)):
+        time.sleep(0.1)
+    left = [w for w in workers if _alive(w)]
+    for w in left:  # do not leave them running if the test fails
+        os.kill(w, signal.SIGKILL)
+    n_after = len(list(run_dir.glob("*.npz")))
+    # each worker may finish the block it was computing when the run was killed
+    assert n_after - n_killed <= 2, (n_killed, n_after)
+    assert time.time() - t1 < 60 and not left
+    shutil.rmtree(run_dir)  # a removed run directory is never written again
+    time.sleep(0.5)
+    assert not run_dir.exists()
+
+
+def test_removed_run_directory_is_not_written_again(tmp_path):
+    from uqx.sweeps.engine import SweepStopped, _save_block
+
+    run_dir = tmp_path / "gone.nc.run"
+    run_dir.mkdir()
+    _save_block(run_dir, 0, 0, {"x": np.zeros(3)})
+    assert (run_dir / "c000000_b00000.npz").is_file()
+    shutil.rmtree(run_dir)
+    with pytest.raises(SweepStopped, match="removed"):
+        _save_block(run_dir, 0, 1, {"x": np.zeros(3)})
+    assert not run_dir.exists()
 
 
 # -- pval -------------------------------------------------------------------------------

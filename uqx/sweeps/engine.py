@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
+import threading
+import time
 import warnings
 import zipfile
 import zlib
@@ -45,6 +48,7 @@ __all__ = [
     "compute_blocks",
     "resolve_client",
     "SweepInterrupted",
+    "SweepStopped",
 ]
 
 MANIFEST = "manifest.json"
@@ -135,9 +139,15 @@ def _block_path(run_dir: Path, cell_index: int, b: int) -> Path:
 
 
 def _save_block(run_dir, cell_index, b, values):
-    """Write one block's arrays atomically (:func:`uqx.dataio.netcdf.atomic_write`)."""
+    """Write one block's arrays atomically (:func:`uqx.dataio.netcdf.atomic_write`).
+
+    A run directory that is gone (the run finished, or was removed to start afresh) is
+    never created again: the block's worker stops (:class:`SweepStopped`).
+    """
+    if not Path(run_dir).is_dir():
+        raise SweepStopped(f"run directory {run_dir} was removed: this sweep's worker stops")
     atomic_write(_block_path(Path(run_dir), cell_index, b),
-                 lambda tmp: np.savez(tmp, **values), what="block")
+                 lambda tmp: np.savez(tmp, **values), what="block", mkdir=False)
 
 
 def _load_block(run_dir, cell_index, b, study: Study):
@@ -169,15 +179,55 @@ class SweepInterrupted(RuntimeError):
     """Raised by the ``_stop_after`` test hook to simulate an interrupted run."""
 
 
+class SweepStopped(RuntimeError):
+    """Raised in a worker whose run directory was removed: it writes nothing more."""
+
+
+#: The owner watch of this worker process (one thread, started by its first task).
+_WATCH: dict = {}
+
+
+def _watch_owner(owner) -> None:
+    """End a ``"processes"`` worker once the process ``owner`` (a pid) that started it ends.
+
+    Such a worker is re-parented (to init or a sub-reaper); left alone it would finish
+    the queued cells of a run that nobody reads, on the cores of the next one, and then
+    wait forever. It is checked before each block and by a daemon thread once a second,
+    and leaves with :func:`os._exit` (nobody is left to report to; a block being written
+    is finished or absent, :func:`~uqx.dataio.netcdf.atomic_write`).
+    """
+    if owner is None or os.getpid() == owner:
+        return
+    if os.getppid() != owner:
+        os._exit(_ORPHAN_EXIT)
+    if owner not in _WATCH:
+        _WATCH[owner] = threading.Thread(target=_watchdog, args=(owner,), daemon=True,
+                                         name="uqx-sweep-owner")
+        _WATCH[owner].start()
+
+
+#: Exit status of a worker whose owner has ended.
+_ORPHAN_EXIT = 3
+
+
+def _watchdog(owner) -> None:
+    while os.getppid() == owner:
+        time.sleep(1.0)
+    os._exit(_ORPHAN_EXIT)
+
+
 def compute_blocks(kernel, cell, blocks, sizes, params, data, run_dir, cell_index,
-                   stop_after=None):
+                   stop_after=None, owner=None):
     """Compute fixed blocks of one cell (one dask task); save each when ``run_dir``.
 
     ``stop_after`` (tests only) raises after that many blocks have been saved in this
-    task, to simulate an interrupted run.
+    task, to simulate an interrupted run. ``owner``: the pid of the process that started
+    the sweep, given to the workers of the ``"processes"`` scheduler, which stop before
+    each block once it has ended (:func:`_watch_owner`).
     """
     out = []
     for k, (b, n) in enumerate(zip(blocks, sizes, strict=True)):
+        _watch_owner(owner)
         values = kernel(cell, b, n, params, data)
         values = {key: np.asarray(v) for key, v in values.items()}
         if run_dir is not None:
@@ -258,7 +308,7 @@ def _check_options(scheduler, chunk_size, num_workers):
             raise InputError(f"{name} must be a positive integer, got {v!r}")
 
 
-def _tasks(study, todo, run_dir, chunk_size, stop_after):
+def _tasks(study, todo, run_dir, chunk_size, stop_after, owner=None):
     per_task = max(1, int(chunk_size) // study.block) if chunk_size else 1
     tasks, index = [], []
     for ci, blocks in todo.items():
@@ -269,7 +319,7 @@ def _tasks(study, todo, run_dir, chunk_size, stop_after):
             sizes = [study.block_size(b) for b in grp]
             tasks.append(dask.delayed(compute_blocks, pure=False)(
                 study.kernel, cell, grp, sizes, study.params, data,
-                None if run_dir is None else str(run_dir), ci, stop_after))
+                None if run_dir is None else str(run_dir), ci, stop_after, owner))
             index.append((ci, grp))
     return tasks, index
 
@@ -353,7 +403,10 @@ def run_sweep(study: Study, *, chunk_size: int | None = None, scheduler=None,
                 done[(ci, b)] = got
     local = scheduler is None or (isinstance(scheduler, str) and scheduler in LOCAL)
     # local schedulers: each task saves its blocks; distributed: the client does
-    tasks, index = _tasks(study, todo, run_dir if local else None, chunk_size, _stop_after)
+    # worker processes of ours stop once this process has ended (a killed run)
+    owner = os.getpid() if scheduler in ("processes", "multiprocessing") else None
+    tasks, index = _tasks(study, todo, run_dir if local else None, chunk_size, _stop_after,
+                          owner)
     if tasks:
         results = _compute(tasks, index, scheduler, num_workers, quiet, run_dir,
                            label=f"uqx sweep {study.name}")
