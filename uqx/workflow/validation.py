@@ -944,7 +944,9 @@ def _merge_groups(parts, checked) -> xr.Dataset:
 def _absent_feature_reasons(res: xr.Dataset, groups) -> xr.Dataset:
     """Say why adaptivity is not tested for a set lacking a feature other sets have.
 
-    The reason goes to the question's reason and to the set's notes.
+    The reason goes to the question's reason and to the set's notes: both built here, as
+    arrays of their own ("" where nothing is said), and written once where they say
+    something (the question's reason is "" there: the question was not run for the set).
 
     ``groups``: :func:`_feature_groups` of the call's input.
     """
@@ -953,9 +955,9 @@ def _absent_feature_reasons(res: xr.Dataset, groups) -> xr.Dataset:
     for f, idx in groups:
         for i in idx:
             feats[i] = f
-    reason = res["question_reason"].values.astype(object)
-    notes = res["set_warnings"].values.astype(object)
     qs = [str(q) for q in res["question"].values]
+    why = np.full((len(names), len(qs)), "", dtype=object)
+    added = [[] for _ in names]
     for c in ("X", "V"):
         have = [names[i] for i in range(len(names)) if c in feats[i]]
         if not have or f"adaptivity_{c}" not in qs:
@@ -964,15 +966,19 @@ def _absent_feature_reasons(res: xr.Dataset, groups) -> xr.Dataset:
         for i in range(len(names)):
             if c in feats[i]:
                 continue
-            why = f"this set has no {c} ({c} is given for {', '.join(have)})"
-            reason[i, a] = why  # its verdict is `not tested`: no statistic on c was run
-            note = f"adaptivity ({c}) not tested: {why}"
-            notes[i] = WARN_SEP.join([w for w in (notes[i], note) if w])
+            text = f"this set has no {c} ({c} is given for {', '.join(have)})"
+            why[i, a] = text  # its verdict is `not tested`: no statistic on c was run
+            added[i].append(f"adaptivity ({c}) not tested: {text}")
+    if not any(added):
+        return res
+    reason, notes = res["question_reason"], res["set_warnings"]
+    said = why != ""
+    warnings = [WARN_SEP.join([w for w in (str(n), *more) if w])
+                for n, more in zip(notes.values, added, strict=True)]
     return res.assign(
-        question_reason=(res["question_reason"].dims, reason.astype(str),
-                         res["question_reason"].attrs),
-        set_warnings=(res["set_warnings"].dims, notes.astype(str),
-                      res["set_warnings"].attrs))
+        question_reason=(reason.dims, np.where(said, why, reason.values).astype(str),
+                         reason.attrs),
+        set_warnings=(notes.dims, np.array(warnings, dtype=str), notes.attrs))
 
 
 def _empty_bins_step(res, sets, specs, cfg):
@@ -981,11 +987,13 @@ def _empty_bins_step(res, sets, specs, cfg):
     Equal-width (or adaptive) bins on tied or gappy values can hold no point: the
     statistic is then NaN on the data and on every copy, which the Monte-Carlo test
     reports as "no usable copy". The reason given instead says which bins are empty and
-    what to do.
+    what to do: these reasons are built here, as an array of their own ("" where there is
+    none), and written once where they say something.
     """
     if cfg.binning == "equal-count" or "verdict_reason" not in res:
         return res
-    reason = res["verdict_reason"].values.astype(object)
+    old = res["verdict_reason"].values
+    why = np.full(old.shape, "", dtype=object)
     verdict, estimate = res["verdict"].values, res["estimate"].values
     counts = {}
     for i, sd in enumerate(sets):
@@ -994,7 +1002,7 @@ def _empty_bins_step(res, sets, specs, cfg):
                 if s.family == "binned" else None
             if x is None or np.isfinite(estimate[i, j]) or not (
                     verdict[i, j] == "inconclusive"
-                    or (verdict[i, j] == "not tested" and not reason[i, j])):
+                    or (verdict[i, j] == "not tested" and not old[i, j])):
                 continue
             key = (i, s.cond)
             if key not in counts:
@@ -1005,11 +1013,15 @@ def _empty_bins_step(res, sets, specs, cfg):
                     counts[key] = np.array([], dtype=np.int64)
             n = counts[key]
             if n.size and (n == 0).any():
-                reason[i, j] = (
+                why[i, j] = (
                     f"{int((n == 0).sum())} of {n.size} {cfg.binning} bins on {s.cond} hold no "
                     f"point (ties or gaps in {s.cond}), so {s.name.upper()} is undefined: use "
                     "fewer bins (--bins) or equal-count bins (--binning equal-count)")
-    return res.assign(verdict_reason=(res["verdict_reason"].dims, reason.astype(str),
+    said = why != ""
+    if not said.any():
+        return res
+    return res.assign(verdict_reason=(res["verdict_reason"].dims,
+                                      np.where(said, why, old).astype(str),
                                       res["verdict_reason"].attrs))
 
 
