@@ -37,9 +37,10 @@ def _block(args):
     out = []
     for i in range(lo, hi):
         E, u, _ = synthetic_set(design, scenario, 2000, seed=seed, index=i, u_per_set=True)
-        r = uqx.validate(uqx.from_arrays(E, u, name="s"), n_boot=200, n_mc=1000,
-                         seed=seed * 1000 + i, conditional=False, resolution=False,
-                         scheduler="synchronous").isel(set=0)
+        r = uqx.validate(uqx.from_arrays(E, u, name="s"), bootstrap=200, copies=1000,
+                         conditional=False, decision=uqx.Decision(resolution=False),
+                         compute=uqx.Compute(seed=seed * 1000 + i, scheduler="synchronous"),
+                         ).isel(set=0)
         use = r["member_plausible"].values.astype(bool)
         row = {}
         for s in CANDIDATES:

@@ -30,8 +30,8 @@ def one(seed: int, M: int) -> dict:
     E, u = nig(M, 6.0, seed=seed, key=("demo",))
     X = _rng(seed, "demo-extra").uniform(0, 1, M)
     ds = uqx.from_arrays(E * np.sqrt(0.25 + 1.5 * X), u, X=X, name="nonadaptive")
-    res = uqx.validate(ds, n_boot=200, n_mc=1000, seed=seed, conditional=False,
-                       resolution=False)
+    res = uqx.validate(ds, bootstrap=200, copies=1000, conditional=False,
+                       decision=uqx.Decision(resolution=False), compute=uqx.Compute(seed=seed))
     return {str(q): str(v) for q, v in zip(res["question"].values,
                                             res["question_verdict"].values[0], strict=True)}
 

@@ -81,7 +81,8 @@ def _verdicts(K, M):
                                      ("again", 0.0, k + 10_000)):
                 gaussian_sums.GAUSS_TOL = tol
                 t = time.perf_counter()
-                r = uqx.validate(ds, STATS, n_boot=1000, n_mc=1000, seed=seed)
+                r = uqx.validate(ds, STATS, bootstrap=1000, copies=1000,
+                                 compute=uqx.Compute(seed=seed))
                 if route != "again":
                     seconds[route] += time.perf_counter() - t
                 got[route] = [str(v) for v in r.verdict.values[0]] + [

@@ -38,9 +38,11 @@ def _block(args):
     rows = []
     for i in range(lo, hi):
         E, u, _ = synthetic_set(design, "calibrated", M, seed=seed, index=i, u_per_set=True)
-        r = uqx.validate(uqx.from_arrays(E, u, name="s"), [*STATS, "zms_scan"], n_boot=2000,
-                         n_mc=1000, seed=seed * 100_000 + i, conditional=False,
-                         resolution=False, scheduler="synchronous").isel(set=0)
+        r = uqx.validate(uqx.from_arrays(E, u, name="s"), [*STATS, "zms_scan"], bootstrap=2000,
+                         copies=1000, conditional=False,
+                         decision=uqx.Decision(resolution=False),
+                         compute=uqx.Compute(seed=seed * 100_000 + i,
+                                             scheduler="synchronous")).isel(set=0)
         row = {s: tuple(float(r[v].sel(stat=s)) for v in ("estimate", "ci_low", "ci_high"))
                for s in STATS}
         row["factor"] = tuple(float(r[v]) for v in ("scale_factor", "scale_factor_low",

@@ -74,7 +74,8 @@ if run:
         WR.simulate_reference = timed
         prof = cProfile.Profile()
         prof.enable()
-    res = uqx.validate(ds, ["zms", "rce", "ence"], n_boot=n_boot, n_mc=n_mc, seed=1)
+    res = uqx.validate(ds, ["zms", "rce", "ence"], bootstrap=n_boot, copies=n_mc,
+                       compute=uqx.Compute(seed=1))
     if profile:
         prof.disable()
         st = pstats.Stats(prof).stats

@@ -95,7 +95,8 @@ def part_qm9(args) -> list[str]:
         sets.append(uqx.from_arrays(E, m.apply(uE, X), X=X, name=f"uqx {method}"))
     t_fit = time.perf_counter() - t0
     t0 = time.perf_counter()
-    res = uqx.validate(uqx.stack(sets), seed=args.seed, n_boot=args.n_boot, n_mc=args.n_mc)
+    res = uqx.validate(uqx.stack(sets), bootstrap=args.n_boot, copies=args.n_mc,
+                       compute=uqx.Compute(seed=args.seed))
     t_val = time.perf_counter() - t0
     lines = [f"QM9 (BUS2022): maps fitted on the validation split (10 000 rows) in "
              f"{t_fit:.1f} s, applied to the 13 885 test rows; `auto` chose "
@@ -110,11 +111,12 @@ def part_qm9(args) -> list[str]:
         pairs = []
         for rep in range(2):  # fresh seeds: nothing drawn before is reused
             t0 = time.perf_counter()
-            uqx.validate(one, seed=args.seed + 11 + rep, n_boot=args.n_boot, n_mc=args.n_mc)
+            uqx.validate(one, bootstrap=args.n_boot, copies=args.n_mc,
+                         compute=uqx.Compute(seed=args.seed + 11 + rep))
             t_one = time.perf_counter() - t0
             t0 = time.perf_counter()
             uqx.check_recalibration(one, "auto", seed=args.seed + 21 + rep,
-                                    n_boot=args.n_boot, n_mc=args.n_mc)
+                                    bootstrap=args.n_boot, copies=args.n_mc)
             pairs.append((time.perf_counter() - t0, t_one))
         lines += ["", "Speed: check_recalibration (auto, 5 folds, before and after) against "
                   "one validation of the test rows, two repeats: " + "; ".join(
@@ -136,11 +138,12 @@ def part_pal(args) -> list[str]:
                 unc["E"].values, cal["E"].values):
             lines.append(f"| {name} | rows differ between uncal and cal: skipped |||||")
             continue
-        chk = uqx.check_recalibration(unc, "auto", seed=args.seed, n_boot=args.n_boot,
-                                      n_mc=args.n_mc)
+        chk = uqx.check_recalibration(unc, "auto", seed=args.seed, bootstrap=args.n_boot,
+                                      copies=args.n_mc)
         res_cal = uqx.validate(uqx.from_arrays(cal["E"].values, cal["uE"].values,
                                                name="cal"),
-                               seed=args.seed, n_boot=args.n_boot, n_mc=args.n_mc)
+                               bootstrap=args.n_boot, copies=args.n_mc,
+                               compute=uqx.Compute(seed=args.seed))
         how = ", ".join(f"{m}×{n}" for m, n in Counter(chk.methods).items())
         lines.append(_row(f"{name} uncalibrated", chk.nll_before,
                           _verdicts(chk.result, "before")))
@@ -215,7 +218,8 @@ def part_peers(args) -> list[str]:
         best = min(peer_names, key=nll.get)
         res = uqx.validate(uqx.stack([uqx.from_arrays(E, cands["uqx auto"], X=X, name="uqx"),
                                       uqx.from_arrays(E, cands[best], X=X, name="peer")]),
-                           seed=args.seed, n_boot=args.n_boot, n_mc=args.n_mc)
+                           bootstrap=args.n_boot, copies=args.n_mc,
+                           compute=uqx.Compute(seed=args.seed))
         lines.append(f"| {label} | {nll['uqx auto']:.4f} | "
                      + " | ".join(f"{nll[p]:.4f}" for p in peer_names)
                      + f" | {best}: {', '.join(_verdicts(res, 'peer'))} | "
@@ -311,7 +315,7 @@ def part_targets(args) -> list[str]:
             E, uE, X = _scenario(name, np.random.default_rng(sss), args.M, errors)
             chk = uqx.check_recalibration((E, uE, X) if with_x else (E, uE), "auto",
                                           seed=args.seed + 1000 * c_i + i,
-                                          n_boot=args.n_boot, n_mc=args.n_mc)
+                                          bootstrap=args.n_boot, copies=args.n_mc)
             v = chk.question_verdicts()
             ok_cons += v["consistency"][1] != "invalid"
             diff, se = chk.nll_vs_scale
@@ -321,7 +325,7 @@ def part_targets(args) -> list[str]:
             if with_x:
                 ok_ax += v["adaptivity_X"][1] != "invalid"
                 b = uqx.check_recalibration((E, uE, X), "bvs-uE", seed=args.seed + i,
-                                            n_boot=args.n_boot, n_mc=args.n_mc)
+                                            bootstrap=args.n_boot, copies=args.n_mc)
                 ok_bvs += b.question_verdicts()["adaptivity_X"][1] != "invalid"
                 said += "recalibrate on X" in b.text()
         ax = f"{ok_ax}/{n}" if with_x else "-"
@@ -358,7 +362,7 @@ def part_size(args) -> list[str]:
                 E, uE, X = _scenario("calibrated", np.random.default_rng(ss), args.M, errors)
                 chk = uqx.check_recalibration((E, uE, X), method,
                                               seed=args.seed + 100_000 * m_i + 1000 * e_i + i,
-                                              n_boot=args.n_boot, n_mc=args.n_mc)
+                                              bootstrap=args.n_boot, copies=args.n_mc)
                 stat = chk.result["verdict"].sel(set="after").values.astype(str)
                 qafter = chk.result["question_verdict"].sel(set="after")
                 bad_q = [q for q in QUESTIONS if q in qafter["question"].values

@@ -67,8 +67,8 @@ def _block(args):
     seed, kind, M, lo, hi = args
     bases = {i: _base(seed, kind, M, i) for i in range(lo, hi)}
     ds = uqx.stack([uqx.from_arrays(E, u, name=f"b{i}") for i, (u, E) in bases.items()])
-    res = uqx.validate(ds, n_boot=100, n_mc=N_MC, seed=seed, conditional=False,
-                       scheduler="synchronous")
+    res = uqx.validate(ds, bootstrap=100, copies=N_MC, conditional=False,
+                       compute=uqx.Compute(seed=seed, scheduler="synchronous"))
     claims = []
     for k, i in enumerate(bases):
         r = res.isel(set=k)
@@ -95,8 +95,9 @@ def _block(args):
                              name=f"t{n}") for n, (i, c, v) in enumerate(claims)]
     out = []
     if twins:
-        tres = uqx.validate(uqx.stack(twins), n_boot=100, n_mc=N_MC, seed=seed + 1,
-                            conditional=False, resolution=False, scheduler="synchronous")
+        tres = uqx.validate(uqx.stack(twins), bootstrap=100, copies=N_MC, conditional=False,
+                            decision=uqx.Decision(resolution=False),
+                            compute=uqx.Compute(seed=seed + 1, scheduler="synchronous"))
         for n, (_i, c, v) in enumerate(claims):
             t = tres.isel(set=n)
             if c == "consistency":

@@ -1,4 +1,4 @@
-"""Rates of the equivalence claim ``validate(tolerance=T)`` on sets of known scale.
+"""Rates of the equivalence claim ``validate(decision=Decision(tolerance=T))`` on known sets.
 
 ``scale_within_tolerance`` says that the data show f = √ZMS inside [1/(1 + T), 1 + T]:
 two one-sided Monte-Carlo tests of the edges at 5 % each, under every member of the
@@ -45,8 +45,10 @@ def _sets(n, M, f, nu, rng):
 def rate(n, M, f, nu, tolerance, seed):
     """Fraction of n sets with the claim, and the number of sets with a finite interval."""
     rng = np.random.default_rng(seed)
-    res = uqx.validate(_sets(n, M, f, nu, rng), "zms", n_boot=200, n_mc=N_MC, seed=seed,
-                       conditional=False, resolution=False, tolerance=tolerance)
+    res = uqx.validate(_sets(n, M, f, nu, rng), "zms", bootstrap=200, copies=N_MC,
+                       conditional=False,
+                       decision=uqx.Decision(resolution=False, tolerance=tolerance),
+                       compute=uqx.Compute(seed=seed))
     w = res["scale_within_tolerance"].values
     return float(np.nanmean(w)), int(np.isfinite(w).sum())
 

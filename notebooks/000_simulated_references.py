@@ -97,9 +97,11 @@ labels = list(sets["label"].values)
 # %%
 fits = fit_sets(sets)
 # Table A needs no resolutions (resolution=False: the verdicts' other numbers unchanged)
-res = uqx.validate(sets, ["zms", "cc", "ence", "zmse"], n_boot=N_BOOT, n_mc=N_MC, seed=2024,
-                   bins=20, simulate_all=True, conditional=False, resolution=False,
-                   ties="file-order")  # the papers' R convention: ties in file order
+res = uqx.validate(sets, ["zms", "cc", "ence", "zmse"], bootstrap=N_BOOT,
+                   copies=uqx.Copies(n_mc=N_MC, simulate_all=True),
+                   # the papers' R convention: ties in file order
+                   binning=uqx.Binning(bins=20, ties="file-order"), conditional=False,
+                   decision=uqx.Decision(resolution=False), compute=uqx.Compute(seed=2024))
 
 # Published Table II of paper 000 (calibrated, failed RCE, beta_GM(u), k, theta, nu_eff):
 # citations; NaN = not reported (bad IG fit or non-representative beta_GM).

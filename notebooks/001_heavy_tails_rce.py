@@ -257,8 +257,10 @@ save(plot.tailedness_map(sets, title="001 Fig. 5"), "fig5_tailedness_map")
 # bootstrap again.
 
 # %%
-res = uqx.validate(sets, ["rce", "zms"], n_boot=N_BOOT, seed=2024, conditional=False,
-                   ties="file-order")  # the papers' R convention: rows in file order
+res = uqx.validate(sets, ["rce", "zms"], bootstrap=N_BOOT,
+                   # the papers' R convention: rows in file order
+                   binning=uqx.Binning(ties="file-order"), conditional=False,
+                   compute=uqx.Compute(seed=2024))
 table_iv = paper_table_iv(res)
 # Published Table IV of paper 001 (estimate, b_BS, CI low, CI high, zeta): citations.
 PAPER_RCE = [(0.019, 2.2e-04, -0.021, 0.055, 0.47), (-0.039, 5.9e-04, -0.106, 0.020, -0.66),
@@ -285,8 +287,9 @@ for sd in uqx.iter_sets(sets):
     keep = np.argsort(-sd.uE, kind="stable")[round(0.05 * sd.M):]
     pruned.append(uqx.from_arrays(sd.E[keep], sd.uE[keep], name=sd.name))
 pruned = uqx.stack(pruned)
-res_top5 = uqx.validate(pruned, ["rce", "zms"], n_boot=N_BOOT, seed=2024, conditional=False,
-                        ties="file-order")
+res_top5 = uqx.validate(pruned, ["rce", "zms"], bootstrap=N_BOOT,
+                        binning=uqx.Binning(ties="file-order"), conditional=False,
+                        compute=uqx.Compute(seed=2024))
 top5 = pd.DataFrame({"M": res_top5["M"].values,
                      "ZMS": res_top5.estimate.sel(stat="zms").values,
                      "zeta ZMS": res_top5.zeta.sel(stat="zms").values,

@@ -85,8 +85,9 @@ cases = primer_cases()
 E_, U_ = cases["E"].values, cases["uE"].values
 var_e_mv = np.nanvar(E_, axis=1, ddof=1) / np.nanmean(U_**2, axis=1)
 var_z = np.nanvar(E_ / U_, axis=1, ddof=1)
-check = uqx.validate(cases, ["rce", "var_z"], n_boot=N_BOOT, seed=2023, conditional=False,
-                     ties="file-order")  # the papers' R convention
+check = uqx.validate(cases, ["rce", "var_z"], bootstrap=N_BOOT,
+                     binning=uqx.Binning(ties="file-order"), conditional=False,
+                     compute=uqx.Compute(seed=2023))  # the papers' R convention
 
 # Published Table II of paper 003 (value, asterisk): citations, not outputs.
 PAPER_TABLE_II = {

@@ -101,8 +101,9 @@ print(table_1.round(4).to_string())
 # `uqx.text.tables.paper_table_iv` gives the columns of the paper.
 
 # %%
-res = uqx.validate(sets, ["rce", "zms"], n_boot=N_BOOT, seed=2024, conditional=False,
-                   ties="file-order")  # the papers' R convention
+res = uqx.validate(sets, ["rce", "zms"], bootstrap=N_BOOT,
+                   binning=uqx.Binning(ties="file-order"), conditional=False,
+                   compute=uqx.Compute(seed=2024))  # the papers' R convention
 table_2 = paper_table_iv(res)
 
 # Published Table 2 of paper 004 (estimate, bias, CI low, CI high, zeta): citations.

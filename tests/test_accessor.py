@@ -24,7 +24,8 @@ def frame():
 @pytest.fixture(scope="module")
 def result(frame):
     ds = uqx.from_dataframe(frame, E="err", uE="sigma", X="mass", by="model")
-    return ds.uqx.validate(["zms", "rce", "cc", "ence"], n_boot=150, n_mc=60, seed=2)
+    return ds.uqx.validate(["zms", "rce", "cc", "ence"], bootstrap=150, copies=60,
+                           compute=uqx.Compute(seed=2))
 
 
 def test_three_lines_from_dataframe_to_verdicts(frame, result):
@@ -51,8 +52,10 @@ def test_accessor_only_forwards(frame, result):
     pd.testing.assert_frame_equal(result.uqx.verdicts(), uqx.verdict_table(result))
     pd.testing.assert_frame_equal(result.uqx.to_dataframe(), uqx.result_dataframe(result))
     assert result.uqx.records() == uqx.result_records(result)
-    again = ds.uqx.validate(["zms", "rce"], n_boot=100, n_mc=20, seed=5, conditional=False)
-    direct = uqx.validate(ds, ["zms", "rce"], n_boot=100, n_mc=20, seed=5, conditional=False)
+    again = ds.uqx.validate(["zms", "rce"], bootstrap=100, copies=20, conditional=False,
+                            compute=uqx.Compute(seed=5))
+    direct = uqx.validate(ds, ["zms", "rce"], bootstrap=100, copies=20, conditional=False,
+                          compute=uqx.Compute(seed=5))
     np.testing.assert_array_equal(again["estimate"].values, direct["estimate"].values)
     assert list(again["verdict"].values.ravel()) == list(direct["verdict"].values.ravel())
 

@@ -21,7 +21,7 @@ from uqx.engine.copies import cc_fixed_u
 from uqx.errors import InputError
 from uqx.text.summary import summary_text
 
-FAST = dict(n_boot=100, n_mc=50, seed=1)
+FAST = dict(bootstrap=100, copies=50, compute=uqx.Compute(seed=1))
 CLI_FAST = "--n-boot 100 --n-mc 50 --seed 1"
 
 
@@ -207,7 +207,7 @@ def test_absurd_z_scores_are_refused():
 
 def test_single_bin_consistency_not_tested(files):
     ds = uqx.read_csv(files / "small300.csv")
-    res = uqx.validate(ds, ["zms", "ence"], pop_min=200, **FAST)
+    res = uqx.validate(ds, ["zms", "ence"], binning=uqx.Binning(pop_min=200), **FAST)
     assert int(res["n_bins_used"].item()) == 1
     assert res["verdict"].sel(stat="ence").item() == "not tested"
     assert "single bin" in res["verdict_reason"].sel(stat="ence").item()
@@ -215,14 +215,15 @@ def test_single_bin_consistency_not_tested(files):
 
 
 @pytest.mark.parametrize("M, kw, cause", [(30, {}, "at least 30 points per bin"),
-                                           (600, {"bins": 1}, "bins = 1 asked for")])
+                                           (600, {"binning": 1}, "bins = 1 asked for")])
 def test_single_bin_on_x_leaves_adaptivity_untested_too(M, kw, cause):
     # one bin on X measures average calibration: adaptivity is not tested (not `valid`
     # from one bin), and the summary says so for both questions
     rng = np.random.default_rng(4)
     u = rng.uniform(0.3, 2.0, M)
     ds = uqx.from_arrays(u * rng.standard_normal(M), u, X=rng.uniform(0, 1, M))
-    res = uqx.validate(ds, n_boot=100, n_mc=100, seed=1, conditional=False, **kw)
+    res = uqx.validate(ds, bootstrap=100, copies=100, conditional=False,
+                       compute=uqx.Compute(seed=1), **kw)
     for q in ("consistency", "adaptivity_X"):
         assert res["question_verdict"].sel(question=q).item() == "not tested"
         why = res["question_reason"].sel(question=q).item()
@@ -235,12 +236,13 @@ def test_single_bin_on_x_leaves_adaptivity_untested_too(M, kw, cause):
 
 def test_equal_width_bins_below_pop_min_are_said(files):
     ds = uqx.read_csv(files / "small300.csv")
-    res = uqx.validate(ds, ["ence"], binning="equal-width", conditional=False, **FAST)
+    res = uqx.validate(ds, ["ence"], binning=uqx.Binning(scheme="equal-width"),
+                       conditional=False, **FAST)
     assert "equal-width bins on uE do not keep pop_min = 30" in res["set_warnings"].item()
 
 
 def test_more_bins_than_points_allow_is_said(files):
-    res = uqx.validate(uqx.read_csv(files / "small300.csv"), ["ence"], bins=400,
+    res = uqx.validate(uqx.read_csv(files / "small300.csv"), ["ence"], binning=400,
                        conditional=False, **FAST)
     assert "400 bins requested, 10 used" in res["set_warnings"].item()
 
@@ -574,22 +576,31 @@ API_TRIAL = [
     ("validate 5", lambda E, u, X, ds: uqx.validate(ds, 5, **FAST),
      "expected a statistic name or a list"),
     ("validate ['']", lambda E, u, X, ds: uqx.validate(ds, [""], **FAST), "empty name"),
-    ("n_boot 0", lambda E, u, X, ds: uqx.validate(ds, "zms", n_boot=0, n_mc=50),
+    ("n_boot 0", lambda E, u, X, ds: uqx.validate(ds, "zms", bootstrap=0, copies=50),
      "n_boot must be an integer >= 2"),
-    ("n_mc '10'", lambda E, u, X, ds: uqx.validate(ds, "zms", n_boot=100, n_mc="10"),
+    ("n_mc '10'", lambda E, u, X, ds: uqx.validate(ds, "zms", bootstrap=100,
+                                                  copies=uqx.Copies(n_mc="10")),
      "n_mc must be an integer >= 2"),
-    ("level 1.5", lambda E, u, X, ds: uqx.validate(ds, "zms", level=1.5, **FAST),
+    ("level 1.5", lambda E, u, X, ds: uqx.validate(ds, "zms",
+                                                   bootstrap=uqx.Bootstrap(100, level=1.5),
+                                                   copies=50),
      "level must be in (0, 1)"),
-    ("nu 1", lambda E, u, X, ds: uqx.validate(ds, "zms", nu=1, **FAST), "nu > 2"),
-    ("bins 0", lambda E, u, X, ds: uqx.validate(ds, "ence", bins=0, **FAST),
+    ("nu 1", lambda E, u, X, ds: uqx.validate(ds, "zms", bootstrap=100,
+                                              copies=uqx.Copies(50, nu=1)),
+     "nu > 2"),
+    ("bins 0", lambda E, u, X, ds: uqx.validate(ds, "ence", binning=0, **FAST),
      "bins must be an integer >= 1"),
-    ("binning foo", lambda E, u, X, ds: uqx.validate(ds, "ence", binning="foo", **FAST),
+    ("binning foo", lambda E, u, X, ds: uqx.validate(ds, "ence", binning=uqx.Binning(scheme="foo"),
+                                                     **FAST),
      "unknown binning scheme 'foo'"),
-    ("cond_ci foo", lambda E, u, X, ds: uqx.validate(ds, "zms", cond_ci="foo", **FAST),
+    ("cond_ci foo", lambda E, u, X, ds: uqx.validate(
+        ds, "zms", conditional=uqx.Conditional(cond_ci="foo"), **FAST),
      "cond_ci must be"),
-    ("ties foo", lambda E, u, X, ds: uqx.validate(ds, "zms", ties="foo", **FAST),
+    ("ties foo", lambda E, u, X, ds: uqx.validate(ds, "zms", binning=uqx.Binning(ties="foo"),
+                                                  **FAST),
      "ties must be one of"),
-    ("seed 1.5", lambda E, u, X, ds: uqx.validate(ds, "zms", n_boot=100, n_mc=50, seed=1.5),
+    ("seed 1.5", lambda E, u, X, ds: uqx.validate(ds, "zms", bootstrap=100, copies=50,
+                                                  compute=uqx.Compute(seed=1.5)),
      "seed must be a non-negative integer"),
     ("validate ndarray", lambda E, u, X, ds: uqx.validate(np.c_[E, u]),
      "build one with uqx.from_arrays"),
@@ -643,7 +654,7 @@ def test_saved_result_opened_as_input_points_to_read_netcdf(tmp_path):
     rng = np.random.default_rng(2)
     u = rng.uniform(0.5, 2, 300)
     res = uqx.validate(uqx.from_arrays(u * rng.standard_normal(300), u, name="r"), ["zms"],
-                       n_boot=100, n_mc=50, seed=1, conditional=False)
+                       bootstrap=100, copies=50, conditional=False, compute=uqx.Compute(seed=1))
     path = tmp_path / "res.nc"
     uqx.to_netcdf(res, path)
     with pytest.raises(uqx.InputError, match="saved uqx result.*read_netcdf"):
@@ -654,7 +665,8 @@ def test_api_validate_warns_of_too_small_settings_and_sets():
     rng = np.random.default_rng(3)
     u = rng.uniform(0.5, 2, 20)
     res = uqx.validate(uqx.from_arrays(u * rng.standard_normal(20), u, name="tiny"),
-                       ["zms"], n_boot=20, n_mc=20, seed=1, conditional=False)
+                       ["zms"], bootstrap=20, copies=20, conditional=False,
+                       compute=uqx.Compute(seed=1))
     warn = res["set_warnings"].item()
     assert "n-boot" in warn or "n_boot" in warn
     assert "M = 20" in warn

@@ -36,8 +36,8 @@ def csv(tmp_path):
 def result_nc(tmp_path_factory):
     """A small validation result (ZMS and RCE, no conditional routes) on disk."""
     df = _frame()
-    res = uqx.validate(from_arrays(df["E"], df["uE"], name="d"), ["zms", "rce"], n_boot=50,
-                       n_mc=50, seed=1, conditional=False)
+    res = uqx.validate(from_arrays(df["E"], df["uE"], name="d"), ["zms", "rce"], bootstrap=50,
+                       copies=50, conditional=False, compute=uqx.Compute(seed=1))
     return to_netcdf(res, tmp_path_factory.mktemp("res") / "res.nc")
 
 
@@ -142,7 +142,8 @@ def test_names_labels_and_titles_are_never_math(csv):
     df = _frame()
     two = uqx.stack([from_arrays(df["E"], df["uE"], X=df["X"], name=DOLLARS),
                      from_arrays(df["E"], df["uE"] * 1.1, name="gain $5 to $10")])
-    res = uqx.validate(two, ["zms", "rce"], n_boot=50, n_mc=50, seed=1, conditional=False)
+    res = uqx.validate(two, ["zms", "rce"], bootstrap=50, copies=50, conditional=False,
+                       compute=uqx.Compute(seed=1))
     figures = {
         "e_vs_u": P.e_vs_u(two, title="total $1 and $2"),  # panel titles, suptitle
         "distributions": P.distributions(two),  # left titles

@@ -28,7 +28,8 @@ def test_the_summary_of_a_hugely_overconfident_set_reads_a_factor():
     rng = np.random.default_rng(2)
     u = rng.uniform(0.5, 2.0, 500)
     ds = uqx.from_arrays(110 * u * rng.standard_normal(500), u, name="far")
-    res = uqx.validate(ds, ["zms", "rce"], n_boot=100, n_mc=200, seed=1, conditional=False)
+    res = uqx.validate(ds, ["zms", "rce"], bootstrap=100, copies=200, conditional=False,
+                       compute=uqx.Compute(seed=1))
     text = summary_text(res)
     assert re.search(r"uE 1\d\d× too small on average", text), text
     assert "111." not in text  # factors printed without a dangling point
@@ -41,8 +42,8 @@ def test_average_calibration_invalid_by_another_statistic_says_invalid_once():
     rng = np.random.default_rng(3)
     u = rng.uniform(0.1, 3.0, 2000)
     E = np.sqrt(u / np.mean(1 / u)) * rng.standard_normal(2000)  # ZMS 1, RCE about 0.35
-    res = uqx.validate(uqx.from_arrays(E, u, name="s"), ["zms", "rce"], n_boot=200, n_mc=500,
-                       seed=1, conditional=False)
+    res = uqx.validate(uqx.from_arrays(E, u, name="s"), ["zms", "rce"], bootstrap=200,
+                       copies=500, conditional=False, compute=uqx.Compute(seed=1))
     text = summary_text(res)
     assert "invalid: invalid" not in text
     assert res["verdict"].sel(stat="rce").item() == "diagnostic"

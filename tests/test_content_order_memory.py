@@ -241,7 +241,7 @@ def _count_in_place(monkeypatch):
     return calls
 
 
-KW = dict(n_boot=40, n_mc=20, seed=3, conditional=False)
+KW = dict(bootstrap=40, copies=20, conditional=False, compute=uqx.Compute(seed=3))
 
 
 def _tied_rows(rng, m=1500):

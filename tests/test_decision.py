@@ -265,7 +265,8 @@ def test_a_pure_bias_is_a_bias_not_an_inconsistency():
     import uqx
     from uqx.text.summary import summary_lines
 
-    res = uqx.validate(_bias_sets(3), n_boot=200, n_mc=500, seed=1, conditional=False)
+    res = uqx.validate(_bias_sets(3), bootstrap=200, copies=500, conditional=False,
+                       compute=uqx.Compute(seed=1))
     assert set(res["verdict"].sel(stat="zve").values) == {"diagnostic"}
     assert set(res["verdict"].sel(stat="mean_z").values) == {"invalid"}
     assert set(res["question_verdict"].sel(question="average").values) == {"invalid"}
@@ -281,15 +282,18 @@ def test_level_sets_the_intervals_only_and_alpha_the_family():
     import uqx
 
     ds = _bias_sets(1, M=500).isel(set=[0])
-    r = uqx.validate(ds, ["zms", "mean_z"], n_boot=200, n_mc=200, seed=1, level=0.8,
-                     conditional=False, resolution=False)
+    r = uqx.validate(ds, ["zms", "mean_z"], bootstrap=uqx.Bootstrap(n_boot=200, level=0.8),
+                     copies=200, conditional=False, decision=uqx.Decision(resolution=False),
+                     compute=uqx.Compute(seed=1))
     assert r.attrs["alpha_result"] == pytest.approx(ALPHA_RESULT)
     assert float(np.nanmax(r["question_level"].values)) == pytest.approx(ALPHA_RESULT)
-    r = uqx.validate(ds, ["zms", "mean_z"], n_boot=200, n_mc=200, seed=1, alpha=0.05,
-                     conditional=False, resolution=False)
+    r = uqx.validate(ds, ["zms", "mean_z"], bootstrap=200, copies=200, conditional=False,
+                     decision=uqx.Decision(alpha=0.05, resolution=False),
+                     compute=uqx.Compute(seed=1))
     assert float(np.nanmax(r["question_level"].values)) == pytest.approx(0.05)
     with pytest.raises(uqx.InputError, match="alpha"):
-        uqx.validate(ds, ["zms"], n_boot=200, n_mc=200, seed=1, alpha=0.7)
+        uqx.validate(ds, ["zms"], bootstrap=200, copies=200, decision=uqx.Decision(alpha=0.7),
+                     compute=uqx.Compute(seed=1))
 
 
 def test_a_valid_states_its_resolution_or_reads_inconclusive():
@@ -302,7 +306,8 @@ def test_a_valid_states_its_resolution_or_reads_inconclusive():
     M = 300
     u = 1.0 + 0.01 * rng.uniform(size=M)  # uE carry no information: CC has no power
     ds = uqx.from_arrays(u * rng.standard_normal(M), u, name="flat")
-    r = uqx.validate(ds, ["zms", "cc"], n_boot=200, n_mc=1000, seed=1, conditional=False)
+    r = uqx.validate(ds, ["zms", "cc"], bootstrap=200, copies=1000, conditional=False,
+                     compute=uqx.Compute(seed=1))
     q = r.sel(set="flat", question="ranking")
     assert q["question_verdict"].item() == "inconclusive"
     assert q["question_reason"].item() == NO_RESOLUTION
@@ -325,8 +330,9 @@ def test_binned_statistics_print_their_calibrated_band_not_a_bootstrap_interval(
     rng = np.random.default_rng(3)
     u = np.sqrt(3.0 / rng.gamma(3.0, 1.0, 1000))
     ds = uqx.from_arrays(u * rng.standard_normal(1000), u, name="cal")
-    r = uqx.validate(ds, ["zms", "ence", "zmse", "zms_scan"], n_boot=200, n_mc=300, seed=1,
-                     conditional=False, resolution=False)
+    r = uqx.validate(ds, ["zms", "ence", "zmse", "zms_scan"], bootstrap=200, copies=300,
+                     conditional=False, decision=uqx.Decision(resolution=False),
+                     compute=uqx.Compute(seed=1))
     text = format_validation(r)
     for st in ("ence", "zmse", "zms_scan"):
         row = next(line for line in text.splitlines() if f" {st} " in f" {line} ")
@@ -347,8 +353,9 @@ def test_a_rejection_withdrawn_by_the_tails_leaves_its_question_open(data_dir):
     import uqx
 
     ds = uqx.load_dataset("Perovskite_GPR_Bayesian", data_dir=data_dir)
-    r = uqx.validate(ds, ["zms", "mean_z", "cc", "zms_scan"], n_boot=200, n_mc=1000, seed=1,
-                     conditional=False, resolution=False)
+    r = uqx.validate(ds, ["zms", "mean_z", "cc", "zms_scan"], bootstrap=200, copies=1000,
+                     conditional=False, decision=uqx.Decision(resolution=False),
+                     compute=uqx.Compute(seed=1))
     assert "safety limit" in r["verdict_reason"].sel(stat="cc").item()
     q = r.sel(question="ranking")
     assert q["question_verdict"].item() == "inconclusive"

@@ -8,6 +8,7 @@ spread (3 sd above a 5 % size, 3 sd below a 95 % power); the full grid is
 import numpy as np
 import pytest
 
+import uqx
 from uqx.dataio.schema import group_of
 from uqx.errors import InputError
 from uqx.sweeps.error_rates import (
@@ -234,7 +235,7 @@ def test_block_of_sets_gives_the_verdicts_of_one_set_at_a_time():
     sets = [from_arrays(*synthetic_set("ig6_t6", "calibrated", 600, seed=3, index=i)[:2],
                         X=synthetic_set("ig6_t6", "calibrated", 600, seed=3, index=i)[2],
                         name=f"one-{i}") for i in range(3)]
-    kw = dict(n_boot=200, n_mc=100, seed=3, scheduler="synchronous")
+    kw = dict(bootstrap=200, copies=100, compute=uqx.Compute(seed=3, scheduler="synchronous"))
     with shared_nulls():
         block = validate(stack(sets), list(STATS), **kw)
     for i in range(3):

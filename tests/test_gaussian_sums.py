@@ -189,7 +189,7 @@ def test_validate_with_the_plan_is_a_function_of_the_set_of_rows(monkeypatch):
     M = 1500
     u = rng.integers(1, 6, M) * 0.3  # ties in uE
     E, X = u * rng.standard_normal(M), rng.uniform(0, 1, M).round(1)
-    kw = dict(n_boot=100, n_mc=200, seed=5, bins=10)
+    kw = dict(bootstrap=100, copies=200, binning=10, compute=uqx.Compute(seed=5))
     stats = ["zms", "rce", "ence", "zmse", "zve"]
     ref = uqx.validate(uqx.from_arrays(E, u, X=X, name="p"), stats, **kw)
     assert calls

@@ -58,7 +58,8 @@ BAD = {
 
 def _call(entry, ds):
     if entry == "validate":
-        return uqx.validate(ds, ["zms", "ence"], n_boot=50, n_mc=50, seed=1)
+        return uqx.validate(ds, ["zms", "ence"], bootstrap=50, copies=50,
+                            compute=uqx.Compute(seed=1))
     if entry == "bootstrap":
         return uqx.bootstrap(ds, ["zms", "cc"], n_boot=50, seed=1)
     if entry == "compute":
@@ -122,8 +123,9 @@ def test_drop_nonfinite_drops_and_counts_for_dataset_input():
 
 def test_validate_reports_dropped_rows():
     ds = _set(_good(), "E", 3, np.nan)
-    res = uqx.validate(ds, ["zms"], n_boot=50, n_mc=50, seed=1, conditional=False,
-                       drop_nonfinite=True)
+    res = uqx.validate(ds, ["zms"], bootstrap=50, copies=50,
+                       binning=uqx.Binning(drop_nonfinite=True), conditional=False,
+                       compute=uqx.Compute(seed=1))
     assert "1 row(s) dropped by filters" in res["set_warnings"].item()
 
 

@@ -116,7 +116,7 @@ def test_duplicated_rows_are_counted_in_a_warning(tmp_path, capsys):
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        res = uqx.validate(ds, n_boot=100, n_mc=100, seed=1)
+        res = uqx.validate(ds, bootstrap=100, copies=100, compute=uqx.Compute(seed=1))
     assert res["question_verdict"].sel(question="average").item() in (
         "valid", "invalid", "inconclusive")
 
@@ -280,7 +280,8 @@ def test_the_tables_of_one_selected_set():
     frame = _frame(400)
     ds = uqx.stack([uqx.from_arrays(frame["E"], frame["uE"], name="a"),
                     uqx.from_arrays(1.6 * frame["E"], frame["uE"], name="b")])
-    res = uqx.validate(ds, ["zms", "ence"], n_boot=100, n_mc=100, seed=1, conditional=False)
+    res = uqx.validate(ds, ["zms", "ence"], bootstrap=100, copies=100, conditional=False,
+                       compute=uqx.Compute(seed=1))
     one = res.isel(set=1)
     assert list(one.uqx.verdicts().index) == ["b"]
     assert one.uqx.summary() == res.uqx.summary()[1:]
@@ -291,7 +292,8 @@ def test_the_tables_of_one_selected_set():
 def test_a_bad_scheduler_is_named_before_computing(scheduler):
     ds = uqx.from_arrays(*_frame(100)[["E", "uE"]].to_numpy().T)
     with pytest.raises(uqx.InputError, match="scheduler must be one of threads"):
-        uqx.validate(ds, ["zms"], n_boot=50, n_mc=50, scheduler=scheduler)
+        uqx.validate(ds, ["zms"], bootstrap=50, copies=50,
+                     compute=uqx.Compute(scheduler=scheduler))
     with pytest.raises(uqx.InputError, match="scheduler must be one of threads"):
         uqx.bootstrap(ds, ["zms"], n_boot=50, scheduler=scheduler)
 
@@ -372,8 +374,8 @@ def test_a_feature_with_fewer_values_than_bins_is_a_grouping_not_bins():
     u = np.exp(rng.normal(0.0, 0.5, 400))
     E = u * rng.standard_normal(400)
     flag = (np.arange(400) % 2).astype(float)
-    res = uqx.validate(uqx.from_arrays(E, u, X=flag, name="flag"), n_boot=50, n_mc=100,
-                       seed=1, stats=["zms", "zms_scan", "zms_scan_X"])
+    res = uqx.validate(uqx.from_arrays(E, u, X=flag, name="flag"), bootstrap=50, copies=100,
+                       compute=uqx.Compute(seed=1), stats=["zms", "zms_scan", "zms_scan_X"])
     q = res["question_verdict"].sel(set="flag", question="adaptivity_X").item()
     why = str(res["question_reason"].sel(set="flag", question="adaptivity_X").item())
     assert q == "not tested" and "only 2 distinct values (0, 1)" in why and "by='X'" in why
@@ -410,8 +412,8 @@ def test_copies_with_an_infinite_statistic_do_not_warn():
     E = np.r_[np.full(497, 0.1), [1.0, 2.0, 3.0]]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        res = uqx.validate(uqx.from_arrays(E, np.ones(500), name="c"), n_boot=50, n_mc=100,
-                           seed=1)
+        res = uqx.validate(uqx.from_arrays(E, np.ones(500), name="c"), bootstrap=50, copies=100,
+                           compute=uqx.Compute(seed=1))
     assert str(res["question_verdict"].sel(set="c", question="average").item()) != ""
 
 
@@ -419,7 +421,7 @@ def test_a_tuple_of_arrays_is_pointed_to_from_arrays():
     """validate((E, uE)): the arrays are not data sets; the error names the builder."""
     E, u = np.array([0.1, -0.2, 0.3]), np.ones(3)
     with pytest.raises(uqx.InputError, match=r"uqx.from_arrays\(E, uE\)"):
-        uqx.validate((E, u), n_boot=50, n_mc=50, seed=1)
+        uqx.validate((E, u), bootstrap=50, copies=50, compute=uqx.Compute(seed=1))
 
 
 def test_a_data_set_with_uE_under_another_name_gets_the_rename():
@@ -427,4 +429,4 @@ def test_a_data_set_with_uE_under_another_name_gets_the_rename():
     ds = xr.Dataset({"E": ("sample", np.array([0.1, -0.2, 0.3])),
                      "sigma": ("sample", np.ones(3))})
     with pytest.raises(uqx.InputError, match=r"ds.rename\(\{'sigma': 'uE'\}\)"):
-        uqx.validate(ds, n_boot=50, n_mc=50, seed=1)
+        uqx.validate(ds, bootstrap=50, copies=50, compute=uqx.Compute(seed=1))

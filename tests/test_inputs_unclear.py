@@ -233,8 +233,9 @@ def test_pandas_na_in_an_object_series_is_a_missing_value():
     ds = xr.Dataset({"E": ("sample", E.to_numpy()), "uE": ("sample", df["uE"].to_numpy())})
     with pytest.raises(InputError, match=r"1 value\(s\) of E \(0-based rows 3\)"):
         uqx.compute(ds, ["zms"])
-    res = uqx.validate(ds, ["zms"], n_boot=50, n_mc=50, seed=1, conditional=False,
-                       drop_nonfinite=True)
+    res = uqx.validate(ds, ["zms"], bootstrap=50, copies=50,
+                       binning=uqx.Binning(drop_nonfinite=True), conditional=False,
+                       compute=uqx.Compute(seed=1))
     assert res["M"].item() == 49
     text = xr.Dataset({"E": ("sample", np.array(["a"] * 50, dtype=object)),
                        "uE": ("sample", df["uE"].to_numpy())})
@@ -246,7 +247,8 @@ def test_stack_where_only_some_sets_have_X():
     df = _frame(M=1200, seed=3)
     a = uqx.from_arrays(df["E"], df["uE"], X=df["X"], name="a")
     b = uqx.from_arrays(df["E"].to_numpy()[::-1], df["uE"].to_numpy()[::-1], name="b")
-    kw = dict(n_boot=100, n_mc=100, seed=1, conditional=False, resolution=False)
+    kw = dict(bootstrap=100, copies=100, conditional=False,
+              decision=uqx.Decision(resolution=False), compute=uqx.Compute(seed=1))
     # the default statistics test adaptivity on X for the sets that have X, as alone
     res = uqx.validate(uqx.stack([a, b]), **kw)
     assert list(res["set"].values) == ["a", "b"]
@@ -265,16 +267,18 @@ def test_stack_where_only_some_sets_have_X():
     assert np.isnan(res["estimate"].sel(set="b", stat="zms_scan_X")).item()
     assert res["verdict"].sel(set="b", stat="zms_scan_X").item() == "not tested"
     # statistics asked by name: those on X for the sets with X, `not tested` for the others
-    res = uqx.validate(uqx.stack([a, b]), ["zms", "ence_X"], n_boot=50, n_mc=50, seed=1)
+    res = uqx.validate(uqx.stack([a, b]), ["zms", "ence_X"], bootstrap=50, copies=50,
+                       compute=uqx.Compute(seed=1))
     assert res["verdict"].sel(set="b", stat="ence_X").item() == "not tested"
     assert res["verdict"].sel(set="a", stat="ence_X").item() != "not tested"
     assert "this set has no X" in res["question_reason"].sel(question="adaptivity_X",
                                                             set="b").item()
     with pytest.raises(InputError, match=r"^b: statistic 'ence_X' needs variable 'X', which "
                                          r"these sets do not have \(other sets do\)"):
-        uqx.validate(uqx.stack([a, b]), ["ence_X"], n_boot=50, n_mc=50, seed=1)
+        uqx.validate(uqx.stack([a, b]), ["ence_X"], bootstrap=50, copies=50,
+                     compute=uqx.Compute(seed=1))
     with pytest.raises(InputError, match=r"^b: statistic 'ence_X' needs variable 'X'"):
-        uqx.validate(b, ["zms", "ence_X"], n_boot=50, n_mc=50, seed=1)
+        uqx.validate(b, ["zms", "ence_X"], bootstrap=50, copies=50, compute=uqx.Compute(seed=1))
 
 
 # -------------------------------------------- 7. options that cannot give a test
@@ -288,7 +292,8 @@ def test_extrapolation_n_mc_below_two_is_refused_naming_the_option(tmp_path, cap
         assert rc == 2 and "--extrapolation-n-mc must be an integer >= 2" in err
         assert "untested" in err
     with pytest.raises(InputError, match="extrapolation_n_mc must be an integer >= 2"):
-        uqx.validate(uqx.from_arrays(_frame()["E"], _frame()["uE"]), extrapolation_n_mc=0)
+        uqx.validate(uqx.from_arrays(_frame()["E"], _frame()["uE"]),
+                     copies=uqx.Copies(extrapolation_n_mc=0))
 
 
 # ------------------------------------------------------- 8. empty equal-width bins
@@ -300,8 +305,9 @@ def test_empty_equal_width_bin_is_named_as_the_cause(tmp_path, capsys):
     ds = uqx.from_arrays(u * rng.standard_normal(u.size), u, name="tied")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = uqx.validate(ds, ["zms", "ence", "zmse"], n_boot=100, n_mc=100, seed=1,
-                           binning="equal-width", bins=10, conditional=False)
+        res = uqx.validate(ds, ["zms", "ence", "zmse"], bootstrap=100, copies=100,
+                           binning=uqx.Binning(scheme="equal-width", bins=10),
+                           conditional=False, compute=uqx.Compute(seed=1))
     assert not [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     for stat in ("ence", "zmse"):
         why = res["verdict_reason"].sel(set="tied", stat=stat).item()
@@ -318,10 +324,11 @@ def test_file_order_equals_content_order_without_ties():
     M = 900
     u = rng.uniform(0.5, 2.0, M)  # no ties
     E, X = u * rng.standard_normal(M), rng.uniform(0.0, 1.0, M)
-    kw = dict(n_boot=100, n_mc=100, seed=3, cond_n_boot=50, extrapolation_n_mc=20)
+    kw = dict(bootstrap=100, copies=uqx.Copies(n_mc=100, extrapolation_n_mc=20),
+              conditional=uqx.Conditional(cond_n_boot=50), compute=uqx.Compute(seed=3))
     ds = uqx.from_arrays(E, u, X=X, name="d")
-    a = uqx.validate(ds, ties="content", **kw)
-    b = uqx.validate(ds, ties="file-order", **kw)
+    a = uqx.validate(ds, binning=uqx.Binning(ties="content"), **kw)
+    b = uqx.validate(ds, binning=uqx.Binning(ties="file-order"), **kw)
     assert set(a.data_vars) == set(b.data_vars)
     for k in a.data_vars:
         x, y = a[k].values, b[k].values
@@ -332,7 +339,7 @@ def test_file_order_equals_content_order_without_ties():
     zms = lambda r: r[["ci_low", "ci_high"]].sel(stat="zms")  # noqa: E731
     shuffled = rng.permutation(M)  # file-order of another row order: the same too
     c = uqx.validate(uqx.from_arrays(E[shuffled], u[shuffled], X=X[shuffled], name="d"),
-                     ties="file-order", **kw)
+                     binning=uqx.Binning(ties="file-order"), **kw)
     xr.testing.assert_equal(zms(c), zms(b))  # values and coordinates, bit for bit
 
 

@@ -41,9 +41,11 @@ def test_set_results_do_not_depend_on_the_other_sets(rng):
 
 def test_validate_identical_across_workers(rng):
     ds = _data(rng)
-    kw = dict(n_boot=300, n_mc=200, seed=11, bins=10)
-    a = uqx.validate(ds, ["zms", "rce", "ence"], num_workers=1, **kw)
-    b = uqx.validate(ds, ["zms", "rce", "ence"], num_workers=2, **kw)
+    kw = dict(bootstrap=300, copies=200, binning=10)
+    a = uqx.validate(ds, ["zms", "rce", "ence"], compute=uqx.Compute(seed=11, num_workers=1),
+                     **kw)
+    b = uqx.validate(ds, ["zms", "rce", "ence"], compute=uqx.Compute(seed=11, num_workers=2),
+                     **kw)
     xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
 
 

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 
+import uqx
 from uqx.dataio.model import from_arrays, stack
 from uqx.report.document import write_report
 from uqx.workflow.validation import validate
@@ -26,14 +27,16 @@ def test_a_replaced_markdown_report_removes_the_old_data_figures(tmp_path):
     """`report -o r.md` twice kept the first data's figures in r_figures/."""
     path = tmp_path / "r.md"
     first = stack([_small("a", 1, X=True), _small("b", 3, X=True)])
-    res = validate(first, ["zms", "rce"], n_boot=100, n_mc=50, seed=2, conditional=False)
+    res = validate(first, ["zms", "rce"], bootstrap=100, copies=50, conditional=False,
+                   compute=uqx.Compute(seed=2))
     write_report(res, path, first)
     old = _links(path)
     assert any("set2" in ln for ln in old)
     mine = tmp_path / "r_figures" / "notes.txt"  # the user's own file stays
     mine.write_text("kept")
     second = _small("second", 2)
-    res = validate(second, ["zms", "rce"], n_boot=100, n_mc=50, seed=2, conditional=False)
+    res = validate(second, ["zms", "rce"], bootstrap=100, copies=50, conditional=False,
+                   compute=uqx.Compute(seed=2))
     write_report(res, path, second)
     new = _links(path)
     on_disk = {f"r_figures/{p.name}" for p in (tmp_path / "r_figures").glob("*.png")}

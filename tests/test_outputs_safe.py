@@ -174,7 +174,7 @@ def test_missing_directory_one_policy_for_api_and_cli(capsys, csv, tmp_path, no_
 
 def xr_result():
     return uqx.validate(from_arrays(np.linspace(-1, 1, 100), np.ones(100)), ["zms"],
-                        n_boot=50, n_mc=50, seed=1, conditional=False)
+                        bootstrap=50, copies=50, conditional=False, compute=uqx.Compute(seed=1))
 
 
 def test_check_output_path_unit(tmp_path):

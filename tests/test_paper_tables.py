@@ -16,6 +16,7 @@ Needs the literature data (``UQX_DATA_DIR``); skipped otherwise.
 import numpy as np
 import pytest
 
+import uqx
 from uqx.cli import main
 from uqx.dataio.datasets import load_paper_sets
 from uqx.engine.verdict import zeta_se
@@ -112,8 +113,9 @@ def paper_sets(data_dir):
 
 @pytest.fixture(scope="module")
 def table_iv(paper_sets):
-    return validate(paper_sets, ["zms", "rce"], n_boot=10_000, seed=1, conditional=False,
-                    ties="file-order")
+    return validate(paper_sets, ["zms", "rce"], bootstrap=10_000,
+                    binning=uqx.Binning(ties="file-order"), conditional=False,
+                    compute=uqx.Compute(seed=1))
 
 
 def test_table_iv_point_estimates(table_iv):
@@ -200,9 +202,10 @@ def test_table_iv_rendering(table_iv):
 def _run_table_a(paper_sets, n_mc, seed=1, stats=("zms", "cc", "ence", "zmse")):
     # resolution=False: the resolutions are not in Table A and leave every other variable
     # as it is (tests/test_verdict_claims.py::test_resolution_off_changes_no_verdict)
-    return validate(paper_sets, list(stats), n_boot=1000, n_mc=n_mc, seed=seed,
-                    simulate_all=True, bins=20, conditional=False, ties="file-order",
-                    resolution=False)
+    return validate(paper_sets, list(stats), bootstrap=1000,
+                    copies=uqx.Copies(n_mc=n_mc, simulate_all=True),
+                    binning=uqx.Binning(bins=20, ties="file-order"), conditional=False,
+                    decision=uqx.Decision(resolution=False), compute=uqx.Compute(seed=seed))
 
 
 def _check_references(res, n_mc):

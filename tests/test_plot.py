@@ -113,7 +113,8 @@ def validation(tmp_path_factory):
     import uqx
 
     res = uqx.validate(demo_sets(M=500, seed=2), stats=["zms", "rce", "cc", "ence"],
-                       n_boot=100, n_mc=50, seed=1, simulate_all=True, conditional=False)
+                       bootstrap=100, copies=uqx.Copies(n_mc=50, simulate_all=True),
+                       conditional=False, compute=uqx.Compute(seed=1))
     path = tmp_path_factory.mktemp("val") / "val.nc"
     uqx.to_netcdf(res, path)
     return path

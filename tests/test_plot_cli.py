@@ -65,7 +65,7 @@ def test_plot_zeta_from_validation_netcdf(tmp_path):
     from uqx.dataio.synth import demo_sets
 
     res = uqx.validate(demo_sets(M=400, seed=4).isel(set=[0, 1, 3]), stats=["zms", "rce"],
-                       n_boot=50, n_mc=20, seed=1, conditional=False)
+                       bootstrap=50, copies=20, conditional=False, compute=uqx.Compute(seed=1))
     nc = tmp_path / "val.nc"
     uqx.to_netcdf(res, nc)
     out = tmp_path / "zeta.png"

@@ -39,12 +39,14 @@ def no_x(data):
 @pytest.fixture(scope="module")
 def res_no_cc(no_x):
     """ZMS, RCE and ENCE only; no X: consistency only, no adaptivity."""
-    return uqx.validate(no_x, ["zms", "rce", "ence"], n_boot=100, n_mc=40, seed=1)
+    return uqx.validate(no_x, ["zms", "rce", "ence"], bootstrap=100, copies=40,
+                        compute=uqx.Compute(seed=1))
 
 
 @pytest.fixture(scope="module")
 def res_zms(data):
-    return uqx.validate(data, ["zms"], n_boot=100, n_mc=20, seed=1, conditional=False)
+    return uqx.validate(data, ["zms"], bootstrap=100, copies=20, conditional=False,
+                        compute=uqx.Compute(seed=1))
 
 
 def _panels(fig):

@@ -81,11 +81,13 @@ def test_api_shows_the_steps_when_asked_off_a_terminal(capsys):
     rng = np.random.default_rng(2)
     u = rng.uniform(0.5, 2.0, 300)
     ds = uqx.from_arrays(u * rng.standard_normal(300), u)
-    uqx.validate(ds, ["zms", "zmse"], n_boot=100, n_mc=50, seed=1, progress=True)
+    uqx.validate(ds, ["zms", "zmse"], bootstrap=100, copies=50,
+                 compute=uqx.Compute(seed=1, progress=True))
     err = capsys.readouterr().err
     assert f"uqx validate · step 1 of {len(STEPS)}: load" in err
     assert f"step {len(STEPS)} of {len(STEPS)}: finish" in err
-    uqx.validate(ds, ["zms"], n_boot=100, n_mc=50, seed=1)  # default: a terminal only
+    # default: a terminal only
+    uqx.validate(ds, ["zms"], bootstrap=100, copies=50, compute=uqx.Compute(seed=1))
     assert "step" not in capsys.readouterr().err
 
 

@@ -31,7 +31,8 @@ U = _RNG.uniform(0.5, 2.0, M)
 E = U * _RNG.standard_normal(M)
 X = _RNG.uniform(0.0, 1.0, M)
 STATS = ["zms", "rce", "mean_z", "cc", "zmse", "zms_scan_X"]
-VALIDATE = dict(n_boot=100, n_mc=60, seed=11, conditional=False, resolution=False)
+VALIDATE = dict(bootstrap=100, copies=60, conditional=False,
+                decision=uqx.Decision(resolution=False))
 COMPARED = ("estimate", "ci_low", "ci_high", "p_value", "verdict", "question_verdict")
 PROPERTY = settings(max_examples=6, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -55,7 +56,8 @@ def _assert_same(got, ref, names):
 
 @pytest.fixture(scope="module")
 def validated():
-    return uqx.validate(uqx.from_arrays(E, U, X=X, name="s"), STATS, **VALIDATE)
+    return uqx.validate(uqx.from_arrays(E, U, X=X, name="s"), STATS,
+                        compute=uqx.Compute(seed=11), **VALIDATE)
 
 
 @PROPERTY
@@ -66,7 +68,7 @@ def test_validate_is_a_function_of_the_set_of_rows(validated, perm_seed, chunk, 
     perm = np.random.default_rng(perm_seed).permutation(M)
     Ep, Up, Xp = _columns(perm, chunk)
     res = uqx.validate(uqx.from_arrays(Ep, Up, X=Xp, name="s"), STATS,
-                       scheduler=scheduler, **VALIDATE)
+                       compute=uqx.Compute(seed=11, scheduler=scheduler), **VALIDATE)
     _assert_same(res, validated, COMPARED)
 
 

@@ -241,7 +241,7 @@ def test_auto_chooses_inside_the_training_folds(monkeypatch):
 
 def test_check_gives_verdicts_before_and_after_on_the_same_rows():
     E, uE, X = _data(800, 16, c=2.0)  # uE too small by a factor 2
-    chk = uqx.check_recalibration((E, uE, X), "scale", seed=1, n_boot=200, n_mc=200,
+    chk = uqx.check_recalibration((E, uE, X), "scale", seed=1, bootstrap=200, copies=200,
                                   conditional=False)
     assert list(chk.result["set"].values) == ["before", "after"]
     v = chk.question_verdicts()
@@ -250,8 +250,8 @@ def test_check_gives_verdicts_before_and_after_on_the_same_rows():
     assert "average calibration: invalid -> valid" in chk.fixed()
     text = chk.text()
     assert "5-fold cross-fitting" in text and "before" in text
-    split = uqx.check_recalibration((E, uE), "scale", split=0.5, seed=1, n_boot=200,
-                                    n_mc=200, conditional=False)
+    split = uqx.check_recalibration((E, uE), "scale", split=0.5, seed=1, bootstrap=200,
+                                    copies=200, conditional=False)
     assert split.rows.size == 400 and "single split" in split.design
 
 
@@ -267,7 +267,7 @@ def test_nll_rows_are_the_normal_log_density_and_their_mean_is_the_nll():
 def test_check_compares_the_map_with_the_factor_alone_within_its_noise():
     # u = uE^1.5: the power law beats one factor far beyond the noise of the difference
     E, uE, _ = _data(1500, 22, gamma=1.5)
-    chk = uqx.check_recalibration((E, uE), "power", seed=3, n_boot=100, n_mc=200,
+    chk = uqx.check_recalibration((E, uE), "power", seed=3, bootstrap=100, copies=200,
                                   conditional=False)
     diff, se = chk.nll_vs_scale
     d = -np.log(chk.u_scale / chk.u) + 0.5 * chk.E**2 * (chk.u**-2 - chk.u_scale**-2)
@@ -275,7 +275,7 @@ def test_check_compares_the_map_with_the_factor_alone_within_its_noise():
     assert se == pytest.approx(d.std(ddof=1) / np.sqrt(d.size), rel=1e-9)
     assert diff < -2 * se and "better than the factor alone" in chk.text()
     # the factor itself: the same u, no difference to speak of
-    same = uqx.check_recalibration((E, uE), "scale", seed=3, n_boot=100, n_mc=200,
+    same = uqx.check_recalibration((E, uE), "scale", seed=3, bootstrap=100, copies=200,
                                    conditional=False)
     assert same.nll_vs_scale[0] == 0.0 and "than the factor alone" not in same.text()
 
@@ -300,7 +300,7 @@ def test_a_question_made_invalid_by_the_map_is_said_so():
 
 def test_check_says_what_bvs_on_uE_leaves_unfixed():
     E, uE, X = _data(1500, 17, x_effect=4.0)
-    chk = uqx.check_recalibration((E, uE, X), "bvs-uE", seed=2, n_boot=200, n_mc=200,
+    chk = uqx.check_recalibration((E, uE, X), "bvs-uE", seed=2, bootstrap=200, copies=200,
                                   conditional=False)
     assert chk.question_verdicts()["adaptivity_X"][1] == "invalid"
     assert any("adaptivity on X" in s and "bvs-X" in s for s in chk.unfixed())

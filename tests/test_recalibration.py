@@ -28,7 +28,8 @@ def result():
     sets = [uqx.from_arrays(1.3 * u * eps[0], u, name="scale"),
             uqx.from_arrays(1.15 * shape * eps[1], u, name="shape"),
             uqx.from_arrays(u * eps[2], u, name="calibrated")]
-    return uqx.validate(uqx.stack(sets), n_boot=300, n_mc=300, seed=7), sets
+    res = uqx.validate(uqx.stack(sets), bootstrap=300, copies=300, compute=uqx.Compute(seed=7))
+    return res, sets
 
 
 def test_the_factor_is_sqrt_zms_with_the_interval_its_test_keeps(result):
@@ -114,7 +115,7 @@ def test_an_inconclusive_zms_claims_nothing_about_a_factor():
     rng = np.random.default_rng(4)
     u = _u(rng)
     ds = uqx.from_arrays(1.3 * u * rng.standard_normal(M), u, name="s")
-    res = uqx.validate(ds, ["zms", "ence"], n_boot=100, n_mc=5, seed=1)
+    res = uqx.validate(ds, ["zms", "ence"], bootstrap=100, copies=5, compute=uqx.Compute(seed=1))
     assert res["verdict"].sel(stat="zms").item() == "inconclusive"
     why = res["rescaled_consistency_reason"].item()
     assert "no factor needed" not in why and why.startswith(
@@ -126,31 +127,34 @@ def test_without_zms_and_without_the_conditional_routes():
     rng = np.random.default_rng(3)
     u = _u(rng)
     ds = uqx.from_arrays(1.4 * u * rng.standard_normal(M), u, name="s")
-    res = uqx.validate(ds, ["rce", "ence"], n_boot=100, n_mc=100, seed=1)
+    res = uqx.validate(ds, ["rce", "ence"], bootstrap=100, copies=100,
+                       compute=uqx.Compute(seed=1))
     assert "scale_factor" not in res
-    res = uqx.validate(ds, ["zms", "ence"], n_boot=100, n_mc=300, seed=1, conditional=False)
+    res = uqx.validate(ds, ["zms", "ence"], bootstrap=100, copies=300, conditional=False,
+                       compute=uqx.Compute(seed=1))
     assert res["verdict"].sel(stat="zms").item() == "invalid"
     assert res["rescaled_consistency"].item() == "valid"  # E = 1.4 u eps: a factor fixes it
     assert res["scale_factor"].item() == pytest.approx(1.4, rel=0.06)
-    res = uqx.validate(ds, ["zms"], n_boot=100, n_mc=300, seed=1, conditional=False)
+    res = uqx.validate(ds, ["zms"], bootstrap=100, copies=300, conditional=False,
+                       compute=uqx.Compute(seed=1))
     assert res["rescaled_consistency"].item() == ""
     assert "needs a binned statistic on uE" in res["rescaled_consistency_reason"].item()
 
 
 def test_tolerance_claims_equivalence_by_two_one_sided_tests_under_every_member():
-    """validate(tolerance=T): the claim 'the average scale of uE within T' is 1 exactly when,
-    under every member that takes part, ZMS is significantly below the copies scaled to
-    the edge (1+T)^2 and above those scaled to (1+T)^-2 (slow twin: the p-values counted
-    copy by copy); it shows in the text, the JSON and the NetCDF; bad tolerances and a
-    tolerance without ZMS are clear errors."""
+    """validate(decision=Decision(tolerance=T)): the claim 'the average scale of uE within T' is
+    1 exactly when, under every member that takes part, ZMS is significantly below the
+    copies scaled to the edge (1+T)^2 and above those scaled to (1+T)^-2 (slow twin: the
+    p-values counted copy by copy); it shows in the text, the JSON and the NetCDF; bad
+    tolerances and a tolerance without ZMS are clear errors."""
     from uqx.errors import InputError
 
     rng = np.random.default_rng(8)
     u = _u(rng)
     sets = [uqx.from_arrays(f * u * rng.standard_normal(M), u, name=n)
             for f, n in ((1.0, "calibrated"), (1.3, "scale"), (1.03, "close"))]
-    res = uqx.validate(uqx.stack(sets), "zms", n_boot=200, n_mc=400, seed=2,
-                       conditional=False, tolerance=0.1)
+    res = uqx.validate(uqx.stack(sets), "zms", bootstrap=200, copies=400, conditional=False,
+                       decision=uqx.Decision(tolerance=0.1), compute=uqx.Compute(seed=2))
     w = res["scale_within_tolerance"].values
     assert w[0] == 1 and w[1] == 0  # calibrated: shown within 10 %; 30 % off: not
     est = res["estimate"].sel(stat="zms").values
@@ -171,10 +175,12 @@ def test_tolerance_claims_equivalence_by_two_one_sided_tests_under_every_member(
     rec = {r["dataset"]: r["scale_factor"]["tolerance"] for r in result_records(res)}
     assert rec["calibrated"]["within"] is True and rec["scale"]["within"] is False
     with pytest.raises(InputError, match="tolerance must be a positive number"):
-        uqx.validate(sets[0], "zms", n_boot=50, n_mc=50, tolerance=0.0)
+        uqx.validate(sets[0], "zms", bootstrap=50, copies=50,
+                     decision=uqx.Decision(tolerance=0.0))
     with pytest.raises(InputError, match="add zms"):
-        uqx.validate(sets[0], "rce", n_boot=50, n_mc=50, tolerance=0.1)
+        uqx.validate(sets[0], "rce", bootstrap=50, copies=50,
+                     decision=uqx.Decision(tolerance=0.1))
     # a claim needs copies that can reach the level
-    few = uqx.validate(sets[0], "zms", n_boot=50, n_mc=10, seed=1, conditional=False,
-                       tolerance=0.1)
+    few = uqx.validate(sets[0], "zms", bootstrap=50, copies=10, conditional=False,
+                       decision=uqx.Decision(tolerance=0.1), compute=uqx.Compute(seed=1))
     assert few["scale_within_tolerance"].item() == 0

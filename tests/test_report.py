@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
+import uqx
 from uqx.cli import main
 from uqx.dataio.model import InputError, from_arrays, iter_sets, stack
 from uqx.dataio.netcdf import read_netcdf
@@ -92,7 +93,8 @@ def paper(data_dir, request):
     ds = load_paper_sets(data_dir)
     if request.param == "four":
         ds = ds.sel(set=FOUR_KINDS)
-    res = validate(ds, n_boot=200, n_mc=50, seed=1, cond_n_boot=100, extrapolation_n_mc=20)
+    res = validate(ds, bootstrap=200, copies=uqx.Copies(n_mc=50, extrapolation_n_mc=20),
+                   conditional=uqx.Conditional(cond_n_boot=100), compute=uqx.Compute(seed=1))
     return ds, res, report(res, ds, dpi=60)  # low resolution: the same figures, faster
 
 
@@ -146,7 +148,8 @@ def test_markdown_report_paper_sets(paper):
 
 def test_markdown_file_links_png_files(tmp_path):
     ds = _small(X=False)
-    res = validate(ds, ["zms", "rce"], n_boot=200, n_mc=50, seed=2, conditional=False)
+    res = validate(ds, ["zms", "rce"], bootstrap=200, copies=50, conditional=False,
+                   compute=uqx.Compute(seed=2))
     path = write_report(res, tmp_path / "r.md", ds)
     text = path.read_text()
     links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", text)
@@ -157,7 +160,8 @@ def test_markdown_file_links_png_files(tmp_path):
 
 def test_text_is_escaped_and_missing_data_noted():
     ds = stack([_small(name="a<b>&c", X=False), _small(seed=4, name="plain", X=False)])
-    res = validate(ds, ["zms", "rce"], n_boot=200, n_mc=50, seed=2, conditional=False)
+    res = validate(ds, ["zms", "rce"], bootstrap=200, copies=50, conditional=False,
+                   compute=uqx.Compute(seed=2))
     page = report(res)
     _check_tags(page)
     assert "a<b>&c" not in page and "a&lt;b&gt;&amp;c" in page
@@ -170,7 +174,8 @@ def test_text_is_escaped_and_missing_data_noted():
 
 def test_data_matched_by_content():
     ds = _small(X=False)
-    res = validate(ds, ["zms"], n_boot=200, n_mc=50, seed=2, conditional=False)
+    res = validate(ds, ["zms"], bootstrap=200, copies=50, conditional=False,
+                   compute=uqx.Compute(seed=2))
     other = _small(seed=9, X=False)  # same name, other content
     page = report(res, other)
     assert "differ from those of the result" in page and page.count(IMG) == 1
@@ -230,8 +235,9 @@ def test_sets_open_with_their_answer_and_one_figure_and_no_figure_of_an_untested
     with_v = from_arrays(1.3 * u * rng.standard_normal(600), u, X=rng.uniform(0, 1, 600),
                          V=rng.normal(size=600), name="with_V")
     ds = stack([with_v, _small(seed=5, name="no_V")])
-    res = validate(ds, n_boot=100, n_mc=50, seed=2,  # the default statistics
-                   cond_n_boot=50, extrapolation_n_mc=10)
+    res = validate(ds, bootstrap=100, copies=uqx.Copies(n_mc=50, extrapolation_n_mc=10),
+                   # the default statistics
+                   conditional=uqx.Conditional(cond_n_boot=50), compute=uqx.Compute(seed=2))
     figs = diagnostic_figures(res, ds, dpi=30)
     for i, s in enumerate(["with_V", "no_V"]):
         keys = {f.key for f in figs[s]}

@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import uqx
 from uqx.dataio.model import from_arrays, stack
 from uqx.report import write_report
 from uqx.workflow.validation import validate
@@ -188,7 +189,7 @@ def page(tmp_path_factory):
     exe = _chromium_exe()
     tmp = tmp_path_factory.mktemp("report")
     ds = _sets()
-    res = validate(ds, n_boot=200, n_mc=50, seed=1)
+    res = validate(ds, bootstrap=200, copies=50, compute=uqx.Compute(seed=1))
     path = write_report(res, tmp / "report.html", ds)
     browser = Chromium(exe, tmp / "profile")
     try:

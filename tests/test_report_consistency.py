@@ -57,8 +57,8 @@ def data():
 
 @pytest.fixture(scope="module")
 def result(data):
-    return uqx.validate(data, ["zms", "rce", "cc", "ence", "zmse", "zve", "zmse_X"], n_boot=200,
-                        n_mc=100, seed=1)
+    return uqx.validate(data, ["zms", "rce", "cc", "ence", "zmse", "zve", "zmse_X"], bootstrap=200,
+                        copies=100, compute=uqx.Compute(seed=1))
 
 
 def _ci_word(method):
@@ -134,8 +134,8 @@ def test_every_number_of_every_report_figure_comes_from_the_result(drawn, result
 
 
 def test_reliability_follows_the_validated_bins(drawn, data):
-    res = uqx.validate(data, ["zms", "ence"], n_boot=100, n_mc=50, seed=2, bins=7,
-                       conditional=False)
+    res = uqx.validate(data, ["zms", "ence"], bootstrap=100, copies=50, binning=7,
+                       conditional=False, compute=uqx.Compute(seed=2))
     report(res, data, dpi=40)
     caption, texts = drawn["reliability"]
     check_figure(res, "reliability", caption, texts)
@@ -143,7 +143,8 @@ def test_reliability_follows_the_validated_bins(drawn, data):
 
 
 def test_reliability_without_validated_ence_says_so(drawn, data):
-    res = uqx.validate(data, ["zms", "rce"], n_boot=100, n_mc=50, seed=2, conditional=False)
+    res = uqx.validate(data, ["zms", "rce"], bootstrap=100, copies=50, conditional=False,
+                       compute=uqx.Compute(seed=2))
     report(res, data, dpi=40)
     caption, texts = drawn["reliability"]
     assert "ENCE was not among the validated statistics" in caption
@@ -206,7 +207,8 @@ def test_parameters_table_says_the_bins_used(tmp_path):
     rng = np.random.default_rng(4)
     u = rng.uniform(0.5, 2.0, 300)
     ds = uqx.from_arrays(u * rng.standard_normal(300), u, name="small300")
-    res = uqx.validate(ds, ["zms", "ence"], n_boot=100, n_mc=50, seed=1, conditional=False)
+    res = uqx.validate(ds, ["zms", "ence"], bootstrap=100, copies=50, conditional=False,
+                       compute=uqx.Compute(seed=1))
     page = report(res, ds, figures=False)
     assert "20 requested, 10 used" in page  # not a bare "20" beside a 10-bin ENCE
     saved = report(res, None, figures=True, dpi=30)

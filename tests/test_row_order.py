@@ -18,7 +18,6 @@ from uqx.cli import main
 from uqx.engine.binning import content_order
 
 STATS = ["zms", "rce", "cc", "ence", "zmse", "zve"]
-KW = dict(n_boot=200, n_mc=200, seed=5, bins=10)
 
 
 def _tied(rng, M=1200, levels=5):
@@ -27,9 +26,10 @@ def _tied(rng, M=1200, levels=5):
     return u * rng.standard_normal(M), u, rng.uniform(0, 1, M).round(1)
 
 
-def _validate(E, u, X, order, **kw):
+def _validate(E, u, X, order, n_boot=200, n_mc=200, ties="content"):
     ds = uqx.from_arrays(E[order], u[order], X=X[order], name="tied")
-    return uqx.validate(ds, STATS, **{**KW, **kw})
+    return uqx.validate(ds, STATS, bootstrap=n_boot, copies=n_mc,
+                        binning=uqx.Binning(bins=10, ties=ties), compute=uqx.Compute(seed=5))
 
 
 def _assert_same(a, b):
@@ -116,7 +116,7 @@ def test_qm9_verdicts_do_not_depend_on_the_row_order(data_dir):
     the rows sorted by |E|."""
     ds = uqx.load_dataset("QM9_E", data_dir=data_dir)
     sd = next(uqx.dataio.model.iter_sets(ds))
-    kw = dict(n_boot=100, n_mc=100, seed=1, conditional=False)
+    kw = dict(bootstrap=100, copies=100, conditional=False, compute=uqx.Compute(seed=1))
     a = uqx.validate(uqx.from_arrays(sd.E, sd.uE, name="q"), ["ence", "zmse"], **kw)
     o = np.argsort(np.abs(sd.E), kind="stable")
     b = uqx.validate(uqx.from_arrays(sd.E[o], sd.uE[o], name="q"), ["ence", "zmse"], **kw)

@@ -17,7 +17,7 @@ from uqx.inference.curves.confidence import calibration_curve
 from uqx.inference.curves.intervals import local_range_ratio, picp
 from uqx.inference.fits import fit_sets
 
-KW = dict(seed=2, n_boot=200, n_mc=200)
+KW = dict(bootstrap=200, copies=200, compute=uqx.Compute(seed=2))
 
 
 def _sets(M=600, n=2):
@@ -39,7 +39,8 @@ def sets():
 def results(sets):
     """Results that, together, write every variable of uqx.validate."""
     rich = uqx.validate(sets, stats=["zms", "mean_z", "rce", "cc", "ence", "zmse", "zve",
-                                     "zmse_X", "zms_scan_V"], tolerance=0.1, **KW)
+                                     "zmse_X", "zms_scan_V"],
+                        decision=uqx.Decision(tolerance=0.1), **KW)
     streamed = uqx.validate(sets.chunk({"sample": 300}), stats=["zms", "rce"],
                             conditional=False, **KW)
     return rich, streamed

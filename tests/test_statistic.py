@@ -273,5 +273,6 @@ def test_both_uce_conventions_are_offered_and_named():
     assert "Laves" in S.STATISTICS["uce_w"].finish.__doc__
     assert "weighted" in S.STATISTICS["uce_w"].long_name
     ds = uqx.from_arrays(E, u, name="w")
-    res = uqx.validate(ds, ["uce", "uce_w"], n_boot=50, n_mc=50, seed=1, conditional=False)
+    res = uqx.validate(ds, ["uce", "uce_w"], bootstrap=50, copies=50, conditional=False,
+                       compute=uqx.Compute(seed=1))
     assert np.isfinite(res["estimate"].sel(stat="uce_w").item())

@@ -35,8 +35,9 @@ def tied(tmp_path_factory):
 @pytest.mark.parametrize("ties", ["content", "file-order"])
 def test_stats_gives_the_numbers_of_validate_on_tied_uE(tied, capsys, ties):
     path, _ = tied
-    res = uqx.validate(uqx.read_csv(path), BINNED, n_boot=50, n_mc=50, seed=1,
-                       conditional=False, ties=ties)
+    res = uqx.validate(uqx.read_csv(path), BINNED, bootstrap=50, copies=50,
+                       binning=uqx.Binning(ties=ties), conditional=False,
+                       compute=uqx.Compute(seed=1))
     args = ["stats", str(path), "--format", "json", "-q"]
     assert main(args + (["--ties", ties] if ties != "content" else [])) == 0
     got = json.loads(capsys.readouterr().out)[0]["stats"]
@@ -80,7 +81,8 @@ def test_the_report_reliability_diagram_uses_the_validated_bins(tied):
 
     _, frame = tied
     ds = uqx.from_dataframe(frame, name="tied")
-    res = uqx.validate(ds, ["zms", "ence"], n_boot=50, n_mc=50, seed=1, conditional=False)
+    res = uqx.validate(ds, ["zms", "ence"], bootstrap=50, copies=50, conditional=False,
+                       compute=uqx.Compute(seed=1))
     (figs,) = [v for k, v in diagnostic_figures(res, ds).items() if k == "tied"]
     (caption,) = [c for k, c, _png, _why in figs if k == "reliability"]
     assert "is the validated ENCE" in caption and "differs" not in caption

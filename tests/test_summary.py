@@ -44,14 +44,15 @@ def _demo_with_bias():
 
 @pytest.fixture(scope="module")
 def demo():
-    return uqx.validate(_demo_with_bias(), n_mc=N_MC, n_boot=N_BOOT, seed=3)
+    return uqx.validate(_demo_with_bias(), bootstrap=N_BOOT, copies=N_MC,
+                        compute=uqx.Compute(seed=3))
 
 
 @pytest.fixture(scope="module")
 def paper(data_dir):
     ds = uqx.load_paper_sets(data_dir)
-    return uqx.validate(ds, ["zms", "rce", "mean_z", "cc", "zmse", "zms_scan"], n_mc=150,
-                        n_boot=100, seed=1, conditional=False)
+    return uqx.validate(ds, ["zms", "rce", "mean_z", "cc", "zmse", "zms_scan"], bootstrap=100,
+                        copies=150, conditional=False, compute=uqx.Compute(seed=1))
 
 
 # ------------------------------------------------------------------ the checker
@@ -500,7 +501,8 @@ def test_a_feature_without_its_statistics_is_said_not_left_blank():
     rng = np.random.default_rng(4)
     u = rng.uniform(0.5, 2.0, 1000)
     ds = uqx.from_arrays(u * rng.standard_normal(1000), u, X=rng.uniform(0, 1, 1000), name="a")
-    res = uqx.validate(ds, "zms,zmse", n_boot=100, n_mc=100, seed=1, conditional=False)
+    res = uqx.validate(ds, "zms,zmse", bootstrap=100, copies=100, conditional=False,
+                       compute=uqx.Compute(seed=1))
     why = dict(zip(res["question"].values, res["question_reason"].values[0], strict=True))
     assert "add zms_scan_X" in why["adaptivity_X"] and why["adaptivity_V"] == ""
     assert "Adaptivity (X) not tested: none of its statistics was requested" in \
@@ -508,18 +510,19 @@ def test_a_feature_without_its_statistics_is_said_not_left_blank():
     # in a stack where another set lacks X, adding X's statistics works (they are computed
     # for the sets with X): the same advice, and the set without X says it has none
     b = uqx.from_arrays(u * rng.standard_normal(1000), u, name="b")
-    res = uqx.validate(uqx.stack([ds, b]), "zms,zmse", n_boot=100, n_mc=100, seed=1,
-                       conditional=False)
+    res = uqx.validate(uqx.stack([ds, b]), "zms,zmse", bootstrap=100, copies=100,
+                       conditional=False, compute=uqx.Compute(seed=1))
     why = res["question_reason"].sel(question="adaptivity_X", set="a").item()
     assert "add zms_scan_X" in why
     assert "this set has no X" in res["question_reason"].sel(question="adaptivity_X",
                                                              set="b").item()
-    res = uqx.validate(uqx.stack([ds, b]), "zms,zmse,zms_scan_X", n_boot=100, n_mc=100,
-                       seed=1, conditional=False)
+    res = uqx.validate(uqx.stack([ds, b]), "zms,zmse,zms_scan_X", bootstrap=100, copies=100,
+                       conditional=False, compute=uqx.Compute(seed=1))
     assert res["question_verdict"].sel(question="adaptivity_X", set="a").item() != \
         "not tested"
     # asked: tested, with no such reason
-    res = uqx.validate(ds, "zms,zms_scan_X", n_boot=100, n_mc=100, seed=1, conditional=False)
+    res = uqx.validate(ds, "zms,zms_scan_X", bootstrap=100, copies=100, conditional=False,
+                       compute=uqx.Compute(seed=1))
     q = list(res["question"].values).index("adaptivity_X")
     assert res["question_verdict"].values[0, q] != "not tested"
 

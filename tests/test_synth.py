@@ -146,7 +146,8 @@ def test_primer_table_ii(cases, case):
 def test_primer_table_i_average_calibration(cases):
     """003 Table II / Sect. III B: A, B, E, F pass both tests; D fails both; C (not
     consistent) keeps <E²> = <u²> (RCE passes) but fails Var(Z) = 1 (ZMS fails)."""
-    r = uqx.validate(cases, ["zms", "rce"], n_boot=500, n_mc=300, conditional=False, seed=1)
+    r = uqx.validate(cases, ["zms", "rce"], bootstrap=500, copies=300, conditional=False,
+                     compute=uqx.Compute(seed=1))
     verdict = r["verdict"].to_pandas()
     # RCE is a diagnostic (ZMS tests the scale; RCE's unadjusted p-values are kept)
     for k in "ABEF":

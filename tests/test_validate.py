@@ -29,7 +29,7 @@ from uqx.workflow.validation import DEFAULT_STATS, TAILEDNESS_VARS, validate
 M = 1500
 STATS = ["zms", "rce", "var_z", "mean_z", "nll", "cc", "ence", "zmse", "zve"]
 PREDEFINED = {"zms": 1.0, "rce": 0.0, "var_z": 1.0, "mean_z": 0.0}
-KW = dict(n_boot=300, n_mc=500)
+KW = dict(bootstrap=300, copies=500)
 
 
 def _synthetic():
@@ -52,7 +52,7 @@ def synth():
 
 @pytest.fixture(scope="module")
 def res(synth):
-    return validate(synth, STATS, seed=1, **KW)
+    return validate(synth, STATS, compute=uqx.Compute(seed=1), **KW)
 
 
 # ---------------------------------------------------------------- verdicts
@@ -274,8 +274,9 @@ def test_d_sensitive_statistics(res):
 
 def test_simulated_references_used_when_d_insensitive(synth):
     # ν = 1e6: t_s(ν) ≈ N, so the two references agree within MC noise.
-    r = validate(synth.isel(set=[0]), ["cc", "ence", "zmse", "zve"], nu=1e6, seed=1,
-                 conditional=False, **KW)
+    r = validate(synth.isel(set=[0]), ["cc", "ence", "zmse", "zve"], bootstrap=300,
+                 copies=uqx.Copies(n_mc=500, nu=1e6), conditional=False,
+                 compute=uqx.Compute(seed=1))
     assert list(r["dist"].values) == ["N", "T1e+06"]
     assert set(r["reference_kind"].values.ravel()) == {"simulated"}
     zs = zeta_score(r["estimate"], r["sim_reference"].sel(dist="N"), r["ci_low"], r["ci_high"],
@@ -294,15 +295,17 @@ def test_simulated_references_used_when_d_insensitive(synth):
 
 
 def test_simulate_all_fills_predefined_statistics(synth):
-    r = validate(synth.isel(set=[0, 1]), ["zms", "cc"], simulate_all=True, seed=2,
-                 conditional=False, **KW)
+    r = validate(synth.isel(set=[0, 1]), ["zms", "cc"], bootstrap=300,
+                 copies=uqx.Copies(n_mc=500, simulate_all=True), conditional=False,
+                 compute=uqx.Compute(seed=2))
     zms = r.sel(stat="zms")
     assert np.isfinite(zms["sim_reference"].values).all()
     assert set(zms["reference_kind"].values) == {"predefined"}
     np.testing.assert_array_equal(zms["reference"].values, 1.0)
     # the simulated ZMS reference of calibrated errors is 1 within a few MC standard errors
     assert np.all(np.abs(zms["sim_reference"].values - 1) < 5 * zms["sim_reference_se"].values)
-    off = validate(synth.isel(set=[0]), ["zms"], seed=2, conditional=False, **KW)
+    off = validate(synth.isel(set=[0]), ["zms"], conditional=False, compute=uqx.Compute(seed=2),
+                   **KW)
     assert np.isnan(off["sim_reference"].values).all()
 
 
@@ -337,7 +340,8 @@ def test_tailedness_warnings(res):
 def test_dropped_rows_warning():
     E, u = nig(400, 20.0, seed=3)
     ds = uqx.from_arrays(np.append(E, np.nan), np.append(u, 1.0), drop_nonfinite=True, name="d")
-    r = validate(ds, ["zms"], seed=1, conditional=False, n_boot=100, n_mc=10)
+    r = validate(ds, ["zms"], bootstrap=100, copies=10, conditional=False,
+                 compute=uqx.Compute(seed=1))
     assert "1 row(s) dropped by filters" in split_warnings(r["set_warnings"].item())
 
 
@@ -493,7 +497,8 @@ def test_result_records_json(res):
 
 
 def test_records_without_conditional(synth):
-    r = validate(synth.isel(set=[0]), ["zms"], seed=1, conditional=False, n_boot=100, n_mc=10)
+    r = validate(synth.isel(set=[0]), ["zms"], bootstrap=100, copies=10, conditional=False,
+                 compute=uqx.Compute(seed=1))
     (rec,) = result_records(r)
     assert set(rec) == {"dataset", "M", "summary", "questions", "stats", "warnings", "settings",
                         "scale_factor"}
@@ -513,22 +518,25 @@ def _drop_time(r):
 
 
 def test_same_seed_identical_results(synth):
-    kw = dict(seed=7, n_boot=150, n_mc=60, cond_n_boot=100)
+    kw = dict(bootstrap=150, copies=60, conditional=uqx.Conditional(cond_n_boot=100),
+              compute=uqx.Compute(seed=7))
     sub = synth.isel(set=[0, 2])
     a = validate(sub, ["zms", "rce", "cc", "ence"], **kw)
     b = validate(sub, ["zms", "rce", "cc", "ence"], **kw)
     xr.testing.assert_identical(_drop_time(a), _drop_time(b))
-    c = validate(sub, ["zms", "rce", "cc", "ence"], **{**kw, "seed": 8})
+    c = validate(sub, ["zms", "rce", "cc", "ence"], **{**kw, "compute": uqx.Compute(seed=8)})
     assert not np.array_equal(a["ci_low"].values, c["ci_low"].values)
     np.testing.assert_array_equal(a["estimate"].values, c["estimate"].values)
-    sync = validate(sub, ["zms", "rce", "cc", "ence"], scheduler="synchronous", **kw)
+    sync = validate(sub, ["zms", "rce", "cc", "ence"],
+                    compute=uqx.Compute(seed=7, scheduler="synchronous"),
+                    **{k: v for k, v in kw.items() if k != "compute"})
     xr.testing.assert_identical(_drop_time(a), _drop_time(sync))
 
 
 def test_drawn_seed_is_recorded(synth):
-    r = validate(synth.isel(set=[0]), ["zms"], conditional=False, n_boot=50, n_mc=10)
-    again = validate(synth.isel(set=[0]), ["zms"], conditional=False, n_boot=50, n_mc=10,
-                     seed=r.attrs["seed"])
+    r = validate(synth.isel(set=[0]), ["zms"], bootstrap=50, copies=10, conditional=False)
+    again = validate(synth.isel(set=[0]), ["zms"], bootstrap=50, copies=10, conditional=False,
+                     compute=uqx.Compute(seed=r.attrs["seed"]))
     np.testing.assert_array_equal(r["ci_low"].values, again["ci_low"].values)
 
 
@@ -543,17 +551,20 @@ def test_drawn_seed_is_recorded(synth):
 )
 def test_bad_statistics_raise_input_error(synth, stats, match):
     with pytest.raises(InputError, match=match):
-        validate(synth.isel(set=[1]), stats, seed=1, n_boot=50, n_mc=10, conditional=False)
+        validate(synth.isel(set=[1]), stats, bootstrap=50, copies=10, conditional=False,
+                 compute=uqx.Compute(seed=1))
 
 
 def test_bad_numbers_raise_input_error(synth):
     one = synth.isel(set=[0])
     with pytest.raises(InputError, match="n_boot"):
-        validate(one, ["zms"], n_boot=1, n_mc=10, seed=1)
+        validate(one, ["zms"], bootstrap=1, copies=10, compute=uqx.Compute(seed=1))
     with pytest.raises(InputError, match="n_mc"):
-        validate(one, ["cc"], n_boot=50, n_mc=1, seed=1, conditional=False)
+        validate(one, ["cc"], bootstrap=50, copies=1, conditional=False,
+                 compute=uqx.Compute(seed=1))
     with pytest.raises(InputError, match="nu > 2"):
-        validate(one, ["cc"], n_boot=50, n_mc=10, seed=1, nu=2.0, conditional=False)
+        validate(one, ["cc"], bootstrap=50, copies=uqx.Copies(n_mc=10, nu=2.0),
+                 conditional=False, compute=uqx.Compute(seed=1))
 
 
 def test_default_stats_and_demo_sets():
@@ -562,7 +573,8 @@ def test_default_stats_and_demo_sets():
     ds = demo_sets(M=1000, seed=3)
     assert list(ds["set"].values) == ["calibrated", "overconfident", "underconfident",
                                       "inconsistent", "nonadaptive", "heavy_tailed"]
-    r = validate(ds, ["zms", "rce"], seed=1, n_boot=300, n_mc=10, cond_n_boot=200)
+    r = validate(ds, ["zms", "rce"], bootstrap=300, copies=10,
+                 conditional=uqx.Conditional(cond_n_boot=200), compute=uqx.Compute(seed=1))
     zms = r["zeta"].sel(stat="zms")
     assert float(zms.sel(set="overconfident")) > 1
     assert float(zms.sel(set="underconfident")) < -1
@@ -580,7 +592,7 @@ def test_fitted_member_reads_nu_from_z_scaled_in_bins_unless_streamed():
     u = np.sqrt(1 / rng.gamma(3, 1 / 3, 1200))
     E = u * rng.standard_t(5, 1200) / np.sqrt(5 / 3)
     ds = uqx.from_arrays(E, np.sqrt(u) * np.sqrt(np.mean(u * u) / np.mean(u)), name="g")
-    kw = dict(n_boot=200, n_mc=100, seed=2)
+    kw = dict(bootstrap=200, copies=100, compute=uqx.Compute(seed=2))
     loaded = validate(ds, ["zms", "ence"], **kw)
     streamed = validate(ds, ["zms", "rce"], conditional=False, **kw)
     rep = ds["uE"].values
@@ -602,7 +614,8 @@ def test_two_sided_statistics_fit_member_sits_at_the_heavy_end_of_nu():
     o = content_order(u, E)  # the rows as validate orders them: copies keyed by them
     E, u = E[o], u[o]
     ds = uqx.from_arrays(E, u, name="t4")
-    r = validate(ds, ["zms", "ence"], n_boot=400, n_mc=500, seed=0, conditional=False)
+    r = validate(ds, ["zms", "ence"], bootstrap=400, copies=500, conditional=False,
+                 compute=uqx.Compute(seed=0))
     nu_two = float(r["nu_fit_two_sided"].values[0])
     assert nu_two == float(nu_on_grid(nu_heavy_bound(kappa_cs_z2_local(E, u), 500)))
     assert nu_two < float(r["nu_fit"].values[0])
@@ -635,7 +648,7 @@ def test_fitted_member_drawn_once_when_every_test_is_two_sided(monkeypatch):
     rng = np.random.default_rng(4)
     u = np.sqrt(1 / rng.gamma(3, 1 / 3, 600))
     ds = uqx.from_arrays(u * rng.standard_t(5, 600) / np.sqrt(5 / 3), u, name="t5")
-    kw = dict(n_boot=200, n_mc=200, seed=1)
+    kw = dict(bootstrap=200, copies=200, compute=uqx.Compute(seed=1))
     mixed = validate(ds, ["zms", "ence"], conditional=False, **kw)
     # N, T6, fit at nu_hat (joint), data (within the bins of uE); fit again for ZMS at
     # the heavy end, and the data's z-scores of the whole set for ZMS
@@ -655,7 +668,8 @@ def test_conditional_table_says_when_no_route_could_be_tested():
     rng = np.random.default_rng(3)
     u = np.sqrt(1 / rng.gamma(3, 1 / 3, 500))
     ds = uqx.from_arrays(u * rng.standard_normal(500), u, X=rng.uniform(size=500), name="s")
-    r = validate(ds, ["zms", "ence"], n_boot=200, n_mc=100, seed=1)  # M = 500: no X route
+    # M = 500: no X route
+    r = validate(ds, ["zms", "ence"], bootstrap=200, copies=100, compute=uqx.Compute(seed=1))
     t = conditional_table(r)
     head = t.loc[("s", "adaptivity (X)", "headline"), "interval"]
     assert head == "no test of the question could be run"

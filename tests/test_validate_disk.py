@@ -115,8 +115,9 @@ def test_validate_disk_equals_memory_bitwise(disk, disk_two_groups, case):
     conditional = case == "binned-conditional"
     path, E, u = disk_two_groups if case == "moments-two-groups" else disk
     stats = ["zms", "rce"] if not conditional else ["zms", "rce", "ence"]
-    kw = dict(n_boot=200, n_mc=20, seed=3, conditional=conditional,
-              extrapolation_n_mc=10, cond_n_boot=50)
+    kw = dict(bootstrap=200, copies=uqx.Copies(n_mc=20, extrapolation_n_mc=10),
+              conditional=uqx.Conditional(enabled=conditional, cond_n_boot=50),
+              compute=uqx.Compute(seed=3))
     lazy = open_dataset(path, chunks=CHUNK)
     assert lazy["E"].data.numblocks[0] > 5
     assert streams(stats, conditional=conditional) is (not conditional)
@@ -127,7 +128,7 @@ def test_validate_disk_equals_memory_bitwise(disk, disk_two_groups, case):
     # what it avoids): its in-memory twin is the file-order convention on a file whose
     # rows are in the order of uE (_write)
     b = uqx.validate(uqx.from_arrays(E, u, name="disk"), stats, **kw,
-                     ties="content" if conditional else "file-order")
+                     binning=uqx.Binning(ties="content" if conditional else "file-order"))
     assert a.attrs["input_digests"] == b.attrs["input_digests"]
     _same(a, b)
     assert memory_note(uqx.from_arrays(E, u), stats, conditional=conditional) is None
@@ -142,8 +143,9 @@ def test_cli_validate_netcdf(disk, tmp_path, capsys):
     assert rc == 0, cap.err
     assert "disk-backed input (200000 rows)" in cap.err and "stream" in cap.err
     res = uqx.read_netcdf(out)
-    ref = uqx.validate(uqx.from_arrays(E, u, name="disk"), ["zms", "rce"], n_boot=100,
-                       n_mc=10, seed=2, conditional=False, ties="file-order")
+    ref = uqx.validate(uqx.from_arrays(E, u, name="disk"), ["zms", "rce"], bootstrap=100,
+                       copies=10, binning=uqx.Binning(ties="file-order"), conditional=False,
+                       compute=uqx.Compute(seed=2))
     np.testing.assert_array_equal(res["ci_low"].values, ref["ci_low"].values)
     rc = main(["validate", str(tmp_path / "none.nc"), "--stats", "zms"])
     assert rc == 2 and "file not found" in capsys.readouterr().err

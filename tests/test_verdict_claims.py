@@ -31,7 +31,7 @@ def _outliers(k, M=500):
 
 def test_valid_never_stamped_while_a_member_rejects():
     res = uqx.validate(uqx.stack([_outliers(k) for k in range(8)]), ["zms", "rce"],
-                       n_boot=200, n_mc=300, seed=1, conditional=False)
+                       bootstrap=200, copies=300, conditional=False, compute=uqx.Compute(seed=1))
     p = res["p_value"].values  # (set, stat, member)
     band = 2 * pvalue_noise(p, 300)
     valid = res["verdict"].values == "valid"
@@ -45,8 +45,8 @@ def test_valid_never_stamped_while_a_member_rejects():
 def test_valid_states_its_resolution(rng):
     u = rng.uniform(0.5, 2.0, 2000)
     ds = uqx.from_arrays(u * rng.standard_normal(2000), u, name="cal")
-    res = uqx.validate(ds, ["zms", "rce", "mean_z"], n_boot=200, n_mc=400, seed=2,
-                       conditional=False)
+    res = uqx.validate(ds, ["zms", "rce", "mean_z"], bootstrap=200, copies=400,
+                       conditional=False, compute=uqx.Compute(seed=2))
     lo, hi = res["resolution_low"].values[0], res["resolution_high"].values[0]
     # ZMS at M = 2000, normal errors: sd of ZMS = sqrt(2/M) = 0.032, so an 80 % power
     # two-sided test at 5 % needs f^2 - 1 ~ 2.8 sd: f ~ 1.045
@@ -74,7 +74,7 @@ def test_resolution_power_matches_simulation():
 
 def test_no_verdict_from_too_few_copies():
     ds = uqx.read_csv("data/examples/demo_inconsistent.csv", E="E", uE="uE", X="X")
-    res = uqx.validate(ds, n_boot=100, n_mc=10, seed=1)
+    res = uqx.validate(ds, bootstrap=100, copies=10, compute=uqx.Compute(seed=1))
     for v in ("verdict", "question_verdict", "extrap_verdict"):
         assert "valid" not in set(res[v].values.ravel()), v
     # an `invalid` needs no reach (its rate is controlled at any n); a `valid` does
@@ -83,8 +83,8 @@ def test_no_verdict_from_too_few_copies():
 
 
 def test_demo_with_two_copies_says_nothing_valid():
-    res = uqx.validate(demo_sets(M=1000), ["zms", "rce", "cc", "ence", "zmse"], n_boot=2,
-                       n_mc=2, seed=1)
+    res = uqx.validate(demo_sets(M=1000), ["zms", "rce", "cc", "ence", "zmse"], bootstrap=2,
+                       copies=2, compute=uqx.Compute(seed=1))
     assert "valid" not in set(res["verdict"].values.ravel())
     assert "valid" not in set(res["question_verdict"].values.ravel())
 
@@ -97,7 +97,8 @@ def test_heavy_tails_beyond_the_safety_limits_are_not_rejected():
         E = u * rng.standard_t(2.5, 2000) / np.sqrt(5)  # unit variance t(2.5)
         sets.append(uqx.from_arrays(E, u, X=rng.uniform(0, 1, 2000), name=f"t{k}"))
     res = uqx.validate(uqx.stack(sets), ["zms", "rce", "cc", "ence", "zmse", "zve"],
-                       n_boot=200, n_mc=300, seed=1, resolution=False)
+                       bootstrap=200, copies=300, decision=uqx.Decision(resolution=False),
+                       compute=uqx.Compute(seed=1))
     assert np.all(res["kappa_cs_z2_local"].values > 5)
     for v in ("verdict", "question_verdict", "extrap_verdict"):
         assert "invalid" not in set(res[v].values.ravel()), v
@@ -123,7 +124,8 @@ def test_small_samples_that_cannot_exclude_heavier_tails_are_not_rejected():
             break
     assert len(sets) == 6
     res = uqx.validate(uqx.stack(sets), ["zms", "rce", "mean_z", "ence", "zmse", "zve"],
-                       n_boot=200, n_mc=300, seed=1, resolution=False)
+                       bootstrap=200, copies=300, decision=uqx.Decision(resolution=False),
+                       compute=uqx.Compute(seed=1))
     kappa = res["kappa_cs_z2_local"].values
     assert np.all(kappa < 5) and not tails_within_reach(kappa, 200).any()
     z2 = res["verdict"].sel(stat=["zms", "rce", "ence", "zmse", "zve"]).values
@@ -170,8 +172,8 @@ def test_consistent_data_whose_shape_changes_with_u_are_not_rejected():
     """Finding 4: CC's copies assumed one shape for every uE (invalid on 37/40 sets); the
     data member now resamples each bin of uE from its own standardised z-scores."""
     res = uqx.validate(uqx.stack([_shape_changes_with_u(k) for k in range(10)]),
-                       ["zms", "rce", "cc", "ence", "zmse", "zve"], n_boot=200, n_mc=300,
-                       seed=1, resolution=False)
+                       ["zms", "rce", "cc", "ence", "zmse", "zve"], bootstrap=200, copies=300,
+                       decision=uqx.Decision(resolution=False), compute=uqx.Compute(seed=1))
     cc = res["verdict"].sel(stat="cc").values
     head = res["question_verdict"].sel(question="consistency").values
     assert np.sum(cc == "invalid") <= 1 and np.sum(head == "invalid") <= 1, (cc, head)
@@ -192,7 +194,9 @@ def _tuning_sets(design, scenario, n=10, M=2000):
         E, u, X = synthetic_set(design, scenario, M, seed=31, index=i)
         sets.append(uqx.from_arrays(E, u, X=X, name=f"s{i}"))
     with shared_nulls():
-        return uqx.validate(uqx.stack(sets), n_boot=200, n_mc=500, seed=31, resolution=False)
+        return uqx.validate(uqx.stack(sets), bootstrap=200, copies=500,
+                            decision=uqx.Decision(resolution=False),
+                            compute=uqx.Compute(seed=31))
 
 
 def test_consistent_data_whose_shape_changes_with_u_are_valid():
@@ -236,8 +240,8 @@ def test_consistency_statistics_state_their_local_resolution(rng):
     diagnostics: no resolution."""
     u = np.sqrt(1 / rng.gamma(3, 1 / 3, 2000))
     ds = uqx.from_arrays(u * rng.standard_normal(2000), u, name="cal")
-    res = uqx.validate(ds, ["ence", "zmse", "zve"], n_boot=200, n_mc=300, seed=2,
-                       conditional=False)
+    res = uqx.validate(ds, ["ence", "zmse", "zve"], bootstrap=200, copies=300,
+                       conditional=False, compute=uqx.Compute(seed=2))
     hi = res["resolution_high"].sel(stat="zmse").values[0]
     assert 1.1 < hi < 1 / 0.6, hi
     assert np.isnan(res["resolution_high"].sel(stat=["ence", "zve"]).values).all()
@@ -253,8 +257,8 @@ def test_bias_of_a_fifth_of_uE_is_invalid():
         rng = np.random.default_rng(1000 + k)
         u = np.sqrt(1 / rng.gamma(3, 1 / 3, 2000))
         sets.append(uqx.from_arrays(u * (rng.standard_normal(2000) + 0.2), u, name=f"b{k}"))
-    res = uqx.validate(uqx.stack(sets), n_boot=200, n_mc=300, seed=1, conditional=False,
-                       resolution=False)
+    res = uqx.validate(uqx.stack(sets), bootstrap=200, copies=300, conditional=False,
+                       decision=uqx.Decision(resolution=False), compute=uqx.Compute(seed=1))
     assert "mean_z" in res["stat"].values
     assert set(res["verdict"].sel(stat="mean_z").values) == {"invalid"}
 
@@ -268,7 +272,8 @@ def test_demo_headlines_match_each_set_description():
     ds = demo_sets()
     # the demo's statistics: the defaults; the resolutions, which no headline here reads,
     # left out (the same verdicts: test_resolution_off_changes_no_verdict)
-    r = uqx.validate(ds, n_boot=500, n_mc=500, seed=1, resolution=False)
+    r = uqx.validate(ds, bootstrap=500, copies=500, decision=uqx.Decision(resolution=False),
+                     compute=uqx.Compute(seed=1))
     head = r["question_verdict"].sel(question=["consistency", "adaptivity_X"]).to_pandas()
     head.columns = ["uE", "X"]
     zms = r["verdict"].sel(stat="zms").to_pandas()
@@ -342,7 +347,8 @@ def test_consistency_headline_states_its_resolution_in_table_json_and_report(tmp
     from uqx.text.tables import conditional_table, result_records
 
     ds = demo_sets(M=2000).isel(set=[0, 3])  # calibrated, inconsistent
-    r = uqx.validate(ds, ["cc", "ence", "zmse", "zmse_max"], n_boot=200, n_mc=300, seed=1)
+    r = uqx.validate(ds, ["cc", "ence", "zmse", "zmse_max"], bootstrap=200, copies=300,
+                     compute=uqx.Compute(seed=1))
     q = r.sel(question="consistency")
     f = float(q["question_resolution_high"].sel(set="calibrated"))
     assert q["question_verdict"].sel(set="calibrated").item() == "valid"
@@ -378,8 +384,8 @@ def test_cc_is_its_own_question():
     (E[Z^2 | uE] = 1 whatever the shape): it is the question "ranking" of its own, with a
     small share of the set's level, and takes no part in consistency's test."""
     sd = _shape_changes_with_u(0)
-    res = uqx.validate(sd, ["cc", "ence", "zmse"], n_boot=100, n_mc=300, seed=1,
-                       conditional=False)
+    res = uqx.validate(sd, ["cc", "ence", "zmse"], bootstrap=100, copies=300, conditional=False,
+                       compute=uqx.Compute(seed=1))
     tests = str(res["question_tests"].sel(question="consistency").values[0])
     assert tests == "ZMSE", tests  # the node's statistic: the first of its fallbacks asked
     assert str(res["question_tests"].sel(question="ranking").values[0]) == "CC"
@@ -427,8 +433,9 @@ def test_a_p_value_near_its_level_is_borderline():
     from uqx.engine.mctest import pvalue_noise
 
     sets = [_shape_changes_with_u(k, M=1200) for k in range(3)]
-    res = uqx.validate(uqx.stack(sets), ["ence", "zmse", "zms_scan"], n_boot=100, n_mc=200,
-                       seed=4, conditional=False, resolution=False)
+    res = uqx.validate(uqx.stack(sets), ["ence", "zmse", "zms_scan"], bootstrap=100, copies=200,
+                       conditional=False, decision=uqx.Decision(resolution=False),
+                       compute=uqx.Compute(seed=4))
     use = res["member_plausible"].values
     for i in range(res.sizes["set"]):
         lev = res["question_level"].sel(question="consistency").values[i]
@@ -601,12 +608,12 @@ def test_spread_resolution_holds_for_the_row_by_row_power_law():
 
 
 def test_resolution_off_changes_no_verdict():
-    """validate(resolution=False), as the error-rates study runs it, leaves every
+    """validate(decision=Decision(resolution=False)), as the error-rates study runs it, leaves every
     resolution NaN and every verdict and p-value as with the resolutions."""
     ds = demo_sets(M=500).isel(set=[0, 3])
-    kw = dict(n_boot=100, n_mc=100, seed=3)
+    kw = dict(bootstrap=100, copies=100, compute=uqx.Compute(seed=3))
     on = uqx.validate(ds, **kw)
-    off = uqx.validate(ds, resolution=False, **kw)
+    off = uqx.validate(ds, decision=uqx.Decision(resolution=False), **kw)
     for v in ("verdict", "p_value", "question_verdict", "question_p_value"):
         if v in on:
             np.testing.assert_array_equal(off[v].values, on[v].values)
@@ -635,7 +642,8 @@ def test_the_printed_text_says_why_a_verdict_is_inconclusive(tmp_path, capsys):
     out = capsys.readouterr().out
     why = out.split("# why inconclusive\n", 1)[1].split("\n\n", 1)[0]
     why = why.replace("\n  ", " ").splitlines()  # a long line wraps at 100 columns
-    res = uqx.validate(uqx.from_arrays(E, u, name="heavy"), n_boot=200, n_mc=300, seed=1)
+    res = uqx.validate(uqx.from_arrays(E, u, name="heavy"), bootstrap=200, copies=300,
+                       compute=uqx.Compute(seed=1))
     verdicts = zip(res["stat"].values, res["verdict"].values[0], strict=True)
     inconclusive = {str(s).upper() for s, v in verdicts if v == "inconclusive"}
     listed = {w for line in why for w in line.split(": ")[1].split(", ")}

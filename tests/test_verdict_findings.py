@@ -18,7 +18,7 @@ import pytest
 import uqx
 from uqx.sweeps.error_rates import synthetic_set
 
-FAST = dict(n_boot=200, n_mc=500, seed=36)
+FAST = dict(bootstrap=200, copies=500, compute=uqx.Compute(seed=36))
 
 
 def _consonance_sets():
@@ -37,7 +37,7 @@ def test_questions_and_statistics_are_consonant():
     top decile, the top decile of the true u reported too small, uE ∝ u^0.5) had the
     consistency headline `inconclusive` beside an `invalid` route.
     """
-    res = uqx.validate(_consonance_sets(), resolution=False, **FAST)
+    res = uqx.validate(_consonance_sets(), decision=uqx.Decision(resolution=False), **FAST)
     stats = [str(s) for s in res["stat"].values]
     routes = [j for j, s in enumerate(stats) if s in ("ence", "zmse", "zmse_max", "zms_scan",
                                                         "zve")]
@@ -79,7 +79,8 @@ def test_scale_error_is_not_a_bias(stats):
     """
     ds = uqx.stack([_halved(i) for i in range(20)])
     kw = {} if stats is None else {"stats": stats}
-    res = uqx.validate(ds, conditional=False, resolution=False, **kw, **FAST)
+    res = uqx.validate(ds, conditional=False, decision=uqx.Decision(resolution=False), **kw,
+                       **FAST)
     mz = res["verdict"].sel(stat="mean_z").values
     assert (mz == "invalid").sum() <= 2, list(mz)
     if stats is None:  # the scale error itself is found
@@ -123,7 +124,7 @@ def test_tolerance_says_what_is_within():
     # gamma = 0.5 with the mean square kept: ZMS about 1, uE wrong in shape
     uE = np.sqrt(u) * np.sqrt(np.mean(u * u) / np.mean(u))
     ds = uqx.from_arrays(u * rng.standard_normal(M), uE, name="g05")
-    full = uqx.validate(ds, tolerance=0.1, conditional=False, **FAST)
+    full = uqx.validate(ds, conditional=False, decision=uqx.Decision(tolerance=0.1), **FAST)
     res = full.isel(set=0)
     text = scale_factor_text(res)
     # the line users read (uqx validate's text) is this one
@@ -151,7 +152,7 @@ def test_up_to_a_factor_has_its_size():
         u = np.sqrt(1 / rng.gamma(3.0, 1 / 3.0, M))
         ds = uqx.from_arrays(u * rng.standard_normal(M), u / 1.3, name=f"s{i}")
         res = uqx.validate(ds, stats=["zms", "zmse", "zms_scan"], conditional=False,
-                           resolution=False, **FAST)
+                           decision=uqx.Decision(resolution=False), **FAST)
         ps.append(res["factor_p_value"].sel(stat="zms_scan", member="N").values[0])
     ps = np.array(ps)
     assert 0.04 <= np.mean(ps < 0.2) <= 0.4, np.sort(ps)
@@ -177,7 +178,8 @@ def test_consistency_resolution_holds_on_twins():
     base = [_lognormal_set(i, M) for i in range(n)]
     res = uqx.validate(uqx.stack([uqx.from_arrays(E, u, name=f"b{i}")
                                   for i, (u, E) in enumerate(base)]),
-                       conditional=False, n_boot=100, n_mc=1000, seed=36)
+                       bootstrap=100, copies=1000, conditional=False,
+                       compute=uqx.Compute(seed=36))
     q = res.sel(question="consistency")
     valid = q["question_verdict"].values == "valid"
     f = q["question_resolution_high"].values
@@ -188,8 +190,8 @@ def test_consistency_resolution_holds_on_twins():
         rng = np.random.default_rng([36, 2, int(i)])
         scale = np.where(u > np.quantile(u, 0.9), f[i], 1.0)
         twins.append(uqx.from_arrays(scale * u * rng.standard_normal(M), u, name=f"t{i}"))
-    tres = uqx.validate(uqx.stack(twins), conditional=False, resolution=False, n_boot=100,
-                        n_mc=1000, seed=37)
+    tres = uqx.validate(uqx.stack(twins), bootstrap=100, copies=1000, conditional=False,
+                        decision=uqx.Decision(resolution=False), compute=uqx.Compute(seed=37))
     still = tres["question_verdict"].sel(question="consistency").values == "valid"
     assert still.mean() <= 0.2, (still.mean(), still.sum(), len(twins))
 
@@ -205,7 +207,7 @@ def test_top_decile_of_the_true_u_is_caught():
     for i in range(40):
         E, u, X = synthetic_set("lognormal_normal", "top0.6-true", 2000, seed=36, index=i)
         sets.append(uqx.from_arrays(E, u, name=f"s{i}"))
-    res = uqx.validate(uqx.stack(sets), conditional=False, resolution=False, n_boot=100,
-                       n_mc=1000, seed=36)
+    res = uqx.validate(uqx.stack(sets), bootstrap=100, copies=1000, conditional=False,
+                       decision=uqx.Decision(resolution=False), compute=uqx.Compute(seed=36))
     head = res["question_verdict"].sel(question="consistency").values
     assert (head == "invalid").sum() >= 36, list(head)

@@ -28,7 +28,7 @@ from uqx.inference.extrapolate.fit import extrapolate
 from uqx.inference.extrapolate.null import null_intercepts, null_verdict
 from uqx.text.tables import grouped_warnings
 
-KW = dict(n_boot=400, n_mc=200, seed=3)
+KW = dict(bootstrap=400, copies=200, compute=uqx.Compute(seed=3))
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +187,7 @@ def test_same_data_same_numbers_whatever_the_name():
 
 def test_capped_bins_are_reported():
     E, u = nig(300, 6.0, seed=8)
-    r = uqx.validate(uqx.from_arrays(E, u, name="s"), ["ence"], bins=50, **KW)
+    r = uqx.validate(uqx.from_arrays(E, u, name="s"), ["ence"], binning=50, **KW)
     assert r["n_bins_used"].values.item() == 10
     warnings = grouped_warnings(r, "s")
     assert any("50 bins requested, 10 used" in w for w in warnings)
@@ -195,7 +195,7 @@ def test_capped_bins_are_reported():
 
 def test_validate_accepts_one_name():
     E, u = nig(500, 6.0, seed=8)
-    r = uqx.validate(uqx.from_arrays(E, u), "zms", n_boot=100, n_mc=10, conditional=False)
+    r = uqx.validate(uqx.from_arrays(E, u), "zms", bootstrap=100, copies=10, conditional=False)
     assert list(r["stat"].values) == ["zms"]
 
 
@@ -382,10 +382,12 @@ def test_lzisd_interval_method_auto():
     """Bins of >= 400 points get the analytic 'cho' interval, smaller ones the bootstrap;
     both give fractions of valid bins compatible with 95 % on calibrated data."""
     E, u = nig(7000, 6.0, seed=31)
-    big = uqx.validate(uqx.from_arrays(E, u), ["zms"], n_boot=300, n_mc=20, seed=1,
-                       extrapolation_n_mc=20, cond_bins=15)
-    small = uqx.validate(uqx.from_arrays(E[:3000], u[:3000]), ["zms"], n_boot=300, n_mc=20,
-                         seed=1, extrapolation_n_mc=20, cond_bins=15)
+    big = uqx.validate(uqx.from_arrays(E, u), ["zms"], bootstrap=300,
+                       copies=uqx.Copies(n_mc=20, extrapolation_n_mc=20),
+                       conditional=uqx.Conditional(cond_bins=15), compute=uqx.Compute(seed=1))
+    small = uqx.validate(uqx.from_arrays(E[:3000], u[:3000]), ["zms"], bootstrap=300,
+                         copies=uqx.Copies(n_mc=20, extrapolation_n_mc=20),
+                         conditional=uqx.Conditional(cond_bins=15), compute=uqx.Compute(seed=1))
     assert big["lzisd_ci_method"].values.item() == "cho"  # 7000/15 = 466 per bin
     assert small["lzisd_ci_method"].values.item() == "bootstrap"  # 200 per bin
     for r in (big, small):
@@ -396,8 +398,9 @@ def test_workflow_null_from_shared_draws_matches_own_draws():
     """The workflow computes the extrapolation null on the draws of its simulated
     references (NullHook); its 95 % range agrees with the one from separate draws."""
     E, u = nig(3000, 6.0, seed=41)
-    r = uqx.validate(uqx.from_arrays(E, u), ["ence"], n_boot=200, n_mc=400, seed=2,
-                     extrapolation_n_mc=400, cond_ci="cho")
+    r = uqx.validate(uqx.from_arrays(E, u), ["ence"], bootstrap=200,
+                     copies=uqx.Copies(n_mc=400, extrapolation_n_mc=400),
+                     conditional=uqx.Conditional(cond_ci="cho"), compute=uqx.Compute(seed=2))
     own = extrapolate(E, u, n_mc=400, seed=9)
     lo = r["extrap_null_low"].sel(cond="uE").values[0]   # (xstat, dist)
     hi = r["extrap_null_high"].sel(cond="uE").values[0]

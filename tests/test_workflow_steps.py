@@ -75,7 +75,7 @@ def _small(M=300, seed=2):
     return uqx.from_arrays(u * rng.standard_normal(M), u, name="s")
 
 
-_FAST = dict(n_boot=60, n_mc=60, seed=1)
+_FAST = dict(bootstrap=60, copies=60, compute=uqx.Compute(seed=1))
 
 
 def _replace(name, **declaration):
@@ -203,7 +203,8 @@ def test_rescaled_question_reuses_the_copies(monkeypatch):
     rng = np.random.default_rng(5)
     u = np.exp(rng.normal(0, 0.4, 800))
     E = u * rng.standard_normal(800)
-    kw = dict(stats=["zms", "zmse", "ence"], n_boot=100, n_mc=200, seed=3, conditional=False)
+    kw = dict(stats=["zms", "zmse", "ence"], bootstrap=100, copies=200, conditional=False,
+              compute=uqx.Compute(seed=3))
     calibrated = uqx.validate(uqx.from_arrays(E, u, name="ok"), **kw)
     n_draws, n_sorts = len(draws), len(sorts)
     draws.clear()

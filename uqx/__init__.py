@@ -4,7 +4,9 @@ Public API (re-exported here): input data model (:func:`from_arrays`, :func:`rea
 :func:`from_dataframe`, :func:`stack`), literature datasets (:func:`load_dataset`,
 :func:`load_paper_sets`), statistics (:func:`compute`, :func:`describe`), bootstrap
 (:func:`bootstrap`, :func:`bootstrap_per_bin`), references (:func:`simulate_reference`,
-:func:`zeta_score`), the workflow (:func:`validate`), its tables (:func:`result_table`,
+:func:`zeta_score`), the workflow (:func:`validate`, with its settings in groups:
+:class:`Bootstrap`, :class:`Copies`, :class:`Binning`, :class:`Conditional`,
+:class:`Decision`, :class:`Compute`), its tables (:func:`result_table`,
 :func:`verdict_table`, :func:`result_dataframe`) and NetCDF I/O. Every Dataset also has
 the ``.uqx`` accessor (:mod:`uqx.accessor`): ``ds.uqx.validate()``,
 ``res.uqx.verdicts()``, ``res.uqx.plot.reliability()``.
@@ -55,6 +57,12 @@ _LAZY = {
     "result_dataframe": "uqx.text.tables",
     "verdict_table": "uqx.text.tables",
     "validate": "uqx.workflow.validation",
+    "Bootstrap": "uqx.workflow.groups",
+    "Copies": "uqx.workflow.groups",
+    "Binning": "uqx.workflow.groups",
+    "Conditional": "uqx.workflow.groups",
+    "Decision": "uqx.workflow.groups",
+    "Compute": "uqx.workflow.groups",
     "fit_recalibration": "uqx.workflow.recalibrate",
     "check_recalibration": "uqx.workflow.recalibrate",
     "read_map": "uqx.workflow.recalibrate",

@@ -6,7 +6,7 @@ method calls the public function of the same job with the Dataset as its first a
 so the two spellings always give the same result::
 
     ds = uqx.from_dataframe(df, E="err", uE="sigma", X="mass")
-    res = ds.uqx.validate(seed=1)           # uqx.validate(ds, seed=1)
+    res = ds.uqx.validate(compute=uqx.Compute(seed=1))   # uqx.validate(ds, compute=...)
     res.uqx.verdicts()                      # uqx.verdict_table(res)
     res.uqx.plot.zeta_bars()                # uqx.plot.zeta_bars(res)
 
@@ -141,7 +141,8 @@ class UqxAccessor:
         stats : str or sequence of str, optional
             Statistics (default those of :func:`uqx.validate`).
         **kwargs
-            Options of :func:`uqx.validate` (``n_boot``, ``n_mc``, ``seed``...).
+            Options of :func:`uqx.validate`: its groups of settings (``bootstrap``,
+            ``copies``, ``binning``, ``conditional``, ``decision``, ``compute``).
 
         Returns
         -------
@@ -167,7 +168,8 @@ class UqxAccessor:
             Cross-fit and validate before and after instead of fitting one map.
         **kwargs
             Options of the function forwarded to (``seed``, ``n_bins``, ``folds``,
-            ``split``, ``n_boot``...).
+            ``split``, ``n_boot`` of the map's band; with ``check``, the groups of
+            :func:`uqx.validate`: ``bootstrap``, ``copies``...).
 
         Returns
         -------

@@ -549,7 +549,7 @@ def open_dataset(
     Examples
     --------
     >>> ds = open_dataset("forces.nc", E="err", uE="sigma")  # doctest: +SKIP
-    >>> uqx.validate(ds, ["zms", "rce"], n_boot=1000, conditional=False)  # doctest: +SKIP
+    >>> uqx.validate(ds, ["zms", "rce"], bootstrap=1000, conditional=False)  # doctest: +SKIP
     """
     path = Path(path)
     if not path.is_file():

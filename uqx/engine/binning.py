@@ -32,7 +32,7 @@ from functools import lru_cache
 import numba
 import numpy as np
 
-from uqx.engine.defaults import POP_MIN
+from uqx.engine.defaults import POP_MIN, SCHEMES, TIES  # noqa: F401  (re-exported)
 from uqx.engine.stats.tailedness import hd_window
 from uqx.errors import InputError
 
@@ -53,15 +53,6 @@ __all__ = [
     "TIES",
 ]
 
-#: How tied values of the conditioning variable are split between bins: ``"content"``
-#: (by a hash of each row's content: every result is a function of the set of rows,
-#: whatever their order) or ``"file-order"`` (R ``order()``: rows stably sorted by uE,
-#: ties in input order, the papers' convention, kept for their reproductions; without
-#: ties, the same rows in the same order as ``"content"``).
-TIES = ("content", "file-order")
-
-#: Binning schemes accepted by :func:`make_bins`.
-SCHEMES = ("equal-count", "equal-width", "adaptive")
 
 # Breakpoints closer than this to an integer are taken as that integer (methods: bins).
 _SNAP = 1e-9

@@ -21,7 +21,7 @@ N_BOOT_PER_BIN = 5000
 N_BOOT_CURVES = 500
 #: Monte-Carlo copies of the simulated references and of the verdicts' null family.
 N_MC = 10_000
-#: Family-wise level of each set's verdicts (``validate(alpha=...)``).
+#: Family-wise level of each set's verdicts (``validate(decision=Decision(alpha=...))``).
 ALPHA_RESULT = 0.10
 #: Calibrated copies per member that a verdict's test reads (the first of the ``n_mc``):
 #: the p-value near 0.05 to ±0.007 (one Monte-Carlo sd).
@@ -75,6 +75,16 @@ MINIMA_WHY = {
                           "extrapolation routes would be left untested (conditional=False "
                           "skips the conditional routes)",
 }
+
+#: How tied values of the conditioning variable are split between bins: ``"content"``
+#: (by a hash of each row's content: every result is a function of the set of rows,
+#: whatever their order) or ``"file-order"`` (R ``order()``: rows stably sorted by uE,
+#: ties in input order, the papers' convention, kept for their reproductions; without
+#: ties, the same rows in the same order as ``"content"``).
+TIES = ("content", "file-order")
+
+#: Binning schemes accepted by :func:`uqx.engine.binning.make_bins`.
+SCHEMES = ("equal-count", "equal-width", "adaptive")
 
 #: The methods of the LZISD per-bin intervals.
 COND_CI = ("auto", "bootstrap", "cho")

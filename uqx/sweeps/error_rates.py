@@ -54,6 +54,7 @@ from uqx.inference.reference import shared_nulls
 from uqx.sweeps._common import check_axis, check_int, execute, rate_interval
 from uqx.sweeps.archive import load, parameters
 from uqx.sweeps.engine import Study
+from uqx.workflow.groups import Compute, Decision
 from uqx.workflow.validation import validate
 
 __all__ = ["error_rates", "define", "summarise", "combine", "rates_table", "synthetic_set",
@@ -317,10 +318,12 @@ def kernel(cell, block, n, params, data):
         sets.append(from_arrays(E, u, X=X, name=f"{design}-{scenario}-{i}"))
     with shared_nulls():
         # the study reads the verdicts only: no resolution, none of the papers' diagnostics
-        res = validate(stack(sets), list(STATS), n_boot=params["n_boot"],
-                       n_mc=params["n_mc"], seed=params["seed"], scheduler="synchronous",
-                       resolution=False, conditional=False,
-                       progress=False)  # a block of a study: the study's bar shows
+        res = validate(stack(sets), list(STATS), bootstrap=params["n_boot"],
+                       copies=params["n_mc"], conditional=False,
+                       decision=Decision(resolution=False),
+                       # a block of a study: the study's bar shows
+                       compute=Compute(seed=params["seed"], scheduler="synchronous",
+                                       progress=False))
     for r in range(n):
         one = res.isel(set=[r])
         out["verdict"][r] = verdict_codes(one)

@@ -545,7 +545,7 @@ def verdict_table(res: xr.Dataset) -> pd.DataFrame:
 
     Examples
     --------
-    >>> res = uqx.validate(ds, seed=1)  # doctest: +SKIP
+    >>> res = uqx.validate(ds, compute=uqx.Compute(seed=1))  # doctest: +SKIP
     >>> uqx.verdict_table(res)[["average", "consistency", "scale factor"]]  # doctest: +SKIP
     """
     check_result(res, "verdict_table")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -48,6 +48,7 @@ from uqx.engine.recal_maps import (
 )
 from uqx.engine.resample import content_key, key_hex, resolve_seed, seed_sequence
 from uqx.errors import InputError
+from uqx.workflow.groups import Compute, as_group
 from uqx.workflow.validation import validate
 
 __all__ = [
@@ -672,14 +673,20 @@ def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
     n_bins, pop_min
         As :func:`fit_recalibration`.
     seed : int, optional
-        Root seed of the folds, of ``auto`` and of :func:`uqx.validate`.
+        Root seed of the folds, of ``auto`` and of :func:`uqx.validate` (its
+        ``compute.seed``; a ``compute`` given with a seed of its own is refused).
     **validate_kwargs
-        Passed to :func:`uqx.validate` (``n_boot``, ``n_mc``, ``stats``...).
+        Passed to :func:`uqx.validate` (``stats``, ``bootstrap``, ``copies``,
+        ``compute``...).
 
     Returns
     -------
     RecalCheck
     """
+    compute = as_group(validate_kwargs.pop("compute", None), Compute)
+    if compute.seed is not None:
+        raise InputError("check_recalibration takes its root seed as seed=, which also "
+                         "seeds the folds; compute= without one")
     name, E, uE, Xs = _one_set(data, X)
     _check_method(method, Xs)
     seed = resolve_seed(seed)
@@ -712,7 +719,7 @@ def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
     Xh = None if Xs is None else Xs[rows]
     both = stack([from_arrays(Eh, uEh, X=Xh, name="before"),
                   from_arrays(Eh, u, X=Xh, name="after")])
-    res = validate(both, seed=seed, **validate_kwargs)
+    res = validate(both, compute=replace(compute, seed=seed), **validate_kwargs)
     return RecalCheck(name=str(name), method=method, methods=list(methods), design=design,
                       rows=rows, E=Eh, uE=uEh, u=u, nll_before=gaussian_nll(Eh, uEh),
                       nll_after=gaussian_nll(Eh, u), nll_scale=gaussian_nll(Eh, u_scale),

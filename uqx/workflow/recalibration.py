@@ -16,8 +16,9 @@ among the statistics:
   number fixes the uncertainties at the resolution that headline states; ``invalid``:
   the uncertainties are wrong in shape too, a factor does not fix them.
 
-With a **tolerance** T (``validate(tolerance=T)``, :func:`tolerance_step`), the factor also
-carries an equivalence claim: ``scale_within_tolerance`` is 1 where the data show f inside
+With a **tolerance** T (``validate(decision=Decision(tolerance=T))``,
+:func:`tolerance_step`), the factor also carries an equivalence claim:
+``scale_within_tolerance`` is 1 where the data show f inside
 :math:`[1/(1+T), 1+T]` ("the average scale of uE right within T", whatever the verdict:
 a claim on the average only, consistency is its own question), 0 where
 they do not. It is a two one-sided test (Schuirmann's TOST) against the same null family

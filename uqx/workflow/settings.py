@@ -1,24 +1,18 @@
 """The settings of one validation run, in one frozen object.
 
-:func:`uqx.validate` takes its settings as keywords (users keep calling it so) and packs
-them into a :class:`Settings`; the steps of the workflow read them from there. The
-defaults are the named constants of :mod:`uqx.engine.defaults`.
+:func:`uqx.validate` takes its settings in groups (:mod:`uqx.workflow.groups`:
+``Bootstrap``, ``Copies``, ``Binning``, ``Conditional``, ``Decision``, ``Compute``) and
+packs them into one flat :class:`Settings`; the steps of the workflow read them from
+there. The defaults are the named constants of :mod:`uqx.engine.defaults`.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-import numpy as np
-
-from uqx.engine.binning import SCHEMES, TIES
 from uqx.engine.defaults import (
-    COND_CI,
-    INTEGER_MINIMA,
     LEVEL,
-    MINIMA_WHY,
     N_BINS,
     N_BOOT,
     N_BOOT_PER_BIN,
@@ -26,12 +20,11 @@ from uqx.engine.defaults import (
     NU,
     POP_MIN,
 )
-from uqx.engine.generators import check_student_nu
 from uqx.engine.mctest import N_HEADLINE
 from uqx.engine.questions import ALPHA_RESULT
 from uqx.engine.statistic import BinningConfig
 from uqx.errors import InputError
-from uqx.progress import check_scheduler
+from uqx.workflow.groups import check_values
 
 __all__ = ["Settings", "memory_limit", "held_bytes"]
 
@@ -83,7 +76,11 @@ def held_bytes(n_sets: int, n_stats: int, n_bins: int, n_mc: int, n_boot: int) -
 
 @dataclass(frozen=True)
 class Settings:
-    """Settings of :func:`uqx.validate`; see its docstring for each field.
+    """Settings of :func:`uqx.validate`, flat: what the steps of the workflow read.
+
+    Built by :func:`uqx.validate` from its groups (:mod:`uqx.workflow.groups`, whose
+    docstrings say what each field means); checked by the same rule
+    (:func:`uqx.workflow.groups.check_values`).
 
     Parameters
     ----------
@@ -148,36 +145,13 @@ class Settings:
     bins_chosen: bool = True
 
     def __post_init__(self):
-        """Check every field once, for the API and the command line alike."""
-        for name, low in INTEGER_MINIMA.items():
-            v = getattr(self, name)
-            if v is None and name in ("cond_bins", "cond_n_boot", "extrapolation_n_mc"):
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                why = f": {MINIMA_WHY[name]}" if name in MINIMA_WHY else ""
-                raise InputError(f"{name} must be an integer >= {low}, got {v!r}{why}")
-        if not (isinstance(self.level, (int, float, np.number))
-                and 0.0 < float(self.level) < 1.0):
-            raise InputError(f"level must be in (0, 1), got {self.level!r}")
-        if not (isinstance(self.alpha, (int, float, np.number))
-                and 0.0 < float(self.alpha) < 0.5):
-            raise InputError(f"alpha (the family-wise level of the verdicts) must be in "
-                             f"(0, 0.5), got {self.alpha!r}")
-        check_student_nu(self.nu)
-        if self.binning not in SCHEMES:
-            raise InputError(f"unknown binning scheme {self.binning!r}; choose one of "
-                             f"{', '.join(SCHEMES)}")
-        if self.ties not in TIES:
-            raise InputError(f"ties must be one of {', '.join(TIES)}, got {self.ties!r}")
-        if self.cond_ci not in COND_CI:
-            raise InputError(f"cond_ci must be {', '.join(COND_CI[:-1])} or {COND_CI[-1]}, "
-                             f"got {self.cond_ci!r}")
-        check_scheduler(self.scheduler, self.num_workers)
-        t = self.tolerance
-        if t is not None and not (isinstance(t, (int, float, np.number)) and math.isfinite(t)
-                                  and t > 0):
-            raise InputError(f"tolerance must be a positive number (e.g. 0.1: uE right on "
-                             f"average within 10 %), got {t!r}")
+        """Check every field once, for the API and the command line alike.
+
+        By :func:`uqx.workflow.groups.check_values`, the rule of the groups of
+        :func:`uqx.validate` too (the same messages).
+        """
+        check_values({f.name: getattr(self, f.name) for f in fields(self)
+                      if f.name != "bins_chosen"})
 
     def check_memory(self, n_sets: int, n_stats: int, limit: int | None = None) -> None:
         """Refuse a run whose copies and replicates would not fit in memory.

@@ -65,17 +65,12 @@ from uqx.engine.binning import content_order, equal_count_edges, make_bins, stab
 from uqx.engine.confidence import bca_limits_mc_se
 from uqx.engine.defaults import (
     DEFAULT_STATS,
-    LEVEL,
     LONG_SET_ROWS,
     N_BINS,
     N_BOOT,
-    N_MC,
-    NU,
-    POP_MIN,
 )
 from uqx.engine.mctest import N_TEST
 from uqx.engine.null_shape import kappa_cs_z2_halves
-from uqx.engine.questions import ALPHA_RESULT
 from uqx.engine.resample import resolve_seed
 from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import (
@@ -103,6 +98,16 @@ from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exporte
     streams,
     tailedness_streamed,
 )
+from uqx.workflow.groups import (
+    Binning,
+    Bootstrap,
+    Compute,
+    Conditional,
+    Decision,
+    flat_settings,
+    grouped_keywords,
+)
+from uqx.workflow.groups import Copies as CopiesGroup  # references.Copies: the drawn copies
 from uqx.workflow.recalibration import factor_tests, recalibration_step, tolerance_step
 from uqx.workflow.references import (
     Copies,
@@ -246,32 +251,17 @@ def _cond_bins_used(sets, cond_bins, *, pop_min, notes) -> None:
                       "--cond-bins)")
 
 
+@grouped_keywords
 def validate(
     ds,
     stats: Sequence[str] | str = DEFAULT_STATS,
     *,
-    n_boot: int = N_BOOT,
-    n_mc: int = N_MC,
-    seed: int | None = None,
-    bins: int | None = None,
-    binning: str = "equal-count",
-    pop_min: int = POP_MIN,
-    level: float = LEVEL,
-    alpha: float = ALPHA_RESULT,
-    nu: float = NU,
-    simulate_all: bool = False,
-    conditional: bool = True,
-    cond_bins: int | None = None,
-    cond_n_boot: int | None = None,
-    cond_ci: str = "auto",
-    extrapolation_n_mc: int | None = None,
-    drop_nonfinite: bool = False,
-    ties: str = "content",
-    resolution: bool = True,
-    tolerance: float | None = None,
-    scheduler=None,
-    num_workers: int | None = None,
-    progress: bool | None = None,
+    bootstrap: Bootstrap | int | None = None,
+    copies: CopiesGroup | int | None = None,
+    binning: Binning | int | None = None,
+    conditional: Conditional | bool | None = None,
+    decision: Decision | None = None,
+    compute: Compute | None = None,
 ) -> xr.Dataset:
     r"""Validate average calibration, consistency and adaptivity of uncertainties.
 
@@ -291,74 +281,37 @@ def validate(
         set that has them (a set without X in a stack where others have it reads
         adaptivity (X) ``not tested``, and says why). Statistics binned on X or V, asked
         by name, are computed for the sets of a stack that have the feature, the same way.
-    n_boot : int, default 10000
-        Bootstrap replicates for the BCa intervals (shared by all statistics).
-    n_mc : int, default 10000
-        Simulated data sets per generative distribution for the references.
-    seed : int, optional
-        Root seed (recorded in ``attrs["seed"]``; drawn if omitted). Random streams are
-        keyed by the data's content, not by the set's name.
-    bins, binning, pop_min : int, str, int
-        Binning of the binned statistics (default 20 equal-count bins on uE, at least 30
-        points per bin; the bins actually used are in ``n_bins_used``). Where ``bins`` is
-        given and a set gets fewer, its warnings say so; the default is capped silently.
-    level : float, default 0.95
-        Confidence level of the intervals, and only of them.
-    alpha : float, default 0.10
-        Family-wise level of each set's verdicts: a calibrated set reads ``invalid``
-        anywhere in its result at most this often (the nodes of
-        :mod:`uqx.engine.questions` share it).
-    nu : float, default 6
-        Degrees of freedom of the Student generative distribution t_s(ν).
-    simulate_all : bool
-        Also simulate references of statistics with a predefined one (000 Table A1).
-    conditional : bool
-        Run the conditional routes: LZISD per bin with the fraction of valid bins, and
-        the zero-bin extrapolation of ENCE, ZMSE, ZVE, on uE and on X / V when present.
-    cond_bins, cond_n_boot : int, optional
-        Bins and replicates of the LZISD analysis (default per set: ErrViewLib's
-        max(min(floor(M/150), 15), 2) bins and ``min(n_boot, 5000)`` replicates).
-    cond_ci : {"auto", "bootstrap", "cho"}
-        LZISD per-bin intervals: BCa from shared resamples, the analytic 'cho' interval
-        (methods page, Binned statistics), or 'cho' when every bin holds at least 400
-        points (default).
-    extrapolation_n_mc : int, optional
-        Calibrated copies per distribution for the extrapolation null (at least 2;
-        default ``min(n_mc, N_HEADLINE)``, 500: :data:`uqx.engine.mctest.N_HEADLINE`).
-    drop_nonfinite : bool
-        Drop (and count) rows with NaN/inf instead of raising :class:`InputError`.
-    ties : {"content", "file-order"}
-        Order of the rows before anything is computed. ``"content"`` (default): rows in
-        the order of uE, tie groups ordered by a hash of each row
-        (:func:`uqx.engine.binning.content_order`), so every output (estimates,
-        intervals, p-values, verdicts) is a function of the set of rows: any permutation
-        of the input gives the same result, bit for bit. ``"file-order"``: rows in the
-        stable order of uE, tie groups of uE in input order (R ``order()``, the papers'
-        convention; ``uqx validate --paper-sets`` uses it to reproduce their numbers);
-        ties of X and V are then split in that order. Without ties in uE both are the
-        same rows in the same order, so every output is the same. Input streamed from
-        disk (moment statistics of a lazy data set without the conditional routes) is
-        always read in file order, not sorted.
-    resolution : bool, default True
-        State each test's resolution (the smallest miscalibration it detects with 80 %
-        power: :mod:`uqx.workflow.resolutions`; variables ``resolution_*`` and
-        ``question_resolution_*``). ``False`` leaves them NaN and changes no verdict: the
-        ``error-rates`` study, which reads only the verdicts, turns it off.
-    tolerance : float, optional
-        An equivalence claim on the scale of uE: with ZMS among the statistics, say
-        whether the data show the factor f = √ZMS inside [1/(1 + T), 1 + T]
-        (``scale_within_tolerance``: 1 shown, 0 not), by two one-sided Monte-Carlo tests
-        of the edges under every member of the null family
-        (:func:`uqx.workflow.recalibration.tolerance_step`); its rates are measured in the
-        documentation (How to read the verdicts).
-    scheduler, num_workers
-        Dask scheduler of the computations (default threads) and its workers; the
-        numbers do not depend on them.
-    progress : bool, optional
-        One display of the steps, ``step k of n`` with the time left
-        (:func:`uqx.progress.steps_progress`), on stderr or in a notebook's output. None
-        (default): on a terminal or in a notebook only; True: always; False: never (also
-        ``UQX_PROGRESS=0``).
+    bootstrap : uqx.Bootstrap or int, optional
+        The bootstrap of the intervals: ``n_boot`` replicates (default 10000) at the
+        confidence ``level`` (default 0.95, the intervals' only); an int is ``n_boot``.
+    copies : uqx.Copies or int, optional
+        The calibrated copies of the Monte-Carlo tests and references: ``n_mc`` per
+        member of the null family (default 10000), the Student member's ``nu`` (6),
+        ``simulate_all`` and ``extrapolation_n_mc``; an int is ``n_mc``.
+    binning : uqx.Binning or int, optional
+        The rows and their bins: ``bins`` (default 20 equal-count bins on uE, capped
+        silently; where given and a set gets fewer, its warnings say so), ``scheme``,
+        ``pop_min`` (30), ``ties`` (``"content"``: every output a function of the set of
+        rows; ``"file-order"``: the papers' R convention) and ``drop_nonfinite``; an int
+        is ``bins``.
+    conditional : uqx.Conditional or bool, optional
+        The conditional routes (LZISD per bin, zero-bin extrapolation): ``enabled``
+        (default True), ``cond_bins``, ``cond_n_boot``, ``cond_ci``; a bool is
+        ``enabled`` (``conditional=False`` skips them).
+    decision : uqx.Decision, optional
+        The verdicts: their family-wise level ``alpha`` (default 0.10), whether each
+        test's ``resolution`` is stated (True), and an equivalence ``tolerance`` on the
+        scale of uE (None).
+    compute : uqx.Compute, optional
+        The run: its root ``seed`` (recorded in ``attrs["seed"]``; drawn if omitted),
+        the dask ``scheduler`` and ``num_workers`` (the numbers do not depend on them),
+        and the ``progress`` display.
+
+    Each group's page (:class:`uqx.Bootstrap`, :class:`uqx.Copies`,
+    :class:`uqx.Binning`, :class:`uqx.Conditional`, :class:`uqx.Decision`,
+    :class:`uqx.Compute`) says what each field means and its default; a group checks
+    its fields when made. A keyword of the flat form (``n_boot=500``) raises a
+    :class:`TypeError` that names its group.
 
     Returns
     -------
@@ -423,19 +376,20 @@ def validate(
     >>> rng = np.random.default_rng(0)
     >>> u = rng.uniform(0.5, 2.0, 1000)
     >>> ds = uqx.from_arrays(u * rng.standard_normal(1000), u, name="toy")
-    >>> res = uqx.validate(ds, "zms", n_boot=500, seed=1, conditional=False)
+    >>> res = uqx.validate(ds, "zms", bootstrap=500, conditional=False,
+    ...                    compute=uqx.Compute(seed=1))
     >>> res.verdict.sel(stat="zms").item()
     'valid'
     """
-    # every setting checked by one rule (Settings.__post_init__), shared with the CLI
-    settings = Settings(
-        seed=resolve_seed(seed), n_boot=n_boot, n_mc=n_mc,
-        bins=N_BINS if bins is None else bins, binning=binning,
-        pop_min=pop_min, level=level, alpha=alpha, nu=nu, simulate_all=simulate_all,
-        conditional=conditional, cond_bins=cond_bins, cond_n_boot=cond_n_boot,
-        cond_ci=cond_ci, extrapolation_n_mc=extrapolation_n_mc, ties=ties,
-        resolution=bool(resolution), tolerance=tolerance,
-        scheduler=scheduler, num_workers=num_workers, bins_chosen=bins is not None)
+    # every setting checked by one rule (uqx.workflow.groups.check_values), shared with
+    # the flat Settings and the CLI
+    flat = flat_settings(bootstrap, copies, binning, conditional, decision, compute)
+    seed, bins = flat.pop("seed"), flat.pop("bins")
+    drop_nonfinite, progress = flat.pop("drop_nonfinite"), flat.pop("progress")
+    settings = Settings(seed=resolve_seed(seed), bins=N_BINS if bins is None else bins,
+                        **{**flat, "resolution": bool(flat["resolution"])},
+                        bins_chosen=bins is not None)
+    n_boot, n_mc, tolerance = settings.n_boot, settings.n_mc, settings.tolerance
     default = stats is DEFAULT_STATS
     stats = check_stats_argument(stats)
     specs = _check_arguments(stats)
@@ -771,7 +725,7 @@ def questions_step(run: Run) -> None:
 def resolutions_step(run: Run) -> None:
     """State each ``valid``'s resolution: the smallest miscalibration found 80 % of the time."""
     res, draws = run.result, run.copies.tests
-    # NaN, the variables kept, without them: validate(resolution=False)
+    # NaN, the variables kept, without them: validate(decision=Decision(resolution=False))
     tests = {i: set_tests(res, run.specs, draws, i, factor=run.factor.get(i))
              for i in range(len(run.sets))} if run.cfg.resolution else {}
     res = res.merge(resolution_step(res, run.specs, draws, run.copies.binned, tests,
@@ -990,7 +944,9 @@ def _merge_groups(parts, checked) -> xr.Dataset:
 def _absent_feature_reasons(res: xr.Dataset, groups) -> xr.Dataset:
     """Say why adaptivity is not tested for a set lacking a feature other sets have.
 
-    The reason goes to the question's reason and to the set's notes.
+    The reason goes to the question's reason and to the set's notes: both built here, as
+    arrays of their own ("" where nothing is said), and written once where they say
+    something (the question's reason is "" there: the question was not run for the set).
 
     ``groups``: :func:`_feature_groups` of the call's input.
     """
@@ -999,9 +955,9 @@ def _absent_feature_reasons(res: xr.Dataset, groups) -> xr.Dataset:
     for f, idx in groups:
         for i in idx:
             feats[i] = f
-    reason = res["question_reason"].values.astype(object)
-    notes = res["set_warnings"].values.astype(object)
     qs = [str(q) for q in res["question"].values]
+    why = np.full((len(names), len(qs)), "", dtype=object)
+    added = [[] for _ in names]
     for c in ("X", "V"):
         have = [names[i] for i in range(len(names)) if c in feats[i]]
         if not have or f"adaptivity_{c}" not in qs:
@@ -1010,15 +966,19 @@ def _absent_feature_reasons(res: xr.Dataset, groups) -> xr.Dataset:
         for i in range(len(names)):
             if c in feats[i]:
                 continue
-            why = f"this set has no {c} ({c} is given for {', '.join(have)})"
-            reason[i, a] = why  # its verdict is `not tested`: no statistic on c was run
-            note = f"adaptivity ({c}) not tested: {why}"
-            notes[i] = WARN_SEP.join([w for w in (notes[i], note) if w])
+            text = f"this set has no {c} ({c} is given for {', '.join(have)})"
+            why[i, a] = text  # its verdict is `not tested`: no statistic on c was run
+            added[i].append(f"adaptivity ({c}) not tested: {text}")
+    if not any(added):
+        return res
+    reason, notes = res["question_reason"], res["set_warnings"]
+    said = why != ""
+    warnings = [WARN_SEP.join([w for w in (str(n), *more) if w])
+                for n, more in zip(notes.values, added, strict=True)]
     return res.assign(
-        question_reason=(res["question_reason"].dims, reason.astype(str),
-                         res["question_reason"].attrs),
-        set_warnings=(res["set_warnings"].dims, notes.astype(str),
-                      res["set_warnings"].attrs))
+        question_reason=(reason.dims, np.where(said, why, reason.values).astype(str),
+                         reason.attrs),
+        set_warnings=(notes.dims, np.array(warnings, dtype=str), notes.attrs))
 
 
 def _empty_bins_step(res, sets, specs, cfg):
@@ -1027,11 +987,13 @@ def _empty_bins_step(res, sets, specs, cfg):
     Equal-width (or adaptive) bins on tied or gappy values can hold no point: the
     statistic is then NaN on the data and on every copy, which the Monte-Carlo test
     reports as "no usable copy". The reason given instead says which bins are empty and
-    what to do.
+    what to do: these reasons are built here, as an array of their own ("" where there is
+    none), and written once where they say something.
     """
     if cfg.binning == "equal-count" or "verdict_reason" not in res:
         return res
-    reason = res["verdict_reason"].values.astype(object)
+    old = res["verdict_reason"].values
+    why = np.full(old.shape, "", dtype=object)
     verdict, estimate = res["verdict"].values, res["estimate"].values
     counts = {}
     for i, sd in enumerate(sets):
@@ -1040,7 +1002,7 @@ def _empty_bins_step(res, sets, specs, cfg):
                 if s.family == "binned" else None
             if x is None or np.isfinite(estimate[i, j]) or not (
                     verdict[i, j] == "inconclusive"
-                    or (verdict[i, j] == "not tested" and not reason[i, j])):
+                    or (verdict[i, j] == "not tested" and not old[i, j])):
                 continue
             key = (i, s.cond)
             if key not in counts:
@@ -1051,11 +1013,15 @@ def _empty_bins_step(res, sets, specs, cfg):
                     counts[key] = np.array([], dtype=np.int64)
             n = counts[key]
             if n.size and (n == 0).any():
-                reason[i, j] = (
+                why[i, j] = (
                     f"{int((n == 0).sum())} of {n.size} {cfg.binning} bins on {s.cond} hold no "
                     f"point (ties or gaps in {s.cond}), so {s.name.upper()} is undefined: use "
                     "fewer bins (--bins) or equal-count bins (--binning equal-count)")
-    return res.assign(verdict_reason=(res["verdict_reason"].dims, reason.astype(str),
+    said = why != ""
+    if not said.any():
+        return res
+    return res.assign(verdict_reason=(res["verdict_reason"].dims,
+                                      np.where(said, why, old).astype(str),
                                       res["verdict_reason"].attrs))
 
 

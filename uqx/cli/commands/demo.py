@@ -9,6 +9,7 @@ from uqx.cli.commands._options import HelpFormatter, add_output, add_text_option
 from uqx.cli.commands._outputs import check_output, write_result
 from uqx.errors import InputError
 from uqx.progress import COMPILING_NOTE, kernels_compiled, progress_wanted, steps_progress
+from uqx.workflow.groups import Compute
 
 NAME = "demo"
 
@@ -123,8 +124,9 @@ def run(args) -> int:
     print_df(desc["estimate"].to_pandas().T.map(fmt))
     sys.stdout.flush()  # the table above the display of the steps
     with steps_progress(STEP_LABELS, label="uqx demo", quiet=args.quiet):
-        res = validate(ds, n_boot=args.n_boot, n_mc=args.n_mc, seed=args.seed,  # defaults
-                       progress=False if args.quiet else None)
+        res = validate(ds, bootstrap=args.n_boot, copies=args.n_mc,  # defaults
+                       compute=Compute(seed=args.seed,
+                                       progress=False if args.quiet else None))
     print(f"\n# validation (n_boot={args.n_boot}, n_mc={args.n_mc}, seed={args.seed})")
     if small:
         print(f"# WARNING: {small}")
@@ -143,9 +145,10 @@ def run(args) -> int:
     paper = load_paper_sets(root)
     sys.stdout.flush()
     with steps_progress(STEP_LABELS, label="uqx demo, paper sets", quiet=args.quiet):
-        res_p = validate(paper, ["zms", "rce"], n_boot=args.n_boot, n_mc=args.n_mc,
-                         seed=args.seed, conditional=False,
-                         progress=False if args.quiet else None)
+        res_p = validate(paper, ["zms", "rce"], bootstrap=args.n_boot, copies=args.n_mc,
+                         conditional=False,
+                         compute=Compute(seed=args.seed,
+                                         progress=False if args.quiet else None))
     print(validation_text(res_p, wide=args.wide, explain=args.explain))
     pout = out.with_name(out.stem + "_paper_sets" + out.suffix)
     params = {"command": NAME, "part": "paper sets"}

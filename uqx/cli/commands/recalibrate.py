@@ -245,7 +245,7 @@ def _check(args) -> int:
     with progress_bar(quiet=args.quiet, label="uqx recalibrate check"):
         chk = check_recalibration(ds, args.method, folds=args.folds, split=args.split,
                                   n_bins=args.bins, pop_min=args.pop_min, seed=args.seed,
-                                  n_boot=args.n_boot, n_mc=args.n_mc)
+                                  bootstrap=args.n_boot, copies=args.n_mc)
     status = 0
     if out is not None:
         params = {"command": f"{NAME} check", "inputs": list(args.inputs),

@@ -26,15 +26,15 @@ from uqx.cli.commands._outputs import (
     write_result,
 )
 from uqx.dataio.paths import same_file
-from uqx.engine.defaults import ALPHA_RESULT, N_BOOT, N_MC, N_TEST, NU, POP_MIN
-from uqx.engine.defaults import DEFAULT_STATS as API_DEFAULT_STATS
+from uqx.engine.defaults import DEFAULT_STATS
 from uqx.errors import InputError
 from uqx.progress import COMPILING_NOTE, kernels_compiled, progress_wanted, steps_progress
+from uqx.workflow.groups import cli_options, from_options
 
 NAME = "validate"
-#: The API's default statistics (:data:`uqx.engine.defaults.DEFAULT_STATS`), as the
-#: help prints them; adaptivity's are added per feature a set has.
-DEFAULT_STATS = ",".join(s.upper() for s in API_DEFAULT_STATS)
+#: The API's default statistics (:data:`uqx.engine.defaults.DEFAULT_STATS`, defined
+#: there once), as the help prints them; adaptivity's are added per feature a set has.
+DEFAULT_STATS_TEXT = ",".join(s.upper() for s in DEFAULT_STATS)
 PAPER_STATS = "ZMS,RCE,CC,ENCE,ZMSE"
 
 
@@ -77,47 +77,13 @@ def add_validation_options(p) -> None:
     p.add_argument(
         "--stats",
         default=None,
-        help=f"comma-separated statistics (default: {DEFAULT_STATS}; {PAPER_STATS} with "
+        help=f"comma-separated statistics (default: {DEFAULT_STATS_TEXT}; {PAPER_STATS} with "
         "--paper-sets)",
     )
-    p.add_argument("--n-boot", type=int, default=N_BOOT, help="bootstrap replicates")
-    p.add_argument("--n-mc", type=int, default=N_MC,
-                   help="simulated data sets per reference; the verdicts' tests read the "
-                   f"first min(--n-mc, {N_TEST}) of them (more serve the papers' references)")
-    p.add_argument("--seed", type=int, default=None, help="root seed (drawn when not given)")
-    p.add_argument("--nu", type=float, default=NU, help="Student t_s(nu) reference")
-    p.add_argument("--alpha", type=float, default=ALPHA_RESULT,
-                   help="family-wise level of each set's verdicts: a calibrated set reads "
-                   "invalid anywhere in its result at most this often (the intervals keep "
-                   "their 95 %%)")
-    p.add_argument("--pop-min", type=int, default=POP_MIN,
-                   help="minimal number of points per bin (binned statistics and LZISD)")
-    p.add_argument("--cond-bins", type=int, default=None,
-                   help="LZISD bins per set (default: max(min(M // 150, 15), 2) per set)")
-    p.add_argument("--cond-n-boot", type=int, default=None,
-                   help="LZISD bootstrap replicates (default: min(--n-boot, 5000))")
-    p.add_argument("--cond-ci", default="auto", choices=["auto", "bootstrap", "cho"],
-                   help="LZISD per-bin intervals (auto: 'cho' when every bin has >= 400 points)")
-    p.add_argument("--extrapolation-n-mc", type=int, default=None,
-                   help="calibrated copies per distribution for the zero-bin extrapolation "
-                   "null (at least 2; default: min(--n-mc, 500))")
-    p.add_argument(
-        "--tolerance", type=float, default=None, metavar="T",
-        help="equivalence claim on the scale of uE: say whether the data show the factor "
-        "f = sqrt(ZMS) inside [1/(1+T), 1+T] (two one-sided tests under every member of "
-        "the null family; e.g. 0.1: the average scale of uE right within 10 %%; says "
-        "nothing of consistency)")
-    p.add_argument(
-        "--ties", default=None, choices=["content", "file-order"],
-        help="how rows with equal uE (or X, V) are split between bins: 'content' (by a "
-        "hash of each row, so the result does not depend on the order of the rows) or "
-        "'file-order' (ties in the order of the file, the papers' R convention; rows are "
-        "sorted by uE either way, so without ties both give the same output); default: "
-        "content, or file-order with --paper-sets")
-    p.add_argument(
-        "--no-conditional", action="store_true",
-        help="skip the conditional routes (LZISD bins, zero-bin extrapolation)"
-    )
+    # the settings' options, from the declarations of the groups of uqx.validate (one
+    # table: their defaults and help cannot drift from the API's)
+    for flag, kwargs in cli_options():
+        p.add_argument(flag, **kwargs)
 
 
 def stat_list(text: str) -> list[str]:
@@ -157,12 +123,12 @@ def run_validation(args, ds):
     from uqx.workflow.disk import memory_note
     from uqx.workflow.validation import STEP_LABELS, validate
 
-    stats = stat_list(args.stats or (PAPER_STATS if args.paper_sets else DEFAULT_STATS))
+    stats = stat_list(args.stats or (PAPER_STATS if args.paper_sets else DEFAULT_STATS_TEXT))
     held = memory_note(ds, stats, conditional=not args.no_conditional)
     if not args.stats and not args.paper_sets:
         # the API's own default, so that adaptivity's statistics are added for each
         # feature (X, V) the data have, as uqx.validate(ds) does
-        stats = API_DEFAULT_STATS
+        stats = DEFAULT_STATS
     if held:
         note(args, f"uqx: note: {held}")
     if not progress_wanted(quiet=args.quiet) and not args.quiet and not kernels_compiled():
@@ -170,27 +136,15 @@ def run_validation(args, ds):
     # one display of the steps (step k of n, time left), on a terminal, unless -q
     with steps_progress(STEP_LABELS, label=f"uqx {getattr(args, 'command', NAME)}",
                         quiet=args.quiet):
-        res = validate(
-            ds,
-            stats,
-            n_boot=args.n_boot,
-            n_mc=args.n_mc,
-            seed=args.seed,
+        groups = from_options(
+            args,
             bins=args.bins if bins_chosen(args) else None,  # a default cap is not noted
-            binning=args.binning,
-            pop_min=args.pop_min,
-            cond_bins=args.cond_bins,
-            cond_n_boot=args.cond_n_boot,
-            cond_ci=args.cond_ci,
-            extrapolation_n_mc=args.extrapolation_n_mc,
-            nu=args.nu,
-            alpha=args.alpha,
+            scheme=args.binning,
             simulate_all=args.paper_sets,
-            conditional=not args.no_conditional,
             ties=args.ties or ("file-order" if args.paper_sets else "content"),
-            tolerance=args.tolerance,
             progress=False if args.quiet else None,  # the display above, or none with -q
         )
+        res = validate(ds, stats, **groups)
     return res, [str(s) for s in res["stat"].values]  # as validated (adaptivity's added)
 
 
