@@ -55,8 +55,7 @@ NODES = (
     Node("up_to_factor", "up_to_factor", _BINNED, "uE"),
 )
 
-#: Initial shares of the set's level, prespecified (adaptivity's split among the features
-#: present; "up to a factor" receives half of the scale's once the scale is rejected).
+#: Initial shares of the set's level, prespecified (split and passed on: :func:`node_graph`).
 NODE_WEIGHTS = {"scale": 0.2125, "bias": 0.2125, "consistency": 0.425,
                 "adaptivity": 0.10, "ranking": 0.05, "up_to_factor": 0.0}
 
@@ -155,9 +154,7 @@ def _intersections(w_bytes, G_bytes, present_bytes):
     out = []
     for r in range(1, len(nodes) + 1):
         for J in combinations(nodes, r):
-            keep = np.zeros(w.size, dtype=bool)
-            keep[list(J)] = True
-            wJ = intersection_weights(w0, G0, keep)
+            wJ = intersection_weights(w0, G0, np.isin(np.arange(w.size), J))
             use = np.array([j for j in J if wJ[j] > 0], dtype=np.int64)
             out.append((np.array(J, dtype=np.int64), use, wJ[use]))
     return tuple(out)
@@ -306,7 +303,9 @@ def decide_set(p, p_copies, use, min_p, alpha: float = ALPHA_RESULT,
     pc = np.asarray(p_copies, dtype=np.float64)
     p = np.where(np.asarray(use, dtype=bool), np.asarray(p, dtype=np.float64), np.nan)
     first = _decide(p, pc, min_p, alpha)
-    hold = first.rejected & np.asarray(False if held is None else held, dtype=bool)[..., None]
+    if held is None:
+        return first
+    hold = first.rejected & np.asarray(held, dtype=bool)[:, None]
     if not hold.any():
         return first
     again = _decide(np.where(hold, 1.0, p), pc, min_p, alpha)

@@ -238,7 +238,7 @@ def question_step(res, specs, draws, *, factor, alpha_result, M, untestable) -> 
         on = t.present()
         held = [j >= 0 and bool(tails[j]) for j in t.stat]
         d = decide_set(t.p, t.copies, t.use, t.min_p, alpha_result, held) if on else None
-        used, near, node = {}, {}, {}  # node: its verdict, reason and tails withdrawn
+        used, near, node = {}, {}, {}  # node: its verdict, its reason, the tails' reason
         for k in on:
             used[k] = t.use[k] & members[i] & np.isfinite(t.p[k])
             near[k] = borderline(d.adjusted[k], n, alpha_result,
@@ -246,7 +246,9 @@ def question_step(res, specs, draws, *, factor, alpha_result, M, untestable) -> 
             v, why = member_verdict(d.rejected[k], labels, use=used[k], firm=d.firm[k],
                                     reachable=bool(d.reachable[k]), unreachable=unreachable)
             withdrawn = tails[t.stat[k]] if v == "invalid" else ""
-            node[k] = ("inconclusive", withdrawn, withdrawn) if withdrawn else (v, why, "")
+            if withdrawn:  # an invalid on tails beyond the null family
+                v, why = "inconclusive", withdrawn
+            node[k] = (v, why, withdrawn)
         by_node = {int(t.stat[k]): k for k in on if NODES[k].name != "up_to_factor"}
         by_factor = {int(t.stat[k]): k for k in on if NODES[k].name == "up_to_factor"}
         for j, s in enumerate(specs):  # each statistic: its node's verdict, or a diagnostic

@@ -165,16 +165,17 @@ def unresolved_step(res: xr.Dataset) -> xr.Dataset:
     questions = [str(x) for x in res["question"].values]
     lo, hi, s_lo, s_hi = (np.isfinite(res[f"question_resolution_{k}"].values)
                           for k in ("low", "high", "spread_low", "spread_high"))
-    q = np.array(questions)  # average states a factor, ranking a spread, the others either
-    resolved = np.where(q == "average", lo | hi, np.where(q == "ranking", s_lo,
-                                                          hi | s_lo | s_hi))
+    kind = np.array(questions)  # average states a factor, ranking a spread, the others either
+    resolved = np.where(kind == "average", lo | hi,
+                        np.where(kind == "ranking", s_lo, hi | s_lo | s_hi))
     unresolved = (res["question_verdict"].values == "valid") & ~resolved
+    # each statistic follows its question; the rescaled ones, "up to a factor"
     of_stat = [question_of(s.family, s.cond) for s in map(parse_stat, res["stat"].values)]
     never = np.zeros(len(unresolved), dtype=bool)
+    stat_open = np.stack([unresolved[:, questions.index(q)] if q in questions else never
+                          for q in of_stat], axis=1)
     masks = {"question_verdict": unresolved,
-             "verdict": (res["verdict"].values == "valid") & np.stack(
-                 [unresolved[:, questions.index(q)] if q in questions else never
-                  for q in of_stat], axis=1),
+             "verdict": (res["verdict"].values == "valid") & stat_open,
              "factor_verdict": (res["factor_verdict"].values == "valid")
              & unresolved[:, [questions.index("up_to_factor")]]}
     out = res.copy()
