@@ -1,9 +1,9 @@
 """Decision steps of the workflow: the p-values, then every verdict of each set, once.
 
 :func:`pvalue_step`: each tested statistic's Monte-Carlo p-value under each member (the
-papers' ζ decision kept beside it, ``zeta_verdict``). :func:`question_step`: each set's
-node tests (:func:`set_tests`) decided once by one graph
-(:func:`uqx.engine.questions.decide_set`), each verdict written once. The rule in
+papers' ζ decision, :func:`uqx.engine.verdict.papers_verdict`, kept beside it).
+:func:`question_step`: each set's node tests (:func:`set_tests`) decided once by one
+graph (:func:`uqx.engine.questions.decide_set`), each verdict written once. The rule in
 words: docs/verdicts.md.
 """
 
@@ -34,10 +34,10 @@ from uqx.engine.questions import (
 )
 from uqx.engine.statistic import STATISTICS
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
-from uqx.engine.verdict import interval_problem, simulated_verdict, zeta_se, zeta_verdict
+from uqx.engine.verdict import ZETA_INPUTS, interval_problem, papers_verdict
 
 __all__ = ["pvalue_step", "question_step", "NodeTests", "set_tests", "members_used",
-           "NOT_ASKED", "tails_reason", "TAILS_ROBUST", "zeta_borderline"]
+           "NOT_ASKED", "tails_reason", "TAILS_ROBUST"]
 
 
 def members_used(res, n_members, rank: bool = False) -> np.ndarray:
@@ -52,22 +52,9 @@ def members_used(res, n_members, rank: bool = False) -> np.ndarray:
     return np.ones((res.sizes["set"], n_members), dtype=bool)
 
 
-def zeta_borderline(res, i, j) -> bool:
-    """Return whether abs(ζ) is within two Monte-Carlo sd of 1 (the papers' decision can flip)."""
-    sim = not str(res["reference_kind"].values[i, j]).startswith("predefined")
-    zetas, refs = (np.atleast_1d(res[k].values[i, j]) for k in
-                   (("zeta_sim", "sim_reference") if sim else ("zeta", "reference")))
-    rse = np.asarray(res["sim_reference_se"].values[i, j]) if sim else np.zeros(1)
-    e, lo, hi, lo_se, hi_se = (res[k].values[i, j] for k in
-                               ("estimate", "ci_low", "ci_high", "ci_low_se", "ci_high_se"))
-    sz = zeta_se(e, refs, lo, hi, lo_se, hi_se, target_u=2 * rse, reference_se=rse)
-    with np.errstate(invalid="ignore"):
-        return bool(np.any(np.abs(np.abs(zetas) - 1) < 2 * sz))
-
-
 def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
                 ) -> xr.Dataset:
-    """Step 4: each tested statistic's Monte-Carlo p-value under every member.
+    """Give each tested statistic's Monte-Carlo p-value under every member.
 
     The p-value of ``observed`` (set, stat: the estimate, or ⟨Z⟩ studentised) among the
     copies ``draws`` (set, stat, member, n) (:func:`uqx.engine.mctest.mc_pvalue`, on the
@@ -89,18 +76,9 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
         for j, s in enumerate(specs):
             if not STATISTICS[s.base].tested:
                 continue
-            kind = str(res["reference_kind"].values[i, j])
-            problem = interval_problem(*(res[k].values[i, j]
-                                         for k in ("estimate", "ci_low", "ci_high")))
-            if kind and problem:
-                papers[i, j] = "inconclusive"
-            elif kind.startswith("predefined"):
-                papers[i, j] = zeta_verdict(float(res["zeta"].values[i, j]))
-            elif kind:
-                papers[i, j] = simulated_verdict(res["zeta_sim"].values[i, j],
-                                                 res["zeta_sim2"].values[i, j], labels)[0]
-            if papers[i, j] in ("valid", "invalid"):
-                zeta_bl[i, j] = zeta_borderline(res, i, j)
+            cell = {k: res[k].values[i, j] for k in ZETA_INPUTS}
+            papers[i, j], zeta_bl[i, j] = papers_verdict(cell, labels)
+            problem = interval_problem(cell["estimate"], cell["ci_low"], cell["ci_high"])
             if problem:
                 notes.stat(i, j, problem + " (ζ-scores only; the verdict does not use it)")
             pv[i, j] = mc_pvalue(observed[i, j], draws[i, j], STATISTICS[s.base].direction)
