@@ -186,14 +186,15 @@ def question_step(res, specs, draws, *, factor, alpha_result, M, untestable) -> 
     """Decide every verdict of each set once: one graph of node tests, the masks before.
 
     Per set, :func:`set_tests` decided by :func:`uqx.engine.questions.decide_set` at
-    ``alpha_result``, the nodes' rejections on tails beyond the null family
-    (:func:`_stat_tails_reason`, ``M`` points per set) held, then
+    ``alpha_result`` (a rejection on tails beyond the null family, of
+    :func:`_stat_tails_reason` with ``M`` points per set, held), then
     :func:`uqx.engine.questions.member_verdict` over the members; the other tested
-    statistics are diagnostics. Each verdict is written once, after the tails, what a
-    set cannot test (``untestable``: :func:`uqx.workflow.conditional.untestable_reasons`)
-    and "up to a factor" (``factor``: :func:`uqx.workflow.recalibration.factor_tests`)
-    asked only where the scale is ``invalid`` (docs/verdicts.md). Returns the variables
-    of :data:`_OUTPUT`.
+    statistics are diagnostics. Each verdict is written once, its masks applied first: an
+    ``invalid`` on such tails reads ``inconclusive``, what the set cannot test
+    (``untestable``: :func:`uqx.workflow.conditional.untestable_reasons`) ``not tested``,
+    and "up to a factor" (``factor``: :func:`uqx.workflow.recalibration.factor_tests`) is
+    asked only where the scale is ``invalid`` (docs/verdicts.md). Returns the variables of
+    :data:`_OUTPUT`.
     """
     S, K = res.sizes["set"], len(specs)
     labels = [str(m) for m in res["member"].values]
