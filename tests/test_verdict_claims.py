@@ -334,7 +334,7 @@ def test_question_resolution_reads_80_percent_power_at_the_question_threshold():
     Q = len(NODES)
     stat = np.full(Q, -1)
     stat[k] = 0
-    t = NodeTests(tuple(nd.name for nd in NODES), stat, np.full((Q, 1), 0.5),
+    t = NodeTests(stat, np.full((Q, 1), 0.5),
                   np.zeros((Q, 1, n)), np.ones((Q, 1), bool), np.full(Q, 1 / (1 + n)))
     (lo, hi), _ = _binned_resolution(NODES[k], [parse_stat("zmse")], t, k, draws,
                                      np.array([0]), {0: 0.05}, Copies(), 0)

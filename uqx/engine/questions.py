@@ -4,12 +4,12 @@ Each question is one or two nodes (:data:`NODES`), each a null tested by one pre
 statistic; the nodes share the set's level α in one graph (:func:`node_graph`; Bretz et
 al. 2009) decided by closed weighted min-p on the shared copies (:func:`closed_minp`;
 Bretz, Maurer & Hommel 2011), one set at a time (:func:`decide_set`). The rule in words:
-docs/verdicts.md ("One graph, closed min-p"). Pure NumPy over the last axis (the copies).
+docs/verdicts.md. Pure NumPy.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from itertools import combinations
 
@@ -55,23 +55,16 @@ NODES = (
     Node("up_to_factor", "up_to_factor", _BINNED, "uE"),
 )
 
-#: Initial shares of the set's level, prespecified (adaptivity's split among the features
-#: present; "up to a factor" receives half of the scale's once the scale is rejected).
+#: Initial shares of the set's level, prespecified (split and passed on: :func:`node_graph`).
 NODE_WEIGHTS = {"scale": 0.2125, "bias": 0.2125, "consistency": 0.425,
                 "adaptivity": 0.10, "ranking": 0.05, "up_to_factor": 0.0}
 
 
 def question_of(family: str, cond: str | None) -> str | None:
     """Question a statistic's null belongs to, from its family and conditioning variable."""
-    if family == "moment":
-        return "average"
-    if family == "rank":
-        return "ranking"
-    if family == "binned" and cond == "uE":
-        return "consistency"
-    if family == "binned" and cond in ("X", "V"):
-        return f"adaptivity_{cond}"
-    return None
+    if family == "binned":
+        return {"uE": "consistency", "X": "adaptivity_X", "V": "adaptivity_V"}.get(cond)
+    return {"moment": "average", "rank": "ranking"}.get(family)
 
 
 def node_statistic(node: Node, asked) -> int | None:
@@ -117,9 +110,7 @@ def node_graph(names):
         if name == "scale" and "up_to_factor" in q:  # half, or all with no other node
             G[a, q.index("up_to_factor")] = 0.5 if to else 1.0
             rest = 0.5
-        total = sum(w[b] for b in to)
-        for b in to:
-            G[a, b] = rest * w[b] / total
+        G[a, to] = rest * w[to] / sum(w[b] for b in to)
     return w, G
 
 
@@ -137,13 +128,10 @@ def _remove(weights, transitions, keep):
         alive[j] = False
         w[alive] += w[j] * G[j, alive]
         w[j] = 0.0
-        G2 = np.zeros_like(G)
-        for k in np.flatnonzero(alive):
-            den = 1.0 - G[k, j] * G[j, k]
-            for m in np.flatnonzero(alive):
-                if k != m and den > 0:
-                    G2[k, m] = (G[k, m] + G[k, j] * G[j, m]) / den
-        G = G2
+        den = (1.0 - G[:, j] * G[j, :])[:, None]
+        edge = np.outer(alive & (den[:, 0] > 0), alive) & ~np.eye(w.size, dtype=bool)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            G = np.where(edge, (G + np.outer(G[:, j], G[j, :])) / den, 0.0)
     return w, G
 
 
@@ -166,9 +154,7 @@ def _intersections(w_bytes, G_bytes, present_bytes):
     out = []
     for r in range(1, len(nodes) + 1):
         for J in combinations(nodes, r):
-            keep = np.zeros(w.size, dtype=bool)
-            keep[list(J)] = True
-            wJ = intersection_weights(w0, G0, keep)
+            wJ = intersection_weights(w0, G0, np.isin(np.arange(w.size), J))
             use = np.array([j for j in J if wJ[j] > 0], dtype=np.int64)
             out.append((np.array(J, dtype=np.int64), use, wJ[use]))
     return tuple(out)
@@ -206,10 +192,7 @@ def closed_minp(p_observed, p_copies, weights, transitions) -> np.ndarray:
     p = np.asarray(p_observed, dtype=np.float64)
     pc = np.asarray(p_copies, dtype=np.float64).reshape(p.size, -1)
     present = np.isfinite(p)
-    adj = np.full(p.size, np.nan)
-    if not present.any():
-        return adj
-    adj[present] = 0.0
+    adj = np.where(present, 0.0, np.nan)
     w0 = np.ascontiguousarray(weights, dtype=np.float64)
     G0 = np.ascontiguousarray(transitions, dtype=np.float64)
     for J, use, v in _intersections(w0.tobytes(), G0.tobytes(), present.tobytes()):
@@ -258,11 +241,10 @@ def member_verdict(rejected, labels, *, use=None, firm=None, reachable=True,
     """
     r = np.asarray(rejected, dtype=bool)
     f = r if firm is None else np.asarray(firm, dtype=bool) & r
-    labels = list(labels)
+    labels = np.asarray(labels, dtype=str)
     if use is not None:
         use = np.asarray(use, dtype=bool)
-        r, f = r[use], f[use]
-        labels = [lab for lab, k in zip(labels, use, strict=True) if k]
+        r, f, labels = r[use], f[use], labels[use]
     if r.size == 0:
         return "inconclusive", "no member of the null family takes part"
     if r.all():  # a rejection needs no reach: the procedure controls its rate
@@ -272,8 +254,7 @@ def member_verdict(rejected, labels, *, use=None, firm=None, reachable=True,
             "the copies cannot reach the level of this test: no verdict")
     if not f.any():
         return "valid", ""
-    rej = ", ".join(lab for lab, k in zip(labels, r, strict=True) if k)
-    acc = ", ".join(lab for lab, k in zip(labels, r, strict=True) if not k)
+    rej, acc = ", ".join(labels[r]), ", ".join(labels[~r])
     return "inconclusive", (f"rejected under {rej}, but not under {acc}: the conclusion "
                             "depends on the generative distribution of the errors")
 
@@ -285,31 +266,30 @@ class SetDecision:
     Arrays over (node, member): ``adjusted`` the closed-testing adjusted p-values (NaN:
     node absent or member not taking part); ``rejected`` at α, ``firm`` beyond the
     Monte-Carlo noise (below :func:`firm_level`); ``share`` the node's share of α and
-    ``threshold`` the p-value under which its own test firmly rejects, both in the
-    intersection of every node present (less the scale for ``up_to_factor``), where its
-    weight is smallest: its power read there is a lower bound. ``reachable`` (node,):
-    whether the copies can firmly reject the node at all (its p-value at its smallest).
+    ``threshold`` the p-value under which its own test firmly rejects, both where its
+    weight is smallest (docs/verdicts.md, "One graph, closed min-p"). ``reachable``
+    (node,): whether the copies can firmly reject the node at all.
     """
 
-    nodes: tuple
     adjusted: np.ndarray
     rejected: np.ndarray
     firm: np.ndarray
     reachable: np.ndarray
     share: np.ndarray
     threshold: np.ndarray
-    alpha: float
 
 
 def decide_set(p, p_copies, use, min_p, alpha: float = ALPHA_RESULT,
-               nodes=None) -> SetDecision:
+               held=None) -> SetDecision:
     r"""Decide one set's nodes under every member: the closed min-p of one graph.
 
-    ``p`` (node, member): the Monte-Carlo p-values (NaN: node absent); ``p_copies``
-    (node, member, n): on each shared copy; ``use`` (node, member): the members taking
-    part; ``min_p`` (node,): the smallest p-value the copies can give
-    (:func:`uqx.engine.mctest.smallest_pvalue`); ``alpha``: the set's family-wise level;
-    ``nodes``: their names (default: :data:`NODES`).
+    Over the nodes of :data:`NODES`: ``p`` (node, member) the Monte-Carlo p-values (NaN:
+    node absent); ``p_copies`` (node, member, n) on each shared copy; ``use`` (node,
+    member) the members taking part; ``min_p`` (node,) the smallest p-value the copies
+    can give (:func:`uqx.engine.mctest.smallest_pvalue`); ``alpha`` the set's family-wise
+    level; ``held`` (node,) the nodes whose rejection passes no share on (tails beyond
+    the null family): such a node keeps its decision, the others are decided again with
+    its p-value at 1 under the members that rejected it.
 
     Examples
     --------
@@ -320,9 +300,25 @@ def decide_set(p, p_copies, use, min_p, alpha: float = ALPHA_RESULT,
     >>> d.rejected[:, 0].tolist()
     [True, False, False, False, False, False, False]
     """
-    names = tuple(nodes) if nodes is not None else tuple(n.name for n in NODES)
     pc = np.asarray(p_copies, dtype=np.float64)
     p = np.where(np.asarray(use, dtype=bool), np.asarray(p, dtype=np.float64), np.nan)
+    first = _decide(p, pc, min_p, alpha)
+    if held is None:
+        return first
+    hold = first.rejected & np.asarray(held, dtype=bool)[:, None]
+    if not hold.any():
+        return first
+    again = _decide(np.where(hold, 1.0, p), pc, min_p, alpha)
+    rows = hold.any(axis=1)  # the held nodes keep their first decision
+    merged = {f.name: getattr(again, f.name).copy() for f in fields(SetDecision)}
+    for name, arr in merged.items():
+        arr[rows] = getattr(first, name)[rows]
+    return SetDecision(**merged)
+
+
+def _decide(p, pc, min_p, alpha) -> SetDecision:
+    """Decide as :func:`decide_set` in one pass (``p``: NaN where absent or not taking part)."""
+    names = [node.name for node in NODES]
     adj, share, thr = (np.full(p.shape, np.nan) for _ in range(3))
     firm = np.zeros(p.shape, dtype=bool)
     reach = np.ones(len(names), dtype=bool)
@@ -330,7 +326,7 @@ def decide_set(p, p_copies, use, min_p, alpha: float = ALPHA_RESULT,
     on = np.flatnonzero(np.isfinite(p).any(axis=1))
     w, G = np.zeros(len(names)), np.zeros((len(names), len(names)))
     w[on], G[np.ix_(on, on)] = node_graph([names[j] for j in on])
-    scale = names.index("scale") if "scale" in names else -1
+    scale = names.index("scale")
     for m in range(p.shape[1]):
         here = np.flatnonzero(np.isfinite(p[:, m]))
         if not here.size:
@@ -339,7 +335,7 @@ def decide_set(p, p_copies, use, min_p, alpha: float = ALPHA_RESULT,
         fl = firm_level(alpha, max(int(np.sum(np.all(np.isfinite(pc[here, m]), axis=0))), 1))
         firm[:, m] = adj[:, m] < fl
         for j in here:
-            factor = names[j] == "up_to_factor" and scale >= 0  # asked once scale rejected
+            factor = names[j] == "up_to_factor"  # asked once the scale is rejected
             keep = np.isfinite(p[:, m])
             if factor:
                 keep[scale] = False
@@ -354,4 +350,4 @@ def decide_set(p, p_copies, use, min_p, alpha: float = ALPHA_RESULT,
                 best[scale] = 0.0
             reach[j] &= bool(closed_minp(best, pc[:, m], w, G)[j] < fl)
     rejected = np.isfinite(adj) & (adj <= alpha)
-    return SetDecision(names, adj, rejected, firm & rejected, reach, share, thr, float(alpha))
+    return SetDecision(adj, rejected, firm & rejected, reach, share, thr)

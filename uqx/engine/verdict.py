@@ -33,6 +33,8 @@ __all__ = [
     "zeta_verdict",
     "agreement_verdict",
     "simulated_verdict",
+    "ZETA_INPUTS",
+    "papers_verdict",
     "limit_se",
     "zeta_se",
 ]
@@ -143,6 +145,53 @@ def simulated_verdict(zetas, zetas2, labels) -> tuple[str, str]:
             "range of calibrated data simulated under every D")
     return v, why
 
+
+
+#: The values of one statistic that :func:`papers_verdict` reads (the result's variables
+#: of these names at one set and statistic).
+ZETA_INPUTS = ("reference_kind", "estimate", "ci_low", "ci_high", "ci_low_se", "ci_high_se",
+               "zeta", "reference", "zeta_sim", "zeta_sim2", "sim_reference",
+               "sim_reference_se")
+
+
+def papers_verdict(cell, labels) -> tuple[str, bool]:
+    """Return the papers' decision of one statistic (steps 1-3 of this module) and if it can flip.
+
+    Parameters
+    ----------
+    cell : mapping
+        The statistic's values of :data:`ZETA_INPUTS` (``reference_kind`` '': no reference,
+        ``not tested``).
+    labels : sequence of str
+        The generative distributions of the simulated references.
+
+    Returns
+    -------
+    verdict : str
+    borderline : bool
+        Whether the verdict is ``valid`` or ``invalid`` with some abs(ζ) within two
+        Monte-Carlo sd of 1 (:func:`zeta_se`, the reference's own sd included): more
+        copies or replicates could flip it.
+    """
+    kind = str(cell["reference_kind"])
+    if not kind:
+        return "not tested", False
+    if interval_problem(cell["estimate"], cell["ci_low"], cell["ci_high"]):
+        return "inconclusive", False
+    sim = not kind.startswith("predefined")
+    if sim:
+        verdict = simulated_verdict(cell["zeta_sim"], cell["zeta_sim2"], labels)[0]
+    else:
+        verdict = zeta_verdict(float(cell["zeta"]))
+    if verdict not in ("valid", "invalid"):
+        return verdict, False
+    zetas, refs = (np.atleast_1d(cell[k]) for k in
+                   (("zeta_sim", "sim_reference") if sim else ("zeta", "reference")))
+    rse = np.asarray(cell["sim_reference_se"]) if sim else np.zeros(1)
+    sz = zeta_se(cell["estimate"], refs, cell["ci_low"], cell["ci_high"], cell["ci_low_se"],
+                 cell["ci_high_se"], target_u=2 * rse, reference_se=rse)
+    with np.errstate(invalid="ignore"):
+        return verdict, bool(np.any(np.abs(np.abs(zetas) - 1) < 2 * sz))
 
 def limit_se(T, alpha) -> np.ndarray:
     r"""Monte-Carlo standard error of the bootstrap quantile of T at level ``alpha``.

@@ -1,17 +1,15 @@
 """Decision steps of the workflow: the p-values, then every verdict of each set, once.
 
 :func:`pvalue_step`: each tested statistic's Monte-Carlo p-value under each member (the
-papers' ζ decision kept beside it, ``zeta_verdict``). :func:`question_step`: each set's
-node tests (:func:`set_tests`) decided by one graph
-(:func:`uqx.engine.questions.decide_set`), the members combined
-(:func:`uqx.engine.questions.member_verdict`); the tails beyond the null family, what a
-set cannot test and the factor not asked are applied before any verdict is written.
-The rule in words: docs/verdicts.md.
+papers' ζ decision, :func:`uqx.engine.verdict.papers_verdict`, kept beside it).
+:func:`question_step`: each set's node tests (:func:`set_tests`) decided once by one
+graph (:func:`uqx.engine.questions.decide_set`), each verdict written once. The rule in
+words: docs/verdicts.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
@@ -36,10 +34,10 @@ from uqx.engine.questions import (
 )
 from uqx.engine.statistic import STATISTICS
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
-from uqx.engine.verdict import interval_problem, simulated_verdict, zeta_se, zeta_verdict
+from uqx.engine.verdict import ZETA_INPUTS, interval_problem, papers_verdict
 
 __all__ = ["pvalue_step", "question_step", "NodeTests", "set_tests", "members_used",
-           "NOT_ASKED", "tails_reason", "TAILS_ROBUST", "zeta_borderline"]
+           "NOT_ASKED", "tails_reason", "TAILS_ROBUST"]
 
 
 def members_used(res, n_members, rank: bool = False) -> np.ndarray:
@@ -54,32 +52,17 @@ def members_used(res, n_members, rank: bool = False) -> np.ndarray:
     return np.ones((res.sizes["set"], n_members), dtype=bool)
 
 
-def zeta_borderline(res, i, j) -> bool:
-    """Return whether abs(ζ) is within two Monte-Carlo sd of 1 (the papers' decision can flip)."""
-    sim = not str(res["reference_kind"].values[i, j]).startswith("predefined")
-    zetas, refs = (np.atleast_1d(res[k].values[i, j]) for k in
-                   (("zeta_sim", "sim_reference") if sim else ("zeta", "reference")))
-    rse = np.asarray(res["sim_reference_se"].values[i, j]) if sim else np.zeros(1)
-    e, lo, hi, lo_se, hi_se = (res[k].values[i, j] for k in
-                               ("estimate", "ci_low", "ci_high", "ci_low_se", "ci_high_se"))
-    sz = zeta_se(e, refs, lo, hi, lo_se, hi_se, target_u=2 * rse, reference_se=rse)
-    with np.errstate(invalid="ignore"):
-        return bool(np.any(np.abs(np.abs(zetas) - 1) < 2 * sz))
-
-
 def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
                 ) -> xr.Dataset:
-    """Step 4: each tested statistic's Monte-Carlo p-value under every member.
+    """Give each tested statistic's Monte-Carlo p-value under every member.
 
     The p-value of ``observed`` (set, stat: the estimate, or ⟨Z⟩ studentised) among the
     copies ``draws`` (set, stat, member, n) (:func:`uqx.engine.mctest.mc_pvalue`, on the
-    statistic's side). With ``joint`` (the copies of the fitted member at ν̂), the fitted
-    member of a statistic of :data:`uqx.engine.mctest.LIGHT_SIDE` reads that side on
-    ``draws`` (the heavy end of ν) and the other on ``joint``. Writes ``p_value`` (set,
+    statistic's side; the fitted member of :data:`uqx.engine.mctest.LIGHT_SIDE` reads the
+    other side on ``joint``, its copies at ν̂: docs/verdicts.md). Writes ``p_value`` (set,
     stat, member), ``test_statistic``, the papers' ``zeta_verdict`` and
-    ``zeta_borderline``, and the central 95 % of each binned statistic's copies, the
-    widest over the members (``null_band_*``: a bootstrap interval of it does not cover);
-    ``notes`` collects the warnings.
+    ``zeta_borderline``, and the widest central 95 % of each binned statistic's copies
+    over the members (``null_band_*``); ``notes`` collects the warnings.
     """
     S, K = res.sizes["set"], len(specs)
     papers = np.full((S, K), "not tested", dtype=object)
@@ -93,18 +76,9 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
         for j, s in enumerate(specs):
             if not STATISTICS[s.base].tested:
                 continue
-            kind = str(res["reference_kind"].values[i, j])
-            problem = interval_problem(*(res[k].values[i, j]
-                                         for k in ("estimate", "ci_low", "ci_high")))
-            if kind and problem:
-                papers[i, j] = "inconclusive"
-            elif kind.startswith("predefined"):
-                papers[i, j] = zeta_verdict(float(res["zeta"].values[i, j]))
-            elif kind:
-                papers[i, j] = simulated_verdict(res["zeta_sim"].values[i, j],
-                                                 res["zeta_sim2"].values[i, j], labels)[0]
-            if papers[i, j] in ("valid", "invalid"):
-                zeta_bl[i, j] = zeta_borderline(res, i, j)
+            cell = {k: res[k].values[i, j] for k in ZETA_INPUTS}
+            papers[i, j], zeta_bl[i, j] = papers_verdict(cell, labels)
+            problem = interval_problem(cell["estimate"], cell["ci_low"], cell["ci_high"])
             if problem:
                 notes.stat(i, j, problem + " (ζ-scores only; the verdict does not use it)")
             pv[i, j] = mc_pvalue(observed[i, j], draws[i, j], STATISTICS[s.base].direction)
@@ -113,12 +87,11 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
                 heavy, point = draws[i, j, light], joint[i, j, light]
                 up, down = (heavy, point) if LIGHT_SIDE[s.base] > 0 else (point, heavy)
                 pv[i, j, light] = mc_pvalue_sides(observed[i, j], up, down)
-            if s.family == "binned" and not s.vector:
-                finite = (c[np.isfinite(c)] for c in draws[i, j, members[i]])
-                q = [(np.quantile(c, 0.025), np.quantile(c, 0.975)) for c in finite
-                     if c.size >= 2]
+            if s.family == "binned" and not s.vector:  # the central 95 % of its copies
+                q = [np.quantile(c[np.isfinite(c)], [0.025, 0.975])
+                     for c in draws[i, j, members[i]] if np.isfinite(c).sum() >= 2]
                 if q:
-                    band[i, j] = min(lo for lo, _ in q), max(hi for _, hi in q)
+                    band[i, j] = np.min(q, axis=0)[0], np.max(q, axis=0)[1]
     return xr.Dataset(VALIDATE.data_vars({
         "p_value": pv, "test_statistic": np.asarray(observed, dtype=np.float64),
         "null_band_low": band[..., 0], "null_band_high": band[..., 1],
@@ -137,7 +110,6 @@ class NodeTests:
     the smallest p-value its copies can give.
     """
 
-    nodes: tuple
     stat: np.ndarray
     p: np.ndarray
     copies: np.ndarray
@@ -146,7 +118,7 @@ class NodeTests:
 
     def present(self) -> list:
         """Return the indices of the nodes with a statistic."""
-        return [k for k in range(len(self.nodes)) if self.stat[k] >= 0]
+        return np.flatnonzero(self.stat >= 0).tolist()
 
 
 def set_tests(res, specs, draws, i, *, factor=None) -> NodeTests:
@@ -182,36 +154,12 @@ def set_tests(res, specs, draws, i, *, factor=None) -> NodeTests:
             cp[k, :, :c.shape[1]] = c[:, :n]
         else:
             p[k] = pv[j]
-            cp[k] = np.stack([copy_pvalues(draws[i, j, m], d) for m in range(D)])
+            cp[k] = copy_pvalues(draws[i, j], d)
         stat[k] = j
         use[k] = ranks if specs[j].family == "rank" else members
         min_p[k] = smallest_pvalue(max(int(np.max(np.sum(np.isfinite(cp[k]), axis=-1))), 1), d)
     p[~use] = np.nan
-    return NodeTests(tuple(nd.name for nd in NODES), stat, p, cp, use, min_p)
-
-
-def _decide_with_tails(t, res, specs, i, alpha, M):
-    """Decide set ``i``; a node rejected on tails beyond the null family passes no share on.
-
-    It keeps its decision (:func:`_withdraw_on_tails` withdraws it), the others are
-    decided again with its p-value at 1 under the members that rejected it.
-    """
-    dec0 = decide_set(t.p, t.copies, t.use, t.min_p, alpha, nodes=t.nodes)
-    masked, held = t.p.copy(), []
-    for k in t.present():
-        s = specs[int(t.stat[k])]
-        rej = dec0.rejected[k]
-        if rej.any() and _stat_tails_reason(s.base, res, i, M, on_ue=_reads_halves(s)):
-            masked[k, rej] = 1.0
-            held.append(k)
-    if not held:
-        return dec0
-    dec = decide_set(masked, t.copies, t.use, t.min_p, alpha, nodes=t.nodes)
-    rows = {f: getattr(dec, f).copy() for f in ("adjusted", "rejected", "firm", "reachable",
-                                                 "share", "threshold")}
-    for f, arr in rows.items():
-        arr[held] = getattr(dec0, f)[held]
-    return replace(dec, **rows)
+    return NodeTests(stat, p, cp, use, min_p)
 
 
 #: The variables :func:`question_step` writes: their dimensions after ``set``, their fill.
@@ -227,28 +175,26 @@ _OUTPUT = {
     "factor_p_value": ("stat member", np.nan), "factor_p_adjusted": ("stat member", np.nan),
 }
 
-#: The variable of each kind of verdict's reasons.
-_REASON = {"verdict": "verdict_reason", "factor_verdict": "factor_verdict_reason",
-           "question_verdict": "question_reason"}
-
 
 def _put(out, var, where, verdict, reason) -> None:
-    """Write a verdict and its reason at ``where`` of ``out[var]``."""
-    out[var][where], out[_REASON[var]][where] = verdict, reason
+    """Write a verdict at ``where`` of ``out[var]``, and its reason beside it."""
+    out[var][where] = verdict
+    out["question_reason" if var == "question_verdict" else var + "_reason"][where] = reason
 
 
-def question_step(res, specs, draws, *, factor=None, alpha_result, M=None,
-                  untestable=None) -> xr.Dataset:
-    """Decide every verdict of each set once: one graph of node tests, then the masks.
+def question_step(res, specs, draws, *, factor, alpha_result, M, untestable) -> xr.Dataset:
+    """Decide every verdict of each set once: one graph of node tests, the masks before.
 
     Per set, :func:`set_tests` decided by :func:`uqx.engine.questions.decide_set` at
-    ``alpha_result`` and :func:`uqx.engine.questions.member_verdict` over the members; a
-    question is rejected under a member when one of its nodes is; the other tested
-    statistics are diagnostics. Then, in this order: the tails (``M``, points per set;
-    :func:`_decide_with_tails`, :func:`_withdraw_on_tails`), what a set cannot test
-    (``untestable``, of :func:`uqx.workflow.conditional.untestable_reasons`) and "up to a
-    factor" (``factor``, per set, of :func:`uqx.workflow.recalibration.factor_tests`)
-    only where the scale is ``invalid``. Returns the variables of :data:`_OUTPUT`.
+    ``alpha_result`` (a rejection on tails beyond the null family, of
+    :func:`_stat_tails_reason` with ``M`` points per set, held), then
+    :func:`uqx.engine.questions.member_verdict` over the members; the other tested
+    statistics are diagnostics. Each verdict is written once, its masks applied first: an
+    ``invalid`` on such tails reads ``inconclusive``, what the set cannot test
+    (``untestable``: :func:`uqx.workflow.conditional.untestable_reasons`) ``not tested``,
+    and "up to a factor" (``factor``: :func:`uqx.workflow.recalibration.factor_tests`) is
+    asked only where the scale is ``invalid`` (docs/verdicts.md). Returns the variables of
+    :data:`_OUTPUT`.
     """
     S, K = res.sizes["set"], len(specs)
     labels = [str(m) for m in res["member"].values]
@@ -256,73 +202,90 @@ def question_step(res, specs, draws, *, factor=None, alpha_result, M=None,
     out = {name: np.full((S, *(sizes[d] for d in dims.split())), fill,
                          dtype=object if isinstance(fill, str) else type(fill))
            for name, (dims, fill) in _OUTPUT.items()}
-    factor = factor or {}
-    Ms = [None] * S if M is None else [int(m) for m in np.asarray(M)]
+    by_stat, by_question = untestable
     members = members_used(res, len(labels))
     n = draws.shape[-1]
     unreachable = (f"{n} calibrated copies cannot reject this test at the set's level "
                    f"{float(alpha_result):.3g} even at their smallest p-value "
                    f"({1 / (1 + n):.3g} on one side, {2 / (1 + n):.3g} on two): no "
                    "verdict; increase --n-mc")
+    scale_stat = node_statistic(NODES[0], [(s.base if s.family == "moment" else "", None)
+                                           for s in specs])
     for i in range(S):
+        tails = [_stat_tails_reason(s, res, i, int(M[i])) for s in specs]
         t = set_tests(res, specs, draws, i, factor=factor.get(i))
         on = t.present()
-        for j, s in enumerate(specs):  # every tested statistic, until a node's: diagnostic
-            pj = res["p_value"].values[i, j]
-            if not STATISTICS[s.base].tested or question_of(s.family, s.cond) is None:
-                continue
-            if not np.isfinite(pj).any():
-                _put(out, "verdict", (i, j), "inconclusive", NO_PVALUE)
-                continue
-            pj = pj[members[i] & np.isfinite(pj)]
-            rejects = on and pj.size and np.all(pj <= alpha_result)
-            _put(out, "verdict", (i, j), "diagnostic",
-                 _diagnostic_reason(s, rejects=float(np.max(pj)) if rejects else None))
-        if not on:
-            continue
-        d = _decide_with_tails(t, res, specs, i, alpha_result, Ms[i])
-        used, near = {}, {}
+        held = [j >= 0 and bool(tails[j]) for j in t.stat]
+        d = decide_set(t.p, t.copies, t.use, t.min_p, alpha_result, held) if on else None
+        used, near, node = {}, {}, {}  # node: its verdict, its reason, the tails' reason
         for k in on:
             used[k] = t.use[k] & members[i] & np.isfinite(t.p[k])
             near[k] = borderline(d.adjusted[k], n, alpha_result,
                                  use=used[k] & (d.adjusted[k] > 1.0 / (1 + n)))
             v, why = member_verdict(d.rejected[k], labels, use=used[k], firm=d.firm[k],
                                     reachable=bool(d.reachable[k]), unreachable=unreachable)
-            j = int(t.stat[k])
-            if t.nodes[k] == "up_to_factor":
-                _put(out, "factor_verdict", (i, j), v, why)
-                out["factor_p_value"][i, j], out["factor_p_adjusted"][i, j] = t.p[k], d.adjusted[k]
-            else:
-                _put(out, "verdict", (i, j), v, why)
+            withdrawn = tails[t.stat[k]] if v == "invalid" else ""
+            if withdrawn:  # an invalid on tails beyond the null family
+                v, why = "inconclusive", withdrawn
+            node[k] = (v, why, withdrawn)
+        by_node = {int(t.stat[k]): k for k in on if NODES[k].name != "up_to_factor"}
+        by_factor = {int(t.stat[k]): k for k in on if NODES[k].name == "up_to_factor"}
+        for j, s in enumerate(specs):  # each statistic: its node's verdict, or a diagnostic
+            pj = res["p_value"].values[i, j]
+            if by_stat[i][j]:
+                _put(out, "verdict", (i, j), "not tested", by_stat[i][j])
+            elif j in by_node:
+                k = by_node[j]
+                _put(out, "verdict", (i, j), *node[k][:2])
                 out["borderline"][i, j], out["p_adjusted"][i, j] = near[k], d.adjusted[k]
-        for j, (pj, _) in factor.get(i, {}).items():  # the other rescaled: diagnostics
-            if out["factor_verdict"][i, j] == "not tested":
-                _put(out, "factor_verdict", (i, j), "diagnostic",
-                     _diagnostic_reason(specs[j], rescaled=True))
+            elif not STATISTICS[s.base].tested or question_of(s.family, s.cond) is None:
+                continue
+            elif not np.isfinite(pj).any():
+                _put(out, "verdict", (i, j), "inconclusive", NO_PVALUE)
+            else:
+                pj = pj[members[i] & np.isfinite(pj)]
+                rejects = on and pj.size and np.all(pj <= alpha_result)
+                _put(out, "verdict", (i, j), "diagnostic",
+                     _diagnostic_reason(s, rejects=float(np.max(pj)) if rejects else None))
+        asked = scale_stat is not None and out["verdict"][i, scale_stat] == "invalid"
+        for j, (pj, _) in factor.get(i, {}).items() if on else ():  # the rescaled statistics
+            if j in by_factor:
+                k = by_factor[j]
+                v, why = node[k][:2]
+                out["factor_p_value"][i, j] = t.p[k]
+                out["factor_p_adjusted"][i, j] = d.adjusted[k]
+            else:
+                v, why = "diagnostic", _diagnostic_reason(specs[j], rescaled=True)
                 out["factor_p_value"][i, j] = pj
+            if not asked:
+                v, why = "not tested", NOT_ASKED
+            _put(out, "factor_verdict", (i, j), v, why)
         for a, q in enumerate(QUESTIONS):
             ks = [k for k in on if NODES[k].question == q]
             u = np.any([used[k] for k in ks], axis=0) if ks else False
-            if not np.any(u):
-                continue
-            _put(out, "question_verdict", (i, a), *member_verdict(
-                np.any(d.rejected[ks], axis=0), labels, use=u, firm=np.any(d.firm[ks], axis=0),
-                reachable=bool(np.all(d.reachable[ks])), unreachable=unreachable))
-            names = [specs[t.stat[k]].name.upper() for k in ks]
-            out["question_tests"][i, a] = ", ".join(
-                {"bias": "T_Z", "up_to_factor": f"{x} of E/sqrt(ZMS)"}.get(t.nodes[k], x)
-                for k, x in zip(ks, names, strict=True))
-            out["question_p_value"][i, a] = np.fmin.reduce(d.adjusted[ks], axis=0)
-            out["question_level"][i, a] = alpha_result
-            out["question_level_initial"][i, a] = np.nansum(d.share[ks], axis=0)
-            out["question_borderline"][i, a] = any(near[k] for k in ks)
-    scale_stat = node_statistic(NODES[0], [(s.base if s.family == "moment" else "", None)
-                                           for s in specs])
-    for i in range(S):  # the masks, in this order: tails, untestable, the factor not asked
-        _withdraw_on_tails(out, res, specs, i, Ms[i])
-        if untestable is not None:
-            _mask_untestable(out, i, untestable[0][i], untestable[1][i])
-        _ask_up_to_factor(out, i, scale_stat)
+            v, why = "not tested", ""
+            if np.any(u):
+                v, why = member_verdict(
+                    np.any(d.rejected[ks], axis=0), labels, use=u,
+                    firm=np.any(d.firm[ks], axis=0), reachable=bool(np.all(d.reachable[ks])),
+                    unreachable=unreachable)
+                withdrawn = [node[k][2] for k in sorted(ks, key=lambda k: t.stat[k])
+                             if node[k][2]]
+                if v == "invalid" and withdrawn and all(node[k][0] != "invalid" for k in ks):
+                    v, why = "inconclusive", withdrawn[0]
+                names = [specs[t.stat[k]].name.upper() for k in ks]
+                out["question_tests"][i, a] = ", ".join(
+                    {"bias": "T_Z", "up_to_factor": f"{x} of E/sqrt(ZMS)"}.get(NODES[k].name, x)
+                    for k, x in zip(ks, names, strict=True))
+                out["question_p_value"][i, a] = np.fmin.reduce(d.adjusted[ks], axis=0)
+                out["question_level"][i, a] = alpha_result
+                out["question_level_initial"][i, a] = np.nansum(d.share[ks], axis=0)
+                out["question_borderline"][i, a] = any(near[k] for k in ks)
+            if q in by_question[i]:
+                v, why = "not tested", by_question[i][q]
+            if q == "up_to_factor" and not asked:
+                v, why = "not tested", NOT_ASKED
+            _put(out, "question_verdict", (i, a), v, why)
     v = out["verdict"]
     out["valid"][:] = np.where(v == "valid", 1.0, np.where(v == "invalid", 0.0, np.nan))
     ds = xr.Dataset(VALIDATE.data_vars({k: a.astype(str) if a.dtype == object else a
@@ -405,34 +368,35 @@ def _reads_halves(spec) -> bool:
     """Whether a statistic's rejection also needs each half of the uE order to show its tails.
 
     The statistics binned on uE and CC (ranked on uE): a shape of the errors that changes
-    with uE is not an inconsistency. One rule for passing a node's share on
-    (:func:`_decide_with_tails`) and for withdrawing an ``invalid`` (:func:`_withdraw_on_tails`).
+    with uE is not an inconsistency. One rule for passing a node's share on and for
+    withdrawing an ``invalid`` (:func:`_stat_tails_reason`, read by :func:`question_step`).
     """
     return spec.cond == "uE" and spec.family != "moment"
 
 
-def _stat_tails_reason(base, res, i, M, on_ue=False) -> str:
-    """Why an ``invalid`` of statistic ``base`` of set ``i`` cannot stand ('' when it can).
+def _stat_tails_reason(spec, res, i, M) -> str:
+    """Why an ``invalid`` of statistic ``spec`` of set ``i`` cannot stand ('' when it can).
 
-    :func:`tails_reason`, but for :data:`TAILS_ROBUST`; binned on uE (``on_ue``), each
-    half of the uE order must also show its tails (``kappa_cs_z2_half``: a shape that
-    changes with uE is not an inconsistency); :data:`U2_WEIGHTED` read the reach at the
-    effective number of points of u².
+    :func:`tails_reason`, but for :data:`TAILS_ROBUST`; where :func:`_reads_halves`, each
+    half of the uE order must also show its tails; :data:`U2_WEIGHTED` read the reach at
+    the effective number of points of u².
     """
+    base = spec.base
     if base in TAILS_ROBUST:
         return ""
     kappa = float(res["kappa_cs_z2_local"].values[i]) if "kappa_cs_z2_local" in res \
         else np.nan
     if kappa > SAFETY_LIMITS["kappa_cs_z2"]:  # that reason first, whatever the sample
         return tails_reason(kappa)
-    for h, half in enumerate(("lower", "upper") if on_ue and "kappa_cs_z2_half" in res else ()):
+    halves = _reads_halves(spec) and "kappa_cs_z2_half" in res
+    for h, half in enumerate(("lower", "upper") if halves else ()):
         n = int(res["half_points"].values[i, h])
         why = "" if n < 2 else _reach_reason(float(res["kappa_cs_z2_half"].values[i, h]), n,
                                              f"the {half} half of the uE order ({n} points)",
                                              half=True)
         if why:
             return why
-    if base in U2_WEIGHTED and M is not None and "u2_effective_points" in res:
+    if base in U2_WEIGHTED and "u2_effective_points" in res:
         n_eff = float(res["u2_effective_points"].values[i])
         if np.isfinite(n_eff) and n_eff < M:
             n = max(int(n_eff), 2)
@@ -441,53 +405,6 @@ def _stat_tails_reason(base, res, i, M, on_ue=False) -> str:
     return tails_reason(kappa, M)
 
 
-def _withdraw_on_tails(out, res, specs, i, M) -> None:
-    """Set ``i``'s ``invalid`` on tails beyond the null family: ``inconclusive`` (in place).
-
-    A question with such a statistic stays ``invalid`` only where one of its statistics
-    still is (no statistic ``invalid`` beside a question that is not).
-    """
-    withdrawn = {}
-    for var in ("verdict", "factor_verdict"):
-        for j in np.flatnonzero(out[var][i] == "invalid"):
-            s = specs[j]
-            why = _stat_tails_reason(s.base, res, i, M, on_ue=_reads_halves(s))
-            if why:
-                _put(out, var, (i, j), "inconclusive", why)
-                q = "up_to_factor" if var == "factor_verdict" else question_of(s.family, s.cond)
-                withdrawn.setdefault(q, why)
-    for a, q in enumerate(QUESTIONS):
-        if q not in withdrawn or out["question_verdict"][i, a] != "invalid":
-            continue
-        if q == "up_to_factor":
-            stats = out["factor_verdict"][i]
-        else:
-            stats = out["verdict"][i][[question_of(s.family, s.cond) == q for s in specs]]
-        if not np.any(stats == "invalid"):
-            _put(out, "question_verdict", (i, a), "inconclusive", withdrawn[q])
-
-
-def _mask_untestable(out, i, by_stat, by_question) -> None:
-    """``not tested`` what set ``i`` cannot test, ``by_stat`` and ``by_question`` (in place)."""
-    hit = np.asarray(by_stat) != ""
-    _put(out, "verdict", (i, hit), "not tested", np.asarray(by_stat, dtype=object)[hit])
-    for name, why in by_question.items():
-        _put(out, "question_verdict", (i, QUESTIONS.index(name)), "not tested", why)
-
-
 #: Why "consistent up to a factor" is not asked where the scale is not invalid.
 NOT_ASKED = ("asked only where the scale of uE is invalid (then the question is whether "
              "one factor fixes uE)")
-
-
-def _ask_up_to_factor(out, i, scale_stat) -> None:
-    """"Up to a factor" only where the scale's statistic (``scale_stat``) is ``invalid``.
-
-    Elsewhere the question and its statistics are ``not tested``, :data:`NOT_ASKED`.
-    """
-    if scale_stat is not None and out["verdict"][i, scale_stat] == "invalid":
-        return
-    _put(out, "question_verdict", (i, QUESTIONS.index("up_to_factor")), "not tested",
-         NOT_ASKED)
-    _put(out, "factor_verdict", (i, out["factor_verdict"][i] != "not tested"), "not tested",
-         NOT_ASKED)

@@ -1,9 +1,7 @@
 r"""The resolution of every test that can say ``valid``, read where ``valid`` is decided.
 
 The smallest miscalibration of a named kind (:mod:`uqx.engine.alternative`) that the
-same procedure finds 80 % of the time, read at the node's threshold
-(:class:`uqx.engine.questions.SetDecision`) under each member that takes part; the least
-powerful member's is stated (beyond the safety limit on the tails, the data member's).
+same procedure finds 80 % of the time, under the least powerful member that takes part.
 The rule in words: docs/verdicts.md ("Resolutions").
 """
 
@@ -31,16 +29,6 @@ __all__ = ["resolution_step", "unresolved_step", "NO_RESOLUTION"]
 _NAN2 = (np.nan, np.nan)
 
 
-def _members(res, i, use):
-    """Members whose resolution counts for set ``i``: the data's own beyond the limits."""
-    use = np.asarray(use, dtype=bool)
-    k = float(res["kappa_cs_z2_local"].values[i]) if "kappa_cs_z2_local" in res else np.nan
-    labels = np.array([str(m) for m in res["member"].values])
-    if np.isfinite(k) and k > SAFETY_LIMITS["kappa_cs_z2"] and "data" in labels:
-        use = use & (labels == "data")
-    return np.flatnonzero(use)
-
-
 def _widest(values, low):
     """Return the least powerful member's resolution: the smallest (``low``) or largest."""
     v = np.asarray(values, dtype=np.float64)
@@ -60,13 +48,18 @@ def resolution_step(res, specs, draws, top, tests, *, M, alpha) -> xr.Dataset:
     ``question_resolution_*`` (set, question): the factors (biases) below and above 1 and
     the spread's exponents; NaN for none, a diagnostic, or beyond the grid.
     """
-    lim, spr = np.full((2, res.sizes["set"], len(specs), 2), np.nan)
-    qlim, qspr = np.full((2, res.sizes["set"], len(QUESTIONS), 2), np.nan)
+    S = res.sizes["set"]
+    lim, spr = np.full((2, S, len(specs), 2), np.nan)
+    qlim, qspr = np.full((2, S, len(QUESTIONS), 2), np.nan)
+    data = np.array([str(m) for m in res["member"].values]) == "data"
+    kappa = res["kappa_cs_z2_local"].values if "kappa_cs_z2_local" in res else np.full(S, np.nan)
+    # beyond the safety limit on the tails, only the data's own z-scores count
+    data_only = (kappa > SAFETY_LIMITS["kappa_cs_z2"]) & data.any()
     for i, t in tests.items():
-        dec = decide_set(t.p, t.copies, t.use, t.min_p, alpha, nodes=t.nodes)
+        dec = decide_set(t.p, t.copies, t.use, t.min_p, alpha)
         for k in t.present():
             node, j = NODES[k], int(t.stat[k])
-            used = _members(res, i, t.use[k])
+            used = np.flatnonzero(t.use[k] & (data | ~data_only[i]))
             thr = {m: float(dec.threshold[k, m]) for m in used}
             if not used.size or not all(np.isfinite(c) and c > 0 for c in thr.values()):
                 continue
@@ -138,28 +131,23 @@ def _binned_resolution(node, specs, t, k, draws, used, thr, top, i):
 def _first_found(grid, alternative, null, direction, threshold, step) -> float:
     """First value of ``grid`` whose alternative copies the test finds 80 % of the time.
 
-    ``alternative(idx)``: the copies (n, len(idx)) at those indices of the grid.
+    ``alternative(idx)``: the copies (n, len(idx)) at those indices of the grid, found
+    where their p-value against ``null`` (sorted and finite; the p-value of
+    :func:`uqx.engine.mctest.mc_pvalue`) is below ``threshold``.
     """
+    n = null.size
+
     def hit(idx):
-        return _below(np.asarray(alternative(idx), dtype=np.float64), null, direction,
-                      threshold)
+        alt = np.asarray(alternative(idx), dtype=np.float64)
+        up = (1 + n - np.searchsorted(null, alt, side="left")) / (1 + n)
+        down = (1 + np.searchsorted(null, alt, side="right")) / (1 + n)
+        p = {1: up, -1: down}.get(direction)
+        if p is None:  # two-sided: doubled
+            p = np.minimum(1.0, 2 * np.minimum(up, down))
+        return np.isfinite(alt) & (p < threshold)
 
     kf = first_hit(hit, grid.size, step=step, quasi_convex=False, monotone=True)
     return float(grid[kf]) if kf >= 0 else np.nan
-
-
-def _below(alt, null, direction, threshold):
-    """Whether each alternative copy's p-value against ``null`` is below ``threshold``.
-
-    ``null`` sorted and finite; the p-value of :func:`uqx.engine.mctest.mc_pvalue`.
-    """
-    n = null.size
-    up = (1 + n - np.searchsorted(null, alt, side="left")) / (1 + n)
-    down = (1 + np.searchsorted(null, alt, side="right")) / (1 + n)
-    p = {1: up, -1: down}.get(direction)
-    if p is None:  # two-sided: doubled
-        p = np.minimum(1.0, 2 * np.minimum(up, down))
-    return np.isfinite(alt) & (p < threshold)
 
 
 #: Why a ``valid`` without a resolution reads ``inconclusive``.
@@ -168,41 +156,33 @@ NO_RESOLUTION = ("not rejected, but no resolution within reach at this M: even t
                  "(more points would give one)")
 
 
-def _resolved(q, lo, hi, s_lo, s_hi) -> bool:
-    """Whether a question's ``valid`` has a resolution to state."""
-    if q == "average":
-        return bool(np.isfinite(lo) or np.isfinite(hi))
-    if q == "ranking":
-        return bool(np.isfinite(s_lo))
-    return bool(np.isfinite(hi) or np.isfinite(s_lo) or np.isfinite(s_hi))
-
-
 def unresolved_step(res: xr.Dataset) -> xr.Dataset:
     """Make a ``valid`` state its resolution or read ``inconclusive`` (:data:`NO_RESOLUTION`).
 
     Applied to each question with its ``question_resolution_*`` and to the statistic of
     each of its nodes (the rescaled one of ``up_to_factor`` in ``factor_verdict``).
     """
-    v = {k: res[k].values.astype(object) for k in (
-        "question_verdict", "question_reason", "verdict", "verdict_reason", "factor_verdict",
-        "factor_verdict_reason")}
-    specs = [parse_stat(str(x)) for x in res["stat"].values]
-    r = [res[f"question_resolution_{k}"].values for k in ("low", "high", "spread_low",
-                                                          "spread_high")]
-    for i in range(res.sizes["set"]):
-        for a, q in enumerate(str(x) for x in res["question"].values):
-            if v["question_verdict"][i, a] != "valid" or _resolved(q, *(x[i, a] for x in r)):
-                continue
-            v["question_verdict"][i, a], v["question_reason"][i, a] = "inconclusive", \
-                NO_RESOLUTION
-            var = "factor_verdict" if q == "up_to_factor" else "verdict"
-            rows = v[var][i] == "valid"
-            if var == "verdict":
-                rows &= np.array([question_of(s.family, s.cond) == q for s in specs], bool)
-            v[var][i, rows], v[var + "_reason"][i, rows] = "inconclusive", NO_RESOLUTION
+    questions = [str(x) for x in res["question"].values]
+    lo, hi, s_lo, s_hi = (np.isfinite(res[f"question_resolution_{k}"].values)
+                          for k in ("low", "high", "spread_low", "spread_high"))
+    kind = np.array(questions)  # average states a factor, ranking a spread, the others either
+    resolved = np.where(kind == "average", lo | hi,
+                        np.where(kind == "ranking", s_lo, hi | s_lo | s_hi))
+    unresolved = (res["question_verdict"].values == "valid") & ~resolved
+    # each statistic follows its question; the rescaled ones, "up to a factor"
+    of_stat = [question_of(s.family, s.cond) for s in map(parse_stat, res["stat"].values)]
+    never = np.zeros(len(unresolved), dtype=bool)
+    stat_open = np.stack([unresolved[:, questions.index(q)] if q in questions else never
+                          for q in of_stat], axis=1)
+    masks = {"question_verdict": unresolved,
+             "verdict": (res["verdict"].values == "valid") & stat_open,
+             "factor_verdict": (res["factor_verdict"].values == "valid")
+             & unresolved[:, [questions.index("up_to_factor")]]}
     out = res.copy()
-    for name, val in v.items():
-        out[name] = (res[name].dims, val.astype(str), res[name].attrs)
-    out["valid"] = (("set", "stat"), np.where(v["verdict"] == "valid", 1.0, np.where(
-        v["verdict"] == "invalid", 0.0, np.nan)), res["valid"].attrs)
+    for var, mask in masks.items():
+        reason = "question_reason" if var == "question_verdict" else var + "_reason"
+        for name, new in ((var, "inconclusive"), (reason, NO_RESOLUTION)):
+            out[name] = (res[name].dims, np.where(mask, new, res[name].values), res[name].attrs)
+    out["valid"] = (res["valid"].dims, np.where(masks["verdict"], np.nan, res["valid"].values),
+                    res["valid"].attrs)
     return out
