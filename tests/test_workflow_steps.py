@@ -97,10 +97,10 @@ def test_a_step_that_writes_an_undeclared_field_fails(monkeypatch):
 
     def sneaky_step(run):
         """Fill a field of a later step."""
-        run.factor = {}
+        run.decided = {}
 
     monkeypatch.setattr(V, "STEPS", (Step(sneaky_step, reads="checked"),))
-    with pytest.raises(StepError, match="sneaky_step wrote factor"):
+    with pytest.raises(StepError, match="sneaky_step wrote decided"):
         uqx.validate(_small(), ["zms"], **_FAST)
 
 

@@ -182,7 +182,7 @@ def _put(out, var, where, verdict, reason) -> None:
     out["question_reason" if var == "question_verdict" else var + "_reason"][where] = reason
 
 
-def question_step(res, specs, draws, *, factor, alpha_result, M, untestable) -> xr.Dataset:
+def question_step(res, specs, draws, *, factor, alpha_result, M, untestable):
     """Decide every verdict of each set once: one graph of node tests, the masks before.
 
     Per set, :func:`set_tests` decided by :func:`uqx.engine.questions.decide_set` at
@@ -194,7 +194,8 @@ def question_step(res, specs, draws, *, factor, alpha_result, M, untestable) -> 
     (``untestable``: :func:`uqx.workflow.conditional.untestable_reasons`) ``not tested``,
     and "up to a factor" (``factor``: :func:`uqx.workflow.recalibration.factor_tests`) is
     asked only where the scale is ``invalid`` (docs/verdicts.md). Returns the variables of
-    :data:`_OUTPUT`.
+    :data:`_OUTPUT` and ``{set: (NodeTests, SetDecision or None)}``: the decisions, whose
+    thresholds the resolutions read (:func:`uqx.workflow.resolutions.resolution_step`).
     """
     S, K = res.sizes["set"], len(specs)
     labels = [str(m) for m in res["member"].values]
@@ -211,12 +212,14 @@ def question_step(res, specs, draws, *, factor, alpha_result, M, untestable) -> 
                    "verdict; increase --n-mc")
     scale_stat = node_statistic(NODES[0], [(s.base if s.family == "moment" else "", None)
                                            for s in specs])
+    decided = {}
     for i in range(S):
         tails = [_stat_tails_reason(s, res, i, int(M[i])) for s in specs]
         t = set_tests(res, specs, draws, i, factor=factor.get(i))
         on = t.present()
         held = [j >= 0 and bool(tails[j]) for j in t.stat]
         d = decide_set(t.p, t.copies, t.use, t.min_p, alpha_result, held) if on else None
+        decided[i] = (t, d)
         used, near, node = {}, {}, {}  # node: its verdict, its reason, the tails' reason
         for k in on:
             used[k] = t.use[k] & members[i] & np.isfinite(t.p[k])
@@ -292,7 +295,7 @@ def question_step(res, specs, draws, *, factor, alpha_result, M, untestable) -> 
                                         for k, a in out.items()}),
                     coords={"question": list(QUESTIONS), "member": labels})
     ds.attrs["alpha_result"] = float(alpha_result)
-    return ds
+    return ds, decided
 
 
 #: Why a statistic without a finite p-value has no verdict.

@@ -11,7 +11,7 @@ import numpy as np
 import xarray as xr
 
 from uqx.dataio.schema import VALIDATE
-from uqx.engine.questions import NODES, QUESTIONS, decide_set, question_of
+from uqx.engine.questions import NODES, QUESTIONS, question_of
 from uqx.engine.resolution import (
     SPREAD_DOWN,
     SPREAD_STEP,
@@ -37,14 +37,15 @@ def _widest(values, low):
     return float(np.min(v) if low else np.max(v))
 
 
-def resolution_step(res, specs, draws, top, tests, *, M, alpha) -> xr.Dataset:
+def resolution_step(res, specs, draws, top, decided, *, M) -> xr.Dataset:
     """State the resolution of every node and question, at the threshold that decides it.
 
     ``draws`` (set, stat, member, n): the tests' copies; ``top``
     (:class:`uqx.engine.alternative.BinnedCopies` or None): the binned statistics' copies
-    up to a factor and under the alternatives; ``tests``: ``{set: NodeTests}``
-    (:func:`uqx.workflow.decision.set_tests`); ``M``: points per set; ``alpha``: the
-    family-wise level. Returns ``resolution_*`` (set, stat) of each node's statistic and
+    up to a factor and under the alternatives; ``decided``: ``{set: (NodeTests,
+    SetDecision)}``, the node tests and their decision
+    (:func:`uqx.workflow.decision.question_step`), whose thresholds are read here;
+    ``M``: points per set. Returns ``resolution_*`` (set, stat) of each node's statistic and
     ``question_resolution_*`` (set, question): the factors (biases) below and above 1 and
     the spread's exponents; NaN for none, a diagnostic, or beyond the grid.
     """
@@ -55,8 +56,7 @@ def resolution_step(res, specs, draws, top, tests, *, M, alpha) -> xr.Dataset:
     kappa = res["kappa_cs_z2_local"].values if "kappa_cs_z2_local" in res else np.full(S, np.nan)
     # beyond the safety limit on the tails, only the data's own z-scores count
     data_only = (kappa > SAFETY_LIMITS["kappa_cs_z2"]) & data.any()
-    for i, t in tests.items():
-        dec = decide_set(t.p, t.copies, t.use, t.min_p, alpha)
+    for i, (t, dec) in decided.items():
         for k in t.present():
             node, j = NODES[k], int(t.stat[k])
             used = np.flatnonzero(t.use[k] & (data | ~data_only[i]))

@@ -87,7 +87,7 @@ from uqx.workflow.conditional import (
     null_hooks,
     untestable_reasons,
 )
-from uqx.workflow.decision import pvalue_step, question_step, set_tests
+from uqx.workflow.decision import pvalue_step, question_step
 from uqx.workflow.disk import (  # noqa: F401  (memory_note, streams: re-exported)
     READ_ROWS,
     is_lazy_input,
@@ -462,8 +462,9 @@ class Run:
         The copies of the tests, drawn once and read by every later step.
     untestable : tuple of numpy.ndarray
         Why a statistic, and a question, cannot be tested on a set ("" where it can).
-    factor : dict
-        The statistics of the data rescaled by √ZMS, per set (question ``up_to_factor``).
+    decided : dict
+        Each set's node tests and their one decision, ``{set: (NodeTests, SetDecision)}``
+        (:func:`uqx.workflow.decision.question_step`); the resolutions read its thresholds.
     result : xarray.Dataset
         The answer, growing step by step.
     """
@@ -483,7 +484,7 @@ class Run:
     family: NullFamily = None
     copies: Copies = None
     untestable: tuple = None
-    factor: dict = None
+    decided: dict = None
     result: xr.Dataset = None
 
     @property
@@ -714,22 +715,21 @@ def pvalues_step(run: Run) -> None:
 def questions_step(run: Run) -> None:
     """Decide every verdict once: one graph of node tests (closed min-p), with the masks."""
     factor, factor_obs = factor_tests(run.result, run.sets, run.specs, run.copies.binned)
-    res = run.result.merge(question_step(run.result, run.specs, run.copies.tests,
-                                         factor=factor, alpha_result=run.cfg.alpha_result,
-                                         M=run.M, untestable=run.untestable))
+    verdicts, run.decided = question_step(run.result, run.specs, run.copies.tests,
+                                          factor=factor, alpha_result=run.cfg.alpha_result,
+                                          M=run.M, untestable=run.untestable)
+    res = run.result.merge(verdicts)
     res["factor_statistic"] = VALIDATE.variable("factor_statistic", factor_obs)
     run.result = res
-    run.factor = factor
 
 
 def resolutions_step(run: Run) -> None:
     """State each ``valid``'s resolution: the smallest miscalibration found 80 % of the time."""
-    res, draws = run.result, run.copies.tests
+    res = run.result
     # NaN, the variables kept, without them: validate(decision=Decision(resolution=False))
-    tests = {i: set_tests(res, run.specs, draws, i, factor=run.factor.get(i))
-             for i in range(len(run.sets))} if run.cfg.resolution else {}
-    res = res.merge(resolution_step(res, run.specs, draws, run.copies.binned, tests,
-                                    M=run.M, alpha=run.cfg.alpha_result))
+    decided = run.decided if run.cfg.resolution else {}
+    res = res.merge(resolution_step(res, run.specs, run.copies.tests, run.copies.binned,
+                                    decided, M=run.M))
     run.result = unresolved_step(res) if run.cfg.resolution else res
 
 
@@ -787,8 +787,8 @@ STEPS = (
     Step(pvalues_step, reads="specs cfg sets notes n_bins_used observed family copies result",
          writes="untestable result"),
     Step(questions_step, reads="specs cfg sets copies untestable result",
-         writes="factor result"),
-    Step(resolutions_step, reads="specs cfg sets copies factor result", writes="result"),
+         writes="decided result"),
+    Step(resolutions_step, reads="specs cfg sets copies decided result", writes="result"),
     Step(diagnostics_step, reads="checked specs cfg sets notes family copies result",
          writes="result"),
     Step(scale_factor_step, reads="specs cfg copies result", writes="result"),
