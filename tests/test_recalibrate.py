@@ -103,6 +103,17 @@ def test_isotonic_against_scikit_learn_where_installed():
                                np.maximum(ref.predict(new), p["values"].min()), rtol=1e-8)
 
 
+def _lost(a, b):
+    """Twice the Gaussian log-likelihood lost by pooling blocks a and b ([value, weight, n])."""
+    (va, wa, _), (vb, wb, _) = a, b
+    if va == vb:
+        return 0.0
+    if min(va, vb) <= 0:
+        return np.inf
+    v = (wa * va + wb * vb) / (wa + wb)
+    return wa * np.log(v / va) + wb * np.log(v / vb)
+
+
 def _merge_twin(g, w, min_block):
     """Slow twin of merge_small_blocks: a list of blocks, the lightest pooled first."""
     blocks = []  # [value, weight, entries]
@@ -121,11 +132,9 @@ def _merge_twin(g, w, min_block):
             m = 1
         elif b == len(blocks) - 1:
             m = b - 1
-        elif blocks[b - 1][1] != blocks[b + 1][1]:
-            m = b - 1 if blocks[b - 1][1] < blocks[b + 1][1] else b + 1
-        else:  # equal weights: the neighbour nearer in value, then the left one
-            near_left = blocks[b][0] - blocks[b - 1][0] <= blocks[b + 1][0] - blocks[b][0]
-            m = b - 1 if near_left else b + 1
+        else:  # the pooling that loses the least likelihood, then the lighter, the left
+            m = min((b - 1, b + 1),
+                    key=lambda k, b=b: (_lost(blocks[k], blocks[b]), blocks[k][1], k))
         a, c = min(b, m), max(b, m)
         wt = blocks[a][1] + blocks[c][1]
         blocks[a] = [(blocks[a][0] * blocks[a][1] + blocks[c][0] * blocks[c][1]) / wt, wt,

@@ -52,6 +52,7 @@ __all__ = [
     "fit_power",
     "fit_isotonic",
     "pav",
+    "pooling_cost",
     "merge_small_blocks",
     "bin_thresholds",
     "bin_index",
@@ -260,16 +261,48 @@ def _pav_blocks(y, w):
     return np.repeat(np.asarray(vals), np.asarray(sizes))
 
 
+def pooling_cost(va: float, wa: float, vb: float, wb: float) -> float:
+    r"""Twice the Gaussian log-likelihood lost by pooling two variance blocks.
+
+    Blocks of weights :math:`w_a, w_b` and mean squared errors :math:`v_a, v_b` (the
+    maximum-likelihood variances of their rows) pooled into
+    :math:`v = (w_a v_a + w_b v_b)/(w_a + w_b)`:
+
+    .. math:: w_a \ln(v/v_a) + w_b \ln(v/v_b) \ \ge 0,
+
+    scale-free (it depends on the ratios of the variances only); infinite when one value
+    is 0 and the other is not, 0 when both are.
+
+    Examples
+    --------
+    >>> pooling_cost(1.0, 10.0, 1.0, 5.0)
+    0.0
+    >>> round(pooling_cost(1.0, 10.0, 4.0, 10.0), 4)
+    4.4629
+    """
+    if va == vb:
+        return 0.0
+    if va <= 0.0 or vb <= 0.0:
+        return math.inf
+    v = (wa * va + wb * vb) / (wa + wb)
+    return wa * math.log(v / va) + wb * math.log(v / vb)
+
+
 def merge_small_blocks(g, w, min_block: float) -> np.ndarray:
     r"""Pool the blocks of a nondecreasing fit that weigh less than ``min_block``.
 
     A block is a run of equal values of ``g``; its weight is the sum of ``w`` over the
     run. While the lightest block weighs less than ``min_block`` (the leftmost first on
-    a tie) and more than one block is left, it is pooled with its lighter neighbour (on
-    a tie, the neighbour nearer in value, then the left one) into their weighted mean.
-    A pooled value lies between the two values it replaces, so the fit stays
-    nondecreasing; the blocks only grow, so every block ends with at least
-    ``min_block`` weight unless the whole fit weighs less (one block is then left).
+    a tie) and more than one block is left, it is pooled into their weighted mean with
+    the neighbour for which the pooling loses the least Gaussian likelihood of the rows'
+    errors (:func:`pooling_cost`; on a tie the lighter neighbour, then the left one).
+    Pool-adjacent-violators of :math:`E^2` is the maximum-likelihood variance under the
+    order (Barlow et al. 1972); the same likelihood chooses the neighbour, on the scale
+    of the variances' ratios, so a small block joins the neighbour nearest to it in
+    ratio, never a block of zero errors from a block of nonzero ones. A pooled
+    value lies between the two values it replaces, so the fit stays nondecreasing; the
+    blocks only grow, so every block ends with at least ``min_block`` weight unless the
+    whole fit weighs less (one block is then left).
 
     Parameters
     ----------
@@ -318,10 +351,13 @@ def merge_small_blocks(g, w, min_block: float) -> np.ndarray:
             m = hi
         elif hi < 0:
             m = lo
-        elif wt[lo] != wt[hi]:
-            m = lo if wt[lo] < wt[hi] else hi
-        else:
-            m = lo if val[b] - val[lo] <= val[hi] - val[b] else hi
+        else:  # the pooling that lowers the Gaussian likelihood least
+            cost_lo = pooling_cost(val[lo], wt[lo], val[b], wt[b])
+            cost_hi = pooling_cost(val[hi], wt[hi], val[b], wt[b])
+            if cost_lo != cost_hi:
+                m = lo if cost_lo < cost_hi else hi
+            else:
+                m = lo if wt[lo] <= wt[hi] else hi
         a, c = (m, b) if m == lo else (b, m)  # a is the left block, c the right
         total = wt[a] + wt[c]
         val[a] = (val[a] * wt[a] + val[c] * wt[c]) / total
@@ -360,8 +396,9 @@ def fit_isotonic(E, uE, *, min_block: int = POP_MIN, debias: bool = False) -> di
     counts) get the nondecreasing least-squares fit :math:`g_k` of the mean
     :math:`E^2` by pool-adjacent-violators (:func:`pav`; Barlow et al. 1972, the map of
     Busk et al. 2022 and of scikit-learn's ``IsotonicRegression``). Then the blocks
-    (runs of equal :math:`g_k`) of fewer than ``min_block`` rows are pooled with their
-    lighter neighbour (:func:`merge_small_blocks`), which keeps the map nondecreasing. A
+    (runs of equal :math:`g_k`) of fewer than ``min_block`` rows are pooled with a
+    neighbour, the one whose pooling loses the least Gaussian likelihood
+    (:func:`merge_small_blocks`), which keeps the map nondecreasing. A
     row gets :math:`u^2 = g(u_E^2)`, linear between the knots :math:`x_k` and flat beyond
     the first and last (:func:`numpy.interp`). A fitted variance of 0 (a lowest block of
     zero errors) is raised to the smallest positive one. Pernot (2023,

@@ -67,9 +67,9 @@ def _add_map_options(p) -> None:
     p.add_argument("--pop-min", type=int, default=POP_MIN,
                    help="minimal number of rows per bin")
     p.add_argument("--min-block", type=int, default=POP_MIN, metavar="N",
-                   help="isotonic: least rows of a block of the map (blocks of fewer rows "
-                   "pooled with their lighter neighbour); 1: the plain pool-adjacent-"
-                   "violators map of Busk et al. 2022 and scikit-learn")
+                   help="isotonic: least rows of a block of the map (a block of fewer rows "
+                   "is pooled with the neighbour that loses the least likelihood); 1: the "
+                   "plain pool-adjacent-violators map of Busk et al. 2022 and scikit-learn")
     p.add_argument("--seed", type=int, default=None, help="root seed (drawn when not given)")
 
 
