@@ -11,7 +11,7 @@ import pytest
 import uqx
 from uqx.engine import recal_maps as R
 from uqx.engine.binning import make_bins
-from uqx.engine.defaults import POP_MIN
+from uqx.engine.defaults import ISO_MIN_BLOCK
 from uqx.engine.resample import seed_sequence
 from uqx.errors import InputError
 from uqx.workflow import recalibrate as W
@@ -163,8 +163,8 @@ def test_merge_small_blocks_against_the_slow_twin():
 @pytest.mark.parametrize("min_block", [1, 10, 30, 75])
 def test_isotonic_blocks_hold_at_least_min_block_rows(min_block):
     E, uE, _ = _data(500, 32)
-    p = R.fit_isotonic(E, uE, min_block=min_block)
-    assert p["min_block"] == min_block
+    p = R.fit_isotonic(E, uE, min_block=min_block, debias=False)
+    assert p["min_block"] == min_block and p["debias"] == 0
     u2 = R.apply_map("isotonic", p, uE) ** 2
     # on its own rows the map is a step function of the blocks: rows grouped by u^2
     _, sizes = np.unique(u2, return_counts=True)
@@ -175,8 +175,26 @@ def test_isotonic_blocks_hold_at_least_min_block_rows(min_block):
     # each block's value is the mean E^2 of its rows
     for v in np.unique(u2):
         assert v == pytest.approx(np.mean(E[u2 == v] ** 2), rel=1e-10)
-    if min_block == 1:
+    if min_block == 1:  # the plain map: no correction unless asked
         np.testing.assert_allclose(p["values"], R.fit_isotonic(E, uE, min_block=1)["values"])
+
+
+def test_isotonic_small_block_correction():
+    E, uE, _ = _data(800, 36, nu=5)
+    raw = R.fit_isotonic(E, uE, min_block=20, debias=False)
+    p = R.fit_isotonic(E, uE, min_block=20)  # on by default with min_block > 1
+    assert p["debias"] == 1 and R.fit_isotonic(E, uE, min_block=1)["debias"] == 0
+    grid = np.linspace(uE.min(), uE.max(), 300)
+    u_raw, u = R.apply_map("isotonic", raw, grid), R.apply_map("isotonic", p, grid)
+    assert np.all(np.diff(u) >= 0) and np.all(u >= u_raw * (1 - 1e-12))
+    # twin: g_b (1 + (k - 1)/n_b), k the kurtosis of E/sqrt(g); then PAV (weights: rows)
+    g = R.apply_map("isotonic", raw, uE) ** 2
+    z2 = E**2 / g
+    k = np.mean(z2**2) / np.mean(z2) ** 2
+    vals, n_b = np.unique(g, return_counts=True)
+    corrected = R.pav(vals * (1 + (k - 1) / n_b), n_b.astype(float))
+    want = corrected[np.searchsorted(vals, g)]
+    np.testing.assert_allclose(R.apply_map("isotonic", p, uE) ** 2, want, rtol=1e-10)
 
 
 def test_isotonic_min_block_pools_the_ends_of_the_plain_map():
@@ -184,12 +202,13 @@ def test_isotonic_min_block_pools_the_ends_of_the_plain_map():
     plain = R.fit_isotonic(E, uE, min_block=1)
     u2 = R.apply_map("isotonic", plain, uE) ** 2
     assert np.unique(u2, return_counts=True)[1].min() < 30  # PAV leaves small blocks
-    p = R.fit_isotonic(E, uE)  # default: POP_MIN rows
-    assert p["min_block"] == POP_MIN
-    assert np.unique(R.apply_map("isotonic", p, uE), return_counts=True)[1].min() >= POP_MIN
+    p = R.fit_isotonic(E, uE)  # default: ISO_MIN_BLOCK rows, corrected
+    assert p["min_block"] == ISO_MIN_BLOCK and p["debias"] == 1
+    sizes = np.unique(R.apply_map("isotonic", p, uE), return_counts=True)[1]
+    assert sizes.min() >= ISO_MIN_BLOCK
     assert p["knots"].size < plain["knots"].size
     # fewer rows than min_block: one block, u^2 = <E^2>
-    one = R.fit_isotonic(E[:20], uE[:20])
+    one = R.fit_isotonic(E[:20], uE[:20], min_block=30, debias=False)
     np.testing.assert_allclose(R.apply_map("isotonic", one, uE[:5]) ** 2, np.mean(E[:20] ** 2))
     with pytest.raises(InputError, match="min_block"):
         R.fit_isotonic(E, uE, min_block=0)

@@ -35,7 +35,7 @@ import xarray as xr
 from uqx.dataio.model import from_arrays, iter_sets, stack
 from uqx.dataio.netcdf import read_netcdf, to_netcdf
 from uqx.dataio.provenance import provenance_attrs
-from uqx.engine.defaults import POP_MIN
+from uqx.engine.defaults import ISO_MIN_BLOCK, POP_MIN
 from uqx.engine.recal_maps import (
     METHODS,
     NEEDS_X,
@@ -103,7 +103,7 @@ def _made_worse_advice(method: str) -> str:
         # measured on calibrated sets cross-fitted by isotonic (docs/recalibrate.md)
         return ("the map's own error: isotonic blocks of few rows are noisy on rows they "
                 "were not fitted on (their flat stretches also tie u); a smoother map "
-                "(--method bvs-uE or power) or more rows")
+                "(a larger --min-block, --method bvs-uE or power) or more rows")
     return ("the map's own error on rows it was not fitted on: a map with fewer parameters "
             "(--method scale or power) or more rows")
 
@@ -246,6 +246,8 @@ class RecalMap:
             what = f"u^2 = g(uE^2), g nondecreasing with {p['knots'].size} knots"
             if "min_block" in p:  # maps written before the minimum block lack it
                 what += f", blocks of at least {int(p['min_block'])} rows"
+            if p.get("debias"):
+                what += ", small-block variance correction"
         elif self.method == "scaling-binning":
             what = (f"u = f_j * {p['c']:.4g} * uE^{p['gamma']:.4g}, "
                     f"{p['factors'].size} bins of uE, f_j in "
@@ -376,7 +378,7 @@ def _band(method, params, E, uE, X, *, n_boot, n_bins, pop_min, min_block,
 
 
 def fit_recalibration(data, method: str = "auto", *, X=None, n_bins: int | None = None,
-                      pop_min: int = POP_MIN, min_block: int = POP_MIN,
+                      pop_min: int = POP_MIN, min_block: int = ISO_MIN_BLOCK,
                       n_boot: int = N_BOOT_MAP, seed: int | None = None) -> RecalMap:
     """Fit a recalibration map on calibration rows.
 
@@ -395,7 +397,7 @@ def fit_recalibration(data, method: str = "auto", *, X=None, n_bins: int | None 
         Bins of the binned methods (default ``max(min(M // 150, 15), 2)``).
     pop_min : int, default 30
         Minimal bin population.
-    min_block : int, default 30
+    min_block : int, default 10
         ``isotonic``: least rows of a block of the map (1: the plain pool-adjacent-violators
         map of Busk et al. 2022; :func:`uqx.engine.recal_maps.fit_isotonic`).
     n_boot : int, default 200
@@ -472,7 +474,7 @@ class CrossFit:
 
 def cross_fit(E, uE, X=None, *, method: str = "auto", folds: int = 5, seed: int = 0,
               n_bins: int | None = None, pop_min: int = POP_MIN,
-              min_block: int = POP_MIN) -> CrossFit:
+              min_block: int = ISO_MIN_BLOCK) -> CrossFit:
     """Recalibrate every row by a map fitted on the other folds (K-fold cross-fitting).
 
     With ``auto`` the method is chosen inside each fold's training rows (inner folds),
@@ -658,7 +660,7 @@ def _versus_scale(diff, se) -> str:
 
 def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
                         split: float | None = None, n_bins: int | None = None,
-                        pop_min: int = POP_MIN, min_block: int = POP_MIN,
+                        pop_min: int = POP_MIN, min_block: int = ISO_MIN_BLOCK,
                         seed: int | None = None, **validate_kwargs) -> RecalCheck:
     """Recalibrate out of fold, then validate before and after on the same rows.
 

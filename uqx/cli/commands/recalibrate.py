@@ -25,7 +25,7 @@ from uqx.cli.commands._console import note
 from uqx.cli.commands._inputs import load_inputs
 from uqx.cli.commands._options import EXIT_CODES_HELP, HelpFormatter
 from uqx.cli.commands._outputs import check_not_input, check_output, write_result
-from uqx.engine.defaults import POP_MIN
+from uqx.engine.defaults import ISO_MIN_BLOCK, POP_MIN
 from uqx.errors import InputError
 from uqx.progress import progress_bar
 
@@ -66,7 +66,7 @@ def _add_map_options(p) -> None:
                    help="bins of the binned methods (default max(min(M // 150, 15), 2))")
     p.add_argument("--pop-min", type=int, default=POP_MIN,
                    help="minimal number of rows per bin")
-    p.add_argument("--min-block", type=int, default=POP_MIN, metavar="N",
+    p.add_argument("--min-block", type=int, default=ISO_MIN_BLOCK, metavar="N",
                    help="isotonic: least rows of a block of the map (a block of fewer rows "
                    "is pooled with the neighbour that loses the least likelihood); 1: the "
                    "plain pool-adjacent-violators map of Busk et al. 2022 and scikit-learn")
