@@ -246,7 +246,8 @@ def part_figure(args) -> list[str]:
                              name="QM9_E_uncal_val")
     fig, axes = plt.subplots(2, 3, figsize=(10, 6), constrained_layout=True)
     for ax, method in zip(axes.ravel(), METHODS, strict=True):
-        m = uqx.fit_recalibration(fit_ds, method, n_boot=args.band_boot, seed=args.seed)
+        m = uqx.fit_recalibration(fit_ds, method, n_boot=args.band_boot, seed=args.seed,
+                                  min_block=args.min_block)
         b = m.band
         g = b["grid"].values
         ax.fill_between(g, b["lower"], b["upper"], color="C0", alpha=0.3,
