@@ -17,9 +17,11 @@ Methods (:data:`METHODS`)
     the power law, then one factor per equal-count bin of uE
     (Kumar, Liang & Ma 2019, NeurIPS, "Verified uncertainty calibration").
 ``isotonic``
-    a nondecreasing map of :math:`u_E^2` to :math:`E^2` by pool-adjacent-violators,
-    interpolated linearly between its knots and flat beyond them (Busk et al. 2022,
-    Mach. Learn.: Sci. Technol. 3:015012; Pernot 2023, arXiv:2306.05180).
+    a nondecreasing map of :math:`u_E^2` to :math:`E^2` by pool-adjacent-violators
+    (Barlow et al. 1972), with blocks of at least ``min_block`` rows and their variance
+    corrected for the rows they hold (:func:`fit_isotonic`; ``min_block=1``: the plain map
+    of Busk et al. 2022, Mach. Learn.: Sci. Technol. 3:015012), interpolated linearly
+    between its knots and flat beyond them (Pernot 2023, arXiv:2306.05180).
 ``bvs-uE``, ``bvs-X``
     binwise variance scaling: one factor :math:`\sqrt{\mathrm{ZMS}}` per equal-count bin
     of uE or of X (Pernot 2023, arXiv:2310.11978); a new row takes the factor of the bin
@@ -299,7 +301,8 @@ def merge_small_blocks(g, w, min_block: float) -> np.ndarray:
     Pool-adjacent-violators of :math:`E^2` is the maximum-likelihood variance under the
     order (Barlow et al. 1972); the same likelihood chooses the neighbour, on the scale
     of the variances' ratios, so a small block joins the neighbour nearest to it in
-    ratio, never a block of zero errors from a block of nonzero ones. A pooled
+    ratio, and a block of nonzero errors joins a block of zero errors only when that is
+    its only neighbour. A pooled
     value lies between the two values it replaces, so the fit stays nondecreasing; the
     blocks only grow, so every block ends with at least ``min_block`` weight unless the
     whole fit weighs less (one block is then left).
