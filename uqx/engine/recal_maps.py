@@ -413,7 +413,7 @@ def fit_isotonic(E, uE, *, min_block: int = ISO_MIN_BLOCK,
     2. with ``debias``, each block's variance :math:`g_b`, the mean of :math:`n_b`
        squared errors, is multiplied by :math:`1 + (\hat\kappa - 1)/n_b`, with
        :math:`\hat\kappa` the kurtosis of :math:`E/\sqrt{g}` over the rows, and the
-       result made nondecreasing again by :func:`pav`.
+       result made nondecreasing again by PAV over the blocks.
 
     A row gets :math:`u^2 = g(u_E^2)`, linear between the knots :math:`x_k` and flat
     beyond the first and last (:func:`numpy.interp`). A fitted variance of 0 (a lowest
