@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,7 @@ import pytest
 import uqx
 from uqx.engine import recal_maps as R
 from uqx.engine.binning import make_bins
+from uqx.engine.defaults import ISO_MIN_BLOCK
 from uqx.engine.resample import seed_sequence
 from uqx.errors import InputError
 from uqx.workflow import recalibrate as W
@@ -76,7 +79,7 @@ def test_isotonic_map_with_ties_against_the_twin():
     rng = np.random.default_rng(4)
     uE = rng.choice(np.array([0.5, 0.7, 1.0, 1.3, 2.0, 2.2, 3.0]), 200)  # tie groups
     E = uE * rng.standard_normal(200)
-    p = R.fit_isotonic(E, uE)
+    p = R.fit_isotonic(E, uE, min_block=1)  # the plain PAV map (Busk et al. 2022)
     xs = np.unique(uE**2)
     counts = np.array([np.sum(uE**2 == x) for x in xs])
     ymean = np.array([np.mean(E[uE**2 == x] ** 2) for x in xs])
@@ -93,11 +96,138 @@ def test_isotonic_map_with_ties_against_the_twin():
 def test_isotonic_against_scikit_learn_where_installed():
     iso = pytest.importorskip("sklearn.isotonic")
     E, uE, _ = _data(300, 5, gamma=1.5)
-    p = R.fit_isotonic(E, uE)
+    p = R.fit_isotonic(E, uE, min_block=1)
     ref = iso.IsotonicRegression(out_of_bounds="clip").fit(uE**2, E**2)
     new = np.linspace(uE.min(), uE.max(), 50) ** 2
     np.testing.assert_allclose(R.apply_map("isotonic", p, np.sqrt(new)) ** 2,
                                np.maximum(ref.predict(new), p["values"].min()), rtol=1e-8)
+
+
+def _lost(a, b):
+    """Twice the Gaussian log-likelihood lost by pooling blocks a and b ([value, weight, n])."""
+    (va, wa, _), (vb, wb, _) = a, b
+    if va == vb:
+        return 0.0
+    if min(va, vb) <= 0:
+        return np.inf
+    v = (wa * va + wb * vb) / (wa + wb)
+    return wa * np.log(v / va) + wb * np.log(v / vb)
+
+
+def _merge_twin(g, w, min_block):
+    """Slow twin of merge_small_blocks: a list of blocks, the lightest pooled first."""
+    blocks = []  # [value, weight, entries]
+    for gi, wi in zip(g, w, strict=True):
+        if blocks and blocks[-1][0] == gi:
+            blocks[-1][1] += wi
+            blocks[-1][2] += 1
+        else:
+            blocks.append([gi, wi, 1])
+    while len(blocks) > 1:
+        light = [b for b in range(len(blocks)) if blocks[b][1] < min_block]
+        if not light:
+            break
+        b = min(light, key=lambda k: (blocks[k][1], k))  # lightest, leftmost on a tie
+        if b == 0:
+            m = 1
+        elif b == len(blocks) - 1:
+            m = b - 1
+        else:  # the pooling that loses the least likelihood, then the lighter, the left
+            m = min((b - 1, b + 1),
+                    key=lambda k, b=b: (_lost(blocks[k], blocks[b]), blocks[k][1], k))
+        a, c = min(b, m), max(b, m)
+        wt = blocks[a][1] + blocks[c][1]
+        blocks[a] = [(blocks[a][0] * blocks[a][1] + blocks[c][0] * blocks[c][1]) / wt, wt,
+                     blocks[a][2] + blocks[c][2]]
+        del blocks[c]
+    return np.concatenate([[v] * n for v, _, n in blocks])
+
+
+def test_merge_small_blocks_against_the_slow_twin():
+    rng = np.random.default_rng(31)
+    for case in range(40):
+        n = int(rng.integers(1, 60))
+        y = rng.normal(size=n).cumsum() * 0.2 + rng.normal(size=n)
+        w = rng.integers(1, 4, n).astype(float)  # integer weights: ties of block weights
+        g = R.pav(y, w)
+        for min_block in (1, 2, 3, 5, 10, 1000):
+            got = R.merge_small_blocks(g, w, min_block)
+            np.testing.assert_allclose(got, _merge_twin(g, w, min_block), rtol=1e-12,
+                                       err_msg=f"case {case}, min_block {min_block}")
+            assert np.all(np.diff(got) >= -1e-12)  # still nondecreasing
+            # the weighted mean is kept: pooling moves no mass
+            assert np.dot(got, w) == pytest.approx(np.dot(g, w), rel=1e-12)
+    assert R.merge_small_blocks(np.array([]), np.array([]), 5).size == 0
+
+
+@pytest.mark.parametrize("min_block", [1, 10, 30, 75])
+def test_isotonic_blocks_hold_at_least_min_block_rows(min_block):
+    E, uE, _ = _data(500, 32)
+    p = R.fit_isotonic(E, uE, min_block=min_block, debias=False)
+    assert p["min_block"] == min_block and p["debias"] == 0
+    u2 = R.apply_map("isotonic", p, uE) ** 2
+    # on its own rows the map is a step function of the blocks: rows grouped by u^2
+    _, sizes = np.unique(u2, return_counts=True)
+    assert sizes.min() >= min_block or sizes.size == 1
+    order = np.argsort(uE)
+    assert np.all(np.diff(u2[order]) >= 0)  # nondecreasing in uE
+    assert np.all(np.diff(R.apply_map("isotonic", p, np.linspace(0.05, 8, 400))) >= 0)
+    # each block's value is the mean E^2 of its rows
+    for v in np.unique(u2):
+        assert v == pytest.approx(np.mean(E[u2 == v] ** 2), rel=1e-10)
+    if min_block == 1:  # the plain map: no correction unless asked
+        np.testing.assert_allclose(p["values"], R.fit_isotonic(E, uE, min_block=1)["values"])
+
+
+def test_isotonic_small_block_correction():
+    E, uE, _ = _data(800, 36, nu=5)
+    raw = R.fit_isotonic(E, uE, min_block=20, debias=False)
+    p = R.fit_isotonic(E, uE, min_block=20)  # on by default with min_block > 1
+    assert p["debias"] == 1 and R.fit_isotonic(E, uE, min_block=1)["debias"] == 0
+    grid = np.linspace(uE.min(), uE.max(), 300)
+    u_raw, u = R.apply_map("isotonic", raw, grid), R.apply_map("isotonic", p, grid)
+    assert np.all(np.diff(u) >= 0) and np.all(u >= u_raw * (1 - 1e-12))
+    # twin: g_b (1 + (k - 1)/n_b), k the kurtosis of E/sqrt(g); then PAV (weights: rows)
+    g = R.apply_map("isotonic", raw, uE) ** 2
+    z2 = E**2 / g
+    k = np.mean(z2**2) / np.mean(z2) ** 2
+    vals, n_b = np.unique(g, return_counts=True)
+    corrected = R.pav(vals * (1 + (k - 1) / n_b), n_b.astype(float))
+    want = corrected[np.searchsorted(vals, g)]
+    np.testing.assert_allclose(R.apply_map("isotonic", p, uE) ** 2, want, rtol=1e-10)
+
+
+def test_isotonic_min_block_pools_the_ends_of_the_plain_map():
+    E, uE, _ = _data(2000, 33)
+    plain = R.fit_isotonic(E, uE, min_block=1)
+    u2 = R.apply_map("isotonic", plain, uE) ** 2
+    assert np.unique(u2, return_counts=True)[1].min() < 30  # PAV leaves small blocks
+    p = R.fit_isotonic(E, uE)  # default: ISO_MIN_BLOCK rows, corrected
+    assert p["min_block"] == ISO_MIN_BLOCK and p["debias"] == 1
+    sizes = np.unique(R.apply_map("isotonic", p, uE), return_counts=True)[1]
+    assert sizes.min() >= ISO_MIN_BLOCK
+    assert p["knots"].size < plain["knots"].size
+    # fewer rows than min_block: one block, u^2 = <E^2>
+    one = R.fit_isotonic(E[:20], uE[:20], min_block=30, debias=False)
+    np.testing.assert_allclose(R.apply_map("isotonic", one, uE[:5]) ** 2, np.mean(E[:20] ** 2))
+    with pytest.raises(InputError, match="min_block"):
+        R.fit_isotonic(E, uE, min_block=0)
+
+
+def test_min_block_reaches_fit_map_cross_fit_and_the_map_file(tmp_path):
+    E, uE, X = _data(600, 34)
+    assert R.fit_map("isotonic", E, uE, min_block=1)["min_block"] == 1
+    np.testing.assert_allclose(R.fit_map("isotonic", E, uE, min_block=1)["values"],
+                               R.fit_isotonic(E, uE, min_block=1)["values"])
+    a = W.cross_fit(E, uE, X, method="isotonic", folds=5, seed=2, min_block=1)
+    b = W.cross_fit(E, uE, X, method="isotonic", folds=5, seed=2)
+    assert not np.allclose(a.u, b.u)
+    m = uqx.fit_recalibration((E, uE), "isotonic", min_block=50, n_boot=0, seed=1)
+    assert "blocks of at least 50 rows" in m.describe()
+    m.to_netcdf(tmp_path / "iso.nc")
+    back = uqx.read_map(tmp_path / "iso.nc")
+    assert back.params["min_block"] == 50
+    np.testing.assert_allclose(back.apply(uE), m.apply(uE))
 
 
 def _bvs_twin(E, u, x, n_bins):
@@ -408,6 +538,25 @@ def test_power_profile_is_convex():
     gs = np.linspace(-2, 4, 61)
     vals = [R._power_profile(g, E * E, np.log(uE)) for g in gs]
     assert np.all(np.diff(vals, 2) > -1e-12)
+
+
+def test_cli_min_block_of_the_isotonic_map(tmp_path, capsys):
+    E, uE, _ = _data(600, 35)
+    cal = tmp_path / "cal.csv"
+    pd.DataFrame({"E": E, "uE": uE}).to_csv(cal, index=False)
+    for mb in (1, 60):
+        assert _main("recalibrate", "fit", cal, "--method", "isotonic", "--min-block", mb,
+                     "--band-boot", 0, "--seed", 1, "-o", tmp_path / f"m{mb}.nc") == 0
+        assert f"blocks of at least {mb} rows" in capsys.readouterr().out
+        m = uqx.read_map(tmp_path / f"m{mb}.nc")
+        np.testing.assert_allclose(m.params["values"],
+                                   R.fit_isotonic(E, uE, min_block=mb)["values"])
+    assert _main("recalibrate", "check", cal, "--method", "isotonic", "--min-block", 1,
+                 "--folds", 3, "--n-boot", 100, "--n-mc", 100, "--seed", 1, "-q",
+                 "--format", "json") == 0
+    rec = json.loads(capsys.readouterr().out)
+    cf = W.cross_fit(E, uE, None, method="isotonic", folds=3, seed=1, min_block=1)
+    assert rec["nll_after"] == pytest.approx(R.gaussian_nll(E, cf.u))
 
 
 def test_methods_list_of_the_cli_matches_the_engine():

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 #: Minimum population of a bin (Pernot: bins of fewer than 30 points are merged).
 POP_MIN = 30
+#: Least rows of a block of the isotonic recalibration map (1: plain pool-adjacent-
+#: violators, Busk et al. 2022); chosen on tuning sets (docs: "Fix what the verdicts found").
+ISO_MIN_BLOCK = 10
 #: Number of bins of the binned statistics (ENCE, ZMSE, ZVE, LZISD).
 N_BINS = 20
 #: Confidence level of the intervals and bands.

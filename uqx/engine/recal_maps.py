@@ -17,9 +17,11 @@ Methods (:data:`METHODS`)
     the power law, then one factor per equal-count bin of uE
     (Kumar, Liang & Ma 2019, NeurIPS, "Verified uncertainty calibration").
 ``isotonic``
-    a nondecreasing map of :math:`u_E^2` to :math:`E^2` by pool-adjacent-violators,
-    interpolated linearly between its knots and flat beyond them (Busk et al. 2022,
-    Mach. Learn.: Sci. Technol. 3:015012; Pernot 2023, arXiv:2306.05180).
+    a nondecreasing map of :math:`u_E^2` to :math:`E^2` by pool-adjacent-violators
+    (Barlow et al. 1972), with blocks of at least ``min_block`` rows and their variance
+    corrected for the rows they hold (:func:`fit_isotonic`; ``min_block=1``: the plain map
+    of Busk et al. 2022, Mach. Learn.: Sci. Technol. 3:015012), interpolated linearly
+    between its knots and flat beyond them (Pernot 2023, arXiv:2306.05180).
 ``bvs-uE``, ``bvs-X``
     binwise variance scaling: one factor :math:`\sqrt{\mathrm{ZMS}}` per equal-count bin
     of uE or of X (Pernot 2023, arXiv:2310.11978); a new row takes the factor of the bin
@@ -32,13 +34,14 @@ and the first of the next (:func:`bin_thresholds`).
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import numpy as np
 from scipy import optimize
 
 from uqx.engine.binning import make_bins
-from uqx.engine.defaults import POP_MIN, local_bins
+from uqx.engine.defaults import ISO_MIN_BLOCK, POP_MIN, local_bins
 from uqx.errors import InputError
 
 __all__ = [
@@ -51,6 +54,8 @@ __all__ = [
     "fit_power",
     "fit_isotonic",
     "pav",
+    "pooling_cost",
+    "merge_small_blocks",
     "bin_thresholds",
     "bin_index",
     "fit_bvs",
@@ -258,38 +263,222 @@ def _pav_blocks(y, w):
     return np.repeat(np.asarray(vals), np.asarray(sizes))
 
 
-def fit_isotonic(E, uE) -> dict:
-    r"""Isotonic map of :math:`u_E^2` to :math:`E^2` (Busk et al. 2022).
+def pooling_cost(va: float, wa: float, vb: float, wb: float) -> float:
+    r"""Twice the Gaussian log-likelihood lost by pooling two variance blocks.
+
+    Blocks of weights :math:`w_a, w_b` and mean squared errors :math:`v_a, v_b` (the
+    maximum-likelihood variances of their rows) pooled into
+    :math:`v = (w_a v_a + w_b v_b)/(w_a + w_b)`:
+
+    .. math:: w_a \ln(v/v_a) + w_b \ln(v/v_b) \ \ge 0,
+
+    scale-free (it depends on the ratios of the variances only); infinite when one value
+    is 0 and the other is not, 0 when both are.
+
+    Examples
+    --------
+    >>> pooling_cost(1.0, 10.0, 1.0, 5.0)
+    0.0
+    >>> round(pooling_cost(1.0, 10.0, 4.0, 10.0), 4)
+    4.4629
+    """
+    if va == vb:
+        return 0.0
+    if va <= 0.0 or vb <= 0.0:
+        return math.inf
+    v = (wa * va + wb * vb) / (wa + wb)
+    return wa * math.log(v / va) + wb * math.log(v / vb)
+
+
+def merge_small_blocks(g, w, min_block: float) -> np.ndarray:
+    r"""Pool the blocks of a nondecreasing fit that weigh less than ``min_block``.
+
+    A block is a run of equal values of ``g``; its weight is the sum of ``w`` over the
+    run. While the lightest block weighs less than ``min_block`` (the leftmost first on
+    a tie) and more than one block is left, it is pooled into their weighted mean with
+    the neighbour for which the pooling loses the least Gaussian likelihood of the rows'
+    errors (:func:`pooling_cost`; on a tie the lighter neighbour, then the left one).
+    Pool-adjacent-violators of :math:`E^2` is the maximum-likelihood variance under the
+    order (Barlow et al. 1972); the same likelihood chooses the neighbour, on the scale
+    of the variances' ratios, so a small block joins the neighbour nearest to it in
+    ratio, and a block of nonzero errors joins a block of zero errors only when that is
+    its only neighbour. A pooled
+    value lies between the two values it replaces, so the fit stays nondecreasing; the
+    blocks only grow, so every block ends with at least ``min_block`` weight unless the
+    whole fit weighs less (one block is then left).
+
+    Parameters
+    ----------
+    g : array_like, shape (n,)
+        A nondecreasing fit, e.g. :func:`pav` of values with weights ``w``.
+    w : array_like, shape (n,)
+        Positive weights (the rows behind each value).
+    min_block : float
+        Least weight of a block; 1 or less (with unit weights) leaves ``g`` as it is.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,)
+        The pooled fit, nondecreasing.
+
+    Examples
+    --------
+    >>> merge_small_blocks([1.0, 2.0, 2.0, 5.0, 5.0], [1.0] * 5, 2).round(3).tolist()
+    [1.667, 1.667, 1.667, 5.0, 5.0]
+    """
+    g = np.asarray(g, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    if g.size == 0:
+        return g.copy()
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    ends = np.r_[starts[1:], g.size]
+    wt = np.add.reduceat(w, starts)
+    val = g[starts].copy()
+    n = starts.size
+    # blocks as a doubly linked list keyed by their first index; the heap holds
+    # (weight, first index), stale entries skipped
+    prev = np.arange(-1, n - 1)
+    nxt = np.arange(1, n + 1)
+    nxt[-1] = -1
+    alive = np.ones(n, dtype=bool)
+    last = ends.copy()
+    heap = [(wt[b], b) for b in range(n) if wt[b] < min_block]
+    heapq.heapify(heap)
+    left = n
+    while heap and left > 1:
+        wb, b = heapq.heappop(heap)
+        if not alive[b] or wb != wt[b]:
+            continue
+        lo, hi = prev[b], nxt[b]
+        if lo < 0:
+            m = hi
+        elif hi < 0:
+            m = lo
+        else:  # the pooling that lowers the Gaussian likelihood least
+            cost_lo = pooling_cost(val[lo], wt[lo], val[b], wt[b])
+            cost_hi = pooling_cost(val[hi], wt[hi], val[b], wt[b])
+            if cost_lo != cost_hi:
+                m = lo if cost_lo < cost_hi else hi
+            else:
+                m = lo if wt[lo] <= wt[hi] else hi
+        a, c = (m, b) if m == lo else (b, m)  # a is the left block, c the right
+        total = wt[a] + wt[c]
+        val[a] = (val[a] * wt[a] + val[c] * wt[c]) / total
+        wt[a] = total
+        last[a] = last[c]
+        alive[c] = False
+        nxt[a] = nxt[c]
+        if nxt[c] >= 0:
+            prev[nxt[c]] = a
+        left -= 1
+        if total < min_block:
+            heapq.heappush(heap, (total, a))
+    out = np.empty_like(g)
+    for b in np.flatnonzero(alive):
+        out[starts[b]:last[b]] = val[b]
+    return out
+
+
+def _debias_blocks(g, w, E2, inv):
+    """Each block's variance times ``1 + (k - 1)/n_b`` (k: kurtosis of E/sqrt(g)), then PAV.
+
+    The PAV runs over the blocks (one value each, weighted by its rows) with the exact
+    pooling of :func:`_pav_blocks`, so that a block's rows keep one value exactly.
+    """
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    lengths = np.diff(np.r_[starts, g.size])
+    nb = np.add.reduceat(w, starts)
+    gi = g[inv]
+    ok = gi > 0
+    if not ok.any():
+        return g
+    z2 = E2[ok] / gi[ok]
+    k = float(np.mean(z2 * z2) / np.mean(z2) ** 2)
+    corrected = _pav_blocks(g[starts] * (1.0 + (k - 1.0) / nb), nb)
+    return np.repeat(corrected, lengths)
+
+
+def fit_isotonic(E, uE, *, min_block: int = ISO_MIN_BLOCK,
+                 debias: bool | None = None) -> dict:
+    r"""Isotonic map of :math:`u_E^2` to :math:`E^2`, with blocks of at least ``min_block`` rows.
 
     The distinct values :math:`x_k` of :math:`u_E^2` (ties pooled, weighted by their
     counts) get the nondecreasing least-squares fit :math:`g_k` of the mean
-    :math:`E^2` (:func:`pav`); a row then gets :math:`u^2 = g(u_E^2)`, linear between
-    the knots :math:`x_k` and flat beyond the first and last (:func:`numpy.interp`).
-    A fitted variance of 0 (a lowest block of zero errors) is raised to the smallest
-    positive one. Pernot (2023, arXiv:2306.05180) shows that the flat stretches turn uE
-    into tie groups, which moves the binned statistics.
+    :math:`E^2` by pool-adjacent-violators (:func:`pav`; Barlow et al. 1972), the map of
+    Busk et al. 2022 and of scikit-learn's ``IsotonicRegression``. Then:
+
+    1. the blocks (runs of equal :math:`g_k`) of fewer than ``min_block`` rows are
+       pooled with a neighbour, the one whose pooling loses the least Gaussian
+       likelihood (:func:`merge_small_blocks`), which keeps the map nondecreasing;
+    2. with ``debias``, each block's variance :math:`g_b`, the mean of :math:`n_b`
+       squared errors, is multiplied by :math:`1 + (\hat\kappa - 1)/n_b`, with
+       :math:`\hat\kappa` the kurtosis of :math:`E/\sqrt{g}` over the rows, and the
+       result made nondecreasing again by PAV over the blocks.
+
+    A row gets :math:`u^2 = g(u_E^2)`, linear between the knots :math:`x_k` and flat
+    beyond the first and last (:func:`numpy.interp`). A fitted variance of 0 (a lowest
+    block of zero errors) is raised to the smallest positive one. Pernot (2023,
+    arXiv:2306.05180) shows that the flat stretches turn uE into tie groups, which
+    moves the binned statistics.
+
+    What the two steps are for: a block's :math:`g_b` estimates a variance from
+    :math:`n_b` rows, and on rows the map was not fitted on :math:`E^2/u^2` averages
+    :math:`\sigma^2\,\mathrm{E}[1/g_b] > 1` (Jensen). To first order
+    :math:`\mathrm{E}[\sigma^2/g_b] = 1 + \mathrm{Var}(g_b)/\sigma^4 = 1 + (\kappa -
+    1)/n_b` (:math:`n/(n-2)` exactly for normal errors), which step 2 puts back; it is
+    also the factor of least expected Gaussian NLL on new rows. For blocks of one or two
+    rows the expansion fails (:math:`\mathrm{E}[1/\chi^2_1]` is infinite) and PAV leaves
+    such blocks at the ends of uE, the least and greatest running means, chosen for their
+    noise: held out, rows behind blocks of 1-2 rows averaged :math:`E^2/u^2 = 55` on
+    calibrated sets, hence step 1. On calibrated data cross-fitted by the plain map, 11
+    of 40 sets read a question ``invalid`` after it (docs: "Fix what the verdicts
+    found", with the measurements that chose ``min_block`` and ``debias``).
 
     Parameters
     ----------
     E, uE : array_like, shape (M,)
+    min_block : int, default 10 (:data:`uqx.engine.defaults.ISO_MIN_BLOCK`)
+        Least number of rows of a block; ``1`` gives the plain pool-adjacent-violators
+        map (Busk et al. 2022; scikit-learn's ``IsotonicRegression``). With fewer rows
+        than ``min_block`` the map is one block.
+    debias : bool, optional
+        Step 2. Default: on when ``min_block`` > 1, off for the plain map.
 
     Returns
     -------
     dict
-        ``{"knots": x_k, "values": g_k}`` (1-d arrays; only the knots where the fit
-        changes slope are kept).
+        ``{"knots": x_k, "values": g_k, "min_block": ..., "debias": 0 or 1}`` (1-d
+        arrays, only the knots where the fit changes slope kept; the settings as floats,
+        for the record).
+
+    Raises
+    ------
+    InputError
+        Every error is 0; ``min_block`` below 1.
 
     Examples
     --------
-    >>> p = fit_isotonic([1.0, 3.0, 2.0, 4.0], [1.0, 2.0, 3.0, 4.0])
+    >>> p = fit_isotonic([1.0, 3.0, 2.0, 4.0], [1.0, 2.0, 3.0, 4.0], min_block=1)
     >>> p["values"].tolist()
     [1.0, 6.5, 6.5, 16.0]
+    >>> fit_isotonic([1.0, 3.0, 2.0, 4.0], [1.0, 2.0, 3.0, 4.0], min_block=2,
+    ...              debias=False)["values"].tolist()
+    [7.5, 7.5]
     """
+    if not min_block >= 1:
+        raise InputError(f"isotonic: min_block is a number of rows, at least 1, got {min_block}")
     E, uE, _ = _arrays(E, uE)
     x = uE * uE
     xs, inv, counts = np.unique(x, return_inverse=True, return_counts=True)
     ymean = np.bincount(inv, weights=E * E) / counts
-    g = pav(ymean, counts.astype(np.float64))
+    w = counts.astype(np.float64)
+    g = pav(ymean, w)
+    if min_block > 1:
+        g = merge_small_blocks(g, w, min_block)
+    if debias is None:
+        debias = min_block > 1
+    if debias:
+        g = _debias_blocks(g, w, E * E, inv)
     pos = g[g > 0]
     if pos.size == 0:
         raise InputError("isotonic: every error is 0; no variance to fit")
@@ -298,7 +487,8 @@ def fit_isotonic(E, uE) -> dict:
     keep = np.ones(xs.size, dtype=bool)
     if xs.size > 2:
         keep[1:-1] = (g[1:-1] != g[:-2]) | (g[1:-1] != g[2:])
-    return {"knots": xs[keep], "values": g[keep]}
+    return {"knots": xs[keep], "values": g[keep], "min_block": float(min_block),
+            "debias": float(bool(debias))}
 
 
 def bin_thresholds(x, n_bins: int, *, pop_min: int = POP_MIN) -> np.ndarray:
@@ -383,7 +573,7 @@ def fit_bvs(E, u, x, n_bins: int, *, pop_min: int = POP_MIN) -> dict:
 
 
 def fit_map(method: str, E, uE, X=None, *, n_bins: int | None = None,
-            pop_min: int = POP_MIN) -> dict:
+            pop_min: int = POP_MIN, min_block: int = ISO_MIN_BLOCK) -> dict:
     """Fit one recalibration map (see the module docstring for the methods).
 
     Parameters
@@ -399,6 +589,9 @@ def fit_map(method: str, E, uE, X=None, *, n_bins: int | None = None,
         ``max(min(M // 150, 15), 2)``).
     pop_min : int, default 30
         Minimal bin population.
+    min_block : int, default 10
+        ``isotonic``: least rows of a block of the map (:func:`fit_isotonic`; 1: the
+        plain pool-adjacent-violators map of Busk et al. 2022).
 
     Returns
     -------
@@ -423,7 +616,7 @@ def fit_map(method: str, E, uE, X=None, *, n_bins: int | None = None,
     if method == "power":
         return fit_power(E, uE)
     if method == "isotonic":
-        return fit_isotonic(E, uE)
+        return fit_isotonic(E, uE, min_block=min_block)
     if method == "bvs-uE":
         return fit_bvs(E, uE, uE, nb, pop_min=pop_min)
     if method == "bvs-X":
@@ -507,7 +700,7 @@ def fold_ids(n: int, k: int, ss: np.random.SeedSequence) -> np.ndarray:
 
 
 def cv_nll(method: str, E, uE, X, folds: np.ndarray, *, n_bins: int | None = None,
-           pop_min: int = POP_MIN, per_fold: bool = False):
+           pop_min: int = POP_MIN, min_block: int = ISO_MIN_BLOCK, per_fold: bool = False):
     """Cross-validated Gaussian NLL of a method: each fold scored by the map fitted on the others.
 
     Parameters
@@ -517,7 +710,7 @@ def cv_nll(method: str, E, uE, X, folds: np.ndarray, *, n_bins: int | None = Non
         Rows (X may be None).
     folds : numpy.ndarray of int, shape (M,)
         Fold of each row (:func:`fold_ids`).
-    n_bins, pop_min
+    n_bins, pop_min, min_block
         As :func:`fit_map`.
 
     Returns
@@ -537,7 +730,8 @@ def cv_nll(method: str, E, uE, X, folds: np.ndarray, *, n_bins: int | None = Non
         Xtr = None if X is None else np.asarray(X)[train]
         Xte = None if X is None else np.asarray(X)[test]
         try:
-            p = fit_map(method, E[train], uE[train], Xtr, n_bins=n_bins, pop_min=pop_min)
+            p = fit_map(method, E[train], uE[train], Xtr, n_bins=n_bins, pop_min=pop_min,
+                        min_block=min_block)
         except InputError:
             return np.full(np.unique(folds).size, math.inf) if per_fold else math.inf
         u = apply_map(method, p, uE[test], Xte)
@@ -548,7 +742,7 @@ def cv_nll(method: str, E, uE, X, folds: np.ndarray, *, n_bins: int | None = Non
 
 def choose_method(E, uE, X=None, *, candidates=None, folds: int = 5,
                   ss: np.random.SeedSequence, n_bins: int | None = None,
-                  pop_min: int = POP_MIN) -> tuple[str, dict]:
+                  pop_min: int = POP_MIN, min_block: int = ISO_MIN_BLOCK) -> tuple[str, dict]:
     """``auto``: the method of least cross-validated NLL on these rows only.
 
     Each candidate is scored by the **median over the inner folds** of the fold's mean
@@ -574,7 +768,7 @@ def choose_method(E, uE, X=None, *, candidates=None, folds: int = 5,
         Inner folds.
     ss : numpy.random.SeedSequence
         Stream of the inner folds.
-    n_bins, pop_min
+    n_bins, pop_min, min_block
         As :func:`fit_map`.
 
     Returns
@@ -589,7 +783,7 @@ def choose_method(E, uE, X=None, *, candidates=None, folds: int = 5,
     E = np.asarray(E, dtype=np.float64)
     ids = fold_ids(E.size, min(int(folds), E.size), ss)
     scores = {m: float(np.median(cv_nll(m, E, uE, X, ids, n_bins=n_bins, pop_min=pop_min,
-                                        per_fold=True)))
+                                        min_block=min_block, per_fold=True)))
               for m in candidates}
     best = min(candidates, key=lambda m: scores[m])
     if not math.isfinite(scores[best]):

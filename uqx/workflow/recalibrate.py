@@ -35,7 +35,7 @@ import xarray as xr
 from uqx.dataio.model import from_arrays, iter_sets, stack
 from uqx.dataio.netcdf import read_netcdf, to_netcdf
 from uqx.dataio.provenance import provenance_attrs
-from uqx.engine.defaults import POP_MIN
+from uqx.engine.defaults import ISO_MIN_BLOCK, POP_MIN
 from uqx.engine.recal_maps import (
     METHODS,
     NEEDS_X,
@@ -103,7 +103,7 @@ def _made_worse_advice(method: str) -> str:
         # measured on calibrated sets cross-fitted by isotonic (docs/recalibrate.md)
         return ("the map's own error: isotonic blocks of few rows are noisy on rows they "
                 "were not fitted on (their flat stretches also tie u); a smoother map "
-                "(--method bvs-uE or power) or more rows")
+                "(a larger --min-block, --method bvs-uE or power) or more rows")
     return ("the map's own error on rows it was not fitted on: a map with fewer parameters "
             "(--method scale or power) or more rows")
 
@@ -244,6 +244,10 @@ class RecalMap:
             what = f"u = {p['c']:.4g} * uE^{p['gamma']:.4g}"
         elif self.method == "isotonic":
             what = f"u^2 = g(uE^2), g nondecreasing with {p['knots'].size} knots"
+            if "min_block" in p:  # maps written before the minimum block lack it
+                what += f", blocks of at least {int(p['min_block'])} rows"
+            if p.get("debias"):
+                what += ", small-block variance correction"
         elif self.method == "scaling-binning":
             what = (f"u = f_j * {p['c']:.4g} * uE^{p['gamma']:.4g}, "
                     f"{p['factors'].size} bins of uE, f_j in "
@@ -320,12 +324,12 @@ def _keyed(seed: int, *coords, E, uE) -> np.random.SeedSequence:
     return seed_sequence(seed, "recalibrate", *coords, content_key(E, uE))
 
 
-def _fit(method, E, uE, X, *, n_bins, pop_min, ss) -> _Fitted:
+def _fit(method, E, uE, X, *, n_bins, pop_min, min_block, ss) -> _Fitted:
+    how = {"n_bins": n_bins, "pop_min": pop_min, "min_block": min_block}
     if method == "auto":
-        chosen, scores = choose_method(E, uE, X, ss=ss, n_bins=n_bins, pop_min=pop_min)
-        return _Fitted(chosen, fit_map(chosen, E, uE, X, n_bins=n_bins, pop_min=pop_min),
-                       scores)
-    return _Fitted(method, fit_map(method, E, uE, X, n_bins=n_bins, pop_min=pop_min), {})
+        chosen, scores = choose_method(E, uE, X, ss=ss, **how)
+        return _Fitted(chosen, fit_map(chosen, E, uE, X, **how), scores)
+    return _Fitted(method, fit_map(method, E, uE, X, **how), {})
 
 
 def _check_method(method: str, X) -> None:
@@ -337,7 +341,8 @@ def _check_method(method: str, X) -> None:
                          "(give the X column)")
 
 
-def _band(method, params, E, uE, X, *, n_boot, n_bins, pop_min, ss) -> xr.Dataset:
+def _band(method, params, E, uE, X, *, n_boot, n_bins, pop_min, min_block,
+          ss) -> xr.Dataset:
     """Bootstrap band of the factor u/uE of a map (refits on resampled rows)."""
     on_x = method in NEEDS_X
     v = X if on_x else uE
@@ -355,7 +360,7 @@ def _band(method, params, E, uE, X, *, n_boot, n_bins, pop_min, ss) -> xr.Datase
         i = rng.integers(0, E.size, E.size)
         try:
             p = fit_map(method, E[i], uE[i], None if X is None else X[i], n_bins=n_bins,
-                        pop_min=pop_min)
+                        pop_min=pop_min, min_block=min_block)
         except InputError:  # a resample that cannot be fitted (e.g. too few rows)
             continue
         reps.append(factor(p))
@@ -373,8 +378,8 @@ def _band(method, params, E, uE, X, *, n_boot, n_bins, pop_min, ss) -> xr.Datase
 
 
 def fit_recalibration(data, method: str = "auto", *, X=None, n_bins: int | None = None,
-                      pop_min: int = POP_MIN, n_boot: int = N_BOOT_MAP,
-                      seed: int | None = None) -> RecalMap:
+                      pop_min: int = POP_MIN, min_block: int = ISO_MIN_BLOCK,
+                      n_boot: int = N_BOOT_MAP, seed: int | None = None) -> RecalMap:
     """Fit a recalibration map on calibration rows.
 
     Parameters
@@ -392,6 +397,9 @@ def fit_recalibration(data, method: str = "auto", *, X=None, n_bins: int | None 
         Bins of the binned methods (default ``max(min(M // 150, 15), 2)``).
     pop_min : int, default 30
         Minimal bin population.
+    min_block : int, default 10
+        ``isotonic``: least rows of a block of the map (1: the plain pool-adjacent-violators
+        map of Busk et al. 2022; :func:`uqx.engine.recal_maps.fit_isotonic`).
     n_boot : int, default 200
         Bootstrap refits of the band (0: no band).
     seed : int, optional
@@ -411,11 +419,12 @@ def fit_recalibration(data, method: str = "auto", *, X=None, n_bins: int | None 
     _check_method(method, Xs)
     seed = resolve_seed(seed)
     chosen, params, scores = _fit(method, E, uE, Xs, n_bins=n_bins, pop_min=pop_min,
-                                  ss=_keyed(seed, "auto", E=E, uE=uE))
+                                  min_block=min_block, ss=_keyed(seed, "auto", E=E, uE=uE))
     band = None
     if n_boot:
         band = _band(chosen, params, E, uE, Xs, n_boot=n_boot, n_bins=n_bins,
-                     pop_min=pop_min, ss=_keyed(seed, "band", E=E, uE=uE))
+                     pop_min=pop_min, min_block=min_block,
+                     ss=_keyed(seed, "band", E=E, uE=uE))
     prov = provenance_attrs(seed=seed)
     prov.update(n_rows=int(E.size), input_digest=key_hex(content_key(E, uE)),
                 source=str(name), n_boot=int(n_boot))
@@ -464,7 +473,8 @@ class CrossFit:
 
 
 def cross_fit(E, uE, X=None, *, method: str = "auto", folds: int = 5, seed: int = 0,
-              n_bins: int | None = None, pop_min: int = POP_MIN) -> CrossFit:
+              n_bins: int | None = None, pop_min: int = POP_MIN,
+              min_block: int = ISO_MIN_BLOCK) -> CrossFit:
     """Recalibrate every row by a map fitted on the other folds (K-fold cross-fitting).
 
     With ``auto`` the method is chosen inside each fold's training rows (inner folds),
@@ -481,7 +491,7 @@ def cross_fit(E, uE, X=None, *, method: str = "auto", folds: int = 5, seed: int 
     folds : int, default 5
         K (2 <= K <= M).
     seed : int, default 0
-    n_bins, pop_min
+    n_bins, pop_min, min_block
         As :func:`fit_recalibration`.
 
     Returns
@@ -497,7 +507,7 @@ def cross_fit(E, uE, X=None, *, method: str = "auto", folds: int = 5, seed: int 
         train, test = _fold_rows(ids, f)
         Xtr = None if X is None else X[train]
         chosen, params, _ = _fit(method, E[train], uE[train], Xtr, n_bins=n_bins,
-                                 pop_min=pop_min,
+                                 pop_min=pop_min, min_block=min_block,
                                  ss=_keyed(seed, "auto", f, E=E[train], uE=uE[train]))
         u[test] = apply_map(chosen, params, uE[test], None if X is None else X[test])
         methods.append(chosen)
@@ -650,8 +660,8 @@ def _versus_scale(diff, se) -> str:
 
 def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
                         split: float | None = None, n_bins: int | None = None,
-                        pop_min: int = POP_MIN, seed: int | None = None,
-                        **validate_kwargs) -> RecalCheck:
+                        pop_min: int = POP_MIN, min_block: int = ISO_MIN_BLOCK,
+                        seed: int | None = None, **validate_kwargs) -> RecalCheck:
     """Recalibrate out of fold, then validate before and after on the same rows.
 
     Parameters
@@ -670,7 +680,7 @@ def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
         Instead of cross-fitting, one split: this fraction of the rows (random, keyed)
         fits the map, the rest is validated. The map is then fixed given the validated
         rows, so their validation has its nominal level exactly.
-    n_bins, pop_min
+    n_bins, pop_min, min_block
         As :func:`fit_recalibration`.
     seed : int, optional
         Root seed of the folds, of ``auto`` and of :func:`uqx.validate` (its
@@ -693,7 +703,7 @@ def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
     cf = None
     if split is None:
         cf = cross_fit(E, uE, Xs, method=method, folds=folds, seed=seed, n_bins=n_bins,
-                       pop_min=pop_min)
+                       pop_min=pop_min, min_block=min_block)
         sc = cross_fit(E, uE, None, method="scale", folds=folds, seed=seed)
         rows, u, u_scale, methods = np.arange(E.size), cf.u, sc.u, cf.methods
         design = f"{int(folds)}-fold cross-fitting"
@@ -709,7 +719,7 @@ def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
             raise RuntimeError("split leaked")
         Xtr = None if Xs is None else Xs[train]
         chosen, params, _ = _fit(method, E[train], uE[train], Xtr, n_bins=n_bins,
-                                 pop_min=pop_min,
+                                 pop_min=pop_min, min_block=min_block,
                                  ss=_keyed(seed, "auto", E=E[train], uE=uE[train]))
         u = apply_map(chosen, params, uE[rows], None if Xs is None else Xs[rows])
         u_scale = apply_map("scale", fit_map("scale", E[train], uE[train]), uE[rows])

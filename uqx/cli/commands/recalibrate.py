@@ -25,7 +25,7 @@ from uqx.cli.commands._console import note
 from uqx.cli.commands._inputs import load_inputs
 from uqx.cli.commands._options import EXIT_CODES_HELP, HelpFormatter
 from uqx.cli.commands._outputs import check_not_input, check_output, write_result
-from uqx.engine.defaults import POP_MIN
+from uqx.engine.defaults import ISO_MIN_BLOCK, POP_MIN
 from uqx.errors import InputError
 from uqx.progress import progress_bar
 
@@ -39,7 +39,8 @@ RECAL_COLUMN = "uE_recal"
 _METHODS_HELP = (
     "auto: least cross-validated Gaussian NLL on the fitting rows; scale: u = sqrt(ZMS)*uE; "
     "power: u = c*uE^gamma (Gaussian likelihood); scaling-binning: power law then one "
-    "factor per bin of uE; isotonic: nondecreasing map of uE^2 to E^2; bvs-uE / bvs-X: one "
+    "factor per bin of uE; isotonic: nondecreasing map of uE^2 to E^2, blocks of at least "
+    "--min-block rows; bvs-uE / bvs-X: one "
     "factor per equal-count bin of uE / of X (needs --X)")
 
 
@@ -65,6 +66,10 @@ def _add_map_options(p) -> None:
                    help="bins of the binned methods (default max(min(M // 150, 15), 2))")
     p.add_argument("--pop-min", type=int, default=POP_MIN,
                    help="minimal number of rows per bin")
+    p.add_argument("--min-block", type=int, default=ISO_MIN_BLOCK, metavar="N",
+                   help="isotonic: least rows of a block of the map (a block of fewer rows "
+                   "is pooled with the neighbour that loses the least likelihood); 1: the "
+                   "plain pool-adjacent-violators map of Busk et al. 2022 and scikit-learn")
     p.add_argument("--seed", type=int, default=None, help="root seed (drawn when not given)")
 
 
@@ -175,7 +180,7 @@ def _fit(args) -> int:
     ds = _one_input(args)
     check_not_input(out, ds)
     m = fit_recalibration(ds, args.method, n_bins=args.bins, pop_min=args.pop_min,
-                          n_boot=args.band_boot, seed=args.seed)
+                          min_block=args.min_block, n_boot=args.band_boot, seed=args.seed)
     m = replace(m, provenance={**m.provenance, "E_column": args.E, "uE_column": args.uE,
                                "X_column": args.X, "uE_is_variance": args.uE_is_variance,
                                "input": str(args.inputs[0])})
@@ -244,7 +249,8 @@ def _check(args) -> int:
     check_not_input(out, ds)
     with progress_bar(quiet=args.quiet, label="uqx recalibrate check"):
         chk = check_recalibration(ds, args.method, folds=args.folds, split=args.split,
-                                  n_bins=args.bins, pop_min=args.pop_min, seed=args.seed,
+                                  n_bins=args.bins, pop_min=args.pop_min,
+                                  min_block=args.min_block, seed=args.seed,
                                   bootstrap=args.n_boot, copies=args.n_mc)
     status = 0
     if out is not None:
