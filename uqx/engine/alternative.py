@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from uqx.engine.copies import C_EPS, C_EPS2, C_X, C_X2, copy_bin_features
+from uqx.engine.copies import copy_bin_features
+from uqx.engine.layout import C_EPS, C_EPS2, C_X, C_X2
 from uqx.engine.resolution import spread_bin_factors, top_bin_factors
 from uqx.engine.statistic import STATISTICS
 

@@ -14,14 +14,25 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from uqx.engine.resample import lemire_threshold
-from uqx.engine.statistic import (
+from uqx.engine.layout import (
     B_E2,
     B_EC,
     B_EC2,
     B_U2,
     B_Z,
     B_Z2,
+    C_EPS,
+    C_EPS2,
+    C_X,
+    C_X2,
+    add_copy_terms,
+    add_copy_terms_at,
+    copy_terms,
+    no_copy_terms,
+    put_copy_terms,
+)
+from uqx.engine.resample import lemire_threshold
+from uqx.engine.statistic import (
     F_E2,
     F_LNU2,
     F_U2,
@@ -31,62 +42,8 @@ from uqx.engine.statistic import (
 )
 from uqx.engine.unit_variance import Draw, unit_step
 
-__all__ = ["sim_rows", "copy_terms", "copy_bin_features", "copy_moment_features",
-           "cc_fixed_u", "sorted_keys", "cc_rows"]
-
-#: Columns of the copies' sums (:func:`sim_rows`, :func:`copy_bin_features`): Σε², Σx²,
-#: Σx, Σε with x = E = uε; the positions of the tuple :func:`copy_terms` returns.
-C_EPS2, C_X2, C_X, C_EPS = range(4)
-
-
-# The copies' layout declared once (as the bin features in uqx.engine.statistic): what
-# a copy adds per value, and how the 4-tuples add up and are written.
-@numba.njit(inline="always")
-def copy_terms(eps, u):
-    """Return what one value ε of a copy adds to its sums: (ε², x², x, ε), x = uε.
-
-    Parameters
-    ----------
-    eps : float
-        The unit draw ε.
-    u : float
-        The uncertainty of its position.
-
-    Returns
-    -------
-    tuple of 4
-        Indexed by :data:`C_EPS2`, :data:`C_X2`, :data:`C_X`, :data:`C_EPS`.
-    """
-    x = u * eps
-    return eps * eps, x * x, x, eps
-
-
-@numba.njit(inline="always")
-def _no_terms():
-    return 0.0, 0.0, 0.0, 0.0
-
-
-@numba.njit(inline="always")
-def _add_terms(a, t):
-    return a[0] + t[0], a[1] + t[1], a[2] + t[2], a[3] + t[3]
-
-
-@numba.njit(inline="always")
-def _put_terms(out, r, s, t):
-    out[r, s, 0] = t[0]
-    out[r, s, 1] = t[1]
-    out[r, s, 2] = t[2]
-    out[r, s, 3] = t[3]
-
-
-@numba.njit(inline="always")
-def _add_terms_at(out, r, b, t):
-    """``out[r, b] += t`` without a view (a view per value is several times slower)."""
-    out[r, b, 0] += t[0]
-    out[r, b, 1] += t[1]
-    out[r, b, 2] += t[2]
-    out[r, b, 3] += t[3]
-
+__all__ = ["sim_rows", "copy_bin_features", "copy_moment_features", "cc_fixed_u",
+           "sorted_keys", "cc_rows"]
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def sim_rows(state, code, d, c, h, pool, pu, pm, ps, segment_t, u, seg, binid, boff, out_seg,
@@ -147,8 +104,8 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, segment_t, u, seg, binid, b
         for s in range(seg.shape[0] - 1):
             # two sets of accumulators (even / odd positions): the additions of
             # neighbouring values do not wait on each other (~1 ns per value less)
-            even = _no_terms()
-            odd = _no_terms()
+            even = no_copy_terms()
+            odd = no_copy_terms()
             i0, i1 = seg[s], seg[s + 1]
             if code == Draw.POOL_IN_WINDOWS or code == Draw.POOL_COMPUTED_IN_WINDOWS:
                 # the z-scores resampled within the segment's window
@@ -174,13 +131,13 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, segment_t, u, seg, binid, b
                         cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
                     f, s0, s1, s2, s3, pend, have = unit_step(
                         cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
-                    even = _add_terms(even, copy_terms(e, u[i]))
-                    odd = _add_terms(odd, copy_terms(f, u[i + 1]))
+                    even = add_copy_terms(even, copy_terms(e, u[i]))
+                    odd = add_copy_terms(odd, copy_terms(f, u[i + 1]))
                 if (i1 - i0) & 1:
                     e, s0, s1, s2, s3, pend, have = unit_step(
                         cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
-                    even = _add_terms(even, copy_terms(e, u[i1 - 1]))
-                _put_terms(out_seg, r, s, _add_terms(even, odd))
+                    even = add_copy_terms(even, copy_terms(e, u[i1 - 1]))
+                put_copy_terms(out_seg, r, s, add_copy_terms(even, odd))
                 continue
             for i in range(i0, i1 - 1, 2):
                 e, s0, s1, s2, s3, pend, have = unit_step(
@@ -189,26 +146,26 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, segment_t, u, seg, binid, b
                     cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
                 t = copy_terms(e, u[i])
                 for cc in range(C):
-                    _add_terms_at(out_bin, r, boff[cc] + binid[cc, i], t)
+                    add_copy_terms_at(out_bin, r, boff[cc] + binid[cc, i], t)
                 if keep:
                     buf[r, i] = e
                 t2 = copy_terms(f, u[i + 1])
                 for cc in range(C):
-                    _add_terms_at(out_bin, r, boff[cc] + binid[cc, i + 1], t2)
+                    add_copy_terms_at(out_bin, r, boff[cc] + binid[cc, i + 1], t2)
                 if keep:
                     buf[r, i + 1] = f
-                even = _add_terms(even, t)
-                odd = _add_terms(odd, t2)
+                even = add_copy_terms(even, t)
+                odd = add_copy_terms(odd, t2)
             if (i1 - i0) & 1:
                 e, s0, s1, s2, s3, pend, have = unit_step(
                     cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
                 t = copy_terms(e, u[i1 - 1])
                 for cc in range(C):
-                    _add_terms_at(out_bin, r, boff[cc] + binid[cc, i1 - 1], t)
+                    add_copy_terms_at(out_bin, r, boff[cc] + binid[cc, i1 - 1], t)
                 if keep:
                     buf[r, i1 - 1] = e
-                even = _add_terms(even, t)
-            _put_terms(out_seg, r, s, _add_terms(even, odd))
+                even = add_copy_terms(even, t)
+            put_copy_terms(out_seg, r, s, add_copy_terms(even, odd))
     state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 

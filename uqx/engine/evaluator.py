@@ -51,6 +51,13 @@ from uqx.engine.binning import (
 )
 from uqx.engine.confidence import acceleration_from_power_sums
 from uqx.engine.defaults import LONG_SET_ROWS
+from uqx.engine.layout import (
+    add_bin_features,
+    add_bin_features_times,
+    no_bin_features,
+    put_bin_features,
+    sample_bin_features,
+)
 from uqx.engine.ranks import average_ranks, spearman_from_counts, spearman_jackknife, tie_bounds
 from uqx.engine.resample import SAMPLE_BLOCK, SAMPLE_GROUP, _draw_counts
 from uqx.engine.statistic import (
@@ -60,14 +67,9 @@ from uqx.engine.statistic import (
     F_Z2,
     STATISTICS,
     BinningConfig,
-    add_bin_features,
-    add_bin_features_times,
     bin_feature_sums,
     moment_features,
     moment_sums,
-    no_bin_features,
-    put_bin_features,
-    sample_bin_features,
 )
 from uqx.errors import InputError
 

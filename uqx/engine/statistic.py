@@ -43,6 +43,19 @@ import numba
 import numpy as np
 
 from uqx.engine.defaults import N_BINS, POP_MIN
+from uqx.engine.layout import (
+    B_E2,
+    B_EC,
+    B_EC2,
+    B_U2,
+    B_Z,
+    B_Z2,
+    BIN_FEATURES,
+    add_bin_features,
+    no_bin_features,
+    put_bin_features,
+    sample_bin_features,
+)
 from uqx.errors import InputError
 
 #: ln(2π) of the normal log-likelihood
@@ -431,74 +444,6 @@ def nll_ref_from_sums(S, n):
 
 
 # ---------------------------------------------------------------- binned statistics
-#: The per-sample bin features, named in the column order of :func:`bin_features` and
-#: of every per-bin sum (``Ec`` is E − Ē), each with the inputs it reads: the names a
-#: binned statistic's :attr:`Statistic.sums` lists.
-BIN_FEATURES = {"u2": "u", "E2": "E", "z2": "Eu", "Ec": "E", "Ec2": "E", "z": "Eu"}
-#: Columns of the bin features and of every per-bin sum (the order of
-#: :data:`BIN_FEATURES`), the positions of the tuple :func:`sample_bin_features` returns.
-B_U2, B_E2, B_Z2, B_EC, B_EC2, B_Z = range(6)
-
-
-# The layout of the per-bin sums, declared once (the "chunk" and "combine" of flox's
-# Aggregation; the statistics' finish functions below are the "finalize"): every kernel
-# that sums bin features (_sorted_bin_sums, _prefix_bin_features, the evaluator's
-# _fold and _prefix_at) and the numpy route (bin_features) call these, so the
-# features' operations, and so their bits, are the same everywhere. inline="always":
-# numba splices them into the loops, and the 6-tuples stay in registers.
-@numba.njit(inline="always")
-def sample_bin_features(e, u, mean):
-    """Return the 6 bin features of one sample (or arrays of samples), in column order.
-
-    Parameters
-    ----------
-    e, u : float or numpy.ndarray
-        Error and uncertainty.
-    mean : float or numpy.ndarray
-        The mean of the errors of the data set (E is centred on it: the one-pass
-        per-bin variance stays accurate).
-
-    Returns
-    -------
-    tuple of 6
-        (u², E², z², E − Ē, (E − Ē)², z) with z = E/u, indexed by :data:`B_U2` ...
-        :data:`B_Z`. ``sample_bin_features.py_func`` is the same code on numpy arrays.
-    """
-    z = e / u
-    ec = e - mean
-    return u * u, e * e, z * z, ec, ec * ec, z
-
-
-@numba.njit(inline="always")
-def no_bin_features():
-    """Return the 6 sums of no sample: the accumulators' start."""
-    return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-
-
-@numba.njit(inline="always")
-def add_bin_features(a, f):
-    """Return the sums ``a`` plus the features ``f`` (6-tuples), column by column."""
-    return a[0] + f[0], a[1] + f[1], a[2] + f[2], a[3] + f[3], a[4] + f[4], a[5] + f[5]
-
-
-@numba.njit(inline="always")
-def add_bin_features_times(a, c, f):
-    """Return the sums ``a`` plus ``c`` copies of the features ``f``: ``a + c * f``."""
-    return (a[0] + c * f[0], a[1] + c * f[1], a[2] + c * f[2], a[3] + c * f[3],
-            a[4] + c * f[4], a[5] + c * f[5])
-
-
-@numba.njit(inline="always")
-def put_bin_features(out, j, a):
-    """Write the 6-tuple ``a`` into row ``j`` of ``out`` (..., 6): ``out[j] = a``."""
-    out[j, 0] = a[0]
-    out[j, 1] = a[1]
-    out[j, 2] = a[2]
-    out[j, 3] = a[3]
-    out[j, 4] = a[4]
-    out[j, 5] = a[5]
-
-
 def bin_features(E, u):
     """Per-sample bin features (u², E², z², E − Ē, (E − Ē)², z) over the last axis.
 

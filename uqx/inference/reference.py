@@ -29,16 +29,11 @@ from uqx.dataio.schema import SIMULATE_REFERENCE
 from uqx.dataio.streaming import ColumnRef, read_rows, streamed_content_key
 from uqx.engine import gaussian_sums
 from uqx.engine.binning import is_nondecreasing, make_bins, sorted_edges, stable_order
-from uqx.engine.copies import (
-    C_X,
-    cc_fixed_u,
-    copy_bin_features,
-    copy_moment_features,
-    sim_rows,
-)
+from uqx.engine.copies import cc_fixed_u, copy_bin_features, copy_moment_features, sim_rows
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_MC, POP_MIN
 from uqx.engine.gaussian_sums import cell_layout, gauss_rows, gaussian_plan, unit_moments
 from uqx.engine.generators import check_student_nu
+from uqx.engine.layout import C_X
 from uqx.engine.mctest import N_TEST
 from uqx.engine.null_shape import (
     kappa_cs_z2_windows,

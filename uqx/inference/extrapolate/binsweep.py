@@ -17,8 +17,8 @@ import numba
 import numpy as np
 
 from uqx.engine.binning import equal_count_edges, reduce_n_bins
-from uqx.engine.copies import C_EPS, C_EPS2, C_X2
 from uqx.engine.defaults import SWEEP_POP_MIN
+from uqx.engine.layout import C_EPS, C_EPS2, C_X2
 from uqx.engine.statistic import STATISTICS, per_bin_terms, prefix_bin_features
 from uqx.errors import InputError
 
