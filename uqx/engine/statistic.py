@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from uqx.engine import reference_numpy
 from uqx.engine.defaults import N_BINS, POP_MIN
 from uqx.engine.layout import (
     B_E2,
@@ -1203,8 +1204,12 @@ def bin_feature_sums(E_sorted, u_sorted, edges):
     """Per-bin sums of the bin features for data already sorted by the binning variable.
 
     Batch route (rows = simulated data sets, E_sorted (b, M), u_sorted (M,)): returns
-    (b, N, 6) for ``STATISTICS[name].finish(S, n)`` with ``n = diff(edges)``.
+    (b, N, 6) for ``STATISTICS[name].finish(S, n)`` with ``n = diff(edges)``. Inside
+    ``uqx.engine.reference_numpy.use_engine("numpy")``, the plain-numpy sums of
+    :func:`uqx.engine.reference_numpy.bin_feature_sums` instead of the numba kernel.
     """
+    if reference_numpy.current_engine() == "numpy":
+        return reference_numpy.bin_feature_sums(E_sorted, u_sorted, edges)
     E = np.ascontiguousarray(np.atleast_2d(np.asarray(E_sorted, dtype=np.float64)))
     u = np.ascontiguousarray(np.asarray(u_sorted, dtype=np.float64))
     edges = np.ascontiguousarray(np.asarray(edges, dtype=np.int64))
@@ -1252,8 +1257,16 @@ def _prefix_bin_features(E, u, P):
 def prefix_bin_features(E_sorted, u_sorted, out=None) -> np.ndarray:
     """Prefix sums (M+1, 6) of the bin features of data sorted by the binning variable.
 
-    ``out``: a C-contiguous (M+1, 6) float64 array to fill (no allocation).
+    ``out``: a C-contiguous (M+1, 6) float64 array to fill (no allocation). Inside
+    ``uqx.engine.reference_numpy.use_engine("numpy")``, the plain-numpy prefix sums of
+    :func:`uqx.engine.reference_numpy.prefix_bin_features`.
     """
+    if reference_numpy.current_engine() == "numpy":
+        P = reference_numpy.prefix_bin_features(E_sorted, u_sorted)
+        if out is None:
+            return P
+        out[...] = P
+        return out
     E = np.ascontiguousarray(E_sorted, dtype=np.float64)
     u = np.ascontiguousarray(u_sorted, dtype=np.float64)
     P = np.empty((E.size + 1, 6)) if out is None else out
