@@ -3,10 +3,12 @@ r"""Calibrated copies :math:`E = u\,\epsilon` of a data set, drawn and summarise
 The kernels under :func:`uqx.inference.reference.simulate_reference` (and so under every
 Monte-Carlo test of :mod:`uqx.engine.mctest`): :func:`sim_rows` draws ε on a keyed
 xoshiro256** stream, multiplies by u in the stable uE order, and adds the per-bin sums
-of every binning without storing ε; :func:`copy_bin_features` turns those sums into the
-bin features of :func:`uqx.engine.statistic.bin_features`; :func:`cc_fixed_u` gives the
-Spearman CC of each copy against the fixed ranks of u, from one SIMD sort of packed keys
-per copy (:func:`sorted_keys`, :func:`cc_rows`). Pure NumPy/numba over arrays.
+of every binning without storing ε (the terms of :func:`uqx.engine.layout.copy_terms`);
+:func:`copy_bin_features` turns those sums into the bin features of
+:func:`uqx.engine.statistic.bin_features` (and :func:`copy_moment_features` into the
+moment features); :func:`cc_fixed_u` gives the Spearman CC of each copy against the
+fixed ranks of u, from one SIMD sort of packed keys per copy (:func:`sorted_keys`,
+:func:`cc_rows`). Pure NumPy/numba over arrays.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from uqx.engine.unit_variance import Draw, unit_step
 
 __all__ = ["sim_rows", "copy_bin_features", "copy_moment_features", "cc_fixed_u",
            "sorted_keys", "cc_rows"]
+
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def sim_rows(state, code, d, c, h, pool, pu, pm, ps, segment_t, u, seg, binid, boff, out_seg,
