@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from uqx.engine.copies import copy_bin_features
+from uqx.engine.layout import C_EPS, C_EPS2, C_X, C_X2
 from uqx.engine.resolution import spread_bin_factors, top_bin_factors
 from uqx.engine.statistic import STATISTICS
 
@@ -54,13 +55,13 @@ def rescale_copy_sums(sums, M: int):
     """
     sums = np.asarray(sums, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        c2 = M / sums[..., 0].sum(axis=-1)
+        c2 = M / sums[..., C_EPS2].sum(axis=-1)
     c = np.sqrt(c2)[..., None]
     out = np.empty_like(sums)
-    out[..., 0] = sums[..., 0] * c2[..., None]
-    out[..., 1] = sums[..., 1] * c2[..., None]
-    out[..., 2] = sums[..., 2] * c
-    out[..., 3] = sums[..., 3] * c
+    for k in (C_EPS2, C_X2):
+        out[..., k] = sums[..., k] * c2[..., None]
+    for k in (C_X, C_EPS):
+        out[..., k] = sums[..., k] * c
     return out
 
 

@@ -3,10 +3,12 @@ r"""Calibrated copies :math:`E = u\,\epsilon` of a data set, drawn and summarise
 The kernels under :func:`uqx.inference.reference.simulate_reference` (and so under every
 Monte-Carlo test of :mod:`uqx.engine.mctest`): :func:`sim_rows` draws ε on a keyed
 xoshiro256** stream, multiplies by u in the stable uE order, and adds the per-bin sums
-of every binning without storing ε; :func:`copy_bin_features` turns those sums into the
-bin features of :func:`uqx.engine.statistic.bin_features`; :func:`cc_fixed_u` gives the
-Spearman CC of each copy against the fixed ranks of u, from one SIMD sort of packed keys
-per copy (:func:`sorted_keys`, :func:`cc_rows`). Pure NumPy/numba over arrays.
+of every binning without storing ε (the terms of :func:`uqx.engine.layout.copy_terms`);
+:func:`copy_bin_features` turns those sums into the bin features of
+:func:`uqx.engine.statistic.bin_features` (and :func:`copy_moment_features` into the
+moment features); :func:`cc_fixed_u` gives the Spearman CC of each copy against the
+fixed ranks of u, from one SIMD sort of packed keys per copy (:func:`sorted_keys`,
+:func:`cc_rows`). Pure NumPy/numba over arrays.
 """
 
 from __future__ import annotations
@@ -14,10 +16,36 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from uqx.engine.layout import (
+    B_E2,
+    B_EC,
+    B_EC2,
+    B_U2,
+    B_Z,
+    B_Z2,
+    C_EPS,
+    C_EPS2,
+    C_X,
+    C_X2,
+    add_copy_terms,
+    add_copy_terms_at,
+    copy_terms,
+    no_copy_terms,
+    put_copy_terms,
+)
 from uqx.engine.resample import lemire_threshold
+from uqx.engine.statistic import (
+    F_E2,
+    F_LNU2,
+    F_U2,
+    F_Z,
+    F_Z2,
+    MOMENT_FEATURES,
+)
 from uqx.engine.unit_variance import Draw, unit_step
 
-__all__ = ["sim_rows", "copy_bin_features", "cc_fixed_u", "sorted_keys", "cc_rows"]
+__all__ = ["sim_rows", "copy_bin_features", "copy_moment_features", "cc_fixed_u",
+           "sorted_keys", "cc_rows"]
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -79,8 +107,8 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, segment_t, u, seg, binid, b
         for s in range(seg.shape[0] - 1):
             # two sets of accumulators (even / odd positions): the additions of
             # neighbouring values do not wait on each other (~1 ns per value less)
-            a0 = a1 = a2 = a3 = 0.0
-            b0 = b1 = b2 = b3 = 0.0
+            even = no_copy_terms()
+            odd = no_copy_terms()
             i0, i1 = seg[s], seg[s + 1]
             if code == Draw.POOL_IN_WINDOWS or code == Draw.POOL_COMPUTED_IN_WINDOWS:
                 # the z-scores resampled within the segment's window
@@ -106,86 +134,41 @@ def sim_rows(state, code, d, c, h, pool, pu, pm, ps, segment_t, u, seg, binid, b
                         cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
                     f, s0, s1, s2, s3, pend, have = unit_step(
                         cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
-                    x = u[i] * e
-                    y = u[i + 1] * f
-                    a0 += e * e
-                    a1 += x * x
-                    a2 += x
-                    a3 += e
-                    b0 += f * f
-                    b1 += y * y
-                    b2 += y
-                    b3 += f
+                    even = add_copy_terms(even, copy_terms(e, u[i]))
+                    odd = add_copy_terms(odd, copy_terms(f, u[i + 1]))
                 if (i1 - i0) & 1:
                     e, s0, s1, s2, s3, pend, have = unit_step(
                         cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
-                    x = u[i1 - 1] * e
-                    a0 += e * e
-                    a1 += x * x
-                    a2 += x
-                    a3 += e
-                out_seg[r, s, 0] = a0 + b0
-                out_seg[r, s, 1] = a1 + b1
-                out_seg[r, s, 2] = a2 + b2
-                out_seg[r, s, 3] = a3 + b3
+                    even = add_copy_terms(even, copy_terms(e, u[i1 - 1]))
+                put_copy_terms(out_seg, r, s, add_copy_terms(even, odd))
                 continue
             for i in range(i0, i1 - 1, 2):
                 e, s0, s1, s2, s3, pend, have = unit_step(
                     cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
                 f, s0, s1, s2, s3, pend, have = unit_step(
                     cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
-                x = u[i] * e
-                e2 = e * e
-                x2 = x * x
+                t = copy_terms(e, u[i])
                 for cc in range(C):
-                    b = boff[cc] + binid[cc, i]
-                    out_bin[r, b, 0] += e2
-                    out_bin[r, b, 1] += x2
-                    out_bin[r, b, 2] += x
-                    out_bin[r, b, 3] += e
+                    add_copy_terms_at(out_bin, r, boff[cc] + binid[cc, i], t)
                 if keep:
                     buf[r, i] = e
-                y = u[i + 1] * f
-                f2 = f * f
-                y2 = y * y
+                t2 = copy_terms(f, u[i + 1])
                 for cc in range(C):
-                    b = boff[cc] + binid[cc, i + 1]
-                    out_bin[r, b, 0] += f2
-                    out_bin[r, b, 1] += y2
-                    out_bin[r, b, 2] += y
-                    out_bin[r, b, 3] += f
+                    add_copy_terms_at(out_bin, r, boff[cc] + binid[cc, i + 1], t2)
                 if keep:
                     buf[r, i + 1] = f
-                a0 += e2
-                a1 += x2
-                a2 += x
-                a3 += e
-                b0 += f2
-                b1 += y2
-                b2 += y
-                b3 += f
+                even = add_copy_terms(even, t)
+                odd = add_copy_terms(odd, t2)
             if (i1 - i0) & 1:
                 e, s0, s1, s2, s3, pend, have = unit_step(
                     cd, s0, s1, s2, s3, dd, cc_, hh, p, q, mm, sc, nn, tt, pend, have)
-                x = u[i1 - 1] * e
-                e2 = e * e
-                x2 = x * x
+                t = copy_terms(e, u[i1 - 1])
                 for cc in range(C):
-                    b = boff[cc] + binid[cc, i1 - 1]
-                    out_bin[r, b, 0] += e2
-                    out_bin[r, b, 1] += x2
-                    out_bin[r, b, 2] += x
-                    out_bin[r, b, 3] += e
+                    add_copy_terms_at(out_bin, r, boff[cc] + binid[cc, i1 - 1], t)
                 if keep:
                     buf[r, i1 - 1] = e
-                a0 += e2
-                a1 += x2
-                a2 += x
-                a3 += e
-            out_seg[r, s, 0] = a0 + b0
-            out_seg[r, s, 1] = a1 + b1
-            out_seg[r, s, 2] = a2 + b2
-            out_seg[r, s, 3] = a3 + b3
+                even = add_copy_terms(even, t)
+            put_copy_terms(out_seg, r, s, add_copy_terms(even, odd))
     state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
 
@@ -215,21 +198,48 @@ def copy_bin_features(sums, u2, n, tot_x, M, g=None):
     numpy.ndarray, shape (k, N, 6), or (F, k, N, 6) with a 2-d ``g``
     """
     if g is None:
-        s0, s1, s2, s3 = (sums[..., c] for c in range(4))
+        e2, x2, x, e = (sums[..., c] for c in (C_EPS2, C_X2, C_X, C_EPS))
     else:
         gg = np.asarray(g, dtype=np.float64)[..., None, :]  # (..., 1, N) against (k, N)
-        s0, s1 = sums[..., 0] * gg * gg, sums[..., 1] * gg * gg
-        s2, s3 = sums[..., 2] * gg, sums[..., 3] * gg
+        e2, x2 = sums[..., C_EPS2] * gg * gg, sums[..., C_X2] * gg * gg
+        x, e = sums[..., C_X] * gg, sums[..., C_EPS] * gg
     if tot_x is None:
-        tot_x = s2.sum(axis=-1)
+        tot_x = x.sum(axis=-1)
     m = (tot_x / M)[..., None]
-    S = np.empty(s0.shape + (6,))
-    S[..., 0] = u2
-    S[..., 1] = s1
-    S[..., 2] = s0
-    S[..., 3] = s2 - n * m
-    S[..., 4] = s1 - 2.0 * m * s2 + n * m * m
-    S[..., 5] = s3
+    S = np.empty(e2.shape + (6,))
+    S[..., B_U2] = u2
+    S[..., B_E2] = x2
+    S[..., B_Z2] = e2
+    S[..., B_EC] = x - n * m
+    S[..., B_EC2] = x2 - 2.0 * m * x + n * m * m
+    S[..., B_Z] = e
+    return S
+
+
+def copy_moment_features(tot, sum_u2, sum_lnu2):
+    """Return the sums (k, 5) of the moment features of whole copies (from sim_rows).
+
+    The features of :data:`uqx.engine.statistic.MOMENT_FEATURES` with ``z = ε`` and
+    ``E = uε``; the ones of u alone are the same for every copy.
+
+    Parameters
+    ----------
+    tot : numpy.ndarray, shape (k, 4)
+        (Σε², Σx², Σx, Σε) of each whole copy (:func:`sim_rows`).
+    sum_u2, sum_lnu2 : float or numpy.ndarray, shape (k,)
+        Σu² and Σ ln u² of the set.
+
+    Returns
+    -------
+    numpy.ndarray, shape (k, 5)
+        For ``STATISTICS[name].finish(S, M)``.
+    """
+    S = np.empty((tot.shape[0], len(MOMENT_FEATURES)))
+    S[:, F_Z2] = tot[:, C_EPS2]
+    S[:, F_U2] = sum_u2
+    S[:, F_E2] = tot[:, C_X2]
+    S[:, F_Z] = tot[:, C_EPS]
+    S[:, F_LNU2] = sum_lnu2
     return S
 
 

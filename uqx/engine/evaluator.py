@@ -51,6 +51,13 @@ from uqx.engine.binning import (
 )
 from uqx.engine.confidence import acceleration_from_power_sums
 from uqx.engine.defaults import LONG_SET_ROWS
+from uqx.engine.layout import (
+    add_bin_features,
+    add_bin_features_times,
+    no_bin_features,
+    put_bin_features,
+    sample_bin_features,
+)
 from uqx.engine.ranks import average_ranks, spearman_from_counts, spearman_jackknife, tie_bounds
 from uqx.engine.resample import SAMPLE_BLOCK, SAMPLE_GROUP, _draw_counts
 from uqx.engine.statistic import (
@@ -88,43 +95,26 @@ def _first_bin(edges, j):
 
 
 @numba.njit(inline="always")
-def _fold(c, e, uu, mean, edges, out_r, j, room, a0, a1, a2, a3, a4, a5):
+def _fold(c, e, uu, mean, edges, out_r, j, room, a):
     """Add ``c`` copies of the sample (e, uu) to the open bin ``j`` of one replicate.
 
-    The 6 bin features of :func:`~uqx.engine.statistic.bin_features` (same operations,
-    same bits) accumulate in (a0..a5); a sample whose copies fill the ``room`` left in
-    bin ``j`` closes it (writes ``out_r[j]``) and the rest of its copies go on to the
-    next bins, exactly as in the sorted resample. Returns the new (j, room, a0..a5);
-    ``j == N``: every bin is closed.
+    The 6 bin features of :func:`~uqx.engine.statistic.sample_bin_features` accumulate
+    in the 6-tuple ``a``; a sample whose copies fill the ``room`` left in bin ``j``
+    closes it (writes ``out_r[j]``) and the rest of its copies go on to the next bins,
+    exactly as in the sorted resample. Returns the new (j, room, a); ``j == N``: every
+    bin is closed.
     """
     N = edges.shape[0] - 1
-    z = e / uu
-    ec = e - mean
-    f0 = uu * uu
-    f1 = e * e
-    f2 = z * z
-    f4 = ec * ec
+    f = sample_bin_features(e, uu, mean)
     while c >= room:  # this sample closes bin j
-        out_r[j, 0] = a0 + room * f0
-        out_r[j, 1] = a1 + room * f1
-        out_r[j, 2] = a2 + room * f2
-        out_r[j, 3] = a3 + room * ec
-        out_r[j, 4] = a4 + room * f4
-        out_r[j, 5] = a5 + room * z
-        a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+        put_bin_features(out_r, j, add_bin_features_times(a, room, f))
+        a = no_bin_features()
         c -= room
         j = _first_bin(edges, j + 1)
         if j == N:
-            return j, room, a0, a1, a2, a3, a4, a5
+            return j, room, a
         room = edges[j + 1] - edges[j]
-    cf = np.float64(c)
-    a0 += cf * f0
-    a1 += cf * f1
-    a2 += cf * f2
-    a3 += cf * ec
-    a4 += cf * f4
-    a5 += cf * z
-    return j, room - c, a0, a1, a2, a3, a4, a5
+    return j, room - c, add_bin_features_times(a, np.float64(c), f)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -150,14 +140,12 @@ def _weighted_bin_sums(counts, order, ident, Es, us, gathered, mean, edges, out)
             continue
         room = edges[j + 1] - edges[j]
         # the 6 bin features accumulate in registers; the rare bin closings write out
-        a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+        a = no_bin_features()
         out_r = out[r]  # one view per replicate: a view per row costs 6x the whole loop
         for p in range(M):
             i = p if ident else order[p]
             q = i if gathered else p
-            j, room, a0, a1, a2, a3, a4, a5 = _fold(
-                counts[r, i], Es[q], us[q], mean, edges, out_r, j, room,
-                a0, a1, a2, a3, a4, a5)
+            j, room, a = _fold(counts[r, i], Es[q], us[q], mean, edges, out_r, j, room, a)
             if j == N:
                 break
 
@@ -178,7 +166,7 @@ def _streamed_bin_sums(states, blocks, n_draws, Es, us, mean, edges, cbuf, out):
     for r in range(n_draws.shape[0]):
         j = _first_bin(edges, 0)
         room = edges[j + 1] - edges[j] if j < N else 0
-        a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+        a = no_bin_features()
         out_r = out[r]  # one view per replicate (as _weighted_bin_sums)
         for k in range(blocks.shape[0]):
             s, e = blocks[k, 0], blocks[k, 1]
@@ -190,9 +178,8 @@ def _streamed_bin_sums(states, blocks, n_draws, Es, us, mean, edges, cbuf, out):
             if j == N:
                 continue
             for p in range(s, e):
-                j, room, a0, a1, a2, a3, a4, a5 = _fold(
-                    row[0, p - s], Es[p], us[p], mean, edges, out_r, j, room,
-                    a0, a1, a2, a3, a4, a5)
+                j, room, a = _fold(row[0, p - s], Es[p], us[p], mean, edges, out_r, j,
+                                   room, a)
                 if j == N:
                     break
 
@@ -209,47 +196,25 @@ def _prefix_at(Es, us, order, gathered, mean, pos, out):
     """
     M = Es.shape[0]
     K = pos.shape[0]
-    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+    a = no_bin_features()
     k = 0
     for p in range(M + 1):
         while k < K and pos[k] == p:
-            out[k, 0] = a0
-            out[k, 1] = a1
-            out[k, 2] = a2
-            out[k, 3] = a3
-            out[k, 4] = a4
-            out[k, 5] = a5
+            put_bin_features(out, k, a)
             k += 1
         if p == M or k == K:
             break
         q = order[p] if gathered else p
-        e = Es[q]
-        uu = us[q]
-        z = e / uu
-        ec = e - mean
-        if p == 0:  # cumsum starts from the first row (keeps the sign of a zero)
-            a0 = uu * uu
-            a1 = e * e
-            a2 = z * z
-            a3 = ec
-            a4 = ec * ec
-            a5 = z
-        else:
-            a0 += uu * uu
-            a1 += e * e
-            a2 += z * z
-            a3 += ec
-            a4 += ec * ec
-            a5 += z
+        f = sample_bin_features(Es[q], us[q], mean)
+        # cumsum starts from the first row (keeps the sign of a zero)
+        a = f if p == 0 else add_bin_features(a, f)
 
 
 def _features_at(Es, us, order, gathered, mean, lo, hi):
     """Bin features (hi - lo, 6) of sorted positions lo..hi-1 (as :func:`bin_features`)."""
     e = Es[order[lo:hi]] if gathered else Es[lo:hi]
     uu = us[order[lo:hi]] if gathered else us[lo:hi]
-    z = e / uu
-    ec = e - mean
-    return np.stack([uu * uu, e * e, z * z, ec, ec * ec, z], axis=-1)
+    return np.stack(sample_bin_features.py_func(e, uu, mean), axis=-1)
 
 
 # ---------------------------------------------------------------- per-set evaluator

@@ -42,7 +42,21 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from uqx.engine import reference_numpy
 from uqx.engine.defaults import N_BINS, POP_MIN
+from uqx.engine.layout import (
+    B_E2,
+    B_EC,
+    B_EC2,
+    B_U2,
+    B_Z,
+    B_Z2,
+    BIN_FEATURES,
+    add_bin_features,
+    no_bin_features,
+    put_bin_features,
+    sample_bin_features,
+)
 from uqx.errors import InputError
 
 #: ln(2π) of the normal log-likelihood
@@ -55,6 +69,7 @@ __all__ = [
     "names_of",
     "MOMENT_FEATURES",
     "BIN_FEATURES",
+    "sample_bin_features",
     "StatSpec",
     "parse_stat",
     "BinningConfig",
@@ -430,26 +445,18 @@ def nll_ref_from_sums(S, n):
 
 
 # ---------------------------------------------------------------- binned statistics
-#: The per-sample bin features, named in the column order of :func:`bin_features` and
-#: of every per-bin sum (``Ec`` is E − Ē), each with the inputs it reads: the names a
-#: binned statistic's :attr:`Statistic.sums` lists.
-BIN_FEATURES = {"u2": "u", "E2": "E", "z2": "Eu", "Ec": "E", "Ec2": "E", "z": "Eu"}
-# columns of the bin features (the order of BIN_FEATURES)
-_B_U2, _B_E2, _B_Z2, _B_EC, _B_EC2, _B_Z = range(6)
-
-
 def bin_features(E, u):
     """Per-sample bin features (u², E², z², E − Ē, (E − Ē)², z) over the last axis.
 
     ``E`` (..., M), ``u`` (M,) or (..., M) -> (..., M, 6). Centring E on its (row) mean
     keeps the one-pass per-bin variance accurate. ``STATISTICS[name].finish(S, n)`` turns
-    per-bin sums of these features into a binned statistic.
+    per-bin sums of these features into a binned statistic. The features are those of
+    :func:`sample_bin_features`, computed by the same code on arrays.
     """
     E = np.asarray(E, dtype=np.float64)
     u = np.broadcast_to(np.asarray(u, dtype=np.float64), E.shape)
-    z = E / u
-    ec = E - E.mean(axis=-1, keepdims=True)
-    return np.stack([u * u, E * E, z * z, ec, ec * ec, z], axis=-1)
+    return np.stack(sample_bin_features.py_func(E, u, E.mean(axis=-1, keepdims=True)),
+                    axis=-1)
 
 
 def scale_free_bin_sums(S, n):
@@ -482,12 +489,12 @@ def scale_free_bin_sums(S, n):
     100.0
     """
     S = np.asarray(S, dtype=np.float64)
-    f2 = (S[..., _B_Z2].sum(axis=-1) / np.sum(n))[..., None]
+    f2 = (S[..., B_Z2].sum(axis=-1) / np.sum(n))[..., None]
     out = S.copy()
     with np.errstate(invalid="ignore", divide="ignore"):
-        for k in (_B_E2, _B_Z2, _B_EC2):
+        for k in (B_E2, B_Z2, B_EC2):
             out[..., k] = S[..., k] / f2
-        for k in (_B_EC, _B_Z):
+        for k in (B_EC, B_Z):
             out[..., k] = S[..., k] / np.sqrt(f2)
     return out
 
@@ -517,8 +524,8 @@ def per_bin_moments(S, n):
     -------
     mv, mse, var_e, var_z, zms : numpy.ndarray, shape (..., N)
     """
-    return (_bin_mean(S, n, _B_U2), _bin_mean(S, n, _B_E2), _bin_var(S, n, _B_EC2, _B_EC),
-            _bin_var(S, n, _B_Z2, _B_Z), _bin_mean(S, n, _B_Z2))
+    return (_bin_mean(S, n, B_U2), _bin_mean(S, n, B_E2), _bin_var(S, n, B_EC2, B_EC),
+            _bin_var(S, n, B_Z2, B_Z), _bin_mean(S, n, B_Z2))
 
 
 def _bin_mean(S, n, k):
@@ -565,7 +572,7 @@ def ence_from_bin_sums(S, n):
     ence_sd_from_bin_sums : the SD convention (002, reliability diagrams).
     rce_from_sums : the RCE of a whole set.
     """
-    mv, mse = _bin_mean(S, n, _B_U2), _bin_mean(S, n, _B_E2)  # per_bin_moments' MV, MSE
+    mv, mse = _bin_mean(S, n, B_U2), _bin_mean(S, n, B_E2)  # per_bin_moments' MV, MSE
     rmv = np.sqrt(mv)
     return np.mean(np.abs(rmv - np.sqrt(mse)) / rmv, axis=-1)
 
@@ -598,7 +605,7 @@ def ence_sd_from_bin_sums(S, n):
     --------
     ence_from_bin_sums : the RMSE convention.
     """
-    mv, var_e = _bin_mean(S, n, _B_U2), _bin_var(S, n, _B_EC2, _B_EC)
+    mv, var_e = _bin_mean(S, n, B_U2), _bin_var(S, n, B_EC2, B_EC)
     rmv = np.sqrt(mv)
     return np.mean(np.abs(rmv - np.sqrt(var_e)) / rmv, axis=-1)
 
@@ -627,7 +634,7 @@ def uce_from_bin_sums(S, n):
     --------
     ence_from_bin_sums
     """
-    mv, mse = _bin_mean(S, n, _B_U2), _bin_mean(S, n, _B_E2)  # per_bin_moments' MV, MSE
+    mv, mse = _bin_mean(S, n, B_U2), _bin_mean(S, n, B_E2)  # per_bin_moments' MV, MSE
     return np.mean(np.abs(mv - mse), axis=-1)
 
 
@@ -660,7 +667,7 @@ def uce_w_from_bin_sums(S, n):
     """
     n = np.asarray(n, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):  # n_j |MV_j - MSE_j| = |sums|
-        return np.sum(np.abs(S[..., _B_U2] - S[..., _B_E2]), axis=-1) / np.sum(n, axis=-1)
+        return np.sum(np.abs(S[..., B_U2] - S[..., B_E2]), axis=-1) / np.sum(n, axis=-1)
 
 
 def zmse_from_bin_sums(S, n):
@@ -690,7 +697,7 @@ def zmse_from_bin_sums(S, n):
     zmse_max_from_bin_sums : the largest term instead of the mean.
     zms_from_sums : the ZMS of a whole set.
     """
-    zms_j = _bin_mean(S, n, _B_Z2)  # per_bin_moments' ZMS
+    zms_j = _bin_mean(S, n, B_Z2)  # per_bin_moments' ZMS
     with np.errstate(divide="ignore"):
         return np.mean(np.abs(np.log(zms_j)), axis=-1)
 
@@ -720,7 +727,7 @@ def zmse_max_from_bin_sums(S, n):
     --------
     zmse_from_bin_sums : the mean over the bins (000 Eq. 17).
     """
-    zms_j = _bin_mean(S, n, _B_Z2)  # per_bin_moments' ZMS
+    zms_j = _bin_mean(S, n, B_Z2)  # per_bin_moments' ZMS
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.max(np.abs(np.log(zms_j)), axis=-1)
 
@@ -768,7 +775,7 @@ def zms_scan_from_bin_sums(S, n):
     zmse_max_from_bin_sums : the largest single-bin deviation.
     zms_from_sums : the ZMS of the whole set (the tail :math:`T_1`).
     """
-    z2 = np.asarray(S[..., _B_Z2], dtype=np.float64)
+    z2 = np.asarray(S[..., B_Z2], dtype=np.float64)
     n = np.broadcast_to(np.asarray(n, dtype=np.float64), z2.shape)
     up_z2 = np.cumsum(z2[..., ::-1], axis=-1)  # T_N, T_{N-1}, ..., T_1
     up_n = np.cumsum(n[..., ::-1], axis=-1)
@@ -809,7 +816,7 @@ def zve_from_bin_sums(S, n):
     lzisd_from_bin_sums : the per-bin :math:`v_j^{-1/2}`.
     var_z_from_sums : the variance of a whole set.
     """
-    var_z = _bin_var(S, n, _B_Z2, _B_Z)  # per_bin_moments' Var(Z)
+    var_z = _bin_var(S, n, B_Z2, B_Z)  # per_bin_moments' Var(Z)
     with np.errstate(divide="ignore"):
         return np.exp(np.mean(np.abs(np.log(var_z)), axis=-1))
 
@@ -837,7 +844,7 @@ def lzisd_from_bin_sums(S, n):
     --------
     zve_from_bin_sums, lzms_from_bin_sums
     """
-    var_z = _bin_var(S, n, _B_Z2, _B_Z)  # per_bin_moments' Var(Z)
+    var_z = _bin_var(S, n, B_Z2, B_Z)  # per_bin_moments' Var(Z)
     with np.errstate(divide="ignore"):
         return 1.0 / np.sqrt(var_z)
 
@@ -864,7 +871,7 @@ def lzms_from_bin_sums(S, n):
     --------
     zmse_from_bin_sums, lzisd_from_bin_sums
     """
-    return _bin_mean(S, n, _B_Z2)  # per_bin_moments' ZMS
+    return _bin_mean(S, n, B_Z2)  # per_bin_moments' ZMS
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -1197,8 +1204,12 @@ def bin_feature_sums(E_sorted, u_sorted, edges):
     """Per-bin sums of the bin features for data already sorted by the binning variable.
 
     Batch route (rows = simulated data sets, E_sorted (b, M), u_sorted (M,)): returns
-    (b, N, 6) for ``STATISTICS[name].finish(S, n)`` with ``n = diff(edges)``.
+    (b, N, 6) for ``STATISTICS[name].finish(S, n)`` with ``n = diff(edges)``. Inside
+    ``uqx.engine.reference_numpy.use_engine("numpy")``, the plain-numpy sums of
+    :func:`uqx.engine.reference_numpy.bin_feature_sums` instead of the numba kernel.
     """
+    if reference_numpy.current_engine() == "numpy":
+        return reference_numpy.bin_feature_sums(E_sorted, u_sorted, edges)
     E = np.ascontiguousarray(np.atleast_2d(np.asarray(E_sorted, dtype=np.float64)))
     u = np.ascontiguousarray(np.asarray(u_sorted, dtype=np.float64))
     edges = np.ascontiguousarray(np.asarray(edges, dtype=np.int64))
@@ -1216,25 +1227,12 @@ def _sorted_bin_sums(E, u, edges, out):
         for p in range(M):
             mean += E[r, p]
         mean /= M
+        out_r = out[r]  # one view per row, never one per bin or sample (6x slower)
         for j in range(N):
-            s0 = s1 = s2 = s3 = s4 = s5 = 0.0
+            s = no_bin_features()
             for p in range(edges[j], edges[j + 1]):
-                e = E[r, p]
-                uu = u[p]
-                z = e / uu
-                ec = e - mean
-                s0 += uu * uu
-                s1 += e * e
-                s2 += z * z
-                s3 += ec
-                s4 += ec * ec
-                s5 += z
-            out[r, j, 0] = s0
-            out[r, j, 1] = s1
-            out[r, j, 2] = s2
-            out[r, j, 3] = s3
-            out[r, j, 4] = s4
-            out[r, j, 5] = s5
+                s = add_bin_features(s, sample_bin_features(E[r, p], u[p], mean))
+            put_bin_features(out_r, j, s)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -1249,32 +1247,26 @@ def _prefix_bin_features(E, u, P):
     for p in range(M):
         mean += E[p]
     mean /= M
-    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
-    P[0, :] = 0.0
+    a = no_bin_features()
+    put_bin_features(P, 0, a)
     for p in range(M):
-        e = E[p]
-        uu = u[p]
-        z = e / uu
-        ec = e - mean
-        a0 += uu * uu
-        a1 += e * e
-        a2 += z * z
-        a3 += ec
-        a4 += ec * ec
-        a5 += z
-        P[p + 1, 0] = a0
-        P[p + 1, 1] = a1
-        P[p + 1, 2] = a2
-        P[p + 1, 3] = a3
-        P[p + 1, 4] = a4
-        P[p + 1, 5] = a5
+        a = add_bin_features(a, sample_bin_features(E[p], u[p], mean))
+        put_bin_features(P, p + 1, a)
 
 
 def prefix_bin_features(E_sorted, u_sorted, out=None) -> np.ndarray:
     """Prefix sums (M+1, 6) of the bin features of data sorted by the binning variable.
 
-    ``out``: a C-contiguous (M+1, 6) float64 array to fill (no allocation).
+    ``out``: a C-contiguous (M+1, 6) float64 array to fill (no allocation). Inside
+    ``uqx.engine.reference_numpy.use_engine("numpy")``, the plain-numpy prefix sums of
+    :func:`uqx.engine.reference_numpy.prefix_bin_features`.
     """
+    if reference_numpy.current_engine() == "numpy":
+        P = reference_numpy.prefix_bin_features(E_sorted, u_sorted)
+        if out is None:
+            return P
+        out[...] = P
+        return out
     E = np.ascontiguousarray(E_sorted, dtype=np.float64)
     u = np.ascontiguousarray(u_sorted, dtype=np.float64)
     P = np.empty((E.size + 1, 6)) if out is None else out

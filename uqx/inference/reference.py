@@ -29,10 +29,11 @@ from uqx.dataio.schema import SIMULATE_REFERENCE
 from uqx.dataio.streaming import ColumnRef, read_rows, streamed_content_key
 from uqx.engine import gaussian_sums
 from uqx.engine.binning import is_nondecreasing, make_bins, sorted_edges, stable_order
-from uqx.engine.copies import cc_fixed_u, copy_bin_features, sim_rows
+from uqx.engine.copies import cc_fixed_u, copy_bin_features, copy_moment_features, sim_rows
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_MC, POP_MIN
 from uqx.engine.gaussian_sums import cell_layout, gauss_rows, gaussian_plan, unit_moments
 from uqx.engine.generators import check_student_nu
+from uqx.engine.layout import C_X
 from uqx.engine.mctest import N_TEST
 from uqx.engine.null_shape import (
     kappa_cs_z2_windows,
@@ -285,8 +286,7 @@ def _moment_block(parts, usums, specs, M):
     us = usums[0]
     for p in usums[1:]:
         us = us + p
-    S = np.empty((tot.shape[0], 5))  # (z², u², E², z, ln u²) with z = ε
-    S[:, 0], S[:, 1], S[:, 2], S[:, 3], S[:, 4] = tot[:, 0], us[0], tot[:, 1], tot[:, 3], us[1]
+    S = copy_moment_features(tot, us[0], us[1])
     return {s.name: STATISTICS[s.base].finish(S, M) for s in specs}
 
 
@@ -328,18 +328,12 @@ def _sums_stats(out_seg, out_bin, eps, ss, specs, top=False, cc_spread=False):
     tot = out_seg.sum(axis=1)  # (k, 4): Σε², Σ(uε)², Σuε, Σε
     moment = [s for s in specs if s.family == "moment"]
     if moment:
-        # features (z², u², E², z, ln u²): z = ε, and the u-only ones are constants
-        S = np.empty((tot.shape[0], 5))
-        S[:, 0] = tot[:, 0]
-        S[:, 1] = ss.sum_u2
-        S[:, 2] = tot[:, 1]
-        S[:, 3] = tot[:, 3]
-        S[:, 4] = ss.sum_lnu2
+        S = copy_moment_features(tot, ss.sum_u2, ss.sum_lnu2)
         for s in moment:
             out[s.name] = STATISTICS[s.base].finish(S, ss.M)
     for cond, (lo, hi, u2, n) in ss.layout.items():
         sums = out_seg if lo is None else out_bin[:, lo:hi]
-        S = copy_bin_features(sums, u2, n, tot[:, 2], ss.M)
+        S = copy_bin_features(sums, u2, n, tot[:, C_X], ss.M)
         binned = [s for s in specs if s.family == "binned" and s.cond == cond]
         for s in binned:
             out[s.name] = STATISTICS[s.base].finish(S, n)

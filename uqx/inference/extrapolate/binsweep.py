@@ -18,6 +18,7 @@ import numpy as np
 
 from uqx.engine.binning import equal_count_edges, reduce_n_bins
 from uqx.engine.defaults import SWEEP_POP_MIN
+from uqx.engine.layout import C_EPS, C_EPS2, C_X2
 from uqx.engine.statistic import STATISTICS, per_bin_terms, prefix_bin_features
 from uqx.errors import InputError
 
@@ -35,6 +36,7 @@ __all__ = [
     "sweep_from_range_sums",
     "sweep_statistics",
     "sweep_three",
+    "sweep_terms",
 ]
 
 #: Ideal (calibrated, infinitely many points) intercept of each statistic.
@@ -237,6 +239,42 @@ def fit_points(n_bins, settings, M):
 #: Statistics of the fused null kernel (:func:`_sweep_three`), in its output order.
 BINNED_FUSED = ("ence", "zmse", "zve")
 
+#: Columns of the sweep's prefix sums of a copy (:func:`partition_stats`): Σu², ΣE²,
+#: Σz², Σz (the bin features u2, E2, z2, z, with z = ε); the positions of the tuple
+#: :func:`sweep_terms` returns.
+P_U2, P_E2, P_Z2, P_Z = range(4)
+
+
+# The sweep's layout declared once: what a value of a copy adds (_sweep_three and the
+# draws of uqx.inference.extrapolate.null), read by partition_stats.
+@numba.njit(inline="always")
+def sweep_terms(eps, u):
+    """Return what one value ε of a copy E = uε adds to the sweep's sums: (u², E², ε², ε).
+
+    Parameters
+    ----------
+    eps : float
+        The unit draw ε (the copy's z-score, exactly).
+    u : float
+        The uncertainty of its position.
+
+    Returns
+    -------
+    tuple of 4
+        Indexed by :data:`P_U2`, :data:`P_E2`, :data:`P_Z2`, :data:`P_Z`.
+    """
+    x = u * eps
+    return u * u, x * x, eps * eps, eps
+
+
+@numba.njit(inline="always")
+def add_sweep_row(P, j, t):
+    """Set the next prefix sums: ``P[j + 1] = P[j] + t`` (``t`` a 4-tuple)."""
+    P[j + 1, 0] = P[j, 0] + t[0]
+    P[j + 1, 1] = P[j, 1] + t[1]
+    P[j + 1, 2] = P[j, 2] + t[2]
+    P[j + 1, 3] = P[j, 3] + t[3]
+
 
 @numba.njit(inline="always")
 def partition_stats(P, pos, edges, offsets, out, r):  # pragma: no cover - numba
@@ -259,8 +297,8 @@ def partition_stats(P, pos, edges, offsets, out, r):  # pragma: no cover - numba
         for b in range(nb):
             lo, hi = edges[a0 + b], edges[a0 + b + 1]
             t_ence, t_zmse, t_zve = per_bin_terms(
-                P[hi, 0] - P[lo, 0], P[hi, 1] - P[lo, 1], P[hi, 2] - P[lo, 2],
-                P[hi, 3] - P[lo, 3], pos[hi] - pos[lo])
+                P[hi, P_U2] - P[lo, P_U2], P[hi, P_E2] - P[lo, P_E2],
+                P[hi, P_Z2] - P[lo, P_Z2], P[hi, P_Z] - P[lo, P_Z], pos[hi] - pos[lo])
             s_ence += t_ence
             s_zmse += t_zmse
             s_zve += t_zve
@@ -282,12 +320,7 @@ def _sweep_three(eps, u, edges, offsets, out):  # pragma: no cover - numba
     for r in range(k):  # serial: the callers run in parallel (dask tasks)
         P[0, 0] = P[0, 1] = P[0, 2] = P[0, 3] = 0.0
         for i in range(M):
-            z = eps[r, i]
-            e = u[i] * z
-            P[i + 1, 0] = P[i, 0] + u[i] * u[i]
-            P[i + 1, 1] = P[i, 1] + e * e
-            P[i + 1, 2] = P[i, 2] + z * z
-            P[i + 1, 3] = P[i, 3] + z
+            add_sweep_row(P, i, sweep_terms(eps[r, i], u[i]))
         partition_stats(P, pos, edges, offsets, out, r)
 
 
@@ -298,11 +331,8 @@ def _sweep_ranges(sums, u2, pos, edges, offsets, out):  # pragma: no cover - num
     P = np.empty((R + 1, 4))
     for r in range(sums.shape[0]):
         P[0, 0] = P[0, 1] = P[0, 2] = P[0, 3] = 0.0
-        for j in range(R):
-            P[j + 1, 0] = P[j, 0] + u2[j]
-            P[j + 1, 1] = P[j, 1] + sums[r, j, 1]
-            P[j + 1, 2] = P[j, 2] + sums[r, j, 0]
-            P[j + 1, 3] = P[j, 3] + sums[r, j, 3]
+        for j in range(R):  # the copies' sums (uqx.engine.copies) in the sweep's layout
+            add_sweep_row(P, j, (u2[j], sums[r, j, C_X2], sums[r, j, C_EPS2], sums[r, j, C_EPS]))
         partition_stats(P, pos, edges, offsets, out, r)
 
 

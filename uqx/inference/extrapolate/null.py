@@ -23,16 +23,23 @@ from uqx.engine.unit_variance import draw_unit, unit_args, unit_step
 from uqx.inference.extrapolate.binsweep import (
     BINNED_FUSED,
     SweepSettings,
+    add_sweep_row,
     fit_points,
     ols_fit,
     partition_stats,
     sweep_edges,
     sweep_from_range_sums,
     sweep_statistics,
+    sweep_terms,
     sweep_three,
 )
 
 __all__ = ["NullHook", "null_intercepts", "null_verdict", "sweep_copies"]
+
+@numba.njit(inline="always")
+def _add4(a, t):
+    return a[0] + t[0], a[1] + t[1], a[2] + t[2], a[3] + t[3]
+
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _sweep_draws(state, code, d, c, h, pool, pu, pm, ps, U, bp, edges, offsets,
@@ -59,35 +66,21 @@ def _sweep_draws(state, code, d, c, h, pool, pu, pm, ps, U, bp, edges, offsets,
         pend, have = np.uint64(0), False
         for j in range(1, bp.size):  # segment [bp[j-1], bp[j]): sums added to P[j-1]
             i0, i1 = bp[j - 1], bp[j]
-            a0 = a1 = a2 = a3 = 0.0  # two sets of accumulators (even / odd positions)
-            b0 = b1 = b2 = b3 = 0.0
+            # two sets of accumulators (even / odd positions): the additions of
+            # neighbouring values do not wait on each other
+            even = odd = (0.0, 0.0, 0.0, 0.0)
             for i in range(i0, i1 - 1, 2):
                 e, s0, s1, s2, s3, pend, have = unit_step(
                     code, s0, s1, s2, s3, d, c, h, pool, pu, m0, sc0, n, th, pend, have)
                 f, s0, s1, s2, s3, pend, have = unit_step(
                     code, s0, s1, s2, s3, d, c, h, pool, pu, m0, sc0, n, th, pend, have)
-                x = u[i] * e
-                y = u[i + 1] * f
-                a0 += u[i] * u[i]
-                a1 += x * x
-                a2 += e * e
-                a3 += e
-                b0 += u[i + 1] * u[i + 1]
-                b1 += y * y
-                b2 += f * f
-                b3 += f
+                even = _add4(even, sweep_terms(e, u[i]))
+                odd = _add4(odd, sweep_terms(f, u[i + 1]))
             if (i1 - i0) & 1:
                 e, s0, s1, s2, s3, pend, have = unit_step(
                     code, s0, s1, s2, s3, d, c, h, pool, pu, m0, sc0, n, th, pend, have)
-                x = u[i1 - 1] * e
-                a0 += u[i1 - 1] * u[i1 - 1]
-                a1 += x * x
-                a2 += e * e
-                a3 += e
-            P[j, 0] = P[j - 1, 0] + (a0 + b0)
-            P[j, 1] = P[j - 1, 1] + (a1 + b1)
-            P[j, 2] = P[j - 1, 2] + (a2 + b2)
-            P[j, 3] = P[j - 1, 3] + (a3 + b3)
+                even = _add4(even, sweep_terms(e, u[i1 - 1]))
+            add_sweep_row(P, j - 1, _add4(even, odd))
         partition_stats(P, bp, edges, offsets, out, r)
     state[0], state[1], state[2], state[3] = s0, s1, s2, s3
 
