@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 VERDICTS = ("valid", "invalid", "inconclusive", "not tested", "diagnostic")
+
+
 def interval_problem(estimate, ci_low, ci_high) -> str:
     """Return why a bootstrap interval is unsound for a verdict ('' when it is sound).
 
