@@ -6,7 +6,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import numpy as np
@@ -142,25 +141,32 @@ def test_resume_after_interruption_hook(tmp_path):
     _identical(read_netcdf(out)[list(got.data_vars)], got)
 
 
-def test_resume_after_killed_process(tmp_path):
-    out = tmp_path / "k.nc"
-    opts = dict(M=[1500, 3000], N=[10, 50], nu=[3, 4, 6], n_mc=600, seed=8)
-    code = textwrap.dedent(f"""
-        from uqx.sweeps import appendix_b
-        appendix_b(**{opts!r}, output={str(out)!r}, scheduler="sync")
-    """)
+def _kill_after_blocks(call, run_dir, n_blocks, *, timeout, poll=None):
+    """Run ``call`` (an ``appendix_b(...)`` expression) in a child process and SIGKILL it
+    once ``run_dir`` holds ``n_blocks`` blocks (or after ``timeout`` s); ``poll(pid)`` is
+    called while it runs."""
+    code = f"from uqx.sweeps import appendix_b\n{call}\n"
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
-    run_dir = run_dir_for(out)
     t0 = time.time()
     try:
-        while time.time() - t0 < 60 and proc.poll() is None:
-            if run_dir.is_dir() and len(list(run_dir.glob("*.npz"))) >= 3:
+        while time.time() - t0 < timeout and proc.poll() is None:
+            if poll is not None:
+                poll(proc.pid)
+            if run_dir.is_dir() and len(list(run_dir.glob("*.npz"))) >= n_blocks:
                 break
             time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+
+
+def test_resume_after_killed_process(tmp_path):
+    out = tmp_path / "k.nc"
+    opts = dict(M=[1500, 3000], N=[10, 50], nu=[3, 4, 6], n_mc=600, seed=8)
+    run_dir = run_dir_for(out)
+    _kill_after_blocks(f'appendix_b(**{opts!r}, output={str(out)!r}, scheduler="sync")',
+                       run_dir, 3, timeout=60)
     n_done = len(list(run_dir.glob("*.npz")))
     if out.exists():
         pytest.skip("the run finished before it could be killed")
@@ -201,25 +207,15 @@ def test_killed_run_leaves_no_worker_writing(tmp_path):
     # task here) on the cores, and into the run directory, of whatever runs next
     out = tmp_path / "w.nc"
     opts = dict(M=[3000], N=[10, 50], nu=[3, 4, 6], n_mc=3000, seed=9)
-    code = textwrap.dedent(f"""
-        from uqx.sweeps import appendix_b
-        appendix_b(**{opts!r}, output={str(out)!r}, scheduler="processes", num_workers=2,
-                   chunk_size=3000)
-    """)
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     run_dir = run_dir_for(out)
     workers = []
-    t0 = time.time()
-    try:
-        while time.time() - t0 < 120 and proc.poll() is None:
-            workers = [w for w in _children(proc.pid) if w not in workers] + workers
-            if run_dir.is_dir() and len(list(run_dir.glob("*.npz"))) >= 2:
-                break
-            time.sleep(0.05)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+
+    def note_workers(pid):
+        workers.extend(w for w in _children(pid) if w not in workers)
+
+    _kill_after_blocks(f'appendix_b(**{opts!r}, output={str(out)!r}, scheduler="processes", '
+                       'num_workers=2, chunk_size=3000)', run_dir, 2, timeout=120,
+                       poll=note_workers)
     if out.exists():
         pytest.skip("the run finished before it could be killed")
     n_killed = len(list(run_dir.glob("*.npz")))
