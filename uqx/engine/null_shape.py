@@ -27,6 +27,8 @@ are in :mod:`uqx.engine.mctest`.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
@@ -605,8 +607,16 @@ def tails_reach_limit(M, *, z: float = TAILS_REACH_Z, nu_min: float = NU_MIN) ->
     nu_min : float
         The heaviest member's degrees of freedom.
     """
+    if np.ndim(M) == 0:  # asked once per set and statistic: the same few sizes
+        return _reach_limit_one(float(M), float(z), float(nu_min))
     M = np.asarray(M, dtype=np.float64)
     return kappa_cs_z2_of_t(nu_min) - z * kappa_cs_z2_se_of_t(nu_min, M)
+
+
+@lru_cache(maxsize=1024)
+def _reach_limit_one(M: float, z: float, nu_min: float):
+    """:func:`tails_reach_limit` of one sample size (the same arithmetic, kept)."""
+    return kappa_cs_z2_of_t(nu_min) - z * kappa_cs_z2_se_of_t(nu_min, np.float64(M))
 
 
 def tails_within_reach(kappa_cs_z2, M, *, z: float = TAILS_REACH_Z,

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import dask
@@ -797,11 +798,12 @@ def _sorted_tasks(ds, specs, bin_cfg, dist, nu, seed, dlabel, n_mc, n_blocks, ho
     elif prepared is None or len(prepared) != len(sets) or not all(
             p.fits(conds, bin_cfg, pool or windows) for p in prepared):
         prepared = [_SimSet(sd, conds, bin_cfg, pool or windows) for sd in sets]
+    # the arguments bound in a partial: dask would otherwise walk them for collections
     tasks = [
-        [dask.delayed(_sim_block)(ss, specs, dist, float(nu[i]) if per_set else nu, seed,
-                                  dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook,
-                                  own_key, float(nu_local[i]) if heavy else nu_local,
-                                  cc_spread)
+        [dask.delayed(partial(_sim_block, ss, specs, dist, float(nu[i]) if per_set else nu,
+                              seed, dlabel, b, min(SIM_BLOCK, n_mc - b * SIM_BLOCK), hook,
+                              own_key, float(nu_local[i]) if heavy else nu_local,
+                              cc_spread))()
          for b in range(n_blocks)]
         for i, (ss, hook) in enumerate(zip(prepared, hooks, strict=True))
     ]
