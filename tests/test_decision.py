@@ -12,6 +12,8 @@ from uqx.engine.mctest import copy_pvalues, mc_pvalue
 from uqx.engine.questions import (
     ALPHA_RESULT,
     NODES,
+    QUESTION_SHARE,
+    QUESTIONS,
     closed_minp,
     critical_value,
     decide_set,
@@ -19,6 +21,7 @@ from uqx.engine.questions import (
     member_verdict,
     node_graph,
     node_statistic,
+    question_pvalue,
 )
 
 NAMES = [n.name for n in NODES]
@@ -152,6 +155,88 @@ def test_closed_minp_controls_the_family_and_beats_bonferroni():
         power_bonf += _bonferroni_graph(po, w, G, ALPHA_RESULT)[2]
     assert fw / n_sets <= ALPHA_RESULT + 3 * np.sqrt(0.09 / n_sets), fw / n_sets
     assert power_minp >= power_bonf, (power_minp, power_bonf)
+
+
+def _decide_twin(p, pc, alpha):
+    """decide_set's adjusted p-values of one member from their definition: the closed
+    test's, or the node's question's own min-p over its share of alpha, the larger."""
+    names = [n.name for n in NODES]
+    on = [j for j in range(len(NODES)) if np.isfinite(p[j])]
+    w, G = np.zeros(len(NODES)), np.zeros((len(NODES), len(NODES)))
+    w[on], G[np.ix_(on, on)] = node_graph([names[j] for j in on])
+    adj = _closed_twin(p, pc, w, G)
+    for q in QUESTIONS:
+        ks = [j for j in on if NODES[j].question == q]
+        if not ks:
+            continue
+        if len(ks) == 1:
+            own = p[ks[0]]
+        else:  # the min-p of the question's nodes over the copies where all are finite
+            T = min(p[k] for k in ks)
+            mins = [min(pc[k, c] for k in ks) for c in range(pc.shape[1])]
+            own = (1 + sum(m <= T for m in mins)) / (1 + len(mins))
+        for k in ks:
+            adj[k] = max(adj[k], own / QUESTION_SHARE)
+    return adj, adj <= alpha
+
+
+def test_decide_set_is_its_slow_twin():
+    """The fast decision (each intersection's copy minima sorted once, counted by binary
+    search; the question's own test) against the definitions written out."""
+    rng = np.random.default_rng(17)
+    for _ in range(10):
+        n = 59
+        pc = np.round(rng.uniform(size=(len(NODES), n)), 2)  # ties on purpose
+        p = np.round(rng.uniform(0, 0.12, len(NODES)), 3)
+        p[[3, 4, 6]] = np.nan  # no feature, no factor
+        if rng.uniform() < 0.4:
+            p[int(rng.integers(3))] = np.nan
+        dec = decide_set(p[:, None], pc[:, None], np.ones((len(NODES), 1), bool),
+                         np.full(len(NODES), 1 / (n + 1)), ALPHA_RESULT)
+        adj, rej = _decide_twin(p, pc, ALPHA_RESULT)
+        np.testing.assert_allclose(dec.adjusted[:, 0], adj)
+        np.testing.assert_array_equal(dec.rejected[:, 0], rej & np.isfinite(adj))
+
+
+def test_question_pvalue_is_the_min_p_of_its_nodes():
+    rng = np.random.default_rng(3)
+    pc = rng.uniform(size=(2, 999))
+    assert question_pvalue([0.2], pc[:1]) == 0.2
+    p = question_pvalue([0.02, 0.4], pc)
+    assert p == (1 + np.sum(pc.min(axis=0) <= 0.02)) / 1000
+    assert 0.02 < p < 0.06  # about twice the smaller p-value: two looks
+
+
+def test_each_question_alone_keeps_its_share_of_alpha(monkeypatch):
+    """Nodes whose statistics move together: the joint calibration of the closed test
+    gives the heaviest node (consistency) all of alpha; its question's own test at
+    QUESTION_SHARE * alpha keeps each printed question verdict at that level."""
+    rng = np.random.default_rng(21)
+    n_copies, n_sets = 199, 600
+    present = [0, 1, 2, 5]  # scale, bias, consistency, ranking
+    draws = []  # per set: its own copies, and the set itself as one more draw
+    for _ in range(n_sets):
+        x = rng.normal(size=n_copies + 1)
+        x = np.stack([x + 0.05 * rng.normal(size=x.size) for _ in present])
+        p, pc = np.full(len(NODES), np.nan), np.full((len(NODES), n_copies), np.nan)
+        p[present] = mc_pvalue(x[:, -1], x[:, :-1], 1)
+        pc[present] = copy_pvalues(x[:, :-1], 1)
+        draws.append((p, pc))
+
+    def rate(share):
+        monkeypatch.setattr("uqx.engine.questions.QUESTION_SHARE", share)
+        hits = np.zeros(len(NODES))
+        for p, pc in draws:
+            d = decide_set(p[:, None], pc[:, None], np.ones((len(NODES), 1), bool),
+                           np.full(len(NODES), 1 / (n_copies + 1)), ALPHA_RESULT)
+            hits += d.rejected[:, 0]
+        return hits / n_sets
+
+    capped, closed_only = rate(QUESTION_SHARE), rate(1.0)
+    se = np.sqrt(0.05 * 0.95 / n_sets)
+    assert capped[2] <= QUESTION_SHARE * ALPHA_RESULT + 2.5 * se, capped
+    assert closed_only[2] > QUESTION_SHARE * ALPHA_RESULT + 2.5 * se, closed_only
+    assert np.all(capped <= closed_only)
 
 
 def test_critical_value_is_where_the_weighted_minimum_rejects():

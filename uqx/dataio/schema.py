@@ -511,16 +511,17 @@ VALIDATE = Group("uqx.validate", [
     _v("verdict_reason", _SET_STAT, "why the verdict is inconclusive"),
     _v("borderline", _SET_STAT, "an adjusted p-value within 2 Monte-Carlo sd of its level"),
     _v("p_adjusted", _SET_STAT_MEMBER,
-       "closed-testing adjusted p-value of a node's statistic (weighted min-p of the set's "
-       "graph on the shared copies); NaN for a diagnostic"),
+       "adjusted p-value of a node's statistic: the larger of the closed test's (weighted "
+       "min-p of the set's graph on the shared copies) and its question's own p-value over "
+       "QUESTION_SHARE; NaN for a diagnostic"),
     _v("valid", _SET_STAT, "1 valid, 0 invalid, NaN otherwise"),
     _v("question_verdict", _SET_QUESTION,
        "verdict of each question: average calibration, consistency on uE, adaptivity on "
        "X / V, consistency up to a factor"),
     _v("question_reason", _SET_QUESTION, "why the question's verdict is inconclusive"),
     _v("question_p_value", _SET_QUESTION_MEMBER,
-       "the question's adjusted p-value: the smallest of its nodes' closed-testing adjusted "
-       "p-values"),
+       "the question's adjusted p-value: the smallest of its nodes' adjusted p-values (the "
+       "larger of the closed test's and the question's own p-value over QUESTION_SHARE)"),
     _v("question_level", _SET_QUESTION_MEMBER,
        "level the question's adjusted p-value is compared with: the set's family-wise "
        "level alpha"),

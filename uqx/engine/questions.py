@@ -20,7 +20,8 @@ from uqx.engine.mctest import pvalue_noise
 
 __all__ = ["ALPHA_RESULT", "QUESTIONS", "NODES", "NODE_WEIGHTS", "Node", "question_of",
            "node_statistic", "node_graph", "intersection_weights", "closed_minp",
-           "critical_value", "firm_level", "member_verdict", "SetDecision", "decide_set"]
+           "critical_value", "firm_level", "member_verdict", "SetDecision", "decide_set",
+           "QUESTION_SHARE", "question_pvalue"]
 
 #: The questions, in the order of the result's tables.
 QUESTIONS = ("average", "consistency", "adaptivity_X", "adaptivity_V", "ranking",
@@ -54,6 +55,13 @@ NODES = (
     Node("ranking", "ranking", ("cc",)),
     Node("up_to_factor", "up_to_factor", _BINNED, "uE"),
 )
+
+#: The most of the set's level α that one question may use on its own (α/2: 5 % at the
+#: default α = 10 %). A question's nodes are rejected only where the closed test rejects
+#: them *and* the question's own test (its one statistic, or the min-p of the scale and
+#: the bias) rejects at this share of α: every printed question verdict is then a test at
+#: ``QUESTION_SHARE * α`` by itself, whatever the other questions did (:func:`decide_set`).
+QUESTION_SHARE = 0.5
 
 #: Initial shares of the set's level, prespecified (split and passed on: :func:`node_graph`).
 NODE_WEIGHTS = {"scale": 0.2125, "bias": 0.2125, "consistency": 0.425,
@@ -191,16 +199,53 @@ def closed_minp(p_observed, p_copies, weights, transitions) -> np.ndarray:
     """
     p = np.asarray(p_observed, dtype=np.float64)
     pc = np.asarray(p_copies, dtype=np.float64).reshape(p.size, -1)
-    present = np.isfinite(p)
-    adj = np.where(present, 0.0, np.nan)
-    w0 = np.ascontiguousarray(weights, dtype=np.float64)
-    G0 = np.ascontiguousarray(transitions, dtype=np.float64)
-    for J, use, v in _intersections(w0.tobytes(), G0.tobytes(), present.tobytes()):
-        m = _copy_minima(pc[use], v) if use.size else np.empty(0)
-        # no node of positive weight, or no finite copy: the intersection is not rejected
-        pJ = (1 + np.sum(m <= np.min(p[use] / v))) / (1 + m.size) if m.size else 1.0
-        adj[J] = np.maximum(adj[J], float(pJ))
-    return adj
+    return _ClosedTest(pc, weights, transitions, np.isfinite(p)).adjusted(p)
+
+
+class _ClosedTest:
+    r""":func:`closed_minp` on one set of copies: each intersection's copy minima sorted once.
+
+    The copies' weighted minima do not depend on the observed p-values, so the many
+    closed tests of one member (the decision, then each node's reach at its smallest
+    p-value) count with a binary search: :math:`\#\{k : m_k \le x\}`, the same integer.
+    """
+
+    def __init__(self, pc, weights, transitions, present):
+        w0 = np.ascontiguousarray(weights, dtype=np.float64)
+        G0 = np.ascontiguousarray(transitions, dtype=np.float64)
+        self.present = np.asarray(present, dtype=bool)
+        self.tables = [(J, use, v, np.sort(_copy_minima(pc[use], v)) if use.size
+                        else np.empty(0))
+                       for J, use, v in _intersections(w0.tobytes(), G0.tobytes(),
+                                                       self.present.tobytes())]
+
+    def adjusted(self, p) -> np.ndarray:
+        """Return the adjusted p-values (Q,) of ``p`` (finite where the nodes are present)."""
+        adj = np.where(self.present, 0.0, np.nan)
+        for J, use, v, m in self.tables:
+            # no node of positive weight, or no finite copy: the intersection is not rejected
+            pJ = ((1 + np.searchsorted(m, np.min(p[use] / v), side="right")) / (1 + m.size)
+                  if m.size else 1.0)
+            adj[J] = np.maximum(adj[J], float(pJ))
+        return adj
+
+
+def question_pvalue(p_observed, p_copies) -> float:
+    r"""Return a question's own Monte-Carlo p-value: the min-p of its nodes on the copies.
+
+    One node: its p-value. Several (the scale and the bias): :math:`(1 + \#\{k :
+    \min_j p^*_{jk} \le \min_j p_j\}) / (1 + n)` over the n copies where every node is
+    finite, the same equal-weight min-p as :func:`closed_minp`. ``p_observed`` (T,),
+    ``p_copies`` (T, n); NaN without a finite p-value.
+    """
+    p = np.asarray(p_observed, dtype=np.float64)
+    if p.size == 1:
+        return float(p[0])
+    m = _copy_minima(np.asarray(p_copies, dtype=np.float64).reshape(p.size, -1),
+                     np.ones(p.size))
+    if not m.size or not np.isfinite(p).all():
+        return np.nan
+    return float((1 + np.sum(m <= np.min(p))) / (1 + m.size))
 
 
 def critical_value(p_copies, weights, level: float) -> float:
@@ -214,6 +259,11 @@ def critical_value(p_copies, weights, level: float) -> float:
     """
     w = np.asarray(weights, dtype=np.float64)
     m = np.sort(_copy_minima(np.asarray(p_copies, dtype=np.float64).reshape(w.size, -1), w))
+    return _kth_minimum(m, level)
+
+
+def _kth_minimum(m, level: float) -> float:
+    """:func:`critical_value` from the sorted weighted minima ``m`` of the copies."""
     if not m.size:
         return np.nan
     K = int(np.ceil(level * (1 + m.size) - 1 - 1e-12))
@@ -263,7 +313,8 @@ def member_verdict(rejected, labels, *, use=None, firm=None, reachable=True,
 class SetDecision:
     """The decision of one set's nodes (present or not) under each member (:func:`decide_set`).
 
-    Arrays over (node, member): ``adjusted`` the closed-testing adjusted p-values (NaN:
+    Arrays over (node, member): ``adjusted`` the adjusted p-values, the larger of the
+    closed test's and the node's question's own p-value over :data:`QUESTION_SHARE` (NaN:
     node absent or member not taking part); ``rejected`` at α, ``firm`` beyond the
     Monte-Carlo noise (below :func:`firm_level`); ``share`` the node's share of α and
     ``threshold`` the p-value under which its own test firmly rejects, both where its
@@ -282,6 +333,11 @@ class SetDecision:
 def decide_set(p, p_copies, use, min_p, alpha: float = ALPHA_RESULT,
                held=None) -> SetDecision:
     r"""Decide one set's nodes under every member: the closed min-p of one graph.
+
+    A node is rejected where the closed test rejects it at ``alpha`` and its question's
+    own p-value (:func:`question_pvalue`) is at most ``QUESTION_SHARE * alpha``: the set
+    reads ``invalid`` somewhere at most α of the time, and each question at most
+    ``QUESTION_SHARE * alpha`` by itself.
 
     Over the nodes of :data:`NODES`: ``p`` (node, member) the Monte-Carlo p-values (NaN:
     node absent); ``p_copies`` (node, member, n) on each shared copy; ``use`` (node,
@@ -327,11 +383,20 @@ def _decide(p, pc, min_p, alpha) -> SetDecision:
     w, G = np.zeros(len(names)), np.zeros((len(names), len(names)))
     w[on], G[np.ix_(on, on)] = node_graph([names[j] for j in on])
     scale = names.index("scale")
+    groups = [np.array([k for k, node in enumerate(NODES) if node.question == q])
+              for q in QUESTIONS]
     for m in range(p.shape[1]):
         here = np.flatnonzero(np.isfinite(p[:, m]))
         if not here.size:
             continue
-        adj[:, m] = closed_minp(p[:, m], pc[:, m], w, G)
+        closed = _ClosedTest(pc[:, m], w, G, np.isfinite(p[:, m]))
+        minima = {}  # sorted copy minima of the intersections the thresholds read
+        adj[:, m] = closed.adjusted(p[:, m])
+        for ks in groups:  # each question by itself at QUESTION_SHARE of alpha
+            ks = ks[np.isfinite(p[ks, m])]
+            if ks.size:
+                own = question_pvalue(p[ks, m], pc[ks, m])
+                adj[ks, m] = np.maximum(adj[ks, m], own / QUESTION_SHARE)
         fl = firm_level(alpha, max(int(np.sum(np.all(np.isfinite(pc[here, m]), axis=0))), 1))
         firm[:, m] = adj[:, m] < fl
         for j in here:
@@ -342,12 +407,20 @@ def _decide(p, pc, min_p, alpha) -> SetDecision:
             wJ = intersection_weights(w, G, keep)
             pos = [k for k in np.flatnonzero(keep) if wJ[k] > 0]
             share[j, m] = wJ[j] * alpha
-            if wJ[j] > 0:
-                thr[j, m] = wJ[j] * critical_value(pc[pos, m], wJ[pos], fl)
+            ks = next(g for g in groups if j in g)
+            ks = ks[np.isfinite(p[ks, m])]
+            if wJ[j] > 0:  # the closed test's threshold, and the question's own
+                own = (QUESTION_SHARE * fl if ks.size == 1 else
+                       critical_value(pc[ks, m], np.ones(ks.size), QUESTION_SHARE * fl))
+                key = keep.tobytes()
+                if key not in minima:
+                    minima[key] = np.sort(_copy_minima(pc[pos, m], wJ[pos]))
+                thr[j, m] = min(wJ[j] * _kth_minimum(minima[key], fl), own)
             best = p[:, m].copy()  # could the node be rejected at all: its p at its smallest
             best[j] = min_p[j]
             if factor and np.isfinite(best[scale]):
                 best[scale] = 0.0
-            reach[j] &= bool(closed_minp(best, pc[:, m], w, G)[j] < fl)
+            own = question_pvalue(best[ks], pc[ks, m]) / QUESTION_SHARE
+            reach[j] &= bool(max(closed.adjusted(best)[j], own) < fl)
     rejected = np.isfinite(adj) & (adj <= alpha)
     return SetDecision(adj, rejected, firm & rejected, reach, share, thr)

@@ -884,6 +884,7 @@ def explain_lines(res) -> list[str]:
     if "question_verdict" not in res or "set" not in res.dims:
         return []
     alpha = _f(res.attrs.get("alpha_result", ALPHA_RESULT))
+    share = _f(res.attrs.get("question_share", 1.0))
     n = n_copies(res)
     out = []
     for i in range(res.sizes["set"]):
@@ -919,6 +920,8 @@ def explain_lines(res) -> list[str]:
                 "question's nodes, one statistic each, share the set's family-wise level "
                 f"{_g(alpha, 2)} in one graph (a calibrated set gets an invalid somewhere at "
                 "most that often); each node's p-value is adjusted by closed testing of the "
-                "graph on the copies the nodes share, and compared with that level.")
+                "graph on the copies the nodes share, and compared with that level"
+                + (f"; each question must also reject by itself at {_g(alpha * share, 2)} (so "
+                   "none reads invalid more often than that)." if share < 1 else "."))
         out.append(" ".join([lead, *parts]))
     return out
