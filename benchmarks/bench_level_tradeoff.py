@@ -4,10 +4,9 @@ Two power targets of issue 36 are missed with t_s(6) errors (uE × 1.1, and the 
 of the true u reported 40 % too small). Both rise if the set's family-wise level rises,
 and so do the false rejections of the calibrated class B designs, whose size target
 ranks first. This benchmark measures that curve with the full rule: the same sets are
-validated at several family-wise levels α
-(``uqx.validate(bootstrap=uqx.Bootstrap(level=1 - α/2))``: the level of the intervals sets
-the result's family-wise level, 2 (1 - level)), and each cell reads the rate of `invalid`
-with its Wilson-cc interval.
+validated at several family-wise levels α (``uqx.validate(decision=uqx.Decision(alpha=α))``;
+each question by itself at α/2), and each cell reads the rate of `invalid` with its
+Wilson-cc interval.
 
 Cells (M = 2000, ``uqx.sweeps.error_rates.synthetic_set``, uE drawn for every set):
 ``ig6_t6`` top0.6-true (consistency) and scale1.1 (a question), calibrated ``ig6_mixed``
@@ -47,9 +46,8 @@ def _block(args):
     ds = uqx.stack(sets)
     out = []
     for alpha in levels:
-        res = uqx.validate(ds, bootstrap=uqx.Bootstrap(n_boot=100, level=1 - alpha / 2),
-                           copies=N_MC, conditional=False,
-                           decision=uqx.Decision(resolution=False),
+        res = uqx.validate(ds, bootstrap=100, copies=N_MC, conditional=False,
+                           decision=uqx.Decision(alpha=alpha, resolution=False),
                            compute=uqx.Compute(seed=seed, scheduler="synchronous"))
         qv = res["question_verdict"]
         cons = (qv.sel(question="consistency") == "invalid").values

@@ -176,7 +176,7 @@ def _decide_twin(p, pc, alpha):
             mins = [min(pc[k, c] for k in ks) for c in range(pc.shape[1])]
             own = (1 + sum(m <= T for m in mins)) / (1 + len(mins))
         for k in ks:
-            adj[k] = max(adj[k], own / QUESTION_SHARE)
+            adj[k] = min(max(adj[k], own / QUESTION_SHARE), 1.0)
     return adj, adj <= alpha
 
 
@@ -188,6 +188,7 @@ def test_decide_set_is_its_slow_twin():
         n = 59
         pc = np.round(rng.uniform(size=(len(NODES), n)), 2)  # ties on purpose
         p = np.round(rng.uniform(0, 0.12, len(NODES)), 3)
+        p[int(rng.integers(3))] = 0.9  # its question's own p over the share passes 1
         p[[3, 4, 6]] = np.nan  # no feature, no factor
         if rng.uniform() < 0.4:
             p[int(rng.integers(3))] = np.nan
@@ -195,6 +196,7 @@ def test_decide_set_is_its_slow_twin():
                          np.full(len(NODES), 1 / (n + 1)), ALPHA_RESULT)
         adj, rej = _decide_twin(p, pc, ALPHA_RESULT)
         np.testing.assert_allclose(dec.adjusted[:, 0], adj)
+        assert np.nanmax(dec.adjusted) <= 1.0
         np.testing.assert_array_equal(dec.rejected[:, 0], rej & np.isfinite(adj))
 
 

@@ -25,9 +25,9 @@ members (:data:`~uqx.engine.null_shape.MEMBERS`): the papers' N(0, 1) and
 per window of uE where the errors' shape changes with uE), and the
 data's own z-scores resampled, which carry the data's realised extremes that no
 quantile-matched distribution sees (:mod:`uqx.engine.null_shape` builds the last two).
-The verdicts combine the statistics of a question and the members by
-:mod:`uqx.engine.questions` (weighted step-down min-p on the copies the statistics share,
-the graph across questions, :func:`uqx.engine.questions.member_verdict`);
+The verdicts combine the nodes of a set and the members by :mod:`uqx.engine.questions`
+(one graph of node tests, closed weighted min-p on the copies the statistics share, each
+question also by itself; :func:`uqx.engine.questions.member_verdict`);
 :func:`family_verdict` is the same rule over the members for one diagnostic p-value (the
 zero-bin intercepts, which decide nothing).
 

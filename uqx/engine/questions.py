@@ -396,7 +396,7 @@ def _decide(p, pc, min_p, alpha) -> SetDecision:
             ks = ks[np.isfinite(p[ks, m])]
             if ks.size:
                 own = question_pvalue(p[ks, m], pc[ks, m])
-                adj[ks, m] = np.maximum(adj[ks, m], own / QUESTION_SHARE)
+                adj[ks, m] = np.minimum(np.maximum(adj[ks, m], own / QUESTION_SHARE), 1.0)
         fl = firm_level(alpha, max(int(np.sum(np.all(np.isfinite(pc[here, m]), axis=0))), 1))
         firm[:, m] = adj[:, m] < fl
         for j in here:

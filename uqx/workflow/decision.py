@@ -26,7 +26,6 @@ from uqx.engine.mctest import (
 from uqx.engine.null_shape import NU_MIN, tails_reach_limit, tails_within_reach
 from uqx.engine.questions import (
     NODES,
-    QUESTION_SHARE,
     QUESTIONS,
     decide_set,
     member_verdict,
@@ -296,7 +295,6 @@ def question_step(res, specs, draws, *, factor, alpha_result, M, untestable):
                                         for k, a in out.items()}),
                     coords={"question": list(QUESTIONS), "member": labels})
     ds.attrs["alpha_result"] = float(alpha_result)
-    ds.attrs["question_share"] = float(QUESTION_SHARE)
     return ds, decided
 
 

@@ -71,6 +71,7 @@ from uqx.engine.defaults import (
 )
 from uqx.engine.mctest import N_TEST
 from uqx.engine.null_shape import kappa_cs_z2_halves
+from uqx.engine.questions import QUESTION_SHARE
 from uqx.engine.resample import resolve_seed
 from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import (
@@ -1121,7 +1122,7 @@ def _result_attrs(ds, inputs, cfg: Settings, *, extra):
         **provenance_attrs(
             inputs=inputs, seed=int(cfg.seed),
             n_boot=int(cfg.n_boot), n_mc=int(cfg.n_mc), level=float(cfg.level),
-            alpha_result=float(cfg.alpha_result),
+            alpha_result=float(cfg.alpha_result), question_share=float(QUESTION_SHARE),
             n_bins=int(cfg.bins), binning_scheme=cfg.binning, pop_min=int(cfg.pop_min),
             ties=cfg.ties, nu=float(cfg.nu),
             d_sensitivity_rule="|ref_N - ref_T| > 2 sqrt(u_N^2 + u_T^2)",
