@@ -26,6 +26,7 @@ from uqx.engine.mctest import (
 from uqx.engine.null_shape import NU_MIN, tails_reach_limit, tails_within_reach
 from uqx.engine.questions import (
     NODES,
+    QUESTION_SHARE,
     QUESTIONS,
     decide_set,
     member_verdict,
@@ -206,8 +207,9 @@ def question_step(res, specs, draws, *, factor, alpha_result, M, untestable):
     by_stat, by_question = untestable
     members = members_used(res, len(labels))
     n = draws.shape[-1]
-    unreachable = (f"{n} calibrated copies cannot reject this test at the set's level "
-                   f"{float(alpha_result):.3g} even at their smallest p-value "
+    unreachable = (f"{n} calibrated copies cannot reject this test (its question at "
+                   f"{float(alpha_result) * QUESTION_SHARE:.3g} by itself, within the set's "
+                   f"level {float(alpha_result):.3g}) even at their smallest p-value "
                    f"({1 / (1 + n):.3g} on one side, {2 / (1 + n):.3g} on two): no "
                    "verdict; increase --n-mc")
     scale_stat = node_statistic(NODES[0], [(s.base if s.family == "moment" else "", None)
