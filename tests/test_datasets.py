@@ -286,3 +286,9 @@ def test_check_datasets(data_dir, tmp_path):
     assert table["present"].all() and table["checksum_ok"].all()
     empty = D.check_datasets(tmp_path)
     assert not empty["present"].any() and not empty["checksum_ok"].any()
+
+
+def test_a_data_dir_that_is_not_a_path_is_named():
+    """A list of set names passed where the folder goes: a clear error, not pathlib's."""
+    with pytest.raises(InputError, match="data_dir must be a path.*list"):
+        D.load_paper_sets(["QM9_E"])

@@ -116,6 +116,10 @@ def _same_dir(a: Path, b: Path) -> bool:
 
 
 def _find_data_dir(data_dir: str | os.PathLike | None) -> Path:
+    if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
+        raise InputError(f"data_dir must be a path (str or path-like), not "
+                         f"{type(data_dir).__name__} {data_dir!r}: it names the folder "
+                         "that holds the literature sets")
     if data_dir is not None or os.environ.get(ENV_VAR):
         arg = data_dir is not None
         candidate = Path(data_dir if arg else os.environ[ENV_VAR]).expanduser()
