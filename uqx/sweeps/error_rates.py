@@ -296,6 +296,12 @@ def _question(name: str) -> str | None:
     return question_of(s.family, s.cond)
 
 
+#: The variables of a validation that :func:`verdict_codes` and :func:`power_layers` read.
+_READ = ("verdict", "zeta_verdict", "question_verdict", "factor_verdict", "member_plausible",
+         "question_p_value", "question_level_initial", "question_level", "p_value",
+         "p_adjusted", "nu_fit")
+
+
 def kernel(cell, block, n, params, data):
     """Verdict codes of ``n`` sets of one (design, M, scenario) cell, validated together.
 
@@ -324,6 +330,8 @@ def kernel(cell, block, n, params, data):
                        # a block of a study: the study's bar shows
                        compute=Compute(seed=params["seed"], scheduler="synchronous",
                                        progress=False))
+    # only what the codes and layers read: each set's selection then copies a few variables
+    res = res[[v for v in _READ if v in res]]
     for r in range(n):
         one = res.isel(set=[r])
         out["verdict"][r] = verdict_codes(one)
