@@ -142,7 +142,7 @@ def test_installed_cli_and_api(venv, tmp_path):
             "rng = np.random.default_rng(1)\n"
             "uE = rng.uniform(0.5, 2.0, 3000)\n"
             "ds = uqx.from_arrays(uE * rng.standard_normal(3000), uE, name='calibrated')\n"
-            "res = uqx.validate(ds, ['zms', 'rce'], bootstrap=300, copies=50,\n"
+            "res = uqx.validate(ds, ['zms', 'rce'], bootstrap=300, copies=100,\n"
             "                   compute=uqx.Compute(seed=1))\n"
             "print(uqx.result_table(res))\n"
             "print('ZMS', res['verdict'].sel(stat='zms').item())\n")
