@@ -287,6 +287,64 @@ def test_auto_picks_the_least_cross_validated_nll_and_bvs_x_on_x_variance():
     assert "bvs-X" not in scores_nox
 
 
+def _choose_slowly(E, uE, X, ss, margin):
+    """auto's choice written from its definition: out-of-fold NLL row by row, the margin."""
+    ids = R.fold_ids(E.size, 5, ss)
+    rows = {}
+    for m in [m for m in R.METHODS if X is not None or m not in R.NEEDS_X]:
+        nll = np.empty(E.size)
+        for f in range(5):
+            te = ids == f
+            xtr = None if X is None else X[~te]
+            xte = None if X is None else X[te]
+            u = R.apply_map(m, R.fit_map(m, E[~te], uE[~te], xtr), uE[te], xte)
+            nll[te] = 0.5 * (np.log(2 * np.pi * u**2) + (E[te] / u) ** 2)
+        rows[m] = nll
+    score = {m: np.median([v[ids == f].mean() for f in range(5)]) for m, v in rows.items()}
+
+    def beats(m):
+        d = rows[m] - rows["scale"]
+        return d.mean() + margin * d.std(ddof=1) / np.sqrt(d.size) < 0
+    return min([m for m in rows if m == "scale" or beats(m)], key=score.get)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_auto_keeps_a_flexible_map_only_where_it_beats_the_factor_on_the_same_rows(seed):
+    # uE off by one factor (seeds 0-2) or by uE^1.6 (3-5): the choice equals the definition
+    gamma = 1.0 if seed < 3 else 1.6
+    E, uE, X = _data(1000, 40 + seed, c=1.5, gamma=gamma)
+    ss = seed_sequence(seed, "auto")
+    best, _ = R.choose_method(E, uE, None, ss=ss)
+    assert best == _choose_slowly(E, uE, None, seed_sequence(seed, "auto"), R.AUTO_MARGIN_SE)
+    if gamma != 1.0:  # a real gain is kept
+        assert best != "scale"
+
+
+def test_auto_margin_stops_the_flexible_maps_fitting_the_noise_of_one_factor(monkeypatch):
+    # 12 sets whose uE is off by one factor only: the margin keeps the factor on (nearly)
+    # all; without it (every method kept, the least score) the flexible maps win often
+    def chosen():
+        return [R.choose_method(*_data(1500, 70 + k, c=1.5, nu=6)[:2], None,
+                                ss=seed_sequence(k, "noise"))[0] for k in range(12)]
+    with_margin = chosen()
+    monkeypatch.setattr(R, "AUTO_MARGIN_SE", -np.inf)
+    without = chosen()
+    assert with_margin.count("scale") >= 11
+    assert without.count("scale") <= 8
+
+
+def test_cv_nll_is_the_mean_of_the_out_of_fold_rows():
+    E, uE, X = _data(400, 3, gamma=1.3)
+    ids = R.fold_ids(E.size, 4, seed_sequence(2, "rows"))
+    for m in R.METHODS:
+        rows = R.cv_nll_rows(m, E, uE, X, ids)
+        assert rows.shape == E.shape and np.all(np.isfinite(rows))
+        assert R.cv_nll(m, E, uE, X, ids) == np.mean(rows)
+        np.testing.assert_array_equal(R.cv_nll(m, E, uE, X, ids, per_fold=True),
+                                      [rows[ids == f].mean() for f in range(4)])
+    assert R.cv_nll_rows("bvs-uE", E[:40], uE[:40], None, ids[:40]) is None  # too few rows
+
+
 # ------------------------------------------------------------------ maps, NetCDF
 
 
