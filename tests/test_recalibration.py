@@ -51,9 +51,8 @@ def test_the_factor_interval_is_the_union_of_the_members_acceptance():
     """Slow twin of scale_factor_interval on hand-made copies: per member, f with ZMS/f^2
     between the member's 2.5 and 97.5 % quantiles; the union over the members that take
     part; the fitted member reads its upper quantile on its copies at ν̂ (``joint``)."""
-    import xarray as xr
-
     from uqx.engine.statistic import parse_stat
+    from uqx.workflow.products import ErrorShape
     from uqx.workflow.recalibration import scale_factor_interval
 
     rng = np.random.default_rng(11)
@@ -61,11 +60,9 @@ def test_the_factor_interval_is_the_union_of_the_members_acceptance():
                        1 + 0.5 * rng.standard_normal(400)])[None, None]  # (1, 1, 3, 400)
     joint = copies.copy()
     joint[0, 0, 1] = 1 + 0.12 * rng.standard_normal(400)  # the fit's copies at nu_hat
-    res = xr.Dataset({"estimate": (("set", "stat"), [[1.44]]),
-                      "member_plausible": (("set", "member"), [[True, True, False]])},
-                     coords={"member": ["N", "fit", "T6"]})
-    f, lo, hi = scale_factor_interval(res, [parse_stat("zms")], copies, level=0.95,
-                                      joint=joint)
+    shape = ErrorShape(labels=("N", "fit", "T6"), plausible=np.array([[True, True, False]]))
+    f, lo, hi = scale_factor_interval(np.array([[1.44]]), shape, [parse_stat("zms")], copies,
+                                      level=0.95, joint=joint)
     want_lo = min(np.sqrt(1.44 / np.quantile(copies[0, 0, 0], 0.975)),
                   np.sqrt(1.44 / np.quantile(joint[0, 0, 1], 0.975)))
     want_hi = max(np.sqrt(1.44 / np.quantile(copies[0, 0, m], 0.025)) for m in (0, 1))

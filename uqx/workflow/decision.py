@@ -37,47 +37,41 @@ from uqx.engine.statistic import STATISTICS
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import ZETA_INPUTS, interval_problem, papers_verdict
 
-__all__ = ["pvalue_step", "question_step", "NodeTests", "set_tests", "members_used",
-           "NOT_ASKED", "tails_reason", "TAILS_ROBUST"]
+__all__ = ["pvalue_step", "question_step", "NodeTests", "set_tests", "NOT_ASKED",
+           "tails_reason", "TAILS_ROBUST"]
 
 
-def members_used(res, n_members, rank: bool = False) -> np.ndarray:
-    """Members taking part in each set's verdicts, (set, member) bool (all when unknown).
-
-    With ``rank`` (CC's verdicts), those whose body also fits (``member_plausible_rank``).
-    """
-    if rank and "member_plausible_rank" in res:
-        return res["member_plausible_rank"].values.astype(bool)
-    if "member_plausible" in res:
-        return res["member_plausible"].values.astype(bool)
-    return np.ones((res.sizes["set"], n_members), dtype=bool)
-
-
-def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
-                ) -> xr.Dataset:
+def pvalue_step(cells, specs, notes, draws, shape, *, observed, joint=None,
+                untestable=None) -> xr.Dataset:
     """Give each tested statistic's Monte-Carlo p-value under every member.
 
     The p-value of ``observed`` (set, stat: the estimate, or ⟨Z⟩ studentised) among the
     copies ``draws`` (set, stat, member, n) (:func:`uqx.engine.mctest.mc_pvalue`, on the
     statistic's side; the fitted member of :data:`uqx.engine.mctest.LIGHT_SIDE` reads the
     other side on ``joint``, its copies at ν̂: docs/verdicts.md). Writes ``p_value`` (set,
-    stat, member), ``test_statistic``, the papers' ``zeta_verdict`` and
+    stat, member; NaN where ``untestable``, (set, stat) bool, keeps a statistic out of
+    the questions' tests), ``test_statistic``, the papers' ``zeta_verdict`` and
     ``zeta_borderline``, and the widest central 95 % of each binned statistic's copies
-    over the members (``null_band_*``); ``notes`` collects the warnings.
+    over the members of ``shape`` (:class:`~uqx.workflow.products.ErrorShape`) that take
+    part (``null_band_*``); ``notes`` collects the warnings. ``cells``: the bootstrap's
+    and the references' variables of :data:`uqx.engine.verdict.ZETA_INPUTS` (set, stat),
+    with the references' ``dist``.
     """
-    S, K = res.sizes["set"], len(specs)
+    member_labels = list(shape.labels)
+    S, K = cells.sizes["set"], len(specs)
     papers = np.full((S, K), "not tested", dtype=object)
     zeta_bl = np.zeros((S, K), dtype=bool)
     pv, band = np.full((S, K, len(member_labels)), np.nan), np.full((S, K, 2), np.nan)
-    labels = [str(d) for d in res["dist"].values]
-    members = members_used(res, draws.shape[2])
+    labels = [str(d) for d in cells["dist"].values]
+    members = shape.members()
+    inputs = {k: cells[k].values for k in ZETA_INPUTS}
     light = member_labels.index("fit") if joint is not None and "fit" in member_labels \
         else None
     for i in range(S):
         for j, s in enumerate(specs):
             if not STATISTICS[s.base].tested:
                 continue
-            cell = {k: res[k].values[i, j] for k in ZETA_INPUTS}
+            cell = {k: v[i, j] for k, v in inputs.items()}
             papers[i, j], zeta_bl[i, j] = papers_verdict(cell, labels)
             problem = interval_problem(cell["estimate"], cell["ci_low"], cell["ci_high"])
             if problem:
@@ -93,6 +87,8 @@ def pvalue_step(res, specs, notes, draws, member_labels, *, observed, joint=None
                      for c in draws[i, j, members[i]] if np.isfinite(c).sum() >= 2]
                 if q:
                     band[i, j] = np.min(q, axis=0)[0], np.max(q, axis=0)[1]
+    if untestable is not None:
+        pv[np.asarray(untestable, dtype=bool)] = np.nan
     return xr.Dataset(VALIDATE.data_vars({
         "p_value": pv, "test_statistic": np.asarray(observed, dtype=np.float64),
         "null_band_low": band[..., 0], "null_band_high": band[..., 1],
@@ -122,19 +118,20 @@ class NodeTests:
         return np.flatnonzero(self.stat >= 0).tolist()
 
 
-def set_tests(res, specs, draws, i, *, factor=None) -> NodeTests:
+def set_tests(p_value, shape, specs, draws, i, *, factor=None) -> NodeTests:
     """Gather the node tests of set ``i``: each node's statistic, p-values and copies.
 
     Each node reads the first of its statistics that the result has with a finite
     p-value (:func:`uqx.engine.questions.node_statistic`); CC only under the members
-    whose body fits the data's (:func:`members_used`). ``factor``: the binned
+    whose body fits the data's (``shape``, :meth:`~uqx.workflow.products.ErrorShape.members`).
+    ``p_value`` (set, stat, member): the tests' p-values. ``factor``: the binned
     statistics on uE rescaled by the set's factor, ``{j: (p (member,), copies (member,
     n))}`` (:func:`uqx.workflow.recalibration.factor_tests`), test ``up_to_factor``.
     """
     D, n = draws.shape[2], draws.shape[-1]
-    members = members_used(res, D)[i]
-    ranks = members_used(res, D, rank=True)[i]
-    pv = res["p_value"].values[i]
+    members = shape.members()[i]
+    ranks = shape.members(rank=True)[i]
+    pv = p_value[i]
     factor = factor or {}
     Q = len(NODES)
     stat = np.full(Q, -1, dtype=np.int64)
@@ -183,7 +180,7 @@ def _put(out, var, where, verdict, reason) -> None:
     out["question_reason" if var == "question_verdict" else var + "_reason"][where] = reason
 
 
-def question_step(res, specs, draws, *, factor, alpha_result, M, untestable):
+def question_step(p_value, shape, specs, draws, *, factor, alpha_result, M, untestable):
     """Decide every verdict of each set once: one graph of node tests, the masks before.
 
     Per set, :func:`set_tests` decided by :func:`uqx.engine.questions.decide_set` at
@@ -197,15 +194,17 @@ def question_step(res, specs, draws, *, factor, alpha_result, M, untestable):
     asked only where the scale is ``invalid`` (docs/verdicts.md). Returns the variables of
     :data:`_OUTPUT` and ``{set: (NodeTests, SetDecision or None)}``: the decisions, whose
     thresholds the resolutions read (:func:`uqx.workflow.resolutions.resolution_step`).
+    ``p_value`` (set, stat, member): the tests' p-values (:func:`pvalue_step`); ``shape``:
+    the members taking part and the tails (:class:`~uqx.workflow.products.ErrorShape`).
     """
-    S, K = res.sizes["set"], len(specs)
-    labels = [str(m) for m in res["member"].values]
+    S, K = p_value.shape[0], len(specs)
+    labels = list(shape.labels)
     sizes = {"stat": K, "question": len(QUESTIONS), "member": len(labels)}
     out = {name: np.full((S, *(sizes[d] for d in dims.split())), fill,
                          dtype=object if isinstance(fill, str) else type(fill))
            for name, (dims, fill) in _OUTPUT.items()}
     by_stat, by_question = untestable
-    members = members_used(res, len(labels))
+    members = shape.members()
     n = draws.shape[-1]
     unreachable = (f"{n} calibrated copies cannot reject this test (its question at "
                    f"{float(alpha_result) * QUESTION_SHARE:.3g} by itself, within the set's "
@@ -216,8 +215,8 @@ def question_step(res, specs, draws, *, factor, alpha_result, M, untestable):
                                            for s in specs])
     decided = {}
     for i in range(S):
-        tails = [_stat_tails_reason(s, res, i, int(M[i])) for s in specs]
-        t = set_tests(res, specs, draws, i, factor=factor.get(i))
+        tails = [_stat_tails_reason(s, shape, i, int(M[i])) for s in specs]
+        t = set_tests(p_value, shape, specs, draws, i, factor=factor.get(i))
         on = t.present()
         held = [j >= 0 and bool(tails[j]) for j in t.stat]
         d = decide_set(t.p, t.copies, t.use, t.min_p, alpha_result, held) if on else None
@@ -236,7 +235,7 @@ def question_step(res, specs, draws, *, factor, alpha_result, M, untestable):
         by_node = {int(t.stat[k]): k for k in on if NODES[k].name != "up_to_factor"}
         by_factor = {int(t.stat[k]): k for k in on if NODES[k].name == "up_to_factor"}
         for j, s in enumerate(specs):  # each statistic: its node's verdict, or a diagnostic
-            pj = res["p_value"].values[i, j]
+            pj = p_value[i, j]
             if by_stat[i][j]:
                 _put(out, "verdict", (i, j), "not tested", by_stat[i][j])
             elif j in by_node:
@@ -379,7 +378,7 @@ def _reads_halves(spec) -> bool:
     return spec.cond == "uE" and spec.family != "moment"
 
 
-def _stat_tails_reason(spec, res, i, M) -> str:
+def _stat_tails_reason(spec, shape, i, M) -> str:
     """Why an ``invalid`` of statistic ``spec`` of set ``i`` cannot stand ('' when it can).
 
     :func:`tails_reason`, but for :data:`TAILS_ROBUST`; where :func:`_reads_halves`, each
@@ -389,20 +388,19 @@ def _stat_tails_reason(spec, res, i, M) -> str:
     base = spec.base
     if base in TAILS_ROBUST:
         return ""
-    kappa = float(res["kappa_cs_z2_local"].values[i]) if "kappa_cs_z2_local" in res \
-        else np.nan
+    kappa = float(shape.kappa_local[i])
     if kappa > SAFETY_LIMITS["kappa_cs_z2"]:  # that reason first, whatever the sample
         return tails_reason(kappa)
-    halves = _reads_halves(spec) and "kappa_cs_z2_half" in res
+    halves = _reads_halves(spec) and shape.kappa_half is not None
     for h, half in enumerate(("lower", "upper") if halves else ()):
-        n = int(res["half_points"].values[i, h])
-        why = "" if n < 2 else _reach_reason(float(res["kappa_cs_z2_half"].values[i, h]), n,
+        n = int(shape.half_points[i, h])
+        why = "" if n < 2 else _reach_reason(float(shape.kappa_half[i, h]), n,
                                              f"the {half} half of the uE order ({n} points)",
                                              half=True)
         if why:
             return why
-    if base in U2_WEIGHTED and "u2_effective_points" in res:
-        n_eff = float(res["u2_effective_points"].values[i])
+    if base in U2_WEIGHTED:
+        n_eff = float(shape.u2_effective_points[i])
         if np.isfinite(n_eff) and n_eff < M:
             n = max(int(n_eff), 2)
             return _reach_reason(kappa, n, f"the {n} effective points of u^2 ({base.upper()} "

@@ -43,8 +43,8 @@ from uqx.engine.binning import is_nondecreasing, stable_order
 from uqx.engine.confidence import EstimateInterval
 from uqx.engine.defaults import LONG_SET_ROWS
 from uqx.engine.mctest import copy_pvalues, mc_pvalue
+from uqx.engine.questions import QUESTIONS
 from uqx.engine.statistic import STATISTICS, bin_feature_sums, scale_free_bin_sums
-from uqx.workflow.decision import members_used
 
 __all__ = ["recalibration_step", "scale_factor", "scale_factor_interval", "factor_tests",
            "RESCALED_VARS", "tolerance_step"]
@@ -76,7 +76,7 @@ def scale_factor(res: xr.Dataset):
                      for k in ("estimate", "ci_low", "ci_high"))
 
 
-def tolerance_step(res: xr.Dataset, specs, copies, tolerance: float, *, alpha: float,
+def tolerance_step(estimate, shape, specs, copies, tolerance: float, *, alpha: float,
                    more_copies=None) -> xr.Dataset:
     r"""Equivalence claim on the scale of uE: f = √ZMS within :math:`[1/(1+T), 1+T]`.
 
@@ -95,8 +95,10 @@ def tolerance_step(res: xr.Dataset, specs, copies, tolerance: float, *, alpha: f
 
     Parameters
     ----------
-    res : xarray.Dataset
-        The result with ZMS's estimate and ``member_plausible``.
+    estimate : numpy.ndarray, shape (set, stat)
+        The statistics' estimates (ZMS's among them).
+    shape : ErrorShape
+        The members taking part (:class:`uqx.workflow.products.ErrorShape`).
     specs : list of StatSpec
     copies : numpy.ndarray, shape (set, stat, member, n)
         The statistics' calibrated copies (those of the verdicts).
@@ -113,8 +115,8 @@ def tolerance_step(res: xr.Dataset, specs, copies, tolerance: float, *, alpha: f
         ``scale_within_tolerance`` and ``scale_tolerance_p_value`` (the largest p) over set.
     """
     j = [s.name for s in specs].index("zms")
-    est = np.asarray(res["estimate"].values[:, j], dtype=np.float64)
-    use = members_used(res, copies.shape[2])
+    est = np.asarray(estimate[:, j], dtype=np.float64)
+    use = shape.members()
     t2 = (1.0 + float(tolerance)) ** 2
     S = est.size
     p = np.full(S, np.nan)
@@ -132,7 +134,7 @@ def tolerance_step(res: xr.Dataset, specs, copies, tolerance: float, *, alpha: f
         tolerance=float(tolerance), alpha=float(alpha)))
 
 
-def factor_tests(res: xr.Dataset, sets, specs, top) -> tuple[dict, np.ndarray]:
+def factor_tests(n_members: int, sets, specs, top) -> tuple[dict, np.ndarray]:
     r"""Return the tests of "consistent up to a factor": the binned statistics on uE of E/√ZMS.
 
     For each binned statistic on uE, its value on the data rescaled by the set's own
@@ -146,8 +148,8 @@ def factor_tests(res: xr.Dataset, sets, specs, top) -> tuple[dict, np.ndarray]:
 
     Parameters
     ----------
-    res : xarray.Dataset
-        The result with ``member``.
+    n_members : int
+        The members of the null family.
     sets : list of SetData
         The sets in the workflow's order.
     specs : list of StatSpec
@@ -168,7 +170,7 @@ def factor_tests(res: xr.Dataset, sets, specs, top) -> tuple[dict, np.ndarray]:
              if s.family == "binned" and s.cond == "uE" and not s.vector]
     if top is None or not on_ue or "zms" not in [s.name for s in specs]:
         return tests, observed
-    D = res.sizes["member"]
+    D = int(n_members)
     for i, sd in enumerate(sets):
         js = [j for j in on_ue if top.available(i, j)]
         if not js or sd.M > LONG_SET_ROWS:
@@ -196,7 +198,7 @@ def factor_tests(res: xr.Dataset, sets, specs, top) -> tuple[dict, np.ndarray]:
     return tests, observed
 
 
-def scale_factor_interval(res: xr.Dataset, specs, copies, *, level: float, joint=None):
+def scale_factor_interval(estimate, shape, specs, copies, *, level: float, joint=None):
     r"""Return the factor :math:`f = \sqrt{\mathrm{ZMS}}` and the interval the test keeps.
 
     The interval inverts the verdict's own test of ZMS: f is kept when the data's
@@ -209,8 +211,10 @@ def scale_factor_interval(res: xr.Dataset, specs, copies, *, level: float, joint
 
     Parameters
     ----------
-    res : xarray.Dataset
-        The result with ZMS's estimate and ``member_plausible``.
+    estimate : numpy.ndarray, shape (set, stat)
+        The statistics' estimates (ZMS's among them).
+    shape : ErrorShape
+        The members and those taking part (:class:`uqx.workflow.products.ErrorShape`).
     specs : list of StatSpec
     copies : numpy.ndarray, shape (set, stat, member, n)
         The copies of the tests.
@@ -224,9 +228,9 @@ def scale_factor_interval(res: xr.Dataset, specs, copies, *, level: float, joint
     f, low, high : numpy.ndarray, shape (set,)
     """
     j = [s.name for s in specs].index("zms")
-    est = np.asarray(res["estimate"].values[:, j], dtype=np.float64)
-    use = members_used(res, copies.shape[2])
-    labels = [str(m) for m in res["member"].values]
+    est = np.asarray(estimate[:, j], dtype=np.float64)
+    use = shape.members()
+    labels = list(shape.labels)
     fit = labels.index("fit") if "fit" in labels and joint is not None else None
     a = (1 - level) / 2
     S = est.size
@@ -252,9 +256,9 @@ def scale_factor_interval(res: xr.Dataset, specs, copies, *, level: float, joint
     return EstimateInterval(f, lo, hi)
 
 
-def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
-                       joint=None) -> xr.Dataset:
-    """Add the scale factor, its interval and whether uE is consistent up to it.
+def recalibration_step(estimate, shape, verdicts, resolved, specs, copies, *, level: float,
+                       joint=None) -> dict:
+    """Give the scale factor, its interval and whether uE is consistent up to it.
 
     The factor and its interval: :func:`scale_factor_interval`. "Consistent up to the
     factor" is the verdict of the question ``up_to_factor`` (:func:`factor_tests`),
@@ -262,8 +266,14 @@ def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
 
     Parameters
     ----------
-    res : xarray.Dataset
-        The result with its questions decided.
+    estimate : numpy.ndarray, shape (set, stat)
+        The statistics' estimates.
+    shape : ErrorShape
+        The members taking part (:class:`uqx.workflow.products.ErrorShape`).
+    verdicts : xarray.Dataset
+        The questions' verdicts and reasons (``question_verdict``, ``question_reason``).
+    resolved : xarray.Dataset
+        Their resolutions (``question_resolution_*``).
     specs : list of StatSpec
     copies : numpy.ndarray
         The copies of the tests (for the interval).
@@ -272,21 +282,25 @@ def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
 
     Returns
     -------
-    xarray.Dataset
-        ``res`` with :data:`RESCALED_VARS` (unchanged when ZMS is not a statistic).
+    dict
+        The variables of :data:`RESCALED_VARS` (none when ZMS is not a statistic).
     """
     names = [s.name for s in specs]
     if "zms" not in names:
-        return res
-    f, lo, hi = scale_factor_interval(res, specs, copies, level=level, joint=joint)
-    S = res.sizes["set"]
+        return {}
+    f, lo, hi = scale_factor_interval(estimate, shape, specs, copies, level=level,
+                                      joint=joint)
+    S = estimate.shape[0]
     verdict = np.full(S, "", dtype=object)
     reason = np.full(S, "", dtype=object)
     resolution = np.full(S, np.nan)
     spread = np.full((S, 2), np.nan)
-    qv = res["question_verdict"].sel(question="up_to_factor").values.astype(str)
-    qr = res["question_reason"].sel(question="up_to_factor").values.astype(str)
-    av = res["question_verdict"].sel(question="average").values.astype(str)
+    qv = verdicts["question_verdict"].sel(question="up_to_factor").values.astype(str)
+    qr = verdicts["question_reason"].sel(question="up_to_factor").values.astype(str)
+    av = verdicts["question_verdict"].sel(question="average").values.astype(str)
+    a = QUESTIONS.index("up_to_factor")
+    q_high, q_spread_low, q_spread_high = (resolved[f"question_resolution_{k}"].values[:, a]
+                                           for k in ("high", "spread_low", "spread_high"))
     has_routes = any(s.family == "binned" and s.cond == "uE" and not s.vector for s in specs)
     for i in range(S):
         if av[i] == "valid":
@@ -300,16 +314,14 @@ def recalibration_step(res: xr.Dataset, specs, copies, *, level: float,
             reason[i] = qr[i] or "not tested"
         else:
             verdict[i], reason[i] = qv[i], qr[i]
-            if "question_resolution_high" in res and verdict[i] == "valid":
-                q = res.sel(question="up_to_factor").isel(set=i)
-                resolution[i] = float(q["question_resolution_high"])
-                spread[i] = (float(q["question_resolution_spread_low"]),
-                             float(q["question_resolution_spread_high"]))
-    return res.assign(VALIDATE.data_vars({
+            if verdict[i] == "valid":
+                resolution[i] = float(q_high[i])
+                spread[i] = (float(q_spread_low[i]), float(q_spread_high[i]))
+    return VALIDATE.data_vars({
         "scale_factor": f, "scale_factor_low": lo, "scale_factor_high": hi,
         "rescaled_consistency": verdict.astype(str),
         "rescaled_consistency_reason": reason.astype(str),
         "rescaled_consistency_resolution": resolution,
         "rescaled_consistency_spread_low": spread[:, 0],
         "rescaled_consistency_spread_high": spread[:, 1],
-    }))
+    })

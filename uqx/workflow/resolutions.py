@@ -37,7 +37,7 @@ def _widest(values, low):
     return float(np.min(v) if low else np.max(v))
 
 
-def resolution_step(res, specs, draws, top, decided, *, M) -> xr.Dataset:
+def resolution_step(shape, specs, draws, top, decided, *, M) -> xr.Dataset:
     """State the resolution of every node and question, at the threshold that decides it.
 
     ``draws`` (set, stat, member, n): the tests' copies; ``top``
@@ -45,15 +45,17 @@ def resolution_step(res, specs, draws, top, decided, *, M) -> xr.Dataset:
     up to a factor and under the alternatives; ``decided``: ``{set: (NodeTests,
     SetDecision)}``, the node tests and their decision
     (:func:`uqx.workflow.decision.question_step`), whose thresholds are read here;
-    ``M``: points per set. Returns ``resolution_*`` (set, stat) of each node's statistic and
-    ``question_resolution_*`` (set, question): the factors (biases) below and above 1 and
-    the spread's exponents; NaN for none, a diagnostic, or beyond the grid.
+    ``M``: points per set; ``shape`` (:class:`~uqx.workflow.products.ErrorShape`): the
+    members and the tails (beyond the safety limit, only the data member). Returns
+    ``resolution_*`` (set, stat) of each node's statistic and ``question_resolution_*``
+    (set, question): the factors (biases) below and above 1 and the spread's exponents;
+    NaN for none, a diagnostic, or beyond the grid.
     """
-    S = res.sizes["set"]
+    S = len(shape.kappa_local)
     lim, spr = np.full((2, S, len(specs), 2), np.nan)
     qlim, qspr = np.full((2, S, len(QUESTIONS), 2), np.nan)
-    data = np.array([str(m) for m in res["member"].values]) == "data"
-    kappa = res["kappa_cs_z2_local"].values if "kappa_cs_z2_local" in res else np.full(S, np.nan)
+    data = np.array(shape.labels) == "data"
+    kappa = np.asarray(shape.kappa_local)
     # beyond the safety limit on the tails, only the data's own z-scores count
     data_only = (kappa > SAFETY_LIMITS["kappa_cs_z2"]) & data.any()
     for i, (t, dec) in decided.items():
@@ -156,33 +158,37 @@ NO_RESOLUTION = ("not rejected, but no resolution within reach at this M: even t
                  "(more points would give one)")
 
 
-def unresolved_step(res: xr.Dataset) -> xr.Dataset:
+def unresolved_step(decision: xr.Dataset, resolved: xr.Dataset, stats) -> xr.Dataset:
     """Make a ``valid`` state its resolution or read ``inconclusive`` (:data:`NO_RESOLUTION`).
 
-    Applied to each question with its ``question_resolution_*`` and to the statistic of
-    each of its nodes (the rescaled one of ``up_to_factor`` in ``factor_verdict``).
+    Applied to each question of ``decision`` (:func:`uqx.workflow.decision.question_step`)
+    with its ``question_resolution_*`` of ``resolved`` (:func:`resolution_step`) and to
+    the statistic of each of its nodes (the rescaled one of ``up_to_factor`` in
+    ``factor_verdict``); ``stats``: the statistics' names. Returns the verdicts: those of
+    ``decision`` where a resolution is stated.
     """
-    questions = [str(x) for x in res["question"].values]
-    lo, hi, s_lo, s_hi = (np.isfinite(res[f"question_resolution_{k}"].values)
+    questions = [str(x) for x in decision["question"].values]
+    lo, hi, s_lo, s_hi = (np.isfinite(resolved[f"question_resolution_{k}"].values)
                           for k in ("low", "high", "spread_low", "spread_high"))
     kind = np.array(questions)  # average states a factor, ranking a spread, the others either
-    resolved = np.where(kind == "average", lo | hi,
-                        np.where(kind == "ranking", s_lo, hi | s_lo | s_hi))
-    unresolved = (res["question_verdict"].values == "valid") & ~resolved
+    resolved_q = np.where(kind == "average", lo | hi,
+                          np.where(kind == "ranking", s_lo, hi | s_lo | s_hi))
+    unresolved = (decision["question_verdict"].values == "valid") & ~resolved_q
     # each statistic follows its question; the rescaled ones, "up to a factor"
-    of_stat = [question_of(s.family, s.cond) for s in map(parse_stat, res["stat"].values)]
+    of_stat = [question_of(s.family, s.cond) for s in map(parse_stat, stats)]
     never = np.zeros(len(unresolved), dtype=bool)
     stat_open = np.stack([unresolved[:, questions.index(q)] if q in questions else never
                           for q in of_stat], axis=1)
     masks = {"question_verdict": unresolved,
-             "verdict": (res["verdict"].values == "valid") & stat_open,
-             "factor_verdict": (res["factor_verdict"].values == "valid")
+             "verdict": (decision["verdict"].values == "valid") & stat_open,
+             "factor_verdict": (decision["factor_verdict"].values == "valid")
              & unresolved[:, [questions.index("up_to_factor")]]}
-    out = res.copy()
+    out = decision.copy()
     for var, mask in masks.items():
         reason = "question_reason" if var == "question_verdict" else var + "_reason"
         for name, new in ((var, "inconclusive"), (reason, NO_RESOLUTION)):
-            out[name] = (res[name].dims, np.where(mask, new, res[name].values), res[name].attrs)
-    out["valid"] = (res["valid"].dims, np.where(masks["verdict"], np.nan, res["valid"].values),
-                    res["valid"].attrs)
+            v = decision[name]
+            out[name] = (v.dims, np.where(mask, new, v.values), v.attrs)
+    v = decision["valid"]
+    out["valid"] = (v.dims, np.where(masks["verdict"], np.nan, v.values), v.attrs)
     return out

@@ -26,14 +26,19 @@ the steps of :data:`STEPS` in order over one :class:`Run`, the state of the run:
     weighted min-p, the verdict over the members; the heavy tails, what a set cannot
     test and the factor not asked applied before anything is written).
 11. :func:`resolutions_step` — the resolution each ``valid`` states.
-12. :func:`diagnostics_step` — the papers' diagnostics, on which no verdict rests (LZISD,
+12. :func:`verdicts_step` — the verdicts as printed: a ``valid`` without a resolution
+    reads ``inconclusive``; an empty bin is named as the reason of what it left undefined.
+13. :func:`diagnostics_step` — the papers' diagnostics, on which no verdict rests (LZISD,
     zero-bin extrapolation).
-13. :func:`scale_factor_step` — the factor √ZMS, consistency up to it (the same copies,
+14. :func:`scale_factor_step` — the factor √ZMS, consistency up to it (the same copies,
     rescaled), and the tolerance claim when asked.
-14. :func:`finish_step` — deciles of ZMS, the notes, the coordinates, the provenance.
+15. :func:`finish_step` — the result, assembled once from the steps' products: deciles of
+    ZMS, the notes, the coordinates, the provenance.
 
 Each entry of :data:`STEPS` is a :class:`Step`, which names the fields of :class:`Run`
-the step reads and writes; the workflow checks them as it runs (:class:`StepError`).
+the step reads and writes; the workflow checks them as it runs (:class:`StepError`). The
+steps hand each other products (:mod:`uqx.workflow.products`, Datasets of their own
+variables); none reads the result, which only the last step writes.
 
 Disk-backed input (dask arrays, e.g. :func:`uqx.dataio.netcdf.open_dataset`): see the Notes of
 :func:`validate` and :func:`uqx.workflow.disk.memory_note` for what is streamed and what
@@ -109,6 +114,7 @@ from uqx.workflow.groups import (
     grouped_keywords,
 )
 from uqx.workflow.groups import Copies as CopiesGroup  # references.Copies: the drawn copies
+from uqx.workflow.products import ErrorShape
 from uqx.workflow.recalibration import factor_tests, recalibration_step, tolerance_step
 from uqx.workflow.references import (
     Copies,
@@ -426,11 +432,12 @@ def validate(
 class Run:
     """The state of one validation, filled by the steps of :data:`STEPS` in turn.
 
-    Each step reads what the steps before it left and fills its own fields; ``result``
-    gathers the variables of the answer. Which fields a step reads and writes is declared
-    in its :class:`Step` and checked as it runs (:func:`_workflow`): ``checked``,
-    ``specs``, ``cfg`` and ``owned`` are given, every other field holds ``None`` until
-    the step that writes it has run, and no step reads it before then.
+    Each step reads what the steps before it left and fills its own fields, its
+    product; ``result``, the answer, is assembled from them by the last step. Which
+    fields a step reads and writes is declared in its :class:`Step` and checked as it
+    runs (:func:`_workflow`): ``checked``, ``specs``, ``cfg`` and ``owned`` are given,
+    every other field holds ``None`` until the step that writes it has run, and no step
+    reads it before then.
 
     Attributes
     ----------
@@ -461,13 +468,32 @@ class Run:
         The null family of the Monte-Carlo tests.
     copies : Copies
         The copies of the tests, drawn once and read by every later step.
+    shape : ErrorShape
+        The errors' shape the null family matches and the members taking part
+        (:class:`uqx.workflow.products.ErrorShape`).
     untestable : tuple of numpy.ndarray
         Why a statistic, and a question, cannot be tested on a set ("" where it can).
+    tested : xarray.Dataset
+        The tests' p-values per member, the papers' ζ verdicts, the copies' bands
+        (:func:`uqx.workflow.decision.pvalue_step`).
     decided : dict
         Each set's node tests and their one decision, ``{set: (NodeTests, SetDecision)}``
         (:func:`uqx.workflow.decision.question_step`); the resolutions read its thresholds.
+    decision : xarray.Dataset
+        The verdicts as the decision gives them, and the rescaled statistics.
+    resolved : xarray.Dataset
+        The resolution of each node and question
+        (:func:`uqx.workflow.resolutions.resolution_step`).
+    verdicts : xarray.Dataset
+        The verdicts as printed (:func:`verdicts_step`).
+    diagnostics : tuple of xarray.Dataset
+        The LZISD and zero-bin extrapolation Datasets (empty without ``conditional``).
+    rescaled : dict
+        The factor √ZMS, its interval and consistency up to it (variables by name).
+    tolerance : xarray.Dataset
+        The equivalence claim on the scale, when a tolerance is given (else empty).
     result : xarray.Dataset
-        The answer, growing step by step.
+        The answer, assembled once from the products (:func:`finish_step`).
     """
 
     checked: CheckedSets
@@ -484,8 +510,16 @@ class Run:
     observed: np.ndarray = None
     family: NullFamily = None
     copies: Copies = None
+    shape: ErrorShape = None
     untestable: tuple = None
+    tested: xr.Dataset = None
     decided: dict = None
+    decision: xr.Dataset = None
+    resolved: xr.Dataset = None
+    verdicts: xr.Dataset = None
+    diagnostics: tuple = None
+    rescaled: dict = None
+    tolerance: xr.Dataset = None
     result: xr.Dataset = None
 
     @property
@@ -665,101 +699,112 @@ def copies_step(run: Run) -> None:
         hooks = null_hooks(run.sets, n_copies=min(cfg.n_extrapolation, cfg.n_mc, N_TEST))
     run.copies = reference_step(run.checked, run.specs, run.boot, cfg, family=run.family,
                                 hooks=hooks)
-    boot = run.boot.isel(stat=slice(0, len(run.specs)))
-    run.result = xr.merge([boot, run.copies.papers, run.tails], combine_attrs="drop_conflicts")
 
 
 def shape_step(run: Run) -> None:
     """Record the errors' shape that the null family matches: κ_CS, ν̂, the members taking part."""
-    res, sets, family, windows = run.result, run.sets, run.family, run.copies.windows
+    sets, family, windows = run.sets, run.family, run.copies.windows
     plausible = family.plausible
     if any(w is not None for w in windows):  # fixed members: one shape for every uE
         plausible = plausible_in_windows(family, run.M, windows)
+    kappa_half = half_points = spread = rank_use = None
     if not run.streamed:
         halves = [kappa_cs_z2_halves(sd.E, sd.uE) for sd in sets]
-        res["kappa_cs_z2_half"] = VALIDATE.variable("kappa_cs_z2_half",
-                                                    np.array([h[0] for h in halves]))
-        res["half_points"] = VALIDATE.variable("half_points", np.array([h[1] for h in halves]))
-    res["u2_effective_points"] = VALIDATE.variable("u2_effective_points",
-                                                   _u2_effective_points(sets, run.streamed))
-    res["kappa_cs_z2_local"] = VALIDATE.variable("kappa_cs_z2_local", family.kappa)
-    res["member_plausible"] = VALIDATE.variable("member_plausible", plausible)
+        kappa_half = np.array([h[0] for h in halves])
+        half_points = np.array([h[1] for h in halves])
     if not run.streamed and any(s.family == "rank" for s in run.specs):
         spread, rank_use = plausible_for_ranks(sets, family, windows, plausible)
-        res["log_abs_z_spread_local"] = VALIDATE.variable("log_abs_z_spread_local", spread)
-        res["member_plausible_rank"] = VALIDATE.variable("member_plausible_rank", rank_use)
     local = [None if w is None or w.nus is None else w.nus for w in windows]
-    res["nu_fit_local_min"] = VALIDATE.variable(
-        "nu_fit_local_min", np.array([np.nan if v is None else np.min(v) for v in local]))
-    res["nu_fit_local_max"] = VALIDATE.variable(
-        "nu_fit_local_max", np.array([np.nan if v is None else np.max(v) for v in local]))
-    res["nu_fit"] = VALIDATE.variable("nu_fit", family.nu_fit)
-    res["nu_fit_two_sided"] = VALIDATE.variable("nu_fit_two_sided", family.nu_two_sided)
-    run.result = res.assign_coords(member=family.labels)
+    run.shape = ErrorShape(
+        labels=tuple(family.labels), plausible=plausible, plausible_rank=rank_use,
+        spread_local=spread, kappa_local=family.kappa, kappa_half=kappa_half,
+        half_points=half_points,
+        u2_effective_points=_u2_effective_points(sets, run.streamed),
+        nu_fit=family.nu_fit, nu_two_sided=family.nu_two_sided,
+        nu_local_min=np.array([np.nan if v is None else np.min(v) for v in local]),
+        nu_local_max=np.array([np.nan if v is None else np.max(v) for v in local]))
 
 
 def pvalues_step(run: Run) -> None:
     """Compute each statistic's Monte-Carlo p-value per member; find what cannot be tested."""
-    copies = run.copies
-    res = run.result.merge(pvalue_step(run.result, run.specs, run.notes, copies.tests,
-                                       run.family.labels, observed=run.observed,
-                                       joint=copies.redrawn))
     by_stat, by_question = untestable_reasons(run.sets, run.specs, run.notes,
                                               n_bins_used=run.n_bins_used, cfg=run.cfg)
-    pv = res["p_value"].values.copy()
-    pv[by_stat != ""] = np.nan  # kept out of the questions' tests
-    res["p_value"] = (res["p_value"].dims, pv, res["p_value"].attrs)
+    cells = xr.merge([run.boot.isel(stat=slice(0, len(run.specs))), run.copies.papers],
+                     combine_attrs="drop_conflicts")
+    run.tested = pvalue_step(cells, run.specs, run.notes, run.copies.tests, run.shape,
+                             observed=run.observed, joint=run.copies.redrawn,
+                             untestable=by_stat != "")  # kept out of the questions' tests
     run.untestable = (by_stat, by_question)
-    run.result = res
 
 
 def questions_step(run: Run) -> None:
     """Decide every verdict once: one graph of node tests (closed min-p), with the masks."""
-    factor, factor_obs = factor_tests(run.result, run.sets, run.specs, run.copies.binned)
-    verdicts, run.decided = question_step(run.result, run.specs, run.copies.tests,
-                                          factor=factor, alpha_result=run.cfg.alpha_result,
-                                          M=run.M, untestable=run.untestable)
-    res = run.result.merge(verdicts)
-    res["factor_statistic"] = VALIDATE.variable("factor_statistic", factor_obs)
-    run.result = res
+    factor, factor_obs = factor_tests(len(run.shape.labels), run.sets, run.specs,
+                                      run.copies.binned)
+    decision, run.decided = question_step(run.tested["p_value"].values, run.shape, run.specs,
+                                          run.copies.tests, factor=factor,
+                                          alpha_result=run.cfg.alpha_result, M=run.M,
+                                          untestable=run.untestable)
+    decision["factor_statistic"] = VALIDATE.variable("factor_statistic", factor_obs)
+    run.decision = decision
 
 
 def resolutions_step(run: Run) -> None:
     """State each ``valid``'s resolution: the smallest miscalibration found 80 % of the time."""
-    res = run.result
     # NaN, the variables kept, without them: validate(decision=Decision(resolution=False))
     decided = run.decided if run.cfg.resolution else {}
-    res = res.merge(resolution_step(res, run.specs, run.copies.tests, run.copies.binned,
-                                    decided, M=run.M))
-    run.result = unresolved_step(res) if run.cfg.resolution else res
+    run.resolved = resolution_step(run.shape, run.specs, run.copies.tests, run.copies.binned,
+                                   decided, M=run.M)
+
+
+def verdicts_step(run: Run) -> None:
+    """Write the verdicts as printed: a ``valid`` states its resolution; empty bins named."""
+    boot = run.boot.isel(stat=slice(0, len(run.specs)))
+    verdicts = run.decision
+    if run.cfg.resolution:
+        verdicts = unresolved_step(verdicts, run.resolved,
+                                   [str(x) for x in boot["stat"].values])
+    run.verdicts = _empty_bins_step(verdicts, boot["estimate"].values, run.sets, run.specs,
+                                    run.cfg)
 
 
 def diagnostics_step(run: Run) -> None:
-    """Add the papers' diagnostics (LZISD, zero-bin extrapolation); say why a test is absent."""
-    cfg, res = run.cfg, run.result
+    """Run the papers' diagnostics (LZISD, zero-bin extrapolation); say why a test is absent."""
+    cfg = run.cfg
+    run.diagnostics = ()
     if cfg.conditional:
-        res = _conditional_steps(res, run.checked, run.sets, run.notes, cfg,
-                                 members=run.family.members,
-                                 nulls=run.copies.nulls
-                                 if cfg.n_extrapolation <= cfg.n_mc else None)
-    run.result = _empty_bins_step(res, run.sets, run.specs, cfg)
+        run.diagnostics = _conditional_steps(
+            run.checked, run.sets, run.notes, cfg, members=run.family.members,
+            nulls=run.copies.nulls if cfg.n_extrapolation <= cfg.n_mc else None)
 
 
 def scale_factor_step(run: Run) -> None:
     """Give the scale factor √ZMS, consistency up to it, and the tolerance claim when asked."""
     cfg, copies = run.cfg, run.copies
-    res = recalibration_step(run.result, run.specs, copies.tests, level=cfg.level,
-                             joint=copies.redrawn)
+    estimate = run.boot["estimate"].values[:, :len(run.specs)]
+    run.rescaled = recalibration_step(estimate, run.shape, run.verdicts, run.resolved,
+                                      run.specs, copies.tests, level=cfg.level,
+                                      joint=copies.redrawn)
+    run.tolerance = xr.Dataset()  # empty unless asked
     if cfg.tolerance is not None and any(s.name == "zms" for s in run.specs):
         # the equivalence claim, on the verdicts' copies
-        res = res.merge(tolerance_step(res, run.specs, copies.tests, cfg.tolerance,
-                                       alpha=1 - cfg.level, more_copies=copies.redrawn))
-    run.result = res
+        run.tolerance = tolerance_step(estimate, run.shape, run.specs, copies.tests,
+                                       cfg.tolerance, alpha=1 - cfg.level,
+                                       more_copies=copies.redrawn)
 
 
 def finish_step(run: Run) -> None:
-    """Add where Z² departs from 1 (deciles), the notes, the coordinates, the provenance."""
-    res, sets = run.result, run.sets
+    """Assemble the result once from the products; ZMS deciles, notes, coordinates, provenance."""
+    sets = run.sets
+    boot = run.boot.isel(stat=slice(0, len(run.specs)))
+    res = xr.merge([boot, run.copies.papers, run.tails], combine_attrs="drop_conflicts")
+    res = res.assign(run.shape.variables()).assign_coords(member=list(run.shape.labels))
+    res = res.merge(run.tested).merge(run.verdicts).merge(run.resolved)
+    for part in run.diagnostics:
+        res = res.merge(part, combine_attrs="override")
+    res = res.assign(run.rescaled)
+    if run.tolerance.data_vars:
+        res = res.merge(run.tolerance)
     if not run.streamed:
         conds = ["uE"] + [c for c in ("X", "V") if any(getattr(sd, c) is not None
                                                         for sd in sets)]
@@ -782,18 +827,20 @@ STEPS = (
     Step(tailedness_step, reads="specs sets notes", writes="tails"),
     Step(bootstrap_step, reads="checked specs cfg notes", writes="boot observed"),
     Step(null_family_step, reads="checked cfg sets streamed tails", writes="family"),
-    Step(copies_step, reads="checked specs cfg sets tails boot family",
-         writes="copies result"),
-    Step(shape_step, reads="specs sets streamed family copies result", writes="result"),
-    Step(pvalues_step, reads="specs cfg sets notes n_bins_used observed family copies result",
-         writes="untestable result"),
-    Step(questions_step, reads="specs cfg sets copies untestable result",
-         writes="decided result"),
-    Step(resolutions_step, reads="specs cfg sets copies decided result", writes="result"),
-    Step(diagnostics_step, reads="checked specs cfg sets notes family copies result",
-         writes="result"),
-    Step(scale_factor_step, reads="specs cfg copies result", writes="result"),
-    Step(finish_step, reads="checked cfg sets streamed inputs notes n_bins_used result",
+    Step(copies_step, reads="checked specs cfg sets boot family", writes="copies"),
+    Step(shape_step, reads="specs sets streamed family copies", writes="shape"),
+    Step(pvalues_step, reads="specs cfg sets notes n_bins_used boot observed copies shape",
+         writes="untestable tested"),
+    Step(questions_step, reads="specs cfg sets copies shape untestable tested",
+         writes="decided decision"),
+    Step(resolutions_step, reads="specs cfg sets copies shape decided", writes="resolved"),
+    Step(verdicts_step, reads="specs cfg sets boot decision resolved", writes="verdicts"),
+    Step(diagnostics_step, reads="checked cfg sets notes family copies",
+         writes="diagnostics"),
+    Step(scale_factor_step, reads="specs cfg boot copies shape resolved verdicts",
+         writes="rescaled tolerance"),
+    Step(finish_step, reads="checked specs cfg sets streamed inputs notes n_bins_used tails "
+         "boot copies shape tested resolved verdicts diagnostics rescaled tolerance",
          writes="result"),
 )
 
@@ -982,20 +1029,22 @@ def _absent_feature_reasons(res: xr.Dataset, groups) -> xr.Dataset:
         set_warnings=(notes.dims, np.array(warnings, dtype=str), notes.attrs))
 
 
-def _empty_bins_step(res, sets, specs, cfg):
+def _empty_bins_step(verdicts, estimate, sets, specs, cfg):
     """Name an empty bin as the reason of a binned statistic that it left undefined.
 
     Equal-width (or adaptive) bins on tied or gappy values can hold no point: the
     statistic is then NaN on the data and on every copy, which the Monte-Carlo test
     reports as "no usable copy". The reason given instead says which bins are empty and
     what to do: these reasons are built here, as an array of their own ("" where there is
-    none), and written once where they say something.
+    none), and written once where they say something. ``verdicts``: the statistics'
+    verdicts and reasons; ``estimate`` (set, stat): their estimates. Returns ``verdicts``
+    with those reasons.
     """
-    if cfg.binning == "equal-count" or "verdict_reason" not in res:
-        return res
-    old = res["verdict_reason"].values
+    if cfg.binning == "equal-count":
+        return verdicts
+    old = verdicts["verdict_reason"].values
     why = np.full(old.shape, "", dtype=object)
-    verdict, estimate = res["verdict"].values, res["estimate"].values
+    verdict = verdicts["verdict"].values
     counts = {}
     for i, sd in enumerate(sets):
         for j, s in enumerate(specs):
@@ -1020,10 +1069,10 @@ def _empty_bins_step(res, sets, specs, cfg):
                     "fewer bins (--bins) or equal-count bins (--binning equal-count)")
     said = why != ""
     if not said.any():
-        return res
-    return res.assign(verdict_reason=(res["verdict_reason"].dims,
-                                      np.where(said, why, old).astype(str),
-                                      res["verdict_reason"].attrs))
+        return verdicts
+    reason = verdicts["verdict_reason"]
+    return verdicts.assign(verdict_reason=(reason.dims, np.where(said, why, old).astype(str),
+                                           reason.attrs))
 
 
 def _is_identity(order: np.ndarray, step: int = 1 << 20) -> bool:
@@ -1088,7 +1137,7 @@ def _check_arguments(stats):
     return specs
 
 
-def _conditional_steps(res, ds, sets, notes, cfg, *, members, nulls=None):
+def _conditional_steps(ds, sets, notes, cfg, *, members, nulls=None):
     """Run the papers' diagnostics, on which no verdict rests.
 
     LZISD per bin with the fraction of valid bins, and the zero-bin extrapolation of
@@ -1097,7 +1146,7 @@ def _conditional_steps(res, ds, sets, notes, cfg, *, members, nulls=None):
 
     ``cfg`` (:class:`~uqx.workflow.settings.Settings`) gives the seed, the level, the
     LZISD bins, replicates and intervals, ``pop_min``, the copies of the extrapolation
-    nulls and the dask keywords.
+    nulls and the dask keywords. Returns the LZISD and the extrapolation Datasets.
     """
     seed, level, n_mc, method = cfg.seed, cfg.level, cfg.n_extrapolation, cfg.cond_ci
 
@@ -1107,7 +1156,7 @@ def _conditional_steps(res, ds, sets, notes, cfg, *, members, nulls=None):
     _cond_bins_used(sets, cfg.cond_bins, pop_min=cfg.pop_min, notes=notes)
     ex, _ = extrapolation_step(sets, notes, seed=seed, level=level, members=members,
                                n_mc=n_mc, nulls=nulls)
-    return res.merge(lz).merge(ex, combine_attrs="override")
+    return lz, ex
 
 
 def _result_attrs(ds, inputs, cfg: Settings, *, extra):
