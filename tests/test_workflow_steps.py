@@ -60,7 +60,12 @@ def test_every_declared_read_is_given_or_written_before():
         assert set(s.reads) <= written, (s.name, set(s.reads) - written)
         written |= set(s.writes)
     assert written == set(RUN_FIELDS)  # no field that no step fills
-    assert "result" in STEPS[-1].writes
+    # the result is assembled once, by the last step, and no step reads it back
+    assert [s.name for s in STEPS if "result" in s.writes] == [STEPS[-1].name]
+    assert not [s.name for s in STEPS if "result" in s.reads]
+    # every other field is one step's product
+    writers = [f for s in STEPS for f in s.writes if f not in ("checked", "sets", "owned")]
+    assert len(writers) == len(set(writers)), writers
 
 
 def test_a_declaration_names_fields_of_run():

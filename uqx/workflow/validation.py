@@ -27,7 +27,8 @@ the steps of :data:`STEPS` in order over one :class:`Run`, the state of the run:
     test and the factor not asked applied before anything is written).
 11. :func:`resolutions_step` — the resolution each ``valid`` states.
 12. :func:`verdicts_step` — the verdicts as printed: a ``valid`` without a resolution
-    reads ``inconclusive``; an empty bin is named as the reason of what it left undefined.
+    reads ``inconclusive``; an empty bin is named as the reason of what it left undefined,
+    and a feature that other sets have as the reason its adaptivity is not tested.
 13. :func:`diagnostics_step` — the papers' diagnostics, on which no verdict rests (LZISD,
     zero-bin extrapolation).
 14. :func:`scale_factor_step` — the factor √ZMS, consistency up to it (the same copies,
@@ -76,7 +77,7 @@ from uqx.engine.defaults import (
 )
 from uqx.engine.mctest import N_TEST
 from uqx.engine.null_shape import kappa_cs_z2_halves
-from uqx.engine.questions import QUESTION_SHARE
+from uqx.engine.questions import QUESTION_SHARE, QUESTIONS
 from uqx.engine.resample import resolve_seed
 from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import (
@@ -417,15 +418,15 @@ def validate(
     # 10 000 each: copies 79 %, bootstrap 16 %), roughly as their square roots
     weights = {**STEP_WEIGHTS, "copies": STEP_WEIGHTS["copies"] * np.sqrt(max(n_mc, 1) / 1000),
                "bootstrap": STEP_WEIGHTS["bootstrap"] * np.sqrt(max(n_boot, 1) / N_BOOT)}
+    absent = _absent_features(checked, given)
     with steps_progress(STEP_LABELS, label="uqx validate", progress=progress,
                         weights=weights):
         if len(groups) == 1:
-            res = _workflow(checked, group_specs[0], settings)
-        else:
-            res = _merge_groups([_workflow(checked.select(idx), sp, settings)
-                                 for (_, idx), sp in zip(groups, group_specs, strict=True)],
-                                checked)
-    return _absent_feature_reasons(res, given)
+            return _workflow(checked, group_specs[0], settings, absent)
+        return _merge_groups([_workflow(checked.select(idx), sp, settings,
+                                        [absent[i] for i in idx])
+                              for (_, idx), sp in zip(groups, group_specs, strict=True)],
+                             checked)
 
 
 @dataclass
@@ -435,9 +436,9 @@ class Run:
     Each step reads what the steps before it left and fills its own fields, its
     product; ``result``, the answer, is assembled from them by the last step. Which
     fields a step reads and writes is declared in its :class:`Step` and checked as it
-    runs (:func:`_workflow`): ``checked``, ``specs``, ``cfg`` and ``owned`` are given,
-    every other field holds ``None`` until the step that writes it has run, and no step
-    reads it before then.
+    runs (:func:`_workflow`): ``checked``, ``specs``, ``cfg``, ``owned`` and ``absent``
+    are given, every other field holds ``None`` until the step that writes it has run,
+    and no step reads it before then.
 
     Attributes
     ----------
@@ -450,6 +451,9 @@ class Run:
         The run's settings.
     owned : list of str
         The columns the run may permute in place (new buffers, referenced by nothing else).
+    absent : tuple
+        Per set, the features other sets of the call have and it lacks, with the reason
+        said for its adaptivity (:func:`_absent_features`).
     sets : list of SetData
         The sets' columns (:func:`uqx.dataio.model.iter_sets`; lazy on the streamed route).
     streamed : bool
@@ -500,6 +504,7 @@ class Run:
     specs: list
     cfg: Settings
     owned: list
+    absent: tuple = ()
     sets: list = None
     streamed: bool = None
     inputs: dict = None
@@ -536,7 +541,7 @@ class Run:
 #: The fields of :class:`Run`, in order.
 RUN_FIELDS = tuple(f.name for f in fields(Run))
 #: The fields given when a :class:`Run` is made: written before the first step.
-GIVEN_FIELDS = ("checked", "specs", "cfg", "owned")
+GIVEN_FIELDS = ("checked", "specs", "cfg", "owned", "absent")
 
 
 class StepError(RuntimeError):
@@ -587,8 +592,10 @@ class Step:
         return step_label(self)
 
 
-def _workflow(checked: CheckedSets, specs, cfg: Settings) -> xr.Dataset:
+def _workflow(checked: CheckedSets, specs, cfg: Settings, absent=None) -> xr.Dataset:
     """Run the steps of :data:`STEPS` on checked input with settings ``cfg``.
+
+    ``absent``: per set, the features other sets of the call have (:func:`_absent_features`).
 
     Where ``checked.private`` (its numpy columns are new, referenced by nothing else), the
     content order may permute them in place; columns loaded from disk here are always
@@ -599,7 +606,9 @@ def _workflow(checked: CheckedSets, specs, cfg: Settings) -> xr.Dataset:
     identity) are among those it declares; otherwise :class:`StepError`.
     """
     keys = [k for k in ("E", "uE", "X", "V") if k in checked.data]
-    run = Run(checked, specs, cfg, owned=keys if checked.private else [])
+    n_sets = checked.data.sizes.get("set", 1)
+    run = Run(checked, specs, cfg, owned=keys if checked.private else [],
+              absent=tuple(absent) if absent is not None else ((),) * n_sets)
     written = set(GIVEN_FIELDS)
     for step in STEPS:
         unwritten = [f for f in step.reads if f not in written]
@@ -758,14 +767,29 @@ def resolutions_step(run: Run) -> None:
 
 
 def verdicts_step(run: Run) -> None:
-    """Write the verdicts as printed: a ``valid`` states its resolution; empty bins named."""
+    """Write the verdicts as printed: ``valid`` with its resolution; empty bins, absent X named."""
     boot = run.boot.isel(stat=slice(0, len(run.specs)))
     verdicts = run.decision
     if run.cfg.resolution:
         verdicts = unresolved_step(verdicts, run.resolved,
                                    [str(x) for x in boot["stat"].values])
-    run.verdicts = _empty_bins_step(verdicts, boot["estimate"].values, run.sets, run.specs,
-                                    run.cfg)
+    verdicts = _empty_bins_step(verdicts, boot["estimate"].values, run.sets, run.specs,
+                                run.cfg)
+    run.verdicts = _absent_reasons(verdicts, run.absent)
+
+
+def _absent_reasons(verdicts, absent):
+    """Write the reason of a feature a set lacks as its adaptivity question's reason."""
+    if not any(absent):
+        return verdicts
+    reason = verdicts["question_reason"]
+    why = np.full(reason.shape, "", dtype=object)
+    for i, pairs in enumerate(absent):
+        for c, text in pairs:
+            why[i, QUESTIONS.index(f"adaptivity_{c}")] = text
+    said = why != ""
+    return verdicts.assign(question_reason=(
+        reason.dims, np.where(said, why, reason.values).astype(str), reason.attrs))
 
 
 def diagnostics_step(run: Run) -> None:
@@ -810,6 +834,9 @@ def finish_step(run: Run) -> None:
                                                         for sd in sets)]
         res["zms_decile"] = VALIDATE.variable("zms_decile", _zms_deciles(sets, conds))
         res = res.assign_coords(decile_of=conds)
+    for i, pairs in enumerate(run.absent):  # said last in the set's notes
+        for c, text in pairs:
+            run.notes.set(i, f"adaptivity ({c}) not tested: {text}")
     res = res.merge(xr.Dataset(run.notes.variables()))
     res = res.assign_coords(set=run.ds["set"].values, M=("set", run.M))
     res["n_bins_used"] = VALIDATE.variable("n_bins_used", run.n_bins_used)
@@ -834,12 +861,13 @@ STEPS = (
     Step(questions_step, reads="specs cfg sets copies shape untestable tested",
          writes="decided decision"),
     Step(resolutions_step, reads="specs cfg sets copies shape decided", writes="resolved"),
-    Step(verdicts_step, reads="specs cfg sets boot decision resolved", writes="verdicts"),
+    Step(verdicts_step, reads="specs cfg absent sets boot decision resolved",
+         writes="verdicts"),
     Step(diagnostics_step, reads="checked cfg sets notes family copies",
          writes="diagnostics"),
     Step(scale_factor_step, reads="specs cfg boot copies shape resolved verdicts",
          writes="rescaled tolerance"),
-    Step(finish_step, reads="checked specs cfg sets streamed inputs notes n_bins_used tails "
+    Step(finish_step, reads="checked specs cfg absent sets streamed inputs notes n_bins_used tails "
          "boot copies shape tested resolved verdicts diagnostics rescaled tolerance",
          writes="result"),
 )
@@ -989,44 +1017,27 @@ def _merge_groups(parts, checked) -> xr.Dataset:
     return out
 
 
-def _absent_feature_reasons(res: xr.Dataset, groups) -> xr.Dataset:
+def _absent_features(checked: CheckedSets, groups) -> list[tuple]:
     """Say why adaptivity is not tested for a set lacking a feature other sets have.
 
-    The reason goes to the question's reason and to the set's notes: both built here, as
-    arrays of their own ("" where nothing is said), and written once where they say
-    something (the question's reason is "" there: the question was not run for the set).
-
-    ``groups``: :func:`_feature_groups` of the call's input.
+    ``groups``: :func:`_feature_groups` of the call's input. Returns, per set of
+    ``checked``, its ``(feature, reason)`` pairs; :func:`verdicts_step` writes each reason
+    as its question's, :func:`finish_step` adds it to the set's notes.
     """
-    names = [str(s) for s in res["set"].values]
+    names = [str(s) for s in checked.data["set"].values]
     feats = {}
     for f, idx in groups:
         for i in idx:
             feats[i] = f
-    qs = [str(q) for q in res["question"].values]
-    why = np.full((len(names), len(qs)), "", dtype=object)
-    added = [[] for _ in names]
+    out = [[] for _ in names]
     for c in ("X", "V"):
         have = [names[i] for i in range(len(names)) if c in feats[i]]
-        if not have or f"adaptivity_{c}" not in qs:
+        if not have:
             continue
-        a = qs.index(f"adaptivity_{c}")
         for i in range(len(names)):
-            if c in feats[i]:
-                continue
-            text = f"this set has no {c} ({c} is given for {', '.join(have)})"
-            why[i, a] = text  # its verdict is `not tested`: no statistic on c was run
-            added[i].append(f"adaptivity ({c}) not tested: {text}")
-    if not any(added):
-        return res
-    reason, notes = res["question_reason"], res["set_warnings"]
-    said = why != ""
-    warnings = [WARN_SEP.join([w for w in (str(n), *more) if w])
-                for n, more in zip(notes.values, added, strict=True)]
-    return res.assign(
-        question_reason=(reason.dims, np.where(said, why, reason.values).astype(str),
-                         reason.attrs),
-        set_warnings=(notes.dims, np.array(warnings, dtype=str), notes.attrs))
+            if c not in feats[i]:  # its verdict is `not tested`: no statistic on c was run
+                out[i].append((c, f"this set has no {c} ({c} is given for {', '.join(have)})"))
+    return [tuple(x) for x in out]
 
 
 def _empty_bins_step(verdicts, estimate, sets, specs, cfg):
