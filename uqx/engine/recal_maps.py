@@ -795,8 +795,10 @@ def choose_method(E, uE, X=None, *, candidates=None, folds: int = 5,
 
     .. math:: \bar d + k\,s_d/\sqrt{n} < 0, \qquad k = \mathtt{AUTO\_MARGIN\_SE} = 1.5.
 
-    Where uE is off by one factor, the flexible maps win the inner folds by their noise
-    only; the paired margin keeps them out (tuning draws: held-out NLL worse than the
+    The rows of one fold share its fitted map, so :math:`s_d/\sqrt{n}` is not the standard
+    error of an independent sample: ``k`` is a margin chosen on tuning draws, not a test
+    level. Where uE is off by one factor, the flexible maps win the inner folds by their
+    noise only; the margin keeps them out (tuning draws: held-out NLL worse than the
     factor beyond two standard errors on 4 and 5 of 30 sets without it, 0 with it), and
     keeps their large gains where the factor is not the truth. Without ``scale`` among
     the candidates, the least score decides. The one-standard-error rule of Hastie,

@@ -4,7 +4,8 @@ Three steps, as the command ``uqx recalibrate`` (fit, apply, check):
 
 * :func:`fit_recalibration` learns a map uE -> u on calibration rows
   (:mod:`uqx.engine.recal_maps`: scale, power, scaling-binning, isotonic, BVS on uE or on
-  X, or ``auto``: the least cross-validated Gaussian NLL) and returns a
+  X, or ``auto``: the least cross-validated Gaussian NLL among the factor and the methods
+  that beat it, :func:`uqx.engine.recal_maps.choose_method`) and returns a
   :class:`RecalMap`, with a bootstrap band of the map (the factor u/uE at a grid of uE, or
   of X for BVS on X, 2.5 and 97.5 % over refits on resampled rows) and its provenance.
 * :meth:`RecalMap.apply` recalibrates new rows; :meth:`RecalMap.to_netcdf` and

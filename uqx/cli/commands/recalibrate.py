@@ -37,7 +37,9 @@ METHOD_CHOICES = ("auto", "scale", "power", "scaling-binning", "isotonic", "bvs-
 RECAL_COLUMN = "uE_recal"
 
 _METHODS_HELP = (
-    "auto: least cross-validated Gaussian NLL on the fitting rows; scale: u = sqrt(ZMS)*uE; "
+    "auto: least cross-validated Gaussian NLL on the fitting rows, a method other than "
+    "scale only where it beats the factor by 1.5 s.e. of the per-row difference; "
+    "scale: u = sqrt(ZMS)*uE; "
     "power: u = c*uE^gamma (Gaussian likelihood); scaling-binning: power law then one "
     "factor per bin of uE; isotonic: nondecreasing map of uE^2 to E^2, blocks of at least "
     "--min-block rows; bvs-uE / bvs-X: one "
