@@ -641,10 +641,11 @@ def test_fitted_member_drawn_once_when_every_test_is_two_sided(monkeypatch):
     import uqx.workflow.references as refs
 
     calls = []
-    real = refs.draw_copies
-    monkeypatch.setattr(refs, "draw_copies",
-                        lambda ds, names, member, **kw: calls.append((tuple(names), member.nu))
-                        or real(ds, names, member, **kw))
+    real = refs.draw_checked
+    monkeypatch.setattr(refs, "draw_checked",
+                        lambda ds, specs, member, **kw: calls.append(
+                            (tuple(s.name for s in specs), member.nu))
+                        or real(ds, specs, member, **kw))
     rng = np.random.default_rng(4)
     u = np.sqrt(1 / rng.gamma(3, 1 / 3, 600))
     ds = uqx.from_arrays(u * rng.standard_t(5, 600) / np.sqrt(5 / 3), u, name="t5")

@@ -200,10 +200,10 @@ def test_no_step_returns_a_tuple_of_more_than_two_unnamed_values():
 def test_rescaled_question_reuses_the_copies(monkeypatch):
     """uE twice too small: "consistent up to a factor" is asked, on the same copies."""
     draws, sorts = [], []
-    real_draw, real_prepare = refs.draw_copies, refs.prepare_sets
-    monkeypatch.setattr(refs, "draw_copies", lambda *a, **k: draws.append(a[2].label)
+    real_draw, real_prepare = refs.draw_checked, refs.prepare_checked
+    monkeypatch.setattr(refs, "draw_checked", lambda *a, **k: draws.append(a[2].label)
                         or real_draw(*a, **k))
-    monkeypatch.setattr(refs, "prepare_sets", lambda *a, **k: sorts.append(1)
+    monkeypatch.setattr(refs, "prepare_checked", lambda *a, **k: sorts.append(1)
                         or real_prepare(*a, **k))
     rng = np.random.default_rng(5)
     u = np.exp(rng.normal(0, 0.4, 800))

@@ -45,6 +45,7 @@ __all__ = [
     "check_sets",
     "as_stacked",
     "iter_sets",
+    "iter_checked",
     "SetData",
     "VARIABLES",
 ]
@@ -786,7 +787,22 @@ def iter_sets(ds) -> Iterator[SetData]:
     SetData
         ``name``, ``E``, ``uE``, ``X``, ``V`` and ``M`` of one set.
     """
-    ds = check_sets(ds).data
+    return iter_checked(check_sets(ds))
+
+
+def iter_checked(checked: CheckedSets) -> Iterator[SetData]:
+    """Yield the unpadded arrays of every set of checked input (:func:`iter_sets` past its check).
+
+    Parameters
+    ----------
+    checked : CheckedSets
+        The output of :func:`check_sets`.
+
+    Yields
+    ------
+    SetData
+    """
+    ds = checked.data
     for i, name in enumerate(ds["set"].values):
         m = int(ds["M"].values[i])
         extra = {}

@@ -25,7 +25,7 @@ import numpy as np
 import xarray as xr
 from scipy.stats import rankdata
 
-from uqx.dataio.model import InputError, check_sets, iter_sets
+from uqx.dataio.model import InputError, check_sets, iter_checked
 from uqx.dataio.schema import SIMULATE_REFERENCE
 from uqx.dataio.streaming import ColumnRef, read_rows, streamed_content_key
 from uqx.engine import gaussian_sums
@@ -63,9 +63,11 @@ from uqx.progress import compute_tasks
 __all__ = [
     "simulate_reference",
     "draw_copies",
+    "draw_checked",
     "Member",
     "MemberCopies",
     "prepare_sets",
+    "prepare_checked",
     "shared_nulls",
     "DISTRIBUTIONS",
     "top_key",
@@ -775,16 +777,19 @@ def prepare_sets(ds, stats, *, bins: int = N_BINS, binning: str = "equal-count",
     list
         One prepared set per data set.
     """
-    specs = [parse_stat(s) for s in stats]
-    bin_cfg = BinningConfig(bins, binning, pop_min)
-    return [_SimSet(sd, _binned_conds(specs), bin_cfg, pool)
-            for sd in iter_sets(check_sets(ds))]
+    return prepare_checked(check_sets(ds), [parse_stat(s) for s in stats],
+                           BinningConfig(bins, binning, pop_min), pool=pool)
+
+
+def prepare_checked(checked, specs, bin_cfg: BinningConfig, *, pool: bool = False) -> list:
+    """Prepare checked sets for parsed statistics: :func:`prepare_sets` past its checks."""
+    return [_SimSet(sd, _binned_conds(specs), bin_cfg, pool) for sd in iter_checked(checked)]
 
 
 def _sorted_tasks(ds, specs, bin_cfg, dist, nu, seed, dlabel, n_mc, n_blocks, hooks, prepared,
                   own_key=True, nu_local=False, cc_spread=False):
     """Lazy blocks of every set by the route in uE order (binned, rank, hooks)."""
-    sets = list(iter_sets(ds))
+    sets = list(iter_checked(ds))
     conds = _binned_conds(specs)
     per_set = np.ndim(nu) > 0
     pool = dist == "data"
@@ -1048,26 +1053,46 @@ def draw_copies(
     MemberCopies
     """
     dist, nu, label = member
-    bin_cfg = BinningConfig() if bin_cfg is None else bin_cfg
     if not (isinstance(n_mc, (int, np.integer)) and n_mc >= 2):
         raise InputError(f"n_mc must be an integer >= 2, got {n_mc!r}")
     specs = [parse_stat(s) for s in stats]
     if any(s.vector for s in specs):
         raise InputError("per-bin statistics have no scalar simulated reference")
-    seed = resolve_seed(seed)
     if dist not in ("normal", "t", "data"):
         raise InputError(f"unknown generative distribution {dist!r} (normal, t, data)")
     checked = check_sets(ds)
+    n_sets = checked.data.sizes["set"]
+    per_set = np.ndim(nu) > 0
+    if per_set and np.size(nu) != n_sets:
+        raise InputError(f"nu: one value per set expected ({n_sets}), got {np.size(nu)}")
+    if dist == "t":
+        check_student_nu(np.asarray(nu, dtype=np.float64).ravel() if per_set else nu)
+    if per_set and label is None:
+        raise InputError("one nu per set needs a label for its random streams")
+    return draw_checked(checked, specs, member, n_mc=int(n_mc), seed=resolve_seed(seed),
+                        level=level, bin_cfg=bin_cfg, keep_draws=keep_draws, hooks=hooks,
+                        prepared=prepared, nu_local=nu_local, cc_spread=cc_spread,
+                        scheduler=scheduler, num_workers=num_workers, progress=progress)
+
+
+def draw_checked(checked, specs, member: Member, *, n_mc: int, seed: int,
+                 level: float = LEVEL, bin_cfg: BinningConfig | None = None,
+                 keep_draws: bool = True, hooks=None, prepared: list | None = None,
+                 nu_local=False, cc_spread: bool = False, scheduler=None,
+                 num_workers: int | None = None, progress: bool = False) -> MemberCopies:
+    """Draw the copies of checked sets under one member: :func:`draw_copies` past its checks.
+
+    The copy drawer of :func:`uqx.workflow.references.reference_step`, which holds the
+    checked sets (:class:`uqx.dataio.model.CheckedSets`), parsed statistics
+    (``StatSpec``), a resolved integer ``seed`` and members built by the null family; the
+    arguments are those of :func:`draw_copies`, taken as valid.
+    """
+    dist, nu, _ = member
+    bin_cfg = BinningConfig() if bin_cfg is None else bin_cfg
     ds = checked.data
     n_sets = ds.sizes["set"]
     per_set = np.ndim(nu) > 0
     nus = np.asarray(nu, dtype=np.float64).ravel() if per_set else None
-    if per_set and nus.size != n_sets:
-        raise InputError(f"nu: one value per set expected ({n_sets}), got {np.size(nu)}")
-    if dist == "t":
-        check_student_nu(nus if per_set else nu)
-    if per_set and label is None:
-        raise InputError("one nu per set needs a label for its random streams")
     dlabel = member.stream_label
     n_blocks = -(-n_mc // SIM_BLOCK)
     hooks = hooks or [None] * n_sets

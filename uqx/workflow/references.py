@@ -27,8 +27,8 @@ from uqx.engine.null_shape import (
     plausible_members,
     t_nu_from_tails,
 )
-from uqx.engine.statistic import STATISTICS
-from uqx.inference.reference import Member, draw_copies, prepare_sets, top_suffix
+from uqx.engine.statistic import STATISTICS, parse_stat
+from uqx.inference.reference import Member, draw_checked, prepare_checked, top_suffix
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
 
 __all__ = ["reference_step", "null_family", "NullFamily", "Windows", "Copies", "test_name",
@@ -335,7 +335,7 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
         The papers' references; the extrapolation nulls; the copies of the tests (joint,
         and redrawn for the two-sided statistics); the copies' per-bin sums; the windows
         of bins of uE of each set (the fitted member's joint copies draw each bin at its
-        window's ν, ``draw_copies(nu_local=True)``).
+        window's ν, ``draw_checked(nu_local=True)``).
     """
     n_mc, seed, level, simulate_all = cfg.n_mc, cfg.seed, cfg.level, cfg.simulate_all
     S, K = boot.sizes["set"], len(specs)
@@ -355,13 +355,14 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
     # the statistics the tests read (test_statistic: <Z> studentised), simulated beside
     sim_names = list(dict.fromkeys(names + [test_name(specs[j]) for j in tested]))
     col = {name: k for k, name in enumerate(sim_names)}
+    sim_specs = [parse_stat(name) for name in sim_names]
     # one sort of uE and one set of bins per set, shared by every member and copy (not
     # needed by the streamed route of moment statistics without hooks)
     no_hooks = hooks is None or all(h is None for h in hooks)
     file_order = all(specs[j].family == "moment" for j in tested) and no_hooks
     prepared = None
     if tested and not file_order:
-        prepared = prepare_sets(ds, names, **cfg.binning_options, pool=True)
+        prepared = prepare_checked(ds, [parse_stat(n) for n in names], cfg.bin_cfg, pool=True)
     draw = dict(seed=seed, level=level, bin_cfg=cfg.bin_cfg, prepared=prepared, **cfg.compute)
     two = [j for j in tested if STATISTICS[specs[j].base].direction == 0]
     fit = [d for d, m in enumerate(members) if m.label == "fit"]
@@ -380,7 +381,7 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
         n = n_mc if full else n_test
         if not tested:
             continue
-        got = draw_copies(ds, sim_names,
+        got = draw_checked(ds, sim_specs,
                           Member(m.dist, NU if m.nu is None else m.nu,
                                  m.label if np.ndim(m.nu) else None),
                           n_mc=n, hooks=hooks, nu_local=m.label == "fit" and local_fit,
@@ -399,11 +400,12 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
                 sim["hi"][:, j, d] = r["sim2_high"].values[:, jj]
     test_draws = draws
     two_names = [test_name(specs[j]) for j in two]
+    two_specs = [parse_stat(name) for name in two_names]
     if second:  # the two-sided statistics' own tests: the fitted member at the heavy end,
         # on the same keyed streams; where the windows of uE exclude ν̂, each bin of uE at
         # the heavier of its window's ν and that ν (a window of heavier-tailed errors that
         # missed its extremes makes ⟨Z²⟩ small and RCE large as a whole set does)
-        heavy = draw_copies(ds, two_names, Member("t", nu_two_sided, "fit"), n_mc=n_test,
+        heavy = draw_checked(ds, two_specs, Member("t", nu_two_sided, "fit"), n_mc=n_test,
                             nu_local=members[fit[0]].nu, **draw).summary
         test_draws = _with_member(test_draws, two, fit[0], heavy, n_test)
     data = [d for d, m in enumerate(members) if m.label == "data"]
@@ -412,7 +414,7 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
         # the joint copies resample each bin of uE from its own z-scores (consistency's
         # null); average calibration is about the whole set, whose tails a bin's
         # standardisation would thin: its statistics resample the whole set's z-scores
-        whole = draw_copies(ds, two_names, Member("data", NU), n_mc=n_test, **draw).summary
+        whole = draw_checked(ds, two_specs, Member("data", NU), n_mc=n_test, **draw).summary
         test_draws = _with_member(test_draws, two, data[0], whole, n_test)
     papers = _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx,
                               [m.label for m in members[:D]])
