@@ -52,6 +52,7 @@ def _docs_table() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
 
 def test_docs_table_is_the_declarations():
     assert _docs_table() == {s.name: (s.reads, s.writes) for s in STEPS}
+    assert V.steps_table() in DOCS.read_text()  # the docs' table is generated text
 
 
 def test_every_declared_read_is_given_or_written_before():

@@ -889,6 +889,23 @@ def step_label(step) -> str:
     return fn.__name__.removesuffix("_step").replace("_", " ")
 
 
+def steps_table() -> str:
+    """Return the Markdown table of the steps' reads and writes, from :data:`STEPS`.
+
+    The table of docs/development.md ("One validation, step by step") is this text.
+
+    Returns
+    -------
+    str
+        One row per step: its name, the fields of :class:`Run` it reads, those it writes.
+    """
+    def cell(names):
+        return ", ".join(f"`{n}`" for n in names)
+    rows = ["| step | reads | writes |", "|---|---|---|"]
+    rows += [f"| `{s.name}` | {cell(s.reads)} | {cell(s.writes)} |" for s in STEPS]
+    return "\n".join(rows)
+
+
 #: The steps' names as the progress display shows them (``step 5 of 14: bootstrap``).
 STEP_LABELS = tuple(step_label(s) for s in STEPS)
 
