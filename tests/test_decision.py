@@ -474,7 +474,7 @@ def test_one_rule_says_which_rejections_read_the_halves_of_the_uE_order():
     """CC and the statistics binned on uE: a rejection needs each half of the uE order to
     show its tails, both to pass its share on and to stand; the moments and X do not."""
     from uqx.engine.statistic import parse_stat
-    from uqx.workflow.decision import _reads_halves
+    from uqx.workflow.products import reads_halves as _reads_halves
 
     assert _reads_halves(parse_stat("cc"))
     assert _reads_halves(parse_stat("zms_scan")) and _reads_halves(parse_stat("ence"))

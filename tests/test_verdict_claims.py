@@ -146,7 +146,7 @@ def test_tails_reach_is_a_test_of_the_heaviest_member():
         tails_reach_limit,
         tails_within_reach,
     )
-    from uqx.workflow.decision import tails_reason
+    from uqx.workflow.products import tails_reason
 
     M = np.array([200, 500, 2000, 10**5])
     lim = tails_reach_limit(M)

@@ -23,7 +23,6 @@ from uqx.engine.mctest import (
     mc_pvalue_sides,
     smallest_pvalue,
 )
-from uqx.engine.null_shape import NU_MIN, tails_reach_limit, tails_within_reach
 from uqx.engine.questions import (
     NODES,
     QUESTION_SHARE,
@@ -34,11 +33,9 @@ from uqx.engine.questions import (
     question_of,
 )
 from uqx.engine.statistic import STATISTICS
-from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.engine.verdict import ZETA_INPUTS, interval_problem, papers_verdict
 
-__all__ = ["pvalue_step", "question_step", "NodeTests", "set_tests", "NOT_ASKED",
-           "tails_reason", "TAILS_ROBUST"]
+__all__ = ["pvalue_step", "question_step", "NodeTests", "set_tests", "NOT_ASKED"]
 
 
 def pvalue_step(cells, specs, notes, draws, shape, *, observed, joint=None,
@@ -185,7 +182,7 @@ def question_step(p_value, shape, specs, draws, *, factor, alpha_result, M, unte
 
     Per set, :func:`set_tests` decided by :func:`uqx.engine.questions.decide_set` at
     ``alpha_result`` (a rejection on tails beyond the null family, of
-    :func:`_stat_tails_reason` with ``M`` points per set, held), then
+    :meth:`~uqx.workflow.products.ErrorShape.tails_reason` with ``M`` points per set, held), then
     :func:`uqx.engine.questions.member_verdict` over the members; the other tested
     statistics are diagnostics. Each verdict is written once, its masks applied first: an
     ``invalid`` on such tails reads ``inconclusive``, what the set cannot test
@@ -215,7 +212,7 @@ def question_step(p_value, shape, specs, draws, *, factor, alpha_result, M, unte
                                            for s in specs])
     decided = {}
     for i in range(S):
-        tails = [_stat_tails_reason(s, shape, i, int(M[i])) for s in specs]
+        tails = [shape.tails_reason(s, i, int(M[i])) for s in specs]
         t = set_tests(p_value, shape, specs, draws, i, factor=factor.get(i))
         on = t.present()
         held = [j >= 0 and bool(tails[j]) for j in t.stat]
@@ -325,87 +322,6 @@ def _diagnostic_reason(spec, rescaled=False, rejects=None) -> str:
                 "its node's statistic tests")
     return (f"diagnostic {what}(its own null: {null}; unadjusted p): it does not decide "
             "its question")
-
-
-def _reach_reason(kappa, n, who, half=False) -> str:
-    """Why ``who`` cannot show tails lighter than t_s(3)'s, the family's heaviest ('' if it can).
-
-    A small sample of heavier-tailed errors that misses its extremes looks light.
-    """
-    if not np.isfinite(kappa) or tails_within_reach(kappa, n):
-        return ""
-    whose, where, what = (("its errors'", "there", "errors heavier-tailed for those uE")
-                          if half else ("the errors'", "within the bins of uE", "heavier tails"))
-    return (f"rejected, but {who} cannot show that {whose} tails are lighter than those of "
-            f"t_s({NU_MIN:g}), the heaviest member of the null family (kappa_cs of Z^2 "
-            f"{where} = {kappa:.3g}, not below {float(tails_reach_limit(n)):.3g}): {what} "
-            "that the sample missed would give such a rejection on calibrated data")
-
-
-def tails_reason(kappa, M=None) -> str:
-    """Why an ``invalid`` cannot stand on errors this heavy-tailed ('' when it can).
-
-    ``kappa``: κ_CS of the set's Z² within the bins of uE (``kappa_cs_z2_local``), beyond
-    the safety limit of 001 Table II; with ``M`` points, also a sample too small to show
-    tails lighter than the null family's heaviest (:func:`_reach_reason`).
-    """
-    limit = SAFETY_LIMITS["kappa_cs_z2"]
-    if np.isfinite(kappa) and kappa > limit:
-        return (f"rejected, but the errors' tails are beyond the safety limit (kappa_cs of "
-                f"Z^2 within the bins of uE = {kappa:.3g} > {limit:g}, 001 Table II): the "
-                "null family does not represent such tails, the rejection may come from them")
-    return "" if M is None else _reach_reason(kappa, M, f"{int(M)} points")
-
-
-#: Statistics whose test keeps its size whatever the tails (finite variance): the
-#: studentised mean of Z (measured: t_s(2.5) errors, <= 1 % `invalid` at M = 200). CC is
-#: not: its data member, each window of uE scaled to a unit mean square, moves the
-#: windows' bodies apart when one holds an extreme.
-TAILS_ROBUST = ("mean_z",)
-
-#: Statistics weighted by u² (dominated by the largest uE): their small-sample reach is
-#: read at the effective number of points of u², (Σu²)²/Σu⁴ (``u2_effective_points``).
-U2_WEIGHTED = ("rce", "uce", "uce_w")
-
-
-def _reads_halves(spec) -> bool:
-    """Whether a statistic's rejection also needs each half of the uE order to show its tails.
-
-    The statistics binned on uE and CC (ranked on uE): a shape of the errors that changes
-    with uE is not an inconsistency. One rule for passing a node's share on and for
-    withdrawing an ``invalid`` (:func:`_stat_tails_reason`, read by :func:`question_step`).
-    """
-    return spec.cond == "uE" and spec.family != "moment"
-
-
-def _stat_tails_reason(spec, shape, i, M) -> str:
-    """Why an ``invalid`` of statistic ``spec`` of set ``i`` cannot stand ('' when it can).
-
-    :func:`tails_reason`, but for :data:`TAILS_ROBUST`; where :func:`_reads_halves`, each
-    half of the uE order must also show its tails; :data:`U2_WEIGHTED` read the reach at
-    the effective number of points of u².
-    """
-    base = spec.base
-    if base in TAILS_ROBUST:
-        return ""
-    kappa = float(shape.kappa_local[i])
-    if kappa > SAFETY_LIMITS["kappa_cs_z2"]:  # that reason first, whatever the sample
-        return tails_reason(kappa)
-    halves = _reads_halves(spec) and shape.kappa_half is not None
-    for h, half in enumerate(("lower", "upper") if halves else ()):
-        n = int(shape.half_points[i, h])
-        why = "" if n < 2 else _reach_reason(float(shape.kappa_half[i, h]), n,
-                                             f"the {half} half of the uE order ({n} points)",
-                                             half=True)
-        if why:
-            return why
-    if base in U2_WEIGHTED:
-        n_eff = float(shape.u2_effective_points[i])
-        if np.isfinite(n_eff) and n_eff < M:
-            n = max(int(n_eff), 2)
-            return _reach_reason(kappa, n, f"the {n} effective points of u^2 ({base.upper()} "
-                                 "is weighted by u^2)")
-    return tails_reason(kappa, M)
 
 
 #: Why "consistent up to a factor" is not asked where the scale is not invalid.
