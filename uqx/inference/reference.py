@@ -1010,10 +1010,10 @@ def draw_copies(
 ) -> MemberCopies:
     r"""Draw ``n_mc`` calibrated copies of every set under one member and summarise them.
 
-    The copy drawer under :func:`simulate_reference` and the Monte-Carlo tests of
-    :func:`uqx.validate` (:func:`uqx.workflow.references.reference_step`); the routes, the
-    keyed streams and the memory are described in the Notes of
-    :func:`simulate_reference`.
+    The copy drawer under :func:`simulate_reference`: it checks its arguments and the
+    sets, then draws with :func:`draw_checked` (which the Monte-Carlo tests of
+    :func:`uqx.validate` call directly, on sets checked once); the routes, the keyed
+    streams and the memory are described in the Notes of :func:`simulate_reference`.
 
     Parameters
     ----------
