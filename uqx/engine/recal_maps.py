@@ -744,13 +744,8 @@ def cv_nll(method: str, E, uE, X, folds: np.ndarray, *, n_bins: int | None = Non
 
     Parameters
     ----------
-    method : str
-    E, uE, X : array_like
-        Rows (X may be None).
-    folds : numpy.ndarray of int, shape (M,)
-        Fold of each row (:func:`fold_ids`).
-    n_bins, pop_min, min_block
-        As :func:`fit_map`.
+    method, E, uE, X, folds, n_bins, pop_min, min_block
+        As :func:`cv_nll_rows`.
     per_fold : bool, default False
         The mean NLL of each fold instead of the mean over rows.
 
