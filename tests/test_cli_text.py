@@ -62,3 +62,37 @@ def test_a_filter_that_drops_every_row_is_named(tmp_path, capsys, args, needle):
     pd.DataFrame({"E": u * rng.standard_normal(50), "uE": u}).to_csv(path, index=False)
     assert main(["stats", str(path), *args, "-q"]) == 2
     assert needle in capsys.readouterr().err
+
+
+def test_an_interval_that_disagrees_with_its_verdict_is_marked_and_explained():
+    """⟨Z⟩ 0.017 [0.0011, 0.034] `valid` (QM9_E): the interval excludes 0, the verdict is
+    the question's adjusted test. The row is marked and a note says why, never otherwise."""
+    from uqx.text.console import DISAGREE, format_validation
+
+    rng = np.random.default_rng(1)
+    u = rng.uniform(0.5, 2.0, 800)
+    ds = uqx.from_arrays(u * rng.standard_normal(800), u, name="s")
+    res = uqx.validate(ds, ["zms", "mean_z", "cc"], bootstrap=200, copies=200,
+                       conditional=False, compute=uqx.Compute(seed=2))
+    v = dict(zip(res["stat"].values, res["verdict"].values[0], strict=True))
+    assert v["zms"] == v["mean_z"] == "valid"
+    assert DISAGREE not in format_validation(res)  # intervals holding 0 and 1: no note
+    moved = res.copy(deep=True)
+    j = list(res["stat"].values).index("mean_z")
+    moved["ci_low"].values[0, j], moved["ci_high"].values[0, j] = 0.0011, 0.034
+    text = format_validation(moved)
+    assert f"valid{DISAGREE}" in text
+    assert re.search(r"s mean_z: its 95 % interval \[0\.0011, 0\.034\] excludes the calibrated "
+                     r"value 0, yet `valid`", text)
+    # the other way: an invalid whose interval holds the calibrated value
+    moved = res.copy(deep=True)
+    k = list(res["stat"].values).index("zms")
+    moved["verdict"].values[0, k] = "invalid"
+    text = format_validation(moved)
+    assert re.search(r"s zms: its 95 % interval \[[^]]+\] holds the calibrated value 1, yet "
+                     r"`invalid`", text)
+    # CC's reference is N(0, 1)'s simulated value, not its test's: never read
+    moved = res.copy(deep=True)
+    c = list(res["stat"].values).index("cc")
+    moved["ci_low"].values[0, c] = moved["ci_high"].values[0, c] = -0.9
+    assert "s cc:" not in format_validation(moved)

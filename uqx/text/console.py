@@ -16,7 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from uqx.engine.questions import question_of
-from uqx.engine.statistic import parse_stat
+from uqx.engine.statistic import STATISTICS, parse_stat
 from uqx.text.summary import explain_lines, summary_lines, summary_text
 from uqx.text.tables import (
     QUESTION_NAMES,
@@ -120,10 +120,50 @@ def _interval(lo, hi) -> str:
     return f"[{lo:.3g}, {hi:.3g}]"
 
 
-def _compact_sets(res, width) -> list[str]:
-    """Per set: its questions, then its statistics grouped by question (fits ``width``)."""
+#: Marks a statistic whose printed 95 % interval and verdict disagree (:func:`_disagreement`).
+DISAGREE = "†"
+
+
+def _disagreement(x, kind, question_p, level) -> str:
+    """Say why a moment or rank statistic's interval and its verdict disagree ('' if they agree).
+
+    ``x``: its row of :func:`uqx.text.tables.result_table` (named by (set, stat));
+    ``kind``: its ``reference_kind``; ``question_p``: its question's p-values as printed;
+    ``level``: the interval's confidence. Only statistics with a predefined calibrated
+    value (ZMS 1, ⟨Z⟩ 0) are read, on the side their test rejects. A ``valid`` whose
+    interval excludes the calibrated value, or an ``invalid`` whose interval holds it: the
+    interval
+    is the BCa bootstrap of the estimate alone, the verdict the question's Monte-Carlo test
+    against calibrated copies, adjusted for the question's other statistics and the set's
+    other questions; the verdict decides.
+    """
+    verdict = str(x["verdict"]).replace(" (borderline)", "")
+    lo, hi, ref = (float(x.get(k, np.nan)) for k in ("ci_low", "ci_high", "reference"))
+    if (verdict not in ("valid", "invalid") or kind != "predefined"
+            or not np.isfinite([lo, hi, ref]).all()):
+        return ""  # a simulated reference is N(0, 1)'s, not the test's members'
+    side = STATISTICS[parse_stat(str(x.name[-1])).base].direction
+    outside = {1: lo > ref, -1: hi < ref}.get(side, ref < lo or ref > hi)  # rejecting side
+    if (verdict == "valid") != outside:
+        return ""
+    where = "excludes" if outside else "holds"
+    return (f"its {level * 100:.0f} % interval [{lo:.3g}, {hi:.3g}] {where} the calibrated value "
+            f"{ref:.3g}, yet `{verdict}`: the interval is the BCa bootstrap of the estimate "
+            "alone, without adjustment; the verdict is its question's Monte-Carlo test "
+            "against calibrated copies under the members of the null family that take "
+            "part, adjusted for the question's other statistics and the set's other "
+            f"questions (question p {question_p}). The verdict decides.")
+
+
+def _compact_sets(res, width, notes=None) -> list[str]:
+    """Per set: its questions, then its statistics grouped by question (fits ``width``).
+
+    ``notes``: a list that receives, per statistic whose interval and verdict disagree,
+    ``"set stat: why"`` (:func:`_disagreement`; the row's verdict carries :data:`DISAGREE`).
+    """
     qt = question_table(res)
     full = result_table(res)
+    level = float(res.attrs.get("level", 0.95))
     order = list(QUESTION_NAMES.values())
     parts = []
     for i, s in enumerate(res["set"].values):
@@ -146,12 +186,21 @@ def _compact_sets(res, width) -> list[str]:
             qn = QUESTION_NAMES.get(question_of(sp.family, sp.cond) or "", "other")
             x = full.loc[(s, st)]
             p = _range([x.get("p_min", np.nan), x.get("p_max", np.nan)], 3)
+            verdict = str(x["verdict"]).replace(" (borderline)", "*")
+            qp = str(qt.loc[(s, qn), "p"]) if (s, qn) in qt.index else ""
+            kind = str(res["reference_kind"].sel(set=s, stat=st).item()) \
+                if "reference_kind" in res else ""
+            why = _disagreement(x, kind, qp, level) if sp.family != "binned" else ""
+            if why:
+                verdict += DISAGREE
+                if notes is not None:
+                    notes.append(f"{s} {st}: {why}")
             rows.append({"question": qn, "statistic": st,
                          "estimate": f"{x['estimate']:.4g}" if np.isfinite(x["estimate"])
                          else "nan",
                          "95 % CI": _interval(x["ci_low"], x["ci_high"]) if sp.family
                          != "binned" else _band(x),
-                         "p": p, "verdict": str(x["verdict"]).replace(" (borderline)", "*")})
+                         "p": p, "verdict": verdict})
         df = pd.DataFrame(rows)
         df["_o"] = [order.index(q) if q in order else len(order) for q in df["question"]]
         df = df.sort_values("_o", kind="stable").drop(columns="_o").set_index(
@@ -218,7 +267,11 @@ def format_validation(res: xr.Dataset, *, wide: bool = False, explain: bool = Fa
                                 "binned statistic has no bootstrap interval, its calibrated "
                                 "copies' central 95 % instead; --wide: every column)",
                                 width, "# ")]
-        parts += _compact_sets(res, width)
+        disagree = []
+        parts += _compact_sets(res, width, disagree)
+        if disagree:
+            parts += [f"\n# {DISAGREE} where a statistic's interval and its verdict disagree"]
+            parts += [_wrap(x, width) for x in disagree]
         if "cond" in res.dims:
             diag = _diagnostics_compact(res)
             if not diag.empty:
