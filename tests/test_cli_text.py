@@ -67,7 +67,8 @@ def test_a_filter_that_drops_every_row_is_named(tmp_path, capsys, args, needle):
 def test_an_interval_that_disagrees_with_its_verdict_is_marked_and_explained():
     """⟨Z⟩ 0.017 [0.0011, 0.034] `valid` (QM9_E): the interval excludes 0, the verdict is
     the question's adjusted test. The row is marked and a note says why, never otherwise."""
-    from uqx.text.console import DISAGREE, format_validation
+    from uqx.text.console import format_validation
+    from uqx.text.tables import DISAGREE
 
     rng = np.random.default_rng(1)
     u = rng.uniform(0.5, 2.0, 800)

@@ -213,3 +213,21 @@ def test_parameters_table_says_the_bins_used(tmp_path):
     assert "20 requested, 10 used" in page  # not a bare "20" beside a 10-bin ENCE
     saved = report(res, None, figures=True, dpi=30)
     assert "the LZISD bins and the extrapolation need only the result" in saved
+
+
+def test_the_report_says_why_an_interval_and_its_verdict_disagree(result, tmp_path):
+    """The HTML table of statistics marks a ZMS that reads `invalid` while its interval
+    holds 1, and its reason cell says which decides; nothing is marked where they agree."""
+    from uqx.report import write_report
+    from uqx.text.tables import DISAGREE
+
+    j = list(result["stat"].values).index("zms")
+    assert str(result["verdict"].values[0, j]) == "invalid"
+    assert not result["ci_low"].values[0, j] <= 1.0 <= result["ci_high"].values[0, j]
+    plain = write_report(result, tmp_path / "plain.html", figures=False).read_text()
+    assert DISAGREE not in plain
+    moved = result.copy(deep=True)
+    moved["ci_low"].values[0, j], moved["ci_high"].values[0, j] = 0.9, 1.1
+    html = write_report(moved, tmp_path / "moved.html", figures=False).read_text()
+    assert html.count(DISAGREE) >= 2  # the verdict's mark and its reason
+    assert "[0.9, 1.1] holds the calibrated value 1, yet `invalid`" in html

@@ -19,9 +19,11 @@ from uqx.engine.statistic import parse_stat
 from uqx.engine.stats.tailedness import SAFETY_LIMITS
 from uqx.text.summary import summary_lines
 from uqx.text.tables import (
+    DISAGREE,
     QUESTION_NAMES,
     _asked,
     grouped_warnings,
+    interval_note,
     question_resolution_text,
     resolution_text,
     scale_factor_cell,
@@ -300,8 +302,12 @@ def _question_rows(qtable, s):
              "tests", "reason"], rows)
 
 
-def _stat_rows(res, table, s):
-    """Detailed per-statistic rows of one set (``result_table``), grouped by question."""
+def _stat_rows(res, table, s, qtable=None):
+    """Detailed per-statistic rows of one set (``result_table``), grouped by question.
+
+    A ZMS or ⟨Z⟩ whose interval and verdict disagree carries the mark and, as its reason,
+    why (:func:`uqx.text.tables.interval_note`, with its question's p from ``qtable``).
+    """
     df = table.loc[s]
     reason = res["verdict_reason"].sel(set=s) if "verdict_reason" in res else None
     header = ["question", "statistic", *[str(c) for c in df.columns], "reason"]
@@ -312,15 +318,26 @@ def _stat_rows(res, table, s):
 
     order = sorted(df.index, key=lambda st: QUESTIONS.index(q_of(st)) if q_of(st) in QUESTIONS
                    else len(QUESTIONS))
+    level = float(res.attrs.get("level", 0.95))
     rows = []
     for st in order:
         rec = df.loc[st]
         q = q_of(st)
-        cells = [QUESTION_NAMES.get(q, q or "\u2013"), str(st).upper()]
+        qn = QUESTION_NAMES.get(q, q or "\u2013")
+        cells = [qn, str(st).upper()]
         cells += [Cell(_num(v, 6), "num") for c, v in rec.items() if c != "verdict"]
-        cells.append(_verdict_cell(rec["verdict"]))
         why = str(reason.sel(stat=st).item()) if reason is not None else ""
-        cells.append(Cell(why if "inconclusive" in str(rec["verdict"]) else "", "small"))
+        why = why if "inconclusive" in str(rec["verdict"]) else ""
+        kind = str(res["reference_kind"].sel(set=s, stat=st).item()) \
+            if "reference_kind" in res else ""
+        note = "" if parse_stat(str(st)).family == "binned" else interval_note(
+            rec.rename((s, st)), kind, str(qtable.loc[(s, qn), "p"])
+            if qtable is not None and (s, qn) in qtable.index else "", level)
+        verdict = _verdict_cell(rec["verdict"])
+        if note:  # the interval and the verdict disagree: say which decides
+            verdict = verdict._replace(text=verdict.text + DISAGREE)
+            why = f"{DISAGREE} {note}"
+        cells += [verdict, Cell(why, "small")]
         rows.append(cells)
     return header, rows
 
@@ -392,7 +409,8 @@ def set_blocks(res, i, figs, tables, answer=None) -> list:
     qrows = _question_rows(tables[2] if len(tables) > 2 else None, s)
     if qrows is not None:
         blocks += [Heading(3, "Questions"), Table(*qrows)]
-    blocks += [Heading(3, "Statistics, by question"), Table(*_stat_rows(res, tables[0], s))]
+    blocks += [Heading(3, "Statistics, by question"), Table(*_stat_rows(
+        res, tables[0], s, tables[2] if len(tables) > 2 else None))]
     cond = _cond_rows(tables[1], s)
     if cond is not None:
         blocks += [Heading(3, "The papers' diagnostics of consistency and adaptivity"),

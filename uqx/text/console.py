@@ -16,12 +16,14 @@ import pandas as pd
 import xarray as xr
 
 from uqx.engine.questions import question_of
-from uqx.engine.statistic import STATISTICS, parse_stat
+from uqx.engine.statistic import parse_stat
 from uqx.text.summary import explain_lines, summary_lines, summary_text
 from uqx.text.tables import (
+    DISAGREE,
     QUESTION_NAMES,
     _range,
     conditional_table,
+    interval_note,
     paper_table_a,
     paper_table_iv,
     question_table,
@@ -120,46 +122,12 @@ def _interval(lo, hi) -> str:
     return f"[{lo:.3g}, {hi:.3g}]"
 
 
-#: Marks a statistic whose printed 95 % interval and verdict disagree (:func:`_disagreement`).
-DISAGREE = "†"
-
-
-def _disagreement(x, kind, question_p, level) -> str:
-    """Say why a moment or rank statistic's interval and its verdict disagree ('' if they agree).
-
-    ``x``: its row of :func:`uqx.text.tables.result_table` (named by (set, stat));
-    ``kind``: its ``reference_kind``; ``question_p``: its question's p-values as printed;
-    ``level``: the interval's confidence. Only statistics with a predefined calibrated
-    value (ZMS 1, ⟨Z⟩ 0) are read, on the side their test rejects. A ``valid`` whose
-    interval excludes the calibrated value, or an ``invalid`` whose interval holds it: the
-    interval
-    is the BCa bootstrap of the estimate alone, the verdict the question's Monte-Carlo test
-    against calibrated copies, adjusted for the question's other statistics and the set's
-    other questions; the verdict decides.
-    """
-    verdict = str(x["verdict"]).replace(" (borderline)", "")
-    lo, hi, ref = (float(x.get(k, np.nan)) for k in ("ci_low", "ci_high", "reference"))
-    if (verdict not in ("valid", "invalid") or kind != "predefined"
-            or not np.isfinite([lo, hi, ref]).all()):
-        return ""  # a simulated reference is N(0, 1)'s, not the test's members'
-    side = STATISTICS[parse_stat(str(x.name[-1])).base].direction
-    outside = {1: lo > ref, -1: hi < ref}.get(side, ref < lo or ref > hi)  # rejecting side
-    if (verdict == "valid") != outside:
-        return ""
-    where = "excludes" if outside else "holds"
-    return (f"its {level * 100:.0f} % interval [{lo:.3g}, {hi:.3g}] {where} the calibrated value "
-            f"{ref:.3g}, yet `{verdict}`: the interval is the BCa bootstrap of the estimate "
-            "alone, without adjustment; the verdict is its question's Monte-Carlo test "
-            "against calibrated copies under the members of the null family that take "
-            "part, adjusted for the question's other statistics and the set's other "
-            f"questions (question p {question_p}). The verdict decides.")
-
-
 def _compact_sets(res, width, notes=None) -> list[str]:
     """Per set: its questions, then its statistics grouped by question (fits ``width``).
 
     ``notes``: a list that receives, per statistic whose interval and verdict disagree,
-    ``"set stat: why"`` (:func:`_disagreement`; the row's verdict carries :data:`DISAGREE`).
+    ``"set stat: why"`` (:func:`uqx.text.tables.interval_note`; the row's verdict
+    carries :data:`uqx.text.tables.DISAGREE`).
     """
     qt = question_table(res)
     full = result_table(res)
@@ -190,7 +158,7 @@ def _compact_sets(res, width, notes=None) -> list[str]:
             qp = str(qt.loc[(s, qn), "p"]) if (s, qn) in qt.index else ""
             kind = str(res["reference_kind"].sel(set=s, stat=st).item()) \
                 if "reference_kind" in res else ""
-            why = _disagreement(x, kind, qp, level) if sp.family != "binned" else ""
+            why = interval_note(x, kind, qp, level) if sp.family != "binned" else ""
             if why:
                 verdict += DISAGREE
                 if notes is not None:

@@ -21,6 +21,8 @@ from uqx.text.summary import summary_lines
 
 __all__ = [
     "check_result",
+    "interval_note",
+    "DISAGREE",
     "result_table",
     "verdict_table",
     "VerdictTable",
@@ -1063,3 +1065,38 @@ def warning_lines(res) -> list[str]:
 
 def _fmt(v):
     return "nan" if v is None or not np.isfinite(v) else f"{v:.6g}"
+
+
+#: Marks a statistic whose printed 95 % interval and verdict disagree (:func:`interval_note`).
+DISAGREE = "†"
+
+
+def interval_note(x, kind, question_p, level) -> str:
+    """Say why a moment or rank statistic's interval and its verdict disagree ('' if they agree).
+
+    ``x``: its row of :func:`uqx.text.tables.result_table` (named by (set, stat));
+    ``kind``: its ``reference_kind``; ``question_p``: its question's p-values as printed;
+    ``level``: the interval's confidence. Only statistics with a predefined calibrated
+    value (ZMS 1, ⟨Z⟩ 0) are read, on the side their test rejects. A ``valid`` whose
+    interval excludes the calibrated value, or an ``invalid`` whose interval holds it: the
+    interval
+    is the BCa bootstrap of the estimate alone, the verdict the question's Monte-Carlo test
+    against calibrated copies, adjusted for the question's other statistics and the set's
+    other questions; the verdict decides.
+    """
+    verdict = str(x["verdict"]).replace(" (borderline)", "")
+    lo, hi, ref = (float(x.get(k, np.nan)) for k in ("ci_low", "ci_high", "reference"))
+    if (verdict not in ("valid", "invalid") or kind != "predefined"
+            or not np.isfinite([lo, hi, ref]).all()):
+        return ""  # a simulated reference is N(0, 1)'s, not the test's members'
+    side = STATISTICS[parse_stat(str(x.name[-1])).base].direction
+    outside = {1: lo > ref, -1: hi < ref}.get(side, ref < lo or ref > hi)  # rejecting side
+    if (verdict == "valid") != outside:
+        return ""
+    where = "excludes" if outside else "holds"
+    return (f"its {level * 100:.0f} % interval [{lo:.3g}, {hi:.3g}] {where} the calibrated value "
+            f"{ref:.3g}, yet `{verdict}`: the interval is the BCa bootstrap of the estimate "
+            "alone, without adjustment; the verdict is its question's Monte-Carlo test "
+            "against calibrated copies under the members of the null family that take "
+            "part, adjusted for the question's other statistics and the set's other "
+            f"questions (question p {question_p}). The verdict decides.")
