@@ -382,6 +382,8 @@ def test_auto_map_records_the_scores_and_the_accessor_forwards():
     m = ds.uqx.recalibrate("auto", n_boot=0, seed=1)
     assert m.asked == "auto" and m.method == min(m.scores, key=m.scores.get)
     assert m.band is None
+    # the description says the rule: the factor, or a map that beats it by the margin
+    assert "among the factor and the maps that beat it by 1.5 s.e." in m.describe()
 
 
 # ------------------------------------------------------------------ cross-fitting

@@ -38,6 +38,7 @@ from uqx.dataio.netcdf import read_netcdf, to_netcdf
 from uqx.dataio.provenance import provenance_attrs
 from uqx.engine.defaults import ISO_MIN_BLOCK, POP_MIN
 from uqx.engine.recal_maps import (
+    AUTO_MARGIN_SE,
     METHODS,
     NEEDS_X,
     apply_map,
@@ -257,7 +258,8 @@ class RecalMap:
             on = "X" if self.method == "bvs-X" else "uE"
             what = (f"u = f_j * uE, {p['factors'].size} bins of {on}, f_j in "
                     f"[{p['factors'].min():.3g}, {p['factors'].max():.3g}]")
-        how = " (chosen by auto: least cross-validated NLL)" if self.asked == "auto" else ""
+        how = (" (chosen by auto: least cross-validated NLL among the factor and the maps "
+               f"that beat it by {AUTO_MARGIN_SE:g} s.e.)") if self.asked == "auto" else ""
         return f"{self.method}{how}: {what}"
 
 
