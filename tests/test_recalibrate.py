@@ -384,6 +384,7 @@ def test_auto_map_records_the_scores_and_the_accessor_forwards():
     assert m.band is None
     # the description says the rule: the factor, or a map that beats it by the margin
     assert "among the factor and the maps that beat it by 1.5 s.e." in m.describe()
+    assert m.to_dataset().attrs["auto_margin_se"] == R.AUTO_MARGIN_SE == 1.5
 
 
 # ------------------------------------------------------------------ cross-fitting

@@ -205,6 +205,8 @@ class RecalMap:
         ds.attrs.update(uqx_kind=MAP_KIND, method=self.method, asked=self.asked,
                         scalar_params=scalars, scores=dict(self.scores),
                         n_bins=self.n_bins, provenance=dict(self.provenance))
+        if self.asked == "auto":  # the rule that chose among the scores
+            ds.attrs["auto_margin_se"] = float(AUTO_MARGIN_SE)
         return ds
 
     @classmethod
