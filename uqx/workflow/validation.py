@@ -787,9 +787,17 @@ def _absent_reasons(verdicts, absent):
     for i, pairs in enumerate(absent):
         for c, text in pairs:
             why[i, QUESTIONS.index(f"adaptivity_{c}")] = text
+    return _with_reasons(verdicts, "question_reason", why)
+
+
+def _with_reasons(verdicts, var: str, why) -> xr.Dataset:
+    """``verdicts`` with ``var`` replaced where ``why`` (same shape) says something."""
     said = why != ""
-    return verdicts.assign(question_reason=(
-        reason.dims, np.where(said, why, reason.values).astype(str), reason.attrs))
+    if not said.any():
+        return verdicts
+    reason = verdicts[var]
+    return verdicts.assign({var: (reason.dims, np.where(said, why, reason.values).astype(str),
+                                  reason.attrs)})
 
 
 def diagnostics_step(run: Run) -> None:
@@ -1095,12 +1103,7 @@ def _empty_bins_step(verdicts, estimate, sets, specs, cfg):
                     f"{int((n == 0).sum())} of {n.size} {cfg.binning} bins on {s.cond} hold no "
                     f"point (ties or gaps in {s.cond}), so {s.name.upper()} is undefined: use "
                     "fewer bins (--bins) or equal-count bins (--binning equal-count)")
-    said = why != ""
-    if not said.any():
-        return verdicts
-    reason = verdicts["verdict_reason"]
-    return verdicts.assign(verdict_reason=(reason.dims, np.where(said, why, old).astype(str),
-                                           reason.attrs))
+    return _with_reasons(verdicts, "verdict_reason", why)
 
 
 def _is_identity(order: np.ndarray, step: int = 1 << 20) -> bool:
