@@ -269,7 +269,7 @@ def summary_blocks(res, table) -> list:
                     + ([Cell(scale_factor_cell(r))] if "scale_factor" in res else [])
                     + [Cell("above the safety limits:\n" + "\n".join(exc), "warn") if exc
                        else Cell("within the safety limits")])
-        over.append(name[:1] + [_stat_cell(r, st, table.loc[(s, st), "verdict"], dists)
+        over.append(name[:1] + [_stat_cell(r, st, _marked(res, table, s, st), dists)
                                 for st in stats])
     return [Heading(2, "Verdicts", "verdicts"), Table(header + ["tailedness"], rows),
             Paragraph("Every statistic: verdict, estimate [BCa interval], the resolution of "
@@ -278,8 +278,20 @@ def summary_blocks(res, table) -> list:
              "uE too small by f in the top 10 % of their variable, and on uE the true "
              "uncertainties u = c\u00b7uE^\u03b3, same mean square, with \u03b3 away "
              "from 1) and \u03b6 (\u03b6_BS for a predefined reference, \u03b6_Sim per "
-             "generative distribution D otherwise: the papers' scores, for comparison)."),
+             "generative distribution D otherwise: the papers' scores, for comparison). "
+             f"{DISAGREE}: the interval and the verdict disagree; the set's table of "
+             "statistics says why (the verdict decides)."),
             Table(["data set", *[st.upper() for st in stats]], over)]
+
+
+def _marked(res, table, s, st) -> str:
+    """Return the verdict label of ``st`` in set ``s``, marked where its interval disagrees."""
+    rec = table.loc[(s, st)]
+    kind = str(res["reference_kind"].sel(set=s, stat=st).item()) \
+        if "reference_kind" in res else ""
+    note = "" if parse_stat(str(st)).family == "binned" else interval_note(
+        rec, kind, "", float(res.attrs.get("level", 0.95)))
+    return f"{rec['verdict']} {DISAGREE}" if note else str(rec["verdict"])
 
 
 def warning_blocks(res) -> list:
@@ -302,11 +314,12 @@ def _question_rows(qtable, s):
              "tests", "reason"], rows)
 
 
-def _stat_rows(res, table, s, qtable=None):
+def _stat_rows(res, table, s, qtable=None, notes=None):
     """Detailed per-statistic rows of one set (``result_table``), grouped by question.
 
-    A ZMS or ⟨Z⟩ whose interval and verdict disagree carries the mark and, as its reason,
-    why (:func:`uqx.text.tables.interval_note`, with its question's p from ``qtable``).
+    A ZMS or ⟨Z⟩ whose interval and verdict disagree carries the mark, and ``notes``
+    receives why (:func:`uqx.text.tables.interval_note`, with its question's p from
+    ``qtable``), said under the table: the reason column is narrow.
     """
     df = table.loc[s]
     reason = res["verdict_reason"].sel(set=s) if "verdict_reason" in res else None
@@ -336,7 +349,9 @@ def _stat_rows(res, table, s, qtable=None):
         verdict = _verdict_cell(rec["verdict"])
         if note:  # the interval and the verdict disagree: say which decides
             verdict = verdict._replace(text=verdict.text + DISAGREE)
-            why = f"{DISAGREE} {note}"
+            why = f"{DISAGREE} below"
+            if notes is not None:
+                notes.append(f"{DISAGREE} {str(st).upper()}: {note}")
         cells += [verdict, Cell(why, "small")]
         rows.append(cells)
     return header, rows
@@ -409,8 +424,10 @@ def set_blocks(res, i, figs, tables, answer=None) -> list:
     qrows = _question_rows(tables[2] if len(tables) > 2 else None, s)
     if qrows is not None:
         blocks += [Heading(3, "Questions"), Table(*qrows)]
+    notes = []
     blocks += [Heading(3, "Statistics, by question"), Table(*_stat_rows(
-        res, tables[0], s, tables[2] if len(tables) > 2 else None))]
+        res, tables[0], s, tables[2] if len(tables) > 2 else None, notes))]
+    blocks += [Paragraph(note) for note in notes]
     cond = _cond_rows(tables[1], s)
     if cond is not None:
         blocks += [Heading(3, "The papers' diagnostics of consistency and adaptivity"),
