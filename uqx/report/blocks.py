@@ -271,6 +271,7 @@ def summary_blocks(res, table) -> list:
                        else Cell("within the safety limits")])
         over.append(name[:1] + [_stat_cell(r, st, _marked(res, table, s, st), dists)
                                 for st in stats])
+    marked = any(DISAGREE in c.text for row in over for c in row)
     return [Heading(2, "Verdicts", "verdicts"), Table(header + ["tailedness"], rows),
             Paragraph("Every statistic: verdict, estimate [BCa interval], the resolution of "
              "a valid or inconclusive test (the smallest miscalibration it detects with "
@@ -278,9 +279,9 @@ def summary_blocks(res, table) -> list:
              "uE too small by f in the top 10 % of their variable, and on uE the true "
              "uncertainties u = c\u00b7uE^\u03b3, same mean square, with \u03b3 away "
              "from 1) and \u03b6 (\u03b6_BS for a predefined reference, \u03b6_Sim per "
-             "generative distribution D otherwise: the papers' scores, for comparison). "
-             f"{DISAGREE}: the interval and the verdict disagree; the set's table of "
-             "statistics says why (the verdict decides)."),
+             "generative distribution D otherwise: the papers' scores, for comparison)."
+             + (f" {DISAGREE}: the interval and the verdict disagree; the set's table of "
+                "statistics says why (the verdict decides)." if marked else "")),
             Table(["data set", *[st.upper() for st in stats]], over)]
 
 
