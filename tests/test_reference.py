@@ -492,6 +492,30 @@ def test_cc_from_keys_alone_is_the_exact_routine_bit_for_bit():
     np.testing.assert_array_equal(np.delete(got, [3, 7]), np.delete(exact, [3, 7]))
 
 
+
+def test_cc_of_scaled_draws_is_the_unfused_routine_bit_for_bit():
+    # the copies' CC (w = u) and the spread alternative's (w = uE^gamma) write the
+    # product, |.| and the keys in one pass: the same bits as cc_fixed_u(|eps w|), with
+    # draws that tie (resampled data) and that near-tie, and scipy's value as the twin
+    from uqx.engine.copies import cc_scaled
+    rng = np.random.default_rng(9)
+    M = 2500
+    u = np.sort(rng.uniform(0.1, 2.0, M))
+    ru = sps.rankdata(u) - (M + 1) / 2.0
+    eps = rng.standard_normal((12, M))
+    eps[4] = np.repeat(eps[4, : M // 10], 10)  # exact ties
+    eps[9] = eps[9] * (1.0 + rng.integers(0, 3, M) * np.finfo(float).eps)
+    for w in (u, u ** 0.3, np.ones(M)):
+        got = cc_scaled(eps, w, ru)
+        np.testing.assert_array_equal(got, cc_fixed_u(np.abs(eps * w), ru))
+        want = [sps.spearmanr(np.abs(row * w), u).statistic for row in eps]
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
+    assert np.isnan(cc_scaled(eps, u, np.zeros(M))).all()
+    bad = eps.copy()
+    bad[2, 5] = np.nan
+    with pytest.raises(ValueError, match="finite draws"):
+        cc_scaled(bad, u, ru)
+
 # ------------------------------------ moment statistics: streamed in file order (out of core)
 
 

@@ -45,7 +45,7 @@ from uqx.engine.statistic import (
 from uqx.engine.unit_variance import Draw, unit_step
 
 __all__ = ["sim_rows", "copy_bin_features", "copy_moment_features", "cc_fixed_u",
-           "sorted_keys", "cc_rows"]
+           "cc_scaled", "sorted_keys", "cc_rows"]
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -402,5 +402,69 @@ def cc_fixed_u(ae, ru):
         sub = np.empty(int(near.sum()))
         cc_rows(np.ascontiguousarray(ae[near]), np.ascontiguousarray(keys[near]), shift, ru,
                 sub, np.zeros(sub.size, dtype=np.bool_))
+        out[near] = sub
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _scaled_keys(eps, w, shift):  # pragma: no cover - numba
+    """Packed keys of ``|eps * w|`` (:func:`sorted_keys` before its sort), in one pass.
+
+    Returns the (k, M) keys and whether every value was non-negative (no NaN).
+    """
+    k, M = eps.shape
+    ae = np.empty((k, M))
+    keys = ae.view(np.uint64)  # the same memory: a value's bits, then its key
+    sh = np.uint64(shift)
+    ok = True
+    for r in range(k):
+        for i in range(M):
+            v = abs(eps[r, i] * w[i])
+            if not v >= 0.0:
+                ok = False
+            ae[r, i] = v
+        for i in range(M):
+            keys[r, i] = ((keys[r, i] >> sh) << sh) | np.uint64(i)
+    return keys, ok
+
+
+def cc_scaled(eps, w, ru):
+    r"""Spearman CC of rows of :math:`|\epsilon\,w|` against fixed centred ranks ``ru``.
+
+    The same numbers as ``cc_fixed_u(np.abs(eps * w), ru)`` (:func:`cc_fixed_u`), with
+    the product, its absolute value and the packed keys written in one pass instead of
+    six: the copies' CC, :math:`w = u` in the uE order, and their CC under the spread
+    alternative, :math:`w = u_E^\gamma`, one sort per row each.
+
+    Parameters
+    ----------
+    eps : array_like, shape (k, M)
+        Unit draws of each copy (finite).
+    w : array_like, shape (M,)
+        Positive scale of each position.
+    ru : array_like, shape (M,)
+        Centred average ranks of u, in the same layout.
+
+    Returns
+    -------
+    numpy.ndarray, shape (k,)
+    """
+    eps = np.ascontiguousarray(np.atleast_2d(eps), dtype=np.float64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    ru = np.ascontiguousarray(ru, dtype=np.float64)
+    if not np.any(ru):  # u constant (every centred rank 0): the CC is undefined
+        return np.full(eps.shape[0], np.nan)
+    shift = max(1, int(eps.shape[-1] - 1).bit_length())
+    keys, ok = _scaled_keys(eps, w, shift)
+    if not ok:
+        raise ValueError("cc_scaled needs finite draws and non-negative, non-NaN scales")
+    keys.sort(axis=-1)
+    out = np.empty(eps.shape[0])
+    near = np.zeros(eps.shape[0], dtype=np.bool_)
+    cc_rows_distinct(keys, shift, ru, out, near)
+    if near.any():  # the exact order (and the average ranks of ties) from the values
+        sub = np.empty(int(near.sum()))
+        cc_rows(np.abs(eps[near] * w), np.ascontiguousarray(keys[near]), shift, ru, sub,
+                np.zeros(sub.size, dtype=np.bool_))
         out[near] = sub
     return out

@@ -30,7 +30,7 @@ from uqx.dataio.schema import SIMULATE_REFERENCE
 from uqx.dataio.streaming import ColumnRef, read_rows, streamed_content_key
 from uqx.engine import gaussian_sums
 from uqx.engine.binning import is_nondecreasing, make_bins, sorted_edges, stable_order
-from uqx.engine.copies import cc_fixed_u, copy_bin_features, copy_moment_features, sim_rows
+from uqx.engine.copies import cc_scaled, copy_bin_features, copy_moment_features, sim_rows
 from uqx.engine.defaults import LEVEL, LONG_SET_ROWS, N_BINS, N_MC, POP_MIN
 from uqx.engine.gaussian_sums import cell_layout, gauss_rows, gaussian_plan, unit_moments
 from uqx.engine.generators import check_student_nu
@@ -346,9 +346,9 @@ def _sums_stats(out_seg, out_bin, eps, ss, specs, top=False, cc_spread=False):
             # where a test or a resolution search asks for them (BinnedCopies)
             out[top_key(cond)] = np.array(sums, dtype=np.float64)
     if any(s.family == "rank" for s in specs):
-        out["cc"] = cc_fixed_u(np.abs(eps * ss.u_sorted), ss.ru)
+        out["cc"] = cc_scaled(eps, ss.u_sorted, ss.ru)
         if top and cc_spread:  # CC of the same copies under u = c uE^gamma (resolution)
-            out[CC_SPREAD_KEY] = np.stack([cc_fixed_u(np.abs(eps * ss.u_sorted ** g), ss.ru)
+            out[CC_SPREAD_KEY] = np.stack([cc_scaled(eps, ss.u_sorted ** g, ss.ru)
                                            for g in CC_GAMMAS], axis=-1)
     return out
 
