@@ -703,3 +703,40 @@ def test_spread_alternative_equals_brute_force_on_scaled_copies():
             np.testing.assert_allclose(got[:, k, q], [want["ence"], want["zmse"]],
                                        rtol=1e-9)
     np.testing.assert_allclose(got[:, :, 2], r["draws"].values[0], rtol=0.05)
+
+
+def test_the_spread_cc_is_drawn_only_for_members_the_tails_admit(monkeypatch):
+    # CC under the spread alternative (ranking's resolution, 14 sorts a copy) is drawn
+    # for the members some set's tails admit, the only ones a test can use: the result
+    # is the same, bit for bit, as when it is drawn for every member
+    import xarray as xr
+
+    import uqx
+    import uqx.workflow.references as refs
+
+    rng = np.random.default_rng(21)
+    M = 1500
+    u = rng.lognormal(0.0, 0.5, M)
+    ds = uqx.from_arrays(u * rng.standard_t(3, M) / np.sqrt(3.0), u, name="t3")
+    kw = dict(bootstrap=200, copies=400, conditional=False, compute=uqx.Compute(seed=3))
+    drawn = {}  # each member's first draw (the copies of its tests)
+    real = refs.draw_checked
+
+    def spy(*a, cc_spread=False, **k):
+        drawn.setdefault(a[2].label or a[2].dist, bool(cc_spread))
+        return real(*a, cc_spread=cc_spread, **k)
+
+    monkeypatch.setattr(refs, "draw_checked", spy)
+    got = uqx.validate(ds, ["zms", "cc"], **kw)
+    # t_s(3) tails exclude N and t_s(6); the fitted member and the data's z-scores stay
+    assert drawn == {"normal": False, "t": False, "fit": True, "data": True}
+    assert got["member_plausible"].values.tolist() == [[False, False, True, True]]
+    assert got["question_verdict"].sel(question="ranking").item() == "valid"
+    assert np.isfinite(got["question_resolution_spread_low"].sel(question="ranking").item())
+
+    def every(*a, cc_spread=False, **k):
+        return real(*a, cc_spread=True, **k)
+
+    monkeypatch.setattr(refs, "draw_checked", every)
+    want = uqx.validate(ds, ["zms", "cc"], **kw)
+    xr.testing.assert_identical(got.drop_attrs(), want.drop_attrs())

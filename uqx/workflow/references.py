@@ -376,7 +376,9 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
     for d, m in enumerate(members):
         # the papers' references need n_mc copies, a test N_TEST; one keyed stream per
         # member, so the first copies are the same draws for every statistic: one call
-        # per member, the test-only statistics keep the first n_test copies
+        # per member, the test-only statistics keep the first n_test copies. CC under the
+        # spread alternative (14 sorts a copy) only for a member whose shape some set's
+        # tails admit: the members a test uses are among those (ErrorShape.members)
         full = sim_idx if d < D else []
         n = n_mc if full else n_test
         if not tested:
@@ -385,7 +387,8 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
                           Member(m.dist, NU if m.nu is None else m.nu,
                                  m.label if np.ndim(m.nu) else None),
                           n_mc=n, hooks=hooks, nu_local=m.label == "fit" and local_fit,
-                          cc_spread=cfg.resolution, **draw)
+                          cc_spread=cfg.resolution and bool(np.any(family.plausible[:, d])),
+                          **draw)
         r = got.summary
         for i, arr in got.hooked.items():
             nulls.setdefault(i, []).append(arr)
