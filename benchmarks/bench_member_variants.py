@@ -59,7 +59,7 @@ M = 2000
 def variant(name):
     """Swap the fitted member of the rule for the variant ``name`` (restored on exit)."""
     import uqx.engine.null_shape as ns
-    import uqx.workflow.validation as validation
+    import uqx.workflow.steps as validation
 
     saved = (validation.null_family, ns.nu_windows)
     if name in ("heavy", "heavy05"):

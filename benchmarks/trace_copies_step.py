@@ -3,7 +3,7 @@
 Issue 46 counts how often the copies step of one validation changes module ("stays") and
 how often it goes back up the layers of the package ("climbs"), followed through the code.
 This script does that reading mechanically, from the source: starting at
-``uqx.workflow.validation.copies_step`` it walks each function's calls in the order they are
+``uqx.workflow.steps.copies_step`` it walks each function's calls in the order they are
 written, resolves every call whose name is a uqx function (imported or defined in its module),
 enters it the first time it is met (a function already read is entered again but not re-read),
 and records the module of every function entered and of the caller it returns to. A stay is a
@@ -13,7 +13,7 @@ root modules). Calls through attributes of objects (methods) are not followed: t
 lower bound of what runs.
 
 Run: ``.venv/bin/python benchmarks/trace_copies_step.py [--list]
-[--start uqx.workflow.validation:copies_step]``
+[--start uqx.workflow.steps:copies_step]``
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def follow(start):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--start", default="uqx.workflow.validation:copies_step")
+    p.add_argument("--start", default="uqx.workflow.steps:copies_step")
     p.add_argument("--list", action="store_true", help="print the stays in order")
     a = p.parse_args(argv)
     mod, name = a.start.split(":")

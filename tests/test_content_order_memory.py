@@ -27,7 +27,7 @@ import uqx.engine.binning as binning
 from uqx.dataio.streaming import streamed_content_key
 from uqx.engine.binning import content_order
 from uqx.errors import InputError
-from uqx.workflow import validation
+from uqx.workflow import steps
 
 
 # ---------------------------------------------------------------- content order
@@ -310,5 +310,5 @@ def test_content_order_step_leaves_rows_in_order_alone(rng, monkeypatch):
     checked = model.check_sets(uqx.from_arrays(u * rng.standard_normal(300), u))
     sets = list(uqx.iter_sets(checked))
     calls = _count_in_place(monkeypatch)
-    out, out_sets = validation._content_order_step(checked, sets, owned=["E", "uE"])
+    out, out_sets = steps._content_order_step(checked, sets, owned=["E", "uE"])
     assert out is checked and out_sets is sets and calls == []

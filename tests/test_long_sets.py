@@ -199,7 +199,7 @@ def test_halves_of_z_are_scaled_in_place_with_the_same_bits():
 
 def test_u2_effective_points_of_long_sets_by_groups(monkeypatch):
     """Beyond LONG_SET_ROWS the effective points of u² are summed by groups of rows."""
-    import uqx.workflow.validation as V
+    import uqx.workflow.steps as V
     from uqx.dataio.model import check_sets, iter_sets
 
     E, u = _sorted_set(50_000, seed=9)

@@ -17,7 +17,7 @@ import pytest
 
 import uqx
 import uqx.progress as P
-from uqx.workflow.validation import STEP_LABELS, STEPS
+from uqx.workflow.steps import STEP_LABELS, STEPS
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The steps of a validation: named, with the fields they read and write; one draw of copies.
 
-``uqx.validate`` is the list :data:`uqx.workflow.validation.STEPS` over one ``Run``;
+``uqx.validate`` is the list :data:`uqx.workflow.steps.STEPS` over one ``Run``;
 each step declares the fields of ``Run`` it reads and writes, the workflow checks the
 declarations as it runs, and they are what the steps do on small validations; the docs
 list the same steps and the same declarations; no step hands another a tuple of more than
@@ -21,8 +21,9 @@ import pytest
 import uqx
 import uqx.inference.reference as R
 import uqx.workflow.references as refs
-import uqx.workflow.validation as V
-from uqx.workflow.validation import GIVEN_FIELDS, RUN_FIELDS, STEPS, Step, StepError
+import uqx.workflow.steps as V
+import uqx.workflow.validation as validation
+from uqx.workflow.steps import GIVEN_FIELDS, RUN_FIELDS, STEPS, Step, StepError
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "development.md"
@@ -158,14 +159,14 @@ _NOT_WRITTEN = {
 def test_the_declarations_are_what_the_steps_do(monkeypatch):
     """Loaded and streamed, in memory and on disk: each step reads and writes as declared."""
     ds = _small(400)
-    routes = {"in memory": (ds, V.DEFAULT_STATS),
+    routes = {"in memory": (ds, validation.DEFAULT_STATS),
               "in memory, moments": (ds, ["zms", "rce", "nll"]),
-              "on disk, loaded": (ds.chunk({"sample": 100}), V.DEFAULT_STATS),
+              "on disk, loaded": (ds.chunk({"sample": 100}), validation.DEFAULT_STATS),
               "on disk, streamed": (ds.chunk({"sample": 100}), ["zms", "rce", "nll"])}
     read = {s.name: set() for s in STEPS}
     for route, (data, stats) in routes.items():
         log = _record(monkeypatch)
-        res = uqx.validate(data, stats, conditional=stats is V.DEFAULT_STATS, **_FAST)
+        res = uqx.validate(data, stats, conditional=stats is validation.DEFAULT_STATS, **_FAST)
         assert "question_verdict" in res
         for s in STEPS:
             want = set(s.writes) - _NOT_WRITTEN[route].get(s.name, set())

@@ -4,7 +4,7 @@ Two displays:
 
 - :func:`steps_progress`: the one display of a validation, ``uqx validate · step 5 of 14:
   bootstrap [####      ] 31% | 4 s elapsed, ~9 s left``, one line that moves through the
-  steps of :data:`uqx.workflow.validation.STEPS` (weighted by their usual share of the
+  steps of :data:`uqx.workflow.steps.STEPS` (weighted by their usual share of the
   time, :data:`STEP_WEIGHTS`), the dask tasks of each step moving it within the step. It
   is a ``tqdm`` bar on a terminal, in a notebook (``tqdm.notebook`` where ipywidgets is
   installed, else the text bar in the cell's output), or on any stream when asked

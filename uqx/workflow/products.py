@@ -1,8 +1,8 @@
 """What the steps of a validation hand each other: small frozen records, read by field.
 
-A step of :data:`uqx.workflow.validation.STEPS` writes its product to one field of the
+A step of :data:`uqx.workflow.steps.STEPS` writes its product to one field of the
 run's record; later steps read the fields they declare, never the result Dataset, which
-:func:`uqx.workflow.validation.finish_step` assembles once from the products
+:func:`uqx.workflow.steps.finish_step` assembles once from the products
 (:meth:`ErrorShape.variables` and the Datasets of the other steps).
 """
 

@@ -106,7 +106,8 @@ def run(args) -> int:
     from uqx.dataio.synth import demo_sets
     from uqx.inference.describe import describe
     from uqx.text.console import validation_text
-    from uqx.workflow.validation import STEP_LABELS, validate
+    from uqx.workflow.steps import STEP_LABELS
+    from uqx.workflow.validation import validate
 
     out = check_output(args.output, mkdir=args.mkdir)
     if not args.no_report:

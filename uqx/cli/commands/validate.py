@@ -121,7 +121,8 @@ def validation_inputs(args):
 def run_validation(args, ds):
     """Run :func:`uqx.validate` with the parsed options; returns ``(result, stats)``."""
     from uqx.workflow.disk import memory_note
-    from uqx.workflow.validation import STEP_LABELS, validate
+    from uqx.workflow.steps import STEP_LABELS
+    from uqx.workflow.validation import validate
 
     stats = stat_list(args.stats or (PAPER_STATS if args.paper_sets else DEFAULT_STATS_TEXT))
     held = memory_note(ds, stats, conditional=not args.no_conditional)
