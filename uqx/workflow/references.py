@@ -1,10 +1,11 @@
-"""Step 3 of the validation workflow: references, ζ-scores and the null family's copies.
+"""The null family's copies of a validation, and the papers' references and ζ-scores.
 
-Predefined references (ZMS → 1, RCE → 0, Var(Z) → 1, mean Z → 0, NLL → NLL_ref) give
-ζ_BS (paper 000 Sect. II D 1); the other statistics get the papers' simulated references
-(Sim, Sim2) under N(0, 1) and t_s(ν) and their ζ_Sim, ζ_Sim2 (000 Sect. II D 2). Every
-tested statistic is also simulated under every member of the null family of the
-Monte-Carlo tests (:mod:`uqx.engine.mctest`), the copies kept for the verdicts.
+Every tested statistic is simulated under every member of the null family of the
+Monte-Carlo tests (:mod:`uqx.engine.mctest`), the copies kept for the verdicts
+(:func:`reference_step`). From the same copies, :func:`papers_references`: predefined
+references (ZMS → 1, RCE → 0, Var(Z) → 1, mean Z → 0, NLL → NLL_ref) give ζ_BS (paper 000
+Sect. II D 1); the other statistics get the papers' simulated references (Sim, Sim2)
+under N(0, 1) and t_s(ν) and their ζ_Sim, ζ_Sim2 (000 Sect. II D 2).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from uqx.engine.statistic import STATISTICS, parse_stat
 from uqx.inference.reference import Member, draw_checked, prepare_checked, top_suffix
 from uqx.inference.zeta import d_sensitive, zeta_score, zeta_sim2
 
-__all__ = ["reference_step", "null_family", "NullFamily", "Windows", "Copies", "test_name",
+__all__ = ["reference_step", "papers_references", "PaperSims", "null_family", "NullFamily",
+           "Windows", "Copies", "test_name",
            "papers_members", "predefined_references", "predefined_reference",
            "plausible_in_windows", "plausible_for_ranks"]
 
@@ -105,14 +107,57 @@ class Windows:
     nus: np.ndarray | None
 
 
+class PaperSims(NamedTuple):
+    """The papers' simulated references of each (set, stat, D), drawn by :func:`reference_step`.
+
+    ``ref``, ``se``: mean of the copies and its Monte-Carlo standard error (Sim);
+    ``lo``, ``hi``: their central interval (Sim2), each of shape (set, stat, D);
+    ``idx``: the statistics simulated with n_mc copies (those without a predefined
+    reference, or all with ``simulate_all``); ``labels``: the names of the D.
+    """
+
+    ref: np.ndarray
+    se: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    idx: tuple
+    labels: tuple
+
+
+def papers_references(boot, specs, sims: PaperSims) -> xr.Dataset:
+    """Return the papers' references as a result fragment: ζ_BS, or Sim, Sim2 and ζ_Sim.
+
+    Predefined references (ZMS → 1, RCE → 0, Var(Z) → 1, mean Z → 0, NLL → NLL_ref)
+    give ζ_BS against the bootstrap interval (paper 000 Sect. II D 1); the statistics
+    without one take the simulated reference under N and its ζ_Sim (000 Eq. 20,
+    U_t = 2u), and every statistic its Sim, Sim2, ζ_Sim and ζ_Sim2 under each D
+    (000 Sect. II D 2).
+
+    Parameters
+    ----------
+    boot : xarray.Dataset
+        The bootstrap's estimates and intervals (``estimate``, ``ci_low``, ``ci_high``).
+    specs : list of StatSpec
+    sims : PaperSims
+        The copies' simulated references (:attr:`Copies.sims`).
+    """
+    K = len(specs)
+    est = boot["estimate"].values[:, :K]
+    lo, hi = boot["ci_low"].values[:, :K], boot["ci_high"].values[:, :K]
+    ref, kind, zeta = predefined_references(boot, specs)
+    sim = {"ref": sims.ref, "se": sims.se, "lo": sims.lo, "hi": sims.hi}
+    return _papers_fragment(est, lo, hi, ref, kind, zeta, sim, list(sims.idx), sims.labels)
+
+
 @dataclass(frozen=True)
 class Copies:
     """The copies of a run's tests, drawn once by :func:`reference_step`.
 
     Attributes
     ----------
-    papers : xarray.Dataset
-        The papers' references: predefined ones with ζ_BS, Sim, Sim2, ζ_Sim per D.
+    sims : PaperSims
+        The papers' simulated references under each D (N, t_s(ν)), for
+        :func:`papers_references`.
     nulls : dict
         The extrapolation nulls ``{set index: [one per member]}``.
     joint : numpy.ndarray, shape (set, stat, member, mc)
@@ -128,7 +173,7 @@ class Copies:
         Per set.
     """
 
-    papers: xr.Dataset
+    sims: PaperSims
     nulls: dict
     joint: np.ndarray
     tests: np.ndarray
@@ -307,11 +352,12 @@ def predefined_references(boot, specs) -> Predefined:
 
 
 def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> Copies:
-    """Step 3: predefined references and ζ_BS; simulated references, ζ_Sim and the nulls.
+    """Draw the copies of every test once; the papers' simulated references beside them.
 
     Every tested statistic is simulated under every member of the null family
-    (:func:`null_family`); the papers' references (mean, Sim2, ζ_Sim) are kept for the
-    statistics without a predefined one (all with ``simulate_all``). ``hooks`` (one per
+    (:func:`null_family`); the papers' simulated references (mean, Sim2) under N and
+    t_s(ν) are kept for the statistics without a predefined one (all with
+    ``simulate_all``), for :func:`papers_references`. ``hooks`` (one per
     set, or None) reuse the simulation draws for the extrapolation nulls. The statistics
     tested on both sides (``Statistic.direction`` 0) are simulated once more
     under the fitted member, at ``family.nu_two_sided``, for their own tests; when they
@@ -340,13 +386,13 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
     n_mc, seed, level, simulate_all = cfg.n_mc, cfg.seed, cfg.level, cfg.simulate_all
     S, K = boot.sizes["set"], len(specs)
     members, nu_two_sided = family.members, family.nu_two_sided
-    est = boot["estimate"].values[:, :K]
-    lo, hi = boot["ci_low"].values[:, :K], boot["ci_high"].values[:, :K]
-    ref, kind, zeta = predefined_references(boot, specs)
     D = 2  # the papers' N and t_s(ν)
     sim = {k: np.full((S, K, D), np.nan) for k in ("ref", "se", "lo", "hi")}
     tested = [j for j, s in enumerate(specs) if STATISTICS[s.base].tested]
-    sim_idx = [j for j in tested if simulate_all or np.all(kind[:, j] == "")]
+    # the papers simulate the statistics without a predefined reference (all of them
+    # with simulate_all): those get n_mc copies under N and t_s(ν)
+    sim_idx = [j for j in tested
+               if simulate_all or STATISTICS[specs[j].base].reference is None]
     draws = np.full((S, K, len(members), n_mc), np.nan)
     top = None
     nulls = {}
@@ -419,14 +465,14 @@ def reference_step(ds, specs, boot, cfg, *, family: NullFamily, hooks=None) -> C
         # standardisation would thin: its statistics resample the whole set's z-scores
         whole = draw_checked(ds, two_specs, Member("data", NU), n_mc=n_test, **draw).summary
         test_draws = _with_member(test_draws, two, data[0], whole, n_test)
-    papers = _papers_fragment(est, lo, hi, ref, kind, zeta, sim, sim_idx,
-                              [m.label for m in members[:D]])
+    sims = PaperSims(sim["ref"], sim["se"], sim["lo"], sim["hi"], tuple(sim_idx),
+                     tuple(m.label for m in members[:D]))
     nu_hat = next((m.nu for m in members if m.label == "fit"), None)
     windows = [None if p is None or p.kappa_windows is None else
                Windows(p.kappa_windows[0], p.kappa_windows[1],
                        p.segment_nus(nu_hat[i]) if local_fit and nu_hat is not None else None)
                for i, p in enumerate(prepared or [None] * S)]
-    return Copies(papers, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
+    return Copies(sims, {i: n for i, n in nulls.items() if len(n) == len(members)}, draws,
                   test_draws, top, windows)
 
 

@@ -14,27 +14,28 @@ sets by their features and calls it once per group):
 6. :func:`null_family_step` — the null family of the Monte-Carlo tests
    (:class:`~uqx.workflow.references.NullFamily`: N(0, 1), t_s(ν), the data-matched
    t_s(ν̂) from κ_CS of Z², the data's own z-scores resampled).
-7. :func:`copies_step` — predefined references (ZMS → 1, RCE → 0, Var(Z) → 1, mean Z → 0,
-   NLL → NLL_ref) give ζ_BS; the others get simulated references (Sim, Sim2, ζ_Sim); every
-   tested statistic is simulated under every member, once
-   (:class:`~uqx.workflow.references.Copies`).
-8. :func:`shape_step` — the errors' shape the null family matches, and the members that
+7. :func:`copies_step` — every tested statistic simulated under every member, once
+   (:class:`~uqx.workflow.references.Copies`), the papers' simulated references beside.
+8. :func:`papers_step` — the papers' references: predefined ones (ZMS → 1, RCE → 0,
+   Var(Z) → 1, mean Z → 0, NLL → NLL_ref) give ζ_BS; the others get simulated references
+   (Sim, Sim2, ζ_Sim).
+9. :func:`shape_step` — the errors' shape the null family matches, and the members that
    take part.
-9. :func:`pvalues_step` — each statistic's Monte-Carlo p-value under each member; what a
-   set cannot test.
-10. :func:`questions_step` — every verdict, decided once
+10. :func:`pvalues_step` — each statistic's Monte-Carlo p-value under each member; what a
+    set cannot test.
+11. :func:`questions_step` — every verdict, decided once
     (:func:`~uqx.workflow.decision.question_step`: one graph of node tests, closed
     weighted min-p, the verdict over the members; the heavy tails, what a set cannot
     test and the factor not asked applied before anything is written).
-11. :func:`resolutions_step` — the resolution each ``valid`` states.
-12. :func:`verdicts_step` — the verdicts as printed: a ``valid`` without a resolution
+12. :func:`resolutions_step` — the resolution each ``valid`` states.
+13. :func:`verdicts_step` — the verdicts as printed: a ``valid`` without a resolution
     reads ``inconclusive``; an empty bin is named as the reason of what it left undefined,
     and a feature that other sets have as the reason its adaptivity is not tested.
-13. :func:`diagnostics_step` — the papers' diagnostics, on which no verdict rests (LZISD,
+14. :func:`diagnostics_step` — the papers' diagnostics, on which no verdict rests (LZISD,
     zero-bin extrapolation).
-14. :func:`scale_factor_step` — the factor √ZMS, consistency up to it (the same copies,
+15. :func:`scale_factor_step` — the factor √ZMS, consistency up to it (the same copies,
     rescaled), and the tolerance claim when asked.
-15. :func:`finish_step` — the result, assembled once from the steps' products: deciles of
+16. :func:`finish_step` — the result, assembled once from the steps' products: deciles of
     ZMS, the notes, the coordinates, the provenance.
 
 Each entry of :data:`STEPS` is a :class:`Step`, which names the fields of :class:`Run`
@@ -93,6 +94,7 @@ from uqx.workflow.references import (
     Copies,
     NullFamily,
     null_family,
+    papers_references,
     plausible_for_ranks,
     plausible_in_windows,
     reference_step,
@@ -270,6 +272,9 @@ class Run:
         The null family of the Monte-Carlo tests.
     copies : Copies
         The copies of the tests, drawn once and read by every later step.
+    papers : xarray.Dataset
+        The papers' references and ζ-scores
+        (:func:`uqx.workflow.references.papers_references`).
     shape : ErrorShape
         The errors' shape the null family matches and the members taking part
         (:class:`uqx.workflow.products.ErrorShape`).
@@ -313,6 +318,7 @@ class Run:
     observed: np.ndarray = None
     family: NullFamily = None
     copies: Copies = None
+    papers: xr.Dataset = None
     shape: ErrorShape = None
     untestable: tuple = None
     tested: xr.Dataset = None
@@ -499,13 +505,18 @@ def null_family_step(run: Run) -> None:
 
 
 def copies_step(run: Run) -> None:
-    """Draw the copies of every test once; the references (predefined, simulated)."""
+    """Draw the copies of every test once, the papers' simulated references beside them."""
     cfg = run.cfg
     hooks = None
     if cfg.conditional and cfg.n_extrapolation >= 2:
         hooks = null_hooks(run.sets, n_copies=min(cfg.n_extrapolation, cfg.n_mc, N_TEST))
     run.copies = reference_step(run.checked, run.specs, run.boot, cfg, family=run.family,
                                 hooks=hooks)
+
+
+def papers_step(run: Run) -> None:
+    """Give the papers' references: predefined ones with ζ_BS, the simulated Sim, Sim2, ζ_Sim."""
+    run.papers = papers_references(run.boot, run.specs, run.copies.sims)
 
 
 def shape_step(run: Run) -> None:
@@ -536,7 +547,7 @@ def pvalues_step(run: Run) -> None:
     """Compute each statistic's Monte-Carlo p-value per member; find what cannot be tested."""
     by_stat, by_question = untestable_reasons(run.sets, run.specs, run.notes,
                                               n_bins_used=run.n_bins_used, cfg=run.cfg)
-    cells = xr.merge([run.boot.isel(stat=slice(0, len(run.specs))), run.copies.papers],
+    cells = xr.merge([run.boot.isel(stat=slice(0, len(run.specs))), run.papers],
                      combine_attrs="drop_conflicts")
     run.tested = pvalue_step(cells, run.specs, run.notes, run.copies.tests, run.shape,
                              observed=run.observed, joint=run.copies.redrawn,
@@ -627,7 +638,7 @@ def finish_step(run: Run) -> None:
     """Assemble the result once from the products; ZMS deciles, notes, coordinates, provenance."""
     sets = run.sets
     boot = run.boot.isel(stat=slice(0, len(run.specs)))
-    res = xr.merge([boot, run.copies.papers, run.tails], combine_attrs="drop_conflicts")
+    res = xr.merge([boot, run.papers, run.tails], combine_attrs="drop_conflicts")
     res = res.assign(run.shape.variables()).assign_coords(member=list(run.shape.labels))
     res = res.merge(run.tested).merge(run.verdicts).merge(run.resolved)
     for part in run.diagnostics:
@@ -661,8 +672,10 @@ STEPS = (
     Step(bootstrap_step, reads="checked specs cfg notes", writes="boot observed"),
     Step(null_family_step, reads="checked cfg sets streamed tails", writes="family"),
     Step(copies_step, reads="checked specs cfg sets boot family", writes="copies"),
+    Step(papers_step, reads="specs boot copies", writes="papers"),
     Step(shape_step, reads="specs sets streamed family copies", writes="shape"),
-    Step(pvalues_step, reads="specs cfg sets notes n_bins_used boot observed copies shape",
+    Step(pvalues_step, reads="specs cfg sets notes n_bins_used boot observed copies papers "
+         "shape",
          writes="untestable tested"),
     Step(questions_step, reads="specs cfg sets copies shape untestable tested",
          writes="decided decision"),
@@ -674,7 +687,7 @@ STEPS = (
     Step(scale_factor_step, reads="specs cfg boot copies shape resolved verdicts",
          writes="rescaled tolerance"),
     Step(finish_step, reads="checked specs cfg absent sets streamed inputs notes n_bins_used tails "
-         "boot copies shape tested resolved verdicts diagnostics rescaled tolerance",
+         "boot papers shape tested resolved verdicts diagnostics rescaled tolerance",
          writes="result"),
 )
 
