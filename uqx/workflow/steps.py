@@ -14,28 +14,30 @@ sets by their features and calls it once per group):
 6. :func:`null_family_step` — the null family of the Monte-Carlo tests
    (:class:`~uqx.workflow.references.NullFamily`: N(0, 1), t_s(ν), the data-matched
    t_s(ν̂) from κ_CS of Z², the data's own z-scores resampled).
-7. :func:`copies_step` — every tested statistic simulated under every member, once
+7. :func:`extrapolation_hooks_step` — the zero-bin extrapolation nulls that ride on the
+   copies' draws (conditional diagnostics).
+8. :func:`copies_step` — every tested statistic simulated under every member, once
    (:class:`~uqx.workflow.references.Copies`), the papers' simulated references beside.
-8. :func:`papers_step` — the papers' references: predefined ones (ZMS → 1, RCE → 0,
+9. :func:`papers_step` — the papers' references: predefined ones (ZMS → 1, RCE → 0,
    Var(Z) → 1, mean Z → 0, NLL → NLL_ref) give ζ_BS; the others get simulated references
    (Sim, Sim2, ζ_Sim).
-9. :func:`shape_step` — the errors' shape the null family matches, and the members that
-   take part.
-10. :func:`pvalues_step` — each statistic's Monte-Carlo p-value under each member; what a
+10. :func:`shape_step` — the errors' shape the null family matches, and the members that
+    take part.
+11. :func:`pvalues_step` — each statistic's Monte-Carlo p-value under each member; what a
     set cannot test.
-11. :func:`questions_step` — every verdict, decided once
+12. :func:`questions_step` — every verdict, decided once
     (:func:`~uqx.workflow.decision.question_step`: one graph of node tests, closed
     weighted min-p, the verdict over the members; the heavy tails, what a set cannot
     test and the factor not asked applied before anything is written).
-12. :func:`resolutions_step` — the resolution each ``valid`` states.
-13. :func:`verdicts_step` — the verdicts as printed: a ``valid`` without a resolution
+13. :func:`resolutions_step` — the resolution each ``valid`` states.
+14. :func:`verdicts_step` — the verdicts as printed: a ``valid`` without a resolution
     reads ``inconclusive``; an empty bin is named as the reason of what it left undefined,
     and a feature that other sets have as the reason its adaptivity is not tested.
-14. :func:`diagnostics_step` — the papers' diagnostics, on which no verdict rests (LZISD,
+15. :func:`diagnostics_step` — the papers' diagnostics, on which no verdict rests (LZISD,
     zero-bin extrapolation).
-15. :func:`scale_factor_step` — the factor √ZMS, consistency up to it (the same copies,
+16. :func:`scale_factor_step` — the factor √ZMS, consistency up to it (the same copies,
     rescaled), and the tolerance claim when asked.
-16. :func:`finish_step` — the result, assembled once from the steps' products: deciles of
+17. :func:`finish_step` — the result, assembled once from the steps' products: deciles of
     ZMS, the notes, the coordinates, the provenance.
 
 Each entry of :data:`STEPS` is a :class:`Step`, which names the fields of :class:`Run`
@@ -270,6 +272,10 @@ class Run:
         The value each test reads (t_z for ⟨Z⟩).
     family : NullFamily
         The null family of the Monte-Carlo tests.
+    hooks : list or tuple
+        Per set, the zero-bin extrapolation null computed on the copies' draws
+        (:func:`uqx.workflow.conditional.null_hooks`; None for a set too small), or ``()``
+        where none is asked.
     copies : Copies
         The copies of the tests, drawn once and read by every later step.
     papers : xarray.Dataset
@@ -317,6 +323,7 @@ class Run:
     boot: xr.Dataset = None
     observed: np.ndarray = None
     family: NullFamily = None
+    hooks: tuple = None
     copies: Copies = None
     papers: xr.Dataset = None
     shape: ErrorShape = None
@@ -504,14 +511,18 @@ def null_family_step(run: Run) -> None:
                              np.full(len(run.sets), ds.sizes["sample"]))
 
 
+def extrapolation_hooks_step(run: Run) -> None:
+    """Prepare the zero-bin extrapolation nulls that ride on the copies (none: ``()``)."""
+    cfg = run.cfg
+    run.hooks = ()
+    if cfg.conditional and cfg.n_extrapolation >= 2:
+        run.hooks = null_hooks(run.sets, n_copies=min(cfg.n_extrapolation, cfg.n_mc, N_TEST))
+
+
 def copies_step(run: Run) -> None:
     """Draw the copies of every test once, the papers' simulated references beside them."""
-    cfg = run.cfg
-    hooks = None
-    if cfg.conditional and cfg.n_extrapolation >= 2:
-        hooks = null_hooks(run.sets, n_copies=min(cfg.n_extrapolation, cfg.n_mc, N_TEST))
-    run.copies = reference_step(run.checked, run.specs, run.boot, cfg, family=run.family,
-                                hooks=hooks)
+    run.copies = reference_step(run.checked, run.specs, run.boot, run.cfg, family=run.family,
+                                hooks=run.hooks or None)
 
 
 def papers_step(run: Run) -> None:
@@ -671,7 +682,8 @@ STEPS = (
     Step(tailedness_step, reads="specs sets notes", writes="tails"),
     Step(bootstrap_step, reads="checked specs cfg notes", writes="boot observed"),
     Step(null_family_step, reads="checked cfg sets streamed tails", writes="family"),
-    Step(copies_step, reads="checked specs cfg sets boot family", writes="copies"),
+    Step(extrapolation_hooks_step, reads="cfg sets", writes="hooks"),
+    Step(copies_step, reads="checked specs cfg boot family hooks", writes="copies"),
     Step(papers_step, reads="specs boot copies", writes="papers"),
     Step(shape_step, reads="specs sets streamed family copies", writes="shape"),
     Step(pvalues_step, reads="specs cfg sets notes n_bins_used boot observed copies papers "
