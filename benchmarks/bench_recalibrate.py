@@ -53,7 +53,7 @@ import numpy as np
 
 import uqx
 from uqx.engine.defaults import ISO_MIN_BLOCK
-from uqx.engine.recal_maps import METHODS, gaussian_nll
+from uqx.engine.recal_maps import METHODS, gaussian_nll, gaussian_nll_rows
 from uqx.inference.zeta import binomial_ci
 from uqx.workflow import recalibrate as W
 
@@ -215,8 +215,9 @@ def part_peers(args) -> list[str]:
              f"{args.n_mc}, seed {args.seed}).", "",
              "| data | uqx auto NLL | " + " | ".join(
                  f"{p} NLL" for p in sorted(rows[0][3]) if p != "uqx auto") +
-             " | best peer: average, consistency, adaptivity on X, ranking | uqx auto: "
-             "the same |", "|---|" + "---:|" * len(rows[0][3]) + "---|---|"]
+             " | uqx auto - best peer, per row (s.e.) | best peer: average, consistency, "
+             "adaptivity on X, ranking | uqx auto: the same |",
+             "|---|" + "---:|" * (len(rows[0][3]) + 1) + "---|---|"]
     for label, E, X, cands in rows:
         peer_names = sorted(p for p in cands if p != "uqx auto")
         nll = {p: gaussian_nll(E, u) for p, u in cands.items()}
@@ -225,8 +226,12 @@ def part_peers(args) -> list[str]:
                                       uqx.from_arrays(E, cands[best], X=X, name="peer")]),
                            bootstrap=args.n_boot, copies=args.n_mc,
                            compute=uqx.Compute(seed=args.seed))
+        # the per-row difference of the NLL to the best peer and its standard error (the
+        # rows of a fold share a map: a guide to the noise, not an independent-sample s.e.)
+        d = gaussian_nll_rows(E, cands["uqx auto"]) - gaussian_nll_rows(E, cands[best])
         lines.append(f"| {label} | {nll['uqx auto']:.4f} | "
                      + " | ".join(f"{nll[p]:.4f}" for p in peer_names)
+                     + f" | {d.mean():+.4f} ({d.std(ddof=1) / np.sqrt(d.size):.4f})"
                      + f" | {best}: {', '.join(_verdicts(res, 'peer'))} | "
                      + ", ".join(_verdicts(res, "uqx")) + " |")
     return lines
