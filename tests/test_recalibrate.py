@@ -445,6 +445,39 @@ def test_check_gives_verdicts_before_and_after_on_the_same_rows():
                                     copies=200, conditional=False)
     assert split.rows.size == 400 and "single split" in split.design
 
+    # the map's own scale error on its fitting rows (400 of 800), recalibrated
+    fit = np.setdiff1d(np.arange(800), split.rows)
+    z2 = (E[fit] / (uE[fit] * np.sqrt(np.mean((E[fit] / uE[fit]) ** 2)))) ** 2
+    assert split.n_fit == 400
+    assert split.fit_zms_se == pytest.approx(z2.std(ddof=1) / np.sqrt(400), rel=1e-9)
+    assert chk.fit_zms_se is None and chk.map_scale_note() == ""
+
+
+def test_a_split_says_when_average_calibration_is_within_the_maps_own_error():
+    # the held-out rows test the fitted map, whose scale is itself uncertain: where their
+    # ZMS is within 2 s.e. of both errors together, "invalid" is said to be of this map
+    import xarray as xr
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    u = rng.lognormal(0.0, 0.4, n)
+    z = rng.standard_normal(n)
+    E = u * z * np.sqrt(0.95 / np.mean(z * z))  # held-out ZMS 0.95, s.e. about 0.021
+    res = xr.Dataset({"question_verdict": (("set", "question"), [["invalid"], ["invalid"]])},
+                     coords={"set": ["before", "after"], "question": ["average"]})
+
+    def check(fit_se):
+        return W.RecalCheck(name="s", method="scale", methods=["scale"], design="single split",
+                            rows=np.arange(n), E=E, uE=u, u=u, nll_before=0.0,
+                            nll_after=0.0, nll_scale=0.0, result=res, fit_zms_se=fit_se,
+                            n_fit=3000)
+
+    wide = check(0.03).unfixed()  # 2 * hypot(0.03, 0.021) = 0.073 > 0.05
+    assert len(wide) == 1 and "within the error of the map's own fit" in wide[0]
+    assert "fitted on 3000 rows" in wide[0] and "not of the method" in wide[0]
+    narrow = check(0.001).unfixed()  # 2 * hypot(0.001, 0.021) = 0.043 < 0.05
+    assert len(narrow) == 1 and "own fit" not in narrow[0] and "still invalid" in narrow[0]
+    assert "own fit" not in " ".join(check(None).unfixed())  # cross-fitting
 
 def test_nll_rows_are_the_normal_log_density_and_their_mean_is_the_nll():
     from scipy.stats import norm

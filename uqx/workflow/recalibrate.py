@@ -525,7 +525,7 @@ def cross_fit(E, uE, X=None, *, method: str = "auto", folds: int = 5, seed: int 
 
 @dataclass(frozen=True, eq=False)
 class RecalCheck:
-    """Verdicts before and after an honest (out-of-fold) recalibration.
+    r"""Verdicts before and after an honest (out-of-fold) recalibration.
 
     Attributes
     ----------
@@ -553,6 +553,12 @@ class RecalCheck:
     u_scale : numpy.ndarray or None
         The validated rows' uE times the factor √ZMS fitted out of fold the same way
         (the baseline of :attr:`nll_vs_scale`).
+    fit_zms_se : float or None
+        With ``split``: the standard error of ZMS of the recalibrated fitting rows,
+        :math:`s(Z^2)/\sqrt{n_{fit}}`, the least error of the map's own scale
+        (:meth:`map_scale_note`); None with cross-fitting.
+    n_fit : int or None
+        With ``split``: the rows that fitted the map.
     """
 
     name: str
@@ -570,6 +576,8 @@ class RecalCheck:
     crossfit: CrossFit | None = None
     has_x: bool = False
     u_scale: np.ndarray | None = None
+    fit_zms_se: float | None = None
+    n_fit: int | None = None
 
     @property
     def nll_gain(self) -> float:
@@ -604,11 +612,40 @@ class RecalCheck:
             out[str(q)] = (b, a)
         return out
 
+    def map_scale_note(self) -> str:
+        r"""Say whether ZMS after a single split is within the fitted map's own error.
+
+        A map fitted on :math:`n_{fit}` rows is itself estimated: its scale is uncertain by
+        at least the standard error of ZMS on those rows, :math:`s_f = s(Z^2_{fit}) /
+        \sqrt{n_{fit}}` (a single factor's; a map with more parameters is less sure).
+        The validation of the held-out rows tests the fitted map, not the method, and many
+        held-out rows see that error. Where the held-out ZMS is within
+        :math:`2\sqrt{s_f^2 + s_h^2}` of 1 (:math:`s_h` its own standard error), the
+        text says so; '' otherwise, and with cross-fitting (whose maps' errors
+        largely cancel over the folds).
+        """
+        if self.fit_zms_se is None or not np.isfinite(self.fit_zms_se):
+            return ""
+        z2 = (self.E / self.u) ** 2
+        zms, se_h = float(z2.mean()), float(z2.std(ddof=1) / np.sqrt(z2.size))
+        both = float(np.hypot(self.fit_zms_se, se_h))
+        if not abs(zms - 1.0) <= 2.0 * both:
+            return ""
+        return (f"the held-out ZMS {zms:.3f} is within the error of the map's own fit: a "
+                f"map fitted on {self.n_fit} rows has a scale uncertain by at least "
+                f"±{self.fit_zms_se:.3f} in ZMS, the held-out rows ±{se_h:.3f} (together "
+                f"±{both:.3f}); the verdict is true of this fitted map, not of the method: "
+                "fit on more rows, or cross-fit (no --split)")
+
     def unfixed(self) -> list[str]:
         """Say what is still invalid after recalibration, in words, with what to try."""
         lines = []
         for q, (b, a) in self.question_verdicts().items():
             words = _QUESTION_WORDS.get(q, q)
+            own = self.map_scale_note() if q == "average" else ""
+            if a == "invalid" and own:
+                lines.append(f"{words} is invalid after recalibration, but {own}")
+                continue
             if a == "invalid":
                 method = self.methods[0] if len(set(self.methods)) == 1 else self.method
                 if b == "invalid":
@@ -684,7 +721,10 @@ def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
     split : float, optional
         Instead of cross-fitting, one split: this fraction of the rows (random, keyed)
         fits the map, the rest is validated. The map is then fixed given the validated
-        rows, so their validation has its nominal level exactly.
+        rows, so their validation has its nominal level exactly, for the fitted map:
+        a map fitted on few rows is itself off, and many held-out rows see it
+        (:meth:`RecalCheck.map_scale_note` says when that explains an ``invalid``
+        average calibration).
     n_bins, pop_min, min_block
         As :func:`fit_recalibration`.
     seed : int, optional
@@ -712,6 +752,7 @@ def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
         sc = cross_fit(E, uE, None, method="scale", folds=folds, seed=seed)
         rows, u, u_scale, methods = np.arange(E.size), cf.u, sc.u, cf.methods
         design = f"{int(folds)}-fold cross-fitting"
+        fit_zms_se = n_fit = None
     else:
         if not 0.0 < float(split) < 1.0:
             raise InputError(f"split is the fraction of rows that fits the map, strictly "
@@ -728,6 +769,9 @@ def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
                                  ss=_keyed(seed, "auto", E=E[train], uE=uE[train]))
         u = apply_map(chosen, params, uE[rows], None if Xs is None else Xs[rows])
         u_scale = apply_map("scale", fit_map("scale", E[train], uE[train]), uE[rows])
+        # the map's own scale error: ZMS of its fitting rows, recalibrated
+        z2_fit = (E[train] / apply_map(chosen, params, uE[train], Xtr)) ** 2
+        fit_zms_se = float(z2_fit.std(ddof=1) / np.sqrt(z2_fit.size))
         methods = [chosen]
         design = f"single split (map fitted on {n_fit} rows, {rows.size} held out)"
     Eh, uEh = E[rows], uE[rows]
@@ -738,4 +782,5 @@ def check_recalibration(data, method: str = "auto", *, X=None, folds: int = 5,
     return RecalCheck(name=str(name), method=method, methods=list(methods), design=design,
                       rows=rows, E=Eh, uE=uEh, u=u, nll_before=gaussian_nll(Eh, uEh),
                       nll_after=gaussian_nll(Eh, u), nll_scale=gaussian_nll(Eh, u_scale),
-                      result=res, crossfit=cf, has_x=Xs is not None, u_scale=u_scale)
+                      result=res, crossfit=cf, has_x=Xs is not None, u_scale=u_scale,
+                      fit_zms_se=fit_zms_se, n_fit=n_fit)

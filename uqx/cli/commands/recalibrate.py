@@ -138,7 +138,9 @@ def register(subparsers):
     c.add_argument("--folds", type=int, default=5, help="folds of the cross-fitting")
     c.add_argument("--split", type=float, default=None, metavar="F",
                    help="instead of folds: one split, the fraction F of rows fits the map "
-                   "and the rest is validated (exact)")
+                   "and the rest is validated: exact for the fitted map, whose own "
+                   "error a small F leaves large (the output says when it explains "
+                   "an invalid)")
     c.add_argument("--n-boot", type=int, default=2000,
                    help="bootstrap replicates of the validation")
     c.add_argument("--n-mc", type=int, default=2000,
