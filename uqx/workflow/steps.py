@@ -14,7 +14,7 @@ sets by their features and calls it once per group):
 6. :func:`null_family_step` — the null family of the Monte-Carlo tests
    (:class:`~uqx.workflow.references.NullFamily`: N(0, 1), t_s(ν), the data-matched
    t_s(ν̂) from κ_CS of Z², the data's own z-scores resampled).
-7. :func:`extrapolation_hooks_step` — the zero-bin extrapolation nulls that ride on the
+7. :func:`extrapolation_nulls_step` — the zero-bin extrapolation nulls that ride on the
    copies' draws (conditional diagnostics).
 8. :func:`copies_step` — every tested statistic simulated under every member, once
    (:class:`~uqx.workflow.references.Copies`), the papers' simulated references beside.
@@ -511,7 +511,7 @@ def null_family_step(run: Run) -> None:
                              np.full(len(run.sets), ds.sizes["sample"]))
 
 
-def extrapolation_hooks_step(run: Run) -> None:
+def extrapolation_nulls_step(run: Run) -> None:
     """Prepare the zero-bin extrapolation nulls that ride on the copies (none: ``()``)."""
     cfg = run.cfg
     run.hooks = ()
@@ -682,7 +682,7 @@ STEPS = (
     Step(tailedness_step, reads="specs sets notes", writes="tails"),
     Step(bootstrap_step, reads="checked specs cfg notes", writes="boot observed"),
     Step(null_family_step, reads="checked cfg sets streamed tails", writes="family"),
-    Step(extrapolation_hooks_step, reads="cfg sets", writes="hooks"),
+    Step(extrapolation_nulls_step, reads="cfg sets", writes="hooks"),
     Step(copies_step, reads="checked specs cfg boot family hooks", writes="copies"),
     Step(papers_step, reads="specs boot copies", writes="papers"),
     Step(shape_step, reads="specs sets streamed family copies", writes="shape"),
