@@ -479,6 +479,32 @@ def test_a_split_says_when_average_calibration_is_within_the_maps_own_error():
     assert len(narrow) == 1 and "own fit" not in narrow[0] and "still invalid" in narrow[0]
     assert "own fit" not in " ".join(check(None).unfixed())  # cross-fitting
 
+
+def test_consistency_left_only_by_a_factor_is_said_to_be_the_scale():
+    # after recalibration, consistency invalid but consistent up to a factor: what is
+    # left is the scale, not a shape a map bending with uE would fix
+    import xarray as xr
+
+    E = np.array([1.0, -0.5, 0.3])
+
+    def check(up_to_factor_after):
+        after = ["invalid", "invalid", up_to_factor_after]
+        res = xr.Dataset({"question_verdict": (("set", "question"),
+                                               [["invalid", "invalid", "valid"], after])},
+                         coords={"set": ["before", "after"],
+                                 "question": ["average", "consistency", "up_to_factor"]})
+        return W.RecalCheck(name="s", method="scale", methods=["scale"], design="5-fold",
+                            rows=np.arange(3), E=E, uE=np.ones(3), u=np.ones(3),
+                            nll_before=0.0, nll_after=0.0, nll_scale=0.0, result=res)
+
+    left = check("valid").unfixed()
+    assert any("consistency on uE is invalid after recalibration only by a factor" in x
+               for x in left)
+    assert not any("bends with uE" in x for x in left)
+    left = check("invalid").unfixed()
+    assert any("consistency on uE is still invalid: try a map that bends with uE" in x
+               for x in left)
+
 def test_nll_rows_are_the_normal_log_density_and_their_mean_is_the_nll():
     from scipy.stats import norm
 

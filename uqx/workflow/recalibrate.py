@@ -640,11 +640,19 @@ class RecalCheck:
     def unfixed(self) -> list[str]:
         """Say what is still invalid after recalibration, in words, with what to try."""
         lines = []
-        for q, (b, a) in self.question_verdicts().items():
+        verdicts = self.question_verdicts()
+        # consistent up to a factor after: an invalid consistency is the scale's alone
+        scale_only = verdicts.get("up_to_factor", ("", ""))[1] == "valid"
+        for q, (b, a) in verdicts.items():
             words = _QUESTION_WORDS.get(q, q)
             own = self.map_scale_note() if q == "average" else ""
             if a == "invalid" and own:
                 lines.append(f"{words} is invalid after recalibration, but {own}")
+                continue
+            if a == "invalid" and q == "consistency" and scale_only:
+                lines.append(f"{words} is invalid after recalibration only by a factor: "
+                             "the recalibrated uE are consistent up to a factor, so what is "
+                             "left is the scale (average calibration)")
                 continue
             if a == "invalid":
                 method = self.methods[0] if len(set(self.methods)) == 1 else self.method
