@@ -505,6 +505,27 @@ def test_consistency_left_only_by_a_factor_is_said_to_be_the_scale():
     assert any("consistency on uE is still invalid: try a map that bends with uE" in x
                for x in left)
 
+
+def test_adaptivity_left_beside_a_scale_left_says_to_fix_the_scale_first():
+    import xarray as xr
+
+    def check(average_after):
+        res = xr.Dataset({"question_verdict": (("set", "question"),
+                                               [["invalid", "invalid"],
+                                                [average_after, "invalid"]])},
+                         coords={"set": ["before", "after"],
+                                 "question": ["average", "adaptivity_X"]})
+        return W.RecalCheck(name="s", method="isotonic", methods=["isotonic"],
+                            design="5-fold", rows=np.arange(3), E=np.ones(3),
+                            uE=np.ones(3), u=np.ones(3), nll_before=0.0, nll_after=0.0,
+                            nll_scale=0.0, result=res, has_x=True)
+
+    left = [x for x in check("invalid").unfixed() if x.startswith("adaptivity")]
+    assert len(left) == 1 and "recalibrate on X" in left[0]
+    assert "fix the scale first" in left[0]
+    left = [x for x in check("valid").unfixed() if x.startswith("adaptivity")]
+    assert len(left) == 1 and "fix the scale first" not in left[0]
+
 def test_nll_rows_are_the_normal_log_density_and_their_mean_is_the_nll():
     from scipy.stats import norm
 

@@ -657,11 +657,14 @@ class RecalCheck:
             if a == "invalid":
                 method = self.methods[0] if len(set(self.methods)) == 1 else self.method
                 if b == "invalid":
-                    lines.append(f"{words} is still invalid: "
-                                 f"{_unfixed_advice(q, method, self.has_x)}")
+                    line = f"{words} is still invalid: {_unfixed_advice(q, method, self.has_x)}"
                 else:
-                    lines.append(f"{words} is invalid after recalibration: "
-                                 f"{_made_worse_advice(method)}")
+                    line = f"{words} is invalid after recalibration: {_made_worse_advice(method)}"
+                if q.startswith("adaptivity") and verdicts.get("average", ("", ""))[1] == "invalid":
+                    # adaptivity has no test up to a factor: a scale left off moves it too
+                    line += (" (it is tested on the recalibrated uE as they are, off in "
+                             "scale: fix the scale first, then check again)")
+                lines.append(line)
         return lines
 
     def fixed(self) -> list[str]:
