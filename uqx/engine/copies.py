@@ -339,6 +339,11 @@ def cc_rows_distinct(keys, shift, ru, out, near):  # pragma: no cover - numba
         out[r] = acc / denom
 
 
+def key_shift(M: int) -> int:
+    """Bits of a position among ``M`` in a packed key (:func:`sorted_keys`), at least 1."""
+    return max(1, int(M - 1).bit_length())
+
+
 def sorted_keys(ae):
     """Row-wise sorted packed keys of non-negative ``ae`` and the bits of the position.
 
@@ -358,7 +363,7 @@ def sorted_keys(ae):
         Bits of the position.
     """
     M = ae.shape[-1]
-    shift = max(1, int(M - 1).bit_length())
+    shift = key_shift(M)
     keys = ae.view(np.uint64) >> np.uint64(shift)
     keys <<= np.uint64(shift)
     keys |= np.arange(M, dtype=np.uint64)
@@ -394,14 +399,23 @@ def cc_fixed_u(ae, ru):
     ru = np.ascontiguousarray(ru, dtype=np.float64)
     if not np.any(ru):  # u constant (every centred rank 0): the CC is undefined
         return np.full(ae.shape[0], np.nan)
-    out = np.empty(ae.shape[0])
     keys, shift = sorted_keys(ae)
-    near = np.zeros(ae.shape[0], dtype=np.bool_)
+    return _cc_of_sorted_keys(keys, shift, ru, lambda rows: ae[rows])
+
+
+def _cc_of_sorted_keys(keys, shift, ru, values):
+    """CC of each row from its sorted keys (:func:`cc_rows_distinct`), exact where they near-tie.
+
+    ``values(rows)`` gives the values of the rows (a bool mask) whose keys near-tie, for
+    :func:`cc_rows` (their exact order, tied values at their average rank).
+    """
+    out = np.empty(keys.shape[0])
+    near = np.zeros(keys.shape[0], dtype=np.bool_)
     cc_rows_distinct(keys, shift, ru, out, near)
-    if near.any():  # the exact order (and the average ranks of ties) from the values
+    if near.any():
         sub = np.empty(int(near.sum()))
-        cc_rows(np.ascontiguousarray(ae[near]), np.ascontiguousarray(keys[near]), shift, ru,
-                sub, np.zeros(sub.size, dtype=np.bool_))
+        cc_rows(np.ascontiguousarray(values(near)), np.ascontiguousarray(keys[near]), shift,
+                ru, sub, np.zeros(sub.size, dtype=np.bool_))
         out[near] = sub
     return out
 
@@ -454,17 +468,9 @@ def cc_scaled(eps, w, ru):
     ru = np.ascontiguousarray(ru, dtype=np.float64)
     if not np.any(ru):  # u constant (every centred rank 0): the CC is undefined
         return np.full(eps.shape[0], np.nan)
-    shift = max(1, int(eps.shape[-1] - 1).bit_length())
+    shift = key_shift(eps.shape[-1])
     keys, ok = _scaled_keys(eps, w, shift)
     if not ok:
         raise ValueError("cc_scaled needs finite draws and non-negative, non-NaN scales")
     keys.sort(axis=-1)
-    out = np.empty(eps.shape[0])
-    near = np.zeros(eps.shape[0], dtype=np.bool_)
-    cc_rows_distinct(keys, shift, ru, out, near)
-    if near.any():  # the exact order (and the average ranks of ties) from the values
-        sub = np.empty(int(near.sum()))
-        cc_rows(np.abs(eps[near] * w), np.ascontiguousarray(keys[near]), shift, ru, sub,
-                np.zeros(sub.size, dtype=np.bool_))
-        out[near] = sub
-    return out
+    return _cc_of_sorted_keys(keys, shift, ru, lambda rows: np.abs(eps[rows] * w))
